@@ -1,0 +1,21 @@
+// Package frontier keeps the crawl's to-do list: per-host FIFO queues of URLs and the seen-set
+// that gives every URL ever learned exactly one state, queued → fetched | failed | excluded, in
+// storage's bbolt file.
+//
+// The contract is crash safety. A URL handed out by Lease is leased in memory only: it stays in
+// the on-disk queue until the one write transaction of Complete, which stores the page, marks the
+// URL done and enqueues its new links together (or marks it failed or excluded, or moves it to
+// the delayed set for a retry). A process killed at any instant therefore loses nothing; at most
+// the URLs leased at the time are fetched again after a restart. Counters (total, per host, per
+// reason) are updated in the same transactions, so `crawl status` reads them without a scan.
+//
+// Memory stays bounded whatever the size of the queue: the seen-set and the queues live only on
+// disk; in memory there are the per-host counters and the leases, O(hosts + leases). Every 1024
+// records written it calls storage.DB.TrimRSS, so that the pages of the file its transactions
+// touch do not pile up in the resident set either.
+//
+// Concurrent Complete calls are coalesced into one commit (one fsync) by bbolt's DB.Batch.
+//
+// The queues are written by hand on bbolt rather than taken from a queue library because the
+// page, the URL's state and its links must commit in one transaction of the store's own file.
+package frontier

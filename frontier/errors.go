@@ -1,0 +1,17 @@
+package frontier
+
+import "errors"
+
+var (
+	// ErrNotLeased is returned by Complete when the lease is not held: it was already completed
+	// or released, or it comes from another Frontier.
+	ErrNotLeased = errors.New("frontier: URL is not leased")
+
+	// ErrInvalid is returned when an Entry, Exclusion or Result is malformed: empty URL or
+	// host, a host containing a NUL byte, an unknown Kind, a missing reason. Nothing is written.
+	ErrInvalid = errors.New("frontier: invalid argument")
+
+	// ErrCorrupt is returned when the records on disk contradict each other (a queue entry
+	// without its URL record, counters that do not add up); Check reports what it found.
+	ErrCorrupt = errors.New("frontier: store is inconsistent")
+)

@@ -1,0 +1,414 @@
+package frontier
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crawl-project/crawl/storage"
+	"go.etcd.io/bbolt"
+)
+
+// Entry is a URL to crawl.
+type Entry struct {
+	URL    string // normalized URL
+	Host   string // urlnorm host key of URL (computed by the caller)
+	Depth  int    // link hops from a seed
+	Hops   int    // redirect hops that led to this URL (0 unless it is a redirect's target)
+	Parent string // URL of the page that linked here (or redirected here), "" for a seed
+}
+
+// Exclusion is a URL recorded as excluded instead of queued. Its Host may be empty (a mailto:
+// link has none); such URLs are counted under the host "".
+type Exclusion struct {
+	Entry
+	Reason string // one of the Reason constants
+	Detail string // e.g. the robots.txt rule that matched
+}
+
+// Exclusion reasons.
+const (
+	ReasonScope          = "scope"
+	ReasonRobots         = "robots"
+	ReasonDepth          = "depth"
+	ReasonLimit          = "limit"
+	ReasonNoFollow       = "nofollow"
+	ReasonFilter         = "filter"
+	ReasonTooLong        = "too-long"
+	ReasonScheme         = "scheme"
+	ReasonPrivateAddress = "private-address"
+)
+
+// Lease is a queued URL handed out for fetching. It is held in memory only; the URL stays in the
+// on-disk queue until Complete (or is leasable again after Release, or after a restart).
+type Lease struct {
+	Entry
+	Attempts int    // attempts already made: how many times this URL was completed with Retry
+	key      string // queue key
+}
+
+// Kind is the outcome of a leased URL.
+type Kind int
+
+// Outcomes of a leased URL.
+const (
+	Fetched  Kind = iota + 1 // a response was stored; the URL is done
+	Failed                   // given up; the URL is done
+	Excluded                 // not to be fetched after all (robots.txt…); the URL is done
+	Retry                    // to be fetched again, not before Result.NotBefore; stays queued
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Fetched:
+		return "fetched"
+	case Failed:
+		return "failed"
+	case Excluded:
+		return "excluded"
+	case Retry:
+		return "retry"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Result is what became of a leased URL; Complete records it in one transaction.
+type Result struct {
+	Kind      Kind
+	Page      *storage.Page // Fetched: stored with storage.PutPage in the same transaction (nil: nothing stored)
+	Links     []Entry       // Fetched: enqueued if unseen, in the same transaction
+	Excluded  []Exclusion   // Fetched: recorded as excluded if unseen, in the same transaction
+	Status    int           // Failed: last HTTP status, if any
+	Reason    string        // Failed, Excluded: reason (required); Retry: why (optional)
+	Detail    string        // Excluded: e.g. the robots rule; Failed: the error text
+	NotBefore time.Time     // Retry: not leased again before this (persisted)
+}
+
+// Options configure Open. There are none yet; nil means the defaults.
+type Options struct{}
+
+// Counts are the frontier's totals. Every URL ever learned is counted in exactly one of
+// Queued, Fetched, Failed and Excluded.
+type Counts struct {
+	Queued     int            // in state queued: waiting, delayed or in flight
+	Delayed    int            // of Queued: waiting for a retry time
+	InFlight   int            // of Queued: leased now
+	Fetched    int            // done with a stored response
+	Failed     int            // given up
+	Excluded   int            // never to be fetched
+	FailedBy   map[string]int // Failed by reason
+	ExcludedBy map[string]int // Excluded by reason
+}
+
+// HostCount are the counters of one host.
+type HostCount struct {
+	Host      string
+	Queued    int // including Delayed and InFlight
+	Delayed   int
+	InFlight  int
+	Fetched   int
+	Failed    int
+	Excluded  int
+	LastError string // of the last Failed URL of the host
+}
+
+// URLState is what the frontier knows about one URL.
+type URLState struct {
+	State    string // "queued", "fetched", "failed" or "excluded"
+	Reason   string // failed/excluded: why; queued: why the last attempt is to be retried
+	Detail   string
+	Status   int    // last HTTP status, if any
+	Attempts int    // attempts made: Retry outcomes, plus one for Fetched or Failed
+	Depth    int    // link hops from a seed
+	Parent   string // page that linked here
+	Host     string
+	PageSeq  uint64 // fetched: storage sequence number of the page (0 if none was stored)
+}
+
+// Frontier is the crawl's queue and seen-set. It is safe for concurrent use by multiple
+// goroutines. Open one Frontier per store: its in-memory counters and leases are not shared. The
+// methods that read or write the store (all but Counts, Hosts, Idle and Release) must not be
+// called from inside a transaction or iteration of the same store (storage.DB.Pages callbacks
+// included).
+type Frontier struct {
+	db       *storage.DB
+	bolt     *bbolt.DB
+	readOnly bool
+
+	leaseMu   sync.Mutex   // serializes Lease, so that no two leases pick the same key
+	promoteMu sync.Mutex   // serializes promotions of delayed URLs
+	inflight  atomic.Int32 // Complete calls in progress: 1 uses Update, more use Batch
+	written   atomic.Int64 // records written, to call storage.DB.TrimRSS every trimEvery
+
+	// mu guards the fields below. It is a leaf lock: never held while calling bbolt or taking
+	// another lock.
+	mu         sync.Mutex
+	hosts      map[string]*hostState
+	ready      map[string]struct{} // hosts with a queued, unleased, undelayed URL
+	total      hostCounts          // sum over hosts (LastError unused)
+	failedBy   map[string]int
+	excludedBy map[string]int
+	leases     int
+	earliest   time.Time // lower bound of the first delayed NotBefore, if total.Delayed > 0
+	tracking   bool      // a promotion is running; retryMin collects NotBefores added meanwhile
+	retryMin   time.Time
+}
+
+// hostState mirrors a host's counters on disk, plus its leases.
+type hostState struct {
+	hostCounts
+	leased map[string]struct{} // queue keys
+}
+
+func (h *hostState) readyCount() int { return h.Queued - h.Delayed - len(h.leased) }
+
+// unlease drops a lease, and the map with the last one, so that idle hosts cost little.
+func (h *hostState) unlease(key string) {
+	delete(h.leased, key)
+	if len(h.leased) == 0 {
+		h.leased = nil
+	}
+}
+
+// Open opens the frontier kept in db, creating its buckets if db is writable, and loads the
+// per-host counters into memory. On a read-only db, only Counts, Hosts, State, NextAt, Idle and
+// Check are useful.
+func Open(db *storage.DB, opts *Options) (*Frontier, error) {
+	f := &Frontier{
+		db:         db,
+		bolt:       db.Bolt(),
+		readOnly:   db.Bolt().IsReadOnly(),
+		hosts:      make(map[string]*hostState),
+		ready:      make(map[string]struct{}),
+		failedBy:   make(map[string]int),
+		excludedBy: make(map[string]int),
+	}
+	if !f.readOnly {
+		if err := f.bolt.Update(func(tx *bbolt.Tx) error {
+			for _, name := range allBuckets {
+				if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
+		}
+	}
+	if err := f.bolt.View(f.load); err != nil {
+		return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
+	}
+	return f, nil
+}
+
+// load reads the counters from disk into memory.
+func (f *Frontier) load(tx *bbolt.Tx) error {
+	if b := tx.Bucket(bucketHosts); b != nil {
+		if err := b.ForEach(func(k, v []byte) error {
+			c, err := decodeHostCounts(v)
+			if err != nil {
+				return fmt.Errorf("%w: host %q: %v", ErrCorrupt, k, err)
+			}
+			host := hostFromBucketKey(k)
+			f.hosts[host] = &hostState{hostCounts: c}
+			f.touch(host)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if b := tx.Bucket(bucketCounts); b != nil {
+		if err := b.ForEach(func(k, v []byte) error {
+			n, err := counterValue(v)
+			if err != nil {
+				return fmt.Errorf("%w: counter %q: %v", ErrCorrupt, k, err)
+			}
+			switch name := string(k); {
+			case name == countQueued:
+				f.total.Queued = n
+			case name == countDelayed:
+				f.total.Delayed = n
+			case name == countFetched:
+				f.total.Fetched = n
+			case name == countFailed:
+				f.total.Failed = n
+			case name == countExcluded:
+				f.total.Excluded = n
+			case strings.HasPrefix(name, prefixFailed):
+				f.failedBy[name[len(prefixFailed):]] = n
+			case strings.HasPrefix(name, prefixExclude):
+				f.excludedBy[name[len(prefixExclude):]] = n
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if b := tx.Bucket(bucketDelayed); b != nil {
+		if k, _ := b.Cursor().First(); k != nil {
+			if len(k) != 16 {
+				return fmt.Errorf("%w: delayed key %x", ErrCorrupt, k)
+			}
+			f.earliest = keyTime(binary.BigEndian.Uint64(k))
+		}
+	}
+	return nil
+}
+
+// touch updates the ready set for host; f.mu must be held (or f not yet shared).
+func (f *Frontier) touch(host string) {
+	if h := f.hosts[host]; h != nil && h.readyCount() > 0 {
+		f.ready[host] = struct{}{}
+	} else {
+		delete(f.ready, host)
+	}
+}
+
+func (f *Frontier) host(name string) *hostState {
+	h := f.hosts[name]
+	if h == nil {
+		h = &hostState{}
+		f.hosts[name] = h
+	}
+	return h
+}
+
+// apply adds a committed transaction's deltas to the in-memory counters; f.mu must be held.
+func (f *Frontier) apply(d *delta) {
+	for name, hd := range d.hosts {
+		h := f.host(name)
+		h.add(hd)
+		f.total.add(&hostCounts{Queued: hd.Queued, Delayed: hd.Delayed, Fetched: hd.Fetched,
+			Failed: hd.Failed, Excluded: hd.Excluded})
+		f.touch(name)
+	}
+	for r, n := range d.failedBy {
+		f.failedBy[r] += n
+	}
+	for r, n := range d.excludedBy {
+		f.excludedBy[r] += n
+	}
+}
+
+// ReadyHosts returns, sorted, the hosts that have at least one unleased URL ready to be leased
+// at now, after moving the delayed URLs due at now back into their queues. (If that move fails,
+// the error is returned by the next Lease.)
+func (f *Frontier) ReadyHosts(now time.Time) []string {
+	_ = f.promote(now)
+	f.mu.Lock()
+	hosts := make([]string, 0, len(f.ready))
+	for h := range f.ready {
+		hosts = append(hosts, h)
+	}
+	f.mu.Unlock()
+	sort.Strings(hosts)
+	return hosts
+}
+
+// NextAt moves the delayed URLs due at now back into their queues and returns the earliest
+// NotBefore among the URLs still delayed: when ReadyHosts may next grow without a Complete. It
+// returns the zero time if nothing is delayed. The time may be early, never late.
+func (f *Frontier) NextAt(now time.Time) time.Time {
+	_ = f.promote(now)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.total.Delayed == 0 {
+		return time.Time{}
+	}
+	return f.earliest
+}
+
+// Counts returns the totals.
+func (f *Frontier) Counts() Counts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := Counts{
+		Queued: f.total.Queued, Delayed: f.total.Delayed, InFlight: f.leases,
+		Fetched: f.total.Fetched, Failed: f.total.Failed, Excluded: f.total.Excluded,
+		FailedBy: make(map[string]int), ExcludedBy: make(map[string]int),
+	}
+	for r, n := range f.failedBy {
+		if n != 0 {
+			c.FailedBy[r] = n
+		}
+	}
+	for r, n := range f.excludedBy {
+		if n != 0 {
+			c.ExcludedBy[r] = n
+		}
+	}
+	return c
+}
+
+// Hosts returns the counters of every host, most fetched first (then by name).
+func (f *Frontier) Hosts() []HostCount {
+	f.mu.Lock()
+	out := make([]HostCount, 0, len(f.hosts))
+	for name, h := range f.hosts {
+		out = append(out, HostCount{Host: name, Queued: h.Queued, Delayed: h.Delayed, InFlight: len(h.leased),
+			Fetched: h.Fetched, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError})
+	}
+	f.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Fetched != out[j].Fetched {
+			return out[i].Fetched > out[j].Fetched
+		}
+		return out[i].Host < out[j].Host
+	})
+	return out
+}
+
+// Idle reports whether nothing is queued, delayed or leased: the crawl is over unless something
+// is added.
+func (f *Frontier) Idle() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.total.Queued == 0 && f.leases == 0
+}
+
+// State returns what is recorded about url, and whether it was ever seen.
+func (f *Frontier) State(url string) (URLState, bool, error) {
+	var s URLState
+	var ok bool
+	err := f.bolt.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSeen)
+		if b == nil {
+			return nil
+		}
+		v := b.Get(seenKey(url))
+		if v == nil {
+			return nil
+		}
+		r, err := decodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, url, err)
+		}
+		ok = true
+		s = URLState{State: stateNames[r.state], Reason: r.reason, Detail: r.detail, Status: r.status,
+			Attempts: r.attempts, Depth: r.depth, Parent: r.parent, Host: r.host, PageSeq: r.pageSeq}
+		return nil
+	})
+	if err != nil {
+		return URLState{}, false, fmt.Errorf("frontier: state of %s: %w", url, err)
+	}
+	return s, ok, nil
+}
+
+// trimEvery is how many records the frontier writes between two calls of storage.DB.TrimRSS,
+// which keeps the pages of the file that transactions touched from piling up in the resident set.
+const trimEvery = 1024
+
+// wrote counts n records written and trims the store's mapped pages every trimEvery.
+func (f *Frontier) wrote(n int) {
+	if n <= 0 {
+		return
+	}
+	after := f.written.Add(int64(n))
+	if (after-int64(n))/trimEvery != after/trimEvery {
+		_ = f.db.TrimRSS() // best effort: only memory is at stake
+	}
+}

@@ -1,0 +1,274 @@
+package frontier
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"math"
+	"time"
+)
+
+// On-disk layout, all in storage's bbolt file:
+//
+//	frontier/seen     seenKey(URL)              -> record: the one state of every URL ever learned
+//	frontier/queue    host 0x00 seq(8, BE)      -> URL   (FIFO per host by a cursor Seek on the prefix)
+//	frontier/delayed  notBefore(8, BE) seq(8)   -> uvarint(len host) host URL   (retries waiting)
+//	frontier/hosts    host                      -> hostCounts
+//	frontier/counts   name                      -> int64 (8, BE): totals, "failed\x00reason", "excluded\x00reason"
+//
+// A queued URL's record holds the key of its queue or delayed entry, so each entry and each
+// queued record point at each other (Check verifies it).
+var (
+	bucketSeen    = []byte("frontier/seen")
+	bucketQueue   = []byte("frontier/queue")
+	bucketDelayed = []byte("frontier/delayed")
+	bucketHosts   = []byte("frontier/hosts")
+	bucketCounts  = []byte("frontier/counts")
+	allBuckets    = [][]byte{bucketSeen, bucketQueue, bucketDelayed, bucketHosts, bucketCounts}
+)
+
+// maxKeyURL is the longest URL used as a seen-set key as is; longer ones are keyed by a hash
+// (bbolt keys are limited to 32 KiB, and long keys bloat the branch pages).
+const maxKeyURL = 1024
+
+// maxDetail caps the Detail text kept per URL.
+const maxDetail = 1024
+
+func seenKey(url string) []byte {
+	if len(url) <= maxKeyURL {
+		return []byte(url)
+	}
+	h := sha256.Sum256([]byte(url))
+	return append([]byte{0xff}, h[:]...) // normalized URLs never start with 0xff
+}
+
+func queueKey(host string, seq uint64) []byte {
+	k := make([]byte, 0, len(host)+9)
+	k = append(k, host...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func hostPrefix(host string) []byte {
+	return append([]byte(host), 0)
+}
+
+// timeKey encodes t as unsigned nanoseconds since 1970, clamped to what fits.
+func timeKey(t time.Time) uint64 {
+	switch {
+	case t.IsZero() || t.Before(time.Unix(0, 0)):
+		return 0
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return uint64(t.UnixNano())
+}
+
+func keyTime(n uint64) time.Time { return time.Unix(0, int64(n)).UTC() }
+
+func delayedKey(notBefore time.Time, seq uint64) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 16), timeKey(notBefore))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func delayedValue(host, url string) []byte {
+	v := binary.AppendUvarint(nil, uint64(len(host)))
+	v = append(v, host...)
+	return append(v, url...)
+}
+
+func parseDelayed(k, v []byte) (notBefore uint64, host, url string, err error) {
+	if len(k) != 16 {
+		return 0, "", "", errors.New("bad delayed key")
+	}
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) {
+		return 0, "", "", errors.New("bad delayed value")
+	}
+	v = v[w:]
+	return binary.BigEndian.Uint64(k), string(v[:n]), string(v[n:]), nil
+}
+
+// URL states as stored.
+const (
+	stQueued byte = 1 + iota
+	stFetched
+	stFailed
+	stExcluded
+)
+
+var stateNames = [...]string{stQueued: "queued", stFetched: "fetched", stFailed: "failed", stExcluded: "excluded"}
+
+// record is the seen-set value of one URL.
+type record struct {
+	state    byte
+	depth    int
+	hops     int // redirect hops that led here
+	attempts int
+	status   int
+	pageSeq  uint64 // storage sequence number of the page (fetched)
+	qkey     []byte // key of the queue or delayed entry (queued)
+	host     string
+	parent   string
+	reason   string
+	detail   string
+}
+
+const recordVersion = 1
+
+func (r *record) encode() []byte {
+	b := make([]byte, 0, 16+len(r.qkey)+len(r.host)+len(r.parent)+len(r.reason)+len(r.detail))
+	b = append(b, recordVersion, r.state)
+	b = binary.AppendUvarint(b, uint64(r.depth))
+	b = binary.AppendUvarint(b, uint64(r.attempts))
+	b = binary.AppendUvarint(b, uint64(r.status))
+	b = binary.AppendUvarint(b, r.pageSeq)
+	b = binary.AppendUvarint(b, uint64(r.hops))
+	for _, s := range [][]byte{r.qkey, []byte(r.host), []byte(r.parent), []byte(r.reason), []byte(r.detail)} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+var errBadRecord = errors.New("bad URL record")
+
+// decodeRecord parses b, copying everything out of it (b is bbolt memory).
+func decodeRecord(b []byte) (record, error) {
+	var r record
+	if len(b) < 2 || b[0] != recordVersion || b[1] < stQueued || b[1] > stExcluded {
+		return r, errBadRecord
+	}
+	r.state = b[1]
+	b = b[2:]
+	var nums [5]uint64
+	for i := range nums {
+		n, w := binary.Uvarint(b)
+		if w <= 0 {
+			return r, errBadRecord
+		}
+		nums[i], b = n, b[w:]
+	}
+	if nums[0] > math.MaxInt32 || nums[1] > math.MaxInt32 || nums[2] > math.MaxInt32 || nums[4] > math.MaxInt32 {
+		return r, errBadRecord
+	}
+	r.depth, r.attempts, r.status, r.pageSeq, r.hops = int(nums[0]), int(nums[1]), int(nums[2]), nums[3], int(nums[4])
+	var strs [5][]byte
+	for i := range strs {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return r, errBadRecord
+		}
+		strs[i], b = b[w:w+int(n)], b[w+int(n):]
+	}
+	if len(b) != 0 {
+		return r, errBadRecord
+	}
+	if len(strs[0]) > 0 {
+		r.qkey = append([]byte(nil), strs[0]...)
+	}
+	r.host, r.parent, r.reason, r.detail = string(strs[1]), string(strs[2]), string(strs[3]), string(strs[4])
+	return r, nil
+}
+
+// hostBucketKey is the key of host in the hosts bucket: bbolt keys cannot be empty, so the
+// host "" (of excluded URLs without one) is stored as "\x00", which no host contains.
+func hostBucketKey(host string) []byte {
+	if host == "" {
+		return []byte{0}
+	}
+	return []byte(host)
+}
+
+func hostFromBucketKey(k []byte) string {
+	if len(k) == 1 && k[0] == 0 {
+		return ""
+	}
+	return string(k)
+}
+
+// hostCounts are the per-host counters, on disk and in memory. Queued includes Delayed.
+type hostCounts struct {
+	Queued, Delayed, Fetched, Failed, Excluded int
+	LastError                                  string
+}
+
+func (c *hostCounts) encode() []byte {
+	b := []byte{recordVersion}
+	for _, n := range []int{c.Queued, c.Delayed, c.Fetched, c.Failed, c.Excluded} {
+		b = binary.AppendVarint(b, int64(n))
+	}
+	b = binary.AppendUvarint(b, uint64(len(c.LastError)))
+	return append(b, c.LastError...)
+}
+
+var errBadHost = errors.New("bad host counters")
+
+func decodeHostCounts(b []byte) (hostCounts, error) {
+	var c hostCounts
+	if b == nil {
+		return c, nil
+	}
+	if len(b) < 1 || b[0] != recordVersion {
+		return c, errBadHost
+	}
+	b = b[1:]
+	for _, p := range []*int{&c.Queued, &c.Delayed, &c.Fetched, &c.Failed, &c.Excluded} {
+		n, w := binary.Varint(b)
+		if w <= 0 || n < math.MinInt32 || n > math.MaxInt32 {
+			return c, errBadHost
+		}
+		*p, b = int(n), b[w:]
+	}
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n != uint64(len(b)-w) {
+		return c, errBadHost
+	}
+	c.LastError = string(b[w:])
+	return c, nil
+}
+
+func (c *hostCounts) add(d *hostCounts) {
+	c.Queued += d.Queued
+	c.Delayed += d.Delayed
+	c.Fetched += d.Fetched
+	c.Failed += d.Failed
+	c.Excluded += d.Excluded
+	if d.LastError != "" {
+		c.LastError = d.LastError
+	}
+}
+
+// Names in the counts bucket.
+const (
+	countQueued   = "queued"
+	countDelayed  = "delayed"
+	countFetched  = "fetched"
+	countFailed   = "failed"
+	countExcluded = "excluded"
+	prefixFailed  = "failed\x00"
+	prefixExclude = "excluded\x00"
+)
+
+func counterValue(b []byte) (int, error) {
+	if len(b) != 8 {
+		return 0, errors.New("bad counter")
+	}
+	return int(int64(binary.BigEndian.Uint64(b))), nil
+}
+
+func counterBytes(n int) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(int64(n)))
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i]
+}

@@ -1,0 +1,17 @@
+// Package storage owns the crawl store: one bbolt file, DIR/crawl.db, holding the fetched pages
+// (metadata as JSON, bodies compressed with zstd), the host limiter's learned state, the
+// robots.txt cache and small crawl metadata. The frontier keeps its queues in the same file (see
+// DB.Bolt) so that storing a page and marking its URL done is one transaction (see PutPage).
+//
+// A store is marked with a format record when it is created; Open refuses any other file with
+// ErrNotStore. bbolt holds an exclusive lock on the file while a crawl has it open for writing,
+// so a second writer, or a reader while a writer runs, gets ErrLocked after Options.Timeout
+// instead of hanging.
+//
+// bbolt reads the file through a memory map, so the pages a process touches count in its
+// resident set (as file-backed memory) until the kernel reclaims them; TrimRSS gives them back
+// early, and the frontier and Pages call it as they go, so memory stays bounded on big stores.
+//
+// A DB is safe for concurrent use by multiple goroutines; so is PutPage within the rules of the
+// caller's transaction.
+package storage

@@ -1,0 +1,31 @@
+package storage
+
+import (
+	"net/http"
+	"time"
+)
+
+// Page is one fetch as stored: everything export needs to write WARC, JSON Lines or a mirror
+// without fetching again. Body holds the decoded body (Content-Encoding removed, see
+// DecodedFrom); it is compressed with zstd on disk and decompressed on read.
+type Page struct {
+	Seq         uint64        `json:"seq"`          // fetch order, assigned by PutPage
+	URL         string        `json:"url"`          // requested (normalized) URL
+	FinalURL    string        `json:"final_url"`    // URL of this response (after redirects, if followed)
+	Status      int           `json:"status"`       // HTTP status code
+	StatusLine  string        `json:"status_line"`  // e.g. "HTTP/1.1 200 OK" as received
+	Proto       string        `json:"proto"`        // e.g. "HTTP/1.1"
+	Header      http.Header   `json:"header"`       // response headers as received
+	ReqHeader   http.Header   `json:"req_header"`   // request headers as sent
+	ReqMethod   string        `json:"req_method"`   // "GET"
+	FetchedAt   time.Time     `json:"fetched_at"`   // when the request was sent
+	Duration    time.Duration `json:"duration"`     // until the body was read
+	Depth       int           `json:"depth"`        // link hops from a seed
+	Parent      string        `json:"parent"`       // URL of the page that linked here ("" for seeds)
+	ContentType string        `json:"content_type"` // media type from Content-Type, lowercased, no params
+	Truncated   bool          `json:"truncated"`    // body cut at --max-body (after decoding)
+	DecodedFrom string        `json:"decoded_from"` // Content-Encoding that was removed ("" if none)
+	RemoteAddr  string        `json:"remote_addr"`  // IP:port dialled, if known
+	NoIndex     bool          `json:"noindex"`      // the page asked not to be indexed (meta robots / X-Robots-Tag)
+	Body        []byte        `json:"-"`            // decoded body (not part of the JSON metadata)
+}

@@ -1,0 +1,172 @@
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"go.etcd.io/bbolt"
+)
+
+// trimPages is how many pages Pages reads between two trims of the mapped file (see TrimRSS).
+const trimPages = 1024
+
+// maxBodySize bounds what a stored body may decompress to; far above any --max-body.
+const maxBodySize = 1 << 30
+
+// codec holds the zstd encoder and decoder shared by all stores. EncodeAll and DecodeAll are
+// safe for concurrent use; creating them is not cheap, so it happens once, on first use.
+var codec = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		panic("storage: zstd encoder: " + err.Error()) // only on invalid options
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxBodySize), zstd.WithDecoderConcurrency(0))
+	if err != nil {
+		panic("storage: zstd decoder: " + err.Error())
+	}
+	return enc, dec
+})
+
+func seqKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, seq)
+}
+
+// PutPage stores p inside the caller's write transaction tx (so that the frontier can mark the
+// URL done in the same commit), assigning p.Seq the next fetch sequence number, which it also
+// returns. The metadata is stored as JSON, the body compressed with zstd. If tx is rolled back,
+// nothing is stored and the sequence number is reused.
+func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
+	pages, bodies := tx.Bucket(bucketPages), tx.Bucket(bucketBodies)
+	if pages == nil || bodies == nil {
+		return 0, fmt.Errorf("storage: put page: %w (page buckets missing)", ErrNotStore)
+	}
+	seq, err = pages.NextSequence()
+	if err != nil {
+		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
+	}
+	p.Seq = seq
+	meta, err := json.Marshal(p)
+	if err != nil {
+		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
+	}
+	enc, _ := codec()
+	key := seqKey(seq)
+	if err := pages.Put(key, meta); err != nil {
+		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
+	}
+	if err := bodies.Put(key, enc.EncodeAll(p.Body, nil)); err != nil {
+		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
+	}
+	return seq, nil
+}
+
+// Page returns the page with sequence number seq, body included, or an error wrapping
+// ErrNotFound.
+func (db *DB) Page(seq uint64) (*Page, error) {
+	var p *Page
+	err := db.bolt.View(func(tx *bbolt.Tx) error {
+		pages := tx.Bucket(bucketPages)
+		if pages == nil {
+			return ErrNotFound
+		}
+		v := pages.Get(seqKey(seq))
+		if v == nil {
+			return ErrNotFound
+		}
+		var err error
+		p, err = decodePage(seq, v, tx.Bucket(bucketBodies), true)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: page %d in %s: %w", seq, db.path, err)
+	}
+	return p, nil
+}
+
+// Pages calls fn for every stored page in fetch (Seq) order, bodies decompressed, stopping at
+// the first error fn returns (which Pages returns). All pages come from one read transaction, a
+// consistent snapshot; it is held open while Pages runs, which keeps a concurrent writer from
+// growing the file in place, so fn should not take long per page when a crawl is running in the
+// same process. fn must not write to the store.
+func (db *DB) Pages(fn func(p *Page) error) error {
+	return db.pages(true, fn)
+}
+
+// PagesMeta is Pages without the bodies (Page.Body is nil): it reads only the metadata.
+func (db *DB) PagesMeta(fn func(p *Page) error) error {
+	return db.pages(false, fn)
+}
+
+// errStop marks an error returned by the caller's fn, so that it is returned unwrapped.
+type errStop struct{ err error }
+
+func (e errStop) Error() string { return e.err.Error() }
+
+func (db *DB) pages(body bool, fn func(p *Page) error) error {
+	err := db.bolt.View(func(tx *bbolt.Tx) error {
+		pages := tx.Bucket(bucketPages)
+		if pages == nil {
+			return nil
+		}
+		bodies := tx.Bucket(bucketBodies)
+		c := pages.Cursor()
+		n := 0
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if n++; n%trimPages == 0 {
+				_ = trimTx(tx) // keep a full scan from making the whole file resident
+			}
+			if len(k) != 8 {
+				return fmt.Errorf("bad page key %x", k)
+			}
+			p, err := decodePage(binary.BigEndian.Uint64(k), v, bodies, body)
+			if err != nil {
+				return err
+			}
+			if err := fn(p); err != nil {
+				return errStop{err}
+			}
+		}
+		return nil
+	})
+	var stop errStop
+	if errors.As(err, &stop) {
+		return stop.err
+	}
+	if err != nil {
+		return fmt.Errorf("storage: pages in %s: %w", db.path, err)
+	}
+	return nil
+}
+
+// decodePage decodes the metadata v of page seq and, if body, its body from bodies. It copies
+// everything out of bbolt's memory.
+func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, error) {
+	p := new(Page)
+	if err := json.Unmarshal(v, p); err != nil {
+		return nil, fmt.Errorf("page %d: metadata: %w", seq, err)
+	}
+	p.Seq = seq
+	if !body {
+		return p, nil
+	}
+	var z []byte
+	if bodies != nil {
+		z = bodies.Get(seqKey(seq))
+	}
+	if z == nil {
+		return nil, fmt.Errorf("page %d: body missing", seq)
+	}
+	_, dec := codec()
+	b, err := dec.DecodeAll(z, nil)
+	if err != nil {
+		return nil, fmt.Errorf("page %d: body: %w", seq, err)
+	}
+	if len(b) > 0 {
+		p.Body = b
+	}
+	return p, nil
+}

@@ -1,0 +1,207 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the name of the store file inside the crawl directory.
+const FileName = "crawl.db"
+
+// DefaultTimeout is how long Open waits for the file lock when Options.Timeout is zero.
+const DefaultTimeout = 100 * time.Millisecond
+
+// The format marker: bucket formatBucket holds formatKey = formatValue, written when the store
+// is created. Any other value means a store this code cannot read.
+var (
+	formatBucket = []byte("crawl")
+	formatKey    = []byte("format")
+	formatValue  = []byte("crawl-store/1")
+)
+
+// Buckets owned by storage. The frontier creates its own buckets in the same file.
+var (
+	bucketPages     = []byte("pages")     // seq (8 bytes big-endian) -> page metadata (JSON)
+	bucketBodies    = []byte("bodies")    // seq -> zstd-compressed body
+	bucketHostState = []byte("hoststate") // host -> opaque bytes (hostlimit's encoding)
+	bucketRobots    = []byte("robots")    // host -> RobotsEntry (JSON)
+	bucketMeta      = []byte("meta")      // key -> bytes
+)
+
+var storageBuckets = [][]byte{bucketPages, bucketBodies, bucketHostState, bucketRobots, bucketMeta}
+
+// Options configure Open. A nil *Options means the zero value: read-write, synced, 100ms lock
+// timeout.
+type Options struct {
+	// Timeout is how long Open waits for the file lock held by another crawl before it fails
+	// with ErrLocked. Zero (or negative) means DefaultTimeout; Open never waits forever.
+	Timeout time.Duration
+
+	// ReadOnly opens an existing store with a shared lock (several readers may share it; a
+	// writer excludes them). The store is not created if missing.
+	ReadOnly bool
+
+	// NoSync skips fsync after each commit. A process crash still loses nothing, a power
+	// failure may. For tests and benchmarks only.
+	NoSync bool
+}
+
+// DB is an open crawl store. It is safe for concurrent use by multiple goroutines.
+type DB struct {
+	bolt     *bbolt.DB
+	path     string
+	readOnly bool
+}
+
+// Open opens the store DIR/crawl.db, creating the directory and the file if missing (unless
+// opts.ReadOnly). It returns an error wrapping ErrLocked if another crawl holds the file,
+// ErrNotStore if the file is not a crawl store, or an error wrapping fs.ErrNotExist if
+// opts.ReadOnly and there is no store.
+func Open(dir string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	path := filepath.Join(dir, FileName)
+	if o.ReadOnly {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("storage: open %s: %w", path, err)
+		}
+		if fi.Size() == 0 {
+			return nil, fmt.Errorf("storage: open %s: %w (empty file)", path, ErrNotStore)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+
+	b, err := openBolt(path, &bbolt.Options{
+		Timeout:  o.Timeout,
+		ReadOnly: o.ReadOnly,
+		NoSync:   o.NoSync,
+		// The map freelist keeps commits fast when the file is large and fragmented.
+		FreelistType: bbolt.FreelistMapType,
+	})
+	var pathErr *fs.PathError
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("storage: open %s: %w (lock not acquired within %v)", path, ErrLocked, o.Timeout)
+	case errors.Is(err, ErrNotStore):
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	case errors.As(err, &pathErr), errors.As(err, &errno):
+		return nil, fmt.Errorf("storage: open %s: %w", path, err) // permissions, I/O, mmap limits
+	default:
+		// bbolt's own complaints about the content: invalid meta pages, checksum or version
+		// mismatch, "file size too small"…
+		return nil, fmt.Errorf("storage: open %s: %w (%v)", path, ErrNotStore, err)
+	}
+
+	db := &DB{bolt: b, path: path, readOnly: o.ReadOnly}
+	if err := db.checkFormat(); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// openBolt is bbolt.Open turning a panic on a damaged file into ErrNotStore.
+func openBolt(path string, o *bbolt.Options) (b *bbolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("%w (bbolt: %v)", ErrNotStore, r)
+		}
+	}()
+	return bbolt.Open(path, 0o644, o)
+}
+
+// checkFormat verifies the format marker, writing it (and storage's buckets) into a file that
+// has no buckets at all: a new file, or one whose creation was interrupted before the marker
+// was committed.
+func (db *DB) checkFormat() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w (damaged file: %v)", ErrNotStore, r)
+		}
+	}()
+	var empty, ok bool
+	var found []byte
+	if err := db.bolt.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(formatBucket); b != nil {
+			found = bytes.Clone(b.Get(formatKey))
+			ok = true
+			return nil
+		}
+		empty = true
+		return tx.ForEach(func([]byte, *bbolt.Bucket) error {
+			empty = false
+			return nil
+		})
+	}); err != nil {
+		return err
+	}
+	switch {
+	case ok && bytes.Equal(found, formatValue):
+		if db.readOnly {
+			return nil
+		}
+		return db.bolt.Update(createBuckets)
+	case ok:
+		return fmt.Errorf("%w (format %q, want %q)", ErrNotStore, found, formatValue)
+	case !empty:
+		return fmt.Errorf("%w (a bbolt file without the crawl format marker)", ErrNotStore)
+	case db.readOnly:
+		return fmt.Errorf("%w (no format marker)", ErrNotStore)
+	}
+	return db.bolt.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(formatBucket)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(formatKey, formatValue); err != nil {
+			return err
+		}
+		return createBuckets(tx)
+	})
+}
+
+func createBuckets(tx *bbolt.Tx) error {
+	for _, name := range storageBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes the store. Closing twice is harmless.
+func (db *DB) Close() error {
+	if err := db.bolt.Close(); err != nil {
+		return fmt.Errorf("storage: close %s: %w", db.path, err)
+	}
+	return nil
+}
+
+// Path returns the path of the store file.
+func (db *DB) Path() string { return db.path }
+
+// ReadOnly reports whether the store was opened read-only.
+func (db *DB) ReadOnly() bool { return db.readOnly }
+
+// Bolt returns the underlying bbolt database, for the frontier, which keeps its own buckets in
+// the same file so that one transaction can store a page and complete its URL. Other callers
+// should not need it.
+func (db *DB) Bolt() *bbolt.DB { return db.bolt }

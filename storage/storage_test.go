@@ -1,0 +1,426 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// newTestDB opens a fresh store in t.TempDir and closes it at the end of the test.
+func newTestDB(t *testing.T) (*DB, string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return db, dir
+}
+
+func TestOpenCreatesAndReopens(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutMeta("k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for _, ro := range []bool{false, true} {
+		db, err := Open(dir, &Options{ReadOnly: ro})
+		if err != nil {
+			t.Fatalf("reopen ReadOnly=%v: %v", ro, err)
+		}
+		v, ok, err := db.Meta("k")
+		if err != nil || !ok || string(v) != "v" {
+			t.Errorf("ReadOnly=%v: Meta = %q, %v, %v", ro, v, ok, err)
+		}
+		if ro {
+			if err := db.PutMeta("k", []byte("w")); err == nil {
+				t.Error("PutMeta on a read-only store succeeded")
+			}
+		}
+		db.Close()
+	}
+}
+
+func TestOpenReadOnlyMissing(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Open(dir, &Options{ReadOnly: true})
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("read-only Open created the file: %v", err)
+	}
+}
+
+// TestOpenLocked checks that a second Open of the same store fails with ErrLocked within the
+// timeout instead of hanging: flock locks belong to an open file description, so this holds
+// within one process too.
+func TestOpenLocked(t *testing.T) {
+	tests := []struct {
+		name          string
+		first, second bool // ReadOnly of the first and second Open
+		wantLocked    bool
+	}{
+		{"writer-writer", false, false, true},
+		{"writer-reader", false, true, true},
+		{"reader-writer", true, false, true},
+		{"reader-reader", true, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db, err := Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			a, err := Open(dir, &Options{ReadOnly: tt.first})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			start := time.Now()
+			b, err := Open(dir, &Options{ReadOnly: tt.second, Timeout: 50 * time.Millisecond})
+			if !tt.wantLocked {
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.Close()
+				return
+			}
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("err = %v, want ErrLocked", err)
+			}
+			if !strings.Contains(err.Error(), "in use by another crawl") || !strings.Contains(err.Error(), dir) {
+				t.Errorf("message %q should say the store is in use and name the path", err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("Open took %v", d)
+			}
+		})
+	}
+}
+
+func TestOpenNotStore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	randomBytes := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	foreignBolt := func(t *testing.T, path string) {
+		b, err := bbolt.Open(path, 0o644, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Update(func(tx *bbolt.Tx) error {
+			_, err := tx.CreateBucket([]byte("other"))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+	}
+	tests := []struct {
+		name  string
+		write func(t *testing.T, path string)
+	}{
+		{"text", func(t *testing.T, path string) { os.WriteFile(path, []byte("hello, world\n"), 0o644) }},
+		{"random-10", func(t *testing.T, path string) { os.WriteFile(path, randomBytes(10), 0o644) }},
+		{"random-5000", func(t *testing.T, path string) { os.WriteFile(path, randomBytes(5000), 0o644) }},
+		{"random-70000", func(t *testing.T, path string) { os.WriteFile(path, randomBytes(70000), 0o644) }},
+		{"zeros-16384", func(t *testing.T, path string) { os.WriteFile(path, make([]byte, 16384), 0o644) }},
+		{"foreign-bbolt", foreignBolt},
+		{"other-version", func(t *testing.T, path string) {
+			b, err := bbolt.Open(path, 0o644, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Update(func(tx *bbolt.Tx) error {
+				bk, _ := tx.CreateBucket(formatBucket)
+				return bk.Put(formatKey, []byte("crawl-store/99"))
+			})
+			b.Close()
+		}},
+	}
+	for _, tt := range tests {
+		for _, ro := range []bool{false, true} {
+			name := tt.name
+			if ro {
+				name += "/readonly"
+			}
+			t.Run(name, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, FileName)
+				tt.write(t, path)
+				before, _ := os.ReadFile(path)
+				db, err := Open(dir, &Options{ReadOnly: ro})
+				if err == nil {
+					db.Close()
+					t.Fatal("Open succeeded")
+				}
+				if !errors.Is(err, ErrNotStore) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("err = %v, want ErrNotStore naming %s", err, path)
+				}
+				if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+					t.Error("Open modified a file that is not a store")
+				}
+			})
+		}
+	}
+}
+
+// TestOpenEmptyFile: an empty file (a store whose creation was interrupted) becomes a store.
+func TestOpenEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, FileName), nil, 0o644)
+	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.Is(err, ErrNotStore) {
+		t.Fatalf("read-only: err = %v, want ErrNotStore", err)
+	}
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
+func testPage(i int) *Page {
+	body := bytes.Repeat([]byte("<p>hello "+strings.Repeat("x", i)+"</p>\n"), 50)
+	if i == 2 {
+		body = nil
+	}
+	return &Page{
+		URL:         "http://a.test/" + strings.Repeat("p", i),
+		FinalURL:    "http://a.test/final",
+		Status:      200,
+		StatusLine:  "HTTP/1.1 200 OK",
+		Proto:       "HTTP/1.1",
+		Header:      http.Header{"Content-Type": {"text/html; charset=utf-8"}},
+		ReqHeader:   http.Header{"User-Agent": {"crawl-test"}},
+		ReqMethod:   "GET",
+		FetchedAt:   time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC),
+		Duration:    time.Duration(i) * time.Millisecond,
+		Depth:       i,
+		Parent:      "http://a.test/",
+		ContentType: "text/html",
+		Truncated:   i%2 == 1,
+		DecodedFrom: "gzip",
+		RemoteAddr:  "127.0.0.1:80",
+		Body:        body,
+	}
+}
+
+func TestPages(t *testing.T) {
+	db, _ := newTestDB(t)
+	const n = 5
+	var want []*Page
+	for i := range n {
+		p := testPage(i)
+		var seq uint64
+		err := db.Bolt().Update(func(tx *bbolt.Tx) error {
+			var err error
+			seq, err = PutPage(tx, p)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq != uint64(i+1) || p.Seq != seq {
+			t.Fatalf("page %d: seq %d, p.Seq %d", i, seq, p.Seq)
+		}
+		want = append(want, p)
+	}
+	// A rolled-back PutPage stores nothing.
+	db.Bolt().Update(func(tx *bbolt.Tx) error {
+		PutPage(tx, testPage(9))
+		return errors.New("roll back")
+	})
+
+	var got []*Page
+	if err := db.Pages(func(p *Page) error { got = append(got, p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("Pages: %d pages, want %d", len(got), n)
+	}
+	for i := range got {
+		if !samePage(got[i], want[i], true) {
+			t.Errorf("Pages[%d] = %+v\nwant %+v", i, got[i], want[i])
+		}
+		p, err := db.Page(want[i].Seq)
+		if err != nil || !samePage(p, want[i], true) {
+			t.Errorf("Page(%d) = %+v, %v", want[i].Seq, p, err)
+		}
+	}
+	got = nil
+	if err := db.PagesMeta(func(p *Page) error { got = append(got, p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if !samePage(got[i], want[i], false) || got[i].Body != nil {
+			t.Errorf("PagesMeta[%d] = %+v", i, got[i])
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	if err := db.Pages(func(*Page) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("Pages with failing fn: err %v after %d calls", err, calls)
+	}
+	if _, err := db.Page(99); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Page(99): err = %v, want ErrNotFound", err)
+	}
+}
+
+func samePage(a, b *Page, body bool) bool {
+	if a.Seq != b.Seq || a.URL != b.URL || a.FinalURL != b.FinalURL || a.Status != b.Status ||
+		a.StatusLine != b.StatusLine || a.Proto != b.Proto || a.ReqMethod != b.ReqMethod ||
+		!a.FetchedAt.Equal(b.FetchedAt) || a.Duration != b.Duration || a.Depth != b.Depth ||
+		a.Parent != b.Parent || a.ContentType != b.ContentType || a.Truncated != b.Truncated ||
+		a.DecodedFrom != b.DecodedFrom || a.RemoteAddr != b.RemoteAddr ||
+		a.Header.Get("Content-Type") != b.Header.Get("Content-Type") ||
+		a.ReqHeader.Get("User-Agent") != b.ReqHeader.Get("User-Agent") {
+		return false
+	}
+	return !body || bytes.Equal(a.Body, b.Body)
+}
+
+func TestBodyIsCompressed(t *testing.T) {
+	db, _ := newTestDB(t)
+	p := testPage(3)
+	p.Body = bytes.Repeat([]byte("abcdefgh"), 10000)
+	db.Bolt().Update(func(tx *bbolt.Tx) error { _, err := PutPage(tx, p); return err })
+	db.Bolt().View(func(tx *bbolt.Tx) error {
+		if n := len(tx.Bucket(bucketBodies).Get(seqKey(p.Seq))); n == 0 || n > len(p.Body)/10 {
+			t.Errorf("stored body is %d bytes for %d bytes of input", n, len(p.Body))
+		}
+		return nil
+	})
+}
+
+func TestHostStateRobotsMeta(t *testing.T) {
+	db, dir := newTestDB(t)
+	if _, ok, err := db.LoadHostState("a.test"); ok || err != nil {
+		t.Fatalf("LoadHostState on empty store: %v, %v", ok, err)
+	}
+	if err := db.SaveHostStates(map[string][]byte{"a.test": []byte("A"), "b.test": {}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveHostStates(map[string][]byte{"a.test": []byte("A2")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveHostStates(map[string][]byte{"": []byte("x")}); err == nil {
+		t.Error("empty host accepted")
+	}
+	for host, want := range map[string]string{"a.test": "A2", "b.test": ""} {
+		v, ok, err := db.LoadHostState(host)
+		if !ok || err != nil || string(v) != want {
+			t.Errorf("LoadHostState(%s) = %q, %v, %v", host, v, ok, err)
+		}
+	}
+
+	at := time.Date(2025, 5, 6, 7, 8, 9, 0, time.UTC)
+	e := RobotsEntry{Host: "a.test", FetchedAt: at, Status: 200, Body: []byte("User-agent: *\nDisallow: /x\n"),
+		Failures: 2, Err: "timeout", NextCheck: at.Add(time.Hour)}
+	if err := db.PutRobots(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutRobots(RobotsEntry{}); err == nil {
+		t.Error("PutRobots without host accepted")
+	}
+	got, ok, err := db.Robots("a.test")
+	if !ok || err != nil || got.Host != e.Host || !got.FetchedAt.Equal(at) || got.Status != 200 ||
+		string(got.Body) != string(e.Body) || got.Err != e.Err || got.Failures != 2 || !got.NextCheck.Equal(e.NextCheck) {
+		t.Errorf("Robots = %+v, %v, %v", got, ok, err)
+	}
+	if _, ok, _ := db.Robots("b.test"); ok {
+		t.Error("Robots(b.test) found")
+	}
+
+	if err := db.PutMeta("scope", []byte(`["a.test"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutMeta("", nil); err == nil {
+		t.Error("empty meta key accepted")
+	}
+	if v, ok, err := db.Meta("scope"); !ok || err != nil || string(v) != `["a.test"]` {
+		t.Errorf("Meta = %q, %v, %v", v, ok, err)
+	}
+	if _, ok, _ := db.Meta("none"); ok {
+		t.Error("Meta(none) found")
+	}
+	_ = dir
+}
+
+// TestTrimRSS: dropping the mapped pages, also while a read transaction is open, changes no data.
+func TestTrimRSS(t *testing.T) {
+	db, _ := newTestDB(t)
+	var want []*Page
+	for i := range 1200 {
+		p := testPage(i % 7)
+		p.URL = fmt.Sprintf("http://a.test/%d", i)
+		want = append(want, p)
+	}
+	if err := db.Bolt().Update(func(tx *bbolt.Tx) error {
+		for _, p := range want {
+			if _, err := PutPage(tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	err := db.Pages(func(p *Page) error { // trims every trimPages pages inside its transaction
+		if i%300 == 0 {
+			if err := db.TrimRSS(); err != nil { // and another reader trims meanwhile
+				return err
+			}
+		}
+		if !samePage(p, want[i], true) {
+			t.Fatalf("page %d differs after trimming", i)
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != len(want) {
+		t.Fatalf("Pages: %d pages, %v", i, err)
+	}
+	if err := db.TrimRSS(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := db.Page(want[42].Seq); err != nil || !samePage(p, want[42], true) {
+		t.Fatalf("Page after TrimRSS: %v", err)
+	}
+}

@@ -1,0 +1,664 @@
+package aimd
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Phase names reported by Stats.Phase.
+const (
+	PhaseSlowStart = "slow-start" // no congestion seen yet (or a probe went far above the old limit): grow multiplicatively
+	PhaseAvoidance = "avoidance"  // after a decrease, returning to (or holding just under) the plateau
+	PhaseProbing   = "probing"    // above the plateau, probing slowly for a higher limit
+)
+
+const (
+	// About 10 KB per host in all.
+	ringSize    = 128 // samples remembered (at least 4 × SampleWindow)
+	historySize = 128 // rate/window change points remembered (a change of 0.5% or more)
+
+	// slowStartSends: slow start multiplies the rate by SlowStartFactor at most once per this
+	// many requests, so that at low rates feedback arrives before the next step.
+	slowStartSends = 2
+
+	// matureEpoch: an epoch with at least this many outcomes measures its success fraction
+	// without the refusal that ends it.
+	matureEpoch = 8
+
+	// shortEpoch: an epoch with less activity than this ended quickly; refusals in a row of
+	// such epochs escalate the cut.
+	shortEpoch = 2 * time.Second
+
+	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
+	maxPatience = 4
+
+	// searchGap: a plateau more than this factor below PlateauFactor × the last refused rate is
+	// raised toward it by binary search, one step per ReturnTime and per searchSends successes
+	// (a step may draw a refusal; at low rates they must stay rare per page).
+	searchGap   = 1.02
+	searchSends = 50
+
+	// maxWindowPatience bounds how far the window probe interval is stretched while latency
+	// signals keep bringing the window back to the same size.
+	maxWindowPatience = 16
+)
+
+// escalation caps the factor of a rate cut by the number of short epochs in a row.
+var escalation = [...]float64{1, 0.9, 0.8, 0.65, 0.5}
+
+// Controller learns one host's allowed request rate and concurrency window from the outcomes
+// of finished requests. It is pure: no goroutines, no clock, no I/O; every time comes in as an
+// argument.
+//
+// A Controller is not safe for concurrent use: the caller (hostlimit) holds one lock per host
+// around every method call.
+type Controller struct {
+	cfg     Config
+	ceiling float64 // req/s cap from robots Crawl-delay; 0 = none
+
+	rate   float64 // internal rate, always within the clamp of Rate()
+	window float64 // fractional so that additive growth can accumulate
+
+	slowStart    bool
+	latencyBound bool          // the window was set by a latency signal: it no longer follows the rate
+	plateau      float64       // K: the rate to return to after a decrease (just under the measured limit)
+	epochRate    float64       // rate right after the last rate decrease (start of the cubic curve)
+	elapsed      time.Duration // time the rate was in use since the last rate decrease (the cubic clock)
+
+	lastDecrease nanos         // congestion signals for requests sent before this are ignored
+	decreasedAt  time.Time     // the same instant, for Stats; zero if none
+	epochSent    int           // outcomes sent at or after lastDecrease
+	epochOK      int           // of which successes
+	streak       int           // refusals in a row that ended short epochs (index into escalation)
+	hi           float64       // rate of the last refusal, while the rate is below it; 0 = unknown
+	lastRefusal  float64       // rate of the last refusal, kept
+	epochActive  time.Duration // time with requests flowing since the last decrease
+	probeTime    time.Duration // current ProbeTime, lengthened while refusals recur at one rate
+	sinceStep    int           // successes since the last decrease or search step
+	searched     bool          // a search step was taken since the last decrease
+
+	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
+	latencyWindow  int // the window a latency signal last set
+
+	baseline            time.Duration
+	baselineProvisional bool // restored from State: replaced outright by the first measurement
+	baselineAt          time.Time
+	baselineTick        int
+
+	decreases, overLimit, failures, neutral int
+
+	last    time.Time // latest time seen
+	samples ring
+	hist    history
+	scratch []time.Duration
+}
+
+// New returns a controller in slow start at cfg.InitialRate and cfg.InitialWindow.
+func New(cfg Config, now time.Time) *Controller {
+	cfg = cfg.withDefaults()
+	c := &Controller{
+		cfg:          cfg,
+		rate:         cfg.InitialRate,
+		window:       float64(cfg.InitialWindow),
+		slowStart:    true,
+		probeTime:    cfg.ProbeTime,
+		last:         now,
+		lastDecrease: never,
+		samples:      newRing(max(ringSize, 4*cfg.SampleWindow)),
+		hist:         newHistory(historySize),
+		scratch:      make([]time.Duration, 0, max(ringSize, 4*cfg.SampleWindow)),
+	}
+	c.rate = c.clampRate(c.rate)
+	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})
+	return c
+}
+
+// Rate returns the allowed request rate in req/s: within [MinRate, MaxRate] and never above the
+// ceiling (a ceiling below MinRate wins: robots.txt has the last word).
+func (c *Controller) Rate() float64 { return c.clampRate(c.rate) }
+
+// Window returns the allowed number of requests in flight, within [MinWindow, MaxWindow].
+func (c *Controller) Window() int {
+	return min(max(int(c.window), c.cfg.MinWindow), c.cfg.MaxWindow)
+}
+
+// SetCeiling caps the rate at rate req/s from now on (e.g. robots.txt Crawl-delay d gives 1/d);
+// rate <= 0 removes the cap. It applies at once.
+func (c *Controller) SetCeiling(rate float64) {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		rate = 0
+	}
+	c.ceiling = rate
+	c.rate = c.clampRate(c.rate)
+	c.record(c.last, true)
+}
+
+func (c *Controller) clampRate(r float64) float64 {
+	hi := c.cfg.MaxRate
+	if c.ceiling > 0 && c.ceiling < hi {
+		hi = c.ceiling
+	}
+	if math.IsNaN(r) {
+		r = c.cfg.MinRate
+	}
+	return min(max(r, c.cfg.MinRate), hi)
+}
+
+// Observe feeds one finished request. now is when it finished; out-of-order times are clamped
+// to the latest seen. Neutral outcomes are counted and move nothing. An Overload or Failure for
+// a request sent before the last decrease belongs to that congestion epoch and is not acted on
+// again; so is latency measured on such requests.
+func (c *Controller) Observe(now time.Time, o Outcome) {
+	if now.Before(c.last) {
+		now = c.last
+	}
+	// Time between outcomes counts as activity (and toward growth) up to two sending intervals:
+	// a longer gap is idleness, e.g. a Retry-After pause.
+	dt := min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), 100*time.Millisecond), 5*time.Second)
+	c.last = now
+	switch o.Signal {
+	case Success:
+	case Overload:
+		c.overLimit++
+	case Failure:
+		c.failures++
+	default:
+		c.neutral++
+		return
+	}
+	sent := o.Sent
+	if sent.IsZero() || sent.After(now) {
+		sent = now.Add(-max(o.Latency, 0))
+	}
+	s := sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal}
+	s.conc = c.link(&s) + 1
+	c.samples.push(s)
+
+	c.epochActive += dt
+	stale := s.sent < c.lastDecrease
+	if !stale {
+		c.epochSent++
+		if o.Signal == Success {
+			c.epochOK++
+		}
+	}
+	switch {
+	case o.Signal != Success:
+		if !stale {
+			c.decreaseRate(now, &s)
+		}
+	case c.latencyCongested(now, &s):
+		c.decreaseWindow(now)
+	default:
+		c.grow(dt, &s)
+	}
+	c.record(now, false)
+}
+
+// latencyCongested takes in the latency of success s and reports whether latency signals
+// congestion that a smaller window can relieve.
+func (c *Controller) latencyCongested(now time.Time, s *sample) bool {
+	if s.lat <= 0 {
+		return false
+	}
+	c.updateBaseline(now, s)
+	if c.Window() <= c.cfg.MinWindow {
+		return false
+	}
+	// The p95 can only have crossed the threshold if this sample is slow, or if the epoch has
+	// just collected enough samples to judge.
+	if s.lat <= c.latencyThreshold() && c.epochOK > minSamples {
+		return false
+	}
+	return c.latencySignal()
+}
+
+// record appends a history point when the rate or window changed noticeably (or always when
+// force is set), so that later outcomes can be judged against the rate they were sent at.
+func (c *Controller) record(now time.Time, force bool) {
+	r, w, t := c.Rate(), c.Window(), toNanos(now)
+	if c.hist.n > 0 {
+		p := c.hist.last()
+		if !force && w == p.window && math.Abs(r-p.rate) <= 0.005*p.rate {
+			return
+		}
+		if t <= p.t { // same instant: overwrite
+			p.rate, p.window = r, w
+			return
+		}
+	}
+	c.hist.push(point{t: t, rate: r, window: w})
+}
+
+// link relates a new sample s to the remembered ones: it returns how many of them were in
+// flight when s was sent (sent at or before, finished after), and marks s and every remembered
+// sample whose time in flight overlapped s's as crowded. Requests still in flight now are
+// unknown, so the count errs low; later samples mark "crowded" as they arrive.
+func (c *Controller) link(s *sample) int {
+	n := 0
+	for i := 0; i < c.samples.n; i++ {
+		j := c.samples.back(i)
+		if j.done <= s.sent {
+			break // and so did every older one
+		}
+		if j.sent <= s.sent {
+			n++
+		}
+		if j.sent < s.done {
+			j.crowded, s.crowded = true, true
+		}
+	}
+	return n
+}
+
+// sendSpacing returns the median spacing of the sends (of remembered requests) just before t,
+// over up to 8 gaps within the 2s (or four sending intervals) before t, each in units of the
+// interval the allowed rate then called for (1 = sent as fast as allowed); ok is false when
+// fewer than 2 sends are known. A median ignores a single long gap such as a Retry-After pause.
+func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
+	from := t - nanos(max(2*time.Second, time.Duration(4/c.hist.at(t).rate*float64(time.Second))))
+	var buf [24]nanos // ages before t; samples come in completion order, close to send order
+	ages := buf[:0]
+	for i := 0; i < c.samples.n && len(ages) < len(buf); i++ {
+		s := c.samples.back(i)
+		if s.done <= from {
+			break
+		}
+		if s.sent > from && s.sent <= t {
+			ages = append(ages, t-s.sent)
+		}
+	}
+	if len(ages) < 2 {
+		return 0, false
+	}
+	slices.Sort(ages) // newest send first
+	ages = ages[:min(len(ages), 9)]
+	var norm [8]float64
+	n := 0
+	for i := 1; i < len(ages); i++ {
+		norm[n] = time.Duration(ages[i]-ages[i-1]).Seconds() * c.hist.at(t-ages[i-1]).rate
+		n++
+	}
+	slices.Sort(norm[:n])
+	return norm[(n-1)/2], true
+}
+
+// sendingRate estimates the rate the host was receiving at t: the allowed rate then if it was
+// in use (sends spaced no more than twice the allowed interval), else the measured send rate
+// (held back by the window or by a lack of URLs).
+func (c *Controller) sendingRate(t nanos) float64 {
+	r := c.hist.at(t).rate
+	if sp, ok := c.sendSpacing(t); ok && sp > 2 {
+		return r / sp
+	}
+	return r
+}
+
+// rateInUse reports whether the rate was the binding limit when s was sent: sends were spaced
+// no more than twice the allowed interval, and s did not have to wait for a window slot.
+func (c *Controller) rateInUse(s *sample) bool {
+	if s.conc >= c.hist.at(s.sent).window {
+		return false
+	}
+	sp, ok := c.sendSpacing(s.sent)
+	return ok && sp <= 2
+}
+
+// lastAcceptedBefore returns the send time of the newest remembered success sent before t, or
+// t itself if there is none.
+func (c *Controller) lastAcceptedBefore(t nanos) nanos {
+	best := never
+	for i := 0; i < c.samples.n; i++ {
+		s := c.samples.back(i)
+		if s.done <= best {
+			break // sent no later than done: no older sample can do better
+		}
+		if s.sig == Success && s.sent < t && s.sent > best {
+			best = s.sent
+		}
+	}
+	if best == never {
+		return t
+	}
+	return best
+}
+
+// grow applies the increase rules after a success.
+func (c *Controller) grow(dt time.Duration, s *sample) {
+	p := c.hist.at(s.sent)
+	windowFull := s.conc >= p.window
+	rateUsed := c.rateInUse(s)
+	if rateUsed && !c.latencyBound {
+		// The window follows a rate in use with room to spare (twice the requests the rate
+		// keeps in flight at baseline latency), so that it never holds back a rate-limited
+		// host; it only binds where latency has said so.
+		c.window = max(c.window, min(math.Ceil(2*c.rate*c.baseline.Seconds()), float64(c.cfg.MaxWindow)))
+	}
+	if c.slowStart {
+		if rateUsed {
+			iv := max(c.cfg.SlowStartInterval, 2*c.baseline, time.Duration(slowStartSends/c.rate*float64(time.Second)))
+			c.rate = c.clampRate(c.rate * math.Pow(c.cfg.SlowStartFactor, dt.Seconds()/iv.Seconds()))
+		}
+		if windowFull {
+			c.window = min(c.window+1, float64(c.cfg.MaxWindow))
+		}
+		return
+	}
+	if rateUsed {
+		c.elapsed += dt
+		c.sinceStep++
+		if c.elapsed >= c.cfg.ReturnTime && c.sinceStep >= searchSends && c.hi > 0 && c.plateau*searchGap < c.cfg.PlateauFactor*c.hi {
+			// Back at the plateau, which lies well below the last refused rate: binary search
+			// (on a log scale) toward just under it, one step per ReturnTime.
+			c.epochRate = max(c.rate, c.plateau)
+			c.plateau = math.Sqrt(c.plateau * c.cfg.PlateauFactor * c.hi)
+			c.elapsed, c.sinceStep, c.searched = 0, 0, true
+		}
+		if r := c.curve(); r > c.rate {
+			c.rate = c.clampRate(r)
+		}
+		if c.rate > c.hi {
+			c.hi = 0 // beyond the last refusal without a new one: the limit has risen
+		}
+		if c.rate >= c.cfg.RestartFactor*c.plateau && c.rate < c.clampRate(math.Inf(1)) {
+			c.slowStart, c.latencyBound = true, false
+		}
+	}
+	if windowFull {
+		step := float64(c.cfg.WindowProbe * max(c.windowPatience, 1))
+		c.window = min(c.window+1/(step*max(c.window, 1)), float64(c.cfg.MaxWindow))
+	}
+}
+
+// curve is the cubic increase: a concave return from epochRate to the plateau K within
+// ReturnTime, then a convex probe K·(1 + 0.1·(t'/ProbeTime)³) above it.
+func (c *Controller) curve() float64 {
+	k, t := c.plateau, c.elapsed.Seconds()
+	if T := c.cfg.ReturnTime.Seconds(); c.epochRate < k && t < T {
+		x := 1 - t/T
+		return k - (k-c.epochRate)*x*x*x
+	} else if c.epochRate < k {
+		t -= T
+	}
+	x := t / c.probeSeconds()
+	return k * (1 + 0.1*x*x*x)
+}
+
+// probeSeconds is the current probe time: probeTime, stretched to ProbeRequests sending
+// intervals at the plateau.
+func (c *Controller) probeSeconds() float64 {
+	return max(c.probeTime.Seconds(), float64(c.cfg.ProbeRequests)/max(c.plateau, c.cfg.MinRate))
+}
+
+// startEpoch marks a decrease at now: outcomes of requests sent before now no longer count.
+func (c *Controller) startEpoch(now time.Time) {
+	c.lastDecrease, c.decreasedAt = toNanos(now), now
+	c.epochSent, c.epochOK, c.epochActive = 0, 0, 0
+	c.decreases++
+}
+
+// decreaseRate is the informed decrease on an Overload or Failure outcome s (not stale).
+//
+// The rate that drew the refusal (rs) bounds the limit from above. The newest success sent
+// before it was sent at a rate the host accepted (lo); the share of this epoch's requests that
+// succeeded scales lo to the accepted rate (a token bucket of rate L passes L of r req/s
+// offered). In a short epoch the refused request counts in that share: a refusal right after
+// a decrease (or a pause) is strong evidence. In a long one, and at the end of slow start, it
+// does not: a single refusal at the end of a slow climb says the limit is just below the
+// current rate, not that 1/n of the traffic is refused. The new rate is Beta × accepted, but
+// never below MinBeta × rs.
+//
+// Refusals in consecutive short epochs (the last cut was not enough, e.g. a bucket whose
+// burst refills during every Retry-After pause hides the overload at first) escalate the
+// cut: at most ×1, ×0.9, ×0.8, ×0.65, then ×0.5 of rs.
+//
+// The plateau the rate returns to is PlateauFactor × lo (lowered by the escalation), and rs is
+// remembered as the last refused rate: if the plateau lies well below it, grow searches the
+// gap. A refusal at about the same rate as the previous one doubles the probe time (up to
+// 4 × ProbeTime): the limit is where it was, so look above it less often.
+func (c *Controller) decreaseRate(now time.Time, s *sample) {
+	rs := c.sendingRate(s.sent)
+	lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
+	n, short := c.epochSent, c.epochActive < shortEpoch
+	if n >= matureEpoch || c.decreases == 0 {
+		n-- // slow start's refusal ends a climb, like a long epoch's
+	}
+	accepted := lo * min(float64(c.epochOK)/float64(max(n, 1)), 1)
+	if short && c.decreases > 0 {
+		c.streak = min(c.streak+1, len(escalation)-1)
+	} else {
+		c.streak = 0
+	}
+	esc := escalation[c.streak]
+	cut := min(c.cfg.Beta*accepted, esc*rs)
+	newRate := c.clampRate(min(max(cut, c.cfg.MinBeta*rs), c.rate))
+	plateau := c.cfg.PlateauFactor * lo
+	if c.streak >= 2 {
+		plateau *= esc
+	}
+	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window {
+		// The window was full: failures (timeouts, resets) may be the host's concurrency limit.
+		c.window = max(math.Floor(c.window*c.cfg.Beta), float64(c.cfg.MinWindow))
+	}
+	// Patience: a refusal at about the rate of the previous one means the limit is where it was;
+	// probe above it less often. Anything else starts over at ProbeTime.
+	if c.lastRefusal > 0 && math.Abs(rs/c.lastRefusal-1) < 0.05 {
+		c.probeTime = min(2*c.probeTime, maxPatience*c.cfg.ProbeTime)
+	} else {
+		c.probeTime = c.cfg.ProbeTime
+	}
+	c.rate = newRate
+	c.hi, c.lastRefusal = rs, rs
+	if c.searched {
+		// A search step drew this refusal: the limit lies between the plateau and this step,
+		// too close to be worth more refusals. The slow probe takes it from here.
+		c.hi = 0
+	}
+	c.searched = false
+	c.plateau = max(plateau, newRate)
+	c.epochRate = newRate
+	c.elapsed, c.sinceStep = 0, 0
+	c.slowStart = false
+	c.startEpoch(now)
+}
+
+// decreaseWindow is the decrease on a latency signal: the window becomes the concurrency that
+// kept latency at baseline, at least one less than now: by Little's law, accepted rate ×
+// baseline holding time, or, if more, the highest concurrency at send at which recent
+// successes had baseline latency (Little's law lags behind a window that has just grown). The
+// rate is left alone: the window is what bounds queueing.
+func (c *Controller) decreaseWindow(now time.Time) {
+	w := c.Window()
+	hold := c.baseline + c.bodyTime()
+	target := max(c.goodConcurrency(w-1), int(math.Round(c.acceptedRate(now)*hold.Seconds())))
+	target = min(max(target, c.cfg.MinWindow), w-1)
+	// Patience: back to the same window as last time means the probe above it failed again;
+	// probe less often.
+	if target == c.latencyWindow {
+		c.windowPatience = min(2*max(c.windowPatience, 1), maxWindowPatience)
+	} else {
+		c.windowPatience = 1
+	}
+	c.window, c.latencyWindow = float64(target), target
+	c.latencyBound = true
+	if c.slowStart {
+		c.slowStart = false
+		c.plateau, c.epochRate, c.elapsed = c.rate, c.rate, 0
+	}
+	c.startEpoch(now)
+}
+
+// goodConcurrency returns the concurrency just below the lowest level at which recently sent
+// successes were mostly slow (latency above the threshold), at most top; 0 if no level up to
+// top+1 was. Concurrency is counted at send, so it reads off the samples the number of our
+// requests the host can hold before it queues.
+func (c *Controller) goodConcurrency(top int) int {
+	thr := c.latencyThreshold()
+	var slow, all [64]int
+	for i := 0; i < c.samples.n; i++ {
+		if s := c.samples.back(i); s.sig == Success && s.lat > 0 && s.conc < len(all) {
+			all[s.conc]++
+			if s.lat > thr {
+				slow[s.conc]++
+			}
+		}
+	}
+	for level := 1; level <= min(top+1, len(all)-1); level++ {
+		if all[level] > 0 && 2*slow[level] > all[level] {
+			return min(level-1, top)
+		}
+	}
+	return 0
+}
+
+// latencyThreshold is the latency above which a p95 signals congestion.
+func (c *Controller) latencyThreshold() time.Duration {
+	return max(time.Duration(c.cfg.LatencyFactor*float64(c.baseline)), c.baseline+c.cfg.LatencyMinExcess)
+}
+
+// bodyTime is the median time between response headers and completion of recent successes.
+func (c *Controller) bodyTime() time.Duration {
+	ds := c.scratch[:0]
+	for i := 0; i < min(c.samples.n, c.cfg.SampleWindow*2) && len(ds) < c.cfg.SampleWindow; i++ {
+		if s := c.samples.back(i); s.sig == Success && s.lat > 0 {
+			ds = append(ds, max(time.Duration(s.done-s.sent)-s.lat, 0))
+		}
+	}
+	return quantile(ds, 0.5)
+}
+
+// updateBaseline refreshes the baseline latency after a success with a latency. The baseline
+// is a low quantile (p10) of the latest SampleWindow latencies (the minimum while there are
+// fewer than 10), followed down at once. It follows up only the p10 of requests that were sent
+// alone (nothing else of ours in flight), with time constant BaselineForget: latency measured
+// under our own load must not become the new normal, or queueing we cause would creep in.
+// To save work it looks again only every fourth sample, unless s is faster than the baseline.
+func (c *Controller) updateBaseline(now time.Time, s *sample) {
+	c.baselineTick++
+	if c.baseline > 0 && !c.baselineProvisional && s.lat >= c.baseline && c.baselineTick%4 != 0 {
+		return
+	}
+	defer func() { c.baselineAt = now }()
+	ds := c.recentLatencies(never, 0)
+	if len(ds) == 0 {
+		return
+	}
+	q := 0.10
+	if len(ds) < 10 {
+		q = 0
+	}
+	low := quantile(ds, q)
+	switch {
+	case c.baselineProvisional && len(ds) >= 10, c.baseline == 0, low < c.baseline && !c.baselineProvisional:
+		c.baseline, c.baselineProvisional = low, false
+		return
+	}
+	if alone := c.loneLatencies(); len(alone) >= 10 {
+		if p := quantile(alone, 0.10); p > c.baseline {
+			f := min(now.Sub(c.baselineAt).Seconds()/c.cfg.BaselineForget.Seconds(), 1)
+			c.baseline += time.Duration(f * float64(p-c.baseline))
+		}
+	}
+}
+
+// recentLatencies returns the latencies of the newest SampleWindow successes sent at or after
+// since whose concurrency at send was at least minConc, in c.scratch.
+func (c *Controller) recentLatencies(since nanos, minConc int) []time.Duration {
+	ds := c.scratch[:0]
+	for i := 0; i < c.samples.n && len(ds) < c.cfg.SampleWindow; i++ {
+		s := c.samples.back(i)
+		if s.done < since {
+			break
+		}
+		if s.sig == Success && s.lat > 0 && s.sent >= since && s.conc >= minConc {
+			ds = append(ds, s.lat)
+		}
+	}
+	c.scratch = ds[:0]
+	return ds
+}
+
+// loneLatencies returns the latencies of the newest SampleWindow successes whose time in flight
+// overlapped no other remembered request, in c.scratch.
+func (c *Controller) loneLatencies() []time.Duration {
+	ds := c.scratch[:0]
+	for i := 0; i < c.samples.n && len(ds) < c.cfg.SampleWindow; i++ {
+		if s := c.samples.back(i); s.sig == Success && s.lat > 0 && !s.crowded {
+			ds = append(ds, s.lat)
+		}
+	}
+	c.scratch = ds[:0]
+	return ds
+}
+
+// latencySignal reports congestion seen in latency: the p95 of the latest successes sent since
+// the last decrease is well above the baseline, and most of the slow ones were sent while
+// another of our requests was in flight (a request sent alone cannot have queued behind ours;
+// its latency is the host's own business).
+func (c *Controller) latencySignal() bool {
+	if c.baseline <= 0 {
+		return false
+	}
+	thr := c.latencyThreshold()
+	slow, crowded, n := 0, 0, 0
+	ds := c.scratch[:0]
+	for i := 0; i < c.samples.n && n < c.cfg.SampleWindow; i++ {
+		s := c.samples.back(i)
+		if s.done < c.lastDecrease {
+			break
+		}
+		if s.sig != Success || s.lat <= 0 || s.sent < c.lastDecrease {
+			continue
+		}
+		n++
+		ds = append(ds, s.lat)
+		if s.lat > thr {
+			slow++
+			if s.conc >= 2 {
+				crowded++
+			}
+		}
+	}
+	c.scratch = ds[:0]
+	return n >= minSamples && quantile(ds, 0.95) > thr && 2*crowded > slow
+}
+
+// acceptedRate is the success completion rate over the last RateWindow of active time before
+// now (stretched to hold at least 8 completions, up to 8 × RateWindow). Gaps between
+// completions longer than three times their median, twice the baseline latency and two
+// sending intervals (idleness, a pause) count as only that much.
+func (c *Controller) acceptedRate(now time.Time) float64 {
+	t := toNanos(now)
+	from, far := t-nanos(c.cfg.RateWindow), t-nanos(8*c.cfg.RateWindow)
+	gaps := c.scratch[:0]
+	ok, n, prev := 0, 0, t
+	for i := 0; i < c.samples.n; i++ {
+		s := c.samples.back(i)
+		if s.done <= far || (s.done <= from && n >= 8) {
+			break
+		}
+		gaps = append(gaps, time.Duration(prev-s.done))
+		prev = s.done
+		n++
+		if s.sig == Success {
+			ok++
+		}
+	}
+	c.scratch = gaps[:0]
+	if n < 2 {
+		return float64(ok) / c.cfg.RateWindow.Seconds()
+	}
+	// gaps[0] is from the newest completion to now; the rest are between completions. n
+	// completions span about n inter-completion gaps: the n−1 measured plus one typical one.
+	med := quantile(gaps[1:], 0.5) // sorts gaps[1:] in place; only their sum is needed below
+	clip := max(3*med, 2*c.baseline, time.Duration(2/c.rate*float64(time.Second)), time.Millisecond)
+	active := min(gaps[0], clip) + med
+	for _, g := range gaps[1:] {
+		active += min(g, clip)
+	}
+	if active <= 0 {
+		return float64(ok) / c.cfg.RateWindow.Seconds()
+	}
+	return float64(ok) / active.Seconds()
+}

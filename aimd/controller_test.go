@@ -1,0 +1,711 @@
+package aimd
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// sec converts seconds to a duration.
+func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// driver feeds a controller like a host far from its window limit: requests sent as fast as
+// the rate allows (and the window permits), each finishing after lat.
+type driver struct {
+	c       *Controller
+	now     time.Time
+	lat     time.Duration
+	pending []pendingOutcome // in order of completion (lat is constant)
+
+	delivered []time.Time
+}
+
+type pendingOutcome struct {
+	done time.Time
+	o    Outcome
+}
+
+// deliver feeds the controller every outcome finished by t.
+func (d *driver) deliver(t time.Time) {
+	for len(d.pending) > 0 && !d.pending[0].done.After(t) {
+		p := d.pending[0]
+		d.pending = d.pending[1:]
+		d.c.Observe(p.done, p.o)
+		d.delivered = append(d.delivered, p.done)
+	}
+}
+
+// throughput is the completion rate over the last span.
+func (d *driver) throughput(span time.Duration) float64 {
+	n := 0
+	for i := len(d.delivered) - 1; i >= 0 && d.delivered[i].After(d.now.Add(-span)); i-- {
+		n++
+	}
+	return float64(n) / span.Seconds()
+}
+
+// send sends one request (answered with sig) as soon as the window has room, then moves the
+// clock on by one sending interval.
+func (d *driver) send(sig Signal) {
+	d.deliver(d.now)
+	for len(d.pending) >= d.c.Window() {
+		d.now = d.pending[0].done
+		d.deliver(d.now)
+	}
+	d.pending = append(d.pending, pendingOutcome{d.now.Add(d.lat), Outcome{Signal: sig, Sent: d.now, Latency: d.lat}})
+	d.now = d.now.Add(sec(1 / d.c.Rate()))
+}
+
+// drain waits for every request in flight.
+func (d *driver) drain() {
+	if n := len(d.pending); n > 0 {
+		d.now = maxTime(d.now, d.pending[n-1].done)
+		d.deliver(d.now)
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// run sends successes for dur.
+func (d *driver) run(dur time.Duration) {
+	end := d.now.Add(dur)
+	for d.now.Before(end) {
+		d.send(Success)
+	}
+	d.drain()
+}
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Abs(b) }
+
+func TestConfigDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Config
+		want func(Config) bool
+	}{
+		{"zero", Config{}, func(c Config) bool {
+			return c.InitialRate == 2 && c.MinRate == 0.1 && c.MaxRate == 1000 && c.InitialWindow == 2 &&
+				c.MinWindow == 1 && c.MaxWindow == 8 && c.SampleWindow == 32 && c.Beta == 0.95 && c.MinBeta == 0.5
+		}},
+		{"max below min", Config{MinRate: 5, MaxRate: 1}, func(c Config) bool { return c.MaxRate == 5 && c.InitialRate == 5 }},
+		{"initial above max", Config{InitialRate: 50, MaxRate: 10}, func(c Config) bool { return c.InitialRate == 10 }},
+		{"window clamps", Config{InitialWindow: 20, MinWindow: 3, MaxWindow: 4}, func(c Config) bool {
+			return c.InitialWindow == 4 && c.MinWindow == 3 && c.MaxWindow == 4
+		}},
+		{"max window below min", Config{MinWindow: 4, MaxWindow: 2}, func(c Config) bool { return c.MaxWindow == 4 && c.InitialWindow == 4 }},
+		{"sample window floor", Config{SampleWindow: 5}, func(c Config) bool { return c.SampleWindow == 20 }},
+		{"bad factors", Config{Beta: 1.5, MinBeta: -1, SlowStartFactor: 0.5, LatencyFactor: 0.9, RestartFactor: 1}, func(c Config) bool {
+			return c.Beta == 0.95 && c.MinBeta == 0.5 && c.SlowStartFactor == 2 && c.LatencyFactor == 1.2 && c.RestartFactor == 1.25
+		}},
+		{"NaN rate", Config{InitialRate: math.NaN()}, func(c Config) bool { return c.InitialRate == 2 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.in.withDefaults()
+			if !tc.want(got) {
+				t.Errorf("withDefaults(%+v) = %+v", tc.in, got)
+			}
+			c := New(tc.in, t0)
+			if r := c.Rate(); r != got.InitialRate {
+				t.Errorf("Rate() = %v, want %v", r, got.InitialRate)
+			}
+			if w := c.Window(); w != got.InitialWindow {
+				t.Errorf("Window() = %v, want %v", w, got.InitialWindow)
+			}
+		})
+	}
+}
+
+func TestSlowStartRate(t *testing.T) {
+	// An unlimited host reaches full speed (MaxRate, or MaxWindow requests in flight) within a
+	// few seconds, the window following the rate.
+	tests := []struct {
+		name    string
+		lat     time.Duration
+		maxRate float64
+	}{
+		{"fast host, rate-capped", 5 * time.Millisecond, 1000},
+		{"20ms host, window-capped", 20 * time.Millisecond, 1000}, // 8 / 20ms = 400 req/s
+		{"100ms host, low MaxRate", 100 * time.Millisecond, 30},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{MaxRate: tc.maxRate}, t0)
+			d := &driver{c: c, now: t0, lat: tc.lat}
+			full := min(tc.maxRate, 8/tc.lat.Seconds())
+			prev := c.Rate()
+			for d.now.Before(t0.Add(4*time.Second)) && d.throughput(500*time.Millisecond) < 0.9*full {
+				d.send(Success)
+				if r := c.Rate(); r < prev {
+					t.Fatalf("rate fell from %v to %v in slow start", prev, r)
+				}
+				prev = c.Rate()
+			}
+			got := d.throughput(500 * time.Millisecond)
+			t.Logf("%.0f req/s (full speed %.0f) after %v, window %d", got, full, d.now.Sub(t0), c.Window())
+			if got < 0.9*full {
+				t.Errorf("after %v: %.0f req/s, want 90%% of %.0f", d.now.Sub(t0), got, full)
+			}
+			if st := c.Stats(); st.Phase != PhaseSlowStart || st.Decreases != 0 {
+				t.Errorf("Stats = %+v, want slow start without decreases", st)
+			}
+		})
+	}
+}
+
+func TestSlowStartDoublingPace(t *testing.T) {
+	// At a high rate the step is SlowStartInterval: ×2 per 250ms of use.
+	c := New(Config{InitialRate: 100}, t0)
+	d := &driver{c: c, now: t0, lat: time.Millisecond}
+	d.run(500 * time.Millisecond)
+	if r := c.Rate(); r < 300 || r > 500 {
+		t.Errorf("after 500ms from 100 req/s the rate is %.0f, want about 400", r)
+	}
+}
+
+func TestSlowStartNeedsUse(t *testing.T) {
+	// A host we have few URLs for: one request every 2s at an allowed 10 req/s. Nothing tests
+	// a higher rate, so nothing may grow.
+	c := New(Config{InitialRate: 10}, t0)
+	now := t0
+	for i := 0; i < 30; i++ {
+		c.Observe(now.Add(20*time.Millisecond), Outcome{Signal: Success, Sent: now, Latency: 20 * time.Millisecond})
+		now = now.Add(2 * time.Second)
+	}
+	if r := c.Rate(); r > 10*1.05 {
+		t.Errorf("unused rate grew to %.2f", r)
+	}
+	if w := c.Window(); w != 2 {
+		t.Errorf("window grew to %d without ever being full", w)
+	}
+}
+
+func TestSlowStartWindow(t *testing.T) {
+	// Rate far from binding: a closed loop that sends again as soon as a request finishes, so
+	// requests find the window full and it grows by one per such success, to MaxWindow within
+	// a few round trips.
+	c := New(Config{InitialRate: 1000, MaxWindow: 16}, t0)
+	var inFlight []time.Time // completion times
+	now := t0
+	var prev int
+	for c.Window() < 16 {
+		if now.After(t0.Add(time.Second)) {
+			t.Fatalf("window %d after 10 round trips, want 16", c.Window())
+		}
+		for len(inFlight) < c.Window() {
+			inFlight = append(inFlight, now.Add(100*time.Millisecond))
+			now = now.Add(time.Millisecond)
+		}
+		done := inFlight[0]
+		inFlight = inFlight[1:]
+		now = maxTime(now, done)
+		c.Observe(done, Outcome{Signal: Success, Sent: done.Add(-100 * time.Millisecond), Latency: 100 * time.Millisecond})
+		if w := c.Window(); w < prev {
+			t.Fatalf("window fell from %d to %d", prev, w)
+		}
+		prev = c.Window()
+	}
+	t.Logf("window 16 after %v (100ms round trips)", now.Sub(t0))
+	if r := c.Rate(); r != 1000 {
+		t.Errorf("rate moved to %v while the window was the limit", r)
+	}
+}
+
+// settled returns a controller that has run at a steady 10 req/s (MaxRate 10 keeps slow start
+// there) for 10s, and its driver.
+func settled(cfg Config) (*Controller, *driver) {
+	cfg.InitialRate, cfg.MaxRate = 10, 10
+	c := New(cfg, t0)
+	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
+	d.run(10 * time.Second)
+	return c, d
+}
+
+// refuse sends one request that is refused and waits for its answer.
+func (d *driver) refuse(sig Signal) {
+	d.send(sig)
+	d.drain()
+}
+
+func TestOverloadDecrease(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		steps func(d *driver)
+		want  float64 // rate after the steps
+		decs  int     // Stats.Decreases
+		over  int     // Stats.OverLimit
+	}{
+		{"first refusal: Beta × accepted", Config{}, func(d *driver) {
+			d.refuse(Overload)
+		}, 9.5, 1, 1},
+		{"Beta configurable", Config{Beta: 0.9}, func(d *driver) {
+			d.refuse(Overload)
+		}, 9, 1, 1},
+		{"refusals of the same epoch are one event", Config{}, func(d *driver) {
+			// Three requests in flight when the first refusal arrives: all sent before the
+			// decrease, so only the first counts.
+			sent := d.now
+			for i := 0; i < 3; i++ {
+				s := sent.Add(time.Duration(i) * 100 * time.Millisecond)
+				d.c.Observe(sent.Add(300*time.Millisecond+time.Duration(i)), Outcome{Signal: Overload, Sent: s, Latency: time.Millisecond})
+			}
+		}, 9.5, 1, 3},
+		{"refusal right after a decrease: share of the short epoch, escalated", Config{}, func(d *driver) {
+			d.refuse(Overload)        // 10 → 9.5
+			d.now = d.now.Add(sec(1)) // a Retry-After pause
+			d.send(Success)           // first request after the pause passes
+			d.refuse(Overload)        // second is refused: half of the epoch accepted
+		}, 0.5 * 9.5, 2, 2},
+		{"MinRate floor", Config{MinRate: 8}, func(d *driver) {
+			for i := 0; i < 5; i++ {
+				d.refuse(Overload)
+				d.now = d.now.Add(sec(1))
+			}
+		}, 8, 5, 5},
+		{"failure decreases like overload", Config{}, func(d *driver) {
+			d.refuse(Failure)
+		}, 9.5, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, d := settled(tc.cfg)
+			if c.Rate() != 10 {
+				t.Fatalf("setup: rate %v", c.Rate())
+			}
+			tc.steps(d)
+			st := c.Stats()
+			if !near(st.Rate, tc.want, 0.01) {
+				t.Errorf("rate = %.3f, want %.3f", st.Rate, tc.want)
+			}
+			if st.Decreases != tc.decs || st.OverLimit != tc.over {
+				t.Errorf("Decreases, OverLimit = %d, %d; want %d, %d", st.Decreases, st.OverLimit, tc.decs, tc.over)
+			}
+			if st.Phase == PhaseSlowStart {
+				t.Errorf("still in slow start after a congestion signal")
+			}
+			if st.LastDecrease.IsZero() {
+				t.Errorf("LastDecrease not set")
+			}
+		})
+	}
+}
+
+func TestStaleSignalIgnored(t *testing.T) {
+	c, d := settled(Config{})
+	d.refuse(Overload)
+	r, decs := c.Rate(), c.Stats().Decreases
+	// A timeout for a request sent long before the decrease arrives now.
+	c.Observe(d.now, Outcome{Signal: Failure, Sent: t0.Add(sec(5))})
+	if c.Rate() != r || c.Stats().Decreases != decs {
+		t.Errorf("stale failure moved the rate %v → %v (decreases %d → %d)", r, c.Rate(), decs, c.Stats().Decreases)
+	}
+	if c.Stats().Failures != 1 {
+		t.Errorf("stale failure not counted")
+	}
+}
+
+func TestFailureWithFullWindowShrinksWindow(t *testing.T) {
+	c := New(Config{InitialRate: 1000, InitialWindow: 8, MaxWindow: 8}, t0)
+	// Eight requests in flight (the window is full), the last one times out.
+	for i := 0; i < 7; i++ {
+		s := t0.Add(time.Duration(i) * time.Millisecond)
+		c.Observe(t0.Add(time.Second+time.Duration(i)), Outcome{Signal: Success, Sent: s, Latency: time.Second})
+	}
+	c.Observe(t0.Add(2*time.Second), Outcome{Signal: Failure, Sent: t0.Add(7 * time.Millisecond)})
+	if w := c.Window(); w != 7 {
+		t.Errorf("window = %d after a failure with the window full, want 7", w)
+	}
+}
+
+func TestReturnThenProbe(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		probe time.Duration // time from the plateau to +10%
+	}{
+		{"ProbeTime", Config{ProbeRequests: 1}, DefaultProbeTime},
+		{"ProbeRequests at 9.8 req/s", Config{}, sec(DefaultProbeRequests / 9.8)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, d := settled(tc.cfg)
+			c.cfg.MaxRate = 1000 // let it grow again
+			d.refuse(Overload)
+			st := c.Stats()
+			if !near(st.Rate, 9.5, 0.01) || !near(st.Plateau, 9.8, 0.01) {
+				t.Fatalf("after the refusal rate %.3f plateau %.3f, want 9.5 and 9.8", st.Rate, st.Plateau)
+			}
+			d.now = d.now.Add(sec(1)) // pause: must not count toward the curve
+			d.run(c.cfg.ReturnTime + 100*time.Millisecond)
+			if r := c.Rate(); !near(r, 9.8, 0.01) {
+				t.Errorf("after ReturnTime the rate is %.3f, want the plateau 9.8", r)
+			}
+			d.run(tc.probe / 2)
+			if r := c.Rate(); !near(r, 9.8*1.0125, 0.01) {
+				t.Errorf("halfway the rate is %.3f, want about %.3f (+1.25%%)", r, 9.8*1.0125)
+			}
+			d.run(tc.probe / 2)
+			if r := c.Rate(); !near(r, 9.8*1.1, 0.02) {
+				t.Errorf("after the probe time the rate is %.3f, want about %.3f (+10%%)", r, 9.8*1.1)
+			}
+			if p := c.Stats().Phase; p != PhaseProbing {
+				t.Errorf("phase %q, want %q", p, PhaseProbing)
+			}
+			// Far above the plateau with no refusal: the limit has risen, slow start again.
+			d.run(tc.probe)
+			if p := c.Stats().Phase; p != PhaseSlowStart {
+				t.Errorf("phase %q after probing 25%% above the plateau, want %q", p, PhaseSlowStart)
+			}
+		})
+	}
+}
+
+func TestPatience(t *testing.T) {
+	// Refusals that recur at the same rate stretch the probe time: on a steady token bucket the
+	// gaps between refusals grow (after the first ones, which find the limit).
+	r := runSim(simConfig{host: simHost{limit: 10}, duration: 600, rtt: 0.01})
+	var gaps []float64
+	for i := 1; i < len(r.overAt); i++ {
+		gaps = append(gaps, r.overAt[i]-r.overAt[i-1])
+	}
+	t.Logf("seconds between refusals: %.1f", gaps)
+	if len(gaps) < 4 {
+		t.Fatalf("only %d refusals in 600s", len(r.overAt))
+	}
+	last := gaps[len(gaps)-3:]
+	if !(last[0] >= 60 && last[1] >= 60 && last[2] >= 60) {
+		t.Errorf("steady-state gaps %v, want them stretched to at least a minute", last)
+	}
+}
+
+func TestSearchAfterOvercut(t *testing.T) {
+	// Three refusals in a row right after each decrease escalate the cut far below the limit;
+	// the plateau is then raised by binary search toward the last refused rate.
+	c, d := settled(Config{})
+	c.cfg.MaxRate = 1000
+	for i := 0; i < 3; i++ {
+		d.refuse(Overload)
+		d.now = d.now.Add(sec(1))
+		d.send(Success)
+	}
+	low := c.Rate()
+	hi := c.hi
+	d.run(time.Minute)
+	r := c.Rate()
+	t.Logf("rate %.2f after the cascade, %.2f a minute later; last refused %.2f", low, r, hi)
+	if r < 0.95*hi || low > 0.8*hi {
+		t.Errorf("rate %.2f after the cascade, %.2f a minute later; last refused %.2f", low, r, hi)
+	}
+}
+
+func latencyRound(c *Controller, start time.Time, n int, base time.Duration, workers int) time.Time {
+	// n requests sent 1ms apart to a host with the given workers and service time base: the
+	// ones beyond the workers wait one service time.
+	for i := 0; i < n; i++ {
+		sent := start.Add(time.Duration(i) * time.Millisecond)
+		lat := base
+		if i >= workers {
+			lat = 2 * base
+		}
+		c.Observe(sent.Add(lat), Outcome{Signal: Success, Sent: sent, Latency: lat})
+	}
+	return start.Add(2*base + 10*time.Millisecond)
+}
+
+func TestLatencySignal(t *testing.T) {
+	tests := []struct {
+		name       string
+		rounds     int // loaded rounds of 8 requests
+		workers    int
+		wantWindow int
+		wantDecs   int
+	}{
+		{"queueing beyond 4 workers", 4, 4, 4, 1},
+		{"queueing beyond 6 workers", 4, 6, 6, 1},
+		{"too few samples", 1, 4, 8, 0}, // 10 + 8 samples < 20
+		{"no queueing", 6, 8, 8, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{InitialRate: 1000, InitialWindow: 8, MaxWindow: 8}, t0)
+			now := t0
+			for i := 0; i < 10; i++ { // baseline at low load: one request at a time
+				now = latencyRound(c, now, 1, 100*time.Millisecond, 1)
+			}
+			if b := c.Stats().Baseline; b != 100*time.Millisecond {
+				t.Fatalf("baseline %v", b)
+			}
+			for i := 0; i < tc.rounds; i++ {
+				now = latencyRound(c, now, 8, 100*time.Millisecond, tc.workers)
+			}
+			st := c.Stats()
+			if st.Window != tc.wantWindow || st.Decreases != tc.wantDecs {
+				t.Errorf("window %d, decreases %d; want %d, %d (p95 %v)", st.Window, st.Decreases, tc.wantWindow, tc.wantDecs, st.P95)
+			}
+			if tc.wantDecs > 0 && (st.Phase == PhaseSlowStart || st.Rate != 1000) {
+				t.Errorf("phase %q rate %v: a latency signal ends slow start and leaves the rate", st.Phase, st.Rate)
+			}
+		})
+	}
+}
+
+func TestLatencyAloneIsNoSignal(t *testing.T) {
+	// Slow answers to requests sent alone cannot be our queueing.
+	c := New(Config{InitialRate: 1000}, t0)
+	now := t0
+	for i := 0; i < 10; i++ {
+		now = latencyRound(c, now, 1, 100*time.Millisecond, 1)
+	}
+	for i := 0; i < 40; i++ {
+		now = latencyRound(c, now, 1, 400*time.Millisecond, 1)
+	}
+	if st := c.Stats(); st.Decreases != 0 {
+		t.Errorf("decreases %d on latency of lone requests", st.Decreases)
+	}
+}
+
+func TestBaselineRisesOnlyFromLoneRequests(t *testing.T) {
+	// MinWindow = MaxWindow: no window to shrink, so loaded latency is observed but not acted on.
+	cfg := Config{InitialRate: 1000, InitialWindow: 4, MinWindow: 4, MaxWindow: 4, BaselineForget: 10 * time.Second}
+	c := New(cfg, t0)
+	now := t0
+	for i := 0; i < 10; i++ {
+		now = latencyRound(c, now, 1, 100*time.Millisecond, 1)
+	}
+	for i := 0; i < 100; i++ { // loaded rounds at 2x latency for all, the first sent included
+		now = latencyRound(c, now, 4, 200*time.Millisecond, 0)
+	}
+	if b := c.Stats().Baseline; b != 100*time.Millisecond {
+		t.Errorf("baseline drifted to %v under our own load", b)
+	}
+	for i := 0; i < 100; i++ { // the host itself got slower
+		now = latencyRound(c, now, 1, 200*time.Millisecond, 1)
+	}
+	if b := c.Stats().Baseline; b < 190*time.Millisecond {
+		t.Errorf("baseline %v, want it to follow a slower host up", b)
+	}
+	for i := 0; i < 10; i++ {
+		now = latencyRound(c, now, 1, 50*time.Millisecond, 1)
+	}
+	if b := c.Stats().Baseline; b != 50*time.Millisecond {
+		t.Errorf("baseline %v, want it to follow down at once to 50ms", b)
+	}
+}
+
+func TestRateNotGrownWhenWindowBound(t *testing.T) {
+	// Window 2, 500ms per request: 4 req/s get through while the rate allows 10. Every request
+	// is sent the moment a slot frees, so the window, not the rate, is the limit: the rate must
+	// not grow untested, in slow start or after.
+	for _, slowStart := range []bool{true, false} {
+		c := New(Config{InitialRate: 10, InitialWindow: 2, MaxWindow: 2}, t0)
+		if !slowStart {
+			c.slowStart, c.plateau, c.epochRate = false, 10, 10
+		}
+		done := []time.Time{t0.Add(500 * time.Millisecond), t0.Add(750 * time.Millisecond)}
+		for i := 0; i < 200; i++ {
+			d := done[0]
+			done = append(done[1:], d.Add(500*time.Millisecond))
+			c.Observe(d, Outcome{Signal: Success, Sent: d.Add(-500 * time.Millisecond), Latency: 500 * time.Millisecond})
+		}
+		if r := c.Rate(); r != 10 {
+			t.Errorf("slow start %v: rate moved from 10 to %v while the window was the limit", slowStart, r)
+		}
+	}
+}
+
+func TestFloorsAndCeilings(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		do   func(c *Controller, d *driver)
+		want float64
+	}{
+		{"ceiling applies at once", Config{InitialRate: 10}, func(c *Controller, d *driver) { c.SetCeiling(4) }, 4},
+		{"ceiling holds in slow start", Config{InitialRate: 10}, func(c *Controller, d *driver) {
+			c.SetCeiling(4)
+			d.run(10 * time.Second)
+		}, 4},
+		{"ceiling removed", Config{InitialRate: 10}, func(c *Controller, d *driver) {
+			c.SetCeiling(4)
+			c.SetCeiling(0)
+		}, 4},
+		{"ceiling below MinRate wins", Config{InitialRate: 10, MinRate: 1}, func(c *Controller, d *driver) { c.SetCeiling(0.05) }, 0.05},
+		{"negative ceiling is none", Config{InitialRate: 10}, func(c *Controller, d *driver) { c.SetCeiling(-3) }, 10},
+		{"MaxRate", Config{InitialRate: 10, MaxRate: 12}, func(c *Controller, d *driver) { d.run(10 * time.Second) }, 12},
+		{"MinRate", Config{InitialRate: 10, MinRate: 3}, func(c *Controller, d *driver) {
+			for i := 0; i < 20; i++ {
+				d.refuse(Overload)
+			}
+		}, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(tc.cfg, t0)
+			d := &driver{c: c, now: t0, lat: 10 * time.Millisecond}
+			tc.do(c, d)
+			if r := c.Rate(); !near(r, tc.want, 1e-9) {
+				t.Errorf("Rate() = %v, want %v", r, tc.want)
+			}
+			if w, cfg := c.Window(), c.cfg; w < cfg.MinWindow || w > cfg.MaxWindow {
+				t.Errorf("Window() = %d outside [%d, %d]", w, cfg.MinWindow, cfg.MaxWindow)
+			}
+		})
+	}
+}
+
+func TestNeutralMovesNothing(t *testing.T) {
+	c, d := settled(Config{})
+	before := c.Stats()
+	for i := 0; i < 50; i++ {
+		c.Observe(d.now, Outcome{Signal: Neutral, Sent: d.now})
+		c.Observe(d.now, Outcome{Signal: Signal(99), Sent: d.now}) // unknown signals are neutral too
+		d.now = d.now.Add(time.Millisecond)
+	}
+	after := c.Stats()
+	if after.Rate != before.Rate || after.Window != before.Window || after.Decreases != before.Decreases {
+		t.Errorf("neutral outcomes moved the controller: %+v → %+v", before, after)
+	}
+	if after.Neutral != 100 {
+		t.Errorf("Neutral = %d, want 100", after.Neutral)
+	}
+}
+
+func TestOutOfOrderTimes(t *testing.T) {
+	c := New(Config{}, t0)
+	c.Observe(t0.Add(time.Second), Outcome{Signal: Success, Sent: t0, Latency: time.Second})
+	// Earlier completion time, zero Sent, Sent in the future, negative latency: clamped.
+	c.Observe(t0, Outcome{Signal: Success, Latency: 10 * time.Millisecond})
+	c.Observe(t0, Outcome{Signal: Overload, Sent: t0.Add(time.Hour), Latency: -time.Second})
+	if st := c.Stats(); st.OverLimit != 1 || st.Rate <= 0 || math.IsNaN(st.Rate) {
+		t.Errorf("Stats = %+v", st)
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	c, d := settled(Config{})
+	d.refuse(Overload)
+	d.run(3 * time.Second)
+	s := c.State()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back State
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back != s {
+		t.Fatalf("JSON round trip: %+v != %+v", back, s)
+	}
+	r := Restore(Config{MaxRate: 10}, back, t0.Add(time.Hour))
+	st := r.Stats()
+	if st.Rate != c.Rate() || st.Window != c.Window() || st.Phase != c.Stats().Phase || st.Plateau != s.Plateau {
+		t.Errorf("restored %+v from %+v", st, s)
+	}
+	if st.OverLimit != 1 || st.Decreases != 1 {
+		t.Errorf("restored counters %+v", st)
+	}
+
+	tests := []struct {
+		name      string
+		s         State
+		wantRate  float64
+		wantPhase string
+	}{
+		{"zero state is fresh", State{}, 2, PhaseSlowStart},
+		{"still in slow start", State{Rate: 50, Window: 4, SlowStart: true}, 50, PhaseSlowStart},
+		{"learned, probing", State{Rate: 50, Window: 4, Plateau: 49}, 50, PhaseProbing},
+		{"learned, returning", State{Rate: 50, Window: 4, Plateau: 51}, 50, PhaseAvoidance},
+		{"clamped to config", State{Rate: 5000, Window: 99}, 1000, PhaseAvoidance},
+		{"garbage", State{Rate: math.NaN(), Window: -3, Plateau: math.Inf(1), Baseline: -time.Second}, 2, PhaseSlowStart},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Restore(Config{}, tc.s, t0)
+			st := r.Stats()
+			if st.Rate != tc.wantRate || st.Phase != tc.wantPhase || st.Window < 1 || st.Window > 8 {
+				t.Errorf("Restore(%+v) = %+v", tc.s, st)
+			}
+		})
+	}
+}
+
+func TestRestoredBaselineIsProvisional(t *testing.T) {
+	r := Restore(Config{}, State{Rate: 10, Window: 2, Baseline: 10 * time.Millisecond}, t0)
+	now := t0
+	for i := 0; i < 12; i++ {
+		now = latencyRound(r, now, 1, 80*time.Millisecond, 1)
+	}
+	if b := r.Stats().Baseline; b != 80*time.Millisecond {
+		t.Errorf("baseline %v, want the new measurement 80ms", b)
+	}
+}
+
+func TestRandomOutcomesStayInBounds(t *testing.T) {
+	const seed = 42
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewSource(seed))
+	cfgs := []Config{{}, {MinRate: 0.5, MaxRate: 50, MinWindow: 2, MaxWindow: 4}, {InitialRate: 1000, MaxWindow: 32, SampleWindow: 64}}
+	for ci, cfg := range cfgs {
+		c := New(cfg, t0)
+		lim := c.cfg
+		now := t0
+		for i := 0; i < 6000; i++ {
+			now = now.Add(time.Duration(rnd.Int63n(int64(50 * time.Millisecond))))
+			if rnd.Intn(50) == 0 {
+				now = now.Add(-time.Second) // out of order
+			}
+			lat := time.Duration(rnd.Int63n(int64(2 * time.Second)))
+			o := Outcome{Signal: Signal(rnd.Intn(5)), Sent: now.Add(-lat), Latency: lat}
+			switch rnd.Intn(20) {
+			case 0:
+				o.Sent = time.Time{}
+			case 1:
+				o.Latency = 0
+			case 2:
+				o.Sent = now.Add(time.Hour)
+			}
+			c.Observe(now, o)
+			if rnd.Intn(500) == 0 {
+				c.SetCeiling(rnd.Float64() * 20)
+			}
+			if rnd.Intn(700) == 0 {
+				c.SetCeiling(0)
+			}
+			r, w := c.Rate(), c.Window()
+			if math.IsNaN(r) || r <= 0 || r > lim.MaxRate || (c.ceiling > 0 && r > c.ceiling) || (c.ceiling == 0 && r < lim.MinRate) {
+				t.Fatalf("config %d step %d: rate %v out of bounds (ceiling %v)", ci, i, r, c.ceiling)
+			}
+			if w < lim.MinWindow || w > lim.MaxWindow {
+				t.Fatalf("config %d step %d: window %d out of bounds", ci, i, w)
+			}
+			if i%1000 == 0 {
+				st := c.Stats()
+				if math.IsNaN(st.AcceptedRate) || math.IsInf(st.AcceptedRate, 0) || st.AcceptedRate < 0 || st.P95 < 0 || st.Baseline < 0 {
+					t.Fatalf("config %d step %d: Stats %+v", ci, i, st)
+				}
+				b, err := json.Marshal(c.State())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s State
+				if err := json.Unmarshal(b, &s); err != nil {
+					t.Fatal(err)
+				}
+				if r := Restore(cfg, s, now); r.Rate() <= 0 || r.Window() < lim.MinWindow {
+					t.Fatalf("restored %+v", r.Stats())
+				}
+			}
+		}
+	}
+}

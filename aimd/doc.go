@@ -1,0 +1,65 @@
+// Package aimd learns how fast one host may be crawled. Its one job: outcomes of finished
+// requests (with their times) in, an allowed request rate and a concurrency window out. The
+// crawler is never told a host's limit; it must finish as if it knew it, with almost no
+// over-limit replies.
+//
+// There are only a few types: Controller (one per host), Config (policy, plain data), Outcome
+// (what one request taught us), Stats and State (what it has learned, to show and to persist).
+//
+// A Controller is pure: no goroutines, no clock, no I/O. Every method that decides takes the
+// time as an argument, so tests drive it with a fake clock. It is not safe for concurrent use;
+// hostlimit holds one lock per host around it.
+//
+// # Signals
+//
+// Overload (429, 503) and Failure (timeouts, resets, 502, 504) are explicit congestion signals.
+// Latency is the implicit one: when the p95 latency of recent successes, sent while another of
+// our requests was in flight, rises well above the host's own baseline (a low quantile of its
+// latency, following down at once and up only slowly and only from requests sent alone), our
+// concurrency is queueing at the host. Neutral outcomes move nothing.
+//
+// At most one decrease happens per congestion epoch, as in TCP: a signal about a request sent
+// before the last decrease belongs to the epoch that decrease already answered.
+//
+// # Rate: informed decrease, cubic return, slow probe
+//
+// A server-side token bucket of rate L answers requests beyond L with an immediate 429, so the
+// refusal tells us we were above L, the success before it that we were (about) under it, and
+// the share of an epoch's requests that succeeded scales the sending rate to the accepted rate
+// (≈ L). After a refusal the rate drops to just under that measurement (×0.95), returns within
+// ReturnTime to a plateau just under the last accepted rate (×0.98) and holds there, probing
+// above it with a slow cubic curve, so it sits just under the limit instead of riding TCP's 75%
+// sawtooth, and still finds a limit that rises. The probe is slow because every over-limit
+// reply costs a Retry-After pause, and slower still (up to 4×) while refusals keep coming at the
+// same rate. When several refusals come in a row shortly after each decrease (a limit that just
+// dropped, or a bucket burst that refilled during the pause and hid the overload), the cuts
+// escalate toward halving. A plateau left well below the last refused rate is raised by binary
+// search, so an over-cautious cut costs seconds, not minutes.
+//
+// Slow start multiplies the rate (×2 per 250ms, and at most per two requests, at low rates)
+// while it is actually used, until the first congestion signal.
+//
+// # Window: Little's law
+//
+// Until latency first says otherwise, the window follows the rate with room to spare (twice
+// the requests the rate keeps in flight at baseline latency), and grows by one per success
+// that found it full in slow start, slowly after. On a latency signal it is set to accepted
+// rate × baseline holding time (Little's law), or to the highest concurrency at send at which
+// recent requests still had baseline latency if that is larger, and always at least one less
+// than before: a host with W workers and service time S then runs about W requests at latency
+// S. The rate is not cut on latency; the window bounds the queue. Probes above a window that
+// latency keeps bringing back are spaced out further each time.
+//
+// Rate growth only counts time in which the rate was the binding limit (sends spaced as the
+// rate allows, window not full), so a host held back by its window or by a lack of URLs does
+// not inflate a rate nobody has tested.
+//
+// # Why written by hand
+//
+// Nothing off the shelf does this: golang.org/x/time/rate paces at a given rate but learns
+// none, and TCP congestion control lives in the kernel and reasons in packets, not in HTTP
+// replies. The design borrows from TCP (slow start, epochs, AIMD), CUBIC (return to the last
+// good level, then probe), BIC (binary search toward the last refusal), Vegas/Little's law
+// (latency as the signal when nothing is refused) and BBR (the delivered rate as a
+// measurement of the bottleneck).
+package aimd

@@ -1,0 +1,25 @@
+package aimd
+
+import "time"
+
+// Signal classifies one finished request for the controller.
+type Signal int
+
+const (
+	// Success is a response the host served normally (2xx, 3xx, and 4xx other than 408/425/429).
+	Success Signal = iota
+	// Overload is an explicit "slow down": 429, or 503.
+	Overload
+	// Failure is an implicit congestion sign: timeout, connection reset/refused, 502, 504, 408, 425.
+	Failure
+	// Neutral says nothing about load (e.g. a DNS error, a 500 from one broken page, a request
+	// cancelled by us); it is counted but moves nothing.
+	Neutral
+)
+
+// Outcome is what the controller learns from one request.
+type Outcome struct {
+	Signal  Signal
+	Sent    time.Time     // when the request was sent: congestion signals for requests sent before the last decrease belong to that epoch and are not counted again
+	Latency time.Duration // time to response headers (0 when there was no response)
+}

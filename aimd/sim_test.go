@@ -1,0 +1,463 @@
+package aimd
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+)
+
+// This file is a small deterministic discrete-event simulation of one host and one crawler
+// gate, used to check the controller against the product's targets in simulated time.
+//
+// The client mirrors hostlimit: a token bucket with burst 1 pacing at Rate(), a window of
+// Window() requests in flight, and (optionally) a pause until the Retry-After a 429 announced.
+// The host is either a token bucket of rate L and burst B that answers over-limit requests
+// with an immediate 429 (Retry-After = time until a token, rounded up to whole seconds, at least
+// 1, as simweb does), or a pool of W workers with service time S that never refuses and lets
+// excess requests queue, or both, or neither.
+
+type simHost struct {
+	limit   float64 // req/s; 0 = unlimited
+	burst   float64 // bucket size (>= 1)
+	workers int     // 0 = no worker pool
+	service float64 // s each admitted request takes
+	dropAt  float64 // s; when > 0 the limit is multiplied by dropBy then
+	dropBy  float64
+}
+
+type simConfig struct {
+	name       string
+	host       simHost
+	cfg        Config
+	pages      int     // 0 = unlimited demand
+	duration   float64 // s: stop then (or when pages are done)
+	rtt        float64 // s, round trip (split evenly)
+	jitter     float64 // s, extra uniform [0, jitter) delay each way
+	noPause    bool    // do not honour Retry-After
+	seed       int64
+	traceEvery float64 // s between rate samples in the trace (default 0.1)
+}
+
+type simEvent struct {
+	t    float64
+	seq  int
+	kind int // evArrive, evFinish, evRespond, evWake
+	r    *simReq
+	gen  int
+}
+
+const (
+	evArrive = iota
+	evFinish
+	evRespond
+	evWake
+)
+
+type simReq struct {
+	sent     float64
+	rejected bool
+	retryIn  float64
+}
+
+type eventQueue []simEvent
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if q[i].t != q[j].t {
+		return q[i].t < q[j].t
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(simEvent)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type tracePoint struct {
+	t      float64
+	rate   float64
+	window int
+}
+
+type simResult struct {
+	ok, over   int
+	makespan   float64 // time of the last success (pages mode) or duration
+	okAt       []float64
+	okLat      []float64 // latency of each success, same order as okAt
+	overAt     []float64
+	trace      []tracePoint
+	maxQueue   int
+	finalStats Stats
+}
+
+// throughput is successes per second in [a, b).
+func (r *simResult) throughput(a, b float64) float64 {
+	n := 0
+	for _, t := range r.okAt {
+		if t >= a && t < b {
+			n++
+		}
+	}
+	return float64(n) / (b - a)
+}
+
+// p95 is the p95 latency of successes completed in [a, b).
+func (r *simResult) p95(a, b float64) float64 {
+	var ls []float64
+	for i, t := range r.okAt {
+		if t >= a && t < b {
+			ls = append(ls, r.okLat[i])
+		}
+	}
+	if len(ls) == 0 {
+		return 0
+	}
+	slices.Sort(ls)
+	return ls[int(math.Ceil(0.95*float64(len(ls))))-1]
+}
+
+// overIn counts over-limit replies received in [a, b).
+func (r *simResult) overIn(a, b float64) int {
+	n := 0
+	for _, t := range r.overAt {
+		if t >= a && t < b {
+			n++
+		}
+	}
+	return n
+}
+
+var simEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func simTime(t float64) time.Time { return simEpoch.Add(time.Duration(t * float64(time.Second))) }
+
+func runSim(sc simConfig) *simResult {
+	rnd := rand.New(rand.NewSource(sc.seed))
+	h := sc.host
+	if h.burst < 1 {
+		h.burst = 1
+	}
+	if sc.traceEvery == 0 {
+		sc.traceEvery = 0.1
+	}
+	ctrl := New(sc.cfg, simTime(0))
+	res := &simResult{}
+	var q eventQueue
+	seq := 0
+	push := func(e simEvent) {
+		seq++
+		e.seq = seq
+		heap.Push(&q, e)
+	}
+	oneWay := func() float64 { return sc.rtt/2 + rnd.Float64()*sc.jitter }
+
+	// Server state.
+	sTokens, sLast, dropped := h.burst, 0.0, false
+	busy := 0
+	var waiting []*simReq
+	// Client state.
+	cRate := ctrl.Rate()
+	cTokens, cLast := 1.0, 0.0
+	inFlight, paused, gen := 0, 0.0, 0
+	ready := sc.pages // URLs ready to send
+	if sc.pages == 0 {
+		ready = math.MaxInt
+	}
+	nextTrace := 0.0
+
+	advanceClient := func(t float64) {
+		cTokens = min(1, cTokens+(t-cLast)*cRate)
+		cLast = t
+	}
+	var pump func(t float64)
+	pump = func(t float64) {
+		for ready > 0 {
+			if t < paused {
+				gen++
+				push(simEvent{t: paused, kind: evWake, gen: gen})
+				return
+			}
+			if inFlight >= ctrl.Window() {
+				return
+			}
+			advanceClient(t)
+			if cTokens < 1 {
+				gen++
+				push(simEvent{t: t + (1-cTokens)/cRate + 1e-9, kind: evWake, gen: gen})
+				return
+			}
+			cTokens--
+			inFlight++
+			ready--
+			push(simEvent{t: t + oneWay(), kind: evArrive, r: &simReq{sent: t}})
+		}
+	}
+	startService := func(t float64, r *simReq) {
+		push(simEvent{t: t + h.service, kind: evFinish, r: r})
+	}
+
+	pump(0)
+	for q.Len() > 0 {
+		e := heap.Pop(&q).(simEvent)
+		t := e.t
+		if t > sc.duration {
+			break
+		}
+		for nextTrace <= t {
+			res.trace = append(res.trace, tracePoint{t: nextTrace, rate: ctrl.Rate(), window: ctrl.Window()})
+			nextTrace += sc.traceEvery
+		}
+		switch e.kind {
+		case evWake:
+			if e.gen == gen {
+				pump(t)
+			}
+		case evArrive:
+			r := e.r
+			if h.limit > 0 {
+				if h.dropAt > 0 && !dropped && t >= h.dropAt {
+					sTokens = min(h.burst, sTokens+(h.dropAt-sLast)*h.limit)
+					sLast = h.dropAt
+					h.limit *= h.dropBy
+					dropped = true
+				}
+				sTokens = min(h.burst, sTokens+(t-sLast)*h.limit)
+				sLast = t
+				if sTokens < 1 {
+					r.rejected = true
+					r.retryIn = max(1, math.Ceil((1-sTokens)/h.limit))
+					push(simEvent{t: t + oneWay(), kind: evRespond, r: r})
+					continue
+				}
+				sTokens--
+			}
+			if h.workers > 0 && busy >= h.workers {
+				waiting = append(waiting, r)
+				res.maxQueue = max(res.maxQueue, len(waiting))
+				continue
+			}
+			busy++
+			startService(t, r)
+		case evFinish:
+			busy--
+			if len(waiting) > 0 {
+				next := waiting[0]
+				waiting = waiting[1:]
+				busy++
+				startService(t, next)
+			}
+			push(simEvent{t: t + oneWay(), kind: evRespond, r: e.r})
+		case evRespond:
+			r := e.r
+			inFlight--
+			o := Outcome{Signal: Success, Sent: simTime(r.sent), Latency: time.Duration((t - r.sent) * float64(time.Second))}
+			if r.rejected {
+				o.Signal = Overload
+				res.over++
+				res.overAt = append(res.overAt, t)
+				ready++
+				if !sc.noPause {
+					paused = max(paused, t+r.retryIn)
+				}
+			} else {
+				res.ok++
+				res.okAt = append(res.okAt, t)
+				res.okLat = append(res.okLat, t-r.sent)
+			}
+			ctrl.Observe(simTime(t), o)
+			if nr := ctrl.Rate(); nr != cRate {
+				advanceClient(t)
+				cRate = nr
+			}
+			if sc.pages > 0 && res.ok == sc.pages {
+				res.makespan = t
+				res.finalStats = ctrl.Stats()
+				return res
+			}
+			pump(t)
+		}
+	}
+	res.makespan = sc.duration
+	res.finalStats = ctrl.Stats()
+	return res
+}
+
+func (r *simResult) logTimeline(t *testing.T, every float64) {
+	t.Helper()
+	step := 0.0
+	for _, p := range r.trace {
+		if p.t+1e-9 >= step {
+			t.Logf("  t=%6.1fs rate=%8.2f window=%d ok/s=%7.2f 429s=%d", p.t, p.rate, p.window,
+				r.throughput(p.t, p.t+every), r.overIn(p.t, p.t+every))
+			step += every
+		}
+	}
+}
+
+// backUnder returns how long after `from` the controller's rate came down to at most limit and
+// then stayed there for hold (-1 if it never did before the trace ends).
+func (r *simResult) backUnder(from, limit, hold float64) float64 {
+	start := -1.0
+	for _, p := range r.trace {
+		if p.t < from {
+			continue
+		}
+		if p.rate > limit*1.001 {
+			start = -1
+			continue
+		}
+		if start < 0 {
+			start = p.t
+		}
+		if p.t-start >= hold {
+			return start - from
+		}
+	}
+	return -1
+}
+
+func TestSimTokenBucket(t *testing.T) {
+	tests := []struct {
+		name        string
+		sc          simConfig
+		maxMakespan float64 // × ideal (pages / L)
+		minTput     float64 // × L, from 10s to the end
+	}{
+		{"L=20 burst 1", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001}, 1.10, 0.9},
+		{"L=5 burst 1", simConfig{host: simHost{limit: 5, service: 0.02}, pages: 500, jitter: 0.001}, 1.10, 0.9},
+		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.10, 0.9},
+		{"L=20 no Retry-After", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001, noPause: true}, 1.10, 0.9},
+		// A burst refills during every Retry-After pause and hides the limit at first.
+		{"L=50 burst 3", simConfig{host: simHost{limit: 50, burst: 3, service: 0.05}, pages: 3000, jitter: 0.001}, 1.20, 0.9},
+		{"L=100 burst 5", simConfig{host: simHost{limit: 100, burst: 5, service: 0.02}, pages: 5000, jitter: 0.001}, 1.20, 0.9},
+		// 5ms of jitter each way on a 50ms interval: a burst-1 bucket refuses some requests
+		// paced below L. Physics, not the controller: only the politeness bound is kept.
+		{"L=20 burst 1, 5ms jitter", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.005}, 1.25, 0.85},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := tc.sc
+			sc.duration, sc.rtt, sc.seed = 1000, 0.01, 1
+			r := runSim(sc)
+			ideal := float64(sc.pages) / sc.host.limit
+			over := float64(r.over) / float64(r.ok)
+			tput := r.throughput(10, r.makespan) / sc.host.limit
+			t.Logf("pages %d, over-limit %d (%.2f%%), makespan %.1fs = %.3f × ideal %.0fs, throughput after 10s %.1f%% of L",
+				r.ok, r.over, 100*over, r.makespan, r.makespan/ideal, ideal, 100*tput)
+			if r.ok != sc.pages {
+				t.Fatalf("crawl did not finish: %d of %d pages", r.ok, sc.pages)
+			}
+			if over > 0.01 {
+				t.Errorf("over-limit replies %.2f%% of pages, want ≤ 1%%", 100*over)
+			}
+			if r.makespan > tc.maxMakespan*ideal {
+				t.Errorf("makespan %.3f × ideal, want ≤ %.2f", r.makespan/ideal, tc.maxMakespan)
+			}
+			if tput < tc.minTput {
+				t.Errorf("steady throughput %.1f%% of L, want ≥ %.0f%%", 100*tput, 100*tc.minTput)
+			}
+		})
+	}
+}
+
+func TestSimLimitDrop(t *testing.T) {
+	for _, noPause := range []bool{false, true} {
+		name := "Retry-After honoured"
+		if noPause {
+			name = "no Retry-After"
+		}
+		t.Run(name, func(t *testing.T) {
+			// 40 req/s, divided by 4 at 30s.
+			sc := simConfig{host: simHost{limit: 40, service: 0.02, dropAt: 30, dropBy: 0.25}, duration: 70, rtt: 0.01, jitter: 0.001, noPause: noPause, seed: 1}
+			r := runSim(sc)
+			rec := r.backUnder(30, 10, 5)
+			t.Logf("back under 10 req/s %.1fs after the drop; %d over-limit replies in the 10s after it; throughput 40-70s %.1f req/s",
+				rec, r.overIn(30, 40), r.throughput(40, 70))
+			r.logTimeline(t, 5)
+			if rec < 0 || rec > 5 {
+				t.Errorf("back under the new limit after %.1fs, want within 5s", rec)
+			}
+			if tp := r.throughput(40, 70); tp < 0.85*10 {
+				t.Errorf("throughput after recovery %.1f req/s, want ≥ 85%% of 10", tp)
+			}
+			if r.overIn(40, 70) > 2 {
+				t.Errorf("%d over-limit replies after recovery", r.overIn(40, 70))
+			}
+		})
+	}
+}
+
+func TestSimRisingLimit(t *testing.T) {
+	// 10 req/s, tripled at 30s: the probe finds the new limit.
+	sc := simConfig{host: simHost{limit: 10, service: 0.02, dropAt: 30, dropBy: 3}, duration: 150, rtt: 0.01, jitter: 0.001, seed: 1}
+	r := runSim(sc)
+	var found float64 = -1
+	for _, p := range r.trace {
+		if p.t > 30 && p.rate >= 0.9*30 {
+			found = p.t - 30
+			break
+		}
+	}
+	t.Logf("rate reached 90%% of the risen limit %.0fs after the rise; throughput 120-150s %.1f req/s; over-limit %d", found, r.throughput(120, 150), r.over)
+	if found < 0 || found > 90 {
+		t.Errorf("risen limit found after %.0fs, want within 90s", found)
+	}
+	if tp := r.throughput(120, 150); tp < 0.9*30 {
+		t.Errorf("throughput %.1f, want ≥ 90%% of 30", tp)
+	}
+}
+
+func TestSimLatencyOnly(t *testing.T) {
+	// W workers, service time S, never a refusal: latency is the only signal.
+	tests := []struct {
+		workers int
+		service float64
+	}{
+		{4, 0.1}, {2, 0.2}, {6, 0.05}, {8, 0.03}, {1, 0.05},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("W=%d S=%gms", tc.workers, tc.service*1000), func(t *testing.T) {
+			sc := simConfig{host: simHost{workers: tc.workers, service: tc.service}, duration: 60, rtt: 0.002, jitter: 0.0005, seed: 1}
+			r := runSim(sc)
+			ideal := float64(tc.workers) / tc.service
+			tput, p95 := r.throughput(10, 60), r.p95(10, 60)
+			t.Logf("throughput %.1f req/s = %.1f%% of W/S; p95 %.1fms = %.2f × S; window %d; peak queue %d",
+				tput, 100*tput/ideal, p95*1000, p95/tc.service, r.finalStats.Window, r.maxQueue)
+			if tput < 0.8*ideal {
+				t.Errorf("throughput %.1f%% of W/S, want ≥ 80%%", 100*tput/ideal)
+			}
+			if p95 > 1.5*tc.service {
+				t.Errorf("p95 %.2f × S, want ≤ 1.5", p95/tc.service)
+			}
+			if r.over != 0 {
+				t.Errorf("%d refusals from a host that never refuses", r.over)
+			}
+		})
+	}
+}
+
+func TestSimUnlimited(t *testing.T) {
+	// No limit at all: full speed is MaxWindow (8) requests in flight.
+	sc := simConfig{host: simHost{service: 0.02}, duration: 10, rtt: 0.002, jitter: 0.0005, seed: 1}
+	r := runSim(sc)
+	full := 8 / (0.02 + 0.002 + 0.0005)
+	reached := -1.0
+	for t0 := 0.0; t0 < 10; t0 += 0.1 {
+		if r.throughput(t0, t0+0.5) >= 0.9*full {
+			reached = t0 + 0.5
+			break
+		}
+	}
+	t.Logf("90%% of full speed (%.0f req/s) reached after %.1fs; final rate %.0f, window %d", full, reached, r.finalStats.Rate, r.finalStats.Window)
+	if reached < 0 || reached > 4 {
+		t.Errorf("full speed reached after %.1fs, want within a few (4) seconds", reached)
+	}
+}

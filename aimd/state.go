@@ -1,0 +1,111 @@
+package aimd
+
+import (
+	"math"
+	"time"
+)
+
+// Stats is a snapshot of a controller, for status displays.
+type Stats struct {
+	Rate         float64       // allowed rate now, req/s (as Rate())
+	Window       int           // allowed requests in flight now (as Window())
+	P95          time.Duration // p95 latency of the latest successes (0 until there are some)
+	Baseline     time.Duration // the host's own low-load latency (0 until measured)
+	Phase        string        // PhaseSlowStart, PhaseAvoidance or PhaseProbing
+	Plateau      float64       // rate the controller holds just under after a decrease (0 in the first slow start)
+	Decreases    int           // congestion epochs: rate or window decreases
+	OverLimit    int           // Overload outcomes seen (429/503), stale ones included
+	Failures     int           // Failure outcomes seen
+	Neutral      int           // Neutral outcomes seen
+	LastDecrease time.Time     // zero if none
+	AcceptedRate float64       // successes per second of recent active time, as of the latest outcome
+}
+
+// Stats returns a snapshot. It does not change the controller's decisions.
+func (c *Controller) Stats() Stats {
+	ds := c.recentLatencies(never, 0)
+	return Stats{
+		Rate:         c.Rate(),
+		Window:       c.Window(),
+		P95:          quantile(ds, 0.95),
+		Baseline:     c.baseline,
+		Phase:        c.phase(),
+		Plateau:      c.plateau,
+		Decreases:    c.decreases,
+		OverLimit:    c.overLimit,
+		Failures:     c.failures,
+		Neutral:      c.neutral,
+		LastDecrease: c.decreasedAt,
+		AcceptedRate: c.acceptedRate(c.last),
+	}
+}
+
+func (c *Controller) phase() string {
+	switch {
+	case c.slowStart:
+		return PhaseSlowStart
+	case c.rate > c.plateau:
+		return PhaseProbing
+	}
+	return PhaseAvoidance
+}
+
+// State is what a controller has learned about a host, to persist between runs. All fields are
+// plain and JSON-encodable; the zero State restores to a fresh controller.
+type State struct {
+	Rate      float64       `json:"rate"`                 // req/s
+	Window    int           `json:"window"`               // requests in flight
+	Plateau   float64       `json:"plateau,omitempty"`    // req/s; 0 = none learned yet
+	Baseline  time.Duration `json:"baseline,omitempty"`   // low-load latency; re-measured after Restore
+	SlowStart bool          `json:"slow_start,omitempty"` // no congestion had been seen
+	Decreases int           `json:"decreases,omitempty"`
+	OverLimit int           `json:"over_limit,omitempty"`
+	Failures  int           `json:"failures,omitempty"`
+}
+
+// State returns the learned state.
+func (c *Controller) State() State {
+	return State{
+		Rate:      c.rate,
+		Window:    c.Window(),
+		Plateau:   c.plateau,
+		Baseline:  c.baseline,
+		SlowStart: c.slowStart,
+		Decreases: c.decreases,
+		OverLimit: c.overLimit,
+		Failures:  c.failures,
+	}
+}
+
+// Restore returns a controller that resumes from s: at its rate and window (clamped to cfg),
+// holding under its plateau and probing above it slowly, or still in slow start if s had seen no
+// congestion. Invalid fields of s are ignored. The restored baseline is provisional: the first
+// measurement replaces it, since the host may have changed since s was saved.
+func Restore(cfg Config, s State, now time.Time) *Controller {
+	c := New(cfg, now)
+	if s.Rate > 0 && !math.IsInf(s.Rate, 0) {
+		c.rate = c.clampRate(s.Rate)
+	}
+	if s.Window > 0 {
+		c.window = float64(min(max(s.Window, c.cfg.MinWindow), c.cfg.MaxWindow))
+	}
+	if s.Baseline > 0 {
+		c.baseline, c.baselineProvisional, c.baselineAt = s.Baseline, true, now
+	}
+	c.decreases, c.overLimit, c.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
+	if s.Rate > 0 && !s.SlowStart {
+		c.slowStart = false
+		c.plateau, c.epochRate = c.rate, c.rate
+		if s.Plateau > 0 && !math.IsInf(s.Plateau, 0) {
+			c.plateau = s.Plateau
+		}
+		if c.rate > c.plateau {
+			// Resume the probe where it was: the time on the curve that gives the rate.
+			x := math.Cbrt((c.rate/c.plateau - 1) / 0.1)
+			c.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
+		}
+	}
+	c.hist = newHistory(historySize)
+	c.record(now, true)
+	return c
+}

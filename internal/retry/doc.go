@@ -1,0 +1,27 @@
+// Package retry decides whether and when a failed request is tried again. Its one job: the
+// retry policy, as pure functions and one small budget. It holds four things:
+//
+//   - Policy: capped exponential backoff with full jitter (a uniformly random wait in
+//     [0, min(Cap, Base·2^attempt))), never less than the host's own Retry-After.
+//   - ParseRetryAfter: the Retry-After header (delta-seconds or any HTTP-date form
+//     net/http accepts), measured against the response's Date header when there is one so that
+//     the server's clock skew cancels out.
+//   - ClassifyStatus and ClassifyError: which outcomes are worth retrying, and what each one
+//     tells the host's rate controller (an aimd.Signal).
+//   - Budget: a retry token bucket in the style of the AWS SDKs' retry quota: retries cost
+//     tokens, first-try successes earn them back, so that a host (or the whole crawl) that
+//     fails everything cannot triple its own load with retries; a small floor of retries per
+//     interval lets a quiet host still retry. An empty budget defers a URL, it never drops it.
+//
+// Time and randomness come in as arguments (now time.Time, *rand.Rand), so every decision is
+// deterministic under test.
+//
+// # Why written by hand
+//
+// Full jitter is one line, and the retry libraries around (cenkalti/backoff and others) bring
+// their own sleep loops, clocks and randomness, where the crawl needs a pure function of the
+// attempt number. The simulation in brooker_test.go reproduces Marc Brooker's "Exponential
+// Backoff and Jitter" (AWS Architecture Blog, 2015) with this package's Policy to show why full
+// jitter is the choice: far fewer calls and far less time than un-jittered exponential backoff
+// when many clients contend.
+package retry

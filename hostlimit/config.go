@@ -1,0 +1,70 @@
+package hostlimit
+
+import (
+	"sync"
+	"time"
+
+	"github.com/crawl-project/crawl/aimd"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultMaxPause  = 10 * time.Minute
+	DefaultIdleEvict = 2 * time.Minute
+)
+
+// Config is the registry's policy, plain data. Zero fields take the defaults above.
+type Config struct {
+	// AIMD configures each host's controller. AIMD.MaxWindow, when positive, also caps the
+	// window here.
+	AIMD aimd.Config
+
+	// MaxPause: Wait returns a *PausedError at once, instead of blocking, when a host is paused
+	// for longer than this from now. Zero or negative means DefaultMaxPause.
+	MaxPause time.Duration
+
+	// IdleEvict: Evict saves and drops hosts with nothing in flight that have not been used for
+	// this long. Zero or negative means DefaultIdleEvict.
+	IdleEvict time.Duration
+
+	// KeyByIP tells the caller to key hosts by resolved IP address rather than by host name.
+	// The registry treats keys as opaque strings and resolves nothing: the caller passes the key.
+	KeyByIP bool
+
+	// Now and After are Wait's clock and timer; nil means time.Now and time.After. They are
+	// useful for tests that must not sleep. Methods that take a now use it instead of Now.
+	Now   func() time.Time
+	After func(d time.Duration) <-chan time.Time
+}
+
+// StateStore persists each host's learned state as opaque bytes. storage.DB implements it.
+// It must be safe for concurrent use.
+type StateStore interface {
+	// LoadHostState returns the bytes last saved for host; ok is false when there are none.
+	LoadHostState(host string) (b []byte, ok bool, err error)
+	// SaveHostStates stores each host's bytes, all or nothing.
+	SaveHostStates(states map[string][]byte) error
+}
+
+// memStore is the StateStore used when New is given nil: evicted hosts' states stay in memory
+// (a few hundred bytes each) so eviction never loses a running pause.
+type memStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *memStore) LoadHostState(host string) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[host]
+	return b, ok, nil
+}
+
+func (s *memStore) SaveHostStates(states map[string][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, v := range states {
+		s.m[k] = v
+	}
+	return nil
+}

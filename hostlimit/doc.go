@@ -1,0 +1,74 @@
+// Package hostlimit is the per-host gate every request passes: robots.txt fetches and redirect
+// hops included. For each host key it holds one token bucket (pacing), one resizable
+// concurrency window, a pause-until time (Retry-After) and one aimd.Controller that learns the
+// rate and window from the outcomes of finished requests.
+//
+// There are only a few types: Registry (all hosts), Ticket (one admitted request), Config and
+// StateStore (how learned state is persisted).
+//
+// # Two ways in, one gate
+//
+// The crawl loop's single dispatcher goroutine asks hosts without blocking:
+//
+//	t, readyAt := reg.TryAdmit(now, host)
+//	// t == nil: ask again at readyAt; readyAt.IsZero() means "after a Ticket of host is Done"
+//
+// Workers that must make a request outside the dispatcher (a redirect hop, robots.txt) block in
+// Registry.Wait. Both take the same per-host lock and the same token and window accounting, so
+// every limit holds for every request to the host (there is no queue: whoever asks first when a
+// token is there gets it). Every admitted request is a Ticket that holds
+// one window slot until Ticket.Done feeds its outcome to the controller.
+//
+// # Tokens: never hand out a reservation that can go stale
+//
+// The bucket is a golang.org/x/time/rate.Limiter with burst 1, so pacing stays smooth after a
+// pause or an idle spell (no burst of saved-up tokens). Its limit follows the controller: after
+// every outcome the effective rate (controller rate, capped by the Crawl-delay ceiling) is set
+// with SetLimitAt. The trap: SetLimit does not re-time reservations already handed out, and a
+// pause cannot cancel them, so a Reserve/Wait made at 10 req/s would still fire on schedule after
+// a 429 dropped the rate to 1 req/s or paused the host. This package therefore never reserves:
+// it takes a token only at the moment it admits (AllowN(now, 1), which with burst 1 either takes
+// the one token or changes nothing) and otherwise computes readyAt from the token deficit
+// (TokensAt) and the current rate. Nothing is promised ahead of time, so a rate change or a pause
+// takes effect for the very next request.
+//
+// # Window: a counter, not a semaphore
+//
+// The window (requests in flight) is a plain counter compared against the controller's Window(),
+// capped by Config.AIMD.MaxWindow. It is written by hand because the window changes size at run
+// time and golang.org/x/sync/semaphore cannot be resized. A window that shrinks below the
+// requests already in flight admits nothing until enough of them are Done.
+//
+// # Pause
+//
+// PauseUntil (Retry-After) pauses the whole host: while now < pausedUntil nothing is admitted,
+// and a pause is never shortened by a later, shorter one. Wait returns a *PausedError at once
+// when the pause reaches more than Config.MaxPause past now.
+//
+// # Isolation
+//
+// Hosts are created lazily on first use. Each host has its own mutex; the registry's map is
+// guarded by its own RWMutex held only to look up or insert a host, never while a host's state
+// is used. One host's pauses, overloads or slow requests never slow another host.
+//
+// # Persistence and eviction
+//
+// Each host's learned state (aimd.State, paused-until, Crawl-delay ceiling, saved-at) is encoded
+// as JSON and written through a StateStore (storage.DB implements it) by Flush and by Evict,
+// which also drops hosts that have been idle for Config.IdleEvict with nothing in flight. A
+// host created later is restored from the store, so a resumed crawl still honours a running
+// backoff. With a nil store, states are kept in memory so eviction still loses nothing.
+//
+// # Host keys
+//
+// The registry treats keys as opaque strings; the caller chooses them. Normally that is
+// urlnorm.HostKey (host[:port]). With Config.KeyByIP the caller passes the resolved IP address
+// instead, so virtual hosts sharing one server share one budget; the registry itself does not
+// resolve anything.
+//
+// # Concurrency
+//
+// Registry and Ticket are safe for concurrent use by multiple goroutines. Times passed in by
+// concurrent callers may be slightly out of order; each host clamps them to the latest time it
+// has seen, so the token bucket never runs backwards.
+package hostlimit

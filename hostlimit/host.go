@@ -1,0 +1,201 @@
+package hostlimit
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/crawl-project/crawl/aimd"
+)
+
+// tokenSlack absorbs float rounding in the bucket's arithmetic (about 1e-16 of a token) so that
+// asking again exactly at readyAt succeeds. It is far below one nanosecond's worth of tokens at
+// any rate of 0.001 req/s or more, so nothing is admitted even a nanosecond early.
+const tokenSlack = 1e-12
+
+// maxReadyDelay bounds a computed readyAt so that a degenerate rate (0) cannot overflow time.
+const maxReadyDelay = 24 * time.Hour
+
+// host is one host's gate. Every field below mu is guarded by mu; the *Locked methods require
+// that mu is held.
+type host struct {
+	key       string
+	maxWindow int // Config.AIMD.MaxWindow; 0 = no cap
+
+	mu          sync.Mutex
+	ctrl        *aimd.Controller // not safe for concurrent use: only touched under mu
+	lim         *rate.Limiter    // burst 1; only AllowN/TokensAt/SetLimitAt, never reservations
+	limit       float64          // rate currently set on lim
+	ceiling     float64          // Crawl-delay cap, req/s; 0 = none
+	inFlight    int
+	pausedUntil time.Time
+	last        time.Time // latest time seen; earlier times are clamped to it
+	lastActive  time.Time
+	admitted    uint64
+	stateErr    string        // why saved state could not be loaded, if it could not
+	changed     chan struct{} // closed (and replaced) when a waiter may now get in sooner
+	evicting    bool          // state saved by a running Evict; cleared by any use
+	evicted     bool          // removed from the registry: callers must look the key up again
+}
+
+func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, loadErr error) *host {
+	h := &host{
+		key:        key,
+		maxWindow:  cfg.AIMD.MaxWindow,
+		last:       now,
+		lastActive: now,
+		changed:    make(chan struct{}),
+	}
+	switch {
+	case loadErr != nil:
+		h.stateErr = "load: " + loadErr.Error()
+	case found:
+		s, err := decodeState(data)
+		if err != nil {
+			h.stateErr = "decode: " + err.Error()
+			break
+		}
+		h.ctrl = aimd.Restore(cfg.AIMD, s.AIMD, now)
+		h.pausedUntil = s.PausedUntil
+		h.ceiling = s.Ceiling
+	}
+	if h.ctrl == nil {
+		h.ctrl = aimd.New(cfg.AIMD, now)
+	}
+	if h.ceiling > 0 {
+		h.ctrl.SetCeiling(h.ceiling)
+	}
+	h.limit = h.effectiveRateLocked()
+	h.lim = rate.NewLimiter(rate.Limit(h.limit), 1)
+	return h
+}
+
+// clockLocked returns now, or the latest time the host has seen if now is earlier, and records
+// it. Concurrent callers pass slightly out-of-order times; moving the limiter's clock backwards
+// would credit tokens twice.
+func (h *host) clockLocked(now time.Time) time.Time {
+	if now.Before(h.last) {
+		return h.last
+	}
+	h.last = now
+	return now
+}
+
+func (h *host) effectiveRateLocked() float64 {
+	r := h.ctrl.Rate()
+	if h.ceiling > 0 && r > h.ceiling {
+		r = h.ceiling
+	}
+	return r
+}
+
+// syncLimitLocked makes the token bucket pace at the controller's current rate.
+func (h *host) syncLimitLocked(now time.Time) {
+	if r := h.effectiveRateLocked(); r != h.limit {
+		h.lim.SetLimitAt(now, rate.Limit(r))
+		h.limit = r
+	}
+}
+
+func (h *host) windowLocked() int {
+	w := h.ctrl.Window()
+	if h.maxWindow > 0 && w > h.maxWindow {
+		w = h.maxWindow
+	}
+	return max(w, 1)
+}
+
+// tokenReadyAtLocked is the earliest time at or after at when the bucket holds a whole token at
+// the current rate. It is rounded up to the nanosecond so that asking again then succeeds.
+func (h *host) tokenReadyAtLocked(at time.Time) time.Time {
+	tokens := h.lim.TokensAt(at)
+	if tokens >= 1-tokenSlack {
+		return at
+	}
+	if h.limit <= 0 {
+		return at.Add(maxReadyDelay)
+	}
+	ns := math.Ceil((1 - tokens) / h.limit * float64(time.Second))
+	if ns > float64(maxReadyDelay) {
+		return at.Add(maxReadyDelay)
+	}
+	return at.Add(time.Duration(ns))
+}
+
+// tryAdmitLocked admits one request at now or says when to ask again (zero: after a Done).
+func (h *host) tryAdmitLocked(now time.Time) (*Ticket, time.Time) {
+	now = h.clockLocked(now)
+	h.lastActive = now
+	if now.Before(h.pausedUntil) {
+		return nil, h.tokenReadyAtLocked(h.pausedUntil)
+	}
+	if h.inFlight >= h.windowLocked() {
+		return nil, time.Time{}
+	}
+	// Check first (AllowN alone would admit up to a nanosecond early: it truncates the wait),
+	// then take the token. With burst 1, AllowN either takes the single token or changes
+	// nothing: no reservation is ever left behind to fire after a rate change or a pause.
+	if ready := h.tokenReadyAtLocked(now); ready.After(now) {
+		return nil, ready
+	}
+	if !h.lim.AllowN(now, 1) { // cannot happen after the check above; never spin on it
+		return nil, now.Add(time.Nanosecond)
+	}
+	h.inFlight++
+	h.admitted++
+	return &Ticket{h: h, sent: now}, time.Time{}
+}
+
+// wakeLocked releases every Wait blocked on this host so it asks again.
+func (h *host) wakeLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+func (h *host) stateLocked(savedAt time.Time) ([]byte, error) {
+	return encodeState(savedState{
+		AIMD:        h.ctrl.State(),
+		PausedUntil: h.pausedUntil,
+		Ceiling:     h.ceiling,
+		SavedAt:     savedAt,
+	})
+}
+
+// Ticket is one admitted request. It holds one slot of its host's window until Done.
+// A Ticket is safe for concurrent use.
+type Ticket struct {
+	h    *host
+	sent time.Time
+	done bool // guarded by h.mu
+}
+
+// Host returns the key of the host that admitted the ticket.
+func (t *Ticket) Host() string { return t.h.key }
+
+// Sent returns the time the ticket was admitted.
+func (t *Ticket) Sent() time.Time { return t.sent }
+
+// Done releases the ticket's window slot and feeds the outcome to the host's controller, which
+// may change the host's rate and window. A zero o.Sent is taken to be t.Sent(). Only the first
+// call has any effect; later calls are no-ops. Every Ticket must be Done exactly once in the
+// normal flow (use aimd.Neutral for a request that was never sent).
+func (t *Ticket) Done(now time.Time, o aimd.Outcome) {
+	h := t.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t.done {
+		return
+	}
+	t.done = true
+	now = h.clockLocked(now)
+	h.inFlight--
+	h.lastActive = now
+	if o.Sent.IsZero() {
+		o.Sent = t.sent
+	}
+	h.ctrl.Observe(now, o)
+	h.syncLimitLocked(now)
+	h.wakeLocked()
+}

@@ -1,0 +1,257 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/urlnorm"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultUserAgent      = "crawl/0.1"
+	DefaultTimeout        = 30 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultMaxBody        = 10 << 20
+	DefaultMaxHeaderBytes = 1 << 20
+)
+
+// acceptEncoding is what Get advertises; decodeBody handles each of them.
+const acceptEncoding = "gzip, deflate, br"
+
+const accept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+// Config configures a Client. Zero fields take the documented defaults.
+type Config struct {
+	// UserAgent is sent on every request (default DefaultUserAgent).
+	UserAgent string
+	// Timeout bounds the whole request, body read included (default 30s).
+	Timeout time.Duration
+	// ConnectTimeout bounds the TCP connect and, separately, the TLS
+	// handshake (default 10s).
+	ConnectTimeout time.Duration
+	// HeaderTimeout bounds the wait from the start of the request until the
+	// response headers have arrived (default Timeout). Enforced by Get
+	// itself, so it holds with an injected Transport too.
+	HeaderTimeout time.Duration
+	// MaxBody is the most decoded body bytes kept (default 10 MiB). A longer
+	// body is cut there, Truncated is set and the rest is not read.
+	MaxBody int64
+	// MaxHeaderBytes caps the response header size (default 1 MiB); a larger
+	// header fails with Kind Protocol. Applies to the default transport.
+	MaxHeaderBytes int64
+	// DialControl, if set, is called with the address actually being
+	// dialled, after DNS resolution and before connecting: the hook for an
+	// SSRF guard. Its error fails the request with Kind Other and stays in
+	// the error chain (errors.Is works). Applies to the default transport.
+	DialControl func(network, address string, c syscall.RawConn) error
+	// Transport replaces the tuned default transport; meant for tests. The
+	// options marked "default transport" above do not apply to it. Get
+	// always sets Accept-Encoding itself, so an injected transport should
+	// not decompress.
+	Transport http.RoundTripper
+}
+
+// Client fetches single HTTP hops. It is safe for concurrent use by
+// multiple goroutines; create one per crawl and share it.
+type Client struct {
+	cfg Config
+	hc  *http.Client
+}
+
+// New returns a Client for cfg, filling in defaults.
+func New(cfg Config) *Client {
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = cfg.Timeout
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = newTransport(cfg)
+	}
+	return &Client{
+		cfg: cfg,
+		hc: &http.Client{
+			Transport: rt,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+	}
+}
+
+// newTransport builds the transport tuned for crawling: many hosts, few
+// connections each (hostlimit decides concurrency), no proxy from the
+// environment, no transparent decompression.
+func newTransport(cfg Config) *http.Transport {
+	d := &net.Dialer{
+		Timeout:   cfg.ConnectTimeout,
+		KeepAlive: 30 * time.Second,
+		Control:   cfg.DialControl,
+	}
+	return &http.Transport{
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		TLSHandshakeTimeout:    cfg.ConnectTimeout,
+		ResponseHeaderTimeout:  cfg.HeaderTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        60 * time.Second,
+		MaxResponseHeaderBytes: cfg.MaxHeaderBytes,
+		ForceAttemptHTTP2:      true,
+		DisableCompression:     true,
+	}
+}
+
+// CloseIdle closes idle keep-alive connections. It does not interrupt
+// requests in flight.
+func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }
+
+// Get fetches u with one GET request, without following redirects.
+//
+// On success it returns the Response and a nil error, whatever the status
+// code. On failure the error is an *Error. If the response headers had
+// arrived before the failure (the body stalled past Timeout, the connection
+// was reset mid-body, the Content-Encoding was corrupt), Get returns both:
+// the Response holds what was read, with Truncated set, so the caller may
+// record it; the *Error says why it is incomplete. A body cut at MaxBody is
+// not a failure: Truncated is set and the error is nil.
+func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
+	rawURL := u.String()
+	started := time.Now()
+
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, c.cfg.Timeout, errTimeout)
+	defer cancelTimeout()
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var (
+		mu         sync.Mutex
+		gotConn    bool
+		remoteAddr string
+	)
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			gotConn = true
+			if a := info.Conn.RemoteAddr(); a != nil {
+				remoteAddr = a.String()
+			}
+		},
+	}
+	connState := func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return gotConn, remoteAddr
+	}
+	fail := func(err error) *Error {
+		if ctxErr := reqCtx.Err(); ctxErr != nil {
+			// The context ended: report why (which of our timers fired, or
+			// the caller's cause) rather than the transport's wording of it.
+			cause := context.Cause(reqCtx)
+			kind := Canceled
+			if errors.Is(ctxErr, context.DeadlineExceeded) || errors.Is(cause, errHeaderTimeout) {
+				kind = Timeout
+			}
+			return &Error{Kind: kind, URL: rawURL, Err: cause}
+		}
+		got, _ := connState()
+		return &Error{Kind: classify(err, got), URL: rawURL, Err: err}
+	}
+
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, &Error{Kind: Other, URL: rawURL, Err: err}
+	}
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	req.Header.Set("Accept", accept)
+	req.Header.Set("Accept-Encoding", acceptEncoding)
+	reqHeader := req.Header.Clone()
+	reqHeader.Set("Host", req.Host)
+
+	headerTimer := time.AfterFunc(c.cfg.HeaderTimeout, func() { cancel(errHeaderTimeout) })
+	resp, err := c.hc.Do(req)
+	headerTimer.Stop()
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer resp.Body.Close()
+	headerLatency := time.Since(started)
+
+	r := &Response{
+		URL:           u,
+		Status:        resp.StatusCode,
+		StatusLine:    resp.Proto + " " + resp.Status,
+		Proto:         resp.Proto,
+		Header:        resp.Header,
+		ReqHeader:     reqHeader,
+		Started:       started,
+		HeaderLatency: headerLatency,
+	}
+	_, r.RemoteAddr = connState()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		if loc := resp.Header.Get("Location"); loc != "" {
+			r.Location, r.LocationErr = urlnorm.Resolve(u, loc)
+		}
+	}
+
+	body, truncated, decodedFrom, err := decodeBody(resp.Body, resp.Header.Values("Content-Encoding"), c.cfg.MaxBody)
+	r.Body, r.Truncated, r.DecodedFrom = body, truncated, decodedFrom
+	if decodedFrom != "" {
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+	}
+	r.ContentType = contentType(resp.Header.Get("Content-Type"), body)
+	r.Duration = time.Since(started)
+	if err != nil {
+		r.Truncated = true
+		return r, fail(err)
+	}
+	return r, nil
+}
+
+// contentType returns the lowercased media type of the Content-Type header
+// without parameters, or, if the header is missing or unusable, the type
+// sniffed from body ("" for an empty body).
+func contentType(header string, body []byte) string {
+	if header != "" {
+		if mt, _, err := mime.ParseMediaType(header); err == nil && strings.Contains(mt, "/") {
+			return mt
+		}
+		mt, _, _ := strings.Cut(header, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+		if t, s, ok := strings.Cut(mt, "/"); ok && t != "" && s != "" && !strings.ContainsAny(mt, " \t,") {
+			return mt
+		}
+	}
+	if len(body) == 0 {
+		return ""
+	}
+	mt, _, _ := strings.Cut(http.DetectContentType(body), ";")
+	return mt
+}

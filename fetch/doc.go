@@ -1,0 +1,19 @@
+// Package fetch performs one HTTP hop for the crawler and extracts the links
+// of what it fetched.
+//
+// Client.Get sends one GET and never follows redirects: a 3xx comes back as
+// a Response whose Location is already resolved and normalized, so the crawl
+// loop can pass every hop through scope, robots and the target host's
+// limiter. The body is decoded (gzip, deflate, br) by this package rather
+// than by net/http, because net/http only knows gzip and cannot cap the
+// decoded size: a response is never allowed to grow past Config.MaxBody
+// decoded bytes, so a compression bomb costs about MaxBody of memory.
+// Failures are *Error values with a coarse Kind the retry policy can act on.
+//
+// ExtractLinks is pure: bytes and headers in, links and robots directives
+// (meta robots, X-Robots-Tag) out. It reads HTML with the streaming
+// tokenizer of golang.org/x/net/html instead of building a DOM with goquery:
+// the links, <base> and <meta> it needs are all start tags, and a DOM of a
+// page with a million links would cost hundreds of megabytes where the
+// tokenizer needs a few kilobytes beyond the links it returns.
+package fetch

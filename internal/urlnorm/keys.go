@@ -1,0 +1,47 @@
+package urlnorm
+
+import (
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// HostKey returns the politeness key of u: its lowercased host[:port] with
+// the scheme's default port dropped, so http://a.com and https://a.com share
+// the key "a.com" while a.com:8080 has its own. For URLs from Parse or
+// Resolve this is u.Host.
+func HostKey(u *url.URL) string {
+	host := strings.ToLower(u.Host)
+	scheme := strings.ToLower(u.Scheme)
+	if port := u.Port(); (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		host = strings.TrimSuffix(host, ":"+port)
+	}
+	return host
+}
+
+// Registrable returns the registrable domain (eTLD+1, from the public suffix
+// list in golang.org/x/net/publicsuffix) of host, lowercased: "www.a.co.uk"
+// gives "a.co.uk". A port is ignored. IP addresses, "localhost", single-label
+// names, public suffixes themselves and anything else without an eTLD+1 are
+// returned as they are (lowercased, port removed).
+func Registrable(host string) string {
+	host = strings.ToLower(host)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	name := strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if _, err := netip.ParseAddr(name); err == nil {
+		return host
+	}
+	if name == "localhost" || !strings.Contains(name, ".") {
+		return host
+	}
+	d, err := publicsuffix.EffectiveTLDPlusOne(name)
+	if err != nil {
+		return host
+	}
+	return d
+}

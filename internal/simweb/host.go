@@ -1,0 +1,327 @@
+package simweb
+
+import (
+	"math"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// host is one simulated server. Its fields are fixed after Start except st, which mu guards.
+type host struct {
+	web    *Web
+	spec   HostSpec
+	base   string // "http://127.0.0.1:PORT"
+	site   *site
+	robots []byte
+	ln     net.Listener
+	srv    *http.Server
+	sem    chan struct{} // nil when spec.Workers == 0
+
+	mu sync.Mutex
+	st hostState
+}
+
+// hostState is everything a request can change. hostState requires host.mu to be held.
+type hostState struct {
+	lim        *rate.Limiter
+	dropped    bool      // LimitDrop applied
+	deadline   time.Time // latest Retry-After deadline announced
+	opened     time.Time // arrival of the refusal that opened the current window
+	strikes    int
+	robotsDone bool // a /robots.txt request has been admitted
+	inFlight   int
+	stats      HostStats
+	latencies  []time.Duration
+}
+
+// reset returns the state to that of a fresh host, keeping the live in-flight count.
+// reset requires h.mu to be held.
+func (h *host) reset() {
+	lim := rate.NewLimiter(rate.Inf, 0)
+	if h.spec.Limit > 0 {
+		lim = rate.NewLimiter(rate.Limit(h.spec.Limit), h.spec.burst())
+	}
+	inFlight := h.st.inFlight
+	h.st = hostState{lim: lim, inFlight: inFlight}
+	h.st.stats.PeakInFlight = inFlight
+	h.st.stats.Fetched = make(map[string]int)
+}
+
+type verdict int
+
+const (
+	admitted verdict = iota
+	overLimit
+	banned
+)
+
+// admit counts a request arriving at now for path p and decides whether it is served.
+// For overLimit it also returns the announced deadline and whole seconds to wait.
+func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, secs int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := &h.st
+	st := &s.stats
+	st.Requests++
+	isRobots := p == "/robots.txt"
+	if isRobots {
+		st.RobotsRequests++
+	} else {
+		st.PageRequests++
+		if !s.robotsDone {
+			st.BeforeRobots++
+		}
+		if !allowed(&h.spec, p) {
+			st.RobotsViolations++
+		}
+	}
+	if st.FirstRequest.IsZero() {
+		st.FirstRequest = now
+	}
+	if now.After(st.LastRequest) {
+		st.LastRequest = now
+	}
+	s.inFlight++
+	st.PeakInFlight = max(st.PeakInFlight, s.inFlight)
+
+	if d := h.spec.LimitDrop; d != nil && !s.dropped && now.Sub(st.FirstRequest) >= d.After {
+		s.lim.SetLimitAt(now, rate.Limit(h.spec.Limit*d.Factor))
+		s.dropped = true
+		st.DroppedAt = now
+	}
+	if st.Banned {
+		st.BannedRequests++
+		return banned, time.Time{}, 0
+	}
+	announces := h.spec.Reply.announces()
+	inWindow := now.Before(s.deadline)
+	if inWindow && now.Sub(s.opened) >= h.web.grace {
+		st.InRetryAfter++
+		if announces {
+			s.strikes++
+		}
+	}
+	v = admitted
+	if !s.lim.AllowN(now, 1) {
+		v = overLimit
+		st.OverLimit++
+		st.OverLimitAt = append(st.OverLimitAt, now)
+		if !announces {
+			s.strikes++
+		}
+		// The bucket refills at Limit tokens/s; wait is the time until it holds one.
+		need := 1 - s.lim.TokensAt(now)
+		wait := time.Duration(need / float64(s.lim.Limit()) * float64(time.Second))
+		secs = max(1, int(math.Ceil(wait.Seconds()-1e-9)))
+		deadline = now.Add(time.Duration(secs) * time.Second)
+		if h.spec.Reply == Reply429Date {
+			// An HTTP-date has whole seconds: announce the first whole second after the token.
+			deadline = now.Add(wait).Truncate(time.Second).Add(time.Second)
+		}
+		if announces {
+			if !inWindow {
+				s.opened = now // a refusal met outside any window opens a new one
+			}
+			if deadline.After(s.deadline) {
+				s.deadline = deadline
+			}
+		}
+	}
+	if h.spec.BanAfter > 0 && s.strikes > h.spec.BanAfter {
+		st.Banned = true
+	}
+	if v == admitted && isRobots {
+		s.robotsDone = true
+	}
+	return v, deadline, secs
+}
+
+// done records the end of a request; served reports whether it was admitted and answered
+// (its latency is kept); status and url (for page 200s) update the counters.
+func (h *host) done(served bool, latency time.Duration, status int, pageURL string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := &h.st
+	s.inFlight--
+	if !served {
+		return
+	}
+	s.latencies = append(s.latencies, latency)
+	switch {
+	case status >= 200 && status < 300:
+		s.stats.OK++
+	case status == http.StatusNotFound:
+		s.stats.NotFound++
+	}
+	if pageURL != "" {
+		s.stats.Fetched[pageURL]++
+		if s.stats.Fetched[pageURL] > 1 {
+			s.stats.Duplicates++
+		}
+	}
+}
+
+// snapshot returns a deep copy of the counters with latency percentiles filled in.
+func (h *host) snapshot() HostStats {
+	h.mu.Lock()
+	st := h.st.stats
+	st.Fetched = make(map[string]int, len(h.st.stats.Fetched))
+	for k, v := range h.st.stats.Fetched {
+		st.Fetched[k] = v
+	}
+	st.OverLimitAt = append([]time.Time(nil), h.st.stats.OverLimitAt...)
+	lat := append([]time.Duration(nil), h.st.latencies...)
+	h.mu.Unlock()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	st.LatencyP50 = percentile(lat, 50)
+	st.LatencyP95 = percentile(lat, 95)
+	return st
+}
+
+// percentile returns the nearest-rank p-th percentile of sorted, or 0 if it is empty.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
+	return sorted[max(rank, 1)-1]
+}
+
+func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.web.enter() {
+		http.Error(w, "closing", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.web.leave()
+	start := time.Now()
+	now := h.web.clock()
+	w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
+	p := r.URL.Path
+
+	v, deadline, secs := h.admit(now, p)
+	switch v {
+	case banned:
+		h.done(false, 0, 0, "")
+		http.Error(w, "banned", http.StatusForbidden)
+		return
+	case overLimit:
+		h.done(false, 0, 0, "")
+		status := http.StatusTooManyRequests
+		switch h.spec.Reply {
+		case Reply429Seconds:
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		case Reply429Date:
+			w.Header().Set("Retry-After", deadline.UTC().Format(http.TimeFormat))
+		case Reply503RetryAfter:
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
+
+	if !h.hold(r) {
+		h.done(false, 0, 0, "")
+		panic(http.ErrAbortHandler) // drop the connection: no answer, not even an empty 200
+	}
+	status, pageURL := h.respond(w, r)
+	h.done(true, time.Since(start), status, pageURL)
+}
+
+// hold waits for a worker slot (if the host has a pool) and for the service time, returning
+// false if the client or the Web went away first. The slot is released before returning.
+func (h *host) hold(r *http.Request) bool {
+	if h.sem != nil {
+		select {
+		case h.sem <- struct{}{}:
+			defer func() { <-h.sem }()
+		case <-r.Context().Done():
+			return false
+		case <-h.web.closing:
+			return false
+		}
+	}
+	if h.spec.Service <= 0 {
+		return true
+	}
+	t := time.NewTimer(h.spec.Service)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-h.web.closing:
+		return false
+	}
+}
+
+// respond writes the answer to an admitted request and returns its status and, for a page
+// answered 200, the page URL.
+func (h *host) respond(w http.ResponseWriter, r *http.Request) (int, string) {
+	p := r.URL.Path
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return http.StatusMethodNotAllowed, ""
+	}
+	if p == "/robots.txt" {
+		st := h.spec.robotsStatus()
+		if st != http.StatusOK {
+			http.Error(w, http.StatusText(st), st)
+			return st, ""
+		}
+		writeBody(w, "text/plain; charset=utf-8", h.robots)
+		return st, ""
+	}
+	if x := h.spec.Extra[p]; x != nil {
+		rec := &statusRecorder{ResponseWriter: w}
+		x.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		return rec.status, ""
+	}
+	if i, ok := h.site.byPath[p]; ok {
+		writeBody(w, "text/html; charset=utf-8", h.site.pages[i].body)
+		return http.StatusOK, h.base + p
+	}
+	http.NotFound(w, r)
+	return http.StatusNotFound, ""
+}
+
+func writeBody(w http.ResponseWriter, ctype string, body []byte) {
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body) // a client that went away is not the server's problem
+}
+
+// statusRecorder remembers the status an Extra handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package simweb
+
+const raceEnabled = false

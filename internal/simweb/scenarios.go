@@ -1,0 +1,91 @@
+package simweb
+
+import (
+	"math"
+	"time"
+)
+
+// Small returns three fast hosts of 20 pages for unit and integration tests: "a" (unlimited,
+// Disallow /private/), "b" (50 req/s, burst 5, 429 with Retry-After seconds) and "c"
+// (unlimited, two workers at 1 ms, robots.txt 404), cross-linked a→b→c→a.
+func Small() []HostSpec {
+	return []HostSpec{
+		{Name: "a", Pages: 20, Disallow: []string{"/private/"}, CrossLinks: []string{"b"}},
+		{Name: "b", Pages: 20, Limit: 50, Burst: 5, Reply: Reply429Seconds, CrossLinks: []string{"c"}},
+		{Name: "c", Pages: 20, Workers: 2, Service: time.Millisecond, RobotsStatus: 404,
+			CrossLinks: []string{"a"}},
+	}
+}
+
+// DemoWeb returns the five hosts of `crawl demo`: mixed hidden limits (4, 8, 20, 50 req/s and
+// one unlimited host with two workers), every reply style but the bare 429, Disallow rules on
+// "shop", and cross-links so one seed reaches all. At the hidden limits the slowest host needs
+// about 10 s.
+func DemoWeb() []HostSpec {
+	return []HostSpec{
+		{Name: "news", Pages: 80, Limit: 20, Burst: 3, Reply: Reply429Seconds,
+			CrossLinks: []string{"shop", "blog"}},
+		{Name: "shop", Pages: 60, Limit: 8, Burst: 2, Reply: Reply429Date,
+			Disallow: []string{"/cart/", "/account/"}, CrossLinks: []string{"news"}},
+		{Name: "blog", Pages: 50, Workers: 2, Service: 15 * time.Millisecond,
+			CrossLinks: []string{"docs"}},
+		{Name: "docs", Pages: 70, Limit: 50, Burst: 5, Reply: Reply503RetryAfter,
+			CrossLinks: []string{"wiki"}},
+		{Name: "wiki", Pages: 40, Limit: 4, Burst: 1, Reply: Reply429Seconds,
+			CrossLinks: []string{"news"}},
+	}
+}
+
+// PolitenessBench returns the politeness benchmark: hosts with different hidden limits and each
+// reply style; "drop", whose limit falls 4x five seconds in; "workers", with four workers at
+// 50 ms and no 429 at all; "banhammer", which bans a client after 10 strikes; "burst", 1,000
+// pages at 50 req/s; and two unlimited hosts, "free1" (Disallow /private/) and "free2"
+// (Disallow /p9, a prefix that also covers /p90…/p99 and /p900…). Hosts are cross-linked in a
+// ring. The slowest hosts need about 25 s at their hidden limits (see IdealMakespan).
+func PolitenessBench() []HostSpec {
+	return []HostSpec{
+		{Name: "sec429", Pages: 150, Limit: 10, Burst: 2, Reply: Reply429Seconds,
+			CrossLinks: []string{"date429"}},
+		{Name: "date429", Pages: 150, Limit: 10, Burst: 2, Reply: Reply429Date,
+			CrossLinks: []string{"bare429"}},
+		{Name: "bare429", Pages: 100, Limit: 8, Burst: 1, Reply: Reply429Bare,
+			CrossLinks: []string{"svc503"}},
+		{Name: "svc503", Pages: 150, Limit: 10, Burst: 3, Reply: Reply503RetryAfter,
+			CrossLinks: []string{"drop"}},
+		{Name: "drop", Pages: 200, Limit: 20, Burst: 2, Reply: Reply429Seconds,
+			LimitDrop:  &LimitChange{After: 5 * time.Second, Factor: 0.25},
+			CrossLinks: []string{"workers"}},
+		{Name: "workers", Pages: 300, Workers: 4, Service: 50 * time.Millisecond,
+			CrossLinks: []string{"banhammer"}},
+		{Name: "banhammer", Pages: 150, Limit: 10, Burst: 2, Reply: Reply429Seconds, BanAfter: 10,
+			CrossLinks: []string{"burst"}},
+		{Name: "burst", Pages: 1000, Limit: 50, Burst: 5, Reply: Reply429Seconds,
+			CrossLinks: []string{"free1"}},
+		{Name: "free1", Pages: 200, Disallow: []string{"/private/"}, CrossLinks: []string{"free2"}},
+		{Name: "free2", Pages: 200, Disallow: []string{"/p9"}, CrossLinks: []string{"sec429"}},
+	}
+}
+
+// IdealMakespan returns the least time a crawler needs to fetch spec.Pages pages from the host
+// without exceeding its hidden capacity: Pages/Limit for a rate-limited host (following
+// LimitDrop), Pages·Service/Workers for a worker pool, the larger of the two when both apply,
+// and 0 for an unlimited host or one whose robots.txt answers 5xx. The first request and the
+// bucket's burst are ignored.
+func IdealMakespan(spec HostSpec) time.Duration {
+	if spec.robotsStatus() >= 500 {
+		return 0
+	}
+	pages := float64(spec.Pages)
+	var secs float64
+	if spec.Limit > 0 {
+		secs = pages / spec.Limit
+		if d := spec.LimitDrop; d != nil && d.Factor > 0 && secs > d.After.Seconds() {
+			before := spec.Limit * d.After.Seconds()
+			secs = d.After.Seconds() + (pages-before)/(spec.Limit*d.Factor)
+		}
+	}
+	if spec.Workers > 0 && spec.Service > 0 {
+		secs = math.Max(secs, pages*spec.Service.Seconds()/float64(spec.Workers))
+	}
+	return time.Duration(secs * float64(time.Second))
+}

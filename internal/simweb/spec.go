@@ -1,0 +1,187 @@
+package simweb
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// ReplyStyle is how a host answers a request that finds its token bucket empty.
+type ReplyStyle int
+
+const (
+	// Reply429Seconds answers 429 with "Retry-After: N" (whole seconds, N >= 1).
+	Reply429Seconds ReplyStyle = iota
+	// Reply429Date answers 429 with Retry-After as an HTTP-date and a Date header from the clock.
+	Reply429Date
+	// Reply429Bare answers 429 without Retry-After.
+	Reply429Bare
+	// Reply503RetryAfter answers 503 with "Retry-After: N" (whole seconds, N >= 1).
+	Reply503RetryAfter
+)
+
+// String returns a short name for the style, e.g. "429+seconds".
+func (s ReplyStyle) String() string {
+	switch s {
+	case Reply429Seconds:
+		return "429+seconds"
+	case Reply429Date:
+		return "429+date"
+	case Reply429Bare:
+		return "429"
+	case Reply503RetryAfter:
+		return "503+seconds"
+	}
+	return fmt.Sprintf("ReplyStyle(%d)", int(s))
+}
+
+// announces reports whether the style tells the client when to come back.
+func (s ReplyStyle) announces() bool { return s != Reply429Bare }
+
+// LimitChange multiplies a host's rate by Factor once After has passed since the host's first
+// request (as measured by the Web's clock, at the arrival of a later request).
+type LimitChange struct {
+	After  time.Duration
+	Factor float64 // > 0; 0.25 divides the limit by 4
+}
+
+// HostSpec is the hidden behaviour of one simulated host. The zero value of every field other
+// than Name and Pages means "off".
+type HostSpec struct {
+	Name  string // label used by URL, Stats and Expected; unique, non-empty
+	Pages int    // ordinary HTML pages, "/" included (>= 1)
+
+	Limit float64    // token-bucket rate in req/s; 0 = unlimited
+	Burst int        // bucket size; 0 = 1
+	Reply ReplyStyle // answer to over-limit requests
+
+	Workers int           // > 0: admitted requests queue for one of Workers slots
+	Service time.Duration // time each admitted request holds (a slot, if Workers > 0)
+
+	LimitDrop *LimitChange // optional mid-crawl change of Limit (requires Limit > 0)
+
+	// BanAfter > 0: once the client has more than BanAfter strikes, every later request is
+	// answered 403. A strike is a request counted in InRetryAfter (see Options.Grace) or, for
+	// Reply429Bare (which announces nothing), a request refused as over limit.
+	BanAfter int
+
+	// Disallow lists plain path prefixes ("/private/") for "User-agent: *". Pages under each exist
+	// and are linked to. Wildcards ('*', '$') are not supported.
+	Disallow []string
+	// RobotsStatus is the status of /robots.txt: 0 or 200 serve the rules; 4xx (allow all) or 5xx
+	// (disallow all, per RFC 9309) serve an error instead.
+	RobotsStatus int
+
+	CrossLinks []string // names of other hosts this host's pages link to
+
+	// Extra serves custom exact paths (not "/robots.txt", not a page path). Requests to them pass
+	// through the same bucket, worker pool and counters; 2xx answers count as OK. They are not
+	// linked from pages and are not part of Expected.
+	Extra map[string]http.Handler
+}
+
+// Options configures Start. A nil *Options means the defaults.
+type Options struct {
+	Seed int64 // seeds the link graph and page text; 0 is a valid seed
+	// Clock is read once at each request's arrival, for rate limiting, Retry-After deadlines,
+	// the Date header and First/LastRequest. Nil means time.Now. Latency is always real time.
+	Clock func() time.Time
+	// LoopbackIPs binds host i to 127.0.0.(i+2) instead of 127.0.0.1, falling back to 127.0.0.1
+	// for any address that cannot be bound.
+	LoopbackIPs bool
+	// Grace forgives requests that arrive less than Grace after the refusal that opened a
+	// Retry-After window (a refusal met outside any window): a client with several requests in
+	// flight sent them before it could read that answer. They are still refused if the bucket is
+	// empty, but are not counted in InRetryAfter nor as strikes. Refusals that themselves arrive
+	// inside a window open nothing, so hammering is never forgiven. 0 counts exactly; for
+	// real-clock crawls with per-host concurrency above 1, about 50ms is a fair value.
+	Grace time.Duration
+}
+
+// burst returns the effective bucket size.
+func (s *HostSpec) burst() int {
+	if s.Burst <= 0 {
+		return 1
+	}
+	return s.Burst
+}
+
+// robotsStatus returns the effective /robots.txt status.
+func (s *HostSpec) robotsStatus() int {
+	if s.RobotsStatus == 0 {
+		return http.StatusOK
+	}
+	return s.RobotsStatus
+}
+
+// validate checks every spec and the relations between them.
+func validate(specs []HostSpec) error {
+	if len(specs) == 0 {
+		return fmt.Errorf("%w: no hosts", ErrBadSpec)
+	}
+	if len(specs) > 250 {
+		return fmt.Errorf("%w: %d hosts, at most 250", ErrBadSpec, len(specs))
+	}
+	names := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		if s.Name == "" {
+			return fmt.Errorf("%w: empty name", ErrBadSpec)
+		}
+		if names[s.Name] {
+			return fmt.Errorf("%w: duplicate name %q", ErrBadSpec, s.Name)
+		}
+		names[s.Name] = true
+	}
+	for _, s := range specs {
+		if err := s.validate(names); err != nil {
+			return fmt.Errorf("%w: host %q: %s", ErrBadSpec, s.Name, err)
+		}
+	}
+	return nil
+}
+
+func (s *HostSpec) validate(names map[string]bool) error {
+	switch {
+	case s.Pages < 1:
+		return fmt.Errorf("Pages %d < 1", s.Pages)
+	case s.Limit < 0 || math.IsNaN(s.Limit) || math.IsInf(s.Limit, 0):
+		return fmt.Errorf("Limit %v", s.Limit)
+	case s.Burst < 0:
+		return fmt.Errorf("Burst %d < 0", s.Burst)
+	case s.Reply < Reply429Seconds || s.Reply > Reply503RetryAfter:
+		return fmt.Errorf("unknown Reply %d", int(s.Reply))
+	case s.Workers < 0:
+		return fmt.Errorf("Workers %d < 0", s.Workers)
+	case s.Service < 0:
+		return fmt.Errorf("Service %v < 0", s.Service)
+	case s.BanAfter < 0:
+		return fmt.Errorf("BanAfter %d < 0", s.BanAfter)
+	}
+	if d := s.LimitDrop; d != nil {
+		if s.Limit == 0 || d.After < 0 || !(d.Factor > 0) || math.IsInf(d.Factor, 0) {
+			return fmt.Errorf("LimitDrop needs Limit > 0, After >= 0, Factor > 0")
+		}
+	}
+	st := s.RobotsStatus
+	if st != 0 && (st < 200 || st > 299) && (st < 400 || st > 599) {
+		return fmt.Errorf("RobotsStatus %d: want 0, 2xx, 4xx or 5xx", st)
+	}
+	for _, p := range s.Disallow {
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "*$#? \t\r\n\"<>") {
+			return fmt.Errorf("Disallow %q: want a plain path prefix starting with /", p)
+		}
+	}
+	for _, c := range s.CrossLinks {
+		if c == s.Name || !names[c] {
+			return fmt.Errorf("CrossLinks %q: not another host", c)
+		}
+	}
+	for p, h := range s.Extra {
+		if !strings.HasPrefix(p, "/") || p == "/robots.txt" || h == nil {
+			return fmt.Errorf("Extra %q: want a path starting with / (not /robots.txt) and a handler", p)
+		}
+	}
+	return nil
+}

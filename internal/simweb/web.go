@@ -1,0 +1,239 @@
+package simweb
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// HostStats are one host's counters since Start (or the last Reset). All requests to a host are
+// treated as coming from one client.
+type HostStats struct {
+	Requests       int // every request that reached the host
+	PageRequests   int // requests for any path other than /robots.txt
+	RobotsRequests int // requests for /robots.txt
+
+	OK       int // admitted requests answered 2xx (pages, robots.txt, Extra)
+	NotFound int // admitted requests answered 404
+
+	OverLimit int // requests refused by the token bucket (429 or 503)
+	// InRetryAfter counts requests that arrived before the latest Retry-After deadline the host
+	// had announced (whether or not the bucket then had a token), except those arriving within
+	// Options.Grace of the refusal that opened the window. A polite client scores 0.
+	InRetryAfter int
+
+	// RobotsViolations counts requests, whatever their outcome, for paths robots.txt disallows
+	// (every path but /robots.txt when RobotsStatus is 5xx).
+	RobotsViolations int
+	// BeforeRobots counts non-robots requests that arrived before any /robots.txt request had
+	// been admitted.
+	BeforeRobots int
+
+	Duplicates   int // page 200s beyond the first for the same URL
+	PeakInFlight int // most requests inside the handler at once, queued ones included
+
+	Banned         bool // the client crossed BanAfter strikes
+	BannedRequests int  // requests answered 403 because of the ban
+
+	// Latency percentiles (nearest rank) of admitted requests: real time spent in the handler,
+	// waiting for a worker included. Refused requests (429/503/403) are not sampled.
+	LatencyP50, LatencyP95 time.Duration
+
+	FirstRequest, LastRequest time.Time // arrival times by the Web's clock; zero if none
+
+	OverLimitAt []time.Time // arrival time of each refused request, in order
+	DroppedAt   time.Time   // when LimitDrop took effect; zero if it has not
+
+	// Fetched maps each page URL (as in Expected) to the number of 200 answers it got.
+	Fetched map[string]int
+}
+
+// Web is a running set of simulated hosts. It is safe for concurrent use by multiple goroutines.
+type Web struct {
+	clock    func() time.Time
+	grace    time.Duration
+	hosts    []*host
+	byName   map[string]*host
+	expected map[string][]string
+
+	gate     sync.RWMutex // guards closed against handler entry
+	closed   bool
+	handlers sync.WaitGroup // handlers running
+	serving  sync.WaitGroup // Serve goroutines
+	closing  chan struct{}
+	once     sync.Once
+}
+
+// Start binds one loopback listener per spec, builds every host's pages from opts.Seed and
+// starts serving. The caller must call Close. It returns an error wrapping ErrBadSpec for invalid
+// specs, or the listen error.
+func Start(specs []HostSpec, opts *Options) (*Web, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if err := validate(specs); err != nil {
+		return nil, err
+	}
+	specs = append([]HostSpec(nil), specs...)
+	sites := buildSites(specs, o.Seed)
+	for i := range specs {
+		for p := range specs[i].Extra {
+			if _, clash := sites[i].byPath[p]; clash {
+				return nil, fmt.Errorf("%w: host %q: Extra %q is a page path", ErrBadSpec, specs[i].Name, p)
+			}
+		}
+	}
+
+	w := &Web{
+		clock:   o.Clock,
+		grace:   max(o.Grace, 0),
+		byName:  make(map[string]*host, len(specs)),
+		closing: make(chan struct{}),
+	}
+	bases := make([]string, len(specs))
+	for i := range specs {
+		ln, err := listen(i, o.LoopbackIPs)
+		if err != nil {
+			for _, h := range w.hosts {
+				h.ln.Close()
+			}
+			return nil, fmt.Errorf("simweb: host %q: %w", specs[i].Name, err)
+		}
+		bases[i] = "http://" + ln.Addr().String()
+		h := &host{
+			web:    w,
+			spec:   specs[i],
+			base:   bases[i],
+			site:   &sites[i],
+			robots: robotsTxt(&specs[i]),
+			ln:     ln,
+		}
+		if specs[i].Workers > 0 {
+			h.sem = make(chan struct{}, specs[i].Workers)
+		}
+		h.reset()
+		h.srv = &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          log.New(io.Discard, "", 0),
+		}
+		w.hosts = append(w.hosts, h)
+		w.byName[specs[i].Name] = h
+	}
+	render(sites, specs, bases)
+	w.expected = expected(sites, specs, bases)
+	for _, h := range w.hosts {
+		// Serve returns http.ErrServerClosed after Close; any other error means the listener
+		// died, which the host's silence (and the client's errors) already shows.
+		w.serving.Go(func() { _ = h.srv.Serve(h.ln) })
+	}
+	return w, nil
+}
+
+// listen binds host i: 127.0.0.(i+2) when ips is set and that address can be bound, else
+// 127.0.0.1, always on a free port.
+func listen(i int, ips bool) (net.Listener, error) {
+	if ips {
+		if ln, err := net.Listen("tcp4", "127.0.0."+strconv.Itoa(i+2)+":0"); err == nil {
+			return ln, nil
+		}
+	}
+	return net.Listen("tcp4", "127.0.0.1:0")
+}
+
+// enter registers a handler; it returns false once Close has begun.
+func (w *Web) enter() bool {
+	w.gate.RLock()
+	defer w.gate.RUnlock()
+	if w.closed {
+		return false
+	}
+	w.handlers.Add(1)
+	return true
+}
+
+func (w *Web) leave() { w.handlers.Done() }
+
+// Close stops every host, aborts requests waiting for a worker or service time, and returns once
+// all handlers and serving goroutines have finished. It is safe to call more than once.
+func (w *Web) Close() {
+	w.once.Do(func() {
+		w.gate.Lock()
+		w.closed = true
+		w.gate.Unlock()
+		close(w.closing)
+		for _, h := range w.hosts {
+			h.srv.Close()
+		}
+		w.handlers.Wait()
+		w.serving.Wait()
+	})
+}
+
+// Names returns the host names in spec order.
+func (w *Web) Names() []string {
+	out := make([]string, len(w.hosts))
+	for i, h := range w.hosts {
+		out[i] = h.spec.Name
+	}
+	return out
+}
+
+// Seeds returns every host's root URL ("http://127.0.0.1:PORT/") in spec order.
+func (w *Web) Seeds() []string {
+	out := make([]string, len(w.hosts))
+	for i, h := range w.hosts {
+		out[i] = h.base + "/"
+	}
+	return out
+}
+
+// URL returns the root URL ("http://127.0.0.1:PORT/") of the named host, or "" if there is none.
+func (w *Web) URL(name string) string {
+	h := w.byName[name]
+	if h == nil {
+		return ""
+	}
+	return h.base + "/"
+}
+
+// Expected returns, per host name, the sorted URLs ("http://127.0.0.1:PORT/p12", root as
+// "http://127.0.0.1:PORT/") that a perfect polite crawl seeded with Seeds stores: pages reachable
+// from the roots without passing through a page robots.txt disallows. Fragments are never part
+// of these URLs. Every host has an entry, possibly empty. The caller owns the result.
+func (w *Web) Expected() map[string][]string {
+	out := make(map[string][]string, len(w.expected))
+	for k, v := range w.expected {
+		out[k] = append([]string{}, v...)
+	}
+	return out
+}
+
+// Stats returns a copy of every host's counters, keyed by host name.
+func (w *Web) Stats() map[string]HostStats {
+	out := make(map[string]HostStats, len(w.hosts))
+	for _, h := range w.hosts {
+		out[h.spec.Name] = h.snapshot()
+	}
+	return out
+}
+
+// Reset zeroes every counter and returns each host's bucket, announced deadline, strikes, ban,
+// LimitDrop and robots.txt bookkeeping to their state at Start. Requests in flight finish
+// normally and are counted after the reset.
+func (w *Web) Reset() {
+	for _, h := range w.hosts {
+		h.mu.Lock()
+		h.reset()
+		h.mu.Unlock()
+	}
+}

@@ -1,0 +1,79 @@
+// Package export writes the pages of a crawl store out as WARC 1.1 files, as JSON Lines, or
+// as a mirror of files on disk. It only re-reads what storage holds; it never fetches.
+//
+// There are only a few types: a Writer per format (WARCWriter, JSONLWriter, MirrorWriter), a
+// Filter, and Run, which streams a Source (storage.DB.Pages or PagesMeta have its shape)
+// through a Filter into a Writer. Pages are handled one at a time, so memory stays flat
+// whatever the size of the crawl. Writers are not safe for concurrent use: one goroutine
+// feeds one Writer, in fetch order.
+//
+// Every writer refuses to overwrite: an output file (or a non-empty mirror directory) that
+// already exists is an error wrapping ErrOutputExists.
+//
+// # WARC
+//
+// NewWARC writes gzip-compressed WARC/1.1 files, one gzip member per record, rotated when the
+// next page would take the file past WARCOptions.MaxSize: files are PREFIX-00000.warc.gz,
+// PREFIX-00001.warc.gz, ... and, when the output path is a directory (existing, or ending in a
+// path separator), DIR/crawl-00000.warc.gz, ... A request and its response always go to the
+// same file; only a page larger than MaxSize on its own makes a file exceed it. Each file
+// starts with a warcinfo record; every page then becomes a request record followed by a
+// response record (redirects and error statuses included), linked both ways by
+// WARC-Concurrent-To and pointing at the file's warcinfo with WARC-Warcinfo-ID.
+//
+// Storage keeps bodies decoded (Content-Encoding removed, see storage.Page.DecodedFrom), so the
+// response record holds the decoded body and an HTTP header that is correct for it: when a
+// Content-Encoding was removed, the Content-Encoding header is dropped and the removed coding
+// is recorded in the extension WARC header field
+//
+//	WARC-Crawl-Decoded: gzip
+//
+// (gowarc canonicalizes unknown field names, so the files spell it Warc-Crawl-Decoded; WARC
+// field names are case-insensitive.)
+// Transfer-Encoding is always dropped and Content-Length is set to the stored body's length,
+// so WARC-Payload-Digest is the digest of the bytes a replay tool will serve. A body cut at
+// --max-body gets WARC-Truncated: length. Header fields are written sorted by name (storage
+// keeps an http.Header, which does not keep the order they arrived in); CR, LF and NUL inside a
+// value become spaces.
+//
+// The records are built with github.com/nlnwa/gowarc (v1.6.0): its record builder serializes
+// the WARC header, computes Content-Length, WARC-Block-Digest and WARC-Payload-Digest (sha1,
+// base32) and validates each record before it is written. Its WarcFileWriter is not used: it
+// runs a goroutine per writer, stamps warcinfo records with the wall clock, names files after
+// the machine's host name and logs close errors instead of returning them. This package
+// instead writes each built record as its own gzip member to a file it opens itself, which
+// keeps file names, rotation and warcinfo dates deterministic. Tests read the files back with
+// gowarc's reader under strict validation and also with a small independent parser.
+//
+// # JSON Lines
+//
+// NewJSONL writes one JSON object per page per line; SCHEMA.md describes the fields.
+//
+// # Mirror
+//
+// NewMirror writes each page's body to ROOT/HOST/PATH. The mapping from URL to file name
+// (MirrorPath) is designed so that nothing can be written outside ROOT and no page overwrites
+// another:
+//
+//   - the host directory is the host key (lowercase, default port dropped); a port becomes
+//     "+PORT";
+//   - the path is split on '/' before percent-decoding, so an encoded slash (%2F) stays inside
+//     one name; each segment is then decoded and every byte that is unsafe in a file name on
+//     Linux, macOS or Windows (control bytes, < > : " / \ | ? *, '%' itself, invalid UTF-8) is
+//     written as %XX, as are "." and "..", a trailing dot or space and the first letter of a
+//     Windows device name (CON, NUL, COM1, ...); an empty segment becomes "%";
+//   - a URL ending in '/' is stored as .../index.html;
+//   - a query string becomes a suffix "~" + 10 hex digits of its SHA-256, inserted before a
+//     short extension (/p.php?id=1 -> p~3c0f....php, /?q -> index~....html);
+//   - a name longer than 200 bytes is cut and ends with "~" + 16 hex digits of its SHA-256
+//     (the extension kept); a whole path longer than 1,000 bytes becomes HOST/%long/HASH;
+//   - when a page needs a directory where an earlier page's file is (/a, then /a/b), that file
+//     moves to a/index.html; when a page's name is taken (by a directory: it goes to
+//     name/index.html; by a file: /a/ after that move, http and https of one URL, two spellings
+//     of one name) it gets a "~" + hash-of-URL suffix. The result depends only on the pages
+//     and their order, which is the store's fetch order.
+//
+// Every path is resolved through an os.Root opened on ROOT and checked with filepath.Rel, so
+// even a bug in the mapping cannot write outside ROOT. Files get the page's fetch time as
+// their modification time.
+package export

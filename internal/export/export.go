@@ -1,0 +1,230 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/idna"
+
+	"github.com/crawl-project/crawl/storage"
+)
+
+// Writer writes pages in one export format. Write is called once per page, in fetch order;
+// Close finishes the output (flushes, closes files) and must be called even after a Write
+// error. Stats may be called at any time; after Close it is final. A Writer is not safe for
+// concurrent use.
+type Writer interface {
+	Write(p *storage.Page) error
+	Close() error
+	Stats() Stats
+}
+
+// Stats counts what an export wrote.
+type Stats struct {
+	Pages   int64 // pages written
+	Skipped int64 // pages the Filter left out (set by Run)
+	Files   int   // output files created (JSONL: the one stream)
+	Bytes   int64 // bytes written to the output, after compression
+}
+
+// Source calls fn for every page in fetch order and stops at the first error fn returns,
+// returning it. storage.DB.Pages and storage.DB.PagesMeta are Sources.
+type Source func(fn func(p *storage.Page) error) error
+
+// Run streams the pages of src that f matches (all pages if f is nil) into w, then closes w.
+// It stops at the first error, including ctx being cancelled (checked before each page), and
+// returns the stats so far with that error.
+func Run(ctx context.Context, src Source, w Writer, f *Filter) (Stats, error) {
+	var skipped int64
+	err := src(func(p *storage.Page) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !f.Match(p) {
+			skipped++
+			return nil
+		}
+		return w.Write(p)
+	})
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	st := w.Stats()
+	st.Skipped = skipped
+	return st, err
+}
+
+// Filter selects pages by host, status and fetch time. The nil *Filter matches every page.
+// A Filter is immutable and safe for concurrent use.
+type Filter struct {
+	hosts  map[string]bool // host keys; empty: any
+	status []statusRange   // empty: any
+	since  time.Time       // zero: any
+}
+
+type statusRange struct{ lo, hi int }
+
+// NewFilter builds a Filter. hosts are host names or host keys; each entry may hold a comma
+// separated list; they are normalized like the crawler's host key (lowercase, punycode, default
+// port dropped). status is a comma separated list of codes (200), classes (2xx) and ranges
+// (400-499); "" means any. since keeps pages fetched at or after it; zero means any. Malformed
+// values give an error wrapping ErrBadFilter.
+func NewFilter(hosts []string, status string, since time.Time) (*Filter, error) {
+	f := &Filter{since: since}
+	for _, list := range hosts {
+		for h := range strings.SplitSeq(list, ",") {
+			h = strings.TrimSpace(h)
+			if h == "" {
+				continue
+			}
+			k, err := normalizeHostArg(h)
+			if err != nil {
+				return nil, fmt.Errorf("%w: host %q: %v", ErrBadFilter, h, err)
+			}
+			if f.hosts == nil {
+				f.hosts = map[string]bool{}
+			}
+			f.hosts[k] = true
+		}
+	}
+	var err error
+	if f.status, err = parseStatus(status); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Match reports whether p passes the filter. The host is taken from p.FinalURL (p.URL if it is
+// empty): the host that served the content.
+func (f *Filter) Match(p *storage.Page) bool {
+	if f == nil {
+		return true
+	}
+	if !f.since.IsZero() && p.FetchedAt.Before(f.since) {
+		return false
+	}
+	if len(f.status) > 0 {
+		ok := false
+		for _, r := range f.status {
+			if p.Status >= r.lo && p.Status <= r.hi {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(f.hosts) > 0 {
+		u, err := url.Parse(pageURL(p))
+		if err != nil || !f.hosts[hostKey(u)] {
+			return false
+		}
+	}
+	return true
+}
+
+func parseStatus(s string) ([]statusRange, error) {
+	var out []statusRange
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.ToLower(strings.TrimSpace(part))
+		if part == "" {
+			continue
+		}
+		bad := fmt.Errorf("%w: status %q: want a code (200), a class (2xx) or a range (400-499)", ErrBadFilter, part)
+		var r statusRange
+		switch {
+		case len(part) == 3 && strings.HasSuffix(part, "xx"):
+			d := part[0]
+			if d < '1' || d > '5' {
+				return nil, bad
+			}
+			r.lo = int(d-'0') * 100
+			r.hi = r.lo + 99
+		case strings.Contains(part, "-"):
+			a, b, _ := strings.Cut(part, "-")
+			lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+			hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+			if err1 != nil || err2 != nil || lo < 100 || hi > 999 || lo > hi {
+				return nil, bad
+			}
+			r = statusRange{lo, hi}
+		default:
+			c, err := strconv.Atoi(part)
+			if err != nil || c < 100 || c > 999 {
+				return nil, bad
+			}
+			r = statusRange{c, c}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// pageURL is the URL the page's content came from.
+func pageURL(p *storage.Page) string {
+	if p.FinalURL != "" {
+		return p.FinalURL
+	}
+	return p.URL
+}
+
+// hostKey is the crawler's politeness key for u: lowercase host, default port dropped. Stored
+// URLs are already normalized (punycode, canonical IPv6), so this only has to drop the port.
+func hostKey(u *url.URL) string {
+	host := strings.ToLower(u.Host)
+	h, port, err := net.SplitHostPort(host)
+	if err != nil {
+		return host
+	}
+	if port == "" || (port == "80" && u.Scheme == "http") || (port == "443" && u.Scheme == "https") {
+		if strings.Contains(h, ":") {
+			return "[" + h + "]"
+		}
+		return h
+	}
+	return host
+}
+
+// normalizeHostArg turns a --host value (a host name, maybe with a port, maybe
+// internationalized) into a host key. Without a scheme, ports 80 and 443 both count as default.
+func normalizeHostArg(s string) (string, error) {
+	s = strings.ToLower(s)
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return "", err
+		}
+		s = hostKey(u)
+	}
+	host, port := s, ""
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, port = h, p
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+	} else {
+		a, err := idna.Lookup.ToASCII(host)
+		if err != nil {
+			return "", err
+		}
+		host = a
+	}
+	if host == "" {
+		return "", errors.New("empty host")
+	}
+	if port == "" || port == "80" || port == "443" {
+		return host, nil
+	}
+	return host + ":" + port, nil
+}

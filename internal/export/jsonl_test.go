@@ -1,0 +1,220 @@
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/storage"
+)
+
+func TestJSONLRoundTrip(t *testing.T) {
+	for _, noBody := range []bool{false, true} {
+		t.Run(map[bool]string{false: "body", true: "no-body"}[noBody], func(t *testing.T) {
+			pages := syntheticPages()
+			var buf bytes.Buffer
+			w := NewJSONL(&buf, &JSONLOptions{NoBody: noBody})
+			st, err := Run(context.Background(), sliceSource(pages), w, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Pages != int64(len(pages)) || st.Bytes != int64(buf.Len()) || st.Files != 1 {
+				t.Errorf("stats %+v, buffer %d bytes", st, buf.Len())
+			}
+			sc := bufio.NewScanner(&buf)
+			sc.Buffer(nil, 1<<20)
+			i := 0
+			for ; sc.Scan(); i++ {
+				if i >= len(pages) {
+					t.Fatalf("more lines than pages")
+				}
+				checkJSONLine(t, sc.Bytes(), pages[i], noBody)
+			}
+			if err := sc.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if i != len(pages) {
+				t.Fatalf("%d lines, want %d", i, len(pages))
+			}
+		})
+	}
+}
+
+func checkJSONLine(t *testing.T, line []byte, p *storage.Page, noBody bool) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatalf("line does not parse: %v\n%s", err, line)
+	}
+	want := map[string]any{
+		"url": p.URL, "final_url": p.FinalURL, "status": float64(p.Status),
+		"depth": float64(p.Depth), "parent": p.Parent, "content_type": p.ContentType,
+		"truncated": p.Truncated, "decoded_from": p.DecodedFrom,
+		"duration_ms": float64(p.Duration.Microseconds()) / 1000,
+	}
+	for k, v := range want {
+		if !reflect.DeepEqual(m[k], v) {
+			t.Errorf("%s: %s = %#v, want %#v", p.URL, k, m[k], v)
+		}
+	}
+	ts, _ := m["fetched_at"].(string)
+	at, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil || !at.Equal(p.FetchedAt.Truncate(time.Microsecond)) || ts[len(ts)-1] != 'Z' || len(ts) != len("2006-01-02T15:04:05.000000Z") {
+		t.Errorf("%s: fetched_at %q (%v), want %v in UTC with microseconds", p.URL, ts, err, p.FetchedAt)
+	}
+	hdr, ok := m["headers"].(map[string]any)
+	if !ok {
+		t.Fatalf("%s: headers = %#v, want an object", p.URL, m["headers"])
+	}
+	if len(hdr) != len(p.Header) {
+		t.Errorf("%s: %d headers, want %d", p.URL, len(hdr), len(p.Header))
+	}
+	for k, vs := range p.Header {
+		arr, _ := hdr[k].([]any)
+		if len(arr) != len(vs) {
+			t.Errorf("%s: header %s = %#v, want %q", p.URL, k, hdr[k], vs)
+			continue
+		}
+		for j := range vs {
+			if arr[j] != vs[j] {
+				t.Errorf("%s: header %s[%d] = %#v, want %q", p.URL, k, j, arr[j], vs[j])
+			}
+		}
+	}
+
+	body, hasBody := m["body"].(string)
+	b64, _ := m["body_base64"].(bool)
+	if noBody {
+		if _, ok := m["body"]; ok || b64 {
+			t.Errorf("%s: body present with NoBody", p.URL)
+		}
+		return
+	}
+	if !hasBody {
+		t.Fatalf("%s: no body string", p.URL)
+	}
+	var got []byte
+	if b64 {
+		if got, err = base64.StdEncoding.DecodeString(body); err != nil {
+			t.Fatalf("%s: body_base64 but not base64: %v", p.URL, err)
+		}
+	} else {
+		got = []byte(body)
+	}
+	if !bytes.Equal(got, p.Body) {
+		t.Errorf("%s: body differs from the stored body", p.URL)
+	}
+	wantText := IsTextual(p.ContentType) && !bytes.Equal(p.Body, []byte("gr\xf6\xdfe"))
+	if b64 == wantText {
+		t.Errorf("%s (%s): body_base64 = %v", p.URL, p.ContentType, b64)
+	}
+}
+
+func TestIsTextual(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"text/html": true, "text/plain": true, "text/css": true, "application/json": true,
+		"application/ld+json": true, "application/xml": true, "application/atom+xml": true,
+		"application/javascript": true, "text/javascript": true, "application/xhtml+xml": true,
+		"image/svg+xml": true, "Text/HTML; charset=utf-8": true,
+		"image/png": false, "application/octet-stream": false, "application/pdf": false,
+		"": false, "json": false, "video/json": false, "application/zip": false,
+	} {
+		if got := IsTextual(ct); got != want {
+			t.Errorf("IsTextual(%q) = %v, want %v", ct, got, want)
+		}
+	}
+}
+
+func TestFilter(t *testing.T) {
+	p := func(u string, status int, at time.Time) *storage.Page {
+		return &storage.Page{URL: u, FinalURL: u, Status: status, FetchedAt: at}
+	}
+	t0 := baseTime
+	for _, tc := range []struct {
+		name   string
+		hosts  []string
+		status string
+		since  time.Time
+		page   *storage.Page
+		want   bool
+	}{
+		{"no filter", nil, "", time.Time{}, p("http://a.example/", 500, t0), true},
+		{"host match", []string{"a.example"}, "", time.Time{}, p("http://a.example/x", 200, t0), true},
+		{"host case and list", []string{"b.example, A.EXAMPLE"}, "", time.Time{}, p("http://a.example/x", 200, t0), true},
+		{"repeated host flag", []string{"b.example", "a.example"}, "", time.Time{}, p("http://a.example/x", 200, t0), true},
+		{"host other", []string{"b.example"}, "", time.Time{}, p("http://a.example/x", 200, t0), false},
+		{"default port dropped", []string{"a.example:443"}, "", time.Time{}, p("https://a.example/", 200, t0), true},
+		{"other port is another host", []string{"a.example"}, "", time.Time{}, p("http://a.example:8080/", 200, t0), false},
+		{"port host", []string{"a.example:8080"}, "", time.Time{}, p("http://a.example:8080/", 200, t0), true},
+		{"idn host", []string{"bücher.example"}, "", time.Time{}, p("http://xn--bcher-kva.example/", 200, t0), true},
+		{"ipv6", []string{"[::1]:8080"}, "", time.Time{}, p("http://[::1]:8080/", 200, t0), true},
+		{"host from final url", []string{"b.example"}, "", time.Time{}, &storage.Page{URL: "http://a.example/", FinalURL: "http://b.example/", Status: 200}, true},
+		{"status code", nil, "200,301", time.Time{}, p("http://a.example/", 301, t0), true},
+		{"status code miss", nil, "200,301", time.Time{}, p("http://a.example/", 302, t0), false},
+		{"status class", nil, "2xx", time.Time{}, p("http://a.example/", 204, t0), true},
+		{"status class miss", nil, "2XX", time.Time{}, p("http://a.example/", 404, t0), false},
+		{"status range", nil, "400-499", time.Time{}, p("http://a.example/", 404, t0), true},
+		{"since equal", nil, "", t0, p("http://a.example/", 200, t0), true},
+		{"since before", nil, "", t0, p("http://a.example/", 200, t0.Add(-time.Nanosecond)), false},
+		{"all three", []string{"a.example"}, "2xx", t0, p("http://a.example/", 200, t0.Add(time.Hour)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := NewFilter(tc.hosts, tc.status, tc.since)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Match(tc.page); got != tc.want {
+				t.Errorf("Match = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{"abc", "2x", "6xx", "99", "1000", "500-400", "2xx-3xx"} {
+		if _, err := NewFilter(nil, bad, time.Time{}); !errors.Is(err, ErrBadFilter) {
+			t.Errorf("NewFilter(status %q): err = %v, want ErrBadFilter", bad, err)
+		}
+	}
+}
+
+type failWriter struct {
+	n     int
+	fail  int
+	close bool
+}
+
+func (w *failWriter) Write(*storage.Page) error {
+	w.n++
+	if w.n == w.fail {
+		return errors.New("disk full")
+	}
+	return nil
+}
+func (w *failWriter) Close() error { w.close = true; return nil }
+func (w *failWriter) Stats() Stats { return Stats{Pages: int64(w.n)} }
+
+func TestRun(t *testing.T) {
+	pages := syntheticPages()
+	f, _ := NewFilter(nil, "2xx", time.Time{})
+	w := &failWriter{}
+	st, err := Run(context.Background(), sliceSource(pages), w, f)
+	if err != nil || st.Pages != 6 || st.Skipped != 2 || !w.close {
+		t.Errorf("filtered run: %+v, %v, closed %v; want 6 written, 2 skipped", st, err, w.close)
+	}
+
+	w = &failWriter{fail: 2}
+	if _, err := Run(context.Background(), sliceSource(pages), w, nil); err == nil || w.n != 2 || !w.close {
+		t.Errorf("write error: err %v after %d writes, closed %v", err, w.n, w.close)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w = &failWriter{}
+	if _, err := Run(ctx, sliceSource(pages), w, nil); !errors.Is(err, context.Canceled) || w.n != 0 || !w.close {
+		t.Errorf("cancelled: err %v, %d writes", err, w.n)
+	}
+}

@@ -1,0 +1,378 @@
+package export
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/crawl-project/crawl/storage"
+)
+
+const (
+	// maxNameLen is the longest file or directory name MirrorPath produces, in bytes.
+	maxNameLen = 200
+	// maxPathLen is the longest relative path MirrorPath produces, in bytes.
+	maxPathLen = 1000
+	// indexName is the file of a directory-like URL, and where a demoted file goes.
+	indexName = "index.html"
+	// tmpSuffix marks a file being moved; '%' followed by non-hex never occurs in a name
+	// MirrorPath produces, so it cannot clash with a page.
+	tmpSuffix = "%tmp"
+	// maxCandidates bounds the names tried for one page before giving up.
+	maxCandidates = 64
+)
+
+// MirrorWriter writes each page's body to a file under a root directory; see the package
+// documentation for the naming rules. It is not safe for concurrent use.
+type MirrorWriter struct {
+	root     *os.Root
+	rootPath string
+	stats    Stats
+	closed   bool
+}
+
+// NewMirror returns a writer that mirrors pages under dir, creating it if needed. dir must be
+// missing or empty: otherwise the error wraps ErrOutputExists.
+func NewMirror(dir string) (*MirrorWriter, error) {
+	if dir == "" {
+		return nil, errors.New("export: mirror: empty output path")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("export: mirror: %w", err)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("export: mirror: %w", err)
+	}
+	names, err := f.Readdirnames(1)
+	_ = f.Close()
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("export: mirror: %w", err)
+	}
+	if len(names) > 0 {
+		return nil, fmt.Errorf("export: mirror: %s is not empty: %w", dir, ErrOutputExists)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("export: mirror: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("export: mirror: %w", err)
+	}
+	return &MirrorWriter{root: root, rootPath: abs}, nil
+}
+
+// Stats implements Writer.
+func (m *MirrorWriter) Stats() Stats { return m.stats }
+
+// Close releases the root directory. It is safe to call more than once.
+func (m *MirrorWriter) Close() error {
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	return m.root.Close()
+}
+
+// Write stores p's body in a new file and returns once it is written. The file never replaces
+// another: a name already taken gets a hash suffix.
+func (m *MirrorWriter) Write(p *storage.Page) error {
+	if m.closed {
+		return ErrClosed
+	}
+	u := pageURL(p)
+	comps := MirrorPath(u)
+	if err := m.checkLocal(comps); err != nil {
+		return err
+	}
+	dir := comps[:len(comps)-1]
+	if err := m.makeDirs(dir); err != nil {
+		return fmt.Errorf("export: mirror: %s: %w", u, err)
+	}
+	base := path.Join(dir...)
+	for i := 0; i < maxCandidates; i++ {
+		name := candidate(comps[len(comps)-1], u, i)
+		rel := path.Join(base, name)
+		if err := m.checkLocal([]string{rel}); err != nil {
+			return err
+		}
+		fi, err := m.root.Lstat(rel)
+		if err == nil && fi.IsDir() {
+			// A directory is already there (/a/b came before /a): the page is its index.
+			rel = path.Join(rel, candidate(indexName, u, i))
+			if _, err := m.root.Lstat(rel); err == nil {
+				continue
+			}
+		} else if err == nil {
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("export: mirror: %s: %w", u, err)
+		}
+		f, err := m.root.OpenFile(filepath.FromSlash(rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("export: mirror: %s: %w", u, err)
+		}
+		_, err = f.Write(p.Body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && !p.FetchedAt.IsZero() {
+			err = m.root.Chtimes(filepath.FromSlash(rel), p.FetchedAt, p.FetchedAt)
+		}
+		if err != nil {
+			return fmt.Errorf("export: mirror: %s: %w", u, err)
+		}
+		m.stats.Pages++
+		m.stats.Files++
+		m.stats.Bytes += int64(len(p.Body))
+		return nil
+	}
+	return fmt.Errorf("export: mirror: %s: no free name after %d tries: %w", u, maxCandidates, ErrOutputExists)
+}
+
+// makeDirs creates the directories dir[0], dir[0]/dir[1], ... A file standing where a
+// directory is needed (an earlier page /a, now /a/b) is moved into the new directory as
+// index.html.
+func (m *MirrorWriter) makeDirs(dir []string) error {
+	for i := range dir {
+		rel := filepath.FromSlash(path.Join(dir[:i+1]...))
+		fi, err := m.root.Lstat(rel)
+		switch {
+		case err == nil && fi.IsDir():
+			continue
+		case err == nil && fi.Mode().IsRegular():
+			tmp := rel + tmpSuffix
+			if err := m.root.Rename(rel, tmp); err != nil {
+				return err
+			}
+			if err := m.root.Mkdir(rel, 0o755); err != nil {
+				return err
+			}
+			if err := m.root.Rename(tmp, filepath.Join(rel, indexName)); err != nil {
+				return err
+			}
+		case err == nil:
+			return fmt.Errorf("%s: %w: not a file or directory", rel, ErrUnsafePath)
+		case errors.Is(err, fs.ErrNotExist):
+			if err := m.root.Mkdir(rel, 0o755); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// checkLocal verifies that the joined components stay inside the root: the safety net under
+// os.Root.
+func (m *MirrorWriter) checkLocal(comps []string) error {
+	rel := filepath.FromSlash(path.Join(comps...))
+	full := filepath.Join(m.rootPath, rel)
+	r, err := filepath.Rel(m.rootPath, full)
+	if err != nil || !filepath.IsLocal(r) || r != rel {
+		return fmt.Errorf("export: mirror: %q: %w", rel, ErrUnsafePath)
+	}
+	return nil
+}
+
+// candidate is the i-th name tried for a file: name itself, then name with a suffix from the
+// hash of the URL (and of i, from the third try on).
+func candidate(name, rawURL string, i int) string {
+	switch i {
+	case 0:
+		return name
+	case 1:
+		return shorten(addSuffix(name, "~"+shortHash(rawURL, 10)))
+	default:
+		return shorten(addSuffix(name, "~"+shortHash(rawURL+"#"+strconv.Itoa(i), 10)))
+	}
+}
+
+// MirrorPath maps a URL to the slash-separated components of its file under the mirror root:
+// the host directory, then directories, then the file name. Every component is a safe,
+// non-empty file name of at most 200 bytes other than "." and ".."; see the package
+// documentation for the rules. MirrorWriter may still move the file or add a suffix when
+// pages clash.
+func MirrorPath(rawURL string) []string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Opaque != "" {
+		return []string{"%invalid", shortHash(rawURL, 32)}
+	}
+	host := hostKey(u)
+	if h, port, ok := cutPort(host); ok {
+		host = encodeName(h) + "+" + encodeName(port)
+	} else {
+		host = encodeName(host)
+	}
+	if u.Host == "" {
+		host = "%nohost"
+	}
+	comps := []string{host}
+
+	segs := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
+	file := segs[len(segs)-1]
+	segs = segs[:len(segs)-1]
+	for _, s := range segs {
+		comps = append(comps, shorten(encodeName(unescapeSegment(s))))
+	}
+	if file == "" {
+		file = indexName
+	} else {
+		file = encodeName(unescapeSegment(file))
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		file = addSuffix(file, "~"+shortHash("?"+u.RawQuery, 10))
+	}
+	comps = append(comps, shorten(file))
+
+	if n := len(strings.Join(comps, "/")); n > maxPathLen {
+		return []string{host, "%long", shortHash(rawURL, 32)}
+	}
+	return comps
+}
+
+// cutPort splits "host:port" (IPv6 in brackets); ok is false without a port.
+func cutPort(hostport string) (host, port string, ok bool) {
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 || strings.LastIndexByte(hostport, ']') > i {
+		return hostport, "", false
+	}
+	return hostport[:i], hostport[i+1:], true
+}
+
+// unescapeSegment percent-decodes one path segment; a malformed escape leaves it as it is.
+func unescapeSegment(s string) string {
+	d, err := url.PathUnescape(s)
+	if err != nil {
+		return s
+	}
+	return d
+}
+
+// encodeName makes s a file name that is safe on Linux, macOS and Windows, keeping it
+// readable and keeping the mapping one-to-one: every byte that is unsafe, and '%' itself,
+// becomes %XX.
+func encodeName(s string) string {
+	switch s {
+	case "":
+		return "%"
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s))
+	esc := func(c byte) {
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 || r == '\uFEFF' || r >= 0x80 && r < 0xA0 {
+				for j := 0; j < size; j++ {
+					esc(s[i+j])
+				}
+			} else {
+				b.WriteString(s[i : i+size])
+			}
+			i += size
+			continue
+		}
+		if c < 0x20 || c == 0x7f || strings.IndexByte(`<>:"/\|?*%`, c) >= 0 {
+			esc(c)
+		} else if i == 0 && isDeviceName(s) {
+			esc(c)
+		} else if i == len(s)-1 && (c == '.' || c == ' ') {
+			esc(c) // Windows drops a trailing dot or space
+		} else {
+			b.WriteByte(c)
+		}
+		i++
+	}
+	return b.String()
+}
+
+// isDeviceName reports whether s is a Windows reserved device name (CON, PRN, AUX, NUL, COM1-9,
+// LPT1-9), alone or with an extension, in any case.
+func isDeviceName(s string) bool {
+	stem, _, _ := strings.Cut(s, ".")
+	stem = strings.ToUpper(strings.TrimRight(stem, " "))
+	switch stem {
+	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
+		return true
+	}
+	if len(stem) == 4 && (strings.HasPrefix(stem, "COM") || strings.HasPrefix(stem, "LPT")) {
+		return stem[3] >= '0' && stem[3] <= '9'
+	}
+	return false
+}
+
+// addSuffix inserts suffix before a short extension of name (p.php -> p~x.php), or appends it.
+func addSuffix(name, suffix string) string {
+	if ext := shortExt(name); ext != "" {
+		return name[:len(name)-len(ext)] + suffix + ext
+	}
+	return name + suffix
+}
+
+// shortExt is name's extension (".html") if it is 2-10 bytes of ASCII letters and digits and
+// not the whole name.
+func shortExt(name string) string {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 || len(name)-i < 2 || len(name)-i > 10 {
+		return ""
+	}
+	for j := i + 1; j < len(name); j++ {
+		c := name[j]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return ""
+		}
+	}
+	return name[i:]
+}
+
+// shorten cuts a name longer than maxNameLen bytes, at a rune and %XX boundary, and appends
+// "~" and 16 hex digits of the full name's SHA-256, keeping a short extension.
+func shorten(name string) string {
+	if len(name) <= maxNameLen {
+		return name
+	}
+	ext := shortExt(name)
+	suffix := "~" + shortHash(name, 16) + ext
+	cut := maxNameLen - len(suffix)
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	// Do not split a %XX escape.
+	if i := strings.LastIndexByte(name[:cut], '%'); i >= 0 && i > cut-3 {
+		cut = i
+	}
+	return name[:cut] + suffix
+}
+
+// shortHash is the first n hex digits of s's SHA-256.
+func shortHash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:n]
+}

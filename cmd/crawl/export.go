@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/export"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// exportLockTimeout is how long export waits for the store's lock before it reports that a
+// crawl is using it.
+const exportLockTimeout = 200 * time.Millisecond
+
+func init() {
+	commands["export"] = command{summary: "write the fetched pages as WARC, JSON Lines or a mirror", run: exportCmd}
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--host H] [--status CODES] [--since RFC3339] [--warc-max-size BYTES]"
+
+func exportCmd(args []string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("crawl export", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	dir := flags.String("data", "", "data directory of the crawl (read only)")
+	format := flags.String("format", "", "output format: warc, jsonl or mirror")
+	out := flags.String("out", "", "warc: file prefix or directory (PREFIX-00000.warc.gz, ...); jsonl: file, or - for stdout; mirror: empty or new directory")
+	noBody := flags.Bool("no-body", false, "jsonl: leave the bodies out")
+	var hosts stringList
+	flags.Var(&hosts, "host", "only pages of this host (repeatable, or a comma separated list)")
+	status := flags.String("status", "", "only these statuses: codes, classes or ranges, e.g. 200,301 or 2xx or 400-499")
+	since := flags.String("since", "", "only pages fetched at or after this time (RFC 3339)")
+	maxSize := flags.String("warc-max-size", strconv.Itoa(export.DefaultWARCMaxSize), "warc: start a new file before one grows past this many bytes (suffixes K, M, G: powers of 1024)")
+	if err := flags.Parse(args); err != nil {
+		return exitUsage
+	}
+	usageErr := func(msg string) int {
+		if msg != "" {
+			fmt.Fprintf(stderr, "crawl export: %s\n", msg)
+		}
+		fmt.Fprintln(stderr, exportUsage)
+		return exitUsage
+	}
+	if *dir == "" || *out == "" || *format == "" || flags.NArg() > 0 {
+		return usageErr("")
+	}
+	switch *format {
+	case "warc", "jsonl", "mirror":
+	default:
+		return usageErr(fmt.Sprintf("unknown format %q", *format))
+	}
+	if *noBody && *format != "jsonl" {
+		return usageErr("--no-body applies to --format jsonl only")
+	}
+	if *out == "-" && *format != "jsonl" {
+		return usageErr("--out - (stdout) applies to --format jsonl only")
+	}
+	var sinceT time.Time
+	if *since != "" {
+		t, err := time.Parse(time.RFC3339Nano, *since)
+		if err != nil {
+			return usageErr(fmt.Sprintf("--since: want RFC 3339, e.g. 2024-05-01T00:00:00Z: %v", err))
+		}
+		sinceT = t
+	}
+	filter, err := export.NewFilter(hosts, *status, sinceT)
+	if err != nil {
+		return usageErr(err.Error())
+	}
+	maxBytes, err := parseSize(*maxSize)
+	if err != nil {
+		return usageErr(fmt.Sprintf("--warc-max-size: %v", err))
+	}
+
+	db, err := storage.Open(*dir, &storage.Options{ReadOnly: true, Timeout: exportLockTimeout})
+	switch {
+	case errors.Is(err, storage.ErrLocked):
+		fmt.Fprintf(stderr, "crawl export: store %s is in use by a running crawl; stop it or wait\n", *dir)
+		return exitRuntime
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(stderr, "crawl export: no crawl store in %s\n", *dir)
+		return exitRuntime
+	case err != nil:
+		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+		return exitRuntime
+	}
+	defer db.Close()
+
+	var (
+		w   export.Writer
+		src export.Source = db.Pages
+		dst               = *out
+		jf  *os.File
+	)
+	switch *format {
+	case "warc":
+		w, err = export.NewWARC(*out, &export.WARCOptions{MaxSize: maxBytes, Date: time.Now()})
+	case "mirror":
+		w, err = export.NewMirror(*out)
+	case "jsonl":
+		if *noBody {
+			src = db.PagesMeta
+		}
+		jw := stdout
+		if *out == "-" {
+			dst = "stdout"
+		} else {
+			jf, err = os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if errors.Is(err, fs.ErrExist) {
+				err = fmt.Errorf("%s: %w", *out, export.ErrOutputExists)
+			}
+			jw = jf
+		}
+		if err == nil {
+			w = export.NewJSONL(jw, &export.JSONLOptions{NoBody: *noBody})
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+		return exitRuntime
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	st, err := export.Run(ctx, src, w, filter)
+	if jf != nil {
+		if serr := jf.Sync(); err == nil && serr != nil {
+			err = serr
+		}
+		if cerr := jf.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	fmt.Fprintf(stderr, "crawl export: %d pages written (%d filtered out) to %d %s in %s, %s, %.1fs\n",
+		st.Pages, st.Skipped, st.Files, plural(st.Files, "file", "files"), dst, formatBytes(st.Bytes), time.Since(start).Seconds())
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")
+		return exitInterrupted
+	case err != nil:
+		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+		return exitRuntime
+	}
+	return exitOK
+}
+
+// parseSize parses a byte count with an optional K, M or G suffix (powers of 1024).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(strings.ToUpper(s))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I")
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			s = s[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 || v > (1<<62)/mult {
+		return 0, fmt.Errorf("want a positive number of bytes, e.g. 1073741824 or 1G")
+	}
+	return v * mult, nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nlnwa/gowarc"
+	"go.etcd.io/bbolt"
+
+	"github.com/crawl-project/crawl/storage"
+)
+
+var exportT0 = time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
+
+// newExportStore builds a real store in a temporary directory with pages on two hosts: 200s, a
+// redirect, a 404 and a binary body. It returns the directory, closed.
+func newExportStore(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := storage.Open(dir, &storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := func(u string, status int, ct string, body string, at time.Duration) *storage.Page {
+		h := http.Header{}
+		if ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		return &storage.Page{
+			URL: u, FinalURL: u, Status: status, Proto: "HTTP/1.1",
+			StatusLine: fmt.Sprintf("HTTP/1.1 %d %s", status, http.StatusText(status)),
+			Header:     h, ReqHeader: http.Header{"User-Agent": {"crawl-test"}}, ReqMethod: "GET",
+			FetchedAt: exportT0.Add(at), Duration: 5 * time.Millisecond, ContentType: ct,
+			RemoteAddr: "127.0.0.1:80", Body: []byte(body),
+		}
+	}
+	pages := []*storage.Page{
+		page("http://a.example/", 200, "text/html", "<a href=/x>x</a>", 0),
+		page("http://a.example/x", 301, "", "", time.Minute),
+		page("http://a.example/y", 404, "text/plain", "nope", 2*time.Minute),
+		page("http://b.example:8080/img", 200, "image/png", "\x89PNG\r\n\x1a\n\x00\x01", 3*time.Minute),
+		page("http://b.example:8080/z/", 200, "text/plain", "zzz", 4*time.Minute),
+	}
+	pages[1].Header.Set("Location", "/y")
+	err = db.Bolt().Update(func(tx *bbolt.Tx) error {
+		for _, p := range pages {
+			if _, err := storage.PutPage(tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func runExport(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = dispatch(append([]string{"export"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestExportJSONL(t *testing.T) {
+	dir := newExportStore(t)
+	out := filepath.Join(t.TempDir(), "pages.jsonl")
+	code, _, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "5 pages written (0 filtered out) to 1 file") {
+		t.Errorf("summary: %q", stderr)
+	}
+	lines := readLines(t, out)
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want 5", len(lines))
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	if first["url"] != "http://a.example/" || first["body"] != "<a href=/x>x</a>" || first["status"] != float64(200) {
+		t.Errorf("first line: %v", first)
+	}
+
+	// The same file again: refused, not overwritten.
+	if code, _, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", out); code != exitRuntime || !strings.Contains(stderr, "already exists") {
+		t.Errorf("second export to the same file: exit %d, %q", code, stderr)
+	}
+
+	// Filters and --no-body, to stdout.
+	code, stdout, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", "-", "--no-body",
+		"--host", "a.example", "--status", "2xx,404", "--since", exportT0.Add(time.Second).Format(time.RFC3339))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(got) != 1 || !strings.Contains(got[0], `"url":"http://a.example/y"`) || strings.Contains(got[0], `"body"`) {
+		t.Errorf("filtered output: %q", stdout)
+	}
+	if !strings.Contains(stderr, "1 pages written (4 filtered out)") {
+		t.Errorf("summary: %q", stderr)
+	}
+}
+
+func TestExportWARC(t *testing.T) {
+	dir := newExportStore(t)
+	out := t.TempDir() + string(filepath.Separator)
+	code, _, stderr := runExport(t, "--data", dir, "--format", "warc", "--out", out, "--warc-max-size", "1K")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "crawl-*.warc.gz"))
+	if len(files) < 2 || !strings.Contains(stderr, fmt.Sprintf("5 pages written (0 filtered out) to %d files", len(files))) {
+		t.Fatalf("files %v; summary %q", files, stderr)
+	}
+	responses := 0
+	for _, f := range files {
+		r, err := gowarc.NewWarcFileReader(f, 0, gowarc.WithStrictValidation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			rec, _, v, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil || !v.Valid() {
+				t.Fatalf("%s: %v %v", f, err, v)
+			}
+			if rec.Type() == gowarc.Response {
+				responses++
+			}
+		}
+		r.Close()
+	}
+	if responses != 5 {
+		t.Errorf("%d response records, want 5", responses)
+	}
+}
+
+func TestExportMirror(t *testing.T) {
+	dir := newExportStore(t)
+	out := filepath.Join(t.TempDir(), "site")
+	code, _, stderr := runExport(t, "--data", dir, "--format", "mirror", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for name, want := range map[string]string{
+		"a.example/index.html":        "<a href=/x>x</a>",
+		"a.example/x":                 "",
+		"a.example/y":                 "nope",
+		"b.example+8080/img":          "\x89PNG\r\n\x1a\n\x00\x01",
+		"b.example+8080/z/index.html": "zzz",
+	} {
+		b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(name)))
+		if err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
+		}
+	}
+}
+
+// TestExportLockedStore: while a crawl holds the store, export fails at once with a clear
+// message instead of waiting.
+func TestExportLockedStore(t *testing.T) {
+	dir := newExportStore(t)
+	db, err := storage.Open(dir, &storage.Options{NoSync: true}) // the "running crawl"
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	start := time.Now()
+	code, _, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "x.jsonl"))
+	if code != exitRuntime || !strings.Contains(stderr, "is in use by a running crawl; stop it or wait") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v to give up", d)
+	}
+}
+
+func TestExportUsage(t *testing.T) {
+	dir := newExportStore(t)
+	out := filepath.Join(t.TempDir(), "o")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no flags", nil, exitUsage, "usage: crawl export"},
+		{"no out", []string{"--data", dir, "--format", "warc"}, exitUsage, "usage: crawl export"},
+		{"bad format", []string{"--data", dir, "--format", "zip", "--out", out}, exitUsage, `unknown format "zip"`},
+		{"no-body warc", []string{"--data", dir, "--format", "warc", "--out", out, "--no-body"}, exitUsage, "--no-body applies to --format jsonl only"},
+		{"stdout mirror", []string{"--data", dir, "--format", "mirror", "--out", "-"}, exitUsage, "stdout"},
+		{"bad status", []string{"--data", dir, "--format", "jsonl", "--out", out, "--status", "2x"}, exitUsage, "status"},
+		{"bad since", []string{"--data", dir, "--format", "jsonl", "--out", out, "--since", "yesterday"}, exitUsage, "--since"},
+		{"bad size", []string{"--data", dir, "--format", "warc", "--out", out, "--warc-max-size", "-5"}, exitUsage, "--warc-max-size"},
+		{"unknown flag", []string{"--data", dir, "--bogus"}, exitUsage, "bogus"},
+		{"no store", []string{"--data", t.TempDir(), "--format", "jsonl", "--out", out}, exitRuntime, "no crawl store in"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runExport(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.msg) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "1K": 1024, "1k": 1024, "2M": 2 << 20, "1G": 1 << 30, "1GiB": 1 << 30, "10KB": 10 << 10} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "1T", "G", "1.5G", "99999999999G"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q): no error", bad)
+		}
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/crawler"
+)
+
+func init() {
+	commands["run"] = command{summary: "crawl from a seed file, or resume the crawl in --data", run: runCmd}
+}
+
+// regexpList is a repeatable flag of regular expressions.
+type regexpList []*regexp.Regexp
+
+func (r *regexpList) String() string { return fmt.Sprint([]*regexp.Regexp(*r)) }
+func (r *regexpList) Set(s string) error {
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return err
+	}
+	*r = append(*r, re)
+	return nil
+}
+
+// crawlFlags registers the flags shared by run and demo on fs and returns the config they fill.
+func crawlFlags(fs *flag.FlagSet) *crawler.Config {
+	cfg := crawler.Defaults()
+	fs.StringVar(&cfg.Scope, "scope", cfg.Scope, "what is in scope: host (the seeds' hosts) or domain (their registrable domains)")
+	fs.IntVar(&cfg.MaxDepth, "max-depth", cfg.MaxDepth, "most link hops from a seed (-1: unlimited)")
+	fs.IntVar(&cfg.MaxPages, "max-pages", cfg.MaxPages, "stop after this many pages fetched, all runs together (0: unlimited)")
+	fs.StringVar(&cfg.UserAgent, "user-agent", cfg.UserAgent, "User-Agent header; its first word is the robots.txt product token")
+	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "most requests in flight overall")
+	fs.IntVar(&cfg.HostConcurrency, "host-concurrency", cfg.HostConcurrency, "most requests in flight to one host")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per request, body included")
+	fs.Int64Var(&cfg.MaxBody, "max-body", cfg.MaxBody, "bytes of (decoded) body kept per response; the rest is cut and the page marked truncated")
+	fs.Var((*regexpList)(&cfg.Include), "include", "only URLs matching this regexp are crawled (repeatable: any may match)")
+	fs.Var((*regexpList)(&cfg.Exclude), "exclude", "URLs matching this regexp are not crawled (repeatable)")
+	fs.Float64Var(&cfg.InitialRate, "initial-rate", cfg.InitialRate, "requests/s to a host before anything is learned")
+	fs.Float64Var(&cfg.MinRate, "min-rate", cfg.MinRate, "per-host rate floor, requests/s")
+	fs.Float64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "per-host rate ceiling, requests/s")
+	fs.BoolVar(&cfg.IgnoreCrawlDelay, "ignore-crawl-delay", cfg.IgnoreCrawlDelay, "do not cap a host's rate by its robots.txt Crawl-delay")
+	fs.IntVar(&cfg.Retry.MaxAttempts, "max-attempts", cfg.Retry.MaxAttempts, "attempts per URL before it fails (retryable errors only)")
+	fs.DurationVar(&cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a fetched robots.txt is trusted")
+	return &cfg
+}
+
+func runCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("crawl run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seeds := fs.String("seeds", "", "seed file: one URL per line, # comments (optional when resuming)")
+	dir := fs.String("data", "", "data directory holding the crawl store (created if missing)")
+	quiet := fs.Bool("quiet", false, "no progress line")
+	cfg := crawlFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "crawl run: unexpected argument %q (seeds go in --seeds FILE)\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *dir == "" {
+		fmt.Fprintln(stderr, "crawl run: --data DIR is required")
+		return exitUsage
+	}
+	cfg.Dir = *dir
+	if *seeds != "" {
+		urls, bad, err := crawler.ReadSeeds(*seeds)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl run: %v\n", err)
+			return exitUsage
+		}
+		for _, b := range bad {
+			fmt.Fprintf(stderr, "%v (skipped)\n", b)
+		}
+		if len(urls) == 0 {
+			fmt.Fprintf(stderr, "crawl run: %s: no valid seed URL\n", *seeds)
+			return exitUsage
+		}
+		cfg.Seeds = urls
+	} else if !storeExists(*dir) {
+		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give --seeds FILE to start one\n", *dir)
+		return exitUsage
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
+	return crawl(*cfg, *quiet, stdout, stderr)
+}
+
+// crawl runs one crawl to its end with signal handling and prints the summary.
+func crawl(cfg crawler.Config, quiet bool, stdout, stderr io.Writer) int {
+	ctx, stop := interruptible(stderr)
+	defer stop()
+	if !quiet {
+		cfg.Progress = progressPrinter(stderr)
+	}
+	c, err := crawler.Open(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return exitRuntime
+	}
+	sum, runErr := c.Run(ctx)
+	if err := c.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if !quiet {
+		fmt.Fprintln(stderr)
+	}
+	if sum != nil {
+		printSummary(stdout, sum)
+	}
+	switch {
+	case errors.Is(runErr, crawler.ErrInterrupted):
+		fmt.Fprintf(stderr, "crawl: interrupted; everything fetched is saved. Run the same command again to resume.\n")
+		return exitInterrupted
+	case runErr != nil:
+		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		return exitRuntime
+	}
+	return exitOK
+}
+
+// interruptible returns a context cancelled by the first SIGINT or SIGTERM. A second signal
+// exits at once with status 130; bbolt's commits are atomic, so the store stays sound.
+func interruptible(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(stderr, "\ncrawl: stopping: finishing requests in flight (signal again to quit now)")
+		cancel()
+		<-sigs
+		fmt.Fprintln(stderr, "crawl: quit at once")
+		os.Exit(exitInterrupted)
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
+}
+
+func storeExists(dir string) bool {
+	_, err := os.Stat(dir + "/crawl.db")
+	return err == nil
+}
+
+// progressPrinter returns a Progress hook: one live line on a terminal, a plain line every
+// ten seconds otherwise.
+func progressPrinter(w io.Writer) func(crawler.Status) {
+	tty := isTerminal(w)
+	start := time.Now()
+	var last time.Time
+	lastFetched := -1
+	return func(st crawler.Status) {
+		if !tty && time.Since(last) < 10*time.Second && st.Running {
+			return
+		}
+		rate := 0.0
+		if lastFetched >= 0 && !last.IsZero() {
+			rate = float64(st.Fetched-lastFetched) / time.Since(last).Seconds()
+		}
+		last, lastFetched = time.Now(), st.Fetched
+		paused, over := 0, 0
+		for _, h := range st.Hosts {
+			if h.PausedUntil != nil {
+				paused++
+			}
+			over += h.OverLimit
+		}
+		line := fmt.Sprintf("%s  fetched %d (%.1f/s)  queued %d  in flight %d  failed %d  excluded %d  hosts %d (%d paused)  over-limit %d",
+			time.Since(start).Round(time.Second), st.Fetched, rate, st.Queued, st.InFlight, st.Failed, st.Excluded, len(st.Hosts), paused, over)
+		if tty {
+			fmt.Fprintf(w, "\r\033[K%s", line)
+		} else {
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func printSummary(w io.Writer, s *crawler.Summary) {
+	fmt.Fprintf(w, "crawl %s in %s: %d fetched, %d failed, %d excluded, %d queued\n",
+		s.StopReason, s.Elapsed.Round(time.Millisecond), s.Fetched, s.Failed, s.Excluded, s.Queued)
+	printReasons(w, "failed", s.FailedBy)
+	printReasons(w, "excluded", s.ExcludedBy)
+	if len(s.Hosts) > 0 {
+		fmt.Fprintf(w, "%-28s %7s %7s %7s %8s %8s %6s\n", "host", "pages", "failed", "queued", "rate/s", "p95 ms", "429s")
+		for i, h := range s.Hosts {
+			if i == 15 {
+				fmt.Fprintf(w, "… and %d more hosts (crawl status --data DIR for all)\n", len(s.Hosts)-i)
+				break
+			}
+			fmt.Fprintf(w, "%-28s %7d %7d %7d %8.1f %8.1f %6d\n", h.Host, h.Pages, h.Failed, h.Queued, h.Rate, h.P95Ms, h.OverLimit)
+		}
+	}
+}
+
+func printReasons(w io.Writer, what string, m map[string]int) {
+	if len(m) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	fmt.Fprintf(w, "  %s by reason: %s\n", what, strings.Join(parts, ", "))
+}

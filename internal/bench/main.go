@@ -1,0 +1,203 @@
+// Command bench crawls the simulated web with the real crawler and prints what the simulated
+// servers measured: politeness (over-limit replies, requests inside Retry-After windows, bans),
+// completeness, makespan against the ideal at each host's hidden limit, and throughput on
+// unlimited hosts. Figures are ratios measured within one run, so a noisy machine moves them
+// less than absolute times.
+//
+//	go run ./internal/bench -scenario politeness
+//	go run ./internal/bench -scenario throughput
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/simweb"
+)
+
+func main() {
+	scenario := flag.String("scenario", "politeness", "politeness, throughput or all")
+	seed := flag.Int64("seed", 1, "seed of the simulated web")
+	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
+	flag.Parse()
+	var err error
+	switch *scenario {
+	case "politeness":
+		err = politeness(os.Stdout, *seed, *grace)
+	case "throughput":
+		err = throughput(os.Stdout, *seed)
+	case "all":
+		if err = politeness(os.Stdout, *seed, *grace); err == nil {
+			err = throughput(os.Stdout, *seed)
+		}
+	default:
+		err = fmt.Errorf("unknown scenario %q", *scenario)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// crawlWeb runs one crawl of web to the end in a fresh temporary directory.
+func crawlWeb(web *simweb.Web, tune func(*crawler.Config)) (*crawler.Summary, error) {
+	dir, err := os.MkdirTemp("", "crawl-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cfg := crawler.Defaults()
+	cfg.Dir = dir
+	cfg.Seeds = web.Seeds()
+	if tune != nil {
+		tune(&cfg)
+	}
+	c, err := crawler.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sum, err := c.Run(ctx)
+	if cerr := c.Close(); err == nil {
+		err = cerr
+	}
+	return sum, err
+}
+
+func politeness(w io.Writer, seed int64, grace time.Duration) error {
+	specs := simweb.PolitenessBench()
+	web, err := simweb.Start(specs, &simweb.Options{Seed: seed, Grace: grace})
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	sum, err := crawlWeb(web, nil)
+	if err != nil {
+		return err
+	}
+	stats, expected := web.Stats(), web.Expected()
+	fmt.Fprintf(w, "politeness: %d hosts, crawl took %s (simweb grace %s)\n\n", len(specs), sum.Elapsed.Round(time.Millisecond), grace)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "host\tstyle\tlimit\tpages\tcomplete\tover-limit\tper page\tin Retry-After\tmakespan\tideal\tratio\tpeak in-flight\tp95\tbanned\t")
+	var tot struct {
+		pages, got, over, inRA, bans int
+	}
+	worst := 0.0
+	for _, sp := range specs {
+		st := stats[sp.Name]
+		want := expected[sp.Name]
+		got := 0
+		for _, u := range want {
+			if st.Fetched[u] > 0 {
+				got++
+			}
+		}
+		makespan := st.LastRequest.Sub(st.FirstRequest)
+		ideal := simweb.IdealMakespan(sp)
+		ratio := "-"
+		if ideal > 0 {
+			r := makespan.Seconds() / ideal.Seconds()
+			ratio = fmt.Sprintf("%.2fx", r)
+			worst = max(worst, r)
+		}
+		limit := "none"
+		switch {
+		case sp.Limit > 0 && sp.LimitDrop != nil:
+			limit = fmt.Sprintf("%g→%g/s", sp.Limit, sp.Limit*sp.LimitDrop.Factor)
+		case sp.Limit > 0:
+			limit = fmt.Sprintf("%g/s", sp.Limit)
+		case sp.Workers > 0:
+			limit = fmt.Sprintf("%dw×%s", sp.Workers, sp.Service)
+		}
+		style := sp.Reply.String()
+		if sp.Limit == 0 {
+			style = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.3f\t%d\t%.4f\t%d\t%s\t%s\t%s\t%d\t%s\t%v\t\n",
+			sp.Name, style, limit, len(want), frac(got, len(want)), st.OverLimit, frac(st.OverLimit, max(got, 1)),
+			st.InRetryAfter, makespan.Round(10*time.Millisecond), ideal.Round(10*time.Millisecond), ratio,
+			st.PeakInFlight, st.LatencyP95.Round(100*time.Microsecond), st.Banned)
+		tot.pages += len(want)
+		tot.got += got
+		tot.over += st.OverLimit
+		tot.inRA += st.InRetryAfter
+		if st.Banned {
+			tot.bans++
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\noverall: completeness %.3f (%d/%d), over-limit replies %d = %.2f%% of pages, requests inside Retry-After %d, bans %d, worst makespan ratio %.2fx\n",
+		frac(tot.got, tot.pages), tot.got, tot.pages, tot.over, 100*frac(tot.over, tot.pages), tot.inRA, tot.bans, worst)
+
+	for _, sp := range specs {
+		st := stats[sp.Name]
+		if sp.LimitDrop != nil && !st.DroppedAt.IsZero() {
+			var last time.Time
+			after := 0
+			for _, t := range st.OverLimitAt {
+				if t.After(st.DroppedAt) {
+					last, after = t, after+1
+				}
+			}
+			rec := time.Duration(0)
+			if !last.IsZero() {
+				rec = last.Sub(st.DroppedAt)
+			}
+			fmt.Fprintf(w, "%s: limit dropped %gx at +%s; %d over-limit replies after it, the last %s after the drop (target: back under the new limit within 5s)\n",
+				sp.Name, 1/sp.LimitDrop.Factor, st.DroppedAt.Sub(st.FirstRequest).Round(time.Millisecond), after, rec.Round(time.Millisecond))
+		}
+		if sp.Workers > 0 && sp.Limit == 0 {
+			makespan := st.LastRequest.Sub(st.FirstRequest).Seconds()
+			capacity := float64(sp.Workers) / sp.Service.Seconds()
+			thr := float64(len(expected[sp.Name])) / makespan
+			fmt.Fprintf(w, "%s: throughput %.1f/s = %.0f%% of capacity %.0f/s; p95 %s = %.2fx service time %s (targets: ≥80%%, ≤1.5x)\n",
+				sp.Name, thr, 100*thr/capacity, capacity, st.LatencyP95.Round(100*time.Microsecond),
+				st.LatencyP95.Seconds()/sp.Service.Seconds(), sp.Service)
+		}
+	}
+	return nil
+}
+
+func throughput(w io.Writer, seed int64) error {
+	var specs []simweb.HostSpec
+	for i := 0; i < 4; i++ {
+		specs = append(specs, simweb.HostSpec{Name: fmt.Sprintf("free%d", i), Pages: 1500})
+	}
+	web, err := simweb.Start(specs, &simweb.Options{Seed: seed})
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	sum, err := crawlWeb(web, nil)
+	if err != nil {
+		return err
+	}
+	stats := web.Stats()
+	names := make([]string, 0, len(stats))
+	for n := range stats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "\nthroughput: %d unlimited hosts, %d pages fetched in %s = %.0f pages/s overall (defaults: --workers 32, --host-concurrency 8)\n",
+		len(specs), sum.Fetched, sum.Elapsed.Round(time.Millisecond), float64(sum.Fetched)/sum.Elapsed.Seconds())
+	for _, n := range names {
+		st := stats[n]
+		fmt.Fprintf(w, "  %s: %d pages in %s, peak in-flight %d\n", n, st.OK, st.LastRequest.Sub(st.FirstRequest).Round(time.Millisecond), st.PeakInFlight)
+	}
+	return nil
+}
+
+func frac(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}

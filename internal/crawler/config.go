@@ -1,0 +1,110 @@
+package crawler
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/retry"
+)
+
+// DefaultUserAgent names the project and leaves a placeholder for the operator's contact.
+const DefaultUserAgent = "crawl/0.1 (+contact: set --user-agent to name yourself)"
+
+// Config is everything one crawl needs. It is built once (by cmd/crawl) and passed down; there
+// are no other knobs, no environment variables and no globals.
+type Config struct {
+	Dir   string   // data directory holding the store
+	Seeds []string // normalized seed URLs (may be empty when resuming)
+
+	Scope    string // "host" or "domain"
+	Include  []*regexp.Regexp
+	Exclude  []*regexp.Regexp
+	MaxDepth int // link hops from a seed; < 0 means unlimited
+	MaxPages int // stop after this many fetched pages (all runs together); 0 means unlimited
+
+	UserAgent       string
+	Workers         int           // global cap on requests in flight
+	HostConcurrency int           // cap on requests in flight per host
+	Timeout         time.Duration // per request, body included
+	MaxBody         int64         // decoded bytes kept per response
+	MaxRedirects    int           // redirect hops followed from one URL
+
+	InitialRate      float64 // per host, req/s, before anything is learned
+	MinRate, MaxRate float64 // per-host floor and ceiling, req/s
+	IgnoreCrawlDelay bool
+	RobotsTTL        time.Duration
+
+	Retry retry.Policy
+
+	// Grace bounds how long in-flight requests may run after the crawl is told to stop.
+	Grace time.Duration
+	// StatusEvery is how often DIR/status.json is rewritten while running.
+	StatusEvery time.Duration
+
+	Log *slog.Logger // nil: discard
+	// Progress, if set, is called about once a second with a fresh status snapshot.
+	Progress func(Status)
+}
+
+// Defaults returns a Config with every default filled in; callers override fields.
+func Defaults() Config {
+	return Config{
+		Scope:           "host",
+		MaxDepth:        -1,
+		UserAgent:       DefaultUserAgent,
+		Workers:         32,
+		HostConcurrency: 8,
+		Timeout:         30 * time.Second,
+		MaxBody:         10 << 20,
+		MaxRedirects:    10,
+		InitialRate:     2,
+		MinRate:         0.1,
+		MaxRate:         1000,
+		RobotsTTL:       24 * time.Hour,
+		Retry:           retry.Policy{Base: 500 * time.Millisecond, Cap: 60 * time.Second, MaxAttempts: 5},
+		Grace:           10 * time.Second,
+		StatusEvery:     time.Second,
+	}
+}
+
+// Validate reports the first impossible setting, naming the flag it comes from.
+func (c *Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("--data is required")
+	case c.Scope != "host" && c.Scope != "domain":
+		return fmt.Errorf("--scope must be host or domain, not %q", c.Scope)
+	case c.Workers < 1:
+		return fmt.Errorf("--workers must be at least 1, not %d", c.Workers)
+	case c.HostConcurrency < 1:
+		return fmt.Errorf("--host-concurrency must be at least 1, not %d", c.HostConcurrency)
+	case c.Timeout <= 0:
+		return fmt.Errorf("--timeout must be positive, not %v", c.Timeout)
+	case c.MaxBody < 1:
+		return fmt.Errorf("--max-body must be at least 1 byte, not %d", c.MaxBody)
+	case c.MaxPages < 0:
+		return fmt.Errorf("--max-pages must not be negative, not %d", c.MaxPages)
+	case c.MinRate <= 0:
+		return fmt.Errorf("--min-rate must be positive, not %g", c.MinRate)
+	case c.MaxRate < c.MinRate:
+		return fmt.Errorf("--max-rate (%g) must not be below --min-rate (%g)", c.MaxRate, c.MinRate)
+	case c.InitialRate <= 0:
+		return fmt.Errorf("--initial-rate must be positive, not %g", c.InitialRate)
+	case c.UserAgent == "":
+		return errors.New("--user-agent must not be empty")
+	case c.Retry.MaxAttempts < 1:
+		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
+	}
+	return nil
+}
+
+func (c *Config) logger() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c.Log
+}

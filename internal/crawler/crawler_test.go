@@ -1,0 +1,155 @@
+package crawler
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// runCrawl crawls until done (or ctx ends) and closes the crawler.
+func runCrawl(t *testing.T, cfg Config) *Summary {
+	t.Helper()
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sum, err := c.Run(ctx)
+	if cerr := c.Close(); cerr != nil {
+		t.Errorf("Close: %v", cerr)
+	}
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return sum
+}
+
+// storedOK counts, per URL, the pages stored with a 2xx status.
+func storedOK(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	defer db.Close()
+	got := map[string]int{}
+	if err := db.PagesMeta(func(p *storage.Page) error {
+		if p.Status >= 200 && p.Status < 300 {
+			got[p.URL]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkComplete proves the crawl stored every reachable, allowed page exactly once and nothing
+// else, by the store's records and by the simulated servers' own counters.
+func checkComplete(t *testing.T, web *simweb.Web, dir string, maxDup int) {
+	t.Helper()
+	got := storedOK(t, dir)
+	want := 0
+	for host, urls := range web.Expected() {
+		want += len(urls)
+		for _, u := range urls {
+			if got[u] != 1 {
+				t.Errorf("host %s: %s stored %d times, want 1", host, u, got[u])
+			}
+		}
+	}
+	if len(got) != want {
+		t.Errorf("stored %d distinct 2xx pages, want %d", len(got), want)
+	}
+	dups := 0
+	for name, s := range web.Stats() {
+		if s.RobotsViolations != 0 {
+			t.Errorf("host %s: %d requests to paths robots.txt disallows", name, s.RobotsViolations)
+		}
+		dups += s.Duplicates
+	}
+	if dups > maxDup {
+		t.Errorf("servers saw %d duplicate page fetches, want at most %d", dups, maxDup)
+	}
+}
+
+func testConfig(t *testing.T, web *simweb.Web) Config {
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = web.Seeds()
+	cfg.InitialRate = 20
+	cfg.StatusEvery = 100 * time.Millisecond
+	return cfg
+}
+
+func TestCrawlSimulatedWebCompletely(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	sum := runCrawl(t, cfg)
+	t.Logf("summary: %+v", sum.Status)
+	if sum.StopReason != "done" || sum.Queued != 0 || sum.InFlight != 0 {
+		t.Errorf("stop %q with %d queued, %d in flight; want done, 0, 0", sum.StopReason, sum.Queued, sum.InFlight)
+	}
+	checkComplete(t, web, cfg.Dir, 0)
+
+	// Running again on the finished store fetches nothing more.
+	before := web.Stats()
+	cfg.Seeds = nil
+	runCrawl(t, cfg)
+	for name, s := range web.Stats() {
+		if s.PageRequests != before[name].PageRequests {
+			t.Errorf("host %s: resumed finished crawl made %d page requests", name, s.PageRequests-before[name].PageRequests)
+		}
+	}
+}
+
+func TestResumeAfterMaxPages(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	cfg.MaxPages = 7
+	sum := runCrawl(t, cfg)
+	if sum.StopReason != "max-pages" || sum.Fetched != 7 {
+		t.Fatalf("first run: stop %q after %d fetched; want max-pages after 7", sum.StopReason, sum.Fetched)
+	}
+	cfg.MaxPages = 0
+	cfg.Seeds = nil
+	sum = runCrawl(t, cfg)
+	if sum.StopReason != "done" {
+		t.Fatalf("resume: stop %q", sum.StopReason)
+	}
+	checkComplete(t, web, cfg.Dir, 0)
+}
+
+func TestSeedsParse(t *testing.T) {
+	in := "# comment\n\n  http://Example.COM:80/a#frag  \nmailto:x@y\nftp://h/\nhttp:///nohost\nhttp://example.com/a\n\x00\x01bin\nhttps://ok.example/\n"
+	seeds, bad, err := ParseSeeds(strings.NewReader(in), "seeds.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http://example.com/a", "https://ok.example/"}
+	if len(seeds) != len(want) || seeds[0] != want[0] || seeds[1] != want[1] {
+		t.Errorf("seeds = %q, want %q", seeds, want)
+	}
+	wantLines := []int{4, 5, 6, 8}
+	if len(bad) != len(wantLines) {
+		t.Fatalf("bad = %v, want lines %v", bad, wantLines)
+	}
+	for i, b := range bad {
+		if b.Line != wantLines[i] || b.File != "seeds.txt" {
+			t.Errorf("bad[%d] = %v, want seeds.txt:%d", i, b, wantLines[i])
+		}
+	}
+}

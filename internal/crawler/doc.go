@@ -1,0 +1,16 @@
+// Package crawler is the crawl loop: it ties the rooms together and owns nothing they own.
+//
+// One dispatcher goroutine (Run) asks the frontier which hosts have work ready, asks each host's
+// gate (hostlimit) without blocking whether a request may go now, leases one URL and starts a
+// job for it. A job makes exactly one request (fetch), reports the outcome to the host's gate,
+// and commits the result through the frontier in one transaction: page stored, URL done, new
+// links enqueued (or a retry scheduled, or a failure recorded). Redirect targets are enqueued as
+// new URLs, so every hop passes scope, robots.txt, dedup and its own host's gate.
+//
+// robots.txt is fetched once per host before any page of it (through the same gate), cached in
+// the store with a TTL, and checked again when a URL is leased. While a host's robots.txt is
+// unreachable the host is not crawled; it is re-checked with backoff.
+//
+// Data flows one way: frontier → hostlimit → fetch → storage (via the frontier's commit) → links
+// back to the frontier. The rooms never call each other; only this package calls them.
+package crawler

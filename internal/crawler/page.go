@@ -1,0 +1,143 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/fetch"
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/retry"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// fetchPage makes the one request a lease was admitted for, reports the outcome to the host's
+// gate, and commits the result: page + done + links in one frontier transaction, or a retry,
+// or a failure. A request cut short by shutdown gives its lease back instead.
+func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t *hostlimit.Ticket) error {
+	sent := time.Now()
+	resp, err := c.client.Get(ctx, u)
+	now := time.Now()
+	if ctx.Err() != nil {
+		t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
+		c.fr.Release(l)
+		return nil
+	}
+	res := c.decide(l, u, resp, err, sent, now, t)
+	if cerr := c.fr.Complete(l, res); cerr != nil {
+		return fmt.Errorf("committing %s: %w", l.URL, cerr)
+	}
+	return nil
+}
+
+// decide turns one response (or error) into the frontier result for the lease, and feeds the
+// host's gate: the outcome for its controller, and a pause when the host sent Retry-After.
+func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err error, sent, now time.Time, t *hostlimit.Ticket) frontier.Result {
+	if err != nil {
+		kind := "other"
+		var fe *fetch.Error
+		if errors.As(err, &fe) {
+			kind = fe.Kind.String()
+		}
+		cl := retry.ClassifyError(kind)
+		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
+		c.setLastErr(l.Host, fmt.Sprintf("%s: %v", cl.Reason, err))
+		if cl.Retryable {
+			return c.retryOrFail(l, cl.Reason, err.Error(), 0, 0, now)
+		}
+		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: err.Error()}
+	}
+	cl := retry.ClassifyStatus(resp.Status)
+	t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent, Latency: resp.HeaderLatency})
+	var wait time.Duration
+	if resp.Status == 429 || resp.Status == 503 {
+		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok && w > 0 {
+			wait = w
+			c.reg.PauseUntil(l.Host, now.Add(w))
+		}
+	}
+	if cl.Retryable {
+		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
+		return c.retryOrFail(l, cl.Reason, resp.StatusLine, resp.Status, wait, now)
+	}
+	if l.Attempts == 0 {
+		c.budget(l.Host).Deposit(now)
+		c.global.Deposit(now)
+	}
+	p := &storage.Page{
+		URL: l.URL, FinalURL: resp.URL.String(), Status: resp.Status, StatusLine: resp.StatusLine,
+		Proto: resp.Proto, Header: resp.Header, ReqHeader: resp.ReqHeader, ReqMethod: "GET",
+		FetchedAt: resp.Started, Duration: resp.Duration, Depth: l.Depth, Parent: l.Parent,
+		ContentType: resp.ContentType, Truncated: resp.Truncated, DecodedFrom: resp.DecodedFrom,
+		RemoteAddr: resp.RemoteAddr, Body: resp.Body,
+	}
+	res := frontier.Result{Kind: frontier.Fetched, Page: p}
+	switch {
+	case resp.Status >= 300 && resp.Status < 400 && resp.Location != nil:
+		c.follow(&res, l, resp.Location)
+	case resp.Status >= 200 && resp.Status < 300:
+		links := fetch.ExtractLinks(u, resp.Header, resp.ContentType, resp.Body, c.agent)
+		p.NoIndex = links.NoIndex
+		for _, lk := range links.Links {
+			e := frontier.Entry{URL: lk.URL.String(), Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
+			c.consider(&res, e, lk.URL, lk.NoFollow)
+		}
+	}
+	return res
+}
+
+// follow treats a redirect's target as a new URL at the same depth, so the hop passes scope,
+// robots, dedup and the target host's gate like any other URL; Hops bounds chains.
+func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL) {
+	e := frontier.Entry{URL: target.String(), Host: urlnorm.HostKey(target), Depth: l.Depth, Parent: l.URL, Hops: l.Hops + 1}
+	if e.Hops > c.cfg.MaxRedirects {
+		res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: "limit",
+			Detail: fmt.Sprintf("more than %d redirects", c.cfg.MaxRedirects)})
+		return
+	}
+	c.consider(res, e, target, false)
+}
+
+// consider sorts one discovered URL into the links to enqueue or the exclusions to record.
+func (c *Crawler) consider(res *frontier.Result, e frontier.Entry, u *url.URL, nofollow bool) {
+	reason, detail := "", ""
+	switch {
+	case nofollow:
+		reason = "nofollow"
+	case c.scope.Check(u) != "":
+		reason = c.scope.Check(u)
+	case c.cfg.MaxDepth >= 0 && e.Depth > c.cfg.MaxDepth:
+		reason, detail = "depth", fmt.Sprintf("depth %d > --max-depth %d", e.Depth, c.cfg.MaxDepth)
+	default:
+		if v, known := c.robotsVerdict(e.Host, u); known && !v.Allowed {
+			reason, detail = "robots", ruleDetail(v)
+		}
+	}
+	if reason != "" {
+		res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: reason, Detail: detail})
+		return
+	}
+	res.Links = append(res.Links, e)
+}
+
+// retryOrFail schedules another attempt with full-jitter backoff (at least the host's
+// Retry-After), or fails the URL once it has used its attempts. An empty retry budget defers
+// the retry by the policy's cap instead of dropping it.
+func (c *Crawler) retryOrFail(l frontier.Lease, reason, detail string, status int, retryAfter time.Duration, now time.Time) frontier.Result {
+	attempts := l.Attempts + 1
+	if attempts >= c.cfg.Retry.MaxAttempts {
+		return frontier.Result{Kind: frontier.Failed, Reason: reason, Status: status,
+			Detail: fmt.Sprintf("%s (after %d attempts)", detail, attempts)}
+	}
+	delay := c.retryDelay(attempts-1, retryAfter)
+	if !c.budget(l.Host).Withdraw(now) || !c.global.Withdraw(now) {
+		delay = max(delay, c.cfg.Retry.Cap)
+		reason += " (retry budget empty: deferred)"
+	}
+	return frontier.Result{Kind: frontier.Retry, Reason: reason, Status: status, NotBefore: now.Add(delay)}
+}

@@ -1,0 +1,251 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/fetch"
+	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/retry"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/robots"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// robotsMaxFailures is how many times in a row a host's robots.txt may be unreachable (429,
+// 5xx, network error) before its queued URLs fail with reason robots-unreachable. Until then
+// the host is not crawled at all (RFC 9309 §2.3.1.4: unreachable means disallow all) and is
+// re-checked with exponential backoff: 1 s, 2 s, 4 s … capped at robotsMaxBackoff.
+const (
+	robotsMaxFailures = 8
+	robotsMaxBackoff  = time.Minute
+	robotsMaxHops     = 5         // redirects followed for robots.txt (RFC 9309: at least five)
+	robotsMaxBytes    = 512 << 10 // parsed at most 500 KiB; a little more is read to know it was cut
+)
+
+type robotsPhase int
+
+const (
+	robotsReady   robotsPhase = iota // rules known and fresh
+	robotsNeeded                     // never fetched, expired, or a re-check is due
+	robotsPending                    // a fetch is under way
+	robotsWait                       // unreachable; re-check at the returned time
+	robotsGaveUp                     // unreachable too many times
+)
+
+// robotsState is one host's robots.txt as the loop knows it. Safe for concurrent use.
+type robotsState struct {
+	mu      sync.Mutex
+	loaded  bool
+	pending bool
+	entry   storage.RobotsEntry
+	rules   *robots.Robots
+	next    time.Time // when to fetch again
+}
+
+func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	switch {
+	case rs.pending:
+		return robotsPending, time.Time{}
+	case rs.rules == nil:
+		return robotsNeeded, time.Time{}
+	case rs.rules.Unreachable() && rs.entry.Failures >= robotsMaxFailures:
+		return robotsGaveUp, time.Time{}
+	case now.Before(rs.next) && rs.rules.Unreachable():
+		return robotsWait, rs.next
+	case now.Before(rs.next):
+		return robotsReady, time.Time{}
+	}
+	return robotsNeeded, time.Time{}
+}
+
+func (rs *robotsState) setPending() {
+	rs.mu.Lock()
+	rs.pending = true
+	rs.mu.Unlock()
+}
+
+func (rs *robotsState) failures() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.entry.Failures
+}
+
+func (rs *robotsState) lastProblem() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.entry.Err != "" {
+		return rs.entry.Err
+	}
+	return fmt.Sprintf("status %d", rs.entry.Status)
+}
+
+// test checks a URL against the host's rules; unknown rules allow (the dispatcher never sends a
+// request for a host whose rules are unknown).
+func (rs *robotsState) test(agent string, u *url.URL) robots.Verdict {
+	rs.mu.Lock()
+	rules := rs.rules
+	rs.mu.Unlock()
+	if rules == nil {
+		return robots.Verdict{Allowed: true}
+	}
+	return rules.Test(agent, u.RequestURI())
+}
+
+// set installs a fetched (or loaded) entry and computes when to look again.
+func (rs *robotsState) set(e storage.RobotsEntry, ttl time.Duration) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.entry, rs.loaded, rs.pending = e, true, false
+	if e.Err != "" {
+		rs.rules = robots.DisallowAll()
+	} else {
+		rs.rules = robots.FromResponse(e.Status, e.Body)
+	}
+	if rs.rules.Unreachable() {
+		rs.next = e.FetchedAt.Add(min(time.Second<<min(max(e.Failures-1, 0), 20), robotsMaxBackoff))
+	} else {
+		rs.next = e.FetchedAt.Add(ttl)
+	}
+}
+
+// robotsFor returns the host's robots state, loading a cached copy from the store the first
+// time the host is seen in this run.
+func (c *Crawler) robotsFor(host string) (*robotsState, error) {
+	c.mu.Lock()
+	rs := c.robots[host]
+	if rs == nil {
+		rs = &robotsState{}
+		c.robots[host] = rs
+	}
+	c.mu.Unlock()
+	rs.mu.Lock()
+	loaded := rs.loaded
+	rs.loaded = true
+	rs.mu.Unlock()
+	if !loaded {
+		e, ok, err := c.db.Robots(host)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			rs.set(e, c.cfg.RobotsTTL)
+			c.applyCrawlDelay(host, rs)
+		}
+	}
+	return rs, nil
+}
+
+// robotsVerdict answers for a URL whose host's rules are already known; known is false
+// otherwise (the URL is then checked when it is leased).
+func (c *Crawler) robotsVerdict(host string, u *url.URL) (v robots.Verdict, known bool) {
+	c.mu.Lock()
+	rs := c.robots[host]
+	c.mu.Unlock()
+	if rs == nil {
+		return v, false
+	}
+	rs.mu.Lock()
+	rules := rs.rules
+	rs.mu.Unlock()
+	if rules == nil || rules.Unreachable() {
+		return v, false
+	}
+	return rules.Test(c.agent, u.RequestURI()), true
+}
+
+func (c *Crawler) applyCrawlDelay(host string, rs *robotsState) {
+	if c.cfg.IgnoreCrawlDelay {
+		return
+	}
+	rs.mu.Lock()
+	rules := rs.rules
+	rs.mu.Unlock()
+	if d, ok := rules.CrawlDelay(c.agent); ok && d > 0 {
+		c.reg.SetCeiling(host, 1/d.Seconds())
+	}
+}
+
+// fetchRobots fetches a host's robots.txt through its gate (ticket t was admitted by the
+// dispatcher), following up to robotsMaxHops redirects, each hop through its own host's gate.
+// The result is cached in the store so a resumed crawl does not fetch it again needlessly.
+func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostlimit.Ticket) error {
+	u := &url.URL{Scheme: scheme, Host: host, Path: "/robots.txt"}
+	c.mu.Lock()
+	rs := c.robots[host]
+	c.mu.Unlock()
+	prev := rs.failures()
+	e := storage.RobotsEntry{Host: host}
+	for hop := 0; ; hop++ {
+		sent := time.Now()
+		resp, err := c.client.Get(ctx, u)
+		now := time.Now()
+		e.FetchedAt = now
+		if ctx.Err() != nil { // shutting down: leave the host as it was
+			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
+			rs.mu.Lock()
+			rs.pending = false
+			rs.mu.Unlock()
+			return nil
+		}
+		if err != nil {
+			kind := "other"
+			var fe *fetch.Error
+			if errors.As(err, &fe) {
+				kind = fe.Kind.String()
+			}
+			cl := retry.ClassifyError(kind)
+			t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
+			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
+			break
+		}
+		cl := retry.ClassifyStatus(resp.Status)
+		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent, Latency: resp.HeaderLatency})
+		if resp.Status == 429 || resp.Status == 503 {
+			if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok && w > 0 {
+				c.reg.PauseUntil(urlnorm.HostKey(u), now.Add(w))
+			}
+		}
+		e.Status = resp.Status
+		e.Body = resp.Body
+		if len(e.Body) > robotsMaxBytes {
+			e.Body = e.Body[:robotsMaxBytes]
+		}
+		if resp.Status >= 300 && resp.Status < 400 && resp.Location != nil && hop < robotsMaxHops {
+			u = resp.Location
+			if t, err = c.reg.Wait(ctx, urlnorm.HostKey(u)); err != nil {
+				e.Status, e.Body, e.Err = 0, nil, fmt.Sprintf("robots.txt redirect to %s: %v", u, err)
+				break
+			}
+			continue
+		}
+		if resp.Status >= 300 && resp.Status < 400 {
+			// Too many hops or no usable Location: RFC 9309 says treat as unavailable (allow all).
+			e.Status, e.Body = 404, nil
+		}
+		break
+	}
+	if e.Err != "" || e.Status == 429 || e.Status >= 500 {
+		e.Failures = prev + 1
+		c.setLastErr(host, "robots.txt: "+firstNonEmpty(e.Err, fmt.Sprintf("status %d", e.Status)))
+	}
+	rs.set(e, c.cfg.RobotsTTL)
+	c.applyCrawlDelay(host, rs)
+	return c.db.PutRobots(e)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

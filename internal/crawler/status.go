@@ -1,0 +1,169 @@
+package crawler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// Status is the crawl's state as `crawl status --json` prints it. The JSON field names are a
+// documented, stable interface (README "crawl status"): scripts rely on them. Add fields; never
+// rename or remove one.
+type Status struct {
+	Running    bool           `json:"running"`    // a crawl process holds the store right now
+	UpdatedAt  time.Time      `json:"updated_at"` // when this snapshot was taken
+	Fetched    int            `json:"fetched"`
+	Failed     int            `json:"failed"`
+	Excluded   int            `json:"excluded"`
+	Queued     int            `json:"queued"`    // waiting, including URLs delayed for a retry
+	InFlight   int            `json:"in_flight"` // leased to a fetcher right now
+	FailedBy   map[string]int `json:"failed_by"`
+	ExcludedBy map[string]int `json:"excluded_by"`
+	Hosts      []HostStatus   `json:"hosts"` // sorted by pages fetched, most first
+}
+
+// HostStatus is one host's line in Status.
+type HostStatus struct {
+	Host         string     `json:"host"`
+	Pages        int        `json:"pages"` // fetched
+	Queued       int        `json:"queued"`
+	Failed       int        `json:"failed"`
+	Excluded     int        `json:"excluded"`
+	Rate         float64    `json:"rate"`   // req/s the controller allows now
+	Window       int        `json:"window"` // concurrency window now
+	InFlight     int        `json:"in_flight"`
+	P95Ms        float64    `json:"p95_ms"`
+	BaselineMs   float64    `json:"baseline_ms"`
+	AcceptedRate float64    `json:"accepted_rate"`
+	OverLimit    int        `json:"over_limit"` // 429/503 replies seen
+	PausedUntil  *time.Time `json:"paused_until,omitempty"`
+	LastError    string     `json:"last_error,omitempty"`
+}
+
+// statusFile is where a running crawl leaves its latest Status, since bbolt's file lock keeps
+// other processes out of the store while it runs.
+const statusFile = "status.json"
+
+// writeStatus replaces DIR/status.json atomically (write to a temp file, then rename).
+func writeStatus(dir string, st Status) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".status-*.json")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, statusFile))
+}
+
+// ReadStatusFile reads the snapshot a running (or the last) crawl left in dir.
+func ReadStatusFile(dir string) (Status, error) {
+	var st Status
+	b, err := os.ReadFile(filepath.Join(dir, statusFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, fmt.Errorf("%s: no status snapshot yet (is this a crawl data directory?)", dir)
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s: %w", filepath.Join(dir, statusFile), err)
+	}
+	return st, nil
+}
+
+// snapshot gathers the frontier's counts and the gates' figures into one Status.
+func (c *Crawler) snapshot(running bool) Status {
+	now := time.Now()
+	cn := c.fr.Counts()
+	st := Status{
+		Running: running, UpdatedAt: now,
+		Fetched: cn.Fetched, Failed: cn.Failed, Excluded: cn.Excluded, Queued: cn.Queued, InFlight: cn.InFlight,
+		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy,
+	}
+	gates := map[string]hostlimit.HostStats{}
+	for _, h := range c.reg.Stats(now) {
+		gates[h.Host] = h
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.fr.Hosts() {
+		hs := HostStatus{Host: h.Host, Pages: h.Fetched, Queued: h.Queued, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError}
+		if e := c.lastErr[h.Host]; e != "" {
+			hs.LastError = e
+		}
+		if g, ok := gates[h.Host]; ok {
+			hs.Rate, hs.Window, hs.InFlight = g.Rate, g.Window, g.InFlight
+			hs.P95Ms, hs.BaselineMs = ms(g.P95), ms(g.Baseline)
+			hs.AcceptedRate, hs.OverLimit = g.AcceptedRate, g.OverLimit
+			if g.PausedUntil.After(now) {
+				p := g.PausedUntil
+				hs.PausedUntil = &p
+			}
+		}
+		st.Hosts = append(st.Hosts, hs)
+	}
+	return st
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// publishStatus writes DIR/status.json and calls the progress hook.
+func (c *Crawler) publishStatus(running bool) {
+	st := c.snapshot(running)
+	if err := writeStatus(c.cfg.Dir, st); err != nil {
+		c.log.Warn("cannot write status file", "err", err)
+	}
+	if c.cfg.Progress != nil {
+		c.cfg.Progress(st)
+	}
+}
+
+// ReadStatus reports the crawl in dir. When a crawl process holds the store it returns that
+// process's latest snapshot (DIR/status.json, at most a second or so old) with Running set;
+// otherwise it reads the store itself.
+func ReadStatus(dir string) (Status, error) {
+	if _, err := os.Stat(filepath.Join(dir, "crawl.db")); err != nil {
+		return Status{}, fmt.Errorf("%s is not a crawl data directory (no crawl.db)", dir)
+	}
+	db, err := storage.Open(dir, &storage.Options{Timeout: 100 * time.Millisecond})
+	if errors.Is(err, storage.ErrLocked) {
+		st, ferr := ReadStatusFile(dir)
+		if ferr != nil {
+			return st, fmt.Errorf("store is in use by a running crawl, and %w", ferr)
+		}
+		st.Running = true
+		return st, nil
+	}
+	if err != nil {
+		return Status{}, err
+	}
+	defer db.Close()
+	fr, err := frontier.Open(db, nil)
+	if err != nil {
+		return Status{}, err
+	}
+	c := &Crawler{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db), lastErr: map[string]string{}}
+	now := time.Now()
+	for _, h := range fr.Hosts() {
+		c.reg.Host(now, h.Host) // loads the learned state saved by the last run
+	}
+	return c.snapshot(false), nil
+}

@@ -37,6 +37,9 @@ type Config struct {
 	MinRate, MaxRate float64 // per-host floor and ceiling, req/s
 	IgnoreCrawlDelay bool
 	RobotsTTL        time.Duration
+	// RobotsRetry is the first re-check delay after a host's robots.txt was unreachable; it
+	// doubles with each failure up to a minute, and after robotsMaxFailures the host's URLs fail.
+	RobotsRetry time.Duration
 
 	Retry retry.Policy
 
@@ -65,6 +68,7 @@ func Defaults() Config {
 		MinRate:         0.1,
 		MaxRate:         1000,
 		RobotsTTL:       24 * time.Hour,
+		RobotsRetry:     time.Second,
 		Retry:           retry.Policy{Base: 500 * time.Millisecond, Cap: 60 * time.Second, MaxAttempts: 5},
 		Grace:           10 * time.Second,
 		StatusEvery:     time.Second,

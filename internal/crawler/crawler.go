@@ -200,6 +200,7 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 
 	var fatal error
 	reason := "done"
+	lastEvict := start
 	finish := func(d jobDone) {
 		c.inflight--
 		if d.page {
@@ -268,6 +269,13 @@ loop:
 		case <-timer.C:
 		case <-statusTick.C:
 			c.publishStatus(true)
+			if now.Sub(lastEvict) >= time.Minute {
+				// Idle hosts leave memory; their learned state waits in the store.
+				if err := c.reg.Evict(now); err != nil {
+					fatal = err
+				}
+				lastEvict = now
+			}
 		case <-ctx.Done():
 		}
 	}

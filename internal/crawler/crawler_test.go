@@ -153,3 +153,38 @@ func TestSeedsParse(t *testing.T) {
 		}
 	}
 }
+
+// TestRobotsObeyed: disallowed paths get no request; a robots.txt answering 503 blocks its host
+// (no page request at all) until it recovers; one that never recovers fails the host's URLs
+// with reason robots-unreachable instead of fetching them.
+func TestRobotsObeyed(t *testing.T) {
+	specs := []simweb.HostSpec{
+		{Name: "rules", Pages: 40, Disallow: []string{"/private/", "/p1"}},
+		{Name: "flaky", Pages: 20, RobotsFailures: 3},
+		{Name: "down", Pages: 10, RobotsStatus: 503},
+	}
+	web, err := simweb.Start(specs, &simweb.Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	cfg.RobotsRetry = 20 * time.Millisecond
+	sum := runCrawl(t, cfg)
+	t.Logf("summary: fetched %d failed %v excluded %v", sum.Fetched, sum.FailedBy, sum.ExcludedBy)
+	checkComplete(t, web, cfg.Dir, 0)
+	st := web.Stats()
+	if st["flaky"].BeforeRobots != 0 || st["down"].PageRequests != 0 {
+		t.Errorf("page requests before a usable robots.txt: flaky %d, down %d; want 0",
+			st["flaky"].BeforeRobots, st["down"].PageRequests)
+	}
+	if st["flaky"].RobotsRequests != 4 {
+		t.Errorf("flaky robots.txt requested %d times, want 4 (3 failures, then success)", st["flaky"].RobotsRequests)
+	}
+	if sum.ExcludedBy["robots"] == 0 {
+		t.Errorf("no URL excluded by robots; want the disallowed links recorded")
+	}
+	if sum.FailedBy["robots-unreachable"] != 1 {
+		t.Errorf("failed by robots-unreachable = %d, want 1 (the down host's seed)", sum.FailedBy["robots-unreachable"])
+	}
+}

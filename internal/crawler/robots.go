@@ -20,7 +20,9 @@ import (
 // robotsMaxFailures is how many times in a row a host's robots.txt may be unreachable (429,
 // 5xx, network error) before its queued URLs fail with reason robots-unreachable. Until then
 // the host is not crawled at all (RFC 9309 §2.3.1.4: unreachable means disallow all) and is
-// re-checked with exponential backoff: 1 s, 2 s, 4 s … capped at robotsMaxBackoff.
+// re-checked with exponential backoff from Config.RobotsRetry (1 s, 2 s, 4 s …) capped at
+// robotsMaxBackoff, so a host that stays down fails its URLs after about two minutes instead of
+// holding the crawl open for the RFC's 30 days.
 const (
 	robotsMaxFailures = 8
 	robotsMaxBackoff  = time.Minute
@@ -100,7 +102,7 @@ func (rs *robotsState) test(agent string, u *url.URL) robots.Verdict {
 }
 
 // set installs a fetched (or loaded) entry and computes when to look again.
-func (rs *robotsState) set(e storage.RobotsEntry, ttl time.Duration) {
+func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.entry, rs.loaded, rs.pending = e, true, false
@@ -110,7 +112,7 @@ func (rs *robotsState) set(e storage.RobotsEntry, ttl time.Duration) {
 		rs.rules = robots.FromResponse(e.Status, e.Body)
 	}
 	if rs.rules.Unreachable() {
-		rs.next = e.FetchedAt.Add(min(time.Second<<min(max(e.Failures-1, 0), 20), robotsMaxBackoff))
+		rs.next = e.FetchedAt.Add(min(retry<<min(max(e.Failures-1, 0), 20), robotsMaxBackoff))
 	} else {
 		rs.next = e.FetchedAt.Add(ttl)
 	}
@@ -136,7 +138,7 @@ func (c *Crawler) robotsFor(host string) (*robotsState, error) {
 			return nil, err
 		}
 		if ok {
-			rs.set(e, c.cfg.RobotsTTL)
+			rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 			c.applyCrawlDelay(host, rs)
 		}
 	}
@@ -206,13 +208,22 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
 			break
 		}
-		cl := retry.ClassifyStatus(resp.Status)
-		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent, Latency: resp.HeaderLatency})
+		// A robots.txt 5xx is a fault the robots back-off deals with; only an explicit "slow
+		// down" (429, or Retry-After) tells the host's controller about load.
+		signal := aimd.Neutral
 		if resp.Status == 429 || resp.Status == 503 {
 			if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok && w > 0 {
 				c.reg.PauseUntil(urlnorm.HostKey(u), now.Add(w))
+				signal = aimd.Overload
+			}
+			if resp.Status == 429 {
+				signal = aimd.Overload
 			}
 		}
+		if resp.Status < 400 {
+			signal = aimd.Success
+		}
+		t.Done(now, aimd.Outcome{Signal: signal, Sent: sent, Latency: resp.HeaderLatency})
 		e.Status = resp.Status
 		e.Body = resp.Body
 		if len(e.Body) > robotsMaxBytes {
@@ -236,7 +247,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		e.Failures = prev + 1
 		c.setLastErr(host, "robots.txt: "+firstNonEmpty(e.Err, fmt.Sprintf("status %d", e.Status)))
 	}
-	rs.set(e, c.cfg.RobotsTTL)
+	rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 	c.applyCrawlDelay(host, rs)
 	return c.db.PutRobots(e)
 }

@@ -143,7 +143,7 @@ func ReadStatus(dir string) (Status, error) {
 	if _, err := os.Stat(filepath.Join(dir, "crawl.db")); err != nil {
 		return Status{}, fmt.Errorf("%s is not a crawl data directory (no crawl.db)", dir)
 	}
-	db, err := storage.Open(dir, &storage.Options{Timeout: 100 * time.Millisecond})
+	db, err := storage.Open(dir, &storage.Options{Timeout: 100 * time.Millisecond, ReadOnly: true})
 	if errors.Is(err, storage.ErrLocked) {
 		st, ferr := ReadStatusFile(dir)
 		if ferr != nil {
@@ -163,7 +163,7 @@ func ReadStatus(dir string) (Status, error) {
 	c := &Crawler{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db), lastErr: map[string]string{}}
 	now := time.Now()
 	for _, h := range fr.Hosts() {
-		c.reg.Host(now, h.Host) // loads the learned state saved by the last run
+		c.reg.Load(now, h.Host) // the learned state saved by the last run
 	}
 	return c.snapshot(false), nil
 }

@@ -34,7 +34,8 @@ type hostState struct {
 	deadline   time.Time // latest Retry-After deadline announced
 	opened     time.Time // arrival of the refusal that opened the current window
 	strikes    int
-	robotsDone bool // a /robots.txt request has been admitted
+	robotsDone bool // a /robots.txt request has been answered usably (not the 5xx of RobotsFailures)
+	robotsFail int  // /robots.txt requests answered 503 for RobotsFailures
 	inFlight   int
 	stats      HostStats
 	latencies  []time.Duration
@@ -59,6 +60,7 @@ const (
 	admitted verdict = iota
 	overLimit
 	banned
+	robotsDown // an admitted /robots.txt request answered 503 (HostSpec.RobotsFailures)
 )
 
 // admit counts a request arriving at now for path p and decides whether it is served.
@@ -137,6 +139,10 @@ func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, se
 		st.Banned = true
 	}
 	if v == admitted && isRobots {
+		if s.robotsFail < h.spec.RobotsFailures {
+			s.robotsFail++
+			return robotsDown, deadline, secs
+		}
 		s.robotsDone = true
 	}
 	return v, deadline, secs
@@ -209,6 +215,10 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case banned:
 		h.done(false, 0, 0, "")
 		http.Error(w, "banned", http.StatusForbidden)
+		return
+	case robotsDown:
+		h.done(false, 0, 0, "")
+		http.Error(w, "robots.txt temporarily unavailable", http.StatusServiceUnavailable)
 		return
 	case overLimit:
 		h.done(false, 0, 0, "")

@@ -73,6 +73,10 @@ type HostSpec struct {
 	// RobotsStatus is the status of /robots.txt: 0 or 200 serve the rules; 4xx (allow all) or 5xx
 	// (disallow all, per RFC 9309) serve an error instead.
 	RobotsStatus int
+	// RobotsFailures > 0: the first RobotsFailures admitted /robots.txt requests answer 503
+	// (unreachable: disallow all) before the host serves RobotsStatus as usual — a robots.txt
+	// that recovers.
+	RobotsFailures int
 
 	CrossLinks []string // names of other hosts this host's pages link to
 

@@ -31,7 +31,7 @@ type HostStats struct {
 	// (every path but /robots.txt when RobotsStatus is 5xx).
 	RobotsViolations int
 	// BeforeRobots counts non-robots requests that arrived before any /robots.txt request had
-	// been admitted.
+	// been answered usably (the 503s of RobotsFailures do not count as an answer).
 	BeforeRobots int
 
 	Duplicates   int // page 200s beyond the first for the same URL

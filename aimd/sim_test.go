@@ -461,3 +461,42 @@ func TestSimUnlimited(t *testing.T) {
 		t.Errorf("full speed reached after %.1fs, want within a few (4) seconds", reached)
 	}
 }
+
+// TestSimShortCrawl mirrors the politeness benchmark (internal/bench): short crawls at a few
+// hidden limits, where every over-limit reply costs a whole-second Retry-After pause that is a
+// visible share of the makespan, and the rate starts at the crawler's default of 2 req/s.
+func TestSimShortCrawl(t *testing.T) {
+	tests := []struct {
+		name        string
+		host        simHost
+		pages       int
+		noPause     bool
+		maxMakespan float64 // × ideal
+		maxOver     int
+	}{
+		{"L=10 burst 2", simHost{limit: 10, burst: 2}, 150, false, 1.2, 2},
+		{"L=10 burst 3", simHost{limit: 10, burst: 3}, 150, false, 1.2, 2},
+		{"L=8 burst 1 no Retry-After", simHost{limit: 8, burst: 1}, 100, true, 1.2, 3},
+		{"L=50 burst 5", simHost{limit: 50, burst: 5}, 1000, false, 1.2, 3},
+		{"L=20→5 at 5s burst 2", simHost{limit: 20, burst: 2, dropAt: 5, dropBy: 0.25}, 200, false, 1.3, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := simConfig{host: tc.host, pages: tc.pages, noPause: tc.noPause, duration: 300, rtt: 0.001, jitter: 0.0005, seed: 1}
+			sc.host.service = 0.001
+			r := runSim(sc)
+			ideal := float64(tc.pages) / tc.host.limit
+			if d := tc.host.dropAt; d > 0 && ideal > d {
+				ideal = d + (float64(tc.pages)-tc.host.limit*d)/(tc.host.limit*tc.host.dropBy)
+			}
+			t.Logf("makespan %.2fs = %.3f × ideal %.1fs; over-limit %d at %v", r.makespan, r.makespan/ideal, ideal, r.over, r.overAt)
+			r.logTimeline(t, 1)
+			if r.makespan > tc.maxMakespan*ideal {
+				t.Errorf("makespan %.3f × ideal, want ≤ %.2f", r.makespan/ideal, tc.maxMakespan)
+			}
+			if r.over > tc.maxOver {
+				t.Errorf("%d over-limit replies, want ≤ %d", r.over, tc.maxOver)
+			}
+		})
+	}
+}

@@ -43,6 +43,10 @@ type Config struct {
 
 	Retry retry.Policy
 
+	// AllowPrivate lets the crawl connect to loopback, private and link-local addresses even
+	// when no seed is on them (--allow-private-networks).
+	AllowPrivate bool
+
 	// Grace bounds how long in-flight requests may run after the crawl is told to stop.
 	Grace time.Duration
 	// StatusEvery is how often DIR/status.json is rewritten while running.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
+	"net"
+	"net/netip"
 	"net/url"
 	"sort"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/robots"
@@ -85,16 +88,75 @@ func Open(cfg Config) (*Crawler, error) {
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
 	}}, db)
-	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody})
 	if err := c.loadScope(); err != nil {
 		db.Close()
 		return nil, err
 	}
+	guard, err := c.guard(cfg.Seeds)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody, DialControl: guard.Control})
 	if err := c.addSeeds(cfg.Seeds); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// guard builds the SSRF guard: non-public address blocks are refused at dial time unless a seed
+// is on one (then its block is in scope, for this and every later run of the store) or
+// --allow-private-networks is given.
+func (c *Crawler) guard(seeds []string) (*netguard.Guard, error) {
+	g := &netguard.Guard{AllowAll: c.cfg.AllowPrivate}
+	var saved []string
+	if b, ok, err := c.db.Meta("private-ranges"); err != nil {
+		return nil, err
+	} else if ok {
+		if err := json.Unmarshal(b, &saved); err != nil {
+			return nil, fmt.Errorf("store %s: bad private-ranges record: %w", c.cfg.Dir, err)
+		}
+	}
+	for _, s := range saved {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			g.Allowed = append(g.Allowed, p)
+		}
+	}
+	n := len(g.Allowed)
+	for _, s := range seeds {
+		u, err := url.Parse(s)
+		if err != nil {
+			continue
+		}
+		for _, a := range seedAddrs(u.Hostname()) {
+			g.Allow(a)
+		}
+	}
+	if len(g.Allowed) > n {
+		saved = saved[:0]
+		for _, p := range g.Allowed {
+			saved = append(saved, p.String())
+		}
+		b, _ := json.Marshal(saved)
+		if err := c.db.PutMeta("private-ranges", b); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// seedAddrs returns the addresses a seed's host stands for: itself if it is an IP literal,
+// else what DNS says within a few seconds (nothing if the lookup fails; the crawl then reports
+// the host's failure when it fetches it).
+func seedAddrs(host string) []netip.Addr {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	addrs, _ := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	return addrs
 }
 
 // Close saves learned host state and closes the store.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/fetch"
+	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/simweb"
 	"github.com/crawl-project/crawl/storage"
 )
@@ -186,5 +188,40 @@ func TestRobotsObeyed(t *testing.T) {
 	}
 	if sum.FailedBy["robots-unreachable"] != 1 {
 		t.Errorf("failed by robots-unreachable = %d, want 1 (the down host's seed)", sum.FailedBy["robots-unreachable"])
+	}
+}
+
+// TestPrivateAddressRefused: with a guard that does not allow loopback (as for a seed on a
+// public address whose links point inside), the URL is recorded as excluded private-address
+// and the server never sees a request.
+func TestPrivateAddressRefused(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "inside", Pages: 3}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.scope.Allowed) != 1 {
+		t.Fatalf("scope %v", c.scope.Allowed)
+	}
+	g, err := c.guard(nil) // the saved ranges include 127.0.0.0/8, from the seed
+	if err != nil || len(g.Allowed) != 1 || g.Allowed[0].String() != "127.0.0.0/8" {
+		t.Fatalf("guard from saved seed ranges = %+v, %v; want 127.0.0.0/8", g, err)
+	}
+	c.client = fetch.New(fetch.Config{DialControl: (&netguard.Guard{}).Control})
+	sum, err := c.Run(context.Background())
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ExcludedBy["private-address"] != 1 || sum.Fetched != 0 {
+		t.Errorf("fetched %d, excluded %v; want the seed excluded as private-address", sum.Fetched, sum.ExcludedBy)
+	}
+	if n := web.Stats()["inside"].Requests; n != 0 {
+		t.Errorf("server saw %d requests, want 0", n)
 	}
 }

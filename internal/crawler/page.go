@@ -11,6 +11,7 @@ import (
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
@@ -38,6 +39,10 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 // decide turns one response (or error) into the frontier result for the lease, and feeds the
 // host's gate: the outcome for its controller, and a pause when the host sent Retry-After.
 func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err error, sent, now time.Time, t *hostlimit.Ticket) frontier.Result {
+	if errors.Is(err, netguard.ErrPrivateAddress) {
+		t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
+		return frontier.Result{Kind: frontier.Excluded, Reason: frontier.ReasonPrivateAddress, Detail: err.Error()}
+	}
 	if err != nil {
 		kind := "other"
 		var fe *fetch.Error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/crawl-project/crawl/aimd"
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/robots"
@@ -196,6 +198,13 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			rs.pending = false
 			rs.mu.Unlock()
 			return nil
+		}
+		if errors.Is(err, netguard.ErrPrivateAddress) {
+			// Every page of this host will be refused the same way and recorded as excluded
+			// private-address; robots.txt has nothing to add.
+			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
+			e.Status = http.StatusNotFound
+			break
 		}
 		if err != nil {
 			kind := "other"

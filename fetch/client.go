@@ -222,10 +222,6 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 
 	body, truncated, decodedFrom, err := decodeBody(resp.Body, resp.Header.Values("Content-Encoding"), c.cfg.MaxBody)
 	r.Body, r.Truncated, r.DecodedFrom = body, truncated, decodedFrom
-	if decodedFrom != "" {
-		resp.Header.Del("Content-Encoding")
-		resp.Header.Del("Content-Length")
-	}
 	r.ContentType = contentType(resp.Header.Get("Content-Type"), body)
 	r.Duration = time.Since(started)
 	if err != nil {

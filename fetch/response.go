@@ -13,9 +13,9 @@ type Response struct {
 	Status     int      // e.g. 200
 	StatusLine string   // e.g. "HTTP/1.1 200 OK"
 	Proto      string   // e.g. "HTTP/1.1", "HTTP/2.0"
-	// Header is the response header. When the body was decoded (DecodedFrom
-	// != ""), Content-Encoding and Content-Length are removed from it, as
-	// they describe the bytes on the wire, not Body.
+	// Header is the response header exactly as received. When the body was
+	// decoded (DecodedFrom != ""), its Content-Encoding and Content-Length
+	// describe the bytes on the wire, not Body: exporters adjust them.
 	Header http.Header
 	// ReqHeader is the request header as sent by Get: User-Agent, Accept,
 	// Accept-Encoding, and Host (which net/http sends from the URL).

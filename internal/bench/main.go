@@ -25,6 +25,8 @@ import (
 func main() {
 	scenario := flag.String("scenario", "politeness", "politeness, throughput or all")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
+	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts)")
+	data := flag.String("data", "", "throughput: keep the crawl store in this directory (default: a temporary one, removed)")
 	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
 	flag.Parse()
 	var err error
@@ -32,10 +34,10 @@ func main() {
 	case "politeness":
 		err = politeness(os.Stdout, *seed, *grace)
 	case "throughput":
-		err = throughput(os.Stdout, *seed)
+		err = throughput(os.Stdout, *seed, *pages, *data)
 	case "all":
 		if err = politeness(os.Stdout, *seed, *grace); err == nil {
-			err = throughput(os.Stdout, *seed)
+			err = throughput(os.Stdout, *seed, *pages, *data)
 		}
 	default:
 		err = fmt.Errorf("unknown scenario %q", *scenario)
@@ -46,13 +48,17 @@ func main() {
 	}
 }
 
-// crawlWeb runs one crawl of web to the end in a fresh temporary directory.
-func crawlWeb(web *simweb.Web, tune func(*crawler.Config)) (*crawler.Summary, error) {
-	dir, err := os.MkdirTemp("", "crawl-bench-")
-	if err != nil {
-		return nil, err
+// crawlWeb runs one crawl of web to the end in dir, or in a fresh temporary directory removed
+// afterwards when dir is "".
+func crawlWeb(web *simweb.Web, dir string, tune func(*crawler.Config)) (*crawler.Summary, error) {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "crawl-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
 	}
-	defer os.RemoveAll(dir)
 	cfg := crawler.Defaults()
 	cfg.Dir = dir
 	cfg.Seeds = web.Seeds()
@@ -79,7 +85,7 @@ func politeness(w io.Writer, seed int64, grace time.Duration) error {
 		return err
 	}
 	defer web.Close()
-	sum, err := crawlWeb(web, nil)
+	sum, err := crawlWeb(web, "", nil)
 	if err != nil {
 		return err
 	}
@@ -166,17 +172,17 @@ func politeness(w io.Writer, seed int64, grace time.Duration) error {
 	return nil
 }
 
-func throughput(w io.Writer, seed int64) error {
+func throughput(w io.Writer, seed int64, pages int, dir string) error {
 	var specs []simweb.HostSpec
 	for i := 0; i < 4; i++ {
-		specs = append(specs, simweb.HostSpec{Name: fmt.Sprintf("free%d", i), Pages: 1500})
+		specs = append(specs, simweb.HostSpec{Name: fmt.Sprintf("free%d", i), Pages: pages})
 	}
 	web, err := simweb.Start(specs, &simweb.Options{Seed: seed})
 	if err != nil {
 		return err
 	}
 	defer web.Close()
-	sum, err := crawlWeb(web, nil)
+	sum, err := crawlWeb(web, dir, nil)
 	if err != nil {
 		return err
 	}

@@ -122,6 +122,10 @@ func crawl(cfg crawler.Config, quiet bool, stdout, stderr io.Writer) int {
 	}
 	if sum != nil {
 		printSummary(stdout, sum)
+		if sum.StopReason == "deferred" {
+			fmt.Fprintf(stdout, "%d URLs wait on hosts that asked for a long pause; run the same command again after %s to fetch them\n",
+				sum.Queued, sum.DeferredUntil.Local().Format(time.DateTime))
+		}
 	}
 	switch {
 	case errors.Is(runErr, crawler.ErrInterrupted):

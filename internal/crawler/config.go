@@ -47,6 +47,10 @@ type Config struct {
 	// when no seed is on them (--allow-private-networks).
 	AllowPrivate bool
 
+	// DeferAfter: when every URL left waits longer than this (a host's Retry-After, a retry's
+	// backoff), the run stops with StopReason "deferred" instead of idling; run again later.
+	DeferAfter time.Duration
+
 	// Grace bounds how long in-flight requests may run after the crawl is told to stop.
 	Grace time.Duration
 	// StatusEvery is how often DIR/status.json is rewritten while running.
@@ -74,6 +78,7 @@ func Defaults() Config {
 		RobotsTTL:       24 * time.Hour,
 		RobotsRetry:     time.Second,
 		Retry:           retry.Policy{Base: 500 * time.Millisecond, Cap: 60 * time.Second, MaxAttempts: 5},
+		DeferAfter:      10 * time.Minute,
 		Grace:           10 * time.Second,
 		StatusEvery:     time.Second,
 	}

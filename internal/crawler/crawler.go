@@ -242,7 +242,9 @@ type jobDone struct {
 type Summary struct {
 	Status
 	Elapsed    time.Duration
-	StopReason string // "done", "max-pages", "interrupted", "error"
+	StopReason string // "done", "max-pages", "deferred", "interrupted", "error"
+	// DeferredUntil is when the earliest deferred URL may be fetched (StopReason "deferred").
+	DeferredUntil time.Time
 }
 
 // Run crawls until nothing in scope is left, --max-pages is reached, ctx is cancelled or the
@@ -261,6 +263,7 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 	defer timer.Stop()
 
 	var fatal error
+	var deferredUntil time.Time
 	reason := "done"
 	lastEvict := start
 	finish := func(d jobDone) {
@@ -320,6 +323,13 @@ loop:
 		if na := c.fr.NextAt(now); !na.IsZero() && (wakeAt.IsZero() || na.Before(wakeAt)) {
 			wakeAt = na
 		}
+		if c.inflight == 0 && n == 0 && !wakeAt.IsZero() && wakeAt.Sub(now) > c.cfg.DeferAfter {
+			// Everything left waits on hosts that asked (Retry-After) or were told (backoff)
+			// to wait longer than anyone should watch: stop; a later run resumes.
+			reason = "deferred"
+			deferredUntil = wakeAt
+			break
+		}
 		wait := time.Second
 		if !wakeAt.IsZero() {
 			wait = max(wakeAt.Sub(now), time.Millisecond)
@@ -356,7 +366,7 @@ loop:
 		}
 	}
 	wg.Wait()
-	sum := &Summary{Status: c.snapshot(false), Elapsed: time.Since(start), StopReason: reason}
+	sum := &Summary{Status: c.snapshot(false), Elapsed: time.Since(start), StopReason: reason, DeferredUntil: deferredUntil}
 	c.publishStatus(false)
 	switch {
 	case fatal != nil:

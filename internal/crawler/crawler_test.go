@@ -2,7 +2,10 @@ package crawler
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,5 +226,35 @@ func TestPrivateAddressRefused(t *testing.T) {
 	}
 	if n := web.Stats()["inside"].Requests; n != 0 {
 		t.Errorf("server saw %d requests, want 0", n)
+	}
+}
+
+// TestLongRetryAfterDefers: a host that asks for an hour's pause does not hold the run open; it
+// stops "deferred" with the URL still queued (a later run resumes it), after one request.
+func TestLongRetryAfterDefers(t *testing.T) {
+	var pages atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		pages.Add(1)
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	start := time.Now()
+	sum := runCrawl(t, cfg)
+	if sum.StopReason != "deferred" || sum.Queued != 1 || sum.Failed != 0 {
+		t.Errorf("stop %q, queued %d, failed %d; want deferred, 1, 0", sum.StopReason, sum.Queued, sum.Failed)
+	}
+	if d := sum.DeferredUntil.Sub(start); d < 59*time.Minute {
+		t.Errorf("deferred until +%v, want about an hour", d)
+	}
+	if n := pages.Load(); n != 1 {
+		t.Errorf("server saw %d page requests, want 1", n)
 	}
 }

@@ -44,12 +44,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		return frontier.Result{Kind: frontier.Excluded, Reason: frontier.ReasonPrivateAddress, Detail: err.Error()}
 	}
 	if err != nil {
-		kind := "other"
-		var fe *fetch.Error
-		if errors.As(err, &fe) {
-			kind = fe.Kind.String()
-		}
-		cl := retry.ClassifyError(kind)
+		cl := classifyErr(err)
 		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 		c.setLastErr(l.Host, fmt.Sprintf("%s: %v", cl.Reason, err))
 		if cl.Retryable {
@@ -59,13 +54,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	}
 	cl := retry.ClassifyStatus(resp.Status)
 	t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent, Latency: resp.HeaderLatency})
-	var wait time.Duration
-	if resp.Status == 429 || resp.Status == 503 {
-		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok && w > 0 {
-			wait = w
-			c.reg.PauseUntil(l.Host, now.Add(w))
-		}
-	}
+	wait := c.honourRetryAfter(l.Host, resp, now)
 	if cl.Retryable {
 		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
 		return c.retryOrFail(l, cl.Reason, resp.StatusLine, resp.Status, wait, now)
@@ -145,4 +134,28 @@ func (c *Crawler) retryOrFail(l frontier.Lease, reason, detail string, status in
 		reason += " (retry budget empty: deferred)"
 	}
 	return frontier.Result{Kind: frontier.Retry, Reason: reason, Status: status, NotBefore: now.Add(delay)}
+}
+
+// classifyErr turns a fetch error into the retry policy's class for it.
+func classifyErr(err error) retry.Class {
+	kind := "other"
+	var fe *fetch.Error
+	if errors.As(err, &fe) {
+		kind = fe.Kind.String()
+	}
+	return retry.ClassifyError(kind)
+}
+
+// honourRetryAfter pauses the whole host when a 429 or 503 says when to come back, and returns
+// that wait (0 if none).
+func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) time.Duration {
+	if resp.Status != 429 && resp.Status != 503 {
+		return 0
+	}
+	w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now)
+	if !ok || w <= 0 {
+		return 0
+	}
+	c.reg.PauseUntil(host, now.Add(w))
+	return w
 }

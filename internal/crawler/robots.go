@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/aimd"
-	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/netguard"
-	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/robots"
 	"github.com/crawl-project/crawl/storage"
@@ -207,12 +205,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			break
 		}
 		if err != nil {
-			kind := "other"
-			var fe *fetch.Error
-			if errors.As(err, &fe) {
-				kind = fe.Kind.String()
-			}
-			cl := retry.ClassifyError(kind)
+			cl := classifyErr(err)
 			t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
 			break
@@ -220,16 +213,10 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		// A robots.txt 5xx is a fault the robots back-off deals with; only an explicit "slow
 		// down" (429, or Retry-After) tells the host's controller about load.
 		signal := aimd.Neutral
-		if resp.Status == 429 || resp.Status == 503 {
-			if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok && w > 0 {
-				c.reg.PauseUntil(urlnorm.HostKey(u), now.Add(w))
-				signal = aimd.Overload
-			}
-			if resp.Status == 429 {
-				signal = aimd.Overload
-			}
-		}
-		if resp.Status < 400 {
+		switch {
+		case c.honourRetryAfter(urlnorm.HostKey(u), resp, now) > 0 || resp.Status == 429:
+			signal = aimd.Overload
+		case resp.Status < 400:
 			signal = aimd.Success
 		}
 		t.Done(now, aimd.Outcome{Signal: signal, Sent: sent, Latency: resp.HeaderLatency})

@@ -34,7 +34,7 @@ type Crawler struct {
 	cfg    Config
 	log    *slog.Logger
 	db     *storage.DB
-	fr     *frontier.Frontier
+	fr     Frontier
 	reg    *hostlimit.Registry
 	client *fetch.Client
 	agent  string // robots.txt product token from the user agent
@@ -55,6 +55,8 @@ type Crawler struct {
 	inflight int
 	fetching int // page fetches in flight, for --max-pages
 	rr       int // round-robin offset over ready hosts
+
+	ob observation // counters, samples and events for watching the crawl (observe.go)
 }
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
@@ -392,6 +394,7 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // something not ready now may become ready.
 func (c *Crawler) dispatch(now time.Time, pages int, fetchCtx context.Context, done chan<- jobDone, wg *sync.WaitGroup) (int, time.Time, error) {
 	hosts := c.fr.ReadyHosts(now)
+	c.noteReady(now, hosts)
 	if len(hosts) == 0 {
 		return 0, time.Time{}, nil
 	}
@@ -443,7 +446,7 @@ func (c *Crawler) dispatch(now time.Time, pages int, fetchCtx context.Context, d
 			}
 			continue
 		case robotsNeeded:
-			t, readyAt := c.reg.TryAdmit(now, host)
+			t, readyAt := c.tryAdmit(now, host)
 			if t == nil {
 				soonest(readyAt)
 				continue
@@ -466,7 +469,7 @@ func (c *Crawler) dispatch(now time.Time, pages int, fetchCtx context.Context, d
 			launch(false, func() error { return c.fetchRobots(fetchCtx, host, scheme, t) })
 			continue
 		}
-		t, readyAt := c.reg.TryAdmit(now, host)
+		t, readyAt := c.tryAdmit(now, host)
 		if t == nil {
 			soonest(readyAt)
 			continue

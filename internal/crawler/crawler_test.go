@@ -258,3 +258,41 @@ func TestLongRetryAfterDefers(t *testing.T) {
 		t.Errorf("server saw %d page requests, want 1", n)
 	}
 }
+
+// TestPolitenessOnLimitedHosts crawls hosts with hidden limits in every reply style plus one
+// that bans clients who keep hammering: the crawl must be complete, never send a request inside
+// an announced Retry-After window, never get banned, and draw few refusals. (Speed against the
+// ideal is measured by `go run ./internal/bench`, not asserted here: the machine is shared.)
+func TestPolitenessOnLimitedHosts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of real-time crawling")
+	}
+	specs := []simweb.HostSpec{
+		{Name: "sec", Pages: 60, Limit: 20, Burst: 2, Reply: simweb.Reply429Seconds},
+		{Name: "date", Pages: 60, Limit: 20, Burst: 2, Reply: simweb.Reply429Date},
+		{Name: "bare", Pages: 60, Limit: 20, Burst: 1, Reply: simweb.Reply429Bare},
+		{Name: "svc", Pages: 60, Limit: 20, Burst: 3, Reply: simweb.Reply503RetryAfter},
+		{Name: "ban", Pages: 60, Limit: 20, Burst: 2, Reply: simweb.Reply429Seconds, BanAfter: 3},
+	}
+	web, err := simweb.Start(specs, &simweb.Options{Seed: 6, Grace: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	cfg.InitialRate = 2
+	runCrawl(t, cfg)
+	checkComplete(t, web, cfg.Dir, 0)
+	for name, s := range web.Stats() {
+		t.Logf("%s: %d over-limit, %d inside Retry-After, peak in-flight %d", name, s.OverLimit, s.InRetryAfter, s.PeakInFlight)
+		if s.InRetryAfter != 0 {
+			t.Errorf("host %s: %d requests inside an announced Retry-After window", name, s.InRetryAfter)
+		}
+		if s.Banned {
+			t.Errorf("host %s banned the crawler", name)
+		}
+		if s.OverLimit > 10 {
+			t.Errorf("host %s: %d over-limit replies for 60 pages; the controller is not learning the limit", name, s.OverLimit)
+		}
+	}
+}

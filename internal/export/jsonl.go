@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html/charset"
 
 	"github.com/crawl-project/crawl/storage"
 )
@@ -20,7 +24,8 @@ const jsonTimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 // JSONLOptions configure NewJSONL. A nil *JSONLOptions means the zero value.
 type JSONLOptions struct {
 	// NoBody leaves "body" and "body_base64" out of every line; the pages may then come from
-	// storage.DB.PagesMeta, which does not read the bodies at all.
+	// storage.DB.PagesMeta, which does not read the bodies at all. "title" is taken from the
+	// body, so it is written only for pages that come with their body.
 	NoBody bool
 }
 
@@ -50,6 +55,7 @@ type jsonPage struct {
 	DecodedFrom string      `json:"decoded_from"`
 	Body        *string     `json:"body,omitempty"`
 	BodyBase64  bool        `json:"body_base64,omitempty"`
+	Title       *string     `json:"title,omitempty"` // added after the first release: stays last
 }
 
 // NewJSONL returns a writer of JSON Lines to w. Close flushes but does not close w.
@@ -95,6 +101,11 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 			line.BodyBase64 = true
 		}
 		line.Body = &s
+	}
+	if isHTMLType(p.ContentType) {
+		if t, ok := htmlTitle(p.Body, p.Header.Get("Content-Type")); ok {
+			line.Title = &t
+		}
 	}
 	if err := w.enc.Encode(&line); err != nil { // Encode appends the newline
 		return fmt.Errorf("export: jsonl: %s: %w", p.URL, err)
@@ -144,3 +155,104 @@ func IsTextual(ct string) bool {
 	}
 	return false
 }
+
+// isHTMLType reports whether the media type ct (as in storage.Page.ContentType) is HTML.
+func isHTMLType(ct string) bool {
+	ct = strings.ToLower(strings.TrimSpace(ct))
+	return ct == "text/html" || ct == "application/xhtml+xml"
+}
+
+// htmlTitle returns the text of an HTML document's title as document.title gives it: the
+// first title element in the HTML namespace (not an SVG <title>, not one inside a <template>),
+// its text with ASCII whitespace stripped and collapsed. ok is false if there is none.
+//
+// The bytes are decoded as a browser would: BOM, the charset parameter of contentType (the
+// Content-Type header value), a <meta> charset in the first 1024 bytes, else UTF-8 if the bytes
+// are valid UTF-8, else windows-1252. Bytes that are valid UTF-8 are read as UTF-8 even against
+// a <meta> charset (only a BOM or the header are taken as certain): a legacy charset that
+// happens to be valid UTF-8 is rare, a mislabelled UTF-8 page is not. The title is in UTF-8.
+//
+// goquery parses only as far as the end of the first "</title>" when the title is found there,
+// which is where it nearly always is, so a large page costs a small DOM; only when that prefix
+// holds no title (the first "</title" was inside a comment or script, or belonged to an SVG
+// title) is the whole page parsed.
+func htmlTitle(body []byte, contentType string) (title string, ok bool) {
+	enc, name, certain := charset.DetermineEncoding(body, contentType)
+	if strings.HasPrefix(name, "utf-16") { // not ASCII-compatible: decode before searching
+		b, err := enc.NewDecoder().Bytes(body)
+		if err != nil {
+			return "", false
+		}
+		body, name, certain = b, "utf-8", true
+	}
+	if !containsFold(body, []byte("<title")) {
+		return "", false
+	}
+	parse := func(b []byte) (string, bool) {
+		if name != "utf-8" && !(!certain && utf8.Valid(b)) { // undeclared but valid UTF-8: UTF-8
+			d, err := enc.NewDecoder().Bytes(b)
+			if err != nil {
+				return "", false
+			}
+			b = d
+		}
+		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(b))
+		if err != nil {
+			return "", false
+		}
+		sel := doc.Find("title").FilterFunction(func(_ int, s *goquery.Selection) bool {
+			return s.Get(0).Namespace == "" && s.ParentsFiltered("template").Length() == 0
+		}).First()
+		if sel.Length() == 0 {
+			return "", false
+		}
+		return strings.ToValidUTF8(strings.Join(strings.FieldsFunc(sel.Text(), isASCIISpace), " "), "\uFFFD"), true
+	}
+	if cut := endOfFirstTitle(body); cut > 0 && cut < len(body) {
+		if t, ok := parse(body[:cut]); ok {
+			return t, true
+		}
+	}
+	return parse(body)
+}
+
+// endOfFirstTitle returns the offset just past the first "</title" end tag (up to its '>'),
+// or -1 if there is none.
+func endOfFirstTitle(b []byte) int {
+	for i := 0; ; {
+		j := indexFold(b[i:], []byte("</title"))
+		if j < 0 {
+			return -1
+		}
+		i += j + len("</title")
+		if i < len(b) && (isASCIISpace(rune(b[i])) || b[i] == '/' || b[i] == '>') {
+			if k := bytes.IndexByte(b[i:], '>'); k >= 0 {
+				return i + k + 1
+			}
+			return -1
+		}
+	}
+}
+
+// isASCIISpace reports whether r is ASCII whitespace as HTML defines it.
+func isASCIISpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\f' || r == '\r'
+}
+
+// indexFold is bytes.Index ignoring ASCII case; lowerSep must be lowercase ASCII.
+func indexFold(b, lowerSep []byte) int {
+	for i := 0; i+len(lowerSep) <= len(b); {
+		j := bytes.IndexByte(b[i:], lowerSep[0])
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i+len(lowerSep) <= len(b) && bytes.EqualFold(b[i:i+len(lowerSep)], lowerSep) {
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
+func containsFold(b, lowerSep []byte) bool { return indexFold(b, lowerSep) >= 0 }

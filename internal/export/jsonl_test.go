@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +48,10 @@ func TestJSONLRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// fixtureTitles are the titles of syntheticPages: only its first page is HTML with a <title>
+// (the truncated HTML page has none; the others are not HTML).
+var fixtureTitles = map[string]string{"http://a.example/": "héllo"}
 
 func checkJSONLine(t *testing.T, line []byte, p *storage.Page, noBody bool) {
 	t.Helper()
@@ -86,6 +93,21 @@ func checkJSONLine(t *testing.T, line []byte, p *storage.Page, noBody bool) {
 				t.Errorf("%s: header %s[%d] = %#v, want %q", p.URL, k, j, arr[j], vs[j])
 			}
 		}
+	}
+
+	title, hasTitle := m["title"].(string)
+	if _, ok := m["title"]; ok != hasTitle {
+		t.Errorf("%s: title = %#v, want a string or absent", p.URL, m["title"])
+	}
+	if want, ok := fixtureTitles[p.URL]; ok { // the fixture has bodies even with NoBody
+		if !hasTitle || title != want {
+			t.Errorf("%s: title = %#v, want %q", p.URL, m["title"], want)
+		}
+		if !bytes.HasSuffix(line, []byte(`,"title":`+strconv.Quote(want)+`}`)) {
+			t.Errorf("%s: title is not the last field: %s", p.URL, line[max(0, len(line)-60):])
+		}
+	} else if hasTitle {
+		t.Errorf("%s: title %q, want none (content type %q)", p.URL, title, p.ContentType)
 	}
 
 	body, hasBody := m["body"].(string)
@@ -216,5 +238,119 @@ func TestRun(t *testing.T) {
 	w = &failWriter{}
 	if _, err := Run(ctx, sliceSource(pages), w, nil); !errors.Is(err, context.Canceled) || w.n != 0 || !w.close {
 		t.Errorf("cancelled: err %v, %d writes", err, w.n)
+	}
+}
+
+func TestHTMLTitle(t *testing.T) {
+	long := strings.Repeat("<p>filler text</p>\n", 20000) // 360 KB after the title
+	for _, tc := range []struct {
+		name, body, ctype string
+		want              string
+		ok                bool
+	}{
+		{"plain", "<!doctype html><title>Hello</title>", "text/html", "Hello", true},
+		{"whitespace collapsed", "<title>\n\t Hello \r\n  world\f </title>", "", "Hello world", true},
+		{"nbsp kept", "<title>a&nbsp;b\u00a0</title>", "", "a\u00a0b\u00a0", true},
+		{"entities", "<title>Fish &amp; chips &lt;3 &#x263A;</title>", "", "Fish & chips <3 ☺", true},
+		{"rcdata: tags are text", "<title><b>bold</b></title>", "", "<b>bold</b>", true},
+		{"upper case, attributes", "<HTML><HEAD><TITLE lang=en>Shout</TITLE ></HEAD>", "", "Shout", true},
+		{"title in body", "<body><p>x</p><title>late</title>", "", "late", true},
+		{"first of two", "<title>one</title><title>two</title>", "", "one", true},
+		{"empty title", "<head><title> </title></head>", "", "", true},
+		{"no title", "<html><head></head><body>titles are <b>elsewhere</b></body>", "", "", false},
+		{"svg title is not the title", "<body><svg><title>icon</title></svg><title>real</title>", "", "real", true},
+		{"svg title only", "<body><svg><title>icon</title></svg>", "", "", false},
+		{"in template", "<template><title>no</title></template><title>yes</title>", "", "yes", true},
+		{"commented out first", "<!-- <title>old</title> --><title>new</title>", "", "new", true},
+		{"end tag in a script first", "<script>var s='</title>';</script><title>real</title>", "", "real", true},
+		{"not an end tag", "<title>a</titlex>b</title>", "", "a</titlex>b", true},
+		{"unterminated", "<title>runs to the end", "", "runs to the end", true},
+		{"huge page after the title", "<title>big</title>" + long, "", "big", true},
+		{"huge page before the title", long + "<title>deep</title>", "", "deep", true},
+		{"utf-8 undeclared", "<title>Stra\u00dfe \u2713</title>", "text/html", "Straße ✓", true},
+		{"latin-1 from header", "<title>gr\xf6\xdfe</title>", "text/html; charset=ISO-8859-1", "größe", true},
+		{"windows-1252 from meta", "<meta charset=windows-1252><title>caf\xe9 \x80</title>", "text/html", "café €", true},
+		{"undeclared legacy bytes", "<title>caf\xe9</title>", "text/html", "café", true},
+		{"header wins over meta", "<meta charset=utf-8><title>\xe9</title>", "text/html; charset=latin1", "é", true},
+		{"shift_jis from header", "<title>\x93\xfa\x96\x7b</title>", "text/html; charset=Shift_JIS", "日本", true},
+		{"utf-16 with BOM", utf16le("\ufeff<title>wide</title>"), "text/html", "wide", true},
+		{"invalid utf-8 declared", "<title>a\xffb</title>", "text/html; charset=utf-8", "a\ufffdb", true},
+		{"empty body", "", "text/html", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := htmlTitle([]byte(tc.body), tc.ctype)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("htmlTitle = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// utf16le encodes s as UTF-16 little-endian (ASCII and BMP only, enough for the test).
+func utf16le(s string) string {
+	var b []byte
+	for _, r := range s {
+		b = append(b, byte(r), byte(r>>8))
+	}
+	return string(b)
+}
+
+func TestEndOfFirstTitle(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"<title>a</title>rest", len("<title>a</title>")},
+		{"<title>a</TITLE \n x>rest", len("<title>a</TITLE \n x>")},
+		{"<title>a</title/>", len("<title>a</title/>")},
+		{"<title>a</titles></title>", len("<title>a</titles></title>")},
+		{"<title>a</title", -1},
+		{"<title>a</title ", -1},
+		{"no title", -1},
+	} {
+		if got := endOfFirstTitle([]byte(tc.in)); got != tc.want {
+			t.Errorf("endOfFirstTitle(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestJSONLTitleOnlyForHTML(t *testing.T) {
+	body := []byte("<title>T</title>")
+	for _, tc := range []struct {
+		ctype string
+		want  bool
+	}{
+		{"text/html", true}, {"application/xhtml+xml", true}, {"text/plain", false},
+		{"application/xml", false}, {"", false},
+	} {
+		var buf bytes.Buffer
+		w := NewJSONL(&buf, nil)
+		p := &storage.Page{URL: "http://a.example/", FinalURL: "http://a.example/", Status: 200, ContentType: tc.ctype, Body: body}
+		if err := w.Write(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Contains(buf.Bytes(), []byte(`"title":"T"`)); got != tc.want {
+			t.Errorf("content type %q: title written = %v, want %v: %s", tc.ctype, got, tc.want, buf.Bytes())
+		}
+	}
+}
+
+// TestHTMLTitleParsesOnlyThePrefix: a large page whose title comes first must not be parsed
+// into a DOM as a whole.
+func TestHTMLTitleParsesOnlyThePrefix(t *testing.T) {
+	body := []byte("<!doctype html><head><title>first</title></head><body>" + strings.Repeat("<p><a href=/x>link</a></p>\n", 100_000)) // 2.8 MB
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got, ok := htmlTitle(body, "text/html")
+	runtime.ReadMemStats(&after)
+	if got != "first" || !ok {
+		t.Fatalf("htmlTitle = %q, %v", got, ok)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("htmlTitle allocated %d bytes for a %d-byte page with its title first; want < 1 MiB", alloc, len(body))
 	}
 }

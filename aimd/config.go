@@ -24,16 +24,17 @@ type Config struct {
 	SlowStartFactor   float64
 	SlowStartInterval time.Duration
 
-	// Decrease on Overload or Failure (see the package documentation for the estimate): the
-	// new rate is Beta × the accepted rate (default 0.95), never below MinBeta × the sending
-	// rate (default 0.5: at most one halving per epoch). The plateau the rate then holds is
-	// PlateauFactor × the last accepted sending rate (default 0.98: just under the limit).
+	// Decrease on Overload or Failure (see the package documentation for the measurement): the
+	// new rate is Beta × the measured limit (default 0.97), never below MinBeta × the sending
+	// rate (default 0.5: at most one halving per epoch; also the cut when nothing was
+	// measured). After slow start the plateau the rate returns to is PlateauFactor × the last
+	// accepted sending rate (default 0.98: just under the limit).
 	Beta          float64
 	MinBeta       float64
 	PlateauFactor float64
 
-	// Increase after a decrease, CUBIC-like, on a clock that runs only while the rate is used:
-	// a concave return to the plateau K within ReturnTime (default 2s), then a convex probe above
+	// Increase after a decrease, on a clock that runs only while the rate is used: a linear
+	// return to the plateau K within ReturnTime (default 5s), then a convex (cubic) probe above
 	// it, rate = K·(1 + 0.1·(t/ProbeTime)³), +10% after ProbeTime (default 30s, and at least
 	// ProbeRequests (default 400) requests at the plateau rate, so that slow hosts are probed
 	// no more often per page than fast ones; doubled, up to 4×, each time a refusal recurs at
@@ -78,10 +79,10 @@ const (
 	DefaultMaxWindow         = 8
 	DefaultSlowStartFactor   = 2.0
 	DefaultSlowStartInterval = 250 * time.Millisecond
-	DefaultBeta              = 0.95
+	DefaultBeta              = 0.97
 	DefaultMinBeta           = 0.5
 	DefaultPlateauFactor     = 0.98
-	DefaultReturnTime        = 2 * time.Second
+	DefaultReturnTime        = 5 * time.Second
 	DefaultProbeTime         = 30 * time.Second
 	DefaultProbeRequests     = 400
 	DefaultRestartFactor     = 1.25

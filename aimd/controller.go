@@ -20,15 +20,20 @@ const (
 
 	// slowStartSends: slow start multiplies the rate by SlowStartFactor at most once per this
 	// many requests, so that at low rates feedback arrives before the next step.
-	slowStartSends = 2
+	slowStartSends = 1
 
-	// matureEpoch: an epoch with at least this many outcomes measures its success fraction
-	// without the refusal that ends it.
-	matureEpoch = 8
+	// heldTime: a refusal at or below the rate the last decrease set, after an epoch at least
+	// this long, comes from a level that held: the limit fell.
+	heldTime = 5 * time.Second
 
-	// shortEpoch: an epoch with less activity than this ended quickly; refusals in a row of
-	// such epochs escalate the cut.
-	shortEpoch = 2 * time.Second
+	// minSpan: a refusal measures the limit only over at least this much sending; a shorter
+	// span measures mostly the server's burst, and a refusal ending a shorter epoch says the
+	// last cut was not enough.
+	minSpan = 800 * time.Millisecond
+
+	// burstAllowance: the tokens a server's bucket is assumed to have held beyond the refill
+	// when an epoch began (its burst), subtracted from the successes that measure the limit.
+	burstAllowance = 1.5
 
 	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
 	maxPatience = 4
@@ -36,16 +41,17 @@ const (
 	// searchGap: a plateau more than this factor below PlateauFactor × the last refused rate is
 	// raised toward it by binary search, one step per ReturnTime and per searchSends successes
 	// (a step may draw a refusal; at low rates they must stay rare per page).
-	searchGap   = 1.02
+	searchGap   = 1.25
 	searchSends = 50
+
+	// heldMargin: a refusal at no more than this factor above the rate the last decrease set
+	// came from a level that held: the limit fell.
+	heldMargin = 1.02
 
 	// maxWindowPatience bounds how far the window probe interval is stretched while latency
 	// signals keep bringing the window back to the same size.
 	maxWindowPatience = 16
 )
-
-// escalation caps the factor of a rate cut by the number of short epochs in a row.
-var escalation = [...]float64{1, 0.9, 0.8, 0.65, 0.5}
 
 // Controller learns one host's allowed request rate and concurrency window from the outcomes
 // of finished requests. It is pure: no goroutines, no clock, no I/O; every time comes in as an
@@ -68,15 +74,13 @@ type Controller struct {
 
 	lastDecrease nanos         // congestion signals for requests sent before this are ignored
 	decreasedAt  time.Time     // the same instant, for Stats; zero if none
-	epochSent    int           // outcomes sent at or after lastDecrease
-	epochOK      int           // of which successes
-	streak       int           // refusals in a row that ended short epochs (index into escalation)
+	epochOK      int           // successes sent at or after lastDecrease
 	hi           float64       // rate of the last refusal, while the rate is below it; 0 = unknown
 	lastRefusal  float64       // rate of the last refusal, kept
-	epochActive  time.Duration // time with requests flowing since the last decrease
 	probeTime    time.Duration // current ProbeTime, lengthened while refusals recur at one rate
 	sinceStep    int           // successes since the last decrease or search step
 	searched     bool          // a search step was taken since the last decrease
+	held         float64       // rate set by the last decrease: a refusal at or below it means the limit fell
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
 	latencyWindow  int // the window a latency signal last set
@@ -175,13 +179,9 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	s.conc = c.link(&s) + 1
 	c.samples.push(s)
 
-	c.epochActive += dt
 	stale := s.sent < c.lastDecrease
-	if !stale {
-		c.epochSent++
-		if o.Signal == Success {
-			c.epochOK++
-		}
+	if !stale && o.Signal == Success {
+		c.epochOK++
 	}
 	switch {
 	case o.Signal != Success:
@@ -371,13 +371,12 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	}
 }
 
-// curve is the cubic increase: a concave return from epochRate to the plateau K within
+// curve is the increase: a linear return from epochRate to the plateau K within
 // ReturnTime, then a convex probe K·(1 + 0.1·(t'/ProbeTime)³) above it.
 func (c *Controller) curve() float64 {
 	k, t := c.plateau, c.elapsed.Seconds()
 	if T := c.cfg.ReturnTime.Seconds(); c.epochRate < k && t < T {
-		x := 1 - t/T
-		return k - (k-c.epochRate)*x*x*x
+		return c.epochRate + (k-c.epochRate)*t/T
 	} else if c.epochRate < k {
 		t -= T
 	}
@@ -394,49 +393,51 @@ func (c *Controller) probeSeconds() float64 {
 // startEpoch marks a decrease at now: outcomes of requests sent before now no longer count.
 func (c *Controller) startEpoch(now time.Time) {
 	c.lastDecrease, c.decreasedAt = toNanos(now), now
-	c.epochSent, c.epochOK, c.epochActive = 0, 0, 0
+	c.epochOK = 0
 	c.decreases++
 }
 
 // decreaseRate is the informed decrease on an Overload or Failure outcome s (not stale).
 //
-// The rate that drew the refusal (rs) bounds the limit from above. The newest success sent
-// before it was sent at a rate the host accepted (lo); the share of this epoch's requests that
-// succeeded scales lo to the accepted rate (a token bucket of rate L passes L of r req/s
-// offered). In a short epoch the refused request counts in that share: a refusal right after
-// a decrease (or a pause) is strong evidence. In a long one, and at the end of slow start, it
-// does not: a single refusal at the end of a slow climb says the limit is just below the
-// current rate, not that 1/n of the traffic is refused. The new rate is Beta × accepted, but
-// never below MinBeta × rs.
+// The rate that drew the refusal (rs) bounds the limit from above. What the refusal teaches
+// depends on how the rate got there:
 //
-// Refusals in consecutive short epochs (the last cut was not enough, e.g. a bucket whose
-// burst refills during every Retry-After pause hides the overload at first) escalate the
-// cut: at most ×1, ×0.9, ×0.8, ×0.65, then ×0.5 of rs.
+//   - The end of slow start: the rate doubled past the limit, so the limit lies between about
+//     half of rs and rs. The rate drops to Beta × the success rate of the last RateWindow
+//     (at least Beta × rs/4) and climbs linearly, within ReturnTime, to a plateau of
+//     PlateauFactor × the last accepted rate; the refusal a later climb or search step draws
+//     measures the limit (next case).
+//   - A refusal that ends a climb or probe (sending spanning at least minSpan): a server-side
+//     token bucket of rate L that was full at the epoch's start (the Retry-After pause
+//     refilled it) has passed about L·T plus its burst in T seconds, so the successes sent
+//     since then, less burstAllowance, over T measure L (see epochEstimate). The rate and the
+//     plateau become Beta × that (at least MinBeta × rs): hold there, probe above it slowly.
+//   - A refusal at or below the rate the last decrease set (×heldMargin) after an epoch of at
+//     least heldTime, or one ending an epoch too short to measure: the level that held no
+//     longer does (the limit fell), or the last cut was not enough. Nothing measures the new
+//     limit yet, so the rate halves (MinBeta × rs), as TCP does.
 //
-// The plateau the rate returns to is PlateauFactor × lo (lowered by the escalation), and rs is
-// remembered as the last refused rate: if the plateau lies well below it, grow searches the
-// gap. A refusal at about the same rate as the previous one doubles the probe time (up to
-// 4 × ProbeTime): the limit is where it was, so look above it less often.
+// The rate never rises on a refusal. rs is remembered as the last refused rate: if the plateau
+// lies well below it, grow searches the gap. A refusal at about the same rate as the previous
+// one doubles the probe time (up to 4 × ProbeTime): the limit is where it was, so look above it
+// less often.
 func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	rs := c.sendingRate(s.sent)
 	lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
-	n, short := c.epochSent, c.epochActive < shortEpoch
-	if n >= matureEpoch || c.decreases == 0 {
-		n-- // slow start's refusal ends a climb, like a long epoch's
+	var newRate, plateau float64
+	est, span, epoch := c.epochEstimate(s.sent)
+	switch {
+	case c.slowStart:
+		newRate = c.cfg.Beta * max(c.recentAccepted(s.sent), c.cfg.MinBeta*c.cfg.MinBeta*rs)
+		plateau = c.cfg.PlateauFactor * lo
+	case est > 0 && span >= minSpan && !(epoch >= heldTime && rs <= c.held*heldMargin):
+		newRate = max(c.cfg.Beta*est, c.cfg.MinBeta*rs)
+		plateau = newRate
+	default:
+		newRate = c.cfg.MinBeta * rs
+		plateau = newRate
 	}
-	accepted := lo * min(float64(c.epochOK)/float64(max(n, 1)), 1)
-	if short && c.decreases > 0 {
-		c.streak = min(c.streak+1, len(escalation)-1)
-	} else {
-		c.streak = 0
-	}
-	esc := escalation[c.streak]
-	cut := min(c.cfg.Beta*accepted, esc*rs)
-	newRate := c.clampRate(min(max(cut, c.cfg.MinBeta*rs), c.rate))
-	plateau := c.cfg.PlateauFactor * lo
-	if c.streak >= 2 {
-		plateau *= esc
-	}
+	newRate = c.clampRate(min(newRate, c.rate))
 	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window {
 		// The window was full: failures (timeouts, resets) may be the host's concurrency limit.
 		c.window = max(math.Floor(c.window*c.cfg.Beta), float64(c.cfg.MinWindow))
@@ -457,10 +458,77 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	}
 	c.searched = false
 	c.plateau = max(plateau, newRate)
-	c.epochRate = newRate
+	c.epochRate, c.held = newRate, newRate
 	c.elapsed, c.sinceStep = 0, 0
 	c.slowStart = false
 	c.startEpoch(now)
+}
+
+// epochEstimate measures the limit from the current epoch, for a refusal sent at ts. A token
+// bucket of rate L that was full at t0 and is empty at ts has passed about L·(ts−t0) plus its
+// burst; it was full at the epoch's start (the pause refilled it) and stays full while the rate
+// is below L. So: count the successes sent from t0 to ts, less burstAllowance, over ts−t0;
+// start with t0 = the epoch's first send still remembered (the whole epoch: at low rates a
+// long span is what makes one token of burst a small error), and move t0 up to the first send
+// at a rate at least the estimate (the time below it only refilled a full bucket) while that
+// raises the estimate, keeping ts−t0 at least minSpan. span is the final ts−t0 and epoch the
+// time from the epoch's first send to ts; est is 0 when too little was sent.
+func (c *Controller) epochEstimate(ts nanos) (est float64, span, epoch time.Duration) {
+	first := ts
+	for i := 0; i < c.samples.n; i++ {
+		s := c.samples.back(i)
+		if s.done < c.lastDecrease {
+			break
+		}
+		if s.sent >= c.lastDecrease && s.sent < ts {
+			first = min(first, s.sent)
+		}
+	}
+	epoch = time.Duration(ts - first)
+	from := first
+	for range 4 {
+		ok := 0
+		for i := 0; i < c.samples.n; i++ {
+			s := c.samples.back(i)
+			if s.done < from {
+				break
+			}
+			if s.sent >= from && s.sent < ts && s.sig == Success {
+				ok++
+			}
+		}
+		sp := time.Duration(ts - from)
+		if sp <= 0 || float64(ok) <= burstAllowance {
+			break
+		}
+		e := (float64(ok) - burstAllowance) / sp.Seconds()
+		if e <= est {
+			break
+		}
+		est, span = e, sp
+		next := min(c.hist.firstAtLeast(from, ts, est), ts-nanos(minSpan))
+		if next <= from {
+			break
+		}
+		from = next
+	}
+	return est, span, epoch
+}
+
+// recentAccepted is the success rate over the RateWindow before ts, by send time.
+func (c *Controller) recentAccepted(ts nanos) float64 {
+	from := ts - nanos(c.cfg.RateWindow)
+	ok := 0
+	for i := 0; i < c.samples.n; i++ {
+		s := c.samples.back(i)
+		if s.done < from {
+			break
+		}
+		if s.sent >= from && s.sent < ts && s.sig == Success {
+			ok++
+		}
+	}
+	return float64(ok) / c.cfg.RateWindow.Seconds()
 }
 
 // decreaseWindow is the decrease on a latency signal: the window becomes the concurrency that

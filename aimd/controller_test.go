@@ -94,7 +94,8 @@ func TestConfigDefaults(t *testing.T) {
 	}{
 		{"zero", Config{}, func(c Config) bool {
 			return c.InitialRate == 2 && c.MinRate == 0.1 && c.MaxRate == 1000 && c.InitialWindow == 2 &&
-				c.MinWindow == 1 && c.MaxWindow == 8 && c.SampleWindow == 32 && c.Beta == 0.95 && c.MinBeta == 0.5
+				c.MinWindow == 1 && c.MaxWindow == 8 && c.SampleWindow == 32 && c.Beta == 0.97 && c.MinBeta == 0.5 &&
+				c.ReturnTime == 5*time.Second
 		}},
 		{"max below min", Config{MinRate: 5, MaxRate: 1}, func(c Config) bool { return c.MaxRate == 5 && c.InitialRate == 5 }},
 		{"initial above max", Config{InitialRate: 50, MaxRate: 10}, func(c Config) bool { return c.InitialRate == 10 }},
@@ -104,7 +105,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"max window below min", Config{MinWindow: 4, MaxWindow: 2}, func(c Config) bool { return c.MaxWindow == 4 && c.InitialWindow == 4 }},
 		{"sample window floor", Config{SampleWindow: 5}, func(c Config) bool { return c.SampleWindow == 20 }},
 		{"bad factors", Config{Beta: 1.5, MinBeta: -1, SlowStartFactor: 0.5, LatencyFactor: 0.9, RestartFactor: 1}, func(c Config) bool {
-			return c.Beta == 0.95 && c.MinBeta == 0.5 && c.SlowStartFactor == 2 && c.LatencyFactor == 1.2 && c.RestartFactor == 1.25
+			return c.Beta == 0.97 && c.MinBeta == 0.5 && c.SlowStartFactor == 2 && c.LatencyFactor == 1.2 && c.RestartFactor == 1.25
 		}},
 		{"NaN rate", Config{InitialRate: math.NaN()}, func(c Config) bool { return c.InitialRate == 2 }},
 	}
@@ -247,7 +248,7 @@ func TestOverloadDecrease(t *testing.T) {
 	}{
 		{"first refusal: Beta × accepted", Config{}, func(d *driver) {
 			d.refuse(Overload)
-		}, 9.5, 1, 1},
+		}, 9.7, 1, 1},
 		{"Beta configurable", Config{Beta: 0.9}, func(d *driver) {
 			d.refuse(Overload)
 		}, 9, 1, 1},
@@ -259,13 +260,26 @@ func TestOverloadDecrease(t *testing.T) {
 				s := sent.Add(time.Duration(i) * 100 * time.Millisecond)
 				d.c.Observe(sent.Add(300*time.Millisecond+time.Duration(i)), Outcome{Signal: Overload, Sent: s, Latency: time.Millisecond})
 			}
-		}, 9.5, 1, 3},
-		{"refusal right after a decrease: share of the short epoch, escalated", Config{}, func(d *driver) {
-			d.refuse(Overload)        // 10 → 9.5
+		}, 9.7, 1, 3},
+		{"refusal ending an epoch too short to measure: halve", Config{}, func(d *driver) {
+			d.refuse(Overload)        // 10 → 9.7
 			d.now = d.now.Add(sec(1)) // a Retry-After pause
 			d.send(Success)           // first request after the pause passes
-			d.refuse(Overload)        // second is refused: half of the epoch accepted
-		}, 0.5 * 9.5, 2, 2},
+			d.refuse(Overload)        // second is refused, 0.1s into the epoch
+		}, 0.5 * 9.7, 2, 2},
+		{"refusal ending a climb: Beta × measured limit", Config{}, func(d *driver) {
+			d.refuse(Overload)        // 10 → 9.7, plateau 9.8
+			d.now = d.now.Add(sec(1)) // a Retry-After pause
+			d.run(sec(2))             // 20 successes sent in 2s, climbing toward 9.8
+			d.refuse(Overload)        // refused 2.05s after the epoch's first send
+		}, 0.97 * (20 - 1.5) / 2.05, 2, 2}, // Beta × (successes − burst allowance) / span
+		{"refusal at a level that held 5s: the limit fell, halve", Config{}, func(d *driver) {
+			d.c.cfg.ReturnTime = 100 * time.Millisecond
+			d.refuse(Overload)        // 10 → 9.7, plateau 9.8, back there at once
+			d.now = d.now.Add(sec(1)) // a Retry-After pause
+			d.run(sec(6))
+			d.refuse(Overload) // refused at 9.8 ≤ 1.02 × 9.7
+		}, 0.5 * 9.8, 2, 2},
 		{"MinRate floor", Config{MinRate: 8}, func(d *driver) {
 			for i := 0; i < 5; i++ {
 				d.refuse(Overload)
@@ -274,7 +288,7 @@ func TestOverloadDecrease(t *testing.T) {
 		}, 8, 5, 5},
 		{"failure decreases like overload", Config{}, func(d *driver) {
 			d.refuse(Failure)
-		}, 9.5, 1, 0},
+		}, 9.7, 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,8 +356,8 @@ func TestReturnThenProbe(t *testing.T) {
 			c.cfg.MaxRate = 1000 // let it grow again
 			d.refuse(Overload)
 			st := c.Stats()
-			if !near(st.Rate, 9.5, 0.01) || !near(st.Plateau, 9.8, 0.01) {
-				t.Fatalf("after the refusal rate %.3f plateau %.3f, want 9.5 and 9.8", st.Rate, st.Plateau)
+			if !near(st.Rate, 9.7, 0.01) || !near(st.Plateau, 9.8, 0.01) {
+				t.Fatalf("after the refusal rate %.3f plateau %.3f, want 9.7 and 9.8", st.Rate, st.Plateau)
 			}
 			d.now = d.now.Add(sec(1)) // pause: must not count toward the curve
 			d.run(c.cfg.ReturnTime + 100*time.Millisecond)
@@ -389,8 +403,10 @@ func TestPatience(t *testing.T) {
 }
 
 func TestSearchAfterOvercut(t *testing.T) {
-	// Three refusals in a row right after each decrease escalate the cut far below the limit;
-	// the plateau is then raised by binary search toward the last refused rate.
+	// Refusals right after each decrease (epochs too short to measure) halve the rate each
+	// time, far below the limit; the plateau is then raised by binary search toward the last
+	// refused rate, one step per ReturnTime, until it is within searchGap of it. The slow cubic
+	// probe alone would take minutes to get there.
 	c, d := settled(Config{})
 	c.cfg.MaxRate = 1000
 	for i := 0; i < 3; i++ {
@@ -403,8 +419,11 @@ func TestSearchAfterOvercut(t *testing.T) {
 	d.run(time.Minute)
 	r := c.Rate()
 	t.Logf("rate %.2f after the cascade, %.2f a minute later; last refused %.2f", low, r, hi)
-	if r < 0.95*hi || low > 0.8*hi {
-		t.Errorf("rate %.2f after the cascade, %.2f a minute later; last refused %.2f", low, r, hi)
+	if low > 0.6*hi {
+		t.Fatalf("setup: rate %.2f after the cascade is not an overcut of %.2f", low, hi)
+	}
+	if r < DefaultPlateauFactor*hi/searchGap || r > hi {
+		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, searchGap, DefaultPlateauFactor, hi)
 	}
 }
 

@@ -21,23 +21,36 @@
 // At most one decrease happens per congestion epoch, as in TCP: a signal about a request sent
 // before the last decrease belongs to the epoch that decrease already answered.
 //
-// # Rate: informed decrease, cubic return, slow probe
+// # Rate: measured decrease, linear return, slow probe
 //
-// A server-side token bucket of rate L answers requests beyond L with an immediate 429, so the
-// refusal tells us we were above L, the success before it that we were (about) under it, and
-// the share of an epoch's requests that succeeded scales the sending rate to the accepted rate
-// (≈ L). After a refusal the rate drops to just under that measurement (×0.95), returns within
-// ReturnTime to a plateau just under the last accepted rate (×0.98) and holds there, probing
-// above it with a slow cubic curve, so it sits just under the limit instead of riding TCP's 75%
-// sawtooth, and still finds a limit that rises. The probe is slow because every over-limit
-// reply costs a Retry-After pause, and slower still (up to 4×) while refusals keep coming at the
-// same rate. When several refusals come in a row shortly after each decrease (a limit that just
-// dropped, or a bucket burst that refilled during the pause and hid the overload), the cuts
-// escalate toward halving. A plateau left well below the last refused rate is raised by binary
-// search, so an over-cautious cut costs seconds, not minutes.
+// A server-side token bucket of rate L and burst b answers requests beyond L with an immediate
+// 429. A Retry-After pause refills it, so a bucket that refuses T seconds into an epoch has
+// passed about L·T + b requests since the pause: the refusal measures L as (successes sent in
+// the epoch − 1.5) ÷ T, where 1.5 stands for the unknown burst and the start of the span is
+// moved up to where the rate first reached the estimate (time below L only refilled a full
+// bucket), and the span is at least 0.8 s. The span otherwise runs back to the epoch's start:
+// at 2 req/s a 5 s span holds 10 requests, and one token of burst would be a 10% error. The
+// rate and the plateau become Beta (0.97) × that measurement: the controller holds just under
+// the limit instead of riding TCP's 75% sawtooth, and probes above it with a slow cubic curve,
+// so it still finds a limit that rises. The probe is slow because every over-limit reply costs
+// a Retry-After pause, and slower still (up to 4×) while refusals keep coming at the same rate.
 //
-// Slow start multiplies the rate (×2 per 250ms, and at most per two requests, at low rates)
+// Slow start's refusal measures little (the rate doubled past the limit): the rate drops to
+// Beta × the success rate of the last second (at least a quarter of the refused rate) and
+// climbs linearly within ReturnTime (5 s) to just under the last accepted rate. A refusal that
+// ends an epoch too short to measure (the last cut was not enough), or one at or below the
+// level the last decrease set after that level held 5 s (the limit fell), halves the rate, as
+// TCP does. A plateau left more than 1.25× below the last refused rate is raised by binary
+// search, one step per ReturnTime and 50 successes, so an over-cautious cut costs seconds, not
+// minutes.
+//
+// Slow start multiplies the rate (×2 per 250ms, and at most once per request at low rates)
 // while it is actually used, until the first congestion signal.
+//
+// Known limits: the 1.5-token allowance holds a burst-1 host a few percent under L; and a
+// climb through the limit (a search step's linear ramp) is measured low, since part of its
+// span was below L: on a burst-1 host at 5 req/s that costs ~20%, which the search does not
+// win back (it stops within 1.25×).
 //
 // # Window: Little's law
 //

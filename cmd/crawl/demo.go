@@ -1,13 +1,20 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
+	"time"
 
+	"github.com/crawl-project/crawl/internal/report"
 	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/storage"
 )
 
 func init() {
@@ -20,9 +27,13 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crawl demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("data", "", "data directory for the demo crawl (default: a new temporary directory)")
-	quiet := fs.Bool("quiet", false, "no progress line")
+	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if err := out.validate(); err != nil {
+		fmt.Fprintf(stderr, "crawl demo: %v\n", err)
 		return exitUsage
 	}
 	if *dir == "" {
@@ -33,7 +44,8 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		*dir = d
 	}
-	web, err := simweb.Start(simweb.DemoWeb(), nil)
+	specs := simweb.DemoWeb()
+	web, err := simweb.Start(specs, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl demo: starting the simulated web: %v\n", err)
 		return exitRuntime
@@ -43,10 +55,50 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	cfg.Seeds = web.Seeds()
 	fmt.Fprintf(stdout, "simulated web: %d hosts on loopback, each with a rate limit the crawler is not told\n", len(cfg.Seeds))
 	fmt.Fprintf(stdout, "crawling into %s\n\n", *dir)
-	code := crawl(*cfg, *quiet, stdout, stderr)
+	// The demo is short: sample four times a second so the report's charts show the sawtooth.
+	cfg.StatusEvery = 250 * time.Millisecond
+	if err := labelHosts(*dir, web, specs); err != nil {
+		fmt.Fprintf(stderr, "crawl demo: %v\n", err)
+	}
+	code := crawl(*cfg, out, stdout, stderr)
 	printWebStats(stdout, web)
-	fmt.Fprintf(stdout, "\nnext: crawl status --data %s    crawl export --data %s --format jsonl --out pages.jsonl\n", *dir, *dir)
+	if path, err := writeReport(*dir, filepath.Join(*dir, "report.html")); err != nil {
+		fmt.Fprintf(stderr, "crawl demo: report: %v\n", err)
+	} else {
+		fmt.Fprintf(stdout, "\nreport with per-host charts (opens offline in any browser):\n  %s\n", (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String())
+	}
+	fmt.Fprintf(stdout, "\nnext: crawl status --data %s    crawl report --data %s --out report.html\n      crawl export --data %s --format jsonl --out pages.jsonl\n", *dir, *dir, *dir)
 	return code
+}
+
+// labelHosts records the simulated hosts' names and hidden limits in the store, so the report
+// shows "news (limit 20/s)" rather than 127.0.0.1:PORT.
+func labelHosts(dir string, web *simweb.Web, specs []simweb.HostSpec) error {
+	db, err := storage.Open(dir, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	labels := map[string]string{}
+	if b, ok, err := db.Meta(report.LabelsMeta); err == nil && ok {
+		_ = json.Unmarshal(b, &labels) // a bad record is replaced
+	}
+	for _, spec := range specs {
+		u, err := url.Parse(web.URL(spec.Name))
+		if err != nil {
+			continue
+		}
+		label := spec.Name + " (no limit"
+		if spec.Limit > 0 {
+			label = fmt.Sprintf("%s (limit %g/s", spec.Name, spec.Limit)
+		}
+		if spec.Workers > 0 {
+			label += fmt.Sprintf(", %d workers", spec.Workers)
+		}
+		labels[urlnorm.HostKey(u)] = label + ")"
+	}
+	b, _ := json.Marshal(labels)
+	return db.PutMeta(report.LabelsMeta, b)
 }
 
 // printWebStats shows the simulated servers' own counters: the ground truth on politeness.

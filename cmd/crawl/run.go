@@ -40,6 +40,7 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	fs.StringVar(&cfg.Scope, "scope", cfg.Scope, "what is in scope: host (the seeds' hosts) or domain (their registrable domains)")
 	fs.IntVar(&cfg.MaxDepth, "max-depth", cfg.MaxDepth, "most link hops from a seed (-1: unlimited)")
 	fs.IntVar(&cfg.MaxPages, "max-pages", cfg.MaxPages, "stop after this many pages fetched, all runs together (0: unlimited)")
+	fs.IntVar(&cfg.MaxHostPages, "max-host-pages", cfg.MaxHostPages, "most URLs of one host queued for fetching, all runs together; further links to it are excluded as limit (0: unlimited)")
 	fs.StringVar(&cfg.UserAgent, "user-agent", cfg.UserAgent, "User-Agent header; its first word is the robots.txt product token")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "most requests in flight overall")
 	fs.IntVar(&cfg.HostConcurrency, "host-concurrency", cfg.HostConcurrency, "most requests in flight to one host")
@@ -62,7 +63,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	seeds := fs.String("seeds", "", "seed file: one URL per line, # comments (optional when resuming)")
 	dir := fs.String("data", "", "data directory holding the crawl store (created if missing)")
-	quiet := fs.Bool("quiet", false, "no progress line")
+	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -98,28 +99,38 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
-	return crawl(*cfg, *quiet, stdout, stderr)
+	if err := out.validate(); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
+	return crawl(*cfg, out, stdout, stderr)
 }
 
 // crawl runs one crawl to its end with signal handling and prints the summary.
-func crawl(cfg crawler.Config, quiet bool, stdout, stderr io.Writer) int {
+func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(stderr)
 	defer stop()
-	if !quiet {
-		cfg.Progress = progressPrinter(stderr)
-	}
-	c, err := crawler.Open(cfg)
+	w, err := out.watch(&cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return exitRuntime
 	}
+	defer w.close()
+	c, err := crawler.Open(cfg)
+	if errors.Is(err, crawler.ErrUsage) {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		return exitRuntime
+	}
+	w.attach(c)
 	sum, runErr := c.Run(ctx)
 	if err := c.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
-	if !quiet {
-		fmt.Fprintln(stderr)
-	}
+	w.finish()
 	if sum != nil {
 		printSummary(stdout, sum)
 		if sum.StopReason == "deferred" {
@@ -162,48 +173,6 @@ func interruptible(stderr io.Writer) (context.Context, func()) {
 func storeExists(dir string) bool {
 	_, err := os.Stat(dir + "/crawl.db")
 	return err == nil
-}
-
-// progressPrinter returns a Progress hook: one live line on a terminal, a plain line every
-// ten seconds otherwise.
-func progressPrinter(w io.Writer) func(crawler.Status) {
-	tty := isTerminal(w)
-	start := time.Now()
-	var last time.Time
-	lastFetched := -1
-	return func(st crawler.Status) {
-		if !tty && time.Since(last) < 10*time.Second && st.Running {
-			return
-		}
-		rate := 0.0
-		if lastFetched >= 0 && !last.IsZero() {
-			rate = float64(st.Fetched-lastFetched) / time.Since(last).Seconds()
-		}
-		last, lastFetched = time.Now(), st.Fetched
-		paused, over := 0, 0
-		for _, h := range st.Hosts {
-			if h.PausedUntil != nil {
-				paused++
-			}
-			over += h.OverLimit
-		}
-		line := fmt.Sprintf("%s  fetched %d (%.1f/s)  queued %d  in flight %d  failed %d  excluded %d  hosts %d (%d paused)  over-limit %d",
-			time.Since(start).Round(time.Second), st.Fetched, rate, st.Queued, st.InFlight, st.Failed, st.Excluded, len(st.Hosts), paused, over)
-		if tty {
-			fmt.Fprintf(w, "\r\033[K%s", line)
-		} else {
-			fmt.Fprintln(w, line)
-		}
-	}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func printSummary(w io.Writer, s *crawler.Summary) {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/internal/retry"
@@ -25,6 +27,9 @@ type Config struct {
 	Exclude  []*regexp.Regexp
 	MaxDepth int // link hops from a seed; < 0 means unlimited
 	MaxPages int // stop after this many fetched pages (all runs together); 0 means unlimited
+	// MaxHostPages caps the URLs of one host ever queued (so fetched); further links to the host
+	// are excluded with reason "limit". It bounds infinite URL spaces. 0 means unlimited.
+	MaxHostPages int
 
 	UserAgent       string
 	Workers         int           // global cap on requests in flight
@@ -84,6 +89,12 @@ func Defaults() Config {
 	}
 }
 
+// maxWorkers bounds --workers and --host-concurrency: far above what one process can use, low
+// enough that what is sized by them stays small.
+const maxWorkers = 100_000
+
+func badRate(r float64) bool { return math.IsNaN(r) || math.IsInf(r, 0) }
+
 // Validate reports the first impossible setting, naming the flag it comes from.
 func (c *Config) Validate() error {
 	switch {
@@ -91,10 +102,22 @@ func (c *Config) Validate() error {
 		return errors.New("--data is required")
 	case c.Scope != "host" && c.Scope != "domain":
 		return fmt.Errorf("--scope must be host or domain, not %q", c.Scope)
-	case c.Workers < 1:
-		return fmt.Errorf("--workers must be at least 1, not %d", c.Workers)
-	case c.HostConcurrency < 1:
-		return fmt.Errorf("--host-concurrency must be at least 1, not %d", c.HostConcurrency)
+	case c.Workers < 1 || c.Workers > maxWorkers:
+		return fmt.Errorf("--workers must be between 1 and %d, not %d", maxWorkers, c.Workers)
+	case c.HostConcurrency < 1 || c.HostConcurrency > maxWorkers:
+		return fmt.Errorf("--host-concurrency must be between 1 and %d, not %d", maxWorkers, c.HostConcurrency)
+	case c.MaxDepth < -1:
+		return fmt.Errorf("--max-depth must be -1 (unlimited) or more, not %d", c.MaxDepth)
+	case c.MaxHostPages < 0:
+		return fmt.Errorf("--max-host-pages must not be negative, not %d", c.MaxHostPages)
+	case badRate(c.MinRate):
+		return fmt.Errorf("--min-rate must be a finite number, not %g", c.MinRate)
+	case badRate(c.MaxRate):
+		return fmt.Errorf("--max-rate must be a finite number, not %g", c.MaxRate)
+	case badRate(c.InitialRate):
+		return fmt.Errorf("--initial-rate must be a finite number, not %g", c.InitialRate)
+	case c.RobotsTTL < 0:
+		return fmt.Errorf("--robots-ttl must not be negative, not %v", c.RobotsTTL)
 	case c.Timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, not %v", c.Timeout)
 	case c.MaxBody < 1:
@@ -109,6 +132,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--initial-rate must be positive, not %g", c.InitialRate)
 	case c.UserAgent == "":
 		return errors.New("--user-agent must not be empty")
+	case strings.ContainsFunc(c.UserAgent, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return fmt.Errorf("--user-agent must not contain control characters: %q", c.UserAgent)
 	case c.Retry.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
 	}

@@ -29,6 +29,11 @@ import (
 // Everything fetched so far is committed; running the crawl again resumes it.
 var ErrInterrupted = errors.New("crawl interrupted")
 
+// ErrUsage is returned (wrapped) by Open when the configuration does not fit the store: a
+// --scope other than the one the store was crawled with, or no seeds for a store that holds no
+// URL to resume. The command line should say so and exit as for a usage error.
+var ErrUsage = errors.New("usage error")
+
 // Crawler is one crawl over one data directory. Open it, Run it once, Close it.
 type Crawler struct {
 	cfg    Config
@@ -69,7 +74,7 @@ func Open(cfg Config) (*Crawler, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr, err := frontier.Open(db, nil)
+	fr, err := frontier.Open(db, &frontier.Options{HostBudget: cfg.MaxHostPages})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -103,6 +108,11 @@ func Open(cfg Config) (*Crawler, error) {
 	if err := c.addSeeds(cfg.Seeds); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cn := fr.Counts(); cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
+		// e.g. the first run was killed before its seeds were committed
+		db.Close()
+		return nil, fmt.Errorf("%s holds no URL to resume; give --seeds FILE (%w)", cfg.Dir, ErrUsage)
 	}
 	return c, nil
 }
@@ -189,7 +199,7 @@ func (c *Crawler) loadScope() error {
 		return fmt.Errorf("store %s: bad scope record: %w", c.cfg.Dir, err)
 	}
 	if m.Mode != c.cfg.Scope {
-		return fmt.Errorf("store %s was crawled with --scope %s; run it again with --scope %s", c.cfg.Dir, m.Mode, m.Mode)
+		return fmt.Errorf("store %s was crawled with --scope %s; run it again with --scope %s (%w)", c.cfg.Dir, m.Mode, m.Mode, ErrUsage)
 	}
 	for _, k := range m.Allowed {
 		c.scope.Allowed[k] = true

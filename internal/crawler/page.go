@@ -46,6 +46,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	if err != nil {
 		cl := classifyErr(err)
 		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
+		c.observeRequest(RequestEvent{Host: l.Host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
 		c.setLastErr(l.Host, fmt.Sprintf("%s: %v", cl.Reason, err))
 		if cl.Retryable {
 			return c.retryOrFail(l, cl.Reason, err.Error(), 0, 0, now)
@@ -54,6 +55,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	}
 	cl := retry.ClassifyStatus(resp.Status)
 	t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent, Latency: resp.HeaderLatency})
+	c.observeRequest(RequestEvent{Host: l.Host, Status: resp.Status, Latency: now.Sub(sent)})
 	wait := c.honourRetryAfter(l.Host, resp, now)
 	if cl.Retryable {
 		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
@@ -74,12 +76,17 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	switch {
 	case resp.Status >= 300 && resp.Status < 400 && resp.Location != nil:
 		c.follow(&res, l, resp.Location)
+	case resp.Status >= 300 && resp.Status < 400 && resp.LocationErr != nil:
+		unusable(&res, l.URL, resp.Header.Get("Location"), resp.LocationErr, l.Depth, l.Hops+1)
 	case resp.Status >= 200 && resp.Status < 300:
 		links := fetch.ExtractLinks(u, resp.Header, resp.ContentType, resp.Body, c.agent)
 		p.NoIndex = links.NoIndex
 		for _, lk := range links.Links {
 			e := frontier.Entry{URL: lk.URL.String(), Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
 			c.consider(&res, e, lk.URL, lk.NoFollow)
+		}
+		for _, sk := range links.Skipped {
+			unusable(&res, l.URL, sk.Ref, sk.Err, l.Depth+1, 0)
 		}
 	}
 	return res
@@ -129,7 +136,8 @@ func (c *Crawler) retryOrFail(l frontier.Lease, reason, detail string, status in
 			Detail: fmt.Sprintf("%s (after %d attempts)", detail, attempts)}
 	}
 	delay := c.retryDelay(attempts-1, retryAfter)
-	if !c.budget(l.Host).Withdraw(now) || !c.global.Withdraw(now) {
+	c.observeRetry(l.Host, reason)
+	if !c.withdrawRetry(l.Host, now) {
 		delay = max(delay, c.cfg.Retry.Cap)
 		reason += " (retry budget empty: deferred)"
 	}

@@ -207,6 +207,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		if err != nil {
 			cl := classifyErr(err)
 			t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
+			c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, ErrKind: cl.Reason, Latency: now.Sub(sent)})
 			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
 			break
 		}
@@ -220,6 +221,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			signal = aimd.Success
 		}
 		t.Done(now, aimd.Outcome{Signal: signal, Sent: sent, Latency: resp.HeaderLatency})
+		c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, Status: resp.Status, Latency: now.Sub(sent)})
 		e.Status = resp.Status
 		e.Body = resp.Body
 		if len(e.Body) > robotsMaxBytes {
@@ -227,7 +229,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		}
 		if resp.Status >= 300 && resp.Status < 400 && resp.Location != nil && hop < robotsMaxHops {
 			u = resp.Location
-			if t, err = c.reg.Wait(ctx, urlnorm.HostKey(u)); err != nil {
+			if t, err = c.waitAdmit(ctx, urlnorm.HostKey(u)); err != nil {
 				e.Status, e.Body, e.Err = 0, nil, fmt.Sprintf("robots.txt redirect to %s: %v", u, err)
 				break
 			}

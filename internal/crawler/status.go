@@ -27,6 +27,9 @@ type Status struct {
 	FailedBy   map[string]int `json:"failed_by"`
 	ExcludedBy map[string]int `json:"excluded_by"`
 	Hosts      []HostStatus   `json:"hosts"` // sorted by pages fetched, most first
+	// Run holds the running crawl's request counters since it started (absent when no crawl
+	// process made requests: crawl status on a stopped store).
+	Run *RunCounters `json:"run,omitempty"`
 }
 
 // HostStatus is one host's line in Status.
@@ -98,6 +101,7 @@ func (c *Crawler) snapshot(running bool) Status {
 		Fetched: cn.Fetched, Failed: cn.Failed, Excluded: cn.Excluded, Queued: cn.Queued, InFlight: cn.InFlight,
 		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy,
 	}
+	st.Run = c.ob.run(running)
 	gates := map[string]hostlimit.HostStats{}
 	for _, h := range c.reg.Stats(now) {
 		gates[h.Host] = h
@@ -131,6 +135,7 @@ func (c *Crawler) publishStatus(running bool) {
 	if err := writeStatus(c.cfg.Dir, st); err != nil {
 		c.log.Warn("cannot write status file", "err", err)
 	}
+	c.observed(st)
 	if c.cfg.Progress != nil {
 		c.cfg.Progress(st)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/andybalholm/brotli"
@@ -58,7 +59,11 @@ func decodeBody(body io.Reader, ce []string, max int64) (b []byte, truncated boo
 		r = dr
 	}
 	var buf bytes.Buffer
-	_, err = buf.ReadFrom(io.LimitReader(r, max+1))
+	limit := max
+	if limit < math.MaxInt64 {
+		limit++ // one byte more tells a body of exactly max bytes from a longer one
+	}
+	_, err = buf.ReadFrom(io.LimitReader(r, limit))
 	b = buf.Bytes()
 	if int64(len(b)) > max {
 		b, truncated = b[:max], true

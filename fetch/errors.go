@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -122,7 +123,8 @@ func classify(err error, gotConn bool) ErrorKind {
 }
 
 // isTLS reports whether err comes from the TLS handshake or certificate
-// checks. crypto/tls returns many handshake failures as plain errors whose
+// checks, or is net/http's report that an https URL got a plain-HTTP
+// answer. crypto/tls returns many handshake failures as plain errors whose
 // text starts with "tls: ", hence the fallback on the message.
 func isTLS(err error) bool {
 	var (
@@ -134,6 +136,9 @@ func isTLS(err error) bool {
 		hostErr  x509.HostnameError
 		invErr   x509.CertificateInvalidError
 	)
+	if errors.Is(err, http.ErrSchemeMismatch) {
+		return true // an https URL on a port that speaks plain HTTP
+	}
 	if errors.As(err, &recErr) || errors.As(err, &alertErr) || errors.As(err, &verErr) ||
 		errors.As(err, &echErr) || errors.As(err, &uaErr) || errors.As(err, &hostErr) ||
 		errors.As(err, &invErr) {

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -43,6 +46,7 @@ func TestClassify(t *testing.T) {
 		{"alert", urlErr(&net.OpError{Op: "remote error", Err: tls.AlertError(40)}), false, TLS},
 		{"record header", urlErr(tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}), false, TLS},
 		{"tls text", urlErr(errors.New("tls: handshake failure")), false, TLS},
+		{"plain HTTP on https", urlErr(http.ErrSchemeMismatch), true, TLS},
 		{"decode", fmt.Errorf("%w: gzip: bad header", errDecode), true, Protocol},
 		{"malformed after connect", urlErr(errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP response "x"`)), true, Protocol},
 		{"net error after connect", urlErr(&net.OpError{Op: "read", Err: errors.New("weird")}), true, Other},
@@ -77,5 +81,14 @@ func TestErrorKindString(t *testing.T) {
 	e := &Error{Kind: Timeout, URL: "http://a/", Err: errTimeout}
 	if e.Error() != "fetch http://a/: timeout: fetch: request timeout exceeded" || !errors.Is(e, errTimeout) {
 		t.Errorf("Error() = %q", e.Error())
+	}
+}
+
+// TestMaxBodyNoOverflow: a MaxBody of math.MaxInt64 keeps the whole body (reading max+1 bytes
+// to detect a cut must not overflow into a limit of nothing).
+func TestMaxBodyNoOverflow(t *testing.T) {
+	b, truncated, _, err := decodeBody(strings.NewReader("hello"), nil, math.MaxInt64)
+	if err != nil || truncated || string(b) != "hello" {
+		t.Errorf("decodeBody = %q, %v, %v; want hello, false, nil", b, truncated, err)
 	}
 }

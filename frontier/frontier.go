@@ -88,8 +88,15 @@ type Result struct {
 	NotBefore time.Time     // Retry: not leased again before this (persisted)
 }
 
-// Options configure Open. There are none yet; nil means the defaults.
-type Options struct{}
+// Options configure Open; nil means the defaults.
+type Options struct {
+	// HostBudget, if positive, caps the URLs of one host that are ever queued: once a host's
+	// queued, fetched and failed URLs together number HostBudget, further unseen URLs of that
+	// host given to Add or in Result.Links are recorded as excluded with ReasonLimit instead of
+	// queued, in the same transaction. It bounds infinite URL spaces (calendars, session ids in
+	// links) per host. URLs already queued are not affected. Zero means no cap.
+	HostBudget int
+}
 
 // Counts are the frontier's totals. Every URL ever learned is counted in exactly one of
 // Queued, Fetched, Failed and Excluded.
@@ -138,6 +145,7 @@ type Frontier struct {
 	db       *storage.DB
 	bolt     *bbolt.DB
 	readOnly bool
+	budget   int // Options.HostBudget
 
 	leaseMu   sync.Mutex   // serializes Lease, so that no two leases pick the same key
 	promoteMu sync.Mutex   // serializes promotions of delayed URLs
@@ -186,6 +194,9 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 		ready:      make(map[string]struct{}),
 		failedBy:   make(map[string]int),
 		excludedBy: make(map[string]int),
+	}
+	if opts != nil && opts.HostBudget > 0 {
+		f.budget = opts.HostBudget
 	}
 	if !f.readOnly {
 		if err := f.bolt.Update(func(tx *bbolt.Tx) error {

@@ -3,6 +3,7 @@ package frontier
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -90,12 +91,51 @@ func addCounter(b *bbolt.Bucket, name string, n int) error {
 
 // txn is one write transaction's view of the frontier's buckets.
 type txn struct {
-	seen, queue, delayed *bbolt.Bucket
-	d                    *delta
+	seen, queue, delayed, hosts *bbolt.Bucket
+	d                           *delta
+	budget                      int                   // Options.HostBudget; 0: none
+	stored                      map[string]hostCounts // host counters on disk, read once per transaction
+	// added holds the seen records of new URLs until flush writes them in key order: bbolt
+	// inserts into a node's sorted slice, so a page's many links put in document order would
+	// cost time quadratic in their number (a page with 100 000 links took seconds).
+	added map[string][]byte
+}
+
+// seenGet returns the seen record of key sk, including one added by this transaction.
+func (t *txn) seenGet(sk []byte) []byte {
+	if v, ok := t.added[string(sk)]; ok {
+		return v
+	}
+	return t.seen.Get(sk)
+}
+
+// add records a new URL's seen record, to be written by flush.
+func (t *txn) add(sk, v []byte) {
+	if t.added == nil {
+		t.added = make(map[string][]byte)
+	}
+	t.added[string(sk)] = v
+}
+
+// flush writes the added seen records in key order; call it once, before the counters.
+func (t *txn) flush() error {
+	keys := make([]string, 0, len(t.added))
+	for k := range t.added {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := t.seen.Put([]byte(k), t.added[k]); err != nil {
+			return err
+		}
+	}
+	t.added = nil
+	return nil
 }
 
 func newTxn(tx *bbolt.Tx, d *delta) *txn {
-	t := &txn{seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), delayed: tx.Bucket(bucketDelayed), d: d}
+	t := &txn{seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), delayed: tx.Bucket(bucketDelayed),
+		hosts: tx.Bucket(bucketHosts), d: d}
 	// Keys of the queue (per host) and of the delayed set (by time) mostly grow: pack their
 	// pages fuller than the default half when they split. (The setting lasts one transaction.)
 	t.queue.FillPercent, t.delayed.FillPercent = appendFill, appendFill
@@ -104,11 +144,43 @@ func newTxn(tx *bbolt.Tx, d *delta) *txn {
 
 const appendFill = 0.9
 
+// used returns how much of its budget host has spent: its queued, fetched and failed URLs, as
+// stored before this transaction plus what the transaction changed so far.
+func (t *txn) used(host string) (int, error) {
+	c, ok := t.stored[host]
+	if !ok {
+		var err error
+		if c, err = decodeHostCounts(t.hosts.Get(hostBucketKey(host))); err != nil {
+			return 0, fmt.Errorf("%w: host %q: %v", ErrCorrupt, host, err)
+		}
+		if t.stored == nil {
+			t.stored = make(map[string]hostCounts)
+		}
+		t.stored[host] = c
+	}
+	if d := t.d.hosts[host]; d != nil {
+		c.add(d)
+	}
+	return c.Queued + c.Fetched + c.Failed, nil
+}
+
 // enqueue records e as queued and appends it to its host's queue, unless it was seen before.
+// Over the host budget, e is recorded as excluded (ReasonLimit) instead and false is returned.
 func (t *txn) enqueue(e Entry) (bool, error) {
 	sk := seenKey(e.URL)
-	if t.seen.Get(sk) != nil {
+	if t.seenGet(sk) != nil {
 		return false, nil
+	}
+	if t.budget > 0 {
+		n, err := t.used(e.Host)
+		if err != nil {
+			return false, err
+		}
+		if n >= t.budget {
+			_, err := t.exclude(Exclusion{Entry: e, Reason: ReasonLimit,
+				Detail: fmt.Sprintf("host budget of %d URLs reached", t.budget)})
+			return false, err
+		}
 	}
 	seq, err := t.queue.NextSequence()
 	if err != nil {
@@ -119,9 +191,7 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 		return false, err
 	}
 	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, parent: e.Parent}
-	if err := t.seen.Put(sk, r.encode()); err != nil {
-		return false, err
-	}
+	t.add(sk, r.encode())
 	t.d.host(e.Host).Queued++
 	return true, nil
 }
@@ -129,14 +199,12 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 // exclude records x as excluded, unless its URL was seen before.
 func (t *txn) exclude(x Exclusion) (bool, error) {
 	sk := seenKey(x.URL)
-	if t.seen.Get(sk) != nil {
+	if t.seenGet(sk) != nil {
 		return false, nil
 	}
 	r := record{state: stExcluded, depth: x.Depth, hops: x.Hops, host: x.Host, parent: x.Parent, reason: x.Reason,
 		detail: truncate(x.Detail, maxDetail)}
-	if err := t.seen.Put(sk, r.encode()); err != nil {
-		return false, err
-	}
+	t.add(sk, r.encode())
 	t.d.host(x.Host).Excluded++
 	t.d.excludedBy[x.Reason]++
 	return true, nil
@@ -160,7 +228,8 @@ func validExclusion(x Exclusion) error {
 }
 
 // Add enqueues the entries whose URLs were never seen, in order, in one transaction, and returns
-// how many it enqueued. Duplicates within entries count once.
+// how many it enqueued. Duplicates within entries count once. Entries over Options.HostBudget
+// are recorded as excluded (ReasonLimit) instead and not counted.
 func (f *Frontier) Add(entries []Entry) (added int, err error) {
 	for _, e := range entries {
 		if err := validEntry(e); err != nil {
@@ -171,6 +240,7 @@ func (f *Frontier) Add(entries []Entry) (added int, err error) {
 	err = f.bolt.Update(func(tx *bbolt.Tx) error {
 		d, added = newDelta(), 0
 		t := newTxn(tx, d)
+		t.budget = f.budget
 		for _, e := range entries {
 			ok, err := t.enqueue(e)
 			if err != nil {
@@ -179,6 +249,9 @@ func (f *Frontier) Add(entries []Entry) (added int, err error) {
 			if ok {
 				added++
 			}
+		}
+		if err := t.flush(); err != nil {
+			return err
 		}
 		return d.write(tx)
 	})
@@ -208,6 +281,9 @@ func (f *Frontier) Exclude(ex []Exclusion) error {
 			if _, err := t.exclude(x); err != nil {
 				return fmt.Errorf("%s: %w", x.URL, err)
 			}
+		}
+		if err := t.flush(); err != nil {
+			return err
 		}
 		return d.write(tx)
 	})
@@ -347,7 +423,7 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 	var d *delta
 	fn := func(tx *bbolt.Tx) error {
 		d = newDelta()
-		return complete(tx, d, l, r)
+		return complete(tx, d, l, r, f.budget)
 	}
 	var err error
 	if f.inflight.Add(1) == 1 {
@@ -379,9 +455,10 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 	return nil
 }
 
-// complete is Complete's transaction.
-func complete(tx *bbolt.Tx, d *delta, l Lease, r Result) error {
+// complete is Complete's transaction; budget is Options.HostBudget.
+func complete(tx *bbolt.Tx, d *delta, l Lease, r Result, budget int) error {
 	t := newTxn(tx, d)
+	t.budget = budget
 	key := []byte(l.key)
 	if t.queue.Get(key) == nil {
 		return ErrNotLeased // completed concurrently by another call with the same lease
@@ -448,6 +525,9 @@ func complete(tx *bbolt.Tx, d *delta, l Lease, r Result) error {
 		hd.Delayed++
 	}
 	if err := t.seen.Put(sk, rec.encode()); err != nil {
+		return err
+	}
+	if err := t.flush(); err != nil {
 		return err
 	}
 	return d.write(tx)

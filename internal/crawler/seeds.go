@@ -49,6 +49,9 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 		if rerr != nil && rerr != io.EOF {
 			return nil, nil, rerr
 		}
+		if n == 1 {
+			line = bytes.TrimPrefix(line, []byte("\ufeff")) // a byte order mark some editors write
+		}
 		if len(line) == 0 && rerr == io.EOF && !tooLong {
 			break
 		}

@@ -148,9 +148,11 @@ func politeness(w io.Writer, seed int64, grace time.Duration) error {
 		if sp.LimitDrop != nil && !st.DroppedAt.IsZero() {
 			var last time.Time
 			after := 0
+			var offsets []string
 			for _, t := range st.OverLimitAt {
 				if t.After(st.DroppedAt) {
 					last, after = t, after+1
+					offsets = append(offsets, "+"+t.Sub(st.DroppedAt).Round(10*time.Millisecond).String())
 				}
 			}
 			rec := time.Duration(0)
@@ -159,6 +161,7 @@ func politeness(w io.Writer, seed int64, grace time.Duration) error {
 			}
 			fmt.Fprintf(w, "%s: limit dropped %gx at +%s; %d over-limit replies after it, the last %s after the drop (target: back under the new limit within 5s)\n",
 				sp.Name, 1/sp.LimitDrop.Factor, st.DroppedAt.Sub(st.FirstRequest).Round(time.Millisecond), after, rec.Round(time.Millisecond))
+			fmt.Fprintf(w, "%s: over-limit replies after the drop at %v (those within a few seconds are the recovery; later ones are the controller probing for a higher limit)\n", sp.Name, offsets)
 		}
 		if sp.Workers > 0 && sp.Limit == 0 {
 			makespan := st.LastRequest.Sub(st.FirstRequest).Seconds()

@@ -146,22 +146,25 @@ func politeness(w io.Writer, seed int64, grace time.Duration) error {
 	for _, sp := range specs {
 		st := stats[sp.Name]
 		if sp.LimitDrop != nil && !st.DroppedAt.IsZero() {
-			var last time.Time
-			after := 0
+			// Recovery ends with the last refusal of the run of refusals the drop set off (each
+			// within 3 s of the one before); later refusals are the controller probing upward.
 			var offsets []string
+			var recovered time.Duration
+			prev := st.DroppedAt
+			inRun := true
 			for _, t := range st.OverLimitAt {
-				if t.After(st.DroppedAt) {
-					last, after = t, after+1
-					offsets = append(offsets, "+"+t.Sub(st.DroppedAt).Round(10*time.Millisecond).String())
+				if !t.After(st.DroppedAt) {
+					continue
+				}
+				offsets = append(offsets, "+"+t.Sub(st.DroppedAt).Round(10*time.Millisecond).String())
+				if inRun && t.Sub(prev) <= 3*time.Second {
+					recovered, prev = t.Sub(st.DroppedAt), t
+				} else {
+					inRun = false
 				}
 			}
-			rec := time.Duration(0)
-			if !last.IsZero() {
-				rec = last.Sub(st.DroppedAt)
-			}
-			fmt.Fprintf(w, "%s: limit dropped %gx at +%s; %d over-limit replies after it, the last %s after the drop (target: back under the new limit within 5s)\n",
-				sp.Name, 1/sp.LimitDrop.Factor, st.DroppedAt.Sub(st.FirstRequest).Round(time.Millisecond), after, rec.Round(time.Millisecond))
-			fmt.Fprintf(w, "%s: over-limit replies after the drop at %v (those within a few seconds are the recovery; later ones are the controller probing for a higher limit)\n", sp.Name, offsets)
+			fmt.Fprintf(w, "%s: limit dropped %gx at +%s; back under the new limit %s after it (last refusal of the run the drop set off; target ≤ 5s); all refusals after the drop: %v (later ones are probes for a higher limit)\n",
+				sp.Name, 1/sp.LimitDrop.Factor, st.DroppedAt.Sub(st.FirstRequest).Round(time.Millisecond), recovered.Round(10*time.Millisecond), offsets)
 		}
 		if sp.Workers > 0 && sp.Limit == 0 {
 			makespan := st.LastRequest.Sub(st.FirstRequest).Seconds()

@@ -4,7 +4,10 @@
 // DB.Bolt) so that storing a page and marking its URL done is one transaction (see PutPage).
 //
 // A store is marked with a format record when it is created; Open refuses any other file with
-// ErrNotStore. bbolt holds an exclusive lock on the file while a crawl has it open for writing,
+// ErrNotStore, and so a store file shorter than its own meta page says (a copy cut short): bbolt
+// would read the missing pages through its memory map and fault, killing the process. That
+// check reads bbolt's meta page by hand (filecheck.go), as bbolt offers no way to ask before it
+// maps the file. bbolt holds an exclusive lock on the file while a crawl has it open for writing,
 // so a second writer, or a reader while a writer runs, gets ErrLocked after Options.Timeout
 // instead of hanging.
 //

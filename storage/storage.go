@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -86,7 +87,17 @@ func Open(dir string, opts *Options) (*DB, error) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
 	}
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		what := "not a regular file"
+		if fi.IsDir() {
+			what = "a directory"
+		}
+		return nil, fmt.Errorf("storage: open %s: %w (%s)", path, ErrNotStore, what)
+	}
 
+	if err := checkLength(path); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
 	b, err := openBolt(path, &bbolt.Options{
 		Timeout:  o.Timeout,
 		ReadOnly: o.ReadOnly,
@@ -118,8 +129,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// openBolt is bbolt.Open turning a panic on a damaged file into ErrNotStore.
+// openBolt is bbolt.Open turning a panic on a damaged file into ErrNotStore. A fault reading
+// the mapped file becomes such a panic too (debug.SetPanicOnFault), rather than killing the
+// process.
 func openBolt(path string, o *bbolt.Options) (b *bbolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			b, err = nil, fmt.Errorf("%w (bbolt: %v)", ErrNotStore, r)

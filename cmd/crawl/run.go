@@ -144,6 +144,7 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		return exitInterrupted
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		fmt.Fprintf(stderr, "crawl: stopped. Everything committed before the error is safe in %s; fix the cause (e.g. free disk space) and run the same command again to resume.\n", cfg.Dir)
 		return exitRuntime
 	}
 	return exitOK

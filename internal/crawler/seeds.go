@@ -3,6 +3,7 @@ package crawler
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +27,8 @@ const maxSeedLine = 64 << 10
 
 // ReadSeeds reads a seed file: one URL per line, blank lines and '#' comments ignored,
 // surrounding whitespace trimmed. Bad lines are returned as SeedErrors and skipped; duplicates
-// are dropped silently. err is set only when the file cannot be read at all.
+// are dropped silently. err is set only when the file cannot be read at all, or is binary
+// (ErrBinarySeeds).
 func ReadSeeds(path string) (seeds []string, bad []SeedError, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -40,10 +42,36 @@ func ReadSeeds(path string) (seeds []string, bad []SeedError, err error) {
 	return seeds, bad, nil
 }
 
-// ParseSeeds is ReadSeeds on an open reader; name is used in error messages.
+// maxBadSeeds bounds the bad lines reported one by one; the rest are counted in one more
+// SeedError, so that a wrong file (a log, a dump) costs little memory and few lines of output.
+const maxBadSeeds = 100
+
+// ErrBinarySeeds is returned (wrapped) by ReadSeeds and ParseSeeds for a file that is plainly
+// not text: its first 8 KiB hold several NUL bytes.
+var ErrBinarySeeds = errors.New("binary data, not a list of URLs")
+
+// ParseSeeds is ReadSeeds on an open reader; name is used in error messages. At most
+// maxBadSeeds bad lines are returned one by one; if there were more, a last SeedError (on the
+// last bad line) says how many were not listed.
 func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	if head, _ := br.Peek(8 << 10); bytes.Count(head, []byte{0}) >= 8 {
+		return nil, nil, ErrBinarySeeds
+	}
 	seen := map[string]bool{}
+	unlisted, lastBad := 0, 0
+	report := func(e SeedError) {
+		if len(bad) < maxBadSeeds {
+			bad = append(bad, e)
+			return
+		}
+		unlisted, lastBad = unlisted+1, e.Line
+	}
+	defer func() {
+		if unlisted > 0 && err == nil {
+			bad = append(bad, SeedError{name, lastBad, fmt.Sprintf("… and %d more bad lines, not listed", unlisted)})
+		}
+	}()
 	for n := 1; ; n++ {
 		line, tooLong, rerr := readLine(br)
 		if rerr != nil && rerr != io.EOF {
@@ -57,9 +85,9 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 		}
 		switch {
 		case tooLong:
-			bad = append(bad, SeedError{name, n, fmt.Sprintf("line longer than %d bytes", maxSeedLine)})
+			report(SeedError{name, n, fmt.Sprintf("line longer than %d bytes", maxSeedLine)})
 		case bytes.IndexByte(line, 0) >= 0 || !utf8.Valid(line):
-			bad = append(bad, SeedError{name, n, "not text (binary data or invalid UTF-8)"})
+			report(SeedError{name, n, "not text (binary data or invalid UTF-8)"})
 		default:
 			s := strings.TrimSpace(string(line))
 			if s == "" || strings.HasPrefix(s, "#") {
@@ -67,7 +95,7 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 			}
 			u, perr := urlnorm.Parse(s)
 			if perr != nil {
-				bad = append(bad, SeedError{name, n, fmt.Sprintf("%q: %v", truncate(s, 200), perr)})
+				report(SeedError{name, n, fmt.Sprintf("%q: %v", truncate(s, 200), perr)})
 				break
 			}
 			if k := u.String(); !seen[k] {

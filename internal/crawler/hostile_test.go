@@ -1,0 +1,794 @@
+package crawler
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html"
+	"math/rand"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/klauspost/compress/gzip"
+	"go.uber.org/goleak"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/retry"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// The hostile-server suite: loopback servers that each do one bad thing. For each, the crawl
+// must end by itself ("done", nothing queued or in flight) within a bound, record the bad URL as
+// failed, excluded or truncated with a clear reason, keep crawling the rest of the host (its
+// "/ok" page is fetched), leave a consistent store (frontier.Check), and keep memory flat: the
+// heap is sampled during the whole suite and must stay far below what any of the bombs, endless
+// bodies or million-link pages would cost if they were not bounded.
+
+// hostileHeapLimit bounds the Go heap in use at any moment of the suite (all cases run in
+// parallel; about 300 MiB is seen, most of it for the million-link page). Unbounded decoding of
+// one bomb alone would need 1 GiB.
+const hostileHeapLimit = 512 << 20
+
+// handler is one bad behaviour; done is closed when the test ends, so that handlers that dribble
+// or hold connections return.
+type handler func(done <-chan struct{}, w http.ResponseWriter, r *http.Request)
+
+// expect is what the store must say about one URL after the crawl.
+type expect struct {
+	url       string // a path on the case's host, or an absolute URL; "{host}" is replaced
+	state     string // "fetched", "failed" or "excluded"
+	reason    string // failed/excluded: the reason (exact)
+	status    int    // fetched: the HTTP status stored (0: any)
+	truncated bool   // fetched: the stored page must be marked truncated, with MaxBody bytes
+}
+
+type hostileCase struct {
+	name     string
+	links    []string           // linked from "/" besides "/ok"
+	handlers map[string]handler // exact paths, or prefixes ending in "/"
+	robots   handler            // replaces the allow-all robots.txt
+	raw      func(done <-chan struct{}, c net.Conn)
+	cfg      func(*Config)
+	want     []expect
+	check    func(t *testing.T, r *hostileResult)
+}
+
+func TestHostileServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a crawl per hostile server")
+	}
+	ignore := goleak.IgnoreCurrent()
+	sampler := startHeapSampler()
+	t.Run("case", func(t *testing.T) {
+		for _, tc := range hostileCases() {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				runHostile(t, tc)
+			})
+		}
+	})
+	peak := sampler.stop()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap in use: peak %d MiB during the suite, %d MiB after it", peak>>20, ms.HeapInuse>>20)
+	if peak > hostileHeapLimit {
+		t.Errorf("heap in use peaked at %d MiB, want at most %d MiB", peak>>20, hostileHeapLimit>>20)
+	}
+	goleak.VerifyNone(t, ignore)
+}
+
+func hostileConfig(t *testing.T) Config {
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Workers = 8
+	cfg.HostConcurrency = 4
+	cfg.InitialRate, cfg.MinRate = 100, 20
+	cfg.Timeout = 700 * time.Millisecond
+	cfg.MaxBody = 1 << 20
+	cfg.MaxDepth = 40
+	cfg.MaxHostPages = 60
+	cfg.RobotsRetry = time.Millisecond
+	cfg.Retry = retry.Policy{Base: 5 * time.Millisecond, Cap: 50 * time.Millisecond, MaxAttempts: 2}
+	cfg.StatusEvery = 100 * time.Millisecond
+	cfg.Grace = time.Second
+	return cfg
+}
+
+func hostileCases() []hostileCase {
+	return []hostileCase{
+		{
+			name:     "gzip bomb",
+			links:    []string{"/bomb"},
+			handlers: map[string]handler{"/bomb": serveBytes("gzip", gzipBomb)},
+			want:     []expect{{url: "/bomb", state: "fetched", status: 200, truncated: true}},
+		},
+		{
+			name:     "brotli bomb",
+			links:    []string{"/bomb"},
+			handlers: map[string]handler{"/bomb": serveBytes("br", brotliBomb)},
+			want:     []expect{{url: "/bomb", state: "fetched", status: 200, truncated: true}},
+		},
+		{
+			name:     "endless body",
+			links:    []string{"/endless"},
+			handlers: map[string]handler{"/endless": endless},
+			want:     []expect{{url: "/endless", state: "fetched", status: 200, truncated: true}},
+		},
+		{
+			name:     "slowloris headers",
+			links:    []string{"/slow"},
+			handlers: map[string]handler{"/slow": slowHeaders},
+			want:     []expect{{url: "/slow", state: "failed", reason: "timeout"}},
+		},
+		{
+			name:     "slowloris body",
+			links:    []string{"/slow"},
+			handlers: map[string]handler{"/slow": slowBody},
+			want:     []expect{{url: "/slow", state: "failed", reason: "timeout"}},
+		},
+		{
+			name:  "redirect loops",
+			links: []string{"/loop-a", "/self"},
+			handlers: map[string]handler{
+				"/loop-a": redirect("/loop-b"), "/loop-b": redirect("/loop-a"), "/self": redirect("/self"),
+			},
+			want: []expect{
+				{url: "/loop-a", state: "fetched", status: 302},
+				{url: "/loop-b", state: "fetched", status: 302},
+				{url: "/self", state: "fetched", status: 302},
+			},
+		},
+		{
+			name:     "redirect chain of 50 hops",
+			links:    []string{"/chain/0"},
+			handlers: map[string]handler{"/chain/": chain(50)},
+			want: []expect{
+				{url: "/chain/10", state: "fetched", status: 302}, // 10 redirects followed
+				{url: "/chain/11", state: "excluded", reason: "limit"},
+			},
+		},
+		{
+			name:  "redirect to another scheme",
+			links: []string{"/to-ftp", "/to-js", "/to-mailto", "/to-https"},
+			handlers: map[string]handler{
+				"/to-ftp":    redirect("ftp://127.0.0.1/file"),
+				"/to-js":     redirect("javascript:alert(1)"),
+				"/to-mailto": redirect("mailto:someone@example.com"),
+				"/to-https":  redirect("https://{host}/secure"),
+			},
+			want: []expect{
+				{url: "/to-ftp", state: "fetched", status: 302},
+				{url: "ftp://127.0.0.1/file", state: "excluded", reason: "scheme"},
+				{url: "javascript:alert(1)", state: "excluded", reason: "scheme"},
+				{url: "mailto:someone@example.com", state: "excluded", reason: "scheme"},
+				{url: "https://{host}/secure", state: "failed", reason: "tls"}, // a plain-HTTP port
+			},
+		},
+		{
+			name:     "calendar with next month forever",
+			links:    []string{calPath(0)},
+			handlers: map[string]handler{"/cal/": calendar},
+			want: []expect{
+				{url: calPath(39), state: "fetched", status: 200}, // depth 40 = --max-depth
+				{url: calPath(40), state: "excluded", reason: "depth"},
+			},
+		},
+		{
+			name:     "session id in every link",
+			links:    []string{"/s?sid=0"},
+			handlers: map[string]handler{"/s": sessions()},
+			check: func(t *testing.T, r *hostileResult) {
+				h := r.hostCount(t)
+				if used := h.Queued + h.Fetched + h.Failed; used != 60 || r.sum.ExcludedBy["limit"] == 0 {
+					t.Errorf("host used %d URLs of its budget with %d excluded as limit; want 60 and some", used, r.sum.ExcludedBy["limit"])
+				}
+			},
+		},
+		{
+			name:     "URL that grows with every link",
+			links:    []string{"/g/"},
+			handlers: map[string]handler{"/g/": growing},
+			check: func(t *testing.T, r *hostileResult) {
+				if r.sum.ExcludedBy["too-long"] != 1 {
+					t.Errorf("excluded by %v, want one too-long", r.sum.ExcludedBy)
+				}
+			},
+		},
+		{
+			name:     "page with a million links",
+			links:    []string{"/million"},
+			handlers: map[string]handler{"/million": serveBytes("", millionLinks)},
+			cfg:      func(c *Config) { c.MaxBody, c.Timeout = 24<<20, 20*time.Second }, // 18 MB, slow under -race
+			want:     []expect{{url: "/million", state: "fetched", status: 200}},
+			check: func(t *testing.T, r *hostileResult) {
+				h := r.hostCount(t)
+				// fetch.MaxLinks (100 000) links are kept; the budget queues 57 of them.
+				if used := h.Queued + h.Fetched + h.Failed; used != 60 || r.sum.ExcludedBy["limit"] < 99_000 {
+					t.Errorf("host used %d URLs, %d excluded as limit; want 60 and at least 99000", used, r.sum.ExcludedBy["limit"])
+				}
+			},
+		},
+		{
+			name:  "malformed and deeply nested HTML",
+			links: []string{"/nested", "/malformed"},
+			handlers: map[string]handler{
+				"/nested": serveBytes("", func() []byte {
+					return []byte(strings.Repeat("<div><span><p>", 40_000) + `<a href="/deep-target">x</a>`)
+				}),
+				"/malformed":   serveBytes("", func() []byte { return []byte(malformedHTML) }),
+				"/deep-target": leaf, "/mal-target": leaf,
+			},
+			want: []expect{
+				{url: "/nested", state: "fetched", status: 200},
+				{url: "/deep-target", state: "fetched", status: 200},
+				{url: "/malformed", state: "fetched", status: 200},
+				{url: "/mal-target", state: "fetched", status: 200},
+			},
+		},
+		{
+			name:  "invalid UTF-8 and odd charsets",
+			links: []string{"/latin1", "/utf16", "/bad-utf8", "/odd-charset"},
+			handlers: map[string]handler{
+				"/latin1":      typed("text/html; charset=iso-8859-1", "<title>caf\xe9</title><a href=\"/caf\xe9\">caf\xe9</a>"),
+				"/utf16":       typed("text/html; charset=utf-16", utf16LE(`<html><a href="/u16">x</a></html>`)),
+				"/bad-utf8":    typed("text/html; charset=utf-8", "<title>\xff\xfe\xfd</title><a href=\"/bad\xff\xc0\">\xc3\x28</a>"),
+				"/odd-charset": typed("text/html; charset=x-klingon-42", `<a href="/odd-target">x</a>`),
+				"/odd-target":  leaf,
+			},
+			want: []expect{
+				{url: "/latin1", state: "fetched", status: 200},
+				{url: "/caf%E9", state: "fetched", status: 404},
+				{url: "/utf16", state: "fetched", status: 200},
+				{url: "/bad-utf8", state: "fetched", status: 200},
+				{url: "/bad%FF%C0", state: "fetched", status: 404},
+				{url: "/odd-target", state: "fetched", status: 200},
+			},
+		},
+		{
+			name:  "huge headers",
+			links: []string{"/huge-headers", "/many-headers"},
+			handlers: map[string]handler{
+				"/huge-headers": headers(1100, 1000), // over fetch's 1 MiB header limit
+				"/many-headers": headers(200, 1000),
+			},
+			want: []expect{
+				{url: "/huge-headers", state: "failed", reason: "protocol"},
+				{url: "/many-headers", state: "fetched", status: 200},
+			},
+		},
+		{
+			name:  "wrong or missing Content-Type",
+			links: []string{"/wrong-ct", "/no-ct", "/bogus-ct"},
+			handlers: map[string]handler{
+				"/wrong-ct":       typed("image/png", `<a href="/hidden-by-ct">x</a>`),
+				"/no-ct":          typed("", `<html><body><a href="/found-by-sniff">x</a></body></html>`),
+				"/bogus-ct":       typed("text/html;;; charset", `<a href="/bogus-target">x</a>`),
+				"/found-by-sniff": leaf, "/bogus-target": leaf, "/hidden-by-ct": leaf,
+			},
+			want: []expect{
+				{url: "/wrong-ct", state: "fetched", status: 200},
+				{url: "/no-ct", state: "fetched", status: 200},
+				{url: "/found-by-sniff", state: "fetched", status: 200},
+				{url: "/bogus-target", state: "fetched", status: 200},
+			},
+			check: func(t *testing.T, r *hostileResult) {
+				if _, seen, _ := r.fr.State(r.base + "/hidden-by-ct"); seen || r.site.hit("/hidden-by-ct") != 0 {
+					t.Errorf("a link inside an image/png body was followed")
+				}
+			},
+		},
+		{
+			name:   "10 MB robots.txt",
+			links:  []string{"/blocked"},
+			robots: serveBytes("", bigRobots),
+			want:   []expect{{url: "/blocked", state: "excluded", reason: "robots"}},
+		},
+		{
+			name:   "binary garbage robots.txt",
+			links:  []string{"/anything"},
+			robots: serveBytes("", garbage),
+			want:   []expect{{url: "/anything", state: "fetched", status: 404}},
+		},
+		{
+			name:     "page that resets the connection",
+			links:    []string{"/reset"},
+			handlers: map[string]handler{"/reset": resetConn},
+			want:     []expect{{url: "/reset", state: "failed", reason: "conn-reset"}},
+		},
+		{
+			name:     "page that never answers",
+			links:    []string{"/silent"},
+			handlers: map[string]handler{"/silent": silent},
+			want:     []expect{{url: "/silent", state: "failed", reason: "timeout"}},
+		},
+		{
+			name: "host that resets every connection",
+			raw: func(_ <-chan struct{}, c net.Conn) {
+				c.(*net.TCPConn).SetLinger(0)
+				c.Close()
+			},
+			want: []expect{{url: "/", state: "failed", reason: "robots-unreachable"}},
+		},
+		{
+			name: "host that accepts and never answers",
+			raw: func(done <-chan struct{}, c net.Conn) {
+				<-done
+				c.Close()
+			},
+			cfg:  func(c *Config) { c.Timeout = 300 * time.Millisecond },
+			want: []expect{{url: "/", state: "failed", reason: "robots-unreachable"}},
+		},
+	}
+}
+
+// hostileResult is a finished case: its summary and its store, open read-only.
+type hostileResult struct {
+	sum  *Summary
+	base string // http://127.0.0.1:port
+	host string // 127.0.0.1:port
+	site *hostileSite
+	db   *storage.DB
+	fr   *frontier.Frontier
+}
+
+func (r *hostileResult) hostCount(t *testing.T) frontier.HostCount {
+	for _, h := range r.fr.Hosts() {
+		if h.Host == r.host {
+			return h
+		}
+	}
+	t.Fatalf("no counters for host %s", r.host)
+	return frontier.HostCount{}
+}
+
+func runHostile(t *testing.T, tc hostileCase) {
+	var base string
+	var site *hostileSite
+	if tc.raw != nil {
+		base = startRaw(t, tc.raw)
+	} else {
+		site = startSite(t, tc)
+		base = site.srv.URL
+	}
+	cfg := hostileConfig(t)
+	cfg.Seeds = []string{base + "/"}
+	if tc.cfg != nil {
+		tc.cfg(&cfg)
+	}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	sum, err := c.Run(ctx)
+	if cerr := c.Close(); cerr != nil {
+		t.Errorf("Close: %v", cerr)
+	}
+	if err != nil {
+		t.Fatalf("Run: %v (the crawl must end by itself)", err)
+	}
+	t.Logf("%v: fetched %d, failed %v, excluded %v", sum.Elapsed.Round(time.Millisecond), sum.Fetched, sum.FailedBy, sum.ExcludedBy)
+	if sum.StopReason != "done" || sum.Queued != 0 || sum.InFlight != 0 {
+		t.Errorf("stopped %q with %d queued, %d in flight; want done, 0, 0", sum.StopReason, sum.Queued, sum.InFlight)
+	}
+
+	db, err := storage.Open(cfg.Dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("store does not reopen: %v", err)
+	}
+	defer db.Close()
+	fr, err := frontier.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.Check(); err != nil {
+		t.Errorf("store inconsistent: %v", err)
+	}
+	r := &hostileResult{sum: sum, base: base, host: strings.TrimPrefix(base, "http://"), site: site, db: db, fr: fr}
+	want := tc.want
+	if site != nil {
+		want = append([]expect{{url: "/ok", state: "fetched", status: 200}}, want...) // the crawl went on
+	}
+	for _, w := range want {
+		u := strings.ReplaceAll(w.url, "{host}", r.host)
+		if strings.HasPrefix(u, "/") {
+			u = base + u
+		}
+		st, seen, err := fr.State(u)
+		if err != nil || !seen {
+			t.Errorf("%s: never recorded (%v)", u, err)
+			continue
+		}
+		if st.State != w.state || (w.reason != "" && st.Reason != w.reason) || (w.status != 0 && st.Status != w.status) {
+			t.Errorf("%s: %s %q (status %d, %s); want %s %q (status %d)", u, st.State, st.Reason, st.Status, st.Detail, w.state, w.reason, w.status)
+			continue
+		}
+		if st.State != "fetched" && st.Detail == "" && st.Reason != "robots" && st.Reason != "depth" {
+			t.Errorf("%s: %s %q without a detail", u, st.State, st.Reason)
+		}
+		if st.State == "fetched" {
+			p, err := db.Page(st.PageSeq)
+			if err != nil {
+				t.Errorf("%s: stored page: %v", u, err)
+				continue
+			}
+			if p.Truncated != w.truncated || (w.truncated && int64(len(p.Body)) != cfg.MaxBody) {
+				t.Errorf("%s: truncated %v with %d body bytes; want truncated %v (at %d bytes)", u, p.Truncated, len(p.Body), w.truncated, cfg.MaxBody)
+			}
+		}
+	}
+	if tc.check != nil {
+		tc.check(t, r)
+	}
+}
+
+// hostileSite serves one case over HTTP on loopback.
+type hostileSite struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func (s *hostileSite) hit(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[path]
+}
+
+func startSite(t *testing.T, tc hostileCase) *hostileSite {
+	done := make(chan struct{})
+	s := &hostileSite{hits: map[string]int{}}
+	var index strings.Builder
+	index.WriteString(`<html><head><title>index</title></head><body><a href="/ok">ok</a>`)
+	for _, l := range tc.links {
+		fmt.Fprintf(&index, ` <a href="%s">%s</a>`, html.EscapeString(l), html.EscapeString(l))
+	}
+	index.WriteString("</body></html>")
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte("<p>not found</p>"))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(index.String()))
+	})
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { leaf(done, w, r) })
+	robots := tc.robots
+	if robots == nil {
+		robots = typed("text/plain", "User-agent: *\nAllow: /\n")
+	}
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, r *http.Request) { robots(done, w, r) })
+	for p, h := range tc.handlers {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { h(done, w, r) })
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits[r.URL.Path]++
+		s.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		close(done)
+		s.srv.Close()
+	})
+	return s
+}
+
+// startRaw serves every TCP connection with serve and returns the base URL.
+func startRaw(t *testing.T, serve func(done <-chan struct{}, c net.Conn)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				serve(done, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		ln.Close()
+		wg.Wait()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func leaf(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<html><head><title>%s</title></head><body><p>a page</p></body></html>", html.EscapeString(r.URL.Path))
+}
+
+// typed serves body with the given Content-Type; "" sends none at all (no sniffing either).
+func typed(ctype, body string) handler {
+	return func(_ <-chan struct{}, w http.ResponseWriter, _ *http.Request) {
+		if ctype == "" {
+			w.Header()["Content-Type"] = nil
+		} else {
+			w.Header().Set("Content-Type", ctype)
+		}
+		w.Write([]byte(body))
+	}
+}
+
+// serveBytes serves the bytes body() returns (computed once) as text/html, with the given
+// Content-Encoding if not "".
+func serveBytes(encoding string, body func() []byte) handler {
+	get := sync.OnceValue(body)
+	return func(_ <-chan struct{}, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if encoding != "" {
+			w.Header().Set("Content-Encoding", encoding)
+		}
+		w.Write(get())
+	}
+}
+
+// gzipBomb decodes to 1 GiB of zeros: one gzip member of 1 MiB of zeros, 1024 times over
+// (concatenated members are one valid gzip stream), about 1 MiB on the wire.
+func gzipBomb() []byte {
+	var member bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&member, gzip.BestCompression)
+	zw.Write(make([]byte, 1<<20))
+	zw.Close()
+	return bytes.Repeat(member.Bytes(), 1024)
+}
+
+// brotliBomb decodes to 1 GiB of zeros from 809 bytes (see testdata/hostile/README.md).
+func brotliBomb() []byte {
+	b, err := os.ReadFile("../../testdata/hostile/zeros-1g.br")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func endless(done <-chan struct{}, w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html")
+	chunk := bytes.Repeat([]byte("<p>and on and on</p>\n"), 3000)
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
+}
+
+// dribble writes msg one byte per second until it is written, the peer leaves or done.
+func dribble(done <-chan struct{}, c net.Conn, msg string) {
+	for i := 0; i < len(msg); i++ {
+		if _, err := c.Write([]byte{msg[i]}); err != nil {
+			return
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func hijack(w http.ResponseWriter) net.Conn {
+	c, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func slowHeaders(done <-chan struct{}, w http.ResponseWriter, _ *http.Request) {
+	c := hijack(w)
+	defer c.Close()
+	dribble(done, c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\nok")
+}
+
+func slowBody(done <-chan struct{}, w http.ResponseWriter, _ *http.Request) {
+	c := hijack(w)
+	defer c.Close()
+	if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\n\r\n")); err != nil {
+		return
+	}
+	dribble(done, c, strings.Repeat("x", 100))
+}
+
+func resetConn(_ <-chan struct{}, w http.ResponseWriter, _ *http.Request) {
+	c := hijack(w)
+	c.(*net.TCPConn).SetLinger(0)
+	c.Close()
+}
+
+// silent holds the connection without answering until the client leaves or the test ends.
+func silent(done <-chan struct{}, w http.ResponseWriter, _ *http.Request) {
+	c := hijack(w)
+	defer c.Close()
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		var b [1]byte
+		for {
+			if _, err := c.Read(b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-left:
+	case <-done:
+	}
+}
+
+// redirect answers 302 with Location loc; "{host}" in loc is replaced by the request's host.
+func redirect(loc string) handler {
+	return func(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", strings.ReplaceAll(loc, "{host}", r.Host))
+		w.WriteHeader(http.StatusFound)
+	}
+}
+
+// chain redirects /chain/N to /chain/N+1 up to n, which is a page.
+func chain(n int) handler {
+	return func(done <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/chain/"))
+		if err != nil || i > n {
+			http.NotFound(w, r)
+			return
+		}
+		if i == n {
+			leaf(done, w, r)
+			return
+		}
+		redirect(fmt.Sprintf("/chain/%d", i+1))(done, w, r)
+	}
+}
+
+func calPath(month int) string { return fmt.Sprintf("/cal/%04d-%02d", 2000+month/12, month%12+1) }
+
+// calendar links every month to the next and the previous one, forever.
+func calendar(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+	var y, m int
+	if _, err := fmt.Sscanf(r.URL.Path, "/cal/%d-%d", &y, &m); err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	month := (y-2000)*12 + m - 1
+	w.Header().Set("Content-Type", "text/html")
+	fmt.Fprintf(w, `<h1>%s</h1><a href="%s">next month</a>`, r.URL.Path, calPath(month+1))
+	if month > 0 {
+		fmt.Fprintf(w, ` <a href="%s">previous month</a>`, calPath(month-1))
+	}
+}
+
+// sessions links every page to three pages with fresh session ids.
+func sessions() handler {
+	var n atomic.Int64
+	return func(_ <-chan struct{}, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		for i := 0; i < 3; i++ {
+			fmt.Fprintf(w, `<a href="/s?sid=%x">more</a> `, n.Add(1)*0x9e3779b9)
+		}
+		w.Write([]byte(`<a href="/ok">ok</a>`))
+	}
+}
+
+// growing links every page to a URL 300 bytes longer.
+func growing(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html")
+	fmt.Fprintf(w, `<a href="%s%s/">deeper</a>`, r.URL.Path, strings.Repeat("x", 300))
+}
+
+func millionLinks() []byte {
+	var b bytes.Buffer
+	b.WriteString("<html><body>")
+	for i := 0; i < 1_000_000; i++ {
+		b.WriteString("<a href=/l/")
+		b.WriteString(strconv.Itoa(i))
+		b.WriteString(">")
+	}
+	b.WriteString("</body></html>")
+	return b.Bytes()
+}
+
+const malformedHTML = `<html><body><a href="/mal-target">ok</a><a href='/mal-2'<<<>><></a>` +
+	`<table><tr><td><a href=/mal-3 </div></table></p></p></html></html><a href="` +
+	"\x00\x01\x02" + `"><script><a href="/in-script"></script><!-- <a href="/in-comment"> never closed`
+
+func utf16LE(s string) string {
+	var b bytes.Buffer
+	b.Write([]byte{0xff, 0xfe})
+	for _, u := range utf16.Encode([]rune(s)) {
+		b.WriteByte(byte(u))
+		b.WriteByte(byte(u >> 8))
+	}
+	return b.String()
+}
+
+// headers answers with n extra headers of size bytes each.
+func headers(n, size int) handler {
+	return func(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+		v := strings.Repeat("v", size)
+		for i := 0; i < n; i++ {
+			w.Header().Set(fmt.Sprintf("X-Junk-%d", i), v)
+		}
+		leaf(nil, w, r)
+	}
+}
+
+// bigRobots is a 10 MB robots.txt whose first group disallows /blocked.
+func bigRobots() []byte {
+	var b bytes.Buffer
+	b.WriteString("User-agent: *\nDisallow: /blocked\n")
+	for i := 0; b.Len() < 10<<20; i++ {
+		fmt.Fprintf(&b, "Disallow: /junk/%d/%s\n", i, strings.Repeat("j", 40))
+	}
+	return b.Bytes()
+}
+
+// garbage is 256 KiB of random bytes.
+func garbage() []byte {
+	b := make([]byte, 256<<10)
+	rand.New(rand.NewSource(1)).Read(b)
+	return b
+}
+
+// heapSampler records the largest HeapInuse seen until stopped.
+type heapSampler struct {
+	quit chan struct{}
+	done chan struct{}
+	peak uint64
+}
+
+func startHeapSampler() *heapSampler {
+	s := &heapSampler{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			s.peak = max(s.peak, ms.HeapInuse)
+			select {
+			case <-s.quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *heapSampler) stop() uint64 {
+	close(s.quit)
+	<-s.done
+	return s.peak
+}

@@ -25,6 +25,9 @@ import (
 	"github.com/crawl-project/crawl/storage"
 )
 
+// flushEvery is how often the hosts' learned state is saved while a crawl runs.
+const flushEvery = 10 * time.Second
+
 // ErrInterrupted is returned by Run when its context was cancelled before the crawl finished.
 // Everything fetched so far is committed; running the crawl again resumes it.
 var ErrInterrupted = errors.New("crawl interrupted")
@@ -277,7 +280,7 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 	var fatal error
 	var deferredUntil time.Time
 	reason := "done"
-	lastEvict := start
+	lastEvict, lastFlush := start, start
 	finish := func(d jobDone) {
 		c.inflight--
 		if d.page {
@@ -353,12 +356,20 @@ loop:
 		case <-timer.C:
 		case <-statusTick.C:
 			c.publishStatus(true)
-			if now.Sub(lastEvict) >= time.Minute {
+			switch {
+			case now.Sub(lastEvict) >= time.Minute:
 				// Idle hosts leave memory; their learned state waits in the store.
 				if err := c.reg.Evict(now); err != nil {
 					fatal = err
 				}
-				lastEvict = now
+				lastEvict, lastFlush = now, now
+			case now.Sub(lastFlush) >= flushEvery:
+				// Learned rates reach the store while running, not only at exit, so a run
+				// after a kill starts from what was learned.
+				if err := c.reg.Flush(); err != nil {
+					fatal = err
+				}
+				lastFlush = now
 			}
 		case <-ctx.Done():
 		}

@@ -4,14 +4,17 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/crawl-project/crawl/fetch"
+	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -294,5 +297,39 @@ func TestPolitenessOnLimitedHosts(t *testing.T) {
 		if s.OverLimit > 10 {
 			t.Errorf("host %s: %d over-limit replies for 60 pages; the controller is not learning the limit", name, s.OverLimit)
 		}
+	}
+}
+
+// TestLongPauseSavedAtOnce: a Retry-After of some seconds is in the store as soon as it is
+// received, not only when the crawl exits, so a run started after a kill still honours it.
+func TestLongPauseSavedAtOnce(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	cfg.DeferAfter = 5 * time.Second
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	sum, err := c.Run(context.Background())
+	if err != nil || sum.StopReason != "deferred" {
+		t.Fatalf("Run: %v, stop %q; want deferred", err, sum.StopReason)
+	}
+	// Read the store as a new run would, before Close saves anything.
+	u, _ := url.Parse(srv.URL)
+	st := hostlimit.New(hostlimit.Config{}, c.db).Load(time.Now(), urlnorm.HostKey(u))
+	if d := st.PausedUntil.Sub(start); d < 25*time.Second || d > 35*time.Second {
+		t.Errorf("saved pause ends %v after the start, want about 30s", d)
 	}
 }

@@ -165,5 +165,14 @@ func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.T
 		return 0
 	}
 	c.reg.PauseUntil(host, now.Add(w))
+	if w >= longPause {
+		// Save the pause now: a run started after a kill must still honour it.
+		if err := c.reg.Flush(); err != nil {
+			c.log.Warn("cannot save a host's pause", "host", host, "err", err)
+		}
+	}
 	return w
 }
+
+// longPause is a Retry-After long enough to be saved in the store at once.
+const longPause = 2 * time.Second

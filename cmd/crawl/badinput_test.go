@@ -428,16 +428,5 @@ func TestDataDirLocked(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s", code, msg)
 	}
 	pages, _ := inspectStore(t, dir, "after the resume")
-	want := 0
-	for _, urls := range web.Expected() {
-		want += len(urls)
-		for _, u := range urls {
-			if pages[u] != 1 {
-				t.Errorf("%s stored %d times, want 1", u, pages[u])
-			}
-		}
-	}
-	if len(pages) != want {
-		t.Errorf("%d pages stored, want %d", len(pages), want)
-	}
+	checkEachOnce(t, web, pages)
 }

@@ -91,17 +91,9 @@ func fillUp(t *testing.T, dir string, env []string, cause string, makeRoom func(
 		t.Fatalf("resume with room again: %v\n%s", err, out)
 	}
 	pages, counts := inspectStore(t, dir, "after the resumed crawl")
-	want := 0
-	for _, urls := range web.Expected() {
-		want += len(urls)
-		for _, u := range urls {
-			if pages[u] != 1 {
-				t.Errorf("%s stored %d times, want 1", u, pages[u])
-			}
-		}
-	}
-	if len(pages) != want || counts.Queued != 0 {
-		t.Errorf("%d pages stored, %d queued; want %d, 0", len(pages), counts.Queued, want)
+	checkEachOnce(t, web, pages)
+	if counts.Queued != 0 {
+		t.Errorf("%d URLs still queued, want 0", counts.Queued)
 	}
 }
 

@@ -41,3 +41,21 @@ func killWeb() []simweb.HostSpec {
 		{Name: "c", Pages: 90, Workers: 4, Service: 5 * time.Millisecond},
 	}
 }
+
+// checkEachOnce fails the test unless pages (2xx pages stored, by URL) holds every page the
+// simulated web expects exactly once, and nothing else. It returns how many pages it expects.
+func checkEachOnce(t *testing.T, web *simweb.Web, pages map[string]int) (want int) {
+	t.Helper()
+	for _, urls := range web.Expected() {
+		want += len(urls)
+		for _, u := range urls {
+			if pages[u] != 1 {
+				t.Errorf("%s stored %d times, want exactly 1", u, pages[u])
+			}
+		}
+	}
+	if len(pages) != want {
+		t.Errorf("store holds %d distinct 2xx pages, want %d", len(pages), want)
+	}
+	return want
+}

@@ -22,13 +22,20 @@ import (
 	"github.com/crawl-project/crawl/internal/simweb"
 )
 
+// tune adjusts the crawler's defaults for every scenario (set from flags).
+var tune func(*crawler.Config)
+
 func main() {
 	scenario := flag.String("scenario", "politeness", "politeness, throughput or all")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
+	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts)")
 	data := flag.String("data", "", "throughput: keep the crawl store in this directory (default: a temporary one, removed)")
 	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
 	flag.Parse()
+	if *initial > 0 {
+		tune = func(c *crawler.Config) { c.InitialRate = *initial }
+	}
 	var err error
 	switch *scenario {
 	case "politeness":
@@ -50,7 +57,7 @@ func main() {
 
 // crawlWeb runs one crawl of web to the end in dir, or in a fresh temporary directory removed
 // afterwards when dir is "".
-func crawlWeb(web *simweb.Web, dir string, tune func(*crawler.Config)) (*crawler.Summary, error) {
+func crawlWeb(web *simweb.Web, dir string, adjust func(*crawler.Config)) (*crawler.Summary, error) {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "crawl-bench-")
 		if err != nil {
@@ -62,8 +69,8 @@ func crawlWeb(web *simweb.Web, dir string, tune func(*crawler.Config)) (*crawler
 	cfg := crawler.Defaults()
 	cfg.Dir = dir
 	cfg.Seeds = web.Seeds()
-	if tune != nil {
-		tune(&cfg)
+	if adjust != nil {
+		adjust(&cfg)
 	}
 	c, err := crawler.Open(cfg)
 	if err != nil {
@@ -85,7 +92,7 @@ func politeness(w io.Writer, seed int64, grace time.Duration) error {
 		return err
 	}
 	defer web.Close()
-	sum, err := crawlWeb(web, "", nil)
+	sum, err := crawlWeb(web, "", tune)
 	if err != nil {
 		return err
 	}
@@ -188,7 +195,7 @@ func throughput(w io.Writer, seed int64, pages int, dir string) error {
 		return err
 	}
 	defer web.Close()
-	sum, err := crawlWeb(web, dir, nil)
+	sum, err := crawlWeb(web, dir, tune)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/internal/report"
@@ -110,11 +111,12 @@ func printWebStats(w io.Writer, web *simweb.Web) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(w, "\nwhat the simulated servers saw:\n%-8s %9s %9s %10s %14s %12s %10s %9s\n",
-		"host", "expected", "served", "over-limit", "in Retry-After", "robots-viol", "duplicates", "peak in-flight")
+	fmt.Fprintf(w, "\nwhat the simulated servers saw:\n%-8s %-22s %9s %9s %10s %14s %12s %10s %9s\n",
+		"host", "address", "expected", "served", "over-limit", "in Retry-After", "robots-viol", "duplicates", "peak in-flight")
 	for _, n := range names {
 		s := stats[n]
-		fmt.Fprintf(w, "%-8s %9d %9d %10d %14d %12d %10d %9d\n",
-			n, len(expected[n]), s.OK, s.OverLimit, s.InRetryAfter, s.RobotsViolations, s.Duplicates, s.PeakInFlight)
+		addr := strings.TrimSuffix(strings.TrimPrefix(web.URL(n), "http://"), "/")
+		fmt.Fprintf(w, "%-8s %-22s %9d %9d %10d %14d %12d %10d %9d\n",
+			n, addr, len(expected[n]), s.OK, s.OverLimit, s.InRetryAfter, s.RobotsViolations, s.Duplicates, s.PeakInFlight)
 	}
 }

@@ -34,20 +34,23 @@ type Status struct {
 
 // HostStatus is one host's line in Status.
 type HostStatus struct {
-	Host         string     `json:"host"`
-	Pages        int        `json:"pages"` // fetched
-	Queued       int        `json:"queued"`
-	Failed       int        `json:"failed"`
-	Excluded     int        `json:"excluded"`
-	Rate         float64    `json:"rate"`   // req/s the controller allows now
-	Window       int        `json:"window"` // concurrency window now
-	InFlight     int        `json:"in_flight"`
-	P95Ms        float64    `json:"p95_ms"`
-	BaselineMs   float64    `json:"baseline_ms"`
-	AcceptedRate float64    `json:"accepted_rate"`
-	OverLimit    int        `json:"over_limit"` // 429/503 replies seen
-	PausedUntil  *time.Time `json:"paused_until,omitempty"`
-	LastError    string     `json:"last_error,omitempty"`
+	Host         string  `json:"host"`
+	Pages        int     `json:"pages"` // fetched
+	Queued       int     `json:"queued"`
+	Failed       int     `json:"failed"`
+	Excluded     int     `json:"excluded"`
+	Rate         float64 `json:"rate"`   // req/s the controller allows now
+	Window       int     `json:"window"` // concurrency window now
+	InFlight     int     `json:"in_flight"`
+	P95Ms        float64 `json:"p95_ms"`
+	BaselineMs   float64 `json:"baseline_ms"`
+	AcceptedRate float64 `json:"accepted_rate"`
+	OverLimit    int     `json:"over_limit"` // 429/503 replies seen
+	// RetryBudget is the host's retry token balance (absent until the host's first retry or
+	// success in this run); retries pause when it runs dry.
+	RetryBudget *float64   `json:"retry_budget,omitempty"`
+	PausedUntil *time.Time `json:"paused_until,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
 }
 
 // statusFile is where a running crawl leaves its latest Status, since bbolt's file lock keeps
@@ -112,6 +115,10 @@ func (c *Crawler) snapshot(running bool) Status {
 		hs := HostStatus{Host: h.Host, Pages: h.Fetched, Queued: h.Queued, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError}
 		if e := c.lastErr[h.Host]; e != "" {
 			hs.LastError = e
+		}
+		if b := c.budgets[h.Host]; b != nil {
+			v := b.Balance()
+			hs.RetryBudget = &v
 		}
 		if g, ok := gates[h.Host]; ok {
 			hs.Rate, hs.Window, hs.InFlight = g.Rate, g.Window, g.InFlight

@@ -147,7 +147,7 @@ type Frontier struct {
 	readOnly bool
 	budget   int // Options.HostBudget
 
-	leaseMu   sync.Mutex   // serializes Lease, so that no two leases pick the same key
+	leaseMu   sync.Mutex   // serializes Lease (no two leases pick the same key) against Complete's unlease (no lease picks a key from a snapshot older than its completion); taken before mu
 	promoteMu sync.Mutex   // serializes promotions of delayed URLs
 	inflight  atomic.Int32 // Complete calls in progress: 1 uses Update, more use Batch
 	written   atomic.Int64 // records written, to call storage.DB.TrimRSS every trimEvery

@@ -301,6 +301,9 @@ func (f *Frontier) Exclude(ex []Exclusion) error {
 // moving the delayed URLs due at now back into their queues. It reports false if host has none.
 // A host may have any number of leases at once (its limiter decides). The lease lives in memory
 // only: give it back with Complete or Release.
+// testHookLeaseScan, if set (by tests only), runs inside Lease's read transaction before the scan.
+var testHookLeaseScan func()
+
 func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 	if err := f.promote(now); err != nil {
 		return Lease{}, false, err
@@ -322,6 +325,9 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 			return nil // a read-only store the frontier never wrote to
 		}
 		prefix := hostPrefix(host)
+		if testHookLeaseScan != nil {
+			testHookLeaseScan() // the snapshot is taken; let a test commit behind its back
+		}
 		c := q.Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			f.mu.Lock()
@@ -437,6 +443,11 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 	}
 
 	defer f.wrote(1 + len(r.Links) + len(r.Excluded))
+	// Unlease under leaseMu: a Lease scanning a read snapshot taken before this commit still
+	// sees the key in the queue, so the key must stay leased until that scan is over; any scan
+	// that starts after we take leaseMu sees the commit.
+	f.leaseMu.Lock()
+	defer f.leaseMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h.unlease(l.key)

@@ -95,6 +95,13 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("storage: open %s: %w (%s)", path, ErrNotStore, what)
 	}
 
+	if !o.ReadOnly {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			if err := create(path, o); err != nil {
+				return nil, fmt.Errorf("storage: create %s: %w", path, err)
+			}
+		}
+	}
 	if err := checkLength(path); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
@@ -180,16 +187,69 @@ func (db *DB) checkFormat() (err error) {
 	case db.readOnly:
 		return fmt.Errorf("%w (no format marker)", ErrNotStore)
 	}
-	return db.bolt.Update(func(tx *bbolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(formatBucket)
-		if err != nil {
-			return err
+	return db.bolt.Update(initStore)
+}
+
+// initStore writes the format marker and creates every bucket of a new store.
+func initStore(tx *bbolt.Tx) error {
+	b, err := tx.CreateBucketIfNotExists(formatBucket)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(formatKey, formatValue); err != nil {
+		return err
+	}
+	return createBuckets(tx)
+}
+
+// tempPrefix names stores being created; create leaves none behind unless killed.
+const tempPrefix = ".crawl.db.new-"
+
+// create builds a new store under a temporary name and links it into place, so that path
+// either does not exist or holds a complete store, whenever the process dies. Linking fails if
+// path exists, so two crawls creating the same store at once cannot replace each other's file.
+func create(path string, o Options) error {
+	dir := filepath.Dir(path)
+	removeStaleTemps(dir)
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	f.Close()
+	defer os.Remove(tmp)
+	b, err := bbolt.Open(tmp, 0o644, &bbolt.Options{Timeout: o.Timeout, NoSync: o.NoSync, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		return err
+	}
+	err = b.Update(initStore)
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if !o.NoSync {
+		if d, err := os.Open(dir); err == nil {
+			_ = d.Sync() // make the new name durable
+			d.Close()
 		}
-		if err := b.Put(formatKey, formatValue); err != nil {
-			return err
+	}
+	return nil
+}
+
+// removeStaleTemps deletes what a create killed midway left behind (older than a minute, so a
+// create running right now in another process keeps its file).
+func removeStaleTemps(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"))
+	for _, n := range names {
+		if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Minute {
+			os.Remove(n)
 		}
-		return createBuckets(tx)
-	})
+	}
 }
 
 func createBuckets(tx *bbolt.Tx) error {

@@ -15,13 +15,6 @@ const never nanos = math.MinInt64
 
 func toNanos(t time.Time) nanos { return nanos(t.UnixNano()) }
 
-func (n nanos) time() time.Time {
-	if n == never {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(n)).UTC()
-}
-
 // sample is one finished request as the controller remembers it.
 type sample struct {
 	sent, done nanos

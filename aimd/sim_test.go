@@ -30,7 +30,6 @@ type simHost struct {
 }
 
 type simConfig struct {
-	name       string
 	host       simHost
 	cfg        Config
 	pages      int     // 0 = unlimited demand

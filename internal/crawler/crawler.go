@@ -532,16 +532,12 @@ func ruleDetail(v robots.Verdict) string {
 	return fmt.Sprintf("%s (line %d)", v.Rule, v.Line)
 }
 
-func (c *Crawler) jitter() *rand.Rand {
-	return c.rnd
-}
-
 // retryDelay computes the wait before another attempt, under c.rndMu since rand.Rand is not
 // safe for concurrent use.
 func (c *Crawler) retryDelay(attempt int, retryAfter time.Duration) time.Duration {
 	c.rndMu.Lock()
 	defer c.rndMu.Unlock()
-	return c.cfg.Retry.Delay(attempt, retryAfter, c.jitter())
+	return c.cfg.Retry.Delay(attempt, retryAfter, c.rnd)
 }
 
 func (c *Crawler) budget(host string) *retry.Budget {

@@ -93,7 +93,7 @@ type Controller struct {
 	decreases, overLimit, failures, neutral int
 
 	last    time.Time // latest time seen
-	samples ring
+	samples ring[sample]
 	hist    history
 	scratch []time.Duration
 }
@@ -109,7 +109,7 @@ func New(cfg Config, now time.Time) *Controller {
 		probeTime:    cfg.ProbeTime,
 		last:         now,
 		lastDecrease: never,
-		samples:      newRing(max(ringSize, 4*cfg.SampleWindow)),
+		samples:      newRing[sample](max(ringSize, 4*cfg.SampleWindow)),
 		hist:         newHistory(historySize),
 		scratch:      make([]time.Duration, 0, max(ringSize, 4*cfg.SampleWindow)),
 	}

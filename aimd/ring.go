@@ -24,35 +24,40 @@ type sample struct {
 	crowded    bool // its time in flight overlapped another remembered request's
 }
 
-// ring is a fixed-capacity FIFO of the most recent samples; the oldest is overwritten.
-// Samples are pushed in order of done time, so done never decreases from oldest to newest:
-// scans from the newest stop as soon as done falls before the instant they look for.
-type ring struct {
-	buf  []sample
-	head int // index of the oldest sample
+// ring is a fixed-capacity FIFO of the most recent elements; the oldest is overwritten. The
+// controller keeps its samples in one (pushed in order of done time, so done never decreases
+// from oldest to newest: scans from the newest stop as soon as done falls before the instant
+// they look for) and its rate history in another (see history).
+type ring[T any] struct {
+	buf  []T
+	head int // index of the oldest element
 	n    int
 }
 
-func newRing(capacity int) ring { return ring{buf: make([]sample, capacity)} }
+func newRing[T any](capacity int) ring[T] { return ring[T]{buf: make([]T, capacity)} }
 
-func (r *ring) push(s sample) {
+// push appends v, dropping the oldest element when the ring is full.
+func (r *ring[T]) push(v T) {
 	if r.n < len(r.buf) {
-		r.buf[(r.head+r.n)%len(r.buf)] = s
+		r.buf[(r.head+r.n)%len(r.buf)] = v
 		r.n++
 		return
 	}
-	r.buf[r.head] = s
+	r.buf[r.head] = v
 	r.head = (r.head + 1) % len(r.buf)
 }
 
-// back returns the i-th newest sample: back(0) is the latest. It requires 0 <= i < r.n.
-func (r *ring) back(i int) *sample {
-	j := r.head + r.n - 1 - i
+// get returns the i-th oldest element: get(0) is the oldest. It requires 0 <= i < r.n.
+func (r *ring[T]) get(i int) *T {
+	j := r.head + i
 	if j >= len(r.buf) {
 		j -= len(r.buf)
 	}
 	return &r.buf[j]
 }
+
+// back returns the i-th newest element: back(0) is the latest. It requires 0 <= i < r.n.
+func (r *ring[T]) back(i int) *T { return r.get(r.n - 1 - i) }
 
 // point is the rate and window in effect from time t on.
 type point struct {
@@ -62,31 +67,9 @@ type point struct {
 }
 
 // history is a fixed-capacity record of rate and window changes, oldest first, in time order.
-type history struct {
-	buf  []point
-	head int
-	n    int
-}
+type history struct{ ring[point] }
 
-func newHistory(capacity int) history { return history{buf: make([]point, capacity)} }
-
-func (h *history) push(p point) {
-	if h.n < len(h.buf) {
-		h.buf[(h.head+h.n)%len(h.buf)] = p
-		h.n++
-		return
-	}
-	h.buf[h.head] = p
-	h.head = (h.head + 1) % len(h.buf)
-}
-
-func (h *history) get(i int) *point {
-	j := h.head + i
-	if j >= len(h.buf) {
-		j -= len(h.buf)
-	}
-	return &h.buf[j]
-}
+func newHistory(capacity int) history { return history{newRing[point](capacity)} }
 
 func (h *history) last() *point { return h.get(h.n - 1) }
 

@@ -106,12 +106,11 @@ func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL
 
 // consider sorts one discovered URL into the links to enqueue or the exclusions to record.
 func (c *Crawler) consider(res *frontier.Result, e frontier.Entry, u *url.URL, nofollow bool) {
-	reason, detail := "", ""
+	reason, detail := c.scope.Check(u), ""
 	switch {
 	case nofollow:
 		reason = "nofollow"
-	case c.scope.Check(u) != "":
-		reason = c.scope.Check(u)
+	case reason != "": // out of scope or filtered
 	case c.cfg.MaxDepth >= 0 && e.Depth > c.cfg.MaxDepth:
 		reason, detail = "depth", fmt.Sprintf("depth %d > --max-depth %d", e.Depth, c.cfg.MaxDepth)
 	default:

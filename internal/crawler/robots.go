@@ -26,8 +26,8 @@ import (
 const (
 	robotsMaxFailures = 8
 	robotsMaxBackoff  = time.Minute
-	robotsMaxHops     = 5         // redirects followed for robots.txt (RFC 9309: at least five)
-	robotsMaxBytes    = 512 << 10 // parsed at most 500 KiB; a little more is read to know it was cut
+	robotsMaxHops     = 5                  // redirects followed for robots.txt (RFC 9309: at least five)
+	robotsMaxBytes    = robots.MaxSize + 1 // one byte past what is parsed, so the parser knows the file was cut
 )
 
 type robotsPhase int

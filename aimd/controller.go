@@ -1,6 +1,7 @@
 package aimd
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -22,10 +23,6 @@ const (
 	// many requests, so that at low rates feedback arrives before the next step.
 	slowStartSends = 1
 
-	// heldTime: a refusal at or below the rate the last decrease set, after an epoch at least
-	// this long, comes from a level that held: the limit fell.
-	heldTime = 5 * time.Second
-
 	// minSpan: a refusal measures the limit only over at least this much sending; a shorter
 	// span measures mostly the server's burst, and a refusal ending a shorter epoch says the
 	// last cut was not enough.
@@ -43,10 +40,6 @@ const (
 	// (a step may draw a refusal; at low rates they must stay rare per page).
 	searchGap   = 1.25
 	searchSends = 50
-
-	// heldMargin: a refusal at no more than this factor above the rate the last decrease set
-	// came from a level that held: the limit fell.
-	heldMargin = 1.02
 
 	// maxWindowPatience bounds how far the window probe interval is stretched while latency
 	// signals keep bringing the window back to the same size.
@@ -80,7 +73,6 @@ type Controller struct {
 	probeTime    time.Duration // current ProbeTime, lengthened while refusals recur at one rate
 	sinceStep    int           // successes since the last decrease or search step
 	searched     bool          // a search step was taken since the last decrease
-	held         float64       // rate set by the last decrease: a refusal at or below it means the limit fell
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
 	latencyWindow  int // the window a latency signal last set
@@ -305,6 +297,39 @@ func (c *Controller) rateInUse(s *sample) bool {
 	return ok && sp <= 2
 }
 
+// singleTokenLimit tests the remembered requests against a server-side bucket that holds one
+// token (nginx limit_req without burst, for one, is such a bucket): such a bucket accepts two
+// requests only if the second arrives at least 1/L after the first, and refuses one that comes
+// sooner. If every gap between consecutive remembered successes (by send time) is longer than
+// the gap between the refusal sent at ts and the success before it, one token explains what
+// the host did, and L lies between 1/(shortest accepted gap) and 1/(refused gap): limit is the
+// lower end and ok is true. Counting (epochEstimate) must allow for an unknown burst and so
+// measures such a host well below its limit; the gaps measure it exactly. If an earlier
+// success came sooner than the refused one, the host has a burst (or its limit fell) and ok
+// is false.
+func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
+	var buf [ringSize]nanos
+	sends := buf[:0]
+	for i := 0; i < c.samples.n && len(sends) < len(buf); i++ {
+		if s := c.samples.back(i); s.sig == Success && s.sent < ts {
+			sends = append(sends, s.sent)
+		}
+	}
+	if len(sends) < 3 {
+		return 0, false
+	}
+	slices.Sort(sends)
+	refused := ts - sends[len(sends)-1]
+	shortest := nanos(math.MaxInt64)
+	for i := 1; i < len(sends); i++ {
+		shortest = min(shortest, sends[i]-sends[i-1])
+	}
+	if shortest <= refused || shortest <= 0 {
+		return 0, false
+	}
+	return float64(time.Second) / float64(shortest), true
+}
+
 // lastAcceptedBefore returns the send time of the newest remembered success sent before t, or
 // t itself if there is none.
 func (c *Controller) lastAcceptedBefore(t nanos) nanos {
@@ -407,15 +432,18 @@ func (c *Controller) startEpoch(now time.Time) {
 //     (at least Beta × rs/4) and climbs linearly, within ReturnTime, to a plateau of
 //     PlateauFactor × the last accepted rate; the refusal a later climb or search step draws
 //     measures the limit (next case).
-//   - A refusal that ends a climb or probe (sending spanning at least minSpan): a server-side
-//     token bucket of rate L that was full at the epoch's start (the Retry-After pause
-//     refilled it) has passed about L·T plus its burst in T seconds, so the successes sent
-//     since then, less burstAllowance, over T measure L (see epochEstimate). The rate and the
-//     plateau become Beta × that (at least MinBeta × rs): hold there, probe above it slowly.
-//   - A refusal at or below the rate the last decrease set (×heldMargin) after an epoch of at
-//     least heldTime, or one ending an epoch too short to measure: the level that held no
-//     longer does (the limit fell), or the last cut was not enough. Nothing measures the new
-//     limit yet, so the rate halves (MinBeta × rs), as TCP does.
+//   - A refusal that ends an epoch with at least minSpan of sending (a climb, a probe, or a
+//     level held for a while): a server-side token bucket of rate L that was last full at t*
+//     has passed about L·(ts−t*) plus its burst since then, so the largest (successes sent
+//     since t0, less burstAllowance) ÷ (ts−t0) over the epoch measures L (see
+//     epochEstimate). The rate and the plateau become Beta × that (at least MinBeta × rs):
+//     hold there, probe above it slowly. A level that held and is then refused is measured
+//     the same way: most often it was a little above L and the bucket's burst hid that for a
+//     while, and the long epoch measures L well; if the limit fell instead, the next refusal
+//     comes within an epoch too short to measure (next case).
+//   - A refusal ending an epoch too short to measure: the last cut was not enough (or the
+//     limit fell). Nothing measures the new limit yet, so the rate halves (MinBeta × rs), as
+//     TCP does.
 //
 // The rate never rises on a refusal. rs is remembered as the last refused rate: if the plateau
 // lies well below it, grow searches the gap. A refusal at about the same rate as the previous
@@ -425,14 +453,19 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	rs := c.sendingRate(s.sent)
 	lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
 	var newRate, plateau float64
-	est, span, epoch := c.epochEstimate(s.sent)
+	measured := false // the new rate rests on a measurement of the limit, not on a bracket
+	est, span := c.epochEstimate(s.sent)
 	switch {
 	case c.slowStart:
 		newRate = c.cfg.Beta * max(c.recentAccepted(s.sent), c.cfg.MinBeta*c.cfg.MinBeta*rs)
 		plateau = c.cfg.PlateauFactor * lo
-	case est > 0 && span >= minSpan && !(epoch >= heldTime && rs <= c.held*heldMargin):
+	case est > 0 && span >= minSpan:
+		if l1, ok := c.singleTokenLimit(s.sent); ok {
+			est = max(est, l1)
+		}
 		newRate = max(c.cfg.Beta*est, c.cfg.MinBeta*rs)
 		plateau = newRate
+		measured = c.cfg.Beta*est >= c.cfg.MinBeta*rs
 	default:
 		newRate = c.cfg.MinBeta * rs
 		plateau = newRate
@@ -451,68 +484,55 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	}
 	c.rate = newRate
 	c.hi, c.lastRefusal = rs, rs
-	if c.searched {
-		// A search step drew this refusal: the limit lies between the plateau and this step,
-		// too close to be worth more refusals. The slow probe takes it from here.
+	if c.searched || measured {
+		// A search step drew this refusal (the limit lies between the plateau and this step,
+		// too close to be worth more refusals), or the new rate rests on a measurement, and rs
+		// is only how far the climb overshot the limit while the bucket's burst hid it. The
+		// slow probe takes it from here.
 		c.hi = 0
 	}
 	c.searched = false
 	c.plateau = max(plateau, newRate)
-	c.epochRate, c.held = newRate, newRate
+	c.epochRate = newRate
 	c.elapsed, c.sinceStep = 0, 0
 	c.slowStart = false
 	c.startEpoch(now)
 }
 
 // epochEstimate measures the limit from the current epoch, for a refusal sent at ts. A token
-// bucket of rate L that was full at t0 and is empty at ts has passed about L·(ts−t0) plus its
-// burst; it was full at the epoch's start (the pause refilled it) and stays full while the rate
-// is below L. So: count the successes sent from t0 to ts, less burstAllowance, over ts−t0;
-// start with t0 = the epoch's first send still remembered (the whole epoch: at low rates a
-// long span is what makes one token of burst a small error), and move t0 up to the first send
-// at a rate at least the estimate (the time below it only refilled a full bucket) while that
-// raises the estimate, keeping ts−t0 at least minSpan. span is the final ts−t0 and epoch the
-// time from the epoch's first send to ts; est is 0 when too little was sent.
-func (c *Controller) epochEstimate(ts nanos) (est float64, span, epoch time.Duration) {
-	first := ts
+// bucket of rate L and burst b passes at most L·(ts−t0) + b requests sent from any t0 to ts,
+// and exactly about that many from the last instant t* at which it was full (the Retry-After
+// pause that opened the epoch refilled it; sending below L keeps it full). So the largest
+// (successes sent from t0 to ts − burstAllowance) ÷ (ts − t0) over the epoch's sends t0 is
+// the measurement: earlier t0 add time in which a full bucket wasted its refill, later ones
+// only noise. Spans under minSpan are not considered (they measure mostly the burst); span is
+// the chosen ts−t0; est is 0 when too little was sent.
+func (c *Controller) epochEstimate(ts nanos) (est float64, span time.Duration) {
+	var buf [ringSize]nanos
+	sends := buf[:0] // successes sent in [lastDecrease, ts), newest first after sorting
 	for i := 0; i < c.samples.n; i++ {
 		s := c.samples.back(i)
 		if s.done < c.lastDecrease {
 			break
 		}
-		if s.sent >= c.lastDecrease && s.sent < ts {
-			first = min(first, s.sent)
+		if s.sent < c.lastDecrease || s.sent >= ts {
+			continue
+		}
+		if s.sig == Success && len(sends) < len(buf) {
+			sends = append(sends, s.sent)
 		}
 	}
-	epoch = time.Duration(ts - first)
-	from := first
-	for range 4 {
-		ok := 0
-		for i := 0; i < c.samples.n; i++ {
-			s := c.samples.back(i)
-			if s.done < from {
-				break
-			}
-			if s.sent >= from && s.sent < ts && s.sig == Success {
-				ok++
-			}
+	slices.SortFunc(sends, func(a, b nanos) int { return cmp.Compare(b, a) })
+	for k, t0 := range sends {
+		sp := time.Duration(ts - t0)
+		if sp < minSpan {
+			continue
 		}
-		sp := time.Duration(ts - from)
-		if sp <= 0 || float64(ok) <= burstAllowance {
-			break
+		if e := (float64(k+1) - burstAllowance) / sp.Seconds(); e > est {
+			est, span = e, sp
 		}
-		e := (float64(ok) - burstAllowance) / sp.Seconds()
-		if e <= est {
-			break
-		}
-		est, span = e, sp
-		next := min(c.hist.firstAtLeast(from, ts, est), ts-nanos(minSpan))
-		if next <= from {
-			break
-		}
-		from = next
 	}
-	return est, span, epoch
+	return est, span
 }
 
 // recentAccepted is the success rate over the RateWindow before ts, by send time.

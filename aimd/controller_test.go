@@ -273,13 +273,23 @@ func TestOverloadDecrease(t *testing.T) {
 			d.run(sec(2))             // 20 successes sent in 2s, climbing toward 9.8
 			d.refuse(Overload)        // refused 2.05s after the epoch's first send
 		}, 0.97 * (20 - 1.5) / 2.05, 2, 2}, // Beta × (successes − burst allowance) / span
-		{"refusal at a level that held 5s: the limit fell, halve", Config{}, func(d *driver) {
+		{"refusal at a level that held 6s: measured over the whole epoch", Config{}, func(d *driver) {
 			d.c.cfg.ReturnTime = 100 * time.Millisecond
 			d.refuse(Overload)        // 10 → 9.7, plateau 9.8, back there at once
 			d.now = d.now.Add(sec(1)) // a Retry-After pause
+			d.run(sec(6))             // 58 successes sent at 9.7–9.8 req/s
+			d.refuse(Overload)
+		}, 0.97 * (58 - 1.5) / 5.95, 2, 2},
+		{"the limit fell: held level refused, then at once again: halve", Config{}, func(d *driver) {
+			d.c.cfg.ReturnTime = 100 * time.Millisecond
+			d.refuse(Overload)
+			d.now = d.now.Add(sec(1))
 			d.run(sec(6))
-			d.refuse(Overload) // refused at 9.8 ≤ 1.02 × 9.7
-		}, 0.5 * 9.8, 2, 2},
+			d.refuse(Overload)        // measured: 0.97 × 9.5 ≈ 9.21
+			d.now = d.now.Add(sec(1)) // a Retry-After pause
+			d.send(Success)
+			d.refuse(Overload) // 0.1s into the epoch: too short to measure
+		}, 0.5 * 0.97 * (58 - 1.5) / 5.95, 3, 3},
 		{"MinRate floor", Config{MinRate: 8}, func(d *driver) {
 			for i := 0; i < 5; i++ {
 				d.refuse(Overload)
@@ -726,5 +736,38 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSingleTokenLimit covers the gap rule: a host that refuses a request sent sooner after the
+// previous success than any accepted one behaves like a one-token bucket, whose limit the
+// shortest accepted gap measures.
+func TestSingleTokenLimit(t *testing.T) {
+	tests := []struct {
+		name   string
+		gaps   []float64 // s between consecutive successes (by send time)
+		refuse float64   // s from the last success to the refused send
+		want   float64   // limit; 0 = not a one-token host
+	}{
+		{"climb refused at a shorter gap", []float64{0.25, 0.24, 0.22, 0.21, 0.2}, 0.19, 5},
+		{"an earlier success came sooner: a burst", []float64{0.25, 0.1, 0.22, 0.21, 0.2}, 0.19, 0},
+		{"refused at a gap that was accepted before", []float64{0.25, 0.2, 0.22}, 0.2, 0},
+		{"too few successes", []float64{0.25}, 0.19, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			at := t0
+			for _, g := range tc.gaps {
+				c.Observe(at.Add(10*time.Millisecond), Outcome{Signal: Success, Sent: at, Latency: 5 * time.Millisecond})
+				at = at.Add(sec(g))
+			}
+			c.Observe(at.Add(10*time.Millisecond), Outcome{Signal: Success, Sent: at, Latency: 5 * time.Millisecond})
+			ts := toNanos(at.Add(sec(tc.refuse)))
+			got, ok := c.singleTokenLimit(ts)
+			if ok != (tc.want > 0) || (ok && !near(got, tc.want, 1e-9)) {
+				t.Errorf("singleTokenLimit = %v, %v; want %v", got, ok, tc.want)
+			}
+		})
 	}
 }

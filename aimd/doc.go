@@ -24,33 +24,36 @@
 // # Rate: measured decrease, linear return, slow probe
 //
 // A server-side token bucket of rate L and burst b answers requests beyond L with an immediate
-// 429. A Retry-After pause refills it, so a bucket that refuses T seconds into an epoch has
-// passed about L·T + b requests since the pause: the refusal measures L as (successes sent in
-// the epoch − 1.5) ÷ T, where 1.5 stands for the unknown burst and the start of the span is
-// moved up to where the rate first reached the estimate (time below L only refilled a full
-// bucket), and the span is at least 0.8 s. The span otherwise runs back to the epoch's start:
-// at 2 req/s a 5 s span holds 10 requests, and one token of burst would be a 10% error. The
-// rate and the plateau become Beta (0.97) × that measurement: the controller holds just under
+// 429. It passes at most L·T + b requests in any T seconds, and about that many in the T
+// seconds since it was last full (a Retry-After pause refills it; sending below L keeps it
+// full). So a refusal measures L as the largest (successes sent since t0 − 1.5) ÷ (ts − t0)
+// over the epoch's sends t0, with spans of at least 0.8 s: 1.5 stands for the unknown burst.
+// A host that refuses a request sent sooner after the previous success than any success
+// ever came behaves like a one-token bucket (nginx's limit_req without burst is one): such a
+// bucket refuses as soon as the rate passes L, so the shortest accepted gap measures L
+// exactly, where counting would allow for a burst it does not have and measure ~20% low. The
+// rate and the plateau become Beta (0.97) × the measurement: the controller holds just under
 // the limit instead of riding TCP's 75% sawtooth, and probes above it with a slow cubic curve,
 // so it still finds a limit that rises. The probe is slow because every over-limit reply costs
 // a Retry-After pause, and slower still (up to 4×) while refusals keep coming at the same rate.
+// A level that held for a while and is then refused is measured the same way: most often it
+// was a little above L and the bucket's burst hid that, and the long epoch measures L well.
 //
 // Slow start's refusal measures little (the rate doubled past the limit): the rate drops to
 // Beta × the success rate of the last second (at least a quarter of the refused rate) and
-// climbs linearly within ReturnTime (5 s) to just under the last accepted rate. A refusal that
-// ends an epoch too short to measure (the last cut was not enough), or one at or below the
-// level the last decrease set after that level held 5 s (the limit fell), halves the rate, as
-// TCP does. A plateau left more than 1.25× below the last refused rate is raised by binary
-// search, one step per ReturnTime and 50 successes, so an over-cautious cut costs seconds, not
-// minutes.
+// climbs linearly within ReturnTime (5 s) to just under the last accepted rate; the refusal
+// that climb draws is the measurement. A refusal that ends an epoch too short to measure (the
+// last cut was not enough, or the limit fell) halves the rate, as TCP does. A plateau left
+// more than 1.25× below the rate of a refusal that measured nothing (slow start's, a
+// halving's) is raised by binary search, one step per ReturnTime and 50 successes, so an
+// over-cautious cut costs seconds, not minutes.
 //
 // Slow start multiplies the rate (×2 per 250ms, and at most once per request at low rates)
 // while it is actually used, until the first congestion signal.
 //
-// Known limits: the 1.5-token allowance holds a burst-1 host a few percent under L; and a
-// climb through the limit (a search step's linear ramp) is measured low, since part of its
-// span was below L: on a burst-1 host at 5 req/s that costs ~20%, which the search does not
-// win back (it stops within 1.25×).
+// Known limits: the 1.5-token allowance over- or under-measures a host whose burst is far from
+// it by (b − 1.5) ÷ span (a big burst is then found by a later refusal of the held level, over
+// a long span); a one-token host with network jitter refuses some requests paced below L.
 //
 // # Window: Little's law
 //

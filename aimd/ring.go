@@ -98,21 +98,3 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	k := int(math.Ceil(q*float64(len(ds))-1e-9)) - 1 // nearest rank, tolerant of float error
 	return ds[min(max(k, 0), len(ds)-1)]
 }
-
-// firstAtLeast returns the earliest instant in [from, to) at which the rate in effect was at
-// least r, or to if there was none. It requires h.n > 0.
-func (h *history) firstAtLeast(from, to nanos, r float64) nanos {
-	if h.at(from).rate >= r {
-		return from
-	}
-	for i := 0; i < h.n; i++ {
-		p := h.get(i)
-		if p.t >= to {
-			break
-		}
-		if p.t > from && p.rate >= r {
-			return p.t
-		}
-	}
-	return to
-}

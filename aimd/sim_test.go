@@ -330,13 +330,12 @@ func TestSimTokenBucket(t *testing.T) {
 		maxMakespan float64 // × ideal (pages / L)
 		minTput     float64 // × L, from 10s to the end
 	}{
-		// Beta × a limit measured with a 1.5-token burst allowance holds a burst-1 host ~8% under
-		// L (1.10 before the measured decrease); L=5 is a known gap: the search step's climb
-		// through the limit is measured ~20% low (target 1.10 and 90%, not met).
-		{"L=20 burst 1", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001}, 1.13, 0.9},
-		{"L=5 burst 1", simConfig{host: simHost{limit: 5, service: 0.02}, pages: 500, jitter: 0.001}, 1.35, 0.75},
-		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.10, 0.9},
-		{"L=20 no Retry-After", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001, noPause: true}, 1.10, 0.9},
+		// A burst-1 host is measured by the gaps between requests (singleTokenLimit): counting
+		// with a 1.5-token burst allowance alone held L=5 at 77–80% of L.
+		{"L=20 burst 1", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001}, 1.13, 0.92},
+		{"L=5 burst 1", simConfig{host: simHost{limit: 5, service: 0.02}, pages: 500, jitter: 0.001}, 1.12, 0.92},
+		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.07, 0.94},
+		{"L=20 no Retry-After", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001, noPause: true}, 1.10, 0.94},
 		// A burst refills during every Retry-After pause and hides the limit at first.
 		{"L=50 burst 3", simConfig{host: simHost{limit: 50, burst: 3, service: 0.05}, pages: 3000, jitter: 0.001}, 1.20, 0.9},
 		{"L=100 burst 5", simConfig{host: simHost{limit: 100, burst: 5, service: 0.02}, pages: 5000, jitter: 0.001}, 1.20, 0.9},
@@ -480,11 +479,13 @@ func TestSimShortCrawl(t *testing.T) {
 	}{
 		// Bounds are regression guards at today's figures (the real benchmark agrees with these
 		// within a few %); the product targets (≤ 1.1x, ~1 refusal per host) are not met yet.
-		{"L=10 burst 2", simHost{limit: 10, burst: 2}, 150, false, 1.6, 5},
-		{"L=10 burst 3", simHost{limit: 10, burst: 3}, 150, false, 1.6, 8},
-		{"L=8 burst 1 no Retry-After", simHost{limit: 8, burst: 1}, 100, true, 1.25, 3},
-		{"L=50 burst 5", simHost{limit: 50, burst: 5}, 1000, false, 1.6, 9},
-		{"L=20→5 at 5s burst 2", simHost{limit: 20, burst: 2, dropAt: 5, dropBy: 0.25}, 200, false, 2.2, 8},
+		// "L=10 burst 2" drew a third refusal when a measured refusal still left the climb's
+		// overshoot to be searched.
+		{"L=10 burst 2", simHost{limit: 10, burst: 2}, 150, false, 1.27, 2},
+		{"L=10 burst 3", simHost{limit: 10, burst: 3}, 150, false, 1.25, 3},
+		{"L=8 burst 1 no Retry-After", simHost{limit: 8, burst: 1}, 100, true, 1.2, 2},
+		{"L=50 burst 5", simHost{limit: 50, burst: 5}, 1000, false, 1.25, 3},
+		{"L=20→5 at 5s burst 2", simHost{limit: 20, burst: 2, dropAt: 5, dropBy: 0.25}, 200, false, 1.7, 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,7 +17,7 @@ type Config struct {
 	MaxWindow     int // default 8 (--host-concurrency); raised to MinWindow if below it
 
 	// Slow start. While no congestion signal has been seen, the rate is multiplied by
-	// SlowStartFactor (default 2) per SlowStartInterval (default 250ms) of time in which the
+	// SlowStartFactor (default 2) per SlowStartInterval (default 125ms) of time in which the
 	// rate was actually used; the interval is stretched to at least twice the baseline latency
 	// and two sending intervals, so that feedback arrives before the next step. The window
 	// grows by one per success that found it full (doubling per round trip, as in TCP).
@@ -78,7 +78,7 @@ const (
 	DefaultMinWindow         = 1
 	DefaultMaxWindow         = 8
 	DefaultSlowStartFactor   = 2.0
-	DefaultSlowStartInterval = 250 * time.Millisecond
+	DefaultSlowStartInterval = 125 * time.Millisecond
 	DefaultBeta              = 0.97
 	DefaultMinBeta           = 0.5
 	DefaultPlateauFactor     = 0.98

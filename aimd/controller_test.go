@@ -164,12 +164,12 @@ func TestSlowStartRate(t *testing.T) {
 }
 
 func TestSlowStartDoublingPace(t *testing.T) {
-	// At a high rate the step is SlowStartInterval: ×2 per 250ms of use.
+	// At a high rate the step is SlowStartInterval: ×2 per 125ms of use.
 	c := New(Config{InitialRate: 100}, t0)
 	d := &driver{c: c, now: t0, lat: time.Millisecond}
-	d.run(500 * time.Millisecond)
+	d.run(250 * time.Millisecond)
 	if r := c.Rate(); r < 300 || r > 500 {
-		t.Errorf("after 500ms from 100 req/s the rate is %.0f, want about 400", r)
+		t.Errorf("after 250ms from 100 req/s the rate is %.0f, want about 400", r)
 	}
 }
 

@@ -48,7 +48,7 @@
 // halving's) is raised by binary search, one step per ReturnTime and 50 successes, so an
 // over-cautious cut costs seconds, not minutes.
 //
-// Slow start multiplies the rate (×2 per 250ms, and at most once per request at low rates)
+// Slow start multiplies the rate (×2 per 125ms, and at most once per request at low rates)
 // while it is actually used, until the first congestion signal.
 //
 // Known limits: the 1.5-token allowance over- or under-measures a host whose burst is far from

@@ -37,7 +37,8 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 }
 
 // decide turns one response (or error) into the frontier result for the lease, and feeds the
-// host's gate: the outcome for its controller, and a pause when the host sent Retry-After.
+// host's gate: the outcome for its controller, and a pause when the host sent Retry-After or
+// said its rate-limit quota is spent.
 func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err error, sent, now time.Time, t *hostlimit.Ticket) frontier.Result {
 	if errors.Is(err, netguard.ErrPrivateAddress) {
 		t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
@@ -54,9 +55,11 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: err.Error()}
 	}
 	cl := retry.ClassifyStatus(resp.Status)
+	// Pause first: Done frees the host's window, and the dispatcher must not admit another
+	// request in between when the host has just said to stop.
+	wait := c.honourRetryAfter(l.Host, resp, now)
 	t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent, Latency: resp.HeaderLatency})
 	c.observeRequest(RequestEvent{Host: l.Host, Status: resp.Status, Latency: now.Sub(sent)})
-	wait := c.honourRetryAfter(l.Host, resp, now)
 	if cl.Retryable {
 		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
 		return c.retryOrFail(l, cl.Reason, resp.StatusLine, resp.Status, wait, now)
@@ -153,25 +156,41 @@ func classifyErr(err error) retry.Class {
 	return retry.ClassifyError(kind)
 }
 
-// honourRetryAfter pauses the whole host when a 429 or 503 says when to come back, and returns
-// that wait (0 if none).
+// honourRetryAfter pauses the whole host when the response says when to come back: a 429 or
+// 503 with Retry-After, or a response of any status (200 included) whose rate-limit headers say
+// the quota is spent until a reset (retry.ParseRateLimit), since the next request would only
+// be refused. The longer of the two wins. It returns the Retry-After wait alone (0 if none):
+// callers read that as the host's explicit "slow down" and as a retry's floor, which a spent
+// quota on a success is not; the pause keeps the host quiet either way.
 func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) time.Duration {
-	if resp.Status != 429 && resp.Status != 503 {
-		return 0
+	var wait time.Duration
+	if resp.Status == 429 || resp.Status == 503 {
+		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok {
+			wait = w
+		}
 	}
-	w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now)
-	if !ok || w <= 0 {
-		return 0
+	pause := wait
+	if q, ok := retry.ParseRateLimit(resp.Header, now); ok && q.Remaining <= 0 {
+		pause = max(pause, q.Reset)
 	}
-	c.reg.PauseUntil(host, now.Add(w))
-	if w >= longPause {
+	c.pauseHost(host, pause, now)
+	return wait
+}
+
+// pauseHost pauses the whole host for d from now (nothing when d <= 0). Like any pause, one
+// longer than hostlimit's MaxPause defers the host's URLs rather than holding the run open.
+func (c *Crawler) pauseHost(host string, d time.Duration, now time.Time) {
+	if d <= 0 {
+		return
+	}
+	c.reg.PauseUntil(host, now.Add(d))
+	if d >= longPause {
 		// Save the pause now: a run started after a kill must still honour it.
 		if err := c.reg.Flush(); err != nil {
 			c.log.Warn("cannot save a host's pause", "host", host, "err", err)
 		}
 	}
-	return w
 }
 
-// longPause is a Retry-After long enough to be saved in the store at once.
+// longPause is a pause long enough to be saved in the store at once.
 const longPause = 2 * time.Second

@@ -1,11 +1,15 @@
 // Package retry decides whether and when a failed request is tried again. Its one job: the
-// retry policy, as pure functions and one small budget. It holds four things:
+// retry policy, as pure functions and one small budget. It holds five things:
 //
 //   - Policy: capped exponential backoff with full jitter (a uniformly random wait in
 //     [0, min(Cap, Base·2^attempt))), never less than the host's own Retry-After.
 //   - ParseRetryAfter: the Retry-After header (delta-seconds or any HTTP-date form
 //     net/http accepts), measured against the response's Date header when there is one so that
 //     the server's clock skew cancels out.
+//   - ParseRateLimit: the quota a server advertises before it refuses anything (RateLimit and
+//     RateLimit-Policy of draft-ietf-httpapi-ratelimit-headers, the earlier drafts'
+//     RateLimit-Limit/-Remaining/-Reset, the de-facto X-RateLimit-*), so that the crawl can
+//     stop when the quota is spent instead of drawing a 429 to learn it.
 //   - ClassifyStatus and ClassifyError: which outcomes are worth retrying, and what each one
 //     tells the host's rate controller (an aimd.Signal).
 //   - Budget: a retry token bucket in the style of the AWS SDKs' retry quota: retries cost

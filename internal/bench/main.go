@@ -5,6 +5,7 @@
 // less than absolute times.
 //
 //	go run ./internal/bench -scenario politeness
+//	go run ./internal/bench -scenario politeness -scale 4   # 4× the pages per host
 //	go run ./internal/bench -scenario throughput
 package main
 
@@ -31,6 +32,7 @@ func main() {
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts)")
 	data := flag.String("data", "", "throughput: keep the crawl store in this directory (default: a temporary one, removed)")
+	scale := flag.Int("scale", 1, "politeness: multiply every host's page count by this (longer crawls: start-up costs weigh less, steady-state riding more)")
 	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
 	flag.Parse()
 	if *initial > 0 {
@@ -39,11 +41,11 @@ func main() {
 	var err error
 	switch *scenario {
 	case "politeness":
-		err = politeness(os.Stdout, *seed, *grace)
+		err = politeness(os.Stdout, *seed, *grace, *scale)
 	case "throughput":
 		err = throughput(os.Stdout, *seed, *pages, *data)
 	case "all":
-		if err = politeness(os.Stdout, *seed, *grace); err == nil {
+		if err = politeness(os.Stdout, *seed, *grace, *scale); err == nil {
 			err = throughput(os.Stdout, *seed, *pages, *data)
 		}
 	default:
@@ -85,8 +87,11 @@ func crawlWeb(web *simweb.Web, dir string, adjust func(*crawler.Config)) (*crawl
 	return sum, err
 }
 
-func politeness(w io.Writer, seed int64, grace time.Duration) error {
+func politeness(w io.Writer, seed int64, grace time.Duration, scale int) error {
 	specs := simweb.PolitenessBench()
+	for i := range specs {
+		specs[i].Pages *= max(scale, 1)
+	}
 	web, err := simweb.Start(specs, &simweb.Options{Seed: seed, Grace: grace})
 	if err != nil {
 		return err

@@ -9,7 +9,8 @@
 //   - ParseRateLimit: the quota a server advertises before it refuses anything (RateLimit and
 //     RateLimit-Policy of draft-ietf-httpapi-ratelimit-headers, the earlier drafts'
 //     RateLimit-Limit/-Remaining/-Reset, the de-facto X-RateLimit-*), so that the crawl can
-//     stop when the quota is spent instead of drawing a 429 to learn it.
+//     stop when the quota is spent instead of drawing a 429 to learn it. The draft's
+//     Structured Fields (RFC 9651) are parsed by github.com/dunglas/httpsfv.
 //   - ClassifyStatus and ClassifyError: which outcomes are worth retrying, and what each one
 //     tells the host's rate controller (an aimd.Signal).
 //   - Budget: a retry token bucket in the style of the AWS SDKs' retry quota: retries cost

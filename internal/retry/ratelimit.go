@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // Quota is what a response's rate-limit headers say about the client's allowance at a host.
@@ -69,77 +71,74 @@ func ParseRateLimit(h http.Header, now time.Time) (q Quota, ok bool) {
 // parseRateLimitField reads the RateLimit field: a List of service limits (draft 08 and later)
 // or, failing that, the draft-07 Dictionary.
 func parseRateLimitField(h http.Header, ref time.Time) (Quota, bool) {
-	v := fieldValue(h, "RateLimit")
-	if v == "" {
+	v := h.Values("RateLimit")
+	if len(v) == 0 {
 		return Quota{}, false
 	}
-	if items, ok := parseSF(v, false); ok {
+	if items, err := httpsfv.UnmarshalList(v); err == nil {
 		return serviceLimits(items, h, ref)
 	}
-	members, ok := parseSF(v, true)
-	if !ok {
+	d, err := httpsfv.UnmarshalDictionary(v)
+	if err != nil {
 		return Quota{}, false
 	}
 	var q Quota
-	found := false
-	for _, m := range members { // later duplicates win, as for any Dictionary
-		switch m.key {
-		case "remaining":
-			found = false
-			if r, ok := m.val.count(); ok {
-				q.Remaining, found = r, true
-			}
-		case "reset":
-			q.Reset = 0
-			if s, ok := m.val.seconds(); ok {
-				q.Reset = resetAfter(s, ref)
-			}
-		case "limit":
-			q.Limit, _ = m.val.count()
+	get := func(key string) any { // a repeated key keeps its last value, as for any Dictionary
+		if m, ok := d.Get(key); ok {
+			return itemValue(m)
 		}
+		return nil
 	}
-	if !found {
+	r, ok := count(get("remaining"))
+	if !ok {
 		return Quota{}, false
 	}
-	q.Window = windowOf(q.Limit, sfField(h, "RateLimit-Policy"))
+	q.Remaining = r
+	if s, ok := seconds(get("reset")); ok {
+		q.Reset = resetAfter(s, ref)
+	}
+	q.Limit, _ = count(get("limit"))
+	q.Window = windowOf(q.Limit, sfList(h, "RateLimit-Policy"))
 	return q, true
 }
 
 // serviceLimits picks the most restrictive of a RateLimit List's service limits and the
 // RateLimit-Policy that goes with it.
-func serviceLimits(items []sfMember, h http.Header, ref time.Time) (Quota, bool) {
+func serviceLimits(items httpsfv.List, h http.Header, ref time.Time) (Quota, bool) {
 	var q Quota
 	name, found := "", false
 	for _, it := range items {
-		if it.val.kind != sfString && it.val.kind != sfToken {
+		n, ok := itemName(it)
+		if !ok {
 			continue
 		}
-		r, ok := it.param("r").count()
+		r, ok := count(param(it, "r"))
 		if !ok {
 			continue
 		}
 		var reset time.Duration
-		if s, ok := it.param("t").seconds(); ok {
+		if s, ok := seconds(param(it, "t")); ok {
 			reset = resetAfter(s, ref)
 		}
 		if !found || r < q.Remaining || r == q.Remaining && reset > q.Reset {
-			q.Remaining, q.Reset, name, found = r, reset, it.val.s, true
+			q.Remaining, q.Reset, name, found = r, reset, n, true
 		}
 	}
 	if !found {
 		return Quota{}, false
 	}
 	var best *policy
-	for _, it := range sfField(h, "RateLimit-Policy") {
-		if it.val.kind != sfString && it.val.kind != sfToken {
-			continue
-		}
-		quota, ok := it.param("q").count()
+	for _, it := range sfList(h, "RateLimit-Policy") {
+		n, ok := itemName(it)
 		if !ok {
 			continue
 		}
-		p := &policy{quota: quota, window: it.param("w").window()}
-		if it.val.s == name {
+		quota, ok := count(param(it, "q"))
+		if !ok {
+			continue
+		}
+		p := &policy{quota: quota, window: window(param(it, "w"))}
+		if n == name {
 			best = p
 			break
 		}
@@ -176,44 +175,44 @@ func (p *policy) stricter(o *policy) bool {
 func parseDraftFields(h http.Header, ref time.Time) (Quota, bool) {
 	var q Quota
 	found := false
-	for _, m := range sfField(h, "RateLimit-Remaining") {
-		if r, ok := m.val.count(); ok && (!found || r < q.Remaining) {
+	for _, m := range sfList(h, "RateLimit-Remaining") {
+		if r, ok := count(itemValue(m)); ok && (!found || r < q.Remaining) {
 			q.Remaining, found = r, true
 		}
 	}
 	if !found {
 		return Quota{}, false
 	}
-	if m := sfField(h, "RateLimit-Reset"); len(m) == 1 {
-		if s, ok := m[0].val.seconds(); ok {
+	if m := sfList(h, "RateLimit-Reset"); len(m) == 1 {
+		if s, ok := seconds(itemValue(m[0])); ok {
 			q.Reset = resetAfter(s, ref)
 		}
 	}
-	limit := sfField(h, "RateLimit-Limit")
+	limit := sfList(h, "RateLimit-Limit")
 	if len(limit) > 0 {
-		if n, ok := limit[0].val.count(); ok {
+		if n, ok := count(itemValue(limit[0])); ok {
 			q.Limit = n
-			q.Window = limit[0].param("w").window()
+			q.Window = window(param(limit[0], "w"))
 		}
 	}
 	if q.Window == 0 && len(limit) > 1 {
 		q.Window = windowOf(q.Limit, limit[1:])
 	}
 	if q.Window == 0 {
-		q.Window = windowOf(q.Limit, sfField(h, "RateLimit-Policy"))
+		q.Window = windowOf(q.Limit, sfList(h, "RateLimit-Policy"))
 	}
 	return q, true
 }
 
 // windowOf returns the window of the first policy of the form `quota;w=seconds` (drafts up to
 // 07) whose quota is limit, or 0.
-func windowOf(limit int, policies []sfMember) time.Duration {
+func windowOf(limit int, policies httpsfv.List) time.Duration {
 	if limit <= 0 {
 		return 0
 	}
 	for _, p := range policies {
-		if n, ok := p.val.count(); ok && n == limit {
-			if w := p.param("w").window(); w > 0 {
+		if n, ok := count(itemValue(p)); ok && n == limit {
+			if w := window(param(p, "w")); w > 0 {
 				return w
 			}
 		}
@@ -279,350 +278,83 @@ func plainSeconds(s string) (float64, bool) {
 	return f, err == nil
 }
 
-// fieldValue is a field's lines joined as one List, as RFC 8941 §4.2 says to combine them.
-func fieldValue(h http.Header, name string) string {
-	return strings.Join(h.Values(name), ",")
-}
-
-// sfField parses a field as a Structured Field List; nil when absent or malformed.
-func sfField(h http.Header, name string) []sfMember {
-	v := fieldValue(h, name)
-	if v == "" {
+// sfList parses a field as a Structured Field List (its lines joined, RFC 9651 §4.2); nil when
+// absent or malformed.
+func sfList(h http.Header, name string) httpsfv.List {
+	v := h.Values(name)
+	if len(v) == 0 {
 		return nil
 	}
-	m, _ := parseSF(v, false)
-	return m
+	l, err := httpsfv.UnmarshalList(v)
+	if err != nil {
+		return nil
+	}
+	return l
 }
 
-// A small Structured Field parser (RFC 8941, with RFC 9651's Dates): enough to read Lists and
-// Dictionaries of Items with Parameters. Inner Lists are parsed and kept as opaque members.
+// itemName returns the String or Token an Item names (a service limit's or policy's name).
+func itemName(m httpsfv.Member) (string, bool) {
+	it, ok := m.(httpsfv.Item)
+	if !ok {
+		return "", false
+	}
+	switch v := it.Value.(type) {
+	case string:
+		return v, true
+	case httpsfv.Token:
+		return string(v), true
+	}
+	return "", false
+}
 
-type sfKind uint8
+// itemValue returns a List member's bare value (nil for an Inner List).
+func itemValue(m httpsfv.Member) any {
+	if it, ok := m.(httpsfv.Item); ok {
+		return it.Value
+	}
+	return nil
+}
 
-const (
-	sfNone sfKind = iota // absent parameter
-	sfInteger
-	sfDecimal
-	sfString
-	sfToken
-	sfBytes
-	sfBoolean
-	sfDate
-	sfInnerList
-)
-
-// sfBare is a bare item: i for Integers, Dates and Booleans, d for Decimals, s for Strings
-// and Tokens.
-type sfBare struct {
-	kind sfKind
-	i    int64
-	d    float64
-	s    string
+// param returns parameter key of a List member, nil if it has none.
+func param(m httpsfv.Member, key string) any {
+	var ps *httpsfv.Params
+	switch m := m.(type) {
+	case httpsfv.Item:
+		ps = m.Params
+	case httpsfv.InnerList:
+		ps = m.Params
+	}
+	if ps == nil {
+		return nil
+	}
+	v, _ := ps.Get(key)
+	return v
 }
 
 // count is a non-negative Integer as an int.
-func (b sfBare) count() (int, bool) {
-	if b.kind != sfInteger || b.i < 0 {
+func count(v any) (int, bool) {
+	i, ok := v.(int64)
+	if !ok || i < 0 {
 		return 0, false
 	}
-	return int(min(b.i, math.MaxInt)), true
+	return int(min(i, math.MaxInt)), true
 }
 
 // seconds is a non-negative Integer or Decimal.
-func (b sfBare) seconds() (float64, bool) {
-	switch {
-	case b.kind == sfInteger && b.i >= 0:
-		return float64(b.i), true
-	case b.kind == sfDecimal && b.d >= 0:
-		return b.d, true
+func seconds(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return float64(v), v >= 0
+	case float64:
+		return v, v >= 0
 	}
 	return 0, false
 }
 
 // window is a positive Integer of seconds as a Duration; 0 otherwise.
-func (b sfBare) window() time.Duration {
-	if b.kind != sfInteger || b.i <= 0 {
-		return 0
-	}
-	return clampSeconds(float64(b.i))
-}
-
-type sfParam struct {
-	key string
-	val sfBare
-}
-
-// sfMember is a List member, or a Dictionary member with its key.
-type sfMember struct {
-	key    string
-	val    sfBare
-	params []sfParam
-}
-
-// param returns the parameter named key (the last one, if repeated), or a zero sfBare.
-func (m *sfMember) param(key string) sfBare {
-	for i := len(m.params) - 1; i >= 0; i-- {
-		if m.params[i].key == key {
-			return m.params[i].val
-		}
-	}
-	return sfBare{}
-}
-
-type sfParser struct {
-	s string
-	i int
-}
-
-// parseSF parses s as a List, or as a Dictionary when dict is set. ok is false when s is not
-// well-formed; the field must then be ignored as a whole.
-func parseSF(s string, dict bool) (members []sfMember, ok bool) {
-	p := &sfParser{s: s}
-	p.skipOWS()
-	for p.i < len(p.s) {
-		var m sfMember
-		if dict {
-			if m.key, ok = p.key(); !ok {
-				return nil, false
-			}
-			if p.peek() == '=' {
-				p.i++
-				ok = p.member(&m)
-			} else {
-				m.val = sfBare{kind: sfBoolean, i: 1}
-				m.params, ok = p.params()
-			}
-		} else {
-			ok = p.member(&m)
-		}
-		if !ok || len(members) >= maxSFMembers {
-			return nil, false
-		}
-		members = append(members, m)
-		p.skipOWS()
-		if p.i == len(p.s) {
-			return members, true
-		}
-		if p.s[p.i] != ',' {
-			return nil, false
-		}
-		p.i++
-		p.skipOWS()
-		if p.i == len(p.s) {
-			return nil, false // trailing comma
-		}
-	}
-	return members, true
-}
-
-// maxSFMembers bounds the members kept from one field; a server listing more is not sending
-// rate limits.
-const maxSFMembers = 64
-
-func (p *sfParser) peek() byte {
-	if p.i < len(p.s) {
-		return p.s[p.i]
+func window(v any) time.Duration {
+	if i, ok := v.(int64); ok && i > 0 {
+		return clampSeconds(float64(i))
 	}
 	return 0
-}
-
-func (p *sfParser) skipOWS() {
-	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
-		p.i++
-	}
-}
-
-func (p *sfParser) skipSP() {
-	for p.i < len(p.s) && p.s[p.i] == ' ' {
-		p.i++
-	}
-}
-
-// member parses an Item or an Inner List, with its Parameters.
-func (p *sfParser) member(m *sfMember) bool {
-	if p.peek() == '(' {
-		p.i++
-		for {
-			p.skipSP()
-			if p.peek() == ')' {
-				p.i++
-				break
-			}
-			if _, ok := p.bare(); !ok {
-				return false
-			}
-			if _, ok := p.params(); !ok {
-				return false
-			}
-			if c := p.peek(); c != ' ' && c != ')' {
-				return false
-			}
-		}
-		m.val = sfBare{kind: sfInnerList}
-	} else {
-		var ok bool
-		if m.val, ok = p.bare(); !ok {
-			return false
-		}
-	}
-	var ok bool
-	m.params, ok = p.params()
-	return ok
-}
-
-func (p *sfParser) params() ([]sfParam, bool) {
-	var ps []sfParam
-	for p.peek() == ';' {
-		p.i++
-		p.skipSP()
-		k, ok := p.key()
-		if !ok {
-			return nil, false
-		}
-		v := sfBare{kind: sfBoolean, i: 1}
-		if p.peek() == '=' {
-			p.i++
-			if v, ok = p.bare(); !ok {
-				return nil, false
-			}
-		}
-		if len(ps) >= maxSFMembers {
-			return nil, false
-		}
-		ps = append(ps, sfParam{k, v})
-	}
-	return ps, true
-}
-
-func (p *sfParser) key() (string, bool) {
-	start := p.i
-	if c := p.peek(); !(c >= 'a' && c <= 'z' || c == '*') {
-		return "", false
-	}
-	p.i++
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '*') {
-			break
-		}
-		p.i++
-	}
-	return p.s[start:p.i], true
-}
-
-func (p *sfParser) bare() (sfBare, bool) {
-	c := p.peek()
-	switch {
-	case c == '-' || c >= '0' && c <= '9':
-		return p.number()
-	case c == '"':
-		return p.str()
-	case c == '*' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		start := p.i
-		p.i++
-		for p.i < len(p.s) && (isTchar(p.s[p.i]) || p.s[p.i] == ':' || p.s[p.i] == '/') {
-			p.i++
-		}
-		return sfBare{kind: sfToken, s: p.s[start:p.i]}, true
-	case c == ':':
-		p.i++
-		for p.i < len(p.s) && p.s[p.i] != ':' {
-			if !isBase64(p.s[p.i]) {
-				return sfBare{}, false
-			}
-			p.i++
-		}
-		if p.i == len(p.s) {
-			return sfBare{}, false
-		}
-		p.i++
-		return sfBare{kind: sfBytes}, true
-	case c == '?':
-		if p.i+1 < len(p.s) && (p.s[p.i+1] == '0' || p.s[p.i+1] == '1') {
-			v := int64(p.s[p.i+1] - '0')
-			p.i += 2
-			return sfBare{kind: sfBoolean, i: v}, true
-		}
-	case c == '@':
-		p.i++
-		b, ok := p.number()
-		if !ok || b.kind != sfInteger {
-			return sfBare{}, false
-		}
-		b.kind = sfDate
-		return b, true
-	}
-	return sfBare{}, false
-}
-
-// number parses an Integer (at most 15 digits) or a Decimal (at most 12 digits, a dot, 1 to 3
-// digits), so an Integer always fits an int64.
-func (p *sfParser) number() (sfBare, bool) {
-	start := p.i
-	if p.peek() == '-' {
-		p.i++
-	}
-	digits := p.i
-	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-		p.i++
-	}
-	intLen := p.i - digits
-	if intLen == 0 {
-		return sfBare{}, false
-	}
-	if p.peek() != '.' {
-		if intLen > 15 {
-			return sfBare{}, false
-		}
-		n, err := strconv.ParseInt(p.s[start:p.i], 10, 64)
-		return sfBare{kind: sfInteger, i: n}, err == nil
-	}
-	p.i++
-	frac := p.i
-	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
-		p.i++
-	}
-	if intLen > 12 || p.i-frac < 1 || p.i-frac > 3 {
-		return sfBare{}, false
-	}
-	d, err := strconv.ParseFloat(p.s[start:p.i], 64)
-	return sfBare{kind: sfDecimal, d: d}, err == nil
-}
-
-func (p *sfParser) str() (sfBare, bool) {
-	p.i++ // opening quote
-	var b strings.Builder
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		p.i++
-		switch {
-		case c == '"':
-			return sfBare{kind: sfString, s: b.String()}, true
-		case c == '\\':
-			if p.i == len(p.s) || p.s[p.i] != '"' && p.s[p.i] != '\\' {
-				return sfBare{}, false
-			}
-			b.WriteByte(p.s[p.i])
-			p.i++
-		case c < 0x20 || c > 0x7e:
-			return sfBare{}, false
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return sfBare{}, false // no closing quote
-}
-
-// isTchar reports whether c is an RFC 9110 token character.
-func isTchar(c byte) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
-// isBase64 reports whether c may appear in a Byte Sequence.
-func isBase64(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '='
 }

@@ -1,7 +1,6 @@
 package aimd
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -308,17 +307,10 @@ func (c *Controller) rateInUse(s *sample) bool {
 // success came sooner than the refused one, the host has a burst (or its limit fell) and ok
 // is false.
 func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
-	var buf [ringSize]nanos
-	sends := buf[:0]
-	for i := 0; i < c.samples.n && len(sends) < len(buf); i++ {
-		if s := c.samples.back(i); s.sig == Success && s.sent < ts {
-			sends = append(sends, s.sent)
-		}
-	}
+	sends := c.successSends(never, ts)
 	if len(sends) < 3 {
 		return 0, false
 	}
-	slices.Sort(sends)
 	refused := ts - sends[len(sends)-1]
 	shortest := nanos(math.MaxInt64)
 	for i := 1; i < len(sends); i++ {
@@ -508,31 +500,34 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // only noise. Spans under minSpan are not considered (they measure mostly the burst); span is
 // the chosen ts−t0; est is 0 when too little was sent.
 func (c *Controller) epochEstimate(ts nanos) (est float64, span time.Duration) {
-	var buf [ringSize]nanos
-	sends := buf[:0] // successes sent in [lastDecrease, ts), newest first after sorting
-	for i := 0; i < c.samples.n; i++ {
-		s := c.samples.back(i)
-		if s.done < c.lastDecrease {
-			break
-		}
-		if s.sent < c.lastDecrease || s.sent >= ts {
-			continue
-		}
-		if s.sig == Success && len(sends) < len(buf) {
-			sends = append(sends, s.sent)
-		}
-	}
-	slices.SortFunc(sends, func(a, b nanos) int { return cmp.Compare(b, a) })
-	for k, t0 := range sends {
+	sends := c.successSends(c.lastDecrease, ts)
+	for i, t0 := range sends {
 		sp := time.Duration(ts - t0)
 		if sp < minSpan {
-			continue
+			break // and so are the later sends' spans
 		}
-		if e := (float64(k+1) - burstAllowance) / sp.Seconds(); e > est {
+		if e := (float64(len(sends)-i) - burstAllowance) / sp.Seconds(); e > est {
 			est, span = e, sp
 		}
 	}
 	return est, span
+}
+
+// successSends returns the send times of the remembered successes sent in [from, ts), oldest
+// first. It runs on refusals only, so a fresh slice costs nothing that matters.
+func (c *Controller) successSends(from, ts nanos) []nanos {
+	sends := make([]nanos, 0, c.samples.n)
+	for i := 0; i < c.samples.n; i++ {
+		s := c.samples.back(i)
+		if s.done < from {
+			break // sent no later than done: every older sample was sent before from
+		}
+		if s.sig == Success && s.sent >= from && s.sent < ts {
+			sends = append(sends, s.sent)
+		}
+	}
+	slices.Sort(sends)
+	return sends
 }
 
 // recentAccepted is the success rate over the RateWindow before ts, by send time.

@@ -5,10 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,11 +107,7 @@ func labelHosts(dir string, web *simweb.Web, specs []simweb.HostSpec) error {
 func printWebStats(w io.Writer, web *simweb.Web) {
 	stats := web.Stats()
 	expected := web.Expected()
-	names := make([]string, 0, len(stats))
-	for n := range stats {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(stats))
 	fmt.Fprintf(w, "\nwhat the simulated servers saw:\n%-8s %-22s %9s %9s %10s %14s %12s %10s %9s\n",
 		"host", "address", "expected", "served", "over-limit", "in Retry-After", "robots-viol", "duplicates", "peak in-flight")
 	for _, n := range names {

@@ -14,8 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -205,11 +206,7 @@ func throughput(w io.Writer, seed int64, pages int, dir string) error {
 		return err
 	}
 	stats := web.Stats()
-	names := make([]string, 0, len(stats))
-	for n := range stats {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(stats))
 	fmt.Fprintf(w, "\nthroughput: %d unlimited hosts, %d pages fetched in %s = %.0f pages/s overall (defaults: --workers 32, --host-concurrency 8)\n",
 		len(specs), sum.Fetched, sum.Elapsed.Round(time.Millisecond), float64(sum.Fetched)/sum.Elapsed.Seconds())
 	for _, n := range names {

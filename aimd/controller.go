@@ -31,6 +31,11 @@ const (
 	// when an epoch began (its burst), subtracted from the successes that measure the limit.
 	burstAllowance = 1.5
 
+	// fitNarrow: the bucket fit measures the limit when the rates it still allows span no more
+	// than this factor; fitBeta is the share of the least of them the rate then holds at.
+	fitNarrow = 1.15
+	fitBeta   = 0.99
+
 	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
 	maxPatience = 4
 
@@ -71,6 +76,11 @@ type Controller struct {
 	lastRefusal  float64       // rate of the last refusal, kept
 	probeTime    time.Duration // current ProbeTime, lengthened while refusals recur at one rate
 	sinceStep    int           // successes since the last decrease or search step
+	fit          bucketFit     // the server-side token buckets that explain the refusals so far
+	fitFrom      nanos         // the refusal that opened the epoch being fitted (never: the first epoch)
+	fitTo        nanos         // the refusal that closed it
+	fitAt        nanos         // when its requests have all come back and it can be fitted; 0 = none pending
+	fitLog       []fitRec      // requests finished since fitFrom (and later ones): the fit's input
 	searched     bool          // a search step was taken since the last decrease
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
@@ -100,6 +110,7 @@ func New(cfg Config, now time.Time) *Controller {
 		probeTime:    cfg.ProbeTime,
 		last:         now,
 		lastDecrease: never,
+		fitFrom:      never,
 		samples:      newRing[sample](max(ringSize, 4*cfg.SampleWindow)),
 		hist:         newHistory(historySize),
 		scratch:      make([]time.Duration, 0, max(ringSize, 4*cfg.SampleWindow)),
@@ -169,10 +180,14 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	s := sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal}
 	s.conc = c.link(&s) + 1
 	c.samples.push(s)
+	c.logForFit(&s)
 
 	stale := s.sent < c.lastDecrease
 	if !stale && o.Signal == Success {
 		c.epochOK++
+	}
+	if c.fitAt != 0 && toNanos(now) >= c.fitAt {
+		c.runFit(now, true)
 	}
 	switch {
 	case o.Signal != Success:
@@ -489,6 +504,18 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.elapsed, c.sinceStep = 0, 0
 	c.slowStart = false
 	c.startEpoch(now)
+	c.queueFit(now, s.sent)
+}
+
+// fitRate is the rate to hold under a limit the bucket fit puts at least lo: fitBeta × lo,
+// and for a one-token bucket (which has no spare token to absorb an early arrival) also
+// spaced by the timing noise more than 1/lo.
+func (c *Controller) fitRate(lo float64, oneToken bool) float64 {
+	r := fitBeta * lo
+	if oneToken {
+		r = min(r, 1/(1/lo+c.timingNoise().Seconds()))
+	}
+	return r
 }
 
 // epochEstimate measures the limit from the current epoch, for a refusal sent at ts. A token

@@ -334,14 +334,19 @@ func TestSimTokenBucket(t *testing.T) {
 		// with a 1.5-token burst allowance alone held L=5 at 77–80% of L.
 		{"L=20 burst 1", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001}, 1.13, 0.92},
 		{"L=5 burst 1", simConfig{host: simHost{limit: 5, service: 0.02}, pages: 500, jitter: 0.001}, 1.12, 0.92},
-		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.07, 0.94},
+		// A one-token bucket ridden a little above its rate for long refuses as late as a big
+		// bucket ridden further above a lower rate: the bucket fit keeps both and holds under
+		// the lower (L=2: 1.88, 6% under).
+		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.08, 0.92},
 		{"L=20 no Retry-After", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001, noPause: true}, 1.10, 0.94},
 		// A burst refills during every Retry-After pause and hides the limit at first.
-		{"L=50 burst 3", simConfig{host: simHost{limit: 50, burst: 3, service: 0.05}, pages: 3000, jitter: 0.001}, 1.20, 0.9},
-		{"L=100 burst 5", simConfig{host: simHost{limit: 100, burst: 5, service: 0.02}, pages: 5000, jitter: 0.001}, 1.20, 0.9},
+		// The bucket fit measures them within a few percent by the second refusal (1.09x and
+		// 1.08x; 1.13x and 1.12x before it).
+		{"L=50 burst 3", simConfig{host: simHost{limit: 50, burst: 3, service: 0.05}, pages: 3000, jitter: 0.001}, 1.11, 0.96},
+		{"L=100 burst 5", simConfig{host: simHost{limit: 100, burst: 5, service: 0.02}, pages: 5000, jitter: 0.001}, 1.10, 0.97},
 		// 5ms of jitter each way on a 50ms interval: a burst-1 bucket refuses some requests
 		// paced below L. Physics, not the controller: only the politeness bound is kept.
-		{"L=20 burst 1, 5ms jitter", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.005}, 1.25, 0.85},
+		{"L=20 burst 1, 5ms jitter", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.005}, 1.25, 0.83},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -481,10 +486,10 @@ func TestSimShortCrawl(t *testing.T) {
 		// within a few %); the product targets (≤ 1.1x, ~1 refusal per host) are not met yet.
 		// "L=10 burst 2" drew a third refusal when a measured refusal still left the climb's
 		// overshoot to be searched.
-		{"L=10 burst 2", simHost{limit: 10, burst: 2}, 150, false, 1.27, 2},
+		{"L=10 burst 2", simHost{limit: 10, burst: 2}, 150, false, 1.19, 2},
 		{"L=10 burst 3", simHost{limit: 10, burst: 3}, 150, false, 1.25, 3},
 		{"L=8 burst 1 no Retry-After", simHost{limit: 8, burst: 1}, 100, true, 1.2, 2},
-		{"L=50 burst 5", simHost{limit: 50, burst: 5}, 1000, false, 1.25, 3},
+		{"L=50 burst 5", simHost{limit: 50, burst: 5}, 1000, false, 1.18, 2},
 		{"L=20→5 at 5s burst 2", simHost{limit: 20, burst: 2, dropAt: 5, dropBy: 0.25}, 200, false, 1.7, 5},
 	}
 	for _, tc := range tests {

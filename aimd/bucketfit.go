@@ -12,17 +12,28 @@ import (
 // A token bucket of rate L and size b (b tokens when full, one per accepted request) accepts
 // a request when it holds a whole token and refuses it otherwise. Given the requests we sent
 // and which were refused, the pairs (L, b) that reproduce every answer form a band: a bigger
-// bucket explains the same answers with a lower rate. One epoch alone leaves the band wide
-// (its refusal says only that the bucket ran dry, not whether it held 2 tokens at 10/s or 5 at
-// 7/s), but every epoch cuts it differently (a refill during a pause, a climb, a steady ride),
-// so the fit keeps, for each whole bucket size on a grid, the range of rates every epoch since
-// the limit last changed allows, and intersects. After two or three refusals one bucket size
-// usually remains and its rate range is a few percent wide: the limit, measured.
+// bucket explains the same answers with a lower rate. One refusal leaves the band wide (it
+// says only that the bucket ran dry, not whether it held 2 tokens at 10/s or 5 at 7/s), but
+// the requests since the limit last changed are fitted together, and slow start's burst, the
+// pause after it and the climb that follows cut the band differently: after two or three
+// refusals one or two bucket sizes usually remain and their rates span a few percent. That
+// is the limit, measured.
 //
-// Each epoch's range is sound whatever the bucket held when the epoch began: the least rate
-// that accepts every accepted request is computed from a full bucket, the greatest rate that
-// refuses every refused one from an empty bucket. Send times stand for arrival times: a
-// constant network delay cancels out; jitter is allowed for by a time tolerance.
+// The fit is sound: it never rules out the true bucket. For each size on a grid it finds the
+// least rate that accepts every success from the fullest the bucket can have been (full at
+// the start, just under a token at each refusal, never charged for a failure, whose answer is
+// unknown) and the greatest rate that refuses every refusal from the emptiest (empty at the
+// start, charged for every request that may have taken a token). Send times stand for arrival
+// times: a constant network delay cancels out, and jitter (timingNoise) is allowed for both
+// as extra or missing refill and as requests that may have arrived in either order.
+//
+// When no bucket explains everything, the limit changed (or the host is no token bucket) and
+// the fit starts over from the refusal that opened the last epoch. Two guards keep a wrong
+// model from costing much. A host that is no token bucket (a fixed window counter, say) can
+// be explained for a while by any bucket from some size up at a low rate; holding that low
+// rate would never draw the refusal that shows it is wrong, so such a fit may raise the rate
+// but never lower it. And a host that refuses a rate the fit called safe twice
+// (maxFitMisses) is left to the other rules for good.
 
 // burstGrid lists the bucket sizes the fit considers: real rate limiters count whole
 // requests (nginx's burst, x/time/rate's, Envoy's max_tokens), so whole sizes suffice.
@@ -51,30 +62,30 @@ type rateRange struct{ lo, hi float64 }
 
 func (r rateRange) empty() bool { return r.lo > r.hi }
 
-// bucketFit is the fit kept across epochs: one rate range per burstGrid size.
+// bucketFit is the latest fit: one rate range per burstGrid size.
 type bucketFit struct {
-	ranges []rateRange // nil until the first refusal
+	ranges []rateRange // nil until the first fit
 }
 
-// acceptsAll reports whether a bucket of rate l and size b accepts every accepted event
-// (refusals cost nothing and are not checked; a failure, whose answer is unknown, is taken to
-// have cost nothing). The bucket is taken to be as full as it can be at the first event: b
-// tokens, or less than one if that event was refused. Arrival times differ from send times by
-// up to tol seconds: each accepted request is credited tol seconds of extra refill and the
-// tokens of the requests sent within tol before it (they may have arrived after it).
+// acceptsAll reports whether a bucket of rate l and size b accepts every accepted event. The
+// bucket is taken to be as full as it can be: full at the first event, never charged for a
+// failure (whose answer is unknown), and holding just under one token at each refusal (it
+// refused). Arrival times differ from send times by up to tol seconds: each request is
+// credited tol seconds of extra refill and the tokens of the requests sent within tol on the
+// side that may have arrived after it.
 func acceptsAll(evs []bucketEvent, l, b, tol float64) bool {
 	level, last := b, evs[0].t
-	if evs[0].sig == Overload {
-		level = 1
-	}
 	for _, e := range evs {
 		level = min(b, level+(e.t-last)*l)
 		last = e.t
-		if e.sig == Success {
+		switch e.sig {
+		case Success:
 			if min(b, level+tol*l+float64(e.early)) < 1 {
 				return false
 			}
 			level = max(level-1, 0)
+		case Overload:
+			level = min(level, 1+tol*l+float64(e.late))
 		}
 	}
 	return true
@@ -155,25 +166,6 @@ func leastTrue(a, z float64, f func(float64) bool) float64 {
 	return z
 }
 
-// update intersects the fit with one epoch's ranges. If nothing is left, the limit has
-// changed (or the host is no token bucket): the fit starts over from the epoch alone.
-func (f *bucketFit) update(epoch []rateRange) {
-	if f.ranges == nil {
-		f.ranges = epoch
-		return
-	}
-	next := make([]rateRange, len(epoch))
-	any := false
-	for i := range epoch {
-		next[i] = rateRange{max(f.ranges[i].lo, epoch[i].lo), min(f.ranges[i].hi, epoch[i].hi)}
-		any = any || !next[i].empty()
-	}
-	if !any {
-		next = epoch
-	}
-	f.ranges = next
-}
-
 // bounds returns the least and greatest rate any bucket size still allows and whether a
 // one-token bucket is among them; ok is false if none is.
 func (f *bucketFit) bounds() (lo, hi float64, oneToken, ok bool) {
@@ -188,16 +180,26 @@ func (f *bucketFit) bounds() (lo, hi float64, oneToken, ok bool) {
 	return lo, hi, oneToken, ok
 }
 
+// unboundedBurst reports whether the largest bucket size on the grid is still allowed: the
+// fit has found a least size but no greatest.
+func (f *bucketFit) unboundedBurst() bool {
+	return len(f.ranges) > 0 && !f.ranges[len(f.ranges)-1].empty()
+}
+
 // fitRec is one finished request in the fit's log.
 type fitRec struct {
 	sent nanos
 	sig  Signal
 }
 
-// fitLogCap bounds the fit's log (16 bytes a request). An epoch longer than that loses its
-// oldest half, and with it the refusal that opened it: the fit then assumes less about the
-// bucket's level at its start and measures less sharply, but still soundly.
+// fitLogCap bounds the fit's log (16 bytes a request). A log that fills loses its oldest
+// half: the fit then assumes less about the bucket's level where the log begins and measures
+// less sharply, but still soundly.
 const fitLogCap = 2048
+
+// maxFitMisses: after this many refusals at or below a rate the fit called safe, the host is
+// taken to be no token bucket (a fixed window, say) and the fit no longer sets the rate.
+const maxFitMisses = 2
 
 // logForFit appends a finished request (not Neutral) to the fit's log.
 func (c *Controller) logForFit(s *sample) {
@@ -225,34 +227,55 @@ func (c *Controller) queueFit(now time.Time, ts nanos) {
 	c.fitTo, c.fitAt = ts, toNanos(now)+nanos(2*slowest)
 }
 
-// runFit fits the pending epoch (the requests sent from the refusal that opened it to the one
-// that closed it) into c.fit. If apply is set and the fit now pins the limit within fitNarrow,
-// the rate and the plateau become fitRate of its low end: a measurement.
+// runFit fits the requests sent since the limit last changed, up to the refusal that closed
+// the pending epoch, and stores the result in c.fit. If no bucket explains them all, the
+// limit has changed (or the host is no token bucket): the fit starts over from the refusal
+// that opened the epoch. If apply is set, the fit is trusted (see fitMisses), and it pins the
+// limit within fitNarrow, the rate and the plateau become fitRate of its low end.
 func (c *Controller) runFit(now time.Time, apply bool) {
 	from, ts := c.fitFrom, c.fitTo
 	c.fitFrom, c.fitAt = ts, 0
 	slices.SortStableFunc(c.fitLog, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
-	var evs []bucketEvent
+	tol := c.timingNoise().Seconds()
+	fit := func() bool {
+		var evs []bucketEvent
+		for _, r := range c.fitLog {
+			if r.sent >= c.fitStart && r.sent <= ts {
+				evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
+			}
+		}
+		if len(evs) < 2 {
+			c.fit.ranges = nil
+			return true
+		}
+		c.fit.ranges = fitEpoch(evs, c.cfg.MinRate, max(c.cfg.MaxRate, 2*c.rate), tol)
+		_, _, _, ok := c.fit.bounds()
+		return ok
+	}
+	if !fit() && c.fitStart < from {
+		c.fitStart = from
+		fit()
+	}
 	keep := c.fitLog[:0]
 	for _, r := range c.fitLog {
-		if r.sent >= from && r.sent <= ts {
-			evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
-		}
-		if r.sent >= ts { // the next epoch's, the refusal that opens it first
+		if r.sent >= c.fitStart {
 			keep = append(keep, r)
 		}
 	}
 	c.fitLog = keep
-	if len(evs) < 2 {
-		return
-	}
-	c.fit.update(fitEpoch(evs, c.cfg.MinRate, max(c.cfg.MaxRate, 2*c.rate), c.timingNoise().Seconds()))
 	lo, hi, oneToken, ok := c.fit.bounds()
-	if !apply || !ok || hi > fitNarrow*lo {
+	if !apply || !ok || hi > fitNarrow*lo || c.fitMisses >= maxFitMisses {
 		return
 	}
 	r := c.clampRate(c.fitRate(lo, oneToken))
-	c.rate, c.plateau, c.epochRate = r, r, r
+	if r <= c.plateau && c.fit.unboundedBurst() {
+		// Lower than the level the decrease chose, and any bucket from some size up explains
+		// the host: that is what a host that is no token bucket (a fixed window counter, say)
+		// looks like for a while, and holding the low rate would never draw the refusal that
+		// shows it. A real token bucket bounds its size too.
+		return
+	}
+	c.rate, c.plateau, c.epochRate, c.fitHeld = r, r, r, r
 	c.hi = 0
 	// The limit is known: a probe could only find that it rose. Hold for one probe time
 	// before the probe's curve starts.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// bucketServer is a server-side token bucket of rate l and size b, full at time 0.
+// bucketServer is a server-side token bucket of rate l and size b.
 type bucketServer struct {
 	l, b, level, last float64
 }
@@ -23,32 +23,29 @@ func (s *bucketServer) answer(t float64) Signal {
 	return Success
 }
 
-// epochsAgainst sends to srv, in epoch i, at the rate profiles[i] gives for the time since
-// the epoch began, until a refusal, then pauses for pause seconds (the last profile repeats).
-// It returns the events of each epoch as runFit cuts them: from the refusal that opened it
-// (the crawl's start for the first) to the one that closed it, times relative to the latter.
+// crawlAgainst sends to srv, in epoch i, at the rate profiles[i] gives for the time since the
+// epoch began (the last profile repeats), until a refusal, then pauses for pause seconds. It
+// returns every request in send order and the index of each refusal that closed an epoch.
 // Arrivals lag sends by up to jitter.
-func epochsAgainst(srv *bucketServer, profiles []func(dt float64) float64, pause float64, epochs int, jitter float64, rng *rand.Rand) [][]bucketEvent {
-	var out [][]bucketEvent
-	var cur []bucketEvent
+func crawlAgainst(srv *bucketServer, profiles []func(dt float64) float64, pause float64, epochs int, jitter float64, rng *rand.Rand) (evs []bucketEvent, closes []int) {
 	t, start := 0.0, 0.0
-	for len(out) < epochs {
+	for len(closes) < epochs {
 		sig := srv.answer(t + rng.Float64()*jitter)
-		cur = append(cur, bucketEvent{t: t, sig: sig})
+		evs = append(evs, bucketEvent{t: t, sig: sig})
 		if sig == Overload {
-			evs := make([]bucketEvent, len(cur))
-			for i, e := range cur {
-				evs[i] = bucketEvent{t: e.t - t, sig: e.sig}
-			}
-			out = append(out, evs)
-			cur = []bucketEvent{{t: t, sig: Overload}}
+			closes = append(closes, len(evs)-1)
 			t += pause
 			start = t
 			continue
 		}
-		t += 1 / profiles[min(len(out), len(profiles)-1)](t-start)
+		t += 1 / profiles[min(len(closes), len(profiles)-1)](t-start)
 	}
-	return out
+	return evs, closes
+}
+
+// upTo returns a copy of evs[from:to+1], as runFit passes them.
+func upTo(evs []bucketEvent, from, to int) []bucketEvent {
+	return append([]bucketEvent(nil), evs[from:to+1]...)
 }
 
 // slowStart doubles from r0 every 125ms; climb rises linearly from r0 by k req/s per second.
@@ -61,8 +58,7 @@ func climb(r0, k float64) func(float64) float64 {
 }
 
 // TestBucketFitSound: whatever the bucket and however it was probed, the fit never rules out
-// the true rate for the true size, and after a few epochs it pins the rate within a few
-// percent.
+// the true rate for the true size.
 func TestBucketFitSound(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for trial := 0; trial < 100; trial++ {
@@ -73,64 +69,63 @@ func TestBucketFitSound(t *testing.T) {
 		k := l * (0.05 + 0.3*rng.Float64())
 		pause := 1 + rng.Float64()*2
 		jitter := 0.0005
-		var f bucketFit
-		bi := int(b) - 1 // burstGrid starts 1, 2, 3, …
-		profiles := []func(float64) float64{slowStart(r0 / 4), climb(r0, k)}
-		for i, evs := range epochsAgainst(srv, profiles, pause, 4, jitter, rng) {
-			f.update(fitEpoch(evs, 0.1, 1000, jitter))
-			got := f.ranges[bi]
+		evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(r0 / 4), climb(r0, k)}, pause, 4, jitter, rng)
+		for i, end := range closes {
+			got := fitEpoch(upTo(evs, 0, end), 0.1, 1000, jitter)[int(b)-1] // burstGrid starts 1, 2, 3, …
 			if got.empty() || l < got.lo*0.999 || l > got.hi*1.001 {
-				t.Fatalf("trial %d (L=%.2f b=%v, climb %.2f/s from %.2f): after epoch %d the fit allows [%.3f, %.3f] for b=%v",
+				t.Fatalf("trial %d (L=%.2f b=%v, climb %.2f/s from %.2f): after refusal %d the fit allows [%.3f, %.3f] for b=%v",
 					trial, l, b, k, r0, i+1, got.lo, got.hi, b)
 			}
 		}
-		lo, hi, _, ok := f.bounds()
-		if !ok || lo > l || hi < l {
-			t.Fatalf("trial %d (L=%.2f b=%v): bounds [%.3f, %.3f] miss L", trial, l, b, lo, hi)
-		}
 	}
 }
 
-// TestBucketFitPins: two epochs against a bucket of rate 10 and size 2, probed as the
-// controller does (slow start, then a linear climb after the pause), pin the limit within a
-// few percent, where one epoch cannot tell a small bucket at a high rate from a big one at a
-// low rate.
+// TestBucketFitPins: one refusal cannot tell a small bucket at a high rate from a big one at
+// a low rate, but two, drawn as the controller draws them (slow start, then a linear climb
+// after the pause), pin a bucket of rate 10 and size 2 within a few percent.
 func TestBucketFitPins(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	srv := &bucketServer{l: 10, b: 2, level: 2}
-	epochs := epochsAgainst(srv, []func(float64) float64{slowStart(2), climb(7, 1.7)}, 1, 2, 0.0005, rng)
-	var f bucketFit
-	f.update(fitEpoch(epochs[0], 0.1, 1000, 0.001))
+	evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(2), climb(7, 1.7)}, 1, 2, 0.0005, rng)
+	f := bucketFit{fitEpoch(upTo(evs, 0, closes[0]), 0.1, 1000, 0.001)}
 	lo, hi, _, _ := f.bounds()
-	t.Logf("after one epoch: [%.2f, %.2f]", lo, hi)
+	t.Logf("after one refusal: [%.2f, %.2f]", lo, hi)
 	if hi <= fitNarrow*lo {
-		t.Errorf("one epoch pinned the limit to [%.2f, %.2f]: the fit is not sound", lo, hi)
+		t.Errorf("one refusal pinned the limit to [%.2f, %.2f]: the fit is not sound", lo, hi)
 	}
-	f.update(fitEpoch(epochs[1], 0.1, 1000, 0.001))
+	f = bucketFit{fitEpoch(upTo(evs, 0, closes[1]), 0.1, 1000, 0.001)}
 	lo, hi, one, _ := f.bounds()
-	t.Logf("after two epochs: [%.2f, %.2f]", lo, hi)
-	if lo < 9.5 || hi > 10.5 || lo > 10 || hi < 10 || one {
-		t.Errorf("after two epochs the fit allows [%.2f, %.2f] (one token %v), want about 10 and no one-token bucket", lo, hi, one)
+	t.Logf("after two: [%.2f, %.2f]", lo, hi)
+	if lo < 9.5 || hi > 10.5 || lo > 10 || hi < 10 || one || f.unboundedBurst() {
+		t.Errorf("after two refusals the fit allows [%.2f, %.2f] (one token %v, unbounded %v), want about 10, sizes bounded, and no one-token bucket",
+			lo, hi, one, f.unboundedBurst())
 	}
 }
 
-// TestBucketFitLimitChange: an epoch no bucket size of the fit explains (the limit fell)
-// starts the fit over from that epoch alone.
+// TestBucketFitLimitChange: once the limit falls, no bucket explains the whole crawl, and the
+// requests since the first refusal at the new limit bracket it (as runFit starts over).
 func TestBucketFitLimitChange(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	var f bucketFit
 	srv := &bucketServer{l: 20, b: 2, level: 2}
-	for _, evs := range epochsAgainst(srv, []func(float64) float64{slowStart(2), climb(14, 3)}, 1, 3, 0.0005, rng) {
-		f.update(fitEpoch(evs, 0.1, 1000, 0.001))
-	}
+	evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(2), climb(14, 3)}, 1, 3, 0.0005, rng)
+	f := bucketFit{fitEpoch(upTo(evs, 0, closes[2]), 0.1, 1000, 0.001)}
 	if lo, hi, _, _ := f.bounds(); lo > 20 || hi < 20 {
 		t.Fatalf("before the fall: [%.2f, %.2f], want about 20", lo, hi)
 	}
-	srv = &bucketServer{l: 5, b: 2, level: 2}
-	for _, evs := range epochsAgainst(srv, []func(float64) float64{climb(10, -2), climb(4, 1)}, 1, 3, 0.0005, rng) {
-		f.update(fitEpoch(evs, 0.1, 1000, 0.001))
+	srv = &bucketServer{l: 5, b: 2} // empty when the limit falls, a second after the last refusal
+	offset := evs[len(evs)-1].t + 1
+	more, moreCloses := crawlAgainst(srv, []func(float64) float64{climb(10, 0), climb(4, 1)}, 1, 3, 0.0005, rng)
+	for _, e := range more {
+		evs = append(evs, bucketEvent{t: e.t + offset, sig: e.sig})
 	}
-	if lo, hi, _, _ := f.bounds(); lo > 5 || hi < 5 || hi > 6 {
-		t.Errorf("after the fall: [%.2f, %.2f], want about 5", lo, hi)
+	last := len(evs) - len(more) + moreCloses[2]
+	f = bucketFit{fitEpoch(upTo(evs, 0, last), 0.1, 1000, 0.001)}
+	if _, _, _, ok := f.bounds(); ok {
+		t.Errorf("a bucket of one rate explains a crawl whose limit fell from 20 to 5")
+	}
+	opened := len(evs) - len(more) + moreCloses[0]
+	f = bucketFit{fitEpoch(upTo(evs, opened, last), 0.1, 1000, 0.001)}
+	if lo, hi, _, _ := f.bounds(); lo > 5 || hi < 5 || hi > 6.5 {
+		t.Errorf("after the fall, from the first refusal at the new limit: [%.2f, %.2f], want 5 within, nothing near 20", lo, hi)
 	}
 }

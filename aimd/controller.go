@@ -76,11 +76,14 @@ type Controller struct {
 	lastRefusal  float64       // rate of the last refusal, kept
 	probeTime    time.Duration // current ProbeTime, lengthened while refusals recur at one rate
 	sinceStep    int           // successes since the last decrease or search step
-	fit          bucketFit     // the server-side token buckets that explain the refusals so far
-	fitFrom      nanos         // the refusal that opened the epoch being fitted (never: the first epoch)
+	fit          bucketFit     // the server-side token buckets that explain what the host did
+	fitStart     nanos         // the fit's requests start here (never: the first request), where the limit last changed
+	fitFrom      nanos         // the refusal that opened the epoch awaiting its fit (never: the first epoch)
 	fitTo        nanos         // the refusal that closed it
 	fitAt        nanos         // when its requests have all come back and it can be fitted; 0 = none pending
-	fitLog       []fitRec      // requests finished since fitFrom (and later ones): the fit's input
+	fitLog       []fitRec      // requests finished since fitStart: the fit's input
+	fitHeld      float64       // the rate the last applied fit set; 0 = none
+	fitMisses    int           // refusals at or below fitHeld (see maxFitMisses)
 	searched     bool          // a search step was taken since the last decrease
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
@@ -110,6 +113,7 @@ func New(cfg Config, now time.Time) *Controller {
 		probeTime:    cfg.ProbeTime,
 		last:         now,
 		lastDecrease: never,
+		fitStart:     never,
 		fitFrom:      never,
 		samples:      newRing[sample](max(ringSize, 4*cfg.SampleWindow)),
 		hist:         newHistory(historySize),
@@ -459,6 +463,10 @@ func (c *Controller) startEpoch(now time.Time) {
 func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	rs := c.sendingRate(s.sent)
 	lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
+	if c.fitHeld > 0 && rs <= 1.01*c.fitHeld {
+		c.fitMisses++ // refused at a rate the fit called safe: the limit fell, or the fit is wrong
+	}
+	c.fitHeld = 0
 	var newRate, plateau float64
 	measured := false // the new rate rests on a measurement of the limit, not on a bracket
 	est, span := c.epochEstimate(s.sent)
@@ -509,11 +517,12 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 
 // fitRate is the rate to hold under a limit the bucket fit puts at least lo: fitBeta × lo,
 // and for a one-token bucket (which has no spare token to absorb an early arrival) also
-// spaced by the timing noise more than 1/lo.
+// spaced more than 1/lo by twice the timing noise (about the most network jitter can
+// shorten a gap by).
 func (c *Controller) fitRate(lo float64, oneToken bool) float64 {
 	r := fitBeta * lo
 	if oneToken {
-		r = min(r, 1/(1/lo+c.timingNoise().Seconds()))
+		r = min(r, 1/(1/lo+2*c.timingNoise().Seconds()))
 	}
 	return r
 }

@@ -40,19 +40,18 @@
 // was a little above L and the bucket's burst hid that, and the long epoch measures L well.
 //
 // A refusal also feeds the bucket fit (bucketfit.go), once the requests sent before it have
-// come back: for each whole bucket size b (1–32, then up to 128) it keeps the range of rates
-// that explain every answer of every epoch since the limit last changed, each epoch's range
-// computed soundly (from a full bucket for the least rate that accepts every success, from an
-// empty one for the greatest that refuses every refusal, with the timing noise allowed for).
-// One epoch cannot tell a small bucket at a high rate from a big one at a low rate, but slow
-// start's epoch and the climb's cut the band differently, so by the second refusal one or
-// two sizes usually remain and their rates span a few percent: the rate and plateau become
-// 0.99 × the least of them (a one-token bucket also gives up the timing noise), the probe
-// waits one probe time before it starts (it can only find that the limit rose), and the
-// 1.5-token allowance above no longer matters. An epoch no size explains (the limit fell, or
-// the host is no token bucket) starts the fit over; while the fit is wide the rules above
-// decide alone. In the simulation (go test ./aimd -run TestSimTokenBucket -v) a 100/s burst-5
-// host runs at 98.9% of its limit after the first 10 s instead of 95.0% without the fit.
+// come back: for each whole bucket size b (1–32, then up to 128) the range of rates that
+// explain every answer since the limit last changed, computed soundly. One refusal cannot
+// tell a small bucket at a high rate from a big one at a low rate, but slow start's and the
+// climb's cut the band differently, so by the second refusal one or two sizes usually remain
+// and their rates span a few percent: the rate and plateau become 0.99 × the least of them (a
+// one-token bucket also gives up twice the timing noise), the probe waits one probe time
+// before it starts (it can only find that the limit rose), and the 1.5-token allowance above
+// no longer matters. While the fit is wide the rules above decide alone; a fit that lowers
+// the rate must also bound the bucket's size (a fixed window counter looks like any big
+// bucket at a low rate); a host that refuses the fitted rate twice is left to the other
+// rules. In the simulation (go test ./aimd -run TestSimTokenBucket -v) a 100/s burst-5 host
+// runs at 98.9% of its limit after the first 10 s instead of 95.0% without the fit.
 //
 // Slow start's refusal measures little (the rate doubled past the limit): the rate drops to
 // Beta × the success rate of the last second (at least a quarter of the refused rate) and

@@ -212,9 +212,12 @@ func (c *Controller) logForFit(s *sample) {
 // queueFit schedules the fit of the epoch that the refusal sent at ts has just closed. The
 // fit must wait until the requests sent before ts have come back (an accepted request still
 // in flight would make the bucket look fuller than it was): until twice the slowest recent
-// success latency has passed. A fit still pending is run first, with what has come back, but moves nothing: the
-// decrease that closed this epoch has just set the rate.
-func (c *Controller) queueFit(now time.Time, ts nanos) {
+// success latency has passed. A fit still pending is run first, with what has come back, but
+// moves nothing: the decrease that closed this epoch has just set the rate. apply says whether
+// the fit may set the rate: not after the refusal that ends slow start, whose burst-then-stop
+// pattern a bucket fit reads most easily wrong (a small scheduling delay and a one-token
+// bucket looks like a bigger one at half the rate); the climb after it decides.
+func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	if c.fitAt != 0 {
 		c.runFit(now, false) // a newer decrease has just set the rate
 	}
@@ -224,7 +227,7 @@ func (c *Controller) queueFit(now time.Time, ts nanos) {
 			slowest = max(slowest, time.Duration(s.done-s.sent))
 		}
 	}
-	c.fitTo, c.fitAt = ts, toNanos(now)+nanos(2*slowest)
+	c.fitTo, c.fitAt, c.fitApply = ts, toNanos(now)+nanos(2*slowest), apply
 }
 
 // runFit fits the requests sent since the limit last changed, up to the refusal that closed
@@ -264,7 +267,7 @@ func (c *Controller) runFit(now time.Time, apply bool) {
 	}
 	c.fitLog = keep
 	lo, hi, oneToken, ok := c.fit.bounds()
-	if !apply || !ok || hi > fitNarrow*lo || c.fitMisses >= maxFitMisses {
+	if !apply || !c.fitApply || !ok || hi > fitNarrow*lo || c.fitMisses >= maxFitMisses {
 		return
 	}
 	r := c.clampRate(c.fitRate(lo, oneToken))
@@ -275,11 +278,15 @@ func (c *Controller) runFit(now time.Time, apply bool) {
 		// shows it. A real token bucket bounds its size too.
 		return
 	}
+	raised := r > c.plateau
 	c.rate, c.plateau, c.epochRate, c.fitHeld = r, r, r, r
 	c.hi = 0
-	// The limit is known: a probe could only find that it rose. Hold for one probe time
-	// before the probe's curve starts.
-	c.elapsed = -time.Duration(c.probeSeconds() * float64(time.Second))
+	if raised {
+		// The limit is known: a probe could only find that it rose. Hold for one probe time
+		// before the probe's curve starts. (A fit that lowered the rate is probed as usual:
+		// if it is wrong, holding would hide that the longest.)
+		c.elapsed = -time.Duration(c.probeSeconds() * float64(time.Second))
+	}
 	c.record(now, false)
 }
 

@@ -81,6 +81,7 @@ type Controller struct {
 	fitFrom      nanos         // the refusal that opened the epoch awaiting its fit (never: the first epoch)
 	fitTo        nanos         // the refusal that closed it
 	fitAt        nanos         // when its requests have all come back and it can be fitted; 0 = none pending
+	fitApply     bool          // the pending fit may set the rate (its refusal did not end slow start)
 	fitLog       []fitRec      // requests finished since fitStart: the fit's input
 	fitHeld      float64       // the rate the last applied fit set; 0 = none
 	fitMisses    int           // refusals at or below fitHeld (see maxFitMisses)
@@ -469,6 +470,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.fitHeld = 0
 	var newRate, plateau float64
 	measured := false // the new rate rests on a measurement of the limit, not on a bracket
+	endsSlowStart := c.slowStart
 	est, span := c.epochEstimate(s.sent)
 	switch {
 	case c.slowStart:
@@ -512,7 +514,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.elapsed, c.sinceStep = 0, 0
 	c.slowStart = false
 	c.startEpoch(now)
-	c.queueFit(now, s.sent)
+	c.queueFit(now, s.sent, !endsSlowStart)
 }
 
 // fitRate is the rate to hold under a limit the bucket fit puts at least lo: fitBeta × lo,

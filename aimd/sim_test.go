@@ -436,8 +436,10 @@ func TestSimRisingLimit(t *testing.T) {
 	if found < 0 || found > 90 {
 		t.Errorf("risen limit found after %.0fs, want within 90s", found)
 	}
-	if tp := r.throughput(120, 150); tp < 0.9*30 {
-		t.Errorf("throughput %.1f, want ≥ 90%% of 30", tp)
+	// 85%: once the bucket fit has measured the old limit the probe waits one probe time
+	// before it starts (a limit that rises is rarer than one that holds).
+	if tp := r.throughput(120, 150); tp < 0.85*30 {
+		t.Errorf("throughput %.1f, want ≥ 85%% of 30", tp)
 	}
 }
 
@@ -543,7 +545,7 @@ func TestSimFixedWindow(t *testing.T) {
 	}{
 		{2, 20, 1.06, 0.006},
 		{1, 10, 1.09, 0.005},
-		{1, 5, 1.06, 0.005},
+		{1, 5, 1.1, 0.005},
 		// Ten seconds' quota taken in a burst, then a pause to the next window: about one
 		// refusal per window (quota 100: 1.2%), and faster than pacing at quota/window.
 		{10, 100, 1.0, 0.013},

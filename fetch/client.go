@@ -153,6 +153,7 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 		mu         sync.Mutex
 		gotConn    bool
 		remoteAddr string
+		wrote      time.Time
 	)
 	trace := &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
@@ -161,6 +162,13 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 			gotConn = true
 			if a := info.Conn.RemoteAddr(); a != nil {
 				remoteAddr = a.String()
+			}
+		},
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				mu.Lock()
+				defer mu.Unlock()
+				wrote = time.Now()
 			}
 		},
 	}
@@ -214,6 +222,9 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 		HeaderLatency: headerLatency,
 	}
 	_, r.RemoteAddr = connState()
+	mu.Lock()
+	r.Wrote = wrote
+	mu.Unlock()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		if loc := resp.Header.Get("Location"); loc != "" {
 			r.Location, r.LocationErr = urlnorm.Resolve(u, loc)

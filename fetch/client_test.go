@@ -112,6 +112,9 @@ func TestGet(t *testing.T) {
 	if r.Started.Before(before) || r.HeaderLatency <= 0 || r.Duration < r.HeaderLatency {
 		t.Errorf("timing: started %v header %v total %v", r.Started, r.HeaderLatency, r.Duration)
 	}
+	if r.Wrote.Before(r.Started) || r.Wrote.After(r.Started.Add(r.HeaderLatency)) {
+		t.Errorf("timing: wrote %v, want between started %v and the headers %v later", r.Wrote, r.Started, r.HeaderLatency)
+	}
 }
 
 func TestDefaultUserAgent(t *testing.T) {

@@ -34,6 +34,7 @@ type Response struct {
 	ContentType string
 
 	Started       time.Time     // when Get started
+	Wrote         time.Time     // when the request was written to the connection (after any dial and TLS handshake); zero if unknown
 	HeaderLatency time.Duration // from Started to the response headers
 	Duration      time.Duration // from Started to the end of the body read
 	RemoteAddr    string        // "IP:port" of the connection used

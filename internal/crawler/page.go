@@ -58,7 +58,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	// Pause first: Done frees the host's window, and the dispatcher must not admit another
 	// request in between when the host has just said to stop.
 	wait := c.honourRetryAfter(l.Host, resp, now)
-	t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent, Latency: resp.HeaderLatency})
+	t.Done(now, responseOutcome(cl.Signal, sent, resp))
 	c.observeRequest(RequestEvent{Host: l.Host, Status: resp.Status, Latency: now.Sub(sent)})
 	if cl.Retryable {
 		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
@@ -194,3 +194,18 @@ func (c *Crawler) pauseHost(host string, d time.Duration, now time.Time) {
 
 // longPause is a pause long enough to be saved in the store at once.
 const longPause = 2 * time.Second
+
+// responseOutcome is what the host's controller learns from a response: sent is when the
+// request was admitted, but the controller gets the time it was written to the connection
+// when known (a dial, a TLS handshake or a busy scheduler in between would otherwise read as
+// the host's latency, and blur the send times its bucket fit lines up with the host's
+// answers), and the latency from then to the response headers.
+func responseOutcome(sig aimd.Signal, sent time.Time, resp *fetch.Response) aimd.Outcome {
+	o := aimd.Outcome{Signal: sig, Sent: sent, Latency: resp.HeaderLatency}
+	if !resp.Wrote.IsZero() && !resp.Wrote.Before(sent) {
+		if headers := resp.Started.Add(resp.HeaderLatency); headers.After(resp.Wrote) {
+			o.Sent, o.Latency = resp.Wrote, headers.Sub(resp.Wrote)
+		}
+	}
+	return o
+}

@@ -220,7 +220,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		case resp.Status < 400:
 			signal = aimd.Success
 		}
-		t.Done(now, aimd.Outcome{Signal: signal, Sent: sent, Latency: resp.HeaderLatency})
+		t.Done(now, responseOutcome(signal, sent, resp))
 		c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, Status: resp.Status, Latency: now.Sub(sent)})
 		e.Status = resp.Status
 		e.Body = resp.Body

@@ -45,13 +45,14 @@
 // tell a small bucket at a high rate from a big one at a low rate, but slow start's and the
 // climb's cut the band differently, so by the second refusal one or two sizes usually remain
 // and their rates span a few percent: the rate and plateau become 0.99 × the least of them (a
-// one-token bucket also gives up twice the timing noise), the probe waits one probe time
-// before it starts (it can only find that the limit rose), and the 1.5-token allowance above
-// no longer matters. While the fit is wide the rules above decide alone; a fit that lowers
-// the rate must also bound the bucket's size (a fixed window counter looks like any big
-// bucket at a low rate); a host that refuses the fitted rate twice is left to the other
-// rules. In the simulation (go test ./aimd -run TestSimTokenBucket -v) a 100/s burst-5 host
-// runs at 98.9% of its limit after the first 10 s instead of 95.0% without the fit.
+// one-token bucket also gives up twice the timing noise), and if that raised them the probe
+// waits one probe time before it starts (it can only find that the limit rose); the
+// 1.5-token allowance above no longer matters. The fit never sets the rate at slow start's
+// refusal; while it is wide the rules above decide alone; a fit that lowers the rate must
+// also bound the bucket's size (a fixed window counter looks like any big bucket at a low
+// rate); a host that refuses the fitted rate twice is left to the other rules. In the
+// simulation (go test ./aimd -run TestSimTokenBucket -v) a 100/s burst-5 host runs at 98.9%
+// of its limit after the first 10 s instead of 95.0% without the fit.
 //
 // Slow start's refusal measures little (the rate doubled past the limit): the rate drops to
 // Beta × the success rate of the last second (at least a quarter of the refused rate) and

@@ -62,10 +62,8 @@ type rateRange struct{ lo, hi float64 }
 
 func (r rateRange) empty() bool { return r.lo > r.hi }
 
-// bucketFit is the latest fit: one rate range per burstGrid size.
-type bucketFit struct {
-	ranges []rateRange // nil until the first fit
-}
+// bucketFit is a fit: one rate range per burstGrid size (nil: nothing fitted).
+type bucketFit []rateRange
 
 // acceptsAll reports whether a bucket of rate l and size b accepts every accepted event. The
 // bucket is taken to be as full as it can be: full at the first event, never charged for a
@@ -133,11 +131,11 @@ func markReorder(evs []bucketEvent, tol float64) {
 	}
 }
 
-// fitEpoch returns, for each burstGrid size, the range of rates within [minL, maxL] that
+// fitBuckets returns, for each burstGrid size, the range of rates within [minL, maxL] that
 // explains evs (in send order), with a timing noise of tol seconds.
-func fitEpoch(evs []bucketEvent, minL, maxL, tol float64) []rateRange {
+func fitBuckets(evs []bucketEvent, minL, maxL, tol float64) bucketFit {
 	markReorder(evs, tol)
-	out := make([]rateRange, len(burstGrid))
+	out := make(bucketFit, len(burstGrid))
 	for i, b := range burstGrid {
 		out[i] = rateRange{math.Inf(1), math.Inf(-1)}
 		if !acceptsAll(evs, maxL, b, tol) || !refusesAll(evs, minL, b, tol) {
@@ -168,9 +166,9 @@ func leastTrue(a, z float64, f func(float64) bool) float64 {
 
 // bounds returns the least and greatest rate any bucket size still allows and whether a
 // one-token bucket is among them; ok is false if none is.
-func (f *bucketFit) bounds() (lo, hi float64, oneToken, ok bool) {
+func (f bucketFit) bounds() (lo, hi float64, oneToken, ok bool) {
 	lo, hi = math.Inf(1), math.Inf(-1)
-	for i, r := range f.ranges {
+	for i, r := range f {
 		if r.empty() {
 			continue
 		}
@@ -182,8 +180,8 @@ func (f *bucketFit) bounds() (lo, hi float64, oneToken, ok bool) {
 
 // unboundedBurst reports whether the largest bucket size on the grid is still allowed: the
 // fit has found a least size but no greatest.
-func (f *bucketFit) unboundedBurst() bool {
-	return len(f.ranges) > 0 && !f.ranges[len(f.ranges)-1].empty()
+func (f bucketFit) unboundedBurst() bool {
+	return len(f) > 0 && !f[len(f)-1].empty()
 }
 
 // fitRec is one finished request in the fit's log.
@@ -219,7 +217,8 @@ func (c *Controller) logForFit(s *sample) {
 // bucket looks like a bigger one at half the rate); the climb after it decides.
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	if c.fitAt != 0 {
-		c.runFit(now, false) // a newer decrease has just set the rate
+		c.fitApply = false // a newer decrease has just set the rate
+		c.runFit(now)
 	}
 	var slowest time.Duration
 	for i := 0; i < min(c.samples.n, c.cfg.SampleWindow); i++ {
@@ -230,34 +229,34 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	c.fitTo, c.fitAt, c.fitApply = ts, toNanos(now)+nanos(2*slowest), apply
 }
 
+// fitSince fits the logged requests sent from start to ts (c.fitLog in send order).
+func (c *Controller) fitSince(start, ts nanos, tol float64) bucketFit {
+	var evs []bucketEvent
+	for _, r := range c.fitLog {
+		if r.sent >= start && r.sent <= ts {
+			evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
+		}
+	}
+	if len(evs) < 2 {
+		return nil
+	}
+	return fitBuckets(evs, c.cfg.MinRate, max(c.cfg.MaxRate, 2*c.rate), tol)
+}
+
 // runFit fits the requests sent since the limit last changed, up to the refusal that closed
 // the pending epoch, and stores the result in c.fit. If no bucket explains them all, the
 // limit has changed (or the host is no token bucket): the fit starts over from the refusal
-// that opened the epoch. If apply is set, the fit is trusted (see fitMisses), and it pins the
-// limit within fitNarrow, the rate and the plateau become fitRate of its low end.
-func (c *Controller) runFit(now time.Time, apply bool) {
+// that opened the epoch. If c.fitApply is set, the fit is trusted (see fitMisses), and it
+// pins the limit within fitNarrow, the rate and the plateau become fitRate of its low end.
+func (c *Controller) runFit(now time.Time) {
 	from, ts := c.fitFrom, c.fitTo
 	c.fitFrom, c.fitAt = ts, 0
 	slices.SortStableFunc(c.fitLog, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
-	tol := c.timingNoise().Seconds()
-	fit := func() bool {
-		var evs []bucketEvent
-		for _, r := range c.fitLog {
-			if r.sent >= c.fitStart && r.sent <= ts {
-				evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
-			}
-		}
-		if len(evs) < 2 {
-			c.fit.ranges = nil
-			return true
-		}
-		c.fit.ranges = fitEpoch(evs, c.cfg.MinRate, max(c.cfg.MaxRate, 2*c.rate), tol)
-		_, _, _, ok := c.fit.bounds()
-		return ok
-	}
-	if !fit() && c.fitStart < from {
+	noise := c.timingNoise()
+	c.fit = c.fitSince(c.fitStart, ts, noise.Seconds())
+	if _, _, _, ok := c.fit.bounds(); !ok && c.fitStart < from {
 		c.fitStart = from
-		fit()
+		c.fit = c.fitSince(from, ts, noise.Seconds())
 	}
 	keep := c.fitLog[:0]
 	for _, r := range c.fitLog {
@@ -267,10 +266,10 @@ func (c *Controller) runFit(now time.Time, apply bool) {
 	}
 	c.fitLog = keep
 	lo, hi, oneToken, ok := c.fit.bounds()
-	if !apply || !c.fitApply || !ok || hi > fitNarrow*lo || c.fitMisses >= maxFitMisses {
+	if !c.fitApply || !ok || hi > fitNarrow*lo || c.fitMisses >= maxFitMisses {
 		return
 	}
-	r := c.clampRate(c.fitRate(lo, oneToken))
+	r := c.clampRate(fitRate(lo, oneToken, noise))
 	if r <= c.plateau && c.fit.unboundedBurst() {
 		// Lower than the level the decrease chose, and any bucket from some size up explains
 		// the host: that is what a host that is no token bucket (a fixed window counter, say)

@@ -71,7 +71,7 @@ func TestBucketFitSound(t *testing.T) {
 		jitter := 0.0005
 		evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(r0 / 4), climb(r0, k)}, pause, 4, jitter, rng)
 		for i, end := range closes {
-			got := fitEpoch(upTo(evs, 0, end), 0.1, 1000, jitter)[int(b)-1] // burstGrid starts 1, 2, 3, …
+			got := fitBuckets(upTo(evs, 0, end), 0.1, 1000, jitter)[int(b)-1] // burstGrid starts 1, 2, 3, …
 			if got.empty() || l < got.lo*0.999 || l > got.hi*1.001 {
 				t.Fatalf("trial %d (L=%.2f b=%v, climb %.2f/s from %.2f): after refusal %d the fit allows [%.3f, %.3f] for b=%v",
 					trial, l, b, k, r0, i+1, got.lo, got.hi, b)
@@ -87,13 +87,13 @@ func TestBucketFitPins(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	srv := &bucketServer{l: 10, b: 2, level: 2}
 	evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(2), climb(7, 1.7)}, 1, 2, 0.0005, rng)
-	f := bucketFit{fitEpoch(upTo(evs, 0, closes[0]), 0.1, 1000, 0.001)}
+	f := fitBuckets(upTo(evs, 0, closes[0]), 0.1, 1000, 0.001)
 	lo, hi, _, _ := f.bounds()
 	t.Logf("after one refusal: [%.2f, %.2f]", lo, hi)
 	if hi <= fitNarrow*lo {
 		t.Errorf("one refusal pinned the limit to [%.2f, %.2f]: the fit is not sound", lo, hi)
 	}
-	f = bucketFit{fitEpoch(upTo(evs, 0, closes[1]), 0.1, 1000, 0.001)}
+	f = fitBuckets(upTo(evs, 0, closes[1]), 0.1, 1000, 0.001)
 	lo, hi, one, _ := f.bounds()
 	t.Logf("after two: [%.2f, %.2f]", lo, hi)
 	if lo < 9.5 || hi > 10.5 || lo > 10 || hi < 10 || one || f.unboundedBurst() {
@@ -108,7 +108,7 @@ func TestBucketFitLimitChange(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	srv := &bucketServer{l: 20, b: 2, level: 2}
 	evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(2), climb(14, 3)}, 1, 3, 0.0005, rng)
-	f := bucketFit{fitEpoch(upTo(evs, 0, closes[2]), 0.1, 1000, 0.001)}
+	f := fitBuckets(upTo(evs, 0, closes[2]), 0.1, 1000, 0.001)
 	if lo, hi, _, _ := f.bounds(); lo > 20 || hi < 20 {
 		t.Fatalf("before the fall: [%.2f, %.2f], want about 20", lo, hi)
 	}
@@ -119,12 +119,12 @@ func TestBucketFitLimitChange(t *testing.T) {
 		evs = append(evs, bucketEvent{t: e.t + offset, sig: e.sig})
 	}
 	last := len(evs) - len(more) + moreCloses[2]
-	f = bucketFit{fitEpoch(upTo(evs, 0, last), 0.1, 1000, 0.001)}
+	f = fitBuckets(upTo(evs, 0, last), 0.1, 1000, 0.001)
 	if _, _, _, ok := f.bounds(); ok {
 		t.Errorf("a bucket of one rate explains a crawl whose limit fell from 20 to 5")
 	}
 	opened := len(evs) - len(more) + moreCloses[0]
-	f = bucketFit{fitEpoch(upTo(evs, opened, last), 0.1, 1000, 0.001)}
+	f = fitBuckets(upTo(evs, opened, last), 0.1, 1000, 0.001)
 	if lo, hi, _, _ := f.bounds(); lo > 5 || hi < 5 || hi > 6.5 {
 		t.Errorf("after the fall, from the first refusal at the new limit: [%.2f, %.2f], want 5 within, nothing near 20", lo, hi)
 	}

@@ -76,7 +76,7 @@ type Controller struct {
 	lastRefusal  float64       // rate of the last refusal, kept
 	probeTime    time.Duration // current ProbeTime, lengthened while refusals recur at one rate
 	sinceStep    int           // successes since the last decrease or search step
-	fit          bucketFit     // the server-side token buckets that explain what the host did
+	fit          bucketFit     // the server-side token buckets that explain what the host did (the latest fit)
 	fitStart     nanos         // the fit's requests start here (never: the first request), where the limit last changed
 	fitFrom      nanos         // the refusal that opened the epoch awaiting its fit (never: the first epoch)
 	fitTo        nanos         // the refusal that closed it
@@ -192,7 +192,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 		c.epochOK++
 	}
 	if c.fitAt != 0 && toNanos(now) >= c.fitAt {
-		c.runFit(now, true)
+		c.runFit(now)
 	}
 	switch {
 	case o.Signal != Success:
@@ -521,10 +521,10 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // and for a one-token bucket (which has no spare token to absorb an early arrival) also
 // spaced more than 1/lo by twice the timing noise (about the most network jitter can
 // shorten a gap by).
-func (c *Controller) fitRate(lo float64, oneToken bool) float64 {
+func fitRate(lo float64, oneToken bool, noise time.Duration) float64 {
 	r := fitBeta * lo
 	if oneToken {
-		r = min(r, 1/(1/lo+2*c.timingNoise().Seconds()))
+		r = min(r, 1/(1/lo+2*noise.Seconds()))
 	}
 	return r
 }

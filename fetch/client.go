@@ -172,10 +172,10 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 			}
 		},
 	}
-	connState := func() (bool, string) {
+	connState := func() (bool, string, time.Time) {
 		mu.Lock()
 		defer mu.Unlock()
-		return gotConn, remoteAddr
+		return gotConn, remoteAddr, wrote
 	}
 	fail := func(err error) *Error {
 		if ctxErr := reqCtx.Err(); ctxErr != nil {
@@ -188,7 +188,7 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 			}
 			return &Error{Kind: kind, URL: rawURL, Err: cause}
 		}
-		got, _ := connState()
+		got, _, _ := connState()
 		return &Error{Kind: classify(err, got), URL: rawURL, Err: err}
 	}
 
@@ -221,10 +221,7 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 		Started:       started,
 		HeaderLatency: headerLatency,
 	}
-	_, r.RemoteAddr = connState()
-	mu.Lock()
-	r.Wrote = wrote
-	mu.Unlock()
+	_, r.RemoteAddr, r.Wrote = connState()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		if loc := resp.Header.Get("Location"); loc != "" {
 			r.Location, r.LocationErr = urlnorm.Resolve(u, loc)

@@ -48,12 +48,13 @@ type Config struct {
 	ProbeRequests int
 	RestartFactor float64
 
-	// Latency signal: the p95 latency of the latest SampleWindow successes (default 32, at
-	// least 20) sent since the last decrease while another request was in flight exceeds both
-	// LatencyFactor × Baseline (default 1.2) and Baseline + LatencyMinExcess (default 2ms). At
-	// least 20 such samples are needed. Baseline is the 10th percentile of recent success
-	// latencies, followed down at once and up, only by requests sent alone, with time constant
-	// BaselineForget (default 30s).
+	// Latency signal (see the package doc): among the latest SampleWindow successes (default
+	// 32, at least 20) sent since the last decrease, more are slower than LatencyFactor
+	// (default 1.2) × the median or the p90 of the host's reference latencies (requests sent
+	// alone), and at least LatencyMinExcess (default 2ms) more, than the host's own share
+	// explains. Baseline, reported in Stats and used as a holding time, is the 10th percentile
+	// of recent success latencies, followed down at once and up, only by requests sent alone,
+	// with time constant BaselineForget (default 30s).
 	LatencyFactor    float64
 	LatencyMinExcess time.Duration
 	SampleWindow     int

@@ -89,9 +89,11 @@ type Controller struct {
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
 	latencyWindow  int // the window a latency signal last set
+	latencyCheck   latencyCheck
 
 	baseline            time.Duration
-	baselineProvisional bool // restored from State: replaced outright by the first measurement
+	ref                 reference // latencies without our load, and the latency signal's thresholds
+	baselineProvisional bool      // restored from State: replaced outright by the first measurement
 	baselineAt          time.Time
 	baselineTick        int
 
@@ -118,6 +120,7 @@ func New(cfg Config, now time.Time) *Controller {
 		fitFrom:      never,
 		samples:      newRing[sample](max(ringSize, 4*cfg.SampleWindow)),
 		hist:         newHistory(historySize),
+		ref:          newReference(),
 		scratch:      make([]time.Duration, 0, max(ringSize, 4*cfg.SampleWindow)),
 	}
 	c.rate = c.clampRate(c.rate)
@@ -184,6 +187,9 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	}
 	s := sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal}
 	s.conc = c.link(&s) + 1
+	if o.InFlight > 0 {
+		s.conc = o.InFlight
+	}
 	c.samples.push(s)
 	c.logForFit(&s)
 
@@ -214,12 +220,14 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) bool {
 		return false
 	}
 	c.updateBaseline(now, s)
+	c.ref.add(s, &c.cfg)
+	c.checkLatencyDecrease()
 	if c.Window() <= c.cfg.MinWindow {
 		return false
 	}
-	// The p95 can only have crossed the threshold if this sample is slow, or if the epoch has
-	// just collected enough samples to judge.
-	if s.lat <= c.latencyThreshold() && c.epochOK > minSamples {
+	// The median or p90 can only have crossed its threshold if this sample is slow, or if the
+	// epoch has just collected enough samples to judge.
+	if c.ref.lat.n < refMin || s.lat <= c.ref.t50 && c.epochOK > minSamples {
 		return false
 	}
 	return c.latencySignal()
@@ -370,7 +378,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 		// The window follows a rate in use with room to spare (twice the requests the rate
 		// keeps in flight at baseline latency), so that it never holds back a rate-limited
 		// host; it only binds where latency has said so.
-		c.window = max(c.window, min(math.Ceil(2*c.rate*c.baseline.Seconds()), float64(c.cfg.MaxWindow)))
+		c.window = max(c.window, min(math.Ceil(2*c.rate*c.typicalSlow().Seconds()), float64(c.cfg.MaxWindow)))
 	}
 	if c.slowStart {
 		if rateUsed {
@@ -601,6 +609,9 @@ func (c *Controller) decreaseWindow(now time.Time) {
 	} else {
 		c.windowPatience = 1
 	}
+	med := quantile(c.recentLatencies(c.lastDecrease, 0), 0.5)
+	c.latencyCheck = latencyCheck{pending: true, window: c.window, bound: c.latencyBound, median: med,
+		counts: c.countLatencies(c.lastDecrease), from: toNanos(now) + 2*nanos(med)}
 	c.window, c.latencyWindow = float64(target), target
 	c.latencyBound = true
 	if c.slowStart {
@@ -611,11 +622,12 @@ func (c *Controller) decreaseWindow(now time.Time) {
 }
 
 // goodConcurrency returns the concurrency just below the lowest level at which recently sent
-// successes were mostly slow (latency above the threshold), at most top; 0 if no level up to
-// top+1 was. Concurrency is counted at send, so it reads off the samples the number of our
+// successes were mostly slow (latency above the median's threshold), at most top; if no level
+// up to top+1 was, the highest level seen (at most top), since every level seen kept most
+// requests fast. Concurrency is counted at send, so it reads off the samples the number of our
 // requests the host can hold before it queues.
 func (c *Controller) goodConcurrency(top int) int {
-	thr := c.latencyThreshold()
+	thr := c.slowAbove()
 	var slow, all [64]int
 	for i := 0; i < c.samples.n; i++ {
 		if s := c.samples.back(i); s.sig == Success && s.lat > 0 && s.conc < len(all) {
@@ -625,17 +637,16 @@ func (c *Controller) goodConcurrency(top int) int {
 			}
 		}
 	}
+	seen := 0
 	for level := 1; level <= min(top+1, len(all)-1); level++ {
 		if all[level] > 0 && 2*slow[level] > all[level] {
 			return min(level-1, top)
 		}
+		if all[level] > 0 {
+			seen = level
+		}
 	}
-	return 0
-}
-
-// latencyThreshold is the latency above which a p95 signals congestion.
-func (c *Controller) latencyThreshold() time.Duration {
-	return max(time.Duration(c.cfg.LatencyFactor*float64(c.baseline)), c.baseline+c.cfg.LatencyMinExcess)
+	return min(seen, top)
 }
 
 // bodyTime is the median time between response headers and completion of recent successes.
@@ -711,38 +722,6 @@ func (c *Controller) loneLatencies() []time.Duration {
 	}
 	c.scratch = ds[:0]
 	return ds
-}
-
-// latencySignal reports congestion seen in latency: the p95 of the latest successes sent since
-// the last decrease is well above the baseline, and most of the slow ones were sent while
-// another of our requests was in flight (a request sent alone cannot have queued behind ours;
-// its latency is the host's own business).
-func (c *Controller) latencySignal() bool {
-	if c.baseline <= 0 {
-		return false
-	}
-	thr := c.latencyThreshold()
-	slow, crowded, n := 0, 0, 0
-	ds := c.scratch[:0]
-	for i := 0; i < c.samples.n && n < c.cfg.SampleWindow; i++ {
-		s := c.samples.back(i)
-		if s.done < c.lastDecrease {
-			break
-		}
-		if s.sig != Success || s.lat <= 0 || s.sent < c.lastDecrease {
-			continue
-		}
-		n++
-		ds = append(ds, s.lat)
-		if s.lat > thr {
-			slow++
-			if s.conc >= 2 {
-				crowded++
-			}
-		}
-	}
-	c.scratch = ds[:0]
-	return n >= minSamples && quantile(ds, 0.95) > thr && 2*crowded > slow
 }
 
 // acceptedRate is the success completion rate over the last RateWindow of active time before

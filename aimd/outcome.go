@@ -22,4 +22,8 @@ type Outcome struct {
 	Signal  Signal
 	Sent    time.Time     // when the request was sent: congestion signals for requests sent before the last decrease belong to that epoch and are not counted again
 	Latency time.Duration // time to response headers (0 when there was no response)
+	// InFlight is the number of this host's requests in flight when it was sent, itself
+	// included (hostlimit knows it exactly); 0 = unknown, estimated from the requests the
+	// controller remembers, which misses those still in flight when this one finished.
+	InFlight int
 }

@@ -145,7 +145,7 @@ func (h *host) tryAdmitLocked(now time.Time) (*Ticket, time.Time) {
 	}
 	h.inFlight++
 	h.admitted++
-	return &Ticket{h: h, sent: now}, time.Time{}
+	return &Ticket{h: h, sent: now, inFlight: h.inFlight}, time.Time{}
 }
 
 // wakeLocked releases every Wait blocked on this host so it asks again.
@@ -166,9 +166,10 @@ func (h *host) stateLocked(savedAt time.Time) ([]byte, error) {
 // Ticket is one admitted request. It holds one slot of its host's window until Done.
 // A Ticket is safe for concurrent use.
 type Ticket struct {
-	h    *host
-	sent time.Time
-	done bool // guarded by h.mu
+	h        *host
+	sent     time.Time
+	inFlight int  // the host's requests in flight when it was admitted, itself included
+	done     bool // guarded by h.mu
 }
 
 // Host returns the key of the host that admitted the ticket.
@@ -178,7 +179,8 @@ func (t *Ticket) Host() string { return t.h.key }
 func (t *Ticket) Sent() time.Time { return t.sent }
 
 // Done releases the ticket's window slot and feeds the outcome to the host's controller, which
-// may change the host's rate and window. A zero o.Sent is taken to be t.Sent(). Only the first
+// may change the host's rate and window. A zero o.Sent is taken to be t.Sent(), a zero
+// o.InFlight the number in flight when the ticket was admitted. Only the first
 // call has any effect; later calls are no-ops. Every Ticket must be Done exactly once in the
 // normal flow (use aimd.Neutral for a request that was never sent).
 func (t *Ticket) Done(now time.Time, o aimd.Outcome) {
@@ -194,6 +196,9 @@ func (t *Ticket) Done(now time.Time, o aimd.Outcome) {
 	h.lastActive = now
 	if o.Sent.IsZero() {
 		o.Sent = t.sent
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = t.inFlight
 	}
 	h.ctrl.Observe(now, o)
 	h.syncLimitLocked(now)

@@ -1,0 +1,236 @@
+package aimd
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// The latency signal compares recent latencies with the host's own distribution of latencies
+// without our load (the reference), rather than with one low quantile times a factor: real
+// servers spread widely (a page that is usually 100 ms and now and then 300 ms), and a p95 above
+// 1.2 × the p10 is their normal state, not congestion. The test is a count: the share of recent
+// requests slower than a yardstick (LatencyFactor × the reference median, or × its p90, and at
+// least LatencyMinExcess above) against the share the host's own distribution puts above it
+// (p0); congestion is a count higher than chance explains (refZ standard deviations of a
+// binomial). p0 is the larger of the reference's own share (plus one, Laplace) and the share
+// of a log-normal fitted to the reference, its location and spread taken at their upper 99%
+// confidence bounds: a handful of reference requests cannot prove a spread host tight, but a
+// worker pool with a fixed service time shows its tightness at once, so a few slow requests
+// (one in five queueing) are enough there, while a spread host needs many more than its usual
+// few.
+const (
+	refSize = 64 // reference latencies kept (512 B per host)
+	refMin  = 4  // fewest reference latencies to judge by; fewer: no latency signal
+	refZ    = 3.0
+)
+
+// reference is the host's latency distribution without our load: latencies of the latest
+// refSize successes sent while no other request of ours was in flight (even one other can be
+// what a one-worker host makes it wait for), and the yardsticks derived from it. Slow start
+// sends alone at first (InitialRate 2/s), so a host answering within half a second has its
+// reference within the first few requests; a slower one may have none for a while, and no
+// latency signal until it has.
+type reference struct {
+	lat      ring[time.Duration]
+	sort     []time.Duration // scratch
+	t50, t90 time.Duration   // yardsticks: LatencyFactor × the median, × the p90
+	p50, p90 float64         // the shares of the host's latencies above them (see above)
+	hi       time.Duration   // the reference p90: a typical slow request at no load
+}
+
+func newReference() reference {
+	return reference{lat: newRing[time.Duration](refSize), sort: make([]time.Duration, 0, refSize)}
+}
+
+// add records the latency of success s if it was sent alone enough, and recomputes the
+// yardsticks.
+func (r *reference) add(s *sample, cfg *Config) {
+	if s.lat <= 0 || s.conc != 1 {
+		return
+	}
+	r.lat.push(s.lat)
+	r.update(cfg)
+}
+
+// update recomputes the yardsticks from the reference latencies.
+func (r *reference) update(cfg *Config) {
+	if r.lat.n < refMin {
+		return
+	}
+	ds := r.sort[:0]
+	var sum, sum2 float64
+	for i := 0; i < r.lat.n; i++ {
+		d := *r.lat.get(i)
+		ds = append(ds, d)
+		l := math.Log(d.Seconds())
+		sum, sum2 = sum+l, sum2+l*l
+	}
+	slices.Sort(ds)
+	r.sort = ds[:0]
+	m := float64(len(ds))
+	mu := sum / m
+	sd := math.Sqrt(max(sum2/m-mu*mu, 0) * m / (m - 1))
+	// Upper 99% bounds: the mean's from Student's t (Cornish–Fisher expansion), the spread's
+	// from the chi-square lower 1% quantile (Wilson–Hilferty); z = 2.326 is the normal 99%.
+	const z = 2.326
+	k := m - 1
+	t := z + (z*z*z+z)/(4*k) + (5*z*z*z*z*z+16*z*z*z+3*z)/(96*k*k)
+	chi := k * math.Pow(1-2/(9*k)-z*math.Sqrt(2/(9*k)), 3)
+	sdUp := sd * math.Sqrt(k/max(chi, 1e-9))
+	muUp := mu + t*sd/math.Sqrt(m)
+	share := func(t time.Duration) float64 {
+		i, _ := slices.BinarySearch(ds, t+1)
+		emp := float64(len(ds)-i+1) / (m + 2)
+		if sdUp <= 0 {
+			return emp
+		}
+		return max(emp, 0.5*math.Erfc((math.Log(t.Seconds())-muUp)/(sdUp*math.Sqrt2)))
+	}
+	yard := func(q time.Duration) time.Duration {
+		return max(time.Duration(cfg.LatencyFactor*float64(q)), q+cfg.LatencyMinExcess)
+	}
+	r.hi = quantile(ds, 0.9)
+	r.t50, r.t90 = yard(quantile(ds, 0.5)), yard(r.hi)
+	r.p50, r.p90 = share(r.t50), share(r.t90)
+}
+
+// surprising reports whether k of n recent latencies above a yardstick is more than chance
+// explains when the host puts a share p0 above it: at least two, and more than refZ standard
+// deviations (and a half, for continuity) above the binomial mean.
+func surprising(k, n int, p0 float64) bool {
+	mean := float64(n) * p0
+	return k >= 2 && float64(k) > mean+refZ*math.Sqrt(mean*(1-p0))+0.5
+}
+
+// slowAbove returns the latency above which a single request counts as slow: the p90
+// yardstick; zero (nothing is slow) until the reference holds refMin latencies.
+func (c *Controller) slowAbove() time.Duration {
+	if c.ref.lat.n < refMin {
+		return 0
+	}
+	return c.ref.t90
+}
+
+// typicalSlow is a latency most requests stay under at no load: the reference p90 once known,
+// else the baseline. Window room is sized by it, so a spread host's slow pages do not make the
+// window bind before the rate does.
+func (c *Controller) typicalSlow() time.Duration {
+	if c.ref.lat.n >= refMin {
+		return max(c.ref.hi, c.baseline)
+	}
+	return c.baseline
+}
+
+// latencyCounts are the latest successes (up to SampleWindow) sent since some instant,
+// counted against the reference's yardsticks.
+type latencyCounts struct {
+	n       int
+	slow    int // above the p90 yardstick
+	crowded int // of those, sent while another of ours was in flight
+	above50 int // above the median yardstick
+}
+
+func (c *Controller) countLatencies(since nanos) latencyCounts {
+	r := &c.ref
+	var k latencyCounts
+	for i := 0; i < c.samples.n && k.n < c.cfg.SampleWindow; i++ {
+		s := c.samples.back(i)
+		if s.done < since {
+			break
+		}
+		if s.sig != Success || s.lat <= 0 || s.sent < since {
+			continue
+		}
+		k.n++
+		if s.lat > r.t50 {
+			k.above50++
+		}
+		if s.lat > r.t90 {
+			k.slow++
+			if s.conc >= 2 {
+				k.crowded++
+			}
+		}
+	}
+	return k
+}
+
+// latencySignal reports congestion seen in latency among the latest successes sent since the
+// last decrease (at least minSamples): more of them are slow than the host's own reference
+// explains (no signal before the reference holds refMin latencies), and most of the slow ones
+// were sent while another of our requests was in flight (a request sent alone cannot have
+// queued behind ours; its latency is the host's own business).
+func (c *Controller) latencySignal() bool {
+	if c.ref.lat.n < refMin {
+		return false
+	}
+	k := c.countLatencies(c.lastDecrease)
+	if k.n < minSamples || 2*k.crowded <= k.slow {
+		return false
+	}
+	return surprising(k.slow, k.n, c.ref.p90) || surprising(k.above50, k.n, c.ref.p50)
+}
+
+// latencyCheck is what a latency decrease is judged by once the next minSamples successes are
+// in, counting only those sent once the requests in flight at the decrease have come back
+// (twice the median latency later). A decrease that relieved queueing we caused leaves fewer
+// of them slow, at either yardstick, than of the samples that called for it, or makes most of
+// them faster than those samples' median (a big window cut by one on a worker pool still
+// queues, but less); each a one-sided test at helpedZ, lenient on purpose: a queueing host
+// judged unhelped would teach the reference its queueing. A decrease that did none of these
+// says the latency is the host's own, not ours (the reference was too small or unlucky): it is
+// undone and those latencies join the reference, so that they do not call for the next
+// decrease, and the one after, down to a window of one.
+type latencyCheck struct {
+	pending bool
+	window  float64       // the window before the decrease
+	bound   bool          // latencyBound before the decrease
+	median  time.Duration // of the samples that called for it
+	counts  latencyCounts // of the same
+	from    nanos         // successes sent from then on judge it
+}
+
+const helpedZ = 2.0
+
+// fewer reports whether a of n is a smaller share than b of m, beyond chance (one-sided
+// two-proportion z-test at helpedZ).
+func fewer(a, n, b, m int) bool {
+	p1, p0 := float64(a)/float64(n), float64(b)/float64(m)
+	p := float64(a+b) / float64(n+m)
+	sd := math.Sqrt(p * (1 - p) * (1/float64(n) + 1/float64(m)))
+	return p1 < p0 && (sd == 0 || (p0-p1)/sd > helpedZ)
+}
+
+// checkLatencyDecrease judges the last latency decrease once enough successes have come back
+// since (see latencyCheck).
+func (c *Controller) checkLatencyDecrease() {
+	lc := &c.latencyCheck
+	if !lc.pending {
+		return
+	}
+	ds := c.recentLatencies(lc.from, 0)
+	n := len(ds)
+	if n < minSamples {
+		return
+	}
+	lc.pending = false
+	k, old := c.countLatencies(lc.from), lc.counts
+	if fewer(k.slow, k.n, old.slow, old.n) || fewer(k.above50, k.n, old.above50, old.n) {
+		return
+	}
+	above := 0
+	for _, d := range ds {
+		if d >= lc.median {
+			above++
+		}
+	}
+	if float64(above) < float64(n)/2-helpedZ*math.Sqrt(float64(n))/2 {
+		return
+	}
+	for _, d := range ds {
+		c.ref.lat.push(d)
+	}
+	c.ref.update(&c.cfg)
+	c.window, c.latencyBound = max(c.window, lc.window), lc.bound
+}

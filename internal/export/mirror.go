@@ -223,6 +223,7 @@ func MirrorPath(rawURL string) []string {
 	if u.Host == "" {
 		host = "%nohost"
 	}
+	host = shorten(host) // a host name may be 253 bytes, more once encoded
 	comps := []string{host}
 
 	segs := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")

@@ -227,7 +227,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) bool {
 	}
 	// The median or p90 can only have crossed its threshold if this sample is slow, or if the
 	// epoch has just collected enough samples to judge.
-	if c.ref.lat.n < refMin || s.lat <= c.ref.t50 && c.epochOK > minSamples {
+	if s.lat <= c.ref.t50 && c.epochOK > minSamples {
 		return false
 	}
 	return c.latencySignal()
@@ -622,12 +622,12 @@ func (c *Controller) decreaseWindow(now time.Time) {
 }
 
 // goodConcurrency returns the concurrency just below the lowest level at which recently sent
-// successes were mostly slow (latency above the median's threshold), at most top; if no level
+// successes were mostly slow (latency above the p90 yardstick), at most top; if no level
 // up to top+1 was, the highest level seen (at most top), since every level seen kept most
 // requests fast. Concurrency is counted at send, so it reads off the samples the number of our
 // requests the host can hold before it queues.
 func (c *Controller) goodConcurrency(top int) int {
-	thr := c.slowAbove()
+	thr := c.ref.t90 // known: only a latency signal leads here
 	var slow, all [64]int
 	for i := 0; i < c.samples.n; i++ {
 		if s := c.samples.back(i); s.sig == Success && s.lat > 0 && s.conc < len(all) {

@@ -75,17 +75,17 @@ func (r *reference) update(cfg *Config) {
 	// from the chi-square lower 1% quantile (Wilson–Hilferty); z = 2.326 is the normal 99%.
 	const z = 2.326
 	k := m - 1
-	t := z + (z*z*z+z)/(4*k) + (5*z*z*z*z*z+16*z*z*z+3*z)/(96*k*k)
+	student := z + (z*z*z+z)/(4*k) + (5*z*z*z*z*z+16*z*z*z+3*z)/(96*k*k)
 	chi := k * math.Pow(1-2/(9*k)-z*math.Sqrt(2/(9*k)), 3)
 	sdUp := sd * math.Sqrt(k/max(chi, 1e-9))
-	muUp := mu + t*sd/math.Sqrt(m)
-	share := func(t time.Duration) float64 {
-		i, _ := slices.BinarySearch(ds, t+1)
+	muUp := mu + student*sd/math.Sqrt(m)
+	share := func(above time.Duration) float64 {
+		i, _ := slices.BinarySearch(ds, above+1)
 		emp := float64(len(ds)-i+1) / (m + 2)
 		if sdUp <= 0 {
 			return emp
 		}
-		return max(emp, 0.5*math.Erfc((math.Log(t.Seconds())-muUp)/(sdUp*math.Sqrt2)))
+		return max(emp, 0.5*math.Erfc((math.Log(above.Seconds())-muUp)/(sdUp*math.Sqrt2)))
 	}
 	yard := func(q time.Duration) time.Duration {
 		return max(time.Duration(cfg.LatencyFactor*float64(q)), q+cfg.LatencyMinExcess)
@@ -101,15 +101,6 @@ func (r *reference) update(cfg *Config) {
 func surprising(k, n int, p0 float64) bool {
 	mean := float64(n) * p0
 	return k >= 2 && float64(k) > mean+refZ*math.Sqrt(mean*(1-p0))+0.5
-}
-
-// slowAbove returns the latency above which a single request counts as slow: the p90
-// yardstick; zero (nothing is slow) until the reference holds refMin latencies.
-func (c *Controller) slowAbove() time.Duration {
-	if c.ref.lat.n < refMin {
-		return 0
-	}
-	return c.ref.t90
 }
 
 // typicalSlow is a latency most requests stay under at no load: the reference p90 once known,

@@ -43,10 +43,16 @@ type Config struct {
 	// limit and looks above it rarely. A plateau well below the last refused rate is raised by
 	// binary search, one step per ReturnTime. Reaching RestartFactor × the plateau (default
 	// 1.25) without a signal re-enters slow start: the limit has risen.
-	ReturnTime    time.Duration
-	ProbeTime     time.Duration
-	ProbeRequests int
-	RestartFactor float64
+	//
+	// QuickReturnTime (default 2s) replaces ReturnTime, and the search steps come after 20
+	// successes instead of 50, on a host whose last refusal did not pause it (no Retry-After:
+	// nginx's limit_req, most proxies): there a refusal costs one retry, not seconds of
+	// silence, so the climb back and the search may risk the next one sooner.
+	ReturnTime      time.Duration
+	QuickReturnTime time.Duration
+	ProbeTime       time.Duration
+	ProbeRequests   int
+	RestartFactor   float64
 
 	// Latency signal (see the package doc): among the latest SampleWindow successes (default
 	// 32, at least 20) sent since the last decrease, more are slower than LatencyFactor
@@ -84,6 +90,7 @@ const (
 	DefaultMinBeta           = 0.5
 	DefaultPlateauFactor     = 0.98
 	DefaultReturnTime        = 5 * time.Second
+	DefaultQuickReturnTime   = 2 * time.Second
 	DefaultProbeTime         = 30 * time.Second
 	DefaultProbeRequests     = 400
 	DefaultRestartFactor     = 1.25
@@ -136,6 +143,7 @@ func (c Config) withDefaults() Config {
 	c.MinBeta = min(unit(c.MinBeta, DefaultMinBeta), c.Beta)
 	c.PlateauFactor = unit(c.PlateauFactor, DefaultPlateauFactor)
 	c.ReturnTime = orD(c.ReturnTime, DefaultReturnTime)
+	c.QuickReturnTime = min(orD(c.QuickReturnTime, DefaultQuickReturnTime), c.ReturnTime)
 	c.ProbeTime = orD(c.ProbeTime, DefaultProbeTime)
 	c.ProbeRequests = orI(c.ProbeRequests, DefaultProbeRequests)
 	c.RestartFactor = orF(c.RestartFactor, DefaultRestartFactor)

@@ -42,8 +42,9 @@ const (
 	// searchGap: a plateau more than this factor below PlateauFactor × the last refused rate is
 	// raised toward it by binary search, one step per ReturnTime and per searchSends successes
 	// (a step may draw a refusal; at low rates they must stay rare per page).
-	searchGap   = 1.25
-	searchSends = 50
+	searchGap        = 1.25
+	searchSends      = 50
+	quickSearchSends = 20 // searchSends on a host whose refusals cost no pause
 
 	// maxWindowPatience bounds how far the window probe interval is stretched while latency
 	// signals keep bringing the window back to the same size.
@@ -86,6 +87,7 @@ type Controller struct {
 	fitHeld      float64       // the rate the last applied fit set; 0 = none
 	fitMisses    int           // refusals at or below fitHeld (see maxFitMisses)
 	searched     bool          // a search step was taken since the last decrease
+	quick        bool          // the last refusal did not pause the host: QuickReturnTime applies
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
 	latencyWindow  int // the window a latency signal last set
@@ -175,6 +177,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	case Success:
 	case Overload:
 		c.overLimit++
+		c.quick = o.Pause <= 0
 	case Failure:
 		c.failures++
 	default:
@@ -393,7 +396,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	if rateUsed {
 		c.elapsed += dt
 		c.sinceStep++
-		if c.elapsed >= c.cfg.ReturnTime && c.sinceStep >= searchSends && c.hi > 0 && c.plateau*searchGap < c.cfg.PlateauFactor*c.hi {
+		if c.elapsed >= c.returnTime() && c.sinceStep >= c.searchSends() && c.hi > 0 && c.plateau*searchGap < c.cfg.PlateauFactor*c.hi {
 			// Back at the plateau, which lies well below the last refused rate: binary search
 			// (on a log scale) toward just under it, one step per ReturnTime.
 			c.epochRate = max(c.rate, c.plateau)
@@ -420,13 +423,30 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 // ReturnTime, then a convex probe K·(1 + 0.1·(t'/ProbeTime)³) above it.
 func (c *Controller) curve() float64 {
 	k, t := c.plateau, c.elapsed.Seconds()
-	if T := c.cfg.ReturnTime.Seconds(); c.epochRate < k && t < T {
+	if T := c.returnTime().Seconds(); c.epochRate < k && t < T {
 		return c.epochRate + (k-c.epochRate)*t/T
 	} else if c.epochRate < k {
 		t -= T
 	}
 	x := t / c.probeSeconds()
 	return k * (1 + 0.1*x*x*x)
+}
+
+// returnTime is the time the linear return to the plateau takes, and a search step's spacing:
+// ReturnTime, or QuickReturnTime where a refusal costs no pause.
+func (c *Controller) returnTime() time.Duration {
+	if c.quick {
+		return c.cfg.QuickReturnTime
+	}
+	return c.cfg.ReturnTime
+}
+
+// searchSends is the fewest successes between two search steps (see returnTime).
+func (c *Controller) searchSends() int {
+	if c.quick {
+		return quickSearchSends
+	}
+	return searchSends
 }
 
 // probeSeconds is the current probe time: probeTime, stretched to ProbeRequests sending

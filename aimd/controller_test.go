@@ -21,6 +21,7 @@ type driver struct {
 	c       *Controller
 	now     time.Time
 	lat     time.Duration
+	pause   time.Duration    // the Retry-After pause each refusal carries (Outcome.Pause)
 	pending []pendingOutcome // in order of completion (lat is constant)
 
 	delivered []time.Time
@@ -59,7 +60,11 @@ func (d *driver) send(sig Signal) {
 		d.now = d.pending[0].done
 		d.deliver(d.now)
 	}
-	d.pending = append(d.pending, pendingOutcome{d.now.Add(d.lat), Outcome{Signal: sig, Sent: d.now, Latency: d.lat}})
+	o := Outcome{Signal: sig, Sent: d.now, Latency: d.lat}
+	if sig == Overload {
+		o.Pause = d.pause
+	}
+	d.pending = append(d.pending, pendingOutcome{d.now.Add(d.lat), o})
 	d.now = d.now.Add(sec(1 / d.c.Rate()))
 }
 
@@ -98,8 +103,9 @@ func TestConfigDefaults(t *testing.T) {
 		{"zero", Config{}, func(c Config) bool {
 			return c.InitialRate == 2 && c.MinRate == 0.1 && c.MaxRate == 1000 && c.InitialWindow == 2 &&
 				c.MinWindow == 1 && c.MaxWindow == 8 && c.SampleWindow == 32 && c.Beta == 0.97 && c.MinBeta == 0.5 &&
-				c.ReturnTime == 5*time.Second
+				c.ReturnTime == 5*time.Second && c.QuickReturnTime == 2*time.Second
 		}},
+		{"quick return no slower", Config{ReturnTime: time.Second}, func(c Config) bool { return c.QuickReturnTime == time.Second }},
 		{"max below min", Config{MinRate: 5, MaxRate: 1}, func(c Config) bool { return c.MaxRate == 5 && c.InitialRate == 5 }},
 		{"initial above max", Config{InitialRate: 50, MaxRate: 10}, func(c Config) bool { return c.InitialRate == 10 }},
 		{"window clamps", Config{InitialWindow: 20, MinWindow: 3, MaxWindow: 4}, func(c Config) bool {
@@ -229,7 +235,7 @@ func TestSlowStartWindow(t *testing.T) {
 func settled(cfg Config) (*Controller, *driver) {
 	cfg.InitialRate, cfg.MaxRate = 10, 10
 	c := New(cfg, t0)
-	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
+	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, pause: time.Second}
 	d.run(10 * time.Second)
 	return c, d
 }
@@ -365,23 +371,32 @@ func TestReturnThenProbe(t *testing.T) {
 		name  string
 		cfg   Config
 		probe time.Duration // time from the plateau to +10%
+		pause time.Duration // the refusal's Retry-After
+		back  time.Duration // time from the refusal to the plateau
 	}{
-		{"ProbeTime", Config{ProbeRequests: 1}, DefaultProbeTime},
-		{"ProbeRequests at 9.8 req/s", Config{}, sec(DefaultProbeRequests / 9.8)},
+		{"ProbeTime", Config{ProbeRequests: 1}, DefaultProbeTime, time.Second, DefaultReturnTime},
+		{"ProbeRequests at 9.8 req/s", Config{}, sec(DefaultProbeRequests / 9.8), time.Second, DefaultReturnTime},
+		// A refusal that costs no pause (no Retry-After) may be risked sooner.
+		{"no Retry-After: QuickReturnTime", Config{ProbeRequests: 1}, DefaultProbeTime, 0, DefaultQuickReturnTime},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, d := settled(tc.cfg)
 			c.cfg.MaxRate = 1000 // let it grow again
+			d.pause = tc.pause
 			d.refuse(Overload)
 			st := c.Stats()
 			if !near(st.Rate, 9.7, 0.01) || !near(st.Plateau, 9.8, 0.01) {
 				t.Fatalf("after the refusal rate %.3f plateau %.3f, want 9.7 and 9.8", st.Rate, st.Plateau)
 			}
 			d.now = d.now.Add(sec(1)) // pause: must not count toward the curve
-			d.run(c.cfg.ReturnTime + 100*time.Millisecond)
-			if r := c.Rate(); !near(r, 9.8, 0.01) {
-				t.Errorf("after ReturnTime the rate is %.3f, want the plateau 9.8", r)
+			d.run(tc.back - 500*time.Millisecond)
+			if r := c.Rate(); r > 9.795 {
+				t.Errorf("%v after the refusal the rate is %.3f, want it still returning to 9.8", tc.back-500*time.Millisecond, r)
+			}
+			d.run(600 * time.Millisecond)
+			if r := c.Rate(); !near(r, 9.8, 0.001) {
+				t.Errorf("%v after the refusal the rate is %.3f, want the plateau 9.8", tc.back+100*time.Millisecond, r)
 			}
 			d.run(tc.probe / 2)
 			if r := c.Rate(); !near(r, 9.8*1.0125, 0.01) {
@@ -631,6 +646,7 @@ func TestOutOfOrderTimes(t *testing.T) {
 
 func TestStateRoundTrip(t *testing.T) {
 	c, d := settled(Config{})
+	d.pause = 0 // a refusal without Retry-After: QuickRefusals must survive the round trip
 	d.refuse(Overload)
 	d.run(3 * time.Second)
 	s := c.State()
@@ -652,6 +668,9 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	if st.OverLimit != 1 || st.Decreases != 1 {
 		t.Errorf("restored counters %+v", st)
+	}
+	if !s.QuickRefusals || !r.State().QuickRefusals {
+		t.Errorf("refusal cost not kept: saved %v, restored %v", s.QuickRefusals, r.State().QuickRefusals)
 	}
 
 	tests := []struct {

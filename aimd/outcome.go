@@ -26,4 +26,8 @@ type Outcome struct {
 	// included (hostlimit knows it exactly); 0 = unknown, estimated from the requests the
 	// controller remembers, which misses those still in flight when this one finished.
 	InFlight int
+	// Pause is how long the response paused the whole host (Retry-After, or a spent rate-limit
+	// quota until its reset); 0: none. It is what a refusal costs: a host whose refusals pause
+	// it is probed more slowly than one whose refusals cost only a retry (Config.QuickReturnTime).
+	Pause time.Duration
 }

@@ -61,6 +61,8 @@ type State struct {
 	Decreases int           `json:"decreases,omitempty"`
 	OverLimit int           `json:"over_limit,omitempty"`
 	Failures  int           `json:"failures,omitempty"`
+	// QuickRefusals: the last refusal did not pause the host (see Config.QuickReturnTime).
+	QuickRefusals bool `json:"quick_refusals,omitempty"`
 }
 
 // State returns the learned state.
@@ -74,6 +76,8 @@ func (c *Controller) State() State {
 		Decreases: c.decreases,
 		OverLimit: c.overLimit,
 		Failures:  c.failures,
+
+		QuickRefusals: c.quick,
 	}
 }
 
@@ -93,6 +97,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		c.baseline, c.baselineProvisional, c.baselineAt = s.Baseline, true, now
 	}
 	c.decreases, c.overLimit, c.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
+	c.quick = s.QuickRefusals
 	if s.Rate > 0 && !s.SlowStart {
 		c.slowStart = false
 		c.plateau, c.epochRate = c.rate, c.rate

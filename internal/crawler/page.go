@@ -57,8 +57,8 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	cl := retry.ClassifyStatus(resp.Status)
 	// Pause first: Done frees the host's window, and the dispatcher must not admit another
 	// request in between when the host has just said to stop.
-	wait := c.honourRetryAfter(l.Host, resp, now)
-	t.Done(now, responseOutcome(cl.Signal, sent, resp))
+	wait, pause := c.honourRetryAfter(l.Host, resp, now)
+	t.Done(now, responseOutcome(cl.Signal, sent, resp, pause))
 	c.observeRequest(RequestEvent{Host: l.Host, Status: resp.Status, Latency: now.Sub(sent)})
 	if cl.Retryable {
 		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
@@ -161,20 +161,20 @@ func classifyErr(err error) retry.Class {
 // the quota is spent until a reset (retry.ParseRateLimit), since the next request would only
 // be refused. The longer of the two wins. It returns the Retry-After wait alone (0 if none):
 // callers read that as the host's explicit "slow down" and as a retry's floor, which a spent
-// quota on a success is not; the pause keeps the host quiet either way.
-func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) time.Duration {
-	var wait time.Duration
+// quota on a success is not; the pause keeps the host quiet either way. It also returns the
+// pause, which the host's controller learns as the cost of a refusal.
+func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) (wait, pause time.Duration) {
 	if resp.Status == 429 || resp.Status == 503 {
 		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok {
 			wait = w
 		}
 	}
-	pause := wait
+	pause = wait
 	if q, ok := retry.ParseRateLimit(resp.Header, now); ok && q.Remaining <= 0 {
 		pause = max(pause, q.Reset)
 	}
 	c.pauseHost(host, pause, now)
-	return wait
+	return wait, pause
 }
 
 // pauseHost pauses the whole host for d from now (nothing when d <= 0). Like any pause, one
@@ -199,9 +199,10 @@ const longPause = 2 * time.Second
 // request was admitted, but the controller gets the time it was written to the connection
 // when known (a dial, a TLS handshake or a busy scheduler in between would otherwise read as
 // the host's latency, and blur the send times its bucket fit lines up with the host's
-// answers), and the latency from then to the response headers.
-func responseOutcome(sig aimd.Signal, sent time.Time, resp *fetch.Response) aimd.Outcome {
-	o := aimd.Outcome{Signal: sig, Sent: sent, Latency: resp.HeaderLatency}
+// answers), and the latency from then to the response headers; pause is the pause the response
+// put on the host (honourRetryAfter).
+func responseOutcome(sig aimd.Signal, sent time.Time, resp *fetch.Response, pause time.Duration) aimd.Outcome {
+	o := aimd.Outcome{Signal: sig, Sent: sent, Latency: resp.HeaderLatency, Pause: max(pause, 0)}
 	if !resp.Wrote.IsZero() && !resp.Wrote.Before(sent) {
 		if headers := resp.Started.Add(resp.HeaderLatency); headers.After(resp.Wrote) {
 			o.Sent, o.Latency = resp.Wrote, headers.Sub(resp.Wrote)

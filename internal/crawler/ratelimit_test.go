@@ -50,7 +50,7 @@ func TestHonourRetryAfterQuota(t *testing.T) {
 			for i := 0; i+1 < len(tc.header); i += 2 {
 				resp.Header.Add(tc.header[i], tc.header[i+1])
 			}
-			if wait := c.honourRetryAfter("a.test", resp, now); wait != tc.wait {
+			if wait, _ := c.honourRetryAfter("a.test", resp, now); wait != tc.wait {
 				t.Errorf("returned %v, want %v", wait, tc.wait)
 			}
 			var pause time.Duration

@@ -214,13 +214,14 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		// A robots.txt 5xx is a fault the robots back-off deals with; only an explicit "slow
 		// down" (429, or Retry-After) tells the host's controller about load.
 		signal := aimd.Neutral
+		wait, pause := c.honourRetryAfter(urlnorm.HostKey(u), resp, now)
 		switch {
-		case c.honourRetryAfter(urlnorm.HostKey(u), resp, now) > 0 || resp.Status == 429:
+		case wait > 0 || resp.Status == 429:
 			signal = aimd.Overload
 		case resp.Status < 400:
 			signal = aimd.Success
 		}
-		t.Done(now, responseOutcome(signal, sent, resp))
+		t.Done(now, responseOutcome(signal, sent, resp, pause))
 		c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, Status: resp.Status, Latency: now.Sub(sent)})
 		e.Status = resp.Status
 		e.Body = resp.Body

@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -331,5 +332,45 @@ func TestLongPauseSavedAtOnce(t *testing.T) {
 	st := hostlimit.New(hostlimit.Config{}, c.db).Load(time.Now(), urlnorm.HostKey(u))
 	if d := st.PausedUntil.Sub(start); d < 25*time.Second || d > 35*time.Second {
 		t.Errorf("saved pause ends %v after the start, want about 30s", d)
+	}
+}
+
+// TestRobotsAnswerIsASuccess: a robots.txt the host answers normally, 404 included (most hosts
+// have none), is a success for the host's controller: it is the first latency sample and the
+// first send slow start paces from. Counted as neutral, a host without robots.txt started
+// slow start one page later.
+func TestRobotsAnswerIsASuccess(t *testing.T) {
+	for _, status := range []int{200, 404, 410} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					w.WriteHeader(status)
+					fmt.Fprintln(w, "User-agent: *\nAllow: /")
+					return
+				}
+				fmt.Fprintln(w, "<html><body>leaf</body></html>")
+			}))
+			defer srv.Close()
+			cfg := Defaults()
+			cfg.Dir = t.TempDir()
+			cfg.Seeds = []string{srv.URL + "/"}
+			c, err := Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(srv.URL)
+			st, ok := c.reg.Host(time.Now(), urlnorm.HostKey(u))
+			if !ok {
+				t.Fatal("host not in the registry")
+			}
+			if st.Neutral != 0 || st.OverLimit != 0 || st.Failures != 0 {
+				t.Errorf("robots.txt %d: controller counted neutral %d, over-limit %d, failures %d; want a success",
+					status, st.Neutral, st.OverLimit, st.Failures)
+			}
+		})
 	}
 }

@@ -212,13 +212,15 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			break
 		}
 		// A robots.txt 5xx is a fault the robots back-off deals with; only an explicit "slow
-		// down" (429, or Retry-After) tells the host's controller about load.
+		// down" (429, or Retry-After) tells the host's controller about load. Any other
+		// answer, a 404 included (most hosts have no robots.txt), was served normally: a
+		// success, whose timing starts the host's slow start like a page's would.
 		signal := aimd.Neutral
 		wait, pause := c.honourRetryAfter(urlnorm.HostKey(u), resp, now)
 		switch {
 		case wait > 0 || resp.Status == 429:
 			signal = aimd.Overload
-		case resp.Status < 400:
+		case resp.Status < 500 && resp.Status != 408 && resp.Status != 425:
 			signal = aimd.Success
 		}
 		t.Done(now, responseOutcome(signal, sent, resp, pause))

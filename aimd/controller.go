@@ -87,7 +87,14 @@ type Controller struct {
 	fitHeld      float64       // the rate the last applied fit set; 0 = none
 	fitMisses    int           // refusals at or below fitHeld (see maxFitMisses)
 	searched     bool          // a search step was taken since the last decrease
-	quick        bool          // the last refusal did not pause the host: QuickReturnTime applies
+
+	// A refusal run: refusals with no success between them, a host refusing whatever is sent
+	// (a sliding-window quota spent in a burst, an outage). See unblock.
+	runLen     int     // refusals in the current run; 0: none since the last success
+	runFrom    nanos   // the epoch the run's first refusal ended began here (never: the first epoch)
+	runRate    float64 // the rate the run's first refusal set
+	runRefused float64 // the rate that drew the run's first refusal
+	quick      bool    // the last refusal did not pause the host: QuickReturnTime applies
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
 	latencyWindow  int // the window a latency signal last set
@@ -199,6 +206,10 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	stale := s.sent < c.lastDecrease
 	if !stale && o.Signal == Success {
 		c.epochOK++
+		if c.runLen > 1 {
+			c.unblock(&s)
+		}
+		c.runLen = 0
 	}
 	if c.fitAt != 0 && toNanos(now) >= c.fitAt {
 		c.runFit(now)
@@ -541,8 +552,37 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.epochRate = newRate
 	c.elapsed, c.sinceStep = 0, 0
 	c.slowStart = false
+	repeat := c.runLen > 0 && c.epochOK == 0
+	if repeat {
+		c.runLen++
+	} else {
+		c.runLen, c.runFrom, c.runRate, c.runRefused = 1, c.lastDecrease, newRate, rs
+	}
 	c.startEpoch(now)
-	c.queueFit(now, s.sent, !endsSlowStart)
+	c.queueFit(now, s.sent, !endsSlowStart && !repeat)
+}
+
+// unblock ends a refusal run of two or more at its first success (s). The host refused
+// whatever was sent for a while, as a sliding-window quota spent in a burst does until the
+// window has slid past the burst (HAProxy's stick-table rate counts the refused requests too),
+// or an outage; the halvings that spaced the run's requests out were a backoff and measured
+// nothing. The rate returns to what the host accepted up to s since the epoch the run's first
+// refusal ended began: Beta × the largest (successes sent from t0 to s, less burstAllowance) ÷
+// (s − t0) (for a sliding window, the quota over the time it took to come back), or the rate
+// the first refusal set if that is lower; the gap to the first refused rate is then searched
+// as after any cut.
+func (c *Controller) unblock(s *sample) {
+	est, _ := c.acceptedSince(c.runFrom, s.sent+1)
+	r := c.clampRate(min(c.cfg.Beta*est, c.runRate))
+	if r <= c.rate {
+		return
+	}
+	c.rate, c.plateau, c.epochRate = r, r, r
+	c.elapsed, c.sinceStep, c.searched = 0, 0, false
+	c.hi = 0
+	if c.runRefused > r {
+		c.hi = c.runRefused
+	}
 }
 
 // fitRate is the rate to hold under a limit the bucket fit puts at least lo: fitBeta × lo,
@@ -557,7 +597,8 @@ func fitRate(lo float64, oneToken bool, noise time.Duration) float64 {
 	return r
 }
 
-// epochEstimate measures the limit from the current epoch, for a refusal sent at ts. A token
+// epochEstimate measures the limit from the current epoch, for a refusal sent at ts (see
+// acceptedSince). A token
 // bucket of rate L and burst b passes at most L·(ts−t0) + b requests sent from any t0 to ts,
 // and exactly about that many from the last instant t* at which it was full (the Retry-After
 // pause that opened the epoch refilled it; sending below L keeps it full). So the largest
@@ -566,7 +607,13 @@ func fitRate(lo float64, oneToken bool, noise time.Duration) float64 {
 // only noise. Spans under minSpan are not considered (they measure mostly the burst); span is
 // the chosen ts−t0; est is 0 when too little was sent.
 func (c *Controller) epochEstimate(ts nanos) (est float64, span time.Duration) {
-	sends := c.successSends(c.lastDecrease, ts)
+	return c.acceptedSince(c.lastDecrease, ts)
+}
+
+// acceptedSince is the largest (successes sent from t0 to ts, less burstAllowance) ÷ (ts − t0)
+// over the sends t0 at or after from with ts − t0 at least minSpan, and that span.
+func (c *Controller) acceptedSince(from, ts nanos) (est float64, span time.Duration) {
+	sends := c.successSends(from, ts)
 	for i, t0 := range sends {
 		sp := time.Duration(ts - t0)
 		if sp < minSpan {

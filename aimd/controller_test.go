@@ -461,6 +461,44 @@ func TestSearchAfterOvercut(t *testing.T) {
 	}
 }
 
+func TestUnblockAfterRefusalRun(t *testing.T) {
+	// A host that refuses whatever is sent for 10 s (a sliding-window quota spent, no
+	// Retry-After): each refusal with no success since the last halves the rate, spacing the
+	// run's requests out. The first success ends the run: the rate returns to what the host
+	// accepted over it, Beta × the largest (successes since t0 − burstAllowance) ÷ (t0 to that
+	// success), here over all 100 of settled's successes, not to the halved rate; the gap to
+	// the refused rate is then searched.
+	c, d := settled(Config{})
+	c.cfg.MaxRate = 1000
+	d.pause = 0
+	first := d.now
+	end := d.now.Add(sec(10))
+	for d.now.Before(end) {
+		d.refuse(Overload)
+	}
+	run := c.Stats()
+	if run.OverLimit < 4 || run.Rate > 1 {
+		t.Fatalf("setup: %d refusals in the run, rate %.2f after it; want ≥ 4 halvings below 1/s", run.OverLimit, run.Rate)
+	}
+	// Every success since the start was remembered (ring of 128): 100 in settled's 10 s.
+	sends := c.successSends(never, toNanos(first))
+	sent := d.now
+	d.send(Success)
+	d.drain()
+	span := time.Duration(toNanos(sent) - sends[0]).Seconds()
+	want := DefaultBeta * (float64(len(sends)+1) - burstAllowance) / span
+	got := c.Rate()
+	t.Logf("rate %.2f at the end of the run (%d refusals), %.2f after its first success (want %.2f over %.1fs)",
+		run.Rate, run.OverLimit, got, want, span)
+	if !near(got, want, 0.05) {
+		t.Errorf("rate after the run %.2f, want %.2f", got, want)
+	}
+	d.run(time.Minute)
+	if r := c.Rate(); r < DefaultPlateauFactor*10/searchGap {
+		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, searchGap, DefaultPlateauFactor*10)
+	}
+}
+
 func latencyRound(c *Controller, start time.Time, n int, base time.Duration, workers int) time.Time {
 	// n requests sent 1ms apart to a host with the given workers and service time base: the
 	// ones beyond the workers wait one service time.

@@ -81,9 +81,23 @@
 // silences the whole host for at least a second (Outcome.Pause); one without (nginx's
 // limit_req answers a bare 503, most proxies a bare 429) costs one retry. After a refusal of
 // the second kind the return and the search steps take QuickReturnTime (2 s) and 20 successes
-// instead: behind a real nginx (go run ./internal/nginxbench) that took the makespan of the
+// instead: behind a real nginx (go run ./internal/limiterbench) that took the makespan of the
 // four refusing sites' 15–20-second crawls from 1.20x–1.29x of the ideal to 1.10x–1.19x, for
 // one more refusal on one of them (3 instead of 2).
+//
+// A refusal run (refusals with nothing accepted between them) is a host refusing whatever is
+// sent: HAProxy's stick-table rate limit, a sliding window that counts refused requests too,
+// once a burst has spent its quota; a fixed window without Retry-After; an outage. Each
+// refusal of the run halves the rate, which spaces the run's requests out as an exponential
+// backoff would, but measures nothing: at the first success the rate returns to what the host
+// accepted since the epoch the run's first refusal ended began, Beta × the largest (successes
+// sent from t0 to that success, less burstAllowance) ÷ the time since t0 (for a sliding
+// window: the quota over the time it took to come back), or the rate the first refusal set if
+// lower, and the gap to the first refused rate is searched as after any cut. Before this rule
+// a 100-requests-per-10-s sliding window (go test ./aimd -run TestSimSlidingWindow -v) took
+// 29x its ideal makespan: the halvings had left the rate at 0.3/s, and the search climbs only
+// one step per 20 successes; now 1.05x, with 1.2% over-limit replies (a long period punishes
+// every overshoot for the whole period).
 //
 // Slow start multiplies the rate (×2 per 125ms, and at most once per request at low rates)
 // while it is actually used, until the first congestion signal.

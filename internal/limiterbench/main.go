@@ -1,20 +1,28 @@
-// Command nginxbench crawls static sites served by a real nginx, each behind one of nginx's own
-// limiters (limit_req with and without burst, nodelay or delaying, 503 or 429; limit_conn), and
-// prints what nginx's access logs recorded: pages fetched, refusals, makespan against the ideal
-// at the configured limit, and latency. The simulated web (internal/bench) is written by us and
-// so shares our assumptions; nginx's limit_req is the limiter most real sites put in front of a
-// crawler, with its own arithmetic (a leaky bucket counted in milliseconds, no Retry-After).
+// Command limiterbench crawls static sites served by a real nginx, each behind a real server's
+// rate limiter, and prints what the servers' access logs recorded: pages fetched, refusals,
+// makespan against the ideal at the configured limit, and latency. The simulated web
+// (internal/bench) is written by us and so shares our assumptions; these limiters are the ones
+// real sites put in front of a crawler, each with its own arithmetic:
 //
-// nginx is not a dependency of the project: the command looks for it on PATH (or -nginx) and
-// says how to install it if it is missing (Debian: apt-get install nginx-light). Every server
-// listens on 127.0.0.1 only.
+//   - nginx limit_req: a leaky bucket counted in milliseconds, with or without burst, nodelay or
+//     delaying, 503 or 429, never a Retry-After;
+//   - nginx limit_conn: refuses requests beyond a number in flight at once;
+//   - HAProxy's stick-table rate counter (http_req_rate): a sliding-window count of the client's
+//     requests over a period, refused ones included, so a client that keeps sending while
+//     refused stays refused; with and without a Retry-After on the refusal.
 //
-//	go run ./internal/nginxbench
-//	go run ./internal/nginxbench -only req10,req10-b5 -scale 2
+// Neither server is a dependency of the project: the command looks for them on PATH (or -nginx,
+// -haproxy) and says how to install them if they are missing (Debian: apt-get install
+// nginx-light haproxy); without HAProxy its sites are skipped. Every server listens on
+// 127.0.0.1 only.
+//
+//	go run ./internal/limiterbench
+//	go run ./internal/limiterbench -only req10,hap10 -scale 2
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -34,22 +42,30 @@ import (
 	"github.com/crawl-project/crawl/internal/crawler"
 )
 
-// site is one nginx server and the limiter in front of it.
+// site is one static site, served by nginx, and the limiter in front of it: nginx's own
+// (rate, conn) or HAProxy's (hapN).
 type site struct {
 	name    string
 	pages   int
 	rate    int  // limit_req rate, r/s; 0: no limit_req
 	burst   int  // limit_req burst
 	nodelay bool // limit_req nodelay: the burst passes at once instead of being spaced out
-	status  int  // limit_req_status / limit_conn_status; 0: nginx's default 503
+	status  int  // the refusal's status; 0: the server's default (nginx 503, HAProxy 403)
 	// conn is limit_conn per server (0: none): more requests in flight at once are refused.
 	// Static pages leave nginx within a millisecond (the socket buffer takes them whole, even
 	// under limit_rate), so this site checks that concurrency refusals are handled; it has no
 	// capacity to compare a makespan with.
 	conn int
+	// hapN > 0 puts HAProxy in front of an unlimited nginx: a request is refused when the
+	// client's request rate over hapPeriod seconds (HAProxy's sliding window, the refused
+	// requests counted too) exceeds hapN. hapRetryAfter > 0 adds Retry-After: that many seconds.
+	hapN, hapPeriod, hapRetryAfter int
 
-	port int
+	port    int // where the crawler connects
+	backend int // nginx's port behind HAProxy
 }
+
+func (s site) haproxy() bool { return s.hapN > 0 }
 
 func (s site) style() string {
 	var parts []string
@@ -66,21 +82,35 @@ func (s site) style() string {
 	if s.conn > 0 {
 		parts = append(parts, fmt.Sprintf("limit_conn %d", s.conn))
 	}
+	if s.haproxy() {
+		p := fmt.Sprintf("haproxy rate > %d/%ds", s.hapN, s.hapPeriod)
+		if s.hapRetryAfter > 0 {
+			p += fmt.Sprintf(" Retry-After %d", s.hapRetryAfter)
+		}
+		parts = append(parts, p)
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
 	st := s.status
 	if st == 0 {
 		st = 503
+		if s.haproxy() {
+			st = 403
+		}
 	}
 	return strings.Join(parts, ", ") + fmt.Sprintf(" (%d)", st)
 }
 
-// ideal is the makespan of a client that knew the limit: every page at the rate (the burst
-// saves burst/rate); 0 where no rate limits the site.
+// ideal is the makespan of a client that knew the limit: every page at the rate, less what the
+// burst saves (for HAProxy: a full period's allowance at once); 0 where no rate limits the site.
 func (s site) ideal() time.Duration {
-	if s.rate > 0 {
-		return time.Duration(float64(max(s.pages-s.burst, 0)) / float64(s.rate) * float64(time.Second))
+	rate, burst := float64(s.rate), s.burst
+	if s.haproxy() {
+		rate, burst = float64(s.hapN)/float64(s.hapPeriod), s.hapN
+	}
+	if rate > 0 {
+		return time.Duration(float64(max(s.pages-burst, 0)) / rate * float64(time.Second))
 	}
 	return 0
 }
@@ -93,6 +123,9 @@ func sites(scale int) []site {
 		{name: "req20-b10-delay", pages: 300, rate: 20, burst: 10},
 		{name: "req40-b20", pages: 600, rate: 40, burst: 20, nodelay: true},
 		{name: "conn2", pages: 300, conn: 2},
+		{name: "hap10", pages: 150, hapN: 10, hapPeriod: 1, status: 429},
+		{name: "hap20-ra1", pages: 300, hapN: 20, hapPeriod: 1, hapRetryAfter: 1, status: 429},
+		{name: "hap100-10s", pages: 300, hapN: 100, hapPeriod: 10, status: 429},
 		{name: "free", pages: 300},
 	}
 	for i := range all {
@@ -103,32 +136,50 @@ func sites(scale int) []site {
 
 func main() {
 	nginx := flag.String("nginx", "", "path to the nginx binary (default: nginx on PATH, then /usr/sbin/nginx)")
+	haproxy := flag.String("haproxy", "", "path to the haproxy binary (default: haproxy on PATH, then /usr/sbin/haproxy; without it the HAProxy sites are skipped)")
 	only := flag.String("only", "", "comma-separated site names to crawl (default: all)")
 	scale := flag.Int("scale", 1, "multiply every site's page count by this")
-	keep := flag.Bool("keep", false, "keep the working directory (nginx config, logs, crawl store) and print it")
+	keep := flag.Bool("keep", false, "keep the working directory (server configs, logs, crawl store) and print it")
 	flag.DurationVar(&traceEvery, "trace", 0, "print each host's controller state (rate, window, accepted rate, in flight, p95) this often")
 	flag.Parse()
-	bin, err := findNginx(*nginx)
+	ss := pick(sites(*scale), *only)
+	var bins servers
+	var err error
+	bins.nginx, err = findServer(*nginx, "nginx", "nginx-light")
+	if err == nil && slices.ContainsFunc(ss, site.haproxy) {
+		if bins.haproxy, err = findServer(*haproxy, "haproxy", "haproxy"); err != nil {
+			fmt.Fprintf(os.Stderr, "limiterbench: %v: skipping the HAProxy sites\n", err)
+			ss, err = slices.DeleteFunc(ss, site.haproxy), nil
+		}
+	}
 	if err == nil {
-		err = run(os.Stdout, bin, pick(sites(*scale), *only), *keep)
+		err = run(os.Stdout, bins, ss, *keep)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "nginxbench:", err)
+		fmt.Fprintln(os.Stderr, "limiterbench:", err)
 		os.Exit(1)
 	}
 }
 
-func findNginx(flagged string) (string, error) {
+// servers holds the paths of the server binaries; haproxy is empty when no site needs it.
+type servers struct{ nginx, haproxy string }
+
+func findServer(flagged, name, pkg string) (string, error) {
 	if flagged != "" {
 		return flagged, nil
 	}
-	if p, err := exec.LookPath("nginx"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx", nil
+	if p := "/usr/sbin/" + name; fileExists(p) {
+		return p, nil
 	}
-	return "", errors.New("nginx not found on PATH or at /usr/sbin/nginx (Debian: apt-get install nginx-light; or pass -nginx PATH)")
+	return "", fmt.Errorf("%s not found on PATH or in /usr/sbin (Debian: apt-get install %s; or pass -%s PATH)", name, pkg, name)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func pick(all []site, only string) []site {
@@ -139,11 +190,11 @@ func pick(all []site, only string) []site {
 	return slices.DeleteFunc(all, func(s site) bool { return !slices.Contains(want, s.name) })
 }
 
-func run(w io.Writer, bin string, ss []site, keep bool) error {
+func run(w io.Writer, bins servers, ss []site, keep bool) error {
 	if len(ss) == 0 {
 		return errors.New("no sites selected")
 	}
-	dir, err := os.MkdirTemp("", "crawl-nginxbench-")
+	dir, err := os.MkdirTemp("", "crawl-limiterbench-")
 	if err != nil {
 		return err
 	}
@@ -152,31 +203,57 @@ func run(w io.Writer, bin string, ss []site, keep bool) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
+	var nginxPorts, hapPorts []int
 	for i := range ss {
 		if ss[i].port, err = freePort(); err != nil {
 			return err
 		}
+		ss[i].backend = ss[i].port
+		if ss[i].haproxy() {
+			if ss[i].backend, err = freePort(); err != nil {
+				return err
+			}
+			hapPorts = append(hapPorts, ss[i].port)
+		}
+		nginxPorts = append(nginxPorts, ss[i].backend)
 		if err := writeSite(filepath.Join(dir, "site", ss[i].name), ss[i]); err != nil {
 			return err
 		}
 	}
 	conf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(config(dir, ss)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxConfig(dir, ss)), 0o644); err != nil {
 		return err
 	}
-	stop, err := startNginx(bin, dir, conf, ss)
+	stopNginx, err := start("nginx", exec.Command(bins.nginx, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")),
+		syscall.SIGQUIT, filepath.Join(dir, "error.log"), nginxPorts)
 	if err != nil {
 		return err
 	}
+	stopHAProxy := func() error { return nil }
+	if len(hapPorts) > 0 {
+		hconf := filepath.Join(dir, "haproxy.cfg")
+		if err := os.WriteFile(hconf, []byte(haproxyConfig(ss)), 0o644); err != nil {
+			_ = stopNginx()
+			return err
+		}
+		// HAProxy logs to its stdout (log stdout in the config), so that file is its access log.
+		stopHAProxy, err = start("haproxy", exec.Command(bins.haproxy, "-db", "-f", hconf),
+			syscall.SIGUSR1, filepath.Join(dir, "haproxy.log"), hapPorts)
+		if err != nil {
+			_ = stopNginx()
+			return err
+		}
+	}
 	sum, err := crawl(filepath.Join(dir, "store"), ss)
-	if serr := stop(); err == nil {
+	if serr := errors.Join(stopHAProxy(), stopNginx()); err == nil {
 		err = serr
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "nginxbench: %d sites behind nginx (%s), crawl took %s, stop reason %s\n\n",
-		len(ss), bin, sum.Elapsed.Round(time.Millisecond), sum.StopReason)
+	fmt.Fprintf(w, "limiterbench: %d sites behind %s, crawl took %s, stop reason %s\n\n",
+		len(ss), strings.Join(slices.DeleteFunc([]string{bins.nginx, bins.haproxy}, func(s string) bool { return s == "" }), " and "),
+		sum.Elapsed.Round(time.Millisecond), sum.StopReason)
 	return report(w, dir, ss)
 }
 
@@ -215,9 +292,10 @@ func writeSite(root string, s site) error {
 	return nil
 }
 
-// config is an nginx.conf running one unprivileged process in the foreground with every path
-// under dir, one server per site on 127.0.0.1.
-func config(dir string, ss []site) string {
+// nginxConfig is an nginx.conf running one unprivileged process in the foreground with every
+// path under dir, one server per site on 127.0.0.1 (on the backend port, unlimited, for a site
+// HAProxy fronts).
+func nginxConfig(dir string, ss []site) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	p("daemon off;\nmaster_process off;\nworker_processes 1;")
@@ -237,9 +315,13 @@ func config(dir string, ss []site) string {
 			p("  limit_conn_zone $server_port zone=%s_conn:1m;", s.name)
 		}
 		p("  server {")
-		p("    listen 127.0.0.1:%d;", s.port)
+		p("    listen 127.0.0.1:%d;", s.backend)
 		p("    root %s/site/%s;", dir, s.name)
-		p("    access_log %s/%s.log bench;", dir, s.name)
+		if s.haproxy() {
+			p("    access_log off;")
+		} else {
+			p("    access_log %s/%s.log bench;", dir, s.name)
+		}
 		p("    location / {")
 		if s.rate > 0 {
 			opt := ""
@@ -266,43 +348,80 @@ func config(dir string, ss []site) string {
 	return b.String()
 }
 
-// startNginx runs nginx in the foreground and waits until every site accepts connections. stop
-// ends it gracefully (SIGQUIT) so that the access logs are complete.
-func startNginx(bin, dir, conf string, ss []site) (stop func() error, err error) {
-	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+// haproxyConfig fronts each HAProxy site's nginx with the stick-table rate limit HAProxy's own
+// documentation and blog teach: track the client's address, refuse while its http_req_rate over
+// the period is above the limit. Requests are logged to stdout as
+// "frontend accept-time status active-ms uri".
+func haproxyConfig(ss []site) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	p("global\n  log stdout format raw local0\n  maxconn 4096")
+	p("defaults\n  mode http\n  log global\n  option dontlognull\n  option http-keep-alive")
+	p("  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  timeout http-keep-alive 60s")
+	p(`  log-format "%%f %%Ts.%%ms %%ST %%Ta %%HU"`)
+	for _, s := range ss {
+		if !s.haproxy() {
+			continue
+		}
+		p("frontend %s", s.name)
+		p("  bind 127.0.0.1:%d", s.port)
+		p("  stick-table type ip size 1k expire 60s store http_req_rate(%ds)", s.hapPeriod)
+		p("  http-request track-sc0 src")
+		deny := "http-request deny"
+		if s.status != 0 {
+			deny += fmt.Sprintf(" deny_status %d", s.status)
+		}
+		if s.hapRetryAfter > 0 {
+			deny += fmt.Sprintf(" hdr Retry-After %d", s.hapRetryAfter)
+		}
+		p("  %s if { sc_http_req_rate(0) gt %d }", deny, s.hapN)
+		p("  default_backend %s_nginx", s.name)
+		p("backend %s_nginx\n  server nginx 127.0.0.1:%d", s.name, s.backend)
+	}
+	return b.String()
+}
+
+// start runs a server in the foreground, its output to logPath, and waits until every port
+// accepts connections. stop ends it gracefully with sig, so that its logs are complete.
+func start(name string, cmd *exec.Cmd, sig syscall.Signal, logPath string, ports []int) (stop func() error, err error) {
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start nginx: %w", err)
+		out.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- cmd.Wait(); out.Close() }()
 	stop = func() error {
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		_ = cmd.Process.Signal(sig)
 		select {
 		case <-exited:
 			return nil
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			return errors.New("nginx did not stop within 10s of SIGQUIT; killed")
+			return fmt.Errorf("%s did not stop within 10s of %v; killed", name, sig)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for _, s := range ss {
+	for _, port := range ports {
 		for {
-			c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
+			c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 			if err == nil {
 				c.Close()
 				break
 			}
 			select {
 			case werr := <-exited:
-				log, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-				return nil, fmt.Errorf("nginx exited (%v) before %s listened: %s", werr, s.name, log)
+				log, _ := os.ReadFile(logPath)
+				return nil, fmt.Errorf("%s exited (%v) before port %d listened: %s", name, werr, port, log)
 			case <-time.After(20 * time.Millisecond):
 			}
 			if time.Now().After(deadline) {
 				_ = stop()
-				return nil, fmt.Errorf("nginx: %s not listening on %d after 10s", s.name, s.port)
+				return nil, fmt.Errorf("%s: port %d not listening after 10s", name, port)
 			}
 		}
 	}
@@ -349,8 +468,8 @@ func crawl(store string, ss []site) (*crawler.Summary, error) {
 	return sum, err
 }
 
-// entry is one access-log line: when the request arrived (log time less request time), its
-// status, how long nginx took (a delaying limit_req included) and the URI.
+// entry is one access-log line: when the request arrived, its status, how long the server took
+// (a delaying limit_req included) and the URI.
 type entry struct {
 	arrived float64 // unix seconds
 	status  int
@@ -358,7 +477,14 @@ type entry struct {
 	uri     string
 }
 
-func readLog(path string) ([]entry, error) {
+// readLog reads a site's requests: from nginx's log for the site (lines "end-time status
+// seconds uri"), or from HAProxy's shared log (lines "frontend accept-time status ms uri"; other
+// lines, HAProxy's own notices, are skipped).
+func readLog(dir string, s site) ([]entry, error) {
+	path := filepath.Join(dir, s.name+".log")
+	if s.haproxy() {
+		path = filepath.Join(dir, "haproxy.log")
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -368,35 +494,37 @@ func readLog(path string) ([]entry, error) {
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		fs := strings.Fields(sc.Text())
+		if s.haproxy() {
+			if len(fs) != 5 || fs[0] != s.name {
+				continue
+			}
+			fs = fs[1:]
+		}
 		if len(fs) != 4 {
 			return nil, fmt.Errorf("%s:%d: want 4 fields, got %q", path, n, sc.Text())
 		}
-		msec, err1 := strconv.ParseFloat(fs[0], 64)
+		t, err1 := strconv.ParseFloat(fs[0], 64)
 		status, err2 := strconv.Atoi(fs[1])
 		took, err3 := strconv.ParseFloat(fs[2], 64)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
-		out = append(out, entry{arrived: msec - took, status: status, took: took, uri: fs[3]})
-	}
-	slices.SortFunc(out, func(a, b entry) int {
-		switch {
-		case a.arrived < b.arrived:
-			return -1
-		case a.arrived > b.arrived:
-			return 1
+		e := entry{arrived: t - took, status: status, took: took, uri: fs[3]}
+		if s.haproxy() {
+			e.arrived, e.took = t, took/1000
 		}
-		return 0
-	})
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b entry) int { return cmp.Compare(a.arrived, b.arrived) })
 	return out, sc.Err()
 }
 
 func report(w io.Writer, dir string, ss []site) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "site\tlimiter\tpages\tcomplete\trefused\tper page\trequests\tmakespan\tideal\tratio\tp95 nginx time\t")
+	fmt.Fprintln(tw, "site\tlimiter\tpages\tcomplete\trefused\tper page\trequests\tmakespan\tideal\tratio\tp95 server time\t")
 	totalPages, totalGot, totalRefused := 0, 0, 0
 	for _, s := range ss {
-		log, err := readLog(filepath.Join(dir, s.name+".log"))
+		log, err := readLog(dir, s)
 		if err != nil {
 			return err
 		}
@@ -407,7 +535,7 @@ func report(w io.Writer, dir string, ss []site) error {
 			case e.status == 200:
 				got[e.uri] = true
 				took = append(took, e.took)
-			case e.status == 503 || e.status == 429:
+			case e.status == 503 || e.status == 429 || e.status == 403:
 				refused++
 			}
 		}

@@ -87,6 +87,7 @@ type Controller struct {
 	fitHeld      float64       // the rate the last applied fit set; 0 = none
 	fitMisses    int           // refusals at or below fitHeld (see maxFitMisses)
 	searched     bool          // a search step was taken since the last decrease
+	quick        bool          // the last refusal did not pause the host: QuickReturnTime applies
 
 	// A refusal run: refusals with no success between them, a host refusing whatever is sent
 	// (a sliding-window quota spent in a burst, an outage). See unblock.
@@ -94,7 +95,6 @@ type Controller struct {
 	runFrom    nanos   // the epoch the run's first refusal ended began here (never: the first epoch)
 	runRate    float64 // the rate the run's first refusal set
 	runRefused float64 // the rate that drew the run's first refusal
-	quick      bool    // the last refusal did not pause the host: QuickReturnTime applies
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
 	latencyWindow  int // the window a latency signal last set
@@ -598,14 +598,13 @@ func fitRate(lo float64, oneToken bool, noise time.Duration) float64 {
 }
 
 // epochEstimate measures the limit from the current epoch, for a refusal sent at ts (see
-// acceptedSince). A token
-// bucket of rate L and burst b passes at most L·(ts−t0) + b requests sent from any t0 to ts,
-// and exactly about that many from the last instant t* at which it was full (the Retry-After
-// pause that opened the epoch refilled it; sending below L keeps it full). So the largest
-// (successes sent from t0 to ts − burstAllowance) ÷ (ts − t0) over the epoch's sends t0 is
-// the measurement: earlier t0 add time in which a full bucket wasted its refill, later ones
-// only noise. Spans under minSpan are not considered (they measure mostly the burst); span is
-// the chosen ts−t0; est is 0 when too little was sent.
+// acceptedSince). A token bucket of rate L and burst b passes at most L·(ts−t0) + b requests
+// sent from any t0 to ts, and exactly about that many from the last instant t* at which it was
+// full (the Retry-After pause that opened the epoch refilled it; sending below L keeps it
+// full). So the largest (successes sent from t0 to ts − burstAllowance) ÷ (ts − t0) over the
+// epoch's sends t0 is the measurement: earlier t0 add time in which a full bucket wasted its
+// refill, later ones only noise. Spans under minSpan are not considered (they measure mostly
+// the burst); span is the chosen ts−t0; est is 0 when too little was sent.
 func (c *Controller) epochEstimate(ts nanos) (est float64, span time.Duration) {
 	return c.acceptedSince(c.lastDecrease, ts)
 }

@@ -606,6 +606,26 @@ func TestSimShortCrawl(t *testing.T) {
 	}
 }
 
+// checkQuotaCrawl runs sc (a crawl of sc.pages) and checks that it finished within
+// maxMakespan × ideal with at most maxOver over-limit replies per page.
+func checkQuotaCrawl(t *testing.T, sc simConfig, ideal, maxMakespan, maxOver float64) *simResult {
+	t.Helper()
+	r := runSim(sc)
+	over := float64(r.over) / float64(r.ok)
+	t.Logf("over-limit %d (%.2f%%), makespan %.1fs = %.3f × ideal %.0fs, final rate %.2f",
+		r.over, 100*over, r.makespan, r.makespan/ideal, ideal, r.finalStats.Rate)
+	if r.ok != sc.pages {
+		t.Fatalf("crawl did not finish: %d of %d pages", r.ok, sc.pages)
+	}
+	if r.makespan > maxMakespan*ideal {
+		t.Errorf("makespan %.3f × ideal, want ≤ %.2f", r.makespan/ideal, maxMakespan)
+	}
+	if over > maxOver {
+		t.Errorf("over-limit replies %.2f%% of pages, want ≤ %.1f%%", 100*over, 100*maxOver)
+	}
+	return r
+}
+
 // TestSimFixedWindow: a fixed-window counter is no token bucket; the controller (whose bucket
 // fit can be fooled by one for a while) must still ride it. Bounds are regression guards at
 // today's figures. Ideal = pages at quota/window.
@@ -627,20 +647,7 @@ func TestSimFixedWindow(t *testing.T) {
 		t.Run(fmt.Sprintf("%d per %gs", tc.quota, tc.window), func(t *testing.T) {
 			sc := simConfig{host: simHost{window: tc.window, quota: tc.quota, service: 0.02}, pages: 2000,
 				duration: 2000, rtt: 0.01, jitter: 0.001, seed: 1}
-			r := runSim(sc)
-			ideal := float64(sc.pages) * tc.window / float64(tc.quota)
-			over := float64(r.over) / float64(r.ok)
-			t.Logf("over-limit %d (%.2f%%), makespan %.1fs = %.3f × ideal %.0fs, final rate %.2f",
-				r.over, 100*over, r.makespan, r.makespan/ideal, ideal, r.finalStats.Rate)
-			if r.ok != sc.pages {
-				t.Fatalf("crawl did not finish: %d of %d pages", r.ok, sc.pages)
-			}
-			if r.makespan > tc.maxMakespan*ideal {
-				t.Errorf("makespan %.3f × ideal, want ≤ %.2f", r.makespan/ideal, tc.maxMakespan)
-			}
-			if over > tc.maxOver {
-				t.Errorf("over-limit replies %.2f%% of pages, want ≤ %.1f%%", 100*over, 100*tc.maxOver)
-			}
+			checkQuotaCrawl(t, sc, float64(sc.pages)*tc.window/float64(tc.quota), tc.maxMakespan, tc.maxOver)
 		})
 	}
 }
@@ -669,22 +676,9 @@ func TestSimSlidingWindow(t *testing.T) {
 		t.Run(fmt.Sprintf("%d per %gs retry %gs", tc.quota, tc.period, tc.retry), func(t *testing.T) {
 			sc := simConfig{host: simHost{sliding: tc.period, slidingRetry: tc.retry, quota: tc.quota, service: 0.02}, pages: 2000,
 				duration: 20000, rtt: 0.01, jitter: 0.001, seed: 1}
-			r := runSim(sc)
-			ideal := float64(sc.pages) * tc.period / float64(tc.quota)
-			over := float64(r.over) / float64(r.ok)
-			t.Logf("over-limit %d (%.2f%%), makespan %.1fs = %.3f × ideal %.0fs, final rate %.2f",
-				r.over, 100*over, r.makespan, r.makespan/ideal, ideal, r.finalStats.Rate)
+			r := checkQuotaCrawl(t, sc, float64(sc.pages)*tc.period/float64(tc.quota), tc.maxMakespan, tc.maxOver)
 			if testing.Verbose() {
-				r.logTimeline(t, ideal/20)
-			}
-			if r.ok != sc.pages {
-				t.Fatalf("crawl did not finish: %d of %d pages", r.ok, sc.pages)
-			}
-			if r.makespan > tc.maxMakespan*ideal {
-				t.Errorf("makespan %.3f × ideal, want ≤ %.2f", r.makespan/ideal, tc.maxMakespan)
-			}
-			if over > tc.maxOver {
-				t.Errorf("over-limit replies %.2f%% of pages, want ≤ %.1f%%", 100*over, 100*tc.maxOver)
+				r.logTimeline(t, r.makespan/20)
 			}
 		})
 	}

@@ -171,15 +171,11 @@ func findServer(flagged, name, pkg string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	if p := "/usr/sbin/" + name; fileExists(p) {
+	p := "/usr/sbin/" + name
+	if _, err := os.Stat(p); err == nil {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s not found on PATH or in /usr/sbin (Debian: apt-get install %s; or pass -%s PATH)", name, pkg, name)
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func pick(all []site, only string) []site {

@@ -240,8 +240,17 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.done(false, 0, 0, "")
 		panic(http.ErrAbortHandler) // drop the connection: no answer, not even an empty 200
 	}
-	status, pageURL := h.respond(w, r)
-	h.done(true, time.Since(start), status, pageURL)
+	// The answer is counted when its status is written, before any byte of it can reach the
+	// client: a client that has read the whole answer then always finds it in Stats.
+	cw := &countingWriter{ResponseWriter: w, count: func(status int) {
+		pageURL := ""
+		if _, ok := h.site.byPath[p]; ok && status == http.StatusOK {
+			pageURL = h.base + p
+		}
+		h.done(true, time.Since(start), status, pageURL)
+	}}
+	h.respond(cw, r)
+	cw.flushCount(http.StatusOK) // a handler that wrote nothing is answered 200 on return
 }
 
 // hold waits for a worker slot (if the host has a pool) and for the service time, returning
@@ -272,38 +281,31 @@ func (h *host) hold(r *http.Request) bool {
 	}
 }
 
-// respond writes the answer to an admitted request and returns its status and, for a page
-// answered 200, the page URL.
-func (h *host) respond(w http.ResponseWriter, r *http.Request) (int, string) {
+// respond writes the answer to an admitted request.
+func (h *host) respond(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return http.StatusMethodNotAllowed, ""
+		return
 	}
 	if p == "/robots.txt" {
-		st := h.spec.robotsStatus()
-		if st != http.StatusOK {
+		if st := h.spec.robotsStatus(); st != http.StatusOK {
 			http.Error(w, http.StatusText(st), st)
-			return st, ""
+			return
 		}
 		writeBody(w, "text/plain; charset=utf-8", h.robots)
-		return st, ""
+		return
 	}
 	if x := h.spec.Extra[p]; x != nil {
-		rec := &statusRecorder{ResponseWriter: w}
-		x.ServeHTTP(rec, r)
-		if rec.status == 0 {
-			rec.status = http.StatusOK
-		}
-		return rec.status, ""
+		x.ServeHTTP(w, r)
+		return
 	}
 	if i, ok := h.site.byPath[p]; ok {
 		writeBody(w, "text/html; charset=utf-8", h.site.pages[i].body)
-		return http.StatusOK, h.base + p
+		return
 	}
 	http.NotFound(w, r)
-	return http.StatusNotFound, ""
 }
 
 func writeBody(w http.ResponseWriter, ctype string, body []byte) {
@@ -313,25 +315,31 @@ func writeBody(w http.ResponseWriter, ctype string, body []byte) {
 	_, _ = w.Write(body) // a client that went away is not the server's problem
 }
 
-// statusRecorder remembers the status an Extra handler wrote.
-type statusRecorder struct {
+// countingWriter calls count once, with the status, when the answer's status is written.
+type countingWriter struct {
 	http.ResponseWriter
-	status int
+	count   func(status int)
+	counted bool
 }
 
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
+func (c *countingWriter) flushCount(status int) {
+	if !c.counted {
+		c.counted = true
+		c.count(status)
 	}
-	s.ResponseWriter.WriteHeader(code)
 }
 
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
+func (c *countingWriter) WriteHeader(code int) {
+	if code >= 200 { // 1xx answers are not the final status
+		c.flushCount(code)
 	}
-	return s.ResponseWriter.Write(b)
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	c.flushCount(http.StatusOK)
+	return c.ResponseWriter.Write(b)
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -258,9 +258,14 @@ func (c *Controller) runFit(now time.Time) {
 		c.fitStart = from
 		c.fit = c.fitSince(from, ts, noise.Seconds())
 	}
+	// The log also serves successSends: what an open refusal episode accepted is kept.
+	keepFrom := c.fitStart
+	if c.runLen > 0 || c.unblocked != 0 {
+		keepFrom = min(keepFrom, c.runFrom)
+	}
 	keep := c.fitLog[:0]
 	for _, r := range c.fitLog {
-		if r.sent >= c.fitStart {
+		if r.sent >= keepFrom {
 			keep = append(keep, r)
 		}
 	}

@@ -95,6 +95,11 @@ type Controller struct {
 	runFrom    nanos   // the epoch the run's first refusal ended began here (never: the first epoch)
 	runRate    float64 // the rate the run's first refusal set
 	runRefused float64 // the rate that drew the run's first refusal
+	runStart   nanos   // when the episode's first refused request was sent
+	runLast    nanos   // when the latest run's first refused request was sent (the episode's own, or a resumed run's)
+	runDone    bool    // the run's first refusal ended a search or rested on a measurement: no search after it
+	unblocked  nanos   // when the last run ended (its first success was sent); 0: none
+	blockLen   nanos   // how long that run lasted, its first refusal to its first success
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
 	latencyWindow  int // the window a latency signal last set
@@ -553,10 +558,18 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.elapsed, c.sinceStep = 0, 0
 	c.slowStart = false
 	repeat := c.runLen > 0 && c.epochOK == 0
-	if repeat {
+	switch {
+	case repeat:
 		c.runLen++
-	} else {
+	case c.unblocked != 0 && s.sent-c.unblocked < c.blockLen:
+		// Refused again sooner after a run ended than the run lasted: the host let a few
+		// requests through as its window slid, and is still blocking. The same episode goes
+		// on: what it accepted is measured from where the episode began. If a search step drew
+		// this refusal, the episode is not searched again.
+		c.runLen, c.runLast, c.runDone = 1, s.sent, c.runDone || c.hi == 0
+	default:
 		c.runLen, c.runFrom, c.runRate, c.runRefused = 1, c.lastDecrease, newRate, rs
+		c.runStart, c.runLast, c.runDone = s.sent, s.sent, c.hi == 0
 	}
 	c.startEpoch(now)
 	c.queueFit(now, s.sent, !endsSlowStart && !repeat)
@@ -572,16 +585,26 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // the first refusal set if that is lower; the gap to the first refused rate is then searched
 // as after any cut.
 func (c *Controller) unblock(s *sample) {
-	est, _ := c.acceptedSince(c.runFrom, s.sent+1)
+	est, _ := c.acceptedSince(c.runFrom, s.sent+1, minSpan)
 	r := c.clampRate(min(c.cfg.Beta*est, c.runRate))
 	if r <= c.rate {
 		return
 	}
+	c.unblocked, c.blockLen = s.sent, s.sent-c.runLast
 	c.rate, c.plateau, c.epochRate = r, r, r
 	c.elapsed, c.sinceStep, c.searched = 0, 0, false
+	// The search above r goes toward the rate that drew the run's first refusal, but no
+	// further than twice r or a rate the host accepted before the run over at least half as
+	// long as the run lasted. A host that blocks lets a window's quota through at any speed,
+	// so slow start's refused rate can lie any distance above its limit (hundreds of req/s
+	// against 10 per second); a window of period P that accepted x req/s over P/2 allows at
+	// least x/2, and the run lasted about P.
+	// A run whose first refusal a search step drew (or that a measurement answered) is not
+	// searched again: the search would step into the same refusal, and its run, over and over.
+	held, _ := c.acceptedSince(c.runFrom, c.runStart, time.Duration(c.blockLen/2))
 	c.hi = 0
-	if c.runRefused > r {
-		c.hi = c.runRefused
+	if h := min(c.runRefused, max(2*r, held)); h > r && !c.runDone {
+		c.hi = h
 	}
 }
 
@@ -606,16 +629,16 @@ func fitRate(lo float64, oneToken bool, noise time.Duration) float64 {
 // refill, later ones only noise. Spans under minSpan are not considered (they measure mostly
 // the burst); span is the chosen ts−t0; est is 0 when too little was sent.
 func (c *Controller) epochEstimate(ts nanos) (est float64, span time.Duration) {
-	return c.acceptedSince(c.lastDecrease, ts)
+	return c.acceptedSince(c.lastDecrease, ts, minSpan)
 }
 
 // acceptedSince is the largest (successes sent from t0 to ts, less burstAllowance) ÷ (ts − t0)
-// over the sends t0 at or after from with ts − t0 at least minSpan, and that span.
-func (c *Controller) acceptedSince(from, ts nanos) (est float64, span time.Duration) {
+// over the sends t0 at or after from with ts − t0 at least least, and that span.
+func (c *Controller) acceptedSince(from, ts nanos, least time.Duration) (est float64, span time.Duration) {
 	sends := c.successSends(from, ts)
 	for i, t0 := range sends {
 		sp := time.Duration(ts - t0)
-		if sp < minSpan {
+		if sp < least {
 			break // and so are the later sends' spans
 		}
 		if e := (float64(len(sends)-i) - burstAllowance) / sp.Seconds(); e > est {
@@ -625,17 +648,15 @@ func (c *Controller) acceptedSince(from, ts nanos) (est float64, span time.Durat
 	return est, span
 }
 
-// successSends returns the send times of the remembered successes sent in [from, ts), oldest
-// first. It runs on refusals only, so a fresh slice costs nothing that matters.
+// successSends returns the send times of the logged successes sent in [from, ts), oldest
+// first. It reads the fit's log, which reaches further back than the samples (a window
+// limiter's whole quota, taken in a burst, must be counted). It runs on refusals only, so a
+// fresh slice costs nothing that matters.
 func (c *Controller) successSends(from, ts nanos) []nanos {
-	sends := make([]nanos, 0, c.samples.n)
-	for i := 0; i < c.samples.n; i++ {
-		s := c.samples.back(i)
-		if s.done < from {
-			break // sent no later than done: every older sample was sent before from
-		}
-		if s.sig == Success && s.sent >= from && s.sent < ts {
-			sends = append(sends, s.sent)
+	var sends []nanos
+	for _, r := range c.fitLog {
+		if r.sig == Success && r.sent >= from && r.sent < ts {
+			sends = append(sends, r.sent)
 		}
 	}
 	slices.Sort(sends)

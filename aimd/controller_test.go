@@ -499,6 +499,65 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 	}
 }
 
+func TestResumedRefusalRunIsOneEpisode(t *testing.T) {
+	// A sliding window that has slid only a little lets one request through and blocks
+	// again. The second run is the same episode: at its end the rate is measured from where
+	// the first run's epoch began (settled's 100 successes), not from the first run's last
+	// refusal, which leaves only the one success in between and a few seconds of backoff.
+	c, d := settled(Config{})
+	c.cfg.MaxRate = 1000
+	d.pause = 0
+	block := func(dur time.Duration) {
+		for end := d.now.Add(dur); d.now.Before(end); {
+			d.refuse(Overload)
+		}
+	}
+	block(3 * time.Second)
+	d.send(Success)
+	d.now = d.pending[len(d.pending)-1].done // the next request leaves at the new rate, not the run's
+	d.drain()
+	from, first := c.runFrom, c.Rate()
+	block(2 * time.Second) // sooner after the first run ended than that run lasted
+	if c.runFrom != from {
+		t.Errorf("the resumed run's episode begins at %v, want the first run's %v", c.runFrom, from)
+	}
+	d.send(Success)
+	d.drain()
+	got := c.Rate()
+	t.Logf("rate %.2f after the first run, %.2f after the resumed one", first, got)
+	if got < 0.5*first {
+		t.Errorf("rate %.2f after the resumed run, want at least half of %.2f (measured over the episode)", got, first)
+	}
+}
+
+func TestSearchAfterSlowStartRunIsBounded(t *testing.T) {
+	// A window limiter lets its whole quota through at any speed: slow start climbs to
+	// hundreds of req/s inside one burst, then the host refuses whatever is sent until the
+	// window has slid. The rate that drew the run's first refusal says nothing of the limit,
+	// so the search after the run aims at no more than twice the rate the episode measured.
+	c := New(Config{MaxRate: 1000}, t0)
+	d := &driver{c: c, now: t0, lat: 2 * time.Millisecond}
+	for range 100 {
+		d.send(Success)
+	}
+	d.drain()
+	burst := c.Rate()
+	for end := d.now.Add(10 * time.Second); d.now.Before(end); {
+		d.refuse(Overload)
+	}
+	refused := c.runRefused
+	d.send(Success)
+	d.drain()
+	r := c.Rate()
+	t.Logf("slow start reached %.0f req/s, refused at %.0f; after the run the rate is %.2f, search toward %.2f", burst, refused, r, c.hi)
+	if refused < 50 {
+		t.Fatalf("setup: slow start refused at %.0f req/s, want a burst far above 10/s", refused)
+	}
+	if c.hi > 2*r*1.001 {
+		t.Errorf("search toward %.2f, want at most twice the measured rate %.2f", c.hi, r)
+	}
+}
+
 func latencyRound(c *Controller, start time.Time, n int, base time.Duration, workers int) time.Time {
 	// n requests sent 1ms apart to a host with the given workers and service time base: the
 	// ones beyond the workers wait one service time.

@@ -98,8 +98,10 @@ type Controller struct {
 	runStart   nanos   // when the episode's first refused request was sent
 	runLast    nanos   // when the latest run's first refused request was sent (the episode's own, or a resumed run's)
 	runDone    bool    // the run's first refusal ended a search or rested on a measurement: no search after it
+	resumed    bool    // the current run resumed an episode (ends at its first success even if it is one refusal long)
+	resumedAt  float64 // the least rate a resumed run of the episode was refused at; +Inf: none
 	unblocked  nanos   // when the last run ended (its first success was sent); 0: none
-	blockLen   nanos   // how long that run lasted, its first refusal to its first success
+	blockLen   nanos   // the longest run seen (its first refusal to its first success): about a window's period
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
 	latencyWindow  int // the window a latency signal last set
@@ -211,7 +213,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	stale := s.sent < c.lastDecrease
 	if !stale && o.Signal == Success {
 		c.epochOK++
-		if c.runLen > 1 {
+		if c.runLen > 1 || (c.runLen == 1 && c.resumed) {
 			c.unblock(&s)
 		}
 		c.runLen = 0
@@ -562,14 +564,17 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	case repeat:
 		c.runLen++
 	case c.unblocked != 0 && s.sent-c.unblocked < c.blockLen:
-		// Refused again sooner after a run ended than the run lasted: the host let a few
-		// requests through as its window slid, and is still blocking. The same episode goes
+		// Refused again sooner after a run ended than the episode's longest run lasted (about
+		// the window's period): the host let a few requests through as its window slid, or
+		// the rate the run ended with is still too high for it. The same episode goes
 		// on: what it accepted is measured from where the episode began. If a search step drew
 		// this refusal, the episode is not searched again.
-		c.runLen, c.runLast, c.runDone = 1, s.sent, c.runDone || c.hi == 0
+		c.runLen, c.runLast, c.runDone, c.resumed = 1, s.sent, c.runDone || c.hi == 0, true
+		c.resumedAt = min(c.resumedAt, rs)
 	default:
 		c.runLen, c.runFrom, c.runRate, c.runRefused = 1, c.lastDecrease, newRate, rs
-		c.runStart, c.runLast, c.runDone = s.sent, s.sent, c.hi == 0
+		c.runStart, c.runLast, c.runDone, c.resumed = s.sent, s.sent, c.hi == 0, false
+		c.resumedAt = math.Inf(1)
 	}
 	c.startEpoch(now)
 	c.queueFit(now, s.sent, !endsSlowStart && !repeat)
@@ -586,11 +591,11 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // as after any cut.
 func (c *Controller) unblock(s *sample) {
 	est, _ := c.acceptedSince(c.runFrom, s.sent+1, minSpan)
-	r := c.clampRate(min(c.cfg.Beta*est, c.runRate))
+	r := c.clampRate(min(c.cfg.Beta*est, c.runRate, c.cfg.Beta*c.resumedAt))
 	if r <= c.rate {
 		return
 	}
-	c.unblocked, c.blockLen = s.sent, s.sent-c.runLast
+	c.unblocked, c.blockLen = s.sent, max(c.blockLen, s.sent-c.runLast)
 	c.rate, c.plateau, c.epochRate = r, r, r
 	c.elapsed, c.sinceStep, c.searched = 0, 0, false
 	// The search above r goes toward the rate that drew the run's first refusal, but no

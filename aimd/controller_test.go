@@ -530,6 +530,36 @@ func TestResumedRefusalRunIsOneEpisode(t *testing.T) {
 	}
 }
 
+func TestResumedRefusalEndsBelowItsRate(t *testing.T) {
+	// After a run, a single refusal soon after (the rate the run ended with is a little too
+	// high for the window) resumes the episode: the next success ends it like a run, with the
+	// rate measured over the episode, but Beta under the rate just refused, not halved and
+	// left there (the halved rate used to hold for minutes).
+	c, d := settled(Config{})
+	c.cfg.MaxRate = 1000
+	d.pause = 0
+	for end := d.now.Add(3 * time.Second); d.now.Before(end); {
+		d.refuse(Overload)
+	}
+	d.send(Success)
+	d.now = d.pending[len(d.pending)-1].done
+	d.drain()
+	refused := c.Rate()
+	d.refuse(Overload) // one refusal, at once
+	halved := c.Rate()
+	d.send(Success)
+	d.now = d.pending[len(d.pending)-1].done
+	d.drain()
+	got := c.Rate()
+	t.Logf("refused at %.2f, halved to %.2f, %.2f after the next success", refused, halved, got)
+	if halved > 0.6*refused {
+		t.Fatalf("setup: the refusal did not halve the rate (%.2f from %.2f)", halved, refused)
+	}
+	if got > DefaultBeta*refused*1.001 || got < 0.9*DefaultBeta*refused {
+		t.Errorf("rate %.2f after the resumed refusal's success, want just under Beta × %.2f", got, refused)
+	}
+}
+
 func TestSearchAfterSlowStartRunIsBounded(t *testing.T) {
 	// A window limiter lets its whole quota through at any speed: slow start climbs to
 	// hundreds of req/s inside one burst, then the host refuses whatever is sent until the

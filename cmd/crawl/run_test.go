@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,18 @@ func TestUnknownCommand(t *testing.T) {
 	}
 }
 
+// waitFetched polls DIR/status.json until the crawl writing it reports a page fetched, for
+// at most 30 s, and reports whether it did.
+func waitFetched(dir string) bool {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var st struct{ Fetched int }
+		if b, err := os.ReadFile(filepath.Join(dir, "status.json")); err == nil && json.Unmarshal(b, &st) == nil && st.Fetched > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // TestSigintExits130ThenResumes interrupts a real crawl process with SIGINT: it must commit
 // and exit 130; running it again finishes the crawl.
 func TestSigintExits130ThenResumes(t *testing.T) {
@@ -75,7 +88,13 @@ func TestSigintExits130ThenResumes(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Interrupt once the crawl has fetched something: status.json is written only after the
+	// signal handler is in place, so a slow start of the process cannot turn SIGINT into a kill.
+	if !waitFetched(dir) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the crawl reported no page fetched within 30s:\n%s", out)
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {

@@ -58,6 +58,7 @@ type Crawler struct {
 	robots  map[string]*robotsState
 	budgets map[string]*retry.Budget
 	lastErr map[string]string
+	forbid  map[string]*forbidState // reading 403s that may be a ban (forbidden.go)
 
 	// dispatcher-owned
 	inflight int
@@ -93,6 +94,7 @@ func Open(cfg Config) (*Crawler, error) {
 		robots:  map[string]*robotsState{},
 		budgets: map[string]*retry.Budget{},
 		lastErr: map[string]string{},
+		forbid:  map[string]*forbidState{},
 	}
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,

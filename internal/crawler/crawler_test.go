@@ -301,6 +301,33 @@ func TestPolitenessOnLimitedHosts(t *testing.T) {
 	}
 }
 
+// TestEvasiveBlockLosesNothing: a host that blocks a fast client the way Apache's mod_evasive
+// does (403 to everything, no 429, no Retry-After, the block restarted by every request during
+// it) must not have its pages stored as 403s: a 403 from a host that has served pages is
+// retried, and a run of them backs the host off until the block has passed.
+func TestEvasiveBlockLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of real-time crawling")
+	}
+	specs := []simweb.HostSpec{{Name: "evasive", Pages: 80, Evasive: 30, EvasiveWindow: time.Second, EvasiveBlock: time.Second}}
+	web, err := simweb.Start(specs, &simweb.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	runCrawl(t, cfg)
+	s := web.Stats()["evasive"]
+	t.Logf("%d requests, %d answered 403 by the block, %d pages", s.Requests, s.Blocked, s.OK)
+	if s.Blocked == 0 {
+		t.Fatalf("setup: the crawler was never blocked (%d requests)", s.Requests)
+	}
+	checkComplete(t, web, cfg.Dir, 0)
+	if s.Blocked > s.OK/2 {
+		t.Errorf("%d requests answered 403 for %d pages: the crawler kept hammering a blocked host", s.Blocked, s.OK)
+	}
+}
+
 // TestLongPauseSavedAtOnce: a Retry-After of some seconds is in the store as soon as it is
 // received, not only when the crawl exits, so a run started after a kill still honours it.
 func TestLongPauseSavedAtOnce(t *testing.T) {

@@ -54,7 +54,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		}
 		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: err.Error()}
 	}
-	cl := retry.ClassifyStatus(resp.Status)
+	cl := c.classifyForbidden(l.Host, resp.Status, l.Attempts, now, retry.ClassifyStatus(resp.Status))
 	// Pause first: Done frees the host's window, and the dispatcher must not admit another
 	// request in between when the host has just said to stop.
 	wait, pause := c.honourRetryAfter(l.Host, resp, now)

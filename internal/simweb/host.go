@@ -37,6 +37,8 @@ type hostState struct {
 	robotsDone bool // a /robots.txt request has been answered usably (not the 5xx of RobotsFailures)
 	robotsFail int  // /robots.txt requests answered 503 for RobotsFailures
 	inFlight   int
+	recent     []time.Time // arrivals within the last EvasiveWindow (HostSpec.Evasive)
+	blockedTo  time.Time   // the Evasive block lasts until then
 	stats      HostStats
 	latencies  []time.Duration
 }
@@ -101,6 +103,10 @@ func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, se
 		st.BannedRequests++
 		return banned, time.Time{}, 0
 	}
+	if h.evasive(now) {
+		st.Blocked++
+		return banned, time.Time{}, 0
+	}
 	announces := h.spec.Reply.announces()
 	inWindow := now.Before(s.deadline)
 	if inWindow && now.Sub(s.opened) >= h.web.grace {
@@ -146,6 +152,32 @@ func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, se
 		s.robotsDone = true
 	}
 	return v, deadline, secs
+}
+
+// evasive counts a request arriving at now against HostSpec.Evasive and reports whether it is
+// blocked. evasive requires h.mu to be held.
+func (h *host) evasive(now time.Time) bool {
+	if h.spec.Evasive <= 0 {
+		return false
+	}
+	s := &h.st
+	if now.Before(s.blockedTo) {
+		s.blockedTo = now.Add(h.spec.EvasiveBlock) // a request during the block starts it again
+		return true
+	}
+	keep := s.recent[:0]
+	for _, t := range s.recent {
+		if now.Sub(t) < h.spec.EvasiveWindow {
+			keep = append(keep, t)
+		}
+	}
+	s.recent = append(keep, now)
+	if len(s.recent) > h.spec.Evasive {
+		s.blockedTo = now.Add(h.spec.EvasiveBlock)
+		s.recent = s.recent[:0]
+		return true
+	}
+	return false
 }
 
 // done records the end of a request; served reports whether it was admitted and answered

@@ -323,3 +323,33 @@ func TestGrace(t *testing.T) {
 		}
 	}
 }
+
+// TestEvasiveBlock: more than Evasive requests within EvasiveWindow block the client (403 to
+// everything, robots.txt included) until EvasiveBlock passes with no request; a request during
+// the block starts it again.
+func TestEvasiveBlock(t *testing.T) {
+	clk := newFakeClock(t0, 0)
+	w, c := startWeb(t, []HostSpec{{Name: "h", Pages: 3, Evasive: 3, EvasiveWindow: time.Second, EvasiveBlock: 2 * time.Second}},
+		&Options{Clock: clk.Now})
+	root := w.URL("h")
+	steps := []struct {
+		at     time.Duration // since t0
+		path   string
+		status int
+	}{
+		{0, "", 200}, {0, "", 200}, {0, "", 200},
+		{0, "", 403},                       // the fourth within a second: blocked until +2s
+		{1500 * time.Millisecond, "", 403}, // during the block: it now lasts until +3.5s
+		{3400 * time.Millisecond, "robots.txt", 403},
+		{5500 * time.Millisecond, "", 200}, // two seconds without a request: free again
+	}
+	for i, st := range steps {
+		clk.Set(t0.Add(st.at))
+		if r := get(t, c, root+st.path); r.status != st.status {
+			t.Fatalf("request %d at +%v: status %d, want %d", i+1, st.at, r.status, st.status)
+		}
+	}
+	if got := w.Stats()["h"]; got.Blocked != 3 || got.OK != 4 {
+		t.Errorf("Blocked %d OK %d, want 3 and 4", got.Blocked, got.OK)
+	}
+}

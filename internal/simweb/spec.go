@@ -67,6 +67,15 @@ type HostSpec struct {
 	// Reply429Bare (which announces nothing), a request refused as over limit.
 	BanAfter int
 
+	// Evasive > 0 blocks the way Apache's mod_evasive does (DOSSiteCount, DOSSiteInterval,
+	// DOSBlockingPeriod): a client that sends more than Evasive requests within EvasiveWindow
+	// is answered 403 to everything until EvasiveBlock has passed without a request from it;
+	// each request during the block starts it again. Nothing is announced: no 429, no
+	// Retry-After. Counted in HostStats.Blocked.
+	Evasive       int
+	EvasiveWindow time.Duration
+	EvasiveBlock  time.Duration
+
 	// Disallow lists plain path prefixes ("/private/") for "User-agent: *". Pages under each exist
 	// and are linked to. Wildcards ('*', '$') are not supported.
 	Disallow []string

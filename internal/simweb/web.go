@@ -39,6 +39,7 @@ type HostStats struct {
 
 	Banned         bool // the client crossed BanAfter strikes
 	BannedRequests int  // requests answered 403 because of the ban
+	Blocked        int  // requests answered 403 by the Evasive block
 
 	// Latency percentiles (nearest rank) of admitted requests: real time spent in the handler,
 	// waiting for a worker included. Refused requests (429/503/403) are not sampled.

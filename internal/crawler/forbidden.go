@@ -1,0 +1,70 @@
+package crawler
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/internal/retry"
+)
+
+// A host that bans a client (Apache's mod_evasive, a WAF, a CDN's rate rule) answers 403 to
+// everything for a while, with no 429 and no Retry-After, and some restart the ban with every
+// request that arrives during it. Taken at its word, every page sent during the ban would be
+// stored as a 403 and never fetched, and the pages only they link to never found.
+//
+// So a 403 from a host that has answered a page 2xx in this run is not final at once: the URL
+// is retried (forbiddenRetries times). The first 403 after a 2xx says nothing about load (a
+// site has forbidden pages); from the second in a row on, while the run of 403s (no 2xx answer
+// between) is younger than forbiddenBlockTime, each is an Overload for the host's controller,
+// which backs off as for any run of refusals, spacing its requests out exponentially, and at
+// the first 2xx returns to what the host accepted. A run that outlasts forbiddenBlockTime is a
+// host, or a part of it, that forbids those pages for real: its 403s are final answers again,
+// so a large forbidden section costs two retries a page and one back-off, not the crawl.
+const (
+	forbiddenRetries   = 2
+	forbiddenBlockTime = time.Minute
+)
+
+// forbidState is one host's record for reading its 403s. forbidState requires Crawler.mu to
+// be held.
+type forbidState struct {
+	served   bool      // the host has answered a page 2xx in this run
+	run      int       // 403 answers since the last 2xx
+	runStart time.Time // when the first of them came
+}
+
+// classifyForbidden returns the class of a page answer with status from host at now, whose
+// URL had been tried attempts times before: cl (ClassifyStatus's verdict) for anything but a
+// 403 that may be a ban, which is retried and may tell the host's controller to back off.
+func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.Time, cl retry.Class) retry.Class {
+	if status != http.StatusForbidden && (status < 200 || status >= 300) {
+		return cl
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.forbid[host]
+	if st == nil {
+		st = &forbidState{}
+		c.forbid[host] = st
+	}
+	if status != http.StatusForbidden {
+		st.served, st.run = true, 0
+		return cl
+	}
+	if !st.served {
+		return cl // a host that has served nothing: its 403 is all we know of it
+	}
+	if st.run == 0 {
+		st.runStart = now
+	}
+	st.run++
+	if now.Sub(st.runStart) >= forbiddenBlockTime {
+		return cl
+	}
+	sig := aimd.Neutral
+	if st.run > 1 {
+		sig = aimd.Overload
+	}
+	return retry.Class{Retryable: attempts < forbiddenRetries, Signal: sig, Reason: cl.Reason}
+}

@@ -1,0 +1,68 @@
+package crawler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/internal/retry"
+)
+
+func TestClassifyForbidden(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	type answer struct {
+		at       time.Duration
+		status   int
+		attempts int
+		want     retry.Class
+	}
+	final403 := retry.ClassifyStatus(403)
+	retried := func(sig aimd.Signal) retry.Class {
+		return retry.Class{Retryable: true, Signal: sig, Reason: "status-403"}
+	}
+	tests := []struct {
+		name    string
+		answers []answer
+	}{
+		{"a host that has served nothing: 403 is final", []answer{
+			{0, 403, 0, final403}, {time.Second, 403, 0, final403},
+		}},
+		{"after a 2xx: the first 403 is retried without a signal, the next ones back off", []answer{
+			{0, 200, 0, retry.ClassifyStatus(200)},
+			{time.Second, 403, 0, retried(aimd.Neutral)},
+			{2 * time.Second, 403, 0, retried(aimd.Overload)},
+			{3 * time.Second, 403, 1, retried(aimd.Overload)},
+			{4 * time.Second, 403, forbiddenRetries, retry.Class{Signal: aimd.Overload, Reason: "status-403"}}, // out of retries: stored
+		}},
+		{"a 2xx ends the run", []answer{
+			{0, 200, 0, retry.ClassifyStatus(200)},
+			{time.Second, 403, 0, retried(aimd.Neutral)},
+			{2 * time.Second, 204, 0, retry.ClassifyStatus(204)},
+			{3 * time.Second, 403, 0, retried(aimd.Neutral)},
+		}},
+		{"a run that outlasts forbiddenBlockTime is taken at its word", []answer{
+			{0, 200, 0, retry.ClassifyStatus(200)},
+			{time.Second, 403, 0, retried(aimd.Neutral)},
+			{2 * time.Second, 403, 0, retried(aimd.Overload)},
+			{time.Second + forbiddenBlockTime, 403, 0, final403},
+			{2 * forbiddenBlockTime, 403, 0, final403},
+		}},
+		{"other statuses pass through", []answer{
+			{0, 200, 0, retry.ClassifyStatus(200)},
+			{time.Second, 404, 0, retry.ClassifyStatus(404)},
+			{2 * time.Second, 429, 0, retry.ClassifyStatus(429)},
+			{3 * time.Second, 401, 0, retry.ClassifyStatus(401)},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Crawler{forbid: map[string]*forbidState{}}
+			for i, a := range tc.answers {
+				got := c.classifyForbidden("h", a.status, a.attempts, t0.Add(a.at), retry.ClassifyStatus(a.status))
+				if got != a.want {
+					t.Errorf("answer %d (%d at +%v, %d attempts): %+v, want %+v", i+1, a.status, a.at, a.attempts, got, a.want)
+				}
+			}
+		})
+	}
+}

@@ -9,12 +9,15 @@
 //   - nginx limit_conn: refuses requests beyond a number in flight at once;
 //   - HAProxy's stick-table rate counter (http_req_rate): a sliding-window count of the client's
 //     requests over a period, refused ones included, so a client that keeps sending while
-//     refused stays refused; with and without a Retry-After on the refusal.
+//     refused stays refused; with and without a Retry-After on the refusal;
+//   - Apache's mod_evasive (served by Apache itself): more than DOSSiteCount requests within
+//     DOSSiteInterval bans the client, 403 to everything and no Retry-After, until
+//     DOSBlockingPeriod passes without a request from it.
 //
-// Neither server is a dependency of the project: the command looks for them on PATH (or -nginx,
-// -haproxy) and says how to install them if they are missing (Debian: apt-get install
-// nginx-light haproxy); without HAProxy its sites are skipped. Every server listens on
-// 127.0.0.1 only.
+// None of the servers is a dependency of the project: the command looks for them on PATH (or
+// -nginx, -haproxy, -apache) and says how to install them if they are missing (Debian: apt-get
+// install nginx-light haproxy apache2 libapache2-mod-evasive); without HAProxy or Apache their
+// sites are skipped. Every server listens on 127.0.0.1 only.
 //
 //	go run ./internal/limiterbench
 //	go run ./internal/limiterbench -only req10,hap10 -scale 2
@@ -60,12 +63,17 @@ type site struct {
 	// client's request rate over hapPeriod seconds (HAProxy's sliding window, the refused
 	// requests counted too) exceeds hapN. hapRetryAfter > 0 adds Retry-After: that many seconds.
 	hapN, hapPeriod, hapRetryAfter int
+	// evasiveN > 0 serves the site from Apache with mod_evasive: more than evasiveN requests
+	// within evasivePeriod seconds ban the client for evasiveBlock seconds (restarted by every
+	// request during the ban), every request answered 403.
+	evasiveN, evasivePeriod, evasiveBlock int
 
 	port    int // where the crawler connects
 	backend int // nginx's port behind HAProxy
 }
 
 func (s site) haproxy() bool { return s.hapN > 0 }
+func (s site) apache() bool  { return s.evasiveN > 0 }
 
 func (s site) style() string {
 	var parts []string
@@ -89,13 +97,16 @@ func (s site) style() string {
 		}
 		parts = append(parts, p)
 	}
+	if s.apache() {
+		parts = append(parts, fmt.Sprintf("mod_evasive > %d/%ds, ban %ds", s.evasiveN, s.evasivePeriod, s.evasiveBlock))
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
 	st := s.status
 	if st == 0 {
 		st = 503
-		if s.haproxy() {
+		if s.haproxy() || s.apache() {
 			st = 403
 		}
 	}
@@ -108,6 +119,9 @@ func (s site) ideal() time.Duration {
 	rate, burst := float64(s.rate), s.burst
 	if s.haproxy() {
 		rate, burst = float64(s.hapN)/float64(s.hapPeriod), s.hapN
+	}
+	if s.apache() {
+		rate, burst = float64(s.evasiveN)/float64(s.evasivePeriod), s.evasiveN
 	}
 	if rate > 0 {
 		return time.Duration(float64(max(s.pages-burst, 0)) / rate * float64(time.Second))
@@ -126,6 +140,7 @@ func sites(scale int) []site {
 		{name: "hap10", pages: 150, hapN: 10, hapPeriod: 1, status: 429},
 		{name: "hap20-ra1", pages: 300, hapN: 20, hapPeriod: 1, hapRetryAfter: 1, status: 429},
 		{name: "hap100-10s", pages: 300, hapN: 100, hapPeriod: 10, status: 429},
+		{name: "evasive50", pages: 300, evasiveN: 50, evasivePeriod: 1, evasiveBlock: 5},
 		{name: "free", pages: 300},
 	}
 	for i := range all {
@@ -137,6 +152,7 @@ func sites(scale int) []site {
 func main() {
 	nginx := flag.String("nginx", "", "path to the nginx binary (default: nginx on PATH, then /usr/sbin/nginx)")
 	haproxy := flag.String("haproxy", "", "path to the haproxy binary (default: haproxy on PATH, then /usr/sbin/haproxy; without it the HAProxy sites are skipped)")
+	apache := flag.String("apache", "", "path to the apache2 binary (default: apache2 on PATH, then /usr/sbin/apache2; without it, or without mod_evasive, the mod_evasive sites are skipped)")
 	only := flag.String("only", "", "comma-separated site names to crawl (default: all)")
 	scale := flag.Int("scale", 1, "multiply every site's page count by this")
 	keep := flag.Bool("keep", false, "keep the working directory (server configs, logs, crawl store) and print it")
@@ -152,6 +168,15 @@ func main() {
 			ss, err = slices.DeleteFunc(ss, site.haproxy), nil
 		}
 	}
+	if err == nil && slices.ContainsFunc(ss, site.apache) {
+		if bins.apache, err = findServer(*apache, "apache2", "apache2"); err == nil {
+			_, err = os.Stat(evasiveModule)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "limiterbench: %v (Debian: apt-get install apache2 libapache2-mod-evasive): skipping the mod_evasive sites\n", err)
+			ss, err = slices.DeleteFunc(ss, site.apache), nil
+		}
+	}
 	if err == nil {
 		err = run(os.Stdout, bins, ss, *keep)
 	}
@@ -161,8 +186,15 @@ func main() {
 	}
 }
 
-// servers holds the paths of the server binaries; haproxy is empty when no site needs it.
-type servers struct{ nginx, haproxy string }
+// servers holds the paths of the server binaries; haproxy and apache are empty when no site
+// needs them.
+type servers struct{ nginx, haproxy, apache string }
+
+// apacheModules is where Debian's apache2 keeps its modules; evasiveModule is mod_evasive's.
+const (
+	apacheModules = "/usr/lib/apache2/modules"
+	evasiveModule = apacheModules + "/mod_evasive20.so"
+)
 
 func findServer(flagged, name, pkg string) (string, error) {
 	if flagged != "" {
@@ -199,19 +231,24 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	var nginxPorts, hapPorts []int
+	var nginxPorts, hapPorts, apachePorts []int
 	for i := range ss {
 		if ss[i].port, err = freePort(); err != nil {
 			return err
 		}
 		ss[i].backend = ss[i].port
-		if ss[i].haproxy() {
+		switch {
+		case ss[i].haproxy():
 			if ss[i].backend, err = freePort(); err != nil {
 				return err
 			}
 			hapPorts = append(hapPorts, ss[i].port)
+			nginxPorts = append(nginxPorts, ss[i].backend)
+		case ss[i].apache():
+			apachePorts = append(apachePorts, ss[i].port)
+		default:
+			nginxPorts = append(nginxPorts, ss[i].backend)
 		}
-		nginxPorts = append(nginxPorts, ss[i].backend)
 		if err := writeSite(filepath.Join(dir, "site", ss[i].name), ss[i]); err != nil {
 			return err
 		}
@@ -240,15 +277,30 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 			return err
 		}
 	}
+	stopApache := func() error { return nil }
+	if len(apachePorts) > 0 {
+		aconf := filepath.Join(dir, "apache.conf")
+		if err := os.WriteFile(aconf, []byte(apacheConfig(dir, ss)), 0o644); err != nil {
+			_ = errors.Join(stopHAProxy(), stopNginx())
+			return err
+		}
+		// SIGWINCH is Apache's graceful stop: requests in flight finish and the logs are complete.
+		stopApache, err = start("apache", exec.Command(bins.apache, "-f", aconf, "-DFOREGROUND"),
+			syscall.SIGWINCH, filepath.Join(dir, "apache-error.log"), apachePorts)
+		if err != nil {
+			_ = errors.Join(stopHAProxy(), stopNginx())
+			return err
+		}
+	}
 	sum, err := crawl(filepath.Join(dir, "store"), ss)
-	if serr := errors.Join(stopHAProxy(), stopNginx()); err == nil {
+	if serr := errors.Join(stopApache(), stopHAProxy(), stopNginx()); err == nil {
 		err = serr
 	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "limiterbench: %d sites behind %s, crawl took %s, stop reason %s\n\n",
-		len(ss), strings.Join(slices.DeleteFunc([]string{bins.nginx, bins.haproxy}, func(s string) bool { return s == "" }), " and "),
+		len(ss), strings.Join(slices.DeleteFunc([]string{bins.nginx, bins.haproxy, bins.apache}, func(s string) bool { return s == "" }), " and "),
 		sum.Elapsed.Round(time.Millisecond), sum.StopReason)
 	return report(w, dir, ss)
 }
@@ -304,6 +356,9 @@ func nginxConfig(dir string, ss []site) string {
 	}
 	p("  log_format bench '$msec $status $request_time $request_uri';")
 	for _, s := range ss {
+		if s.apache() {
+			continue
+		}
 		if s.rate > 0 {
 			p("  limit_req_zone $server_port zone=%s:1m rate=%dr/s;", s.name, s.rate)
 		}
@@ -373,6 +428,38 @@ func haproxyConfig(ss []site) string {
 		p("  %s if { sc_http_req_rate(0) gt %d }", deny, s.hapN)
 		p("  default_backend %s_nginx", s.name)
 		p("backend %s_nginx\n  server nginx 127.0.0.1:%d", s.name, s.backend)
+	}
+	return b.String()
+}
+
+// apacheConfig serves each mod_evasive site from one Apache process (one child, so one set of
+// mod_evasive counters) on 127.0.0.1, every path under dir. Requests are logged to NAME.log as
+// "arrival-time status 0 uri" (the server time is not measured: static files).
+func apacheConfig(dir string, ss []site) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	p("ServerRoot %s\nPidFile %s/apache.pid\nServerName localhost", dir, dir)
+	for _, m := range []string{"mpm_event", "authz_core", "mime", "dir"} {
+		p("LoadModule %s_module %s/mod_%s.so", m, apacheModules, m)
+	}
+	p("LoadModule evasive20_module %s", evasiveModule)
+	p("ServerLimit 1\nStartServers 1\nThreadsPerChild 32\nMaxRequestWorkers 32")
+	p("TypesConfig /etc/mime.types\nDirectoryIndex index.html\nErrorLog %s/apache-error.log", dir)
+	p(`LogFormat "%%{begin:sec}t.%%{begin:msec_frac}t %%>s 0 %%U" bench`)
+	for _, s := range ss {
+		if !s.apache() {
+			continue
+		}
+		p("Listen 127.0.0.1:%d", s.port)
+		p("<VirtualHost 127.0.0.1:%d>", s.port)
+		p("  DocumentRoot %s/site/%s\n  CustomLog %s/%s.log bench", dir, s.name, dir, s.name)
+		p("  <Directory %s/site/%s>\n    Require all granted\n  </Directory>", dir, s.name)
+		p("</VirtualHost>")
+		// mod_evasive's settings are server-wide (its counters are per client address): one
+		// mod_evasive site per run is what this supports.
+		p("DOSHashTableSize 3097\nDOSPageCount 100000\nDOSPageInterval 1")
+		p("DOSSiteCount %d\nDOSSiteInterval %d\nDOSBlockingPeriod %d", s.evasiveN, s.evasivePeriod, s.evasiveBlock)
+		p("DOSLogDir %s", dir)
 	}
 	return b.String()
 }

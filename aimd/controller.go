@@ -588,7 +588,9 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // refusal ended began: Beta × the largest (successes sent from t0 to s, less burstAllowance) ÷
 // (s − t0) (for a sliding window, the quota over the time it took to come back), or the rate
 // the first refusal set if that is lower; the gap to the first refused rate is then searched
-// as after any cut.
+// as after any cut (within the bounds below). A run that resumed an episode (see
+// decreaseRate) ends here too, even after a single refusal, and also at least Beta under the
+// least rate a resumed run of the episode was refused at.
 func (c *Controller) unblock(s *sample) {
 	est, _ := c.acceptedSince(c.runFrom, s.sent+1, minSpan)
 	r := c.clampRate(min(c.cfg.Beta*est, c.runRate, c.cfg.Beta*c.resumedAt))
@@ -603,9 +605,9 @@ func (c *Controller) unblock(s *sample) {
 	// long as the run lasted. A host that blocks lets a window's quota through at any speed,
 	// so slow start's refused rate can lie any distance above its limit (hundreds of req/s
 	// against 10 per second); a window of period P that accepted x req/s over P/2 allows at
-	// least x/2, and the run lasted about P.
-	// A run whose first refusal a search step drew (or that a measurement answered) is not
-	// searched again: the search would step into the same refusal, and its run, over and over.
+	// least x/2, and the run lasted about P. An episode whose first refusal a search step
+	// drew (or a measurement answered) is not searched again: the search would step into the
+	// same refusal, and its run, over and over.
 	held, _ := c.acceptedSince(c.runFrom, c.runStart, time.Duration(c.blockLen/2))
 	c.hi = 0
 	if h := min(c.runRefused, max(2*r, held)); h > r && !c.runDone {

@@ -15,8 +15,8 @@ import (
 //
 // So a 403 from a host that has answered a page 2xx in this run is not final at once: the URL
 // is retried (forbiddenRetries times). The first 403 after a 2xx says nothing about load (a
-// site has forbidden pages); from the second in a row on, while the run of 403s (no 2xx answer
-// between) is younger than forbiddenBlockTime, each is an Overload for the host's controller,
+// site has forbidden pages); from the second in a row on, while the run of 403s (no ordinary
+// answer between: a 2xx, a redirect, a 404) is younger than forbiddenBlockTime, each is an Overload for the host's controller,
 // which backs off as for any run of refusals, spacing its requests out exponentially, and at
 // the first 2xx returns to what the host accepted. A run that outlasts forbiddenBlockTime is a
 // host, or a part of it, that forbids those pages for real: its 403s are final answers again,
@@ -30,7 +30,7 @@ const (
 // be held.
 type forbidState struct {
 	served   bool      // the host has answered a page 2xx in this run
-	run      int       // 403 answers since the last 2xx
+	run      int       // 403 answers since the last ordinary answer
 	runStart time.Time // when the first of them came
 }
 
@@ -38,9 +38,6 @@ type forbidState struct {
 // URL had been tried attempts times before: cl (ClassifyStatus's verdict) for anything but a
 // 403 that may be a ban, which is retried and may tell the host's controller to back off.
 func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.Time, cl retry.Class) retry.Class {
-	if status != http.StatusForbidden && (status < 200 || status >= 300) {
-		return cl
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.forbid[host]
@@ -48,8 +45,15 @@ func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.
 		st = &forbidState{}
 		c.forbid[host] = st
 	}
-	if status != http.StatusForbidden {
+	switch {
+	case status == http.StatusForbidden:
+	case status >= 200 && status < 300:
 		st.served, st.run = true, 0
+		return cl
+	case status < 500 && status != http.StatusTooManyRequests:
+		st.run = 0 // answered as usual (a redirect, a 404): the host is not banning us
+		return cl
+	default:
 		return cl
 	}
 	if !st.served {

@@ -40,6 +40,16 @@ func TestClassifyForbidden(t *testing.T) {
 			{2 * time.Second, 204, 0, retry.ClassifyStatus(204)},
 			{3 * time.Second, 403, 0, retried(aimd.Neutral)},
 		}},
+		{"a 404 or a redirect ends the run too, a 429 or a 5xx does not", []answer{
+			{0, 200, 0, retry.ClassifyStatus(200)},
+			{time.Second, 403, 0, retried(aimd.Neutral)},
+			{2 * time.Second, 404, 0, retry.ClassifyStatus(404)},
+			{3 * time.Second, 403, 0, retried(aimd.Neutral)},
+			{4 * time.Second, 301, 0, retry.ClassifyStatus(301)},
+			{5 * time.Second, 403, 0, retried(aimd.Neutral)},
+			{6 * time.Second, 503, 0, retry.ClassifyStatus(503)},
+			{7 * time.Second, 403, 0, retried(aimd.Overload)},
+		}},
 		{"a run that outlasts forbiddenBlockTime is taken at its word", []answer{
 			{0, 200, 0, retry.ClassifyStatus(200)},
 			{time.Second, 403, 0, retried(aimd.Neutral)},

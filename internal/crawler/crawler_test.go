@@ -3,10 +3,12 @@ package crawler
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -325,6 +327,44 @@ func TestEvasiveBlockLosesNothing(t *testing.T) {
 	checkComplete(t, web, cfg.Dir, 0)
 	if s.Blocked > s.OK/2 {
 		t.Errorf("%d requests answered 403 for %d pages: the crawler kept hammering a blocked host", s.Blocked, s.OK)
+	}
+}
+
+// TestNonStandardSlowDownRetried: 509 ("Bandwidth Limit Exceeded", cPanel and Apache) is a
+// "slow down" like 429: the page is retried, not stored as an error, and its Retry-After is
+// waited out.
+func TestNonStandardSlowDownRetried(t *testing.T) {
+	var mu sync.Mutex
+	var times []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		times = append(times, time.Now())
+		first := len(times) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(509)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><body>ok</body></html>")
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	runCrawl(t, cfg)
+	if got := storedOK(t, cfg.Dir); got[srv.URL+"/"] != 1 {
+		t.Fatalf("page stored %d times as 2xx, want once (after the 509 was retried)", got[srv.URL+"/"])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(times) != 2 || times[1].Sub(times[0]) < time.Second {
+		t.Errorf("requests at %v: want two, the retry at least Retry-After (1s) after the 509", times)
 	}
 }
 

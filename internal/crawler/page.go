@@ -156,15 +156,16 @@ func classifyErr(err error) retry.Class {
 	return retry.ClassifyError(kind)
 }
 
-// honourRetryAfter pauses the whole host when the response says when to come back: a 429 or
-// 503 with Retry-After, or a response of any status (200 included) whose rate-limit headers say
+// honourRetryAfter pauses the whole host when the response says when to come back: a 429, a
+// 503 or another "slow down" status (retry.ClassifyStatus's Overload) with Retry-After, or a
+// response of any status (200 included) whose rate-limit headers say
 // the quota is spent until a reset (retry.ParseRateLimit), since the next request would only
 // be refused. The longer of the two wins. It returns the Retry-After wait alone (0 if none):
 // callers read that as the host's explicit "slow down" and as a retry's floor, which a spent
 // quota on a success is not; the pause keeps the host quiet either way. It also returns the
 // pause, which the host's controller learns as the cost of a refusal.
 func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) (wait, pause time.Duration) {
-	if resp.Status == 429 || resp.Status == 503 {
+	if retry.ClassifyStatus(resp.Status).Signal == aimd.Overload { // 429, 503 and their kin
 		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok {
 			wait = w
 		}

@@ -17,9 +17,12 @@ type Class struct {
 // ClassifyStatus classifies an HTTP status.
 //
 //   - 2xx, 3xx: final, Success.
-//   - 429 and 503: retryable, Overload (the host said slow down).
+//   - 429 and 503: retryable, Overload (the host said slow down); so are the non-standard
+//     codes real servers say it with: 420 (Twitter's "Enhance Your Calm"), 509 (cPanel's and
+//     Apache's "Bandwidth Limit Exceeded") and 529 ("Site is overloaded").
 //   - 408, 425, 502 and 504: retryable, Failure (a timeout or a struggling upstream: implicit
-//     congestion).
+//     congestion); so are Cloudflare's 520–524 (the origin answered badly, is down, timed out
+//     or is unreachable) and the 598/599 some proxies send for a network timeout.
 //   - 500: retryable, Neutral: usually one broken page, not load; cutting the host's rate for
 //     it would punish the host for a bug.
 //   - other 4xx: final, Success (the host served the request normally; it just has no page).
@@ -29,9 +32,10 @@ func ClassifyStatus(status int) Class {
 	switch {
 	case status >= 200 && status < 400:
 		c.Signal = aimd.Success
-	case status == 429 || status == 503:
+	case status == 429 || status == 503 || status == 420 || status == 509 || status == 529:
 		c.Retryable, c.Signal = true, aimd.Overload
-	case status == 408 || status == 425 || status == 502 || status == 504:
+	case status == 408 || status == 425 || status == 502 || status == 504 ||
+		(status >= 520 && status <= 524) || status == 598 || status == 599:
 		c.Retryable, c.Signal = true, aimd.Failure
 	case status == 500:
 		c.Retryable, c.Signal = true, aimd.Neutral

@@ -52,6 +52,10 @@ type Config struct {
 	// when no seed is on them (--allow-private-networks).
 	AllowPrivate bool
 
+	// KeyByIP gives the names one server answers for one gate: rate, window and back-off are
+	// kept per resolved address instead of per host name (--key-by-ip; see gatekey.go).
+	KeyByIP bool
+
 	// DeferAfter: when every URL left waits longer than this (a host's Retry-After, a retry's
 	// backoff), the run stops with StopReason "deferred" instead of idling; run again later.
 	DeferAfter time.Duration

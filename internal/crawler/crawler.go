@@ -59,6 +59,7 @@ type Crawler struct {
 	budgets map[string]*retry.Budget
 	lastErr map[string]string
 	forbid  map[string]*forbidState // reading 403s that may be a ban (forbidden.go)
+	gates   *gateKeys               // host → key of its gate in reg (gatekey.go)
 
 	// dispatcher-owned
 	inflight int
@@ -95,11 +96,12 @@ func Open(cfg Config) (*Crawler, error) {
 		budgets: map[string]*retry.Budget{},
 		lastErr: map[string]string{},
 		forbid:  map[string]*forbidState{},
+		gates:   newGateKeys(cfg.KeyByIP),
 	}
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
-	}}, db)
+	}, KeyByIP: cfg.KeyByIP}, db)
 	if err := c.loadScope(); err != nil {
 		db.Close()
 		return nil, err
@@ -446,6 +448,11 @@ func (c *Crawler) dispatch(now time.Time, pages int, fetchCtx context.Context, d
 			break
 		}
 		host := hosts[(i+c.rr)%len(hosts)]
+		gate, ok := c.gates.key(host)
+		if !ok { // its address is being looked up (--key-by-ip): look again shortly
+			soonest(now.Add(50 * time.Millisecond))
+			continue
+		}
 		rs, err := c.robotsFor(host)
 		if err != nil {
 			return started, wakeAt, err
@@ -469,7 +476,7 @@ func (c *Crawler) dispatch(now time.Time, pages int, fetchCtx context.Context, d
 			}
 			continue
 		case robotsNeeded:
-			t, readyAt := c.tryAdmit(now, host)
+			t, readyAt := c.tryAdmit(now, host, gate)
 			if t == nil {
 				soonest(readyAt)
 				continue
@@ -492,7 +499,7 @@ func (c *Crawler) dispatch(now time.Time, pages int, fetchCtx context.Context, d
 			launch(false, func() error { return c.fetchRobots(fetchCtx, host, scheme, t) })
 			continue
 		}
-		t, readyAt := c.tryAdmit(now, host)
+		t, readyAt := c.tryAdmit(now, host, gate)
 		if t == nil {
 			soonest(readyAt)
 			continue

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -365,6 +368,64 @@ func TestNonStandardSlowDownRetried(t *testing.T) {
 	defer mu.Unlock()
 	if len(times) != 2 || times[1].Sub(times[0]) < time.Second {
 		t.Errorf("requests at %v: want two, the retry at least Retry-After (1s) after the 509", times)
+	}
+}
+
+// TestKeyByIPSharesOneGate: two names of one server (127.0.0.1 and localhost) are two hosts
+// with a gate each, so with --host-concurrency 1 the server sees two requests at once; with
+// KeyByIP they share one gate and it never sees more than one.
+func TestKeyByIPSharesOneGate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of real-time crawling")
+	}
+	if a, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip4", "localhost"); err != nil || !slices.ContainsFunc(a, func(x netip.Addr) bool { return x.Unmap() == netip.MustParseAddr("127.0.0.1") }) {
+		t.Skipf("localhost does not resolve to 127.0.0.1 here (%v, %v)", a, err)
+	}
+	for _, byIP := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeyByIP=%v", byIP), func(t *testing.T) {
+			var inFlight, peak atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					http.NotFound(w, r)
+					return
+				}
+				n := inFlight.Add(1)
+				defer inFlight.Add(-1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(20 * time.Millisecond) // the server's service time
+				// /x/N links to /x/2N+1 and /x/2N+2 below 20: a tree of 20 pages per name.
+				var i int
+				var tree string
+				fmt.Sscanf(r.URL.Path, "/%1s/%d", &tree, &i)
+				w.Header().Set("Content-Type", "text/html")
+				for _, c := range []int{2*i + 1, 2*i + 2} {
+					if c < 20 {
+						fmt.Fprintf(w, "<a href=\"/%s/%d\">%d</a>\n", tree, c, c)
+					}
+				}
+			}))
+			defer srv.Close()
+			port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+			cfg := Defaults()
+			cfg.Dir = t.TempDir()
+			cfg.Seeds = []string{"http://127.0.0.1:" + port + "/a/0", "http://localhost:" + port + "/b/0"}
+			cfg.HostConcurrency = 1
+			cfg.InitialRate = 50
+			cfg.KeyByIP = byIP
+			runCrawl(t, cfg)
+			if got := len(storedOK(t, cfg.Dir)); got != 40 {
+				t.Fatalf("stored %d pages, want 40 (20 under each name)", got)
+			}
+			want := int32(2)
+			if byIP {
+				want = 1
+			}
+			t.Logf("peak requests in flight at the server: %d", peak.Load())
+			if peak.Load() != want {
+				t.Errorf("the server saw up to %d requests at once, want %d", peak.Load(), want)
+			}
+		})
 	}
 }
 

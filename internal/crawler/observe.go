@@ -239,10 +239,10 @@ func (c *Crawler) noteReady(now time.Time, hosts []string) {
 	}
 }
 
-// tryAdmit is Registry.TryAdmit that measures how long a host's ready work waited for its gate.
-// Dispatcher only.
-func (c *Crawler) tryAdmit(now time.Time, host string) (*hostlimit.Ticket, time.Time) {
-	t, readyAt := c.reg.TryAdmit(now, host)
+// tryAdmit is Registry.TryAdmit on host's gate that measures how long the host's ready work
+// waited for it. Dispatcher only.
+func (c *Crawler) tryAdmit(now time.Time, host, gate string) (*hostlimit.Ticket, time.Time) {
+	t, readyAt := c.reg.TryAdmit(now, gate)
 	r := c.ob.ready[host]
 	if t == nil {
 		if r != nil && r.blocked.IsZero() {
@@ -263,10 +263,10 @@ func (c *Crawler) tryAdmit(now time.Time, host string) (*hostlimit.Ticket, time.
 	return t, readyAt
 }
 
-// waitAdmit is Registry.Wait that reports how long it waited.
+// waitAdmit is Registry.Wait on host's gate that reports how long it waited.
 func (c *Crawler) waitAdmit(ctx context.Context, host string) (*hostlimit.Ticket, error) {
 	start := time.Now()
-	t, err := c.reg.Wait(ctx, host)
+	t, err := c.reg.Wait(ctx, c.gates.keyNow(ctx, host))
 	if err == nil && c.ob.obs != nil {
 		c.ob.obs.LimiterWait(host, time.Since(start))
 	}
@@ -334,7 +334,7 @@ func (c *Crawler) observed(st Status) {
 			At: now, Span: span, Rate: h.Rate, Limit: h.Rate, Accepted: h.AcceptedRate,
 			Window: float64(h.Window), InFlight: meanInFlight(iv, span), Queued: float64(h.Queued), Pages: pages,
 		}
-		if g, ok := c.reg.Host(now, h.Host); ok {
+		if g, ok := c.reg.Host(now, c.gates.known(h.Host)); ok {
 			s.Limit = g.Limit
 		}
 		if iv != nil {

@@ -184,7 +184,7 @@ func (c *Crawler) pauseHost(host string, d time.Duration, now time.Time) {
 	if d <= 0 {
 		return
 	}
-	c.reg.PauseUntil(host, now.Add(d))
+	c.reg.PauseUntil(c.gates.known(host), now.Add(d))
 	if d >= longPause {
 		// Save the pause now: a run started after a kill must still honour it.
 		if err := c.reg.Flush(); err != nil {

@@ -171,7 +171,7 @@ func (c *Crawler) applyCrawlDelay(host string, rs *robotsState) {
 	rules := rs.rules
 	rs.mu.Unlock()
 	if d, ok := rules.CrawlDelay(c.agent); ok && d > 0 {
-		c.reg.SetCeiling(host, 1/d.Seconds())
+		c.reg.SetCeiling(c.gates.known(host), 1/d.Seconds())
 	}
 }
 

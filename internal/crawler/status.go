@@ -120,7 +120,7 @@ func (c *Crawler) snapshot(running bool) Status {
 			v := b.Balance()
 			hs.RetryBudget = &v
 		}
-		if g, ok := gates[h.Host]; ok {
+		if g, ok := gates[c.gates.known(h.Host)]; ok {
 			hs.Rate, hs.Window, hs.InFlight = g.Rate, g.Window, g.InFlight
 			hs.P95Ms, hs.BaselineMs = ms(g.P95), ms(g.Baseline)
 			hs.AcceptedRate, hs.OverLimit = g.AcceptedRate, g.OverLimit

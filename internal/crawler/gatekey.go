@@ -1,0 +1,153 @@
+package crawler
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// gateKeys maps a host (urlnorm.HostKey: host[:port]) to the key of its gate in the host
+// registry. By default the key is the host itself. With Config.KeyByIP (--key-by-ip) it is the
+// address the host's name resolves to (the port kept if the host key has one), so that names
+// one server answers for share one gate: one rate, one window, one back-off. That is what a
+// server that limits by client address across its virtual hosts sees (nginx limit_req keyed
+// by $binary_remote_addr, HAProxy tracking src). robots.txt, the frontier's queues, the retry
+// budgets and the reading of 403s stay per host name.
+//
+// The dispatcher never waits for DNS: key starts a lookup in the background and reports the
+// host not ready until the lookup has ended. A name that does not resolve is keyed by itself
+// (its fetches report the failure). Each name is looked up once per run; of several addresses
+// the first IPv4 one in address order is taken (else the first), so that every name of a
+// server picks the same.
+//
+// gateKeys is safe for concurrent use. A nil *gateKeys keys every host by its name.
+type gateKeys struct {
+	byIP   bool
+	lookup func(ctx context.Context, name string) ([]netip.Addr, error)
+
+	mu      sync.Mutex
+	keys    map[string]string // host → gate key, once known
+	pending map[string]bool   // hosts whose lookup is under way
+}
+
+// lookupTimeout bounds one DNS lookup for a gate key.
+const lookupTimeout = 10 * time.Second
+
+func newGateKeys(byIP bool) *gateKeys {
+	return &gateKeys{
+		byIP: byIP,
+		lookup: func(ctx context.Context, name string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", name)
+		},
+		keys:    map[string]string{},
+		pending: map[string]bool{},
+	}
+}
+
+// key returns host's gate key, or ok false while its lookup is under way (started by this
+// call if need be). It never blocks on the network.
+func (g *gateKeys) key(host string) (key string, ok bool) {
+	if g == nil || !g.byIP {
+		return host, true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if k, ok := g.keys[host]; ok {
+		return k, true
+	}
+	name, port := splitHostKey(host)
+	if a, err := netip.ParseAddr(name); err == nil {
+		g.keys[host] = addrKey(a, port)
+		return g.keys[host], true
+	}
+	if !g.pending[host] {
+		g.pending[host] = true
+		go g.resolve(host, name, port)
+	}
+	return "", false
+}
+
+// keyNow returns host's gate key, looking it up and waiting for the answer if need be (for
+// callers that may block: a fetch following a robots.txt redirect to another host).
+func (g *gateKeys) keyNow(ctx context.Context, host string) string {
+	if k, ok := g.key(host); ok {
+		return k
+	}
+	name, port := splitHostKey(host)
+	k := g.lookupKey(ctx, host, name, port)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if known, ok := g.keys[host]; ok {
+		return known // the background lookup ended first: one answer for the whole run
+	}
+	g.keys[host] = k
+	return k
+}
+
+// known returns host's gate key if it is known, else host (for reading figures).
+func (g *gateKeys) known(host string) string {
+	if g == nil || !g.byIP {
+		return host
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if k, ok := g.keys[host]; ok {
+		return k
+	}
+	return host
+}
+
+func (g *gateKeys) resolve(host, name, port string) {
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	k := g.lookupKey(ctx, host, name, port)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.keys[host]; !ok {
+		g.keys[host] = k
+	}
+	delete(g.pending, host)
+}
+
+// lookupKey resolves name and returns the gate key for host: its chosen address with port,
+// or host itself when the name does not resolve.
+func (g *gateKeys) lookupKey(ctx context.Context, host, name, port string) string {
+	addrs, err := g.lookup(ctx, name)
+	if err != nil || len(addrs) == 0 {
+		return host
+	}
+	best := addrs[0].Unmap()
+	for _, a := range addrs[1:] {
+		a = a.Unmap()
+		if (a.Is4() && !best.Is4()) || (a.Is4() == best.Is4() && a.Less(best)) {
+			best = a
+		}
+	}
+	return addrKey(best, port)
+}
+
+// splitHostKey splits a host key (host[:port], an IPv6 literal in brackets) into the name
+// and the port ("" if none).
+func splitHostKey(host string) (name, port string) {
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		return h, p
+	}
+	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+		return host[1 : len(host)-1], ""
+	}
+	return host, ""
+}
+
+// addrKey is the gate key for an address and a port ("" for none).
+func addrKey(a netip.Addr, port string) string {
+	a = a.Unmap()
+	if port == "" {
+		if a.Is6() {
+			return "[" + a.String() + "]"
+		}
+		return a.String()
+	}
+	return net.JoinHostPort(a.String(), port)
+}

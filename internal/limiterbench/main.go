@@ -17,10 +17,13 @@
 // None of the servers is a dependency of the project: the command looks for them on PATH (or
 // -nginx, -haproxy, -apache) and says how to install them if they are missing (Debian: apt-get
 // install nginx-light haproxy apache2 libapache2-mod-evasive); without HAProxy or Apache their
-// sites are skipped. Every server listens on 127.0.0.1 only.
+// sites are skipped. Every server listens on 127.0.0.1 only. vhost10 is one nginx server seeded
+// under two names (127.0.0.1 and localhost) whose limit applies to both together; compare a run
+// with -key-by-ip.
 //
 //	go run ./internal/limiterbench
 //	go run ./internal/limiterbench -only req10,hap10 -scale 2
+//	go run ./internal/limiterbench -only vhost10 -key-by-ip
 package main
 
 import (
@@ -67,6 +70,10 @@ type site struct {
 	// within evasivePeriod seconds ban the client for evasiveBlock seconds (restarted by every
 	// request during the ban), every request answered 403.
 	evasiveN, evasivePeriod, evasiveBlock int
+	// twoNames seeds the site under two names of the one server, 127.0.0.1 and localhost (its
+	// limit then applies to both together, as a limit keyed by client address across virtual
+	// hosts does): each name's crawl fetches every page, so 2 × pages requests are needed.
+	twoNames bool
 
 	port    int // where the crawler connects
 	backend int // nginx's port behind HAProxy
@@ -103,6 +110,9 @@ func (s site) style() string {
 	if len(parts) == 0 {
 		return "none"
 	}
+	if s.twoNames {
+		parts = append(parts, "2 names")
+	}
 	st := s.status
 	if st == 0 {
 		st = 503
@@ -123,8 +133,12 @@ func (s site) ideal() time.Duration {
 	if s.apache() {
 		rate, burst = float64(s.evasiveN)/float64(s.evasivePeriod), s.evasiveN
 	}
+	pages := s.pages
+	if s.twoNames {
+		pages *= 2
+	}
 	if rate > 0 {
-		return time.Duration(float64(max(s.pages-burst, 0)) / rate * float64(time.Second))
+		return time.Duration(float64(max(pages-burst, 0)) / rate * float64(time.Second))
 	}
 	return 0
 }
@@ -141,6 +155,7 @@ func sites(scale int) []site {
 		{name: "hap20-ra1", pages: 300, hapN: 20, hapPeriod: 1, hapRetryAfter: 1, status: 429},
 		{name: "hap100-10s", pages: 300, hapN: 100, hapPeriod: 10, status: 429},
 		{name: "evasive50", pages: 300, evasiveN: 50, evasivePeriod: 1, evasiveBlock: 5},
+		{name: "vhost10", pages: 150, rate: 10, twoNames: true},
 		{name: "free", pages: 300},
 	}
 	for i := range all {
@@ -156,6 +171,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated site names to crawl (default: all)")
 	scale := flag.Int("scale", 1, "multiply every site's page count by this")
 	keep := flag.Bool("keep", false, "keep the working directory (server configs, logs, crawl store) and print it")
+	flag.BoolVar(&keyByIP, "key-by-ip", false, "crawl with --key-by-ip (one gate per server address: vhost10's two names share one)")
 	flag.DurationVar(&traceEvery, "trace", 0, "print each host's controller state (rate, window, accepted rate, in flight, p95) this often")
 	flag.Parse()
 	ss := pick(sites(*scale), *only)
@@ -354,7 +370,7 @@ func nginxConfig(dir string, ss []site) string {
 	for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
 		p("  %s_temp_path %s/tmp_%s;", t, dir, t)
 	}
-	p("  log_format bench '$msec $status $request_time $request_uri';")
+	p("  log_format bench '$msec $status $request_time $host$request_uri';") // a site may have two names
 	for _, s := range ss {
 		if s.apache() {
 			continue
@@ -514,9 +530,13 @@ func start(name string, cmd *exec.Cmd, sig syscall.Signal, logPath string, ports
 // traceEvery: print per-host controller state this often while crawling (0: never).
 var traceEvery time.Duration
 
+// keyByIP crawls with Config.KeyByIP.
+var keyByIP bool
+
 func crawl(store string, ss []site) (*crawler.Summary, error) {
 	cfg := crawler.Defaults()
 	cfg.Dir = store
+	cfg.KeyByIP = keyByIP
 	if traceEvery > 0 {
 		names := map[string]string{}
 		for _, s := range ss {
@@ -537,6 +557,9 @@ func crawl(store string, ss []site) (*crawler.Summary, error) {
 	}
 	for _, s := range ss {
 		cfg.Seeds = append(cfg.Seeds, fmt.Sprintf("http://127.0.0.1:%d/", s.port))
+		if s.twoNames {
+			cfg.Seeds = append(cfg.Seeds, fmt.Sprintf("http://localhost:%d/", s.port))
+		}
 	}
 	c, err := crawler.Open(cfg)
 	if err != nil {
@@ -607,6 +630,10 @@ func report(w io.Writer, dir string, ss []site) error {
 	fmt.Fprintln(tw, "site\tlimiter\tpages\tcomplete\trefused\tper page\trequests\tmakespan\tideal\tratio\tp95 server time\t")
 	totalPages, totalGot, totalRefused := 0, 0, 0
 	for _, s := range ss {
+		pages := s.pages
+		if s.twoNames {
+			pages *= 2 // every page under each name
+		}
 		log, err := readLog(dir, s)
 		if err != nil {
 			return err
@@ -635,10 +662,10 @@ func report(w io.Writer, dir string, ss []site) error {
 		if len(took) > 0 {
 			p95 = took[min(len(took)-1, int(0.95*float64(len(took))))]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%d\t%.4f\t%d\t%s\t%s\t%s\t%.0fms\t\n", s.name, s.style(), s.pages,
-			float64(len(got))/float64(s.pages), refused, float64(refused)/float64(s.pages), len(log),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%d\t%.4f\t%d\t%s\t%s\t%s\t%.0fms\t\n", s.name, s.style(), pages,
+			float64(len(got))/float64(pages), refused, float64(refused)/float64(pages), len(log),
 			makespan.Round(10*time.Millisecond), s.ideal().Round(10*time.Millisecond), ratio, p95*1000)
-		totalPages += s.pages
+		totalPages += pages
 		totalGot += len(got)
 		totalRefused += refused
 	}

@@ -36,6 +36,10 @@ const (
 	fitNarrow = 1.15
 	fitBeta   = 0.99
 
+	// minMeasured: an episode with fewer successes than this (the one that ends its run
+	// included) measures nothing; unblock starts over in slow start.
+	minMeasured = 3
+
 	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
 	maxPatience = 4
 
@@ -592,6 +596,14 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // decreaseRate) ends here too, even after a single refusal, and also at least Beta under the
 // least rate a resumed run of the episode was refused at.
 func (c *Controller) unblock(s *sample) {
+	if len(c.successSends(c.runFrom, s.sent+1)) < minMeasured {
+		// The host accepted almost nothing to measure: it refused from the first requests of
+		// the episode on (a limit another client, or another of our host names, had spent).
+		// Start over as a new host does, in slow start; the halved rate would sit at the floor.
+		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
+		c.slowStart, c.hi = true, 0
+		return
+	}
 	est, _ := c.acceptedSince(c.runFrom, s.sent+1, minSpan)
 	r := c.clampRate(min(c.cfg.Beta*est, c.runRate, c.cfg.Beta*c.resumedAt))
 	if r <= c.rate {

@@ -560,6 +560,33 @@ func TestResumedRefusalEndsBelowItsRate(t *testing.T) {
 	}
 }
 
+func TestRunWithNothingAcceptedRestartsSlowStart(t *testing.T) {
+	// A host whose limit someone else has spent (another client, or another of our names for
+	// the same server) refuses from our first page on. When it finally accepts one, the episode
+	// holds nothing to measure: slow start begins again from the initial rate instead of the
+	// halvings leaving the rate at the floor for good (0.1/s: 150 pages took 25 minutes).
+	c := New(Config{}, t0)
+	d := &driver{c: c, now: t0, lat: 2 * time.Millisecond}
+	d.send(Success) // robots.txt
+	d.drain()
+	for end := d.now.Add(20 * time.Second); d.now.Before(end); {
+		d.refuse(Overload)
+	}
+	if r := c.Rate(); r > 0.2 {
+		t.Fatalf("setup: rate %.2f after 20 s of refusals, want the floor", r)
+	}
+	d.send(Success)
+	d.now = d.pending[len(d.pending)-1].done
+	d.drain()
+	if st := c.Stats(); st.Phase != PhaseSlowStart || st.Rate < DefaultInitialRate {
+		t.Fatalf("after the first success: phase %s, rate %.2f; want slow start from %.0f", st.Phase, st.Rate, DefaultInitialRate)
+	}
+	d.run(2 * time.Second)
+	if r := c.Rate(); r < 8*DefaultInitialRate {
+		t.Errorf("rate %.2f two seconds later, want slow start's growth (≥ %.0f)", r, 8*DefaultInitialRate)
+	}
+}
+
 func TestSearchAfterSlowStartRunIsBounded(t *testing.T) {
 	// A window limiter lets its whole quota through at any speed: slow start climbs to
 	// hundreds of req/s inside one burst, then the host refuses whatever is sent until the

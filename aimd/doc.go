@@ -115,6 +115,12 @@
 // 1.02x (1.85% over-limit replies), 10 per 1 s about as before with fewer refusals; 100 per
 // 10 s with 20-ms pages 1.04x–1.08x → 1.09x–1.12x (the one case that lost).
 
+// A run whose episode holds fewer than three successes measured nothing: the host refused from
+// our first requests on, because a limit shared with someone else (another client, or another
+// of our host names for one server) was spent. At its first success slow start begins again
+// from the initial rate; the halvings would otherwise leave the rate at the floor for good
+// (behind one nginx limit_req answering two of our names, 150 pages took 25 minutes).
+//
 // Slow start multiplies the rate (×2 per 125ms, and at most once per request at low rates)
 // while it is actually used, until the first congestion signal.
 //

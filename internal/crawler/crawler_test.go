@@ -429,6 +429,39 @@ func TestKeyByIPSharesOneGate(t *testing.T) {
 	}
 }
 
+// TestThrottledURLWaitsItsTurn: a host that serves other pages but answers one URL 503 seven
+// times is throttling, not failing: the URL is retried past --max-attempts (5) and fetched.
+func TestThrottledURLWaitsItsTurn(t *testing.T) {
+	var xs atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/robots.txt":
+			http.NotFound(w, r)
+			return
+		case r.URL.Path == "/x" && xs.Add(1) <= 7:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			io.WriteString(w, `<a href="/x">x</a>`)
+			for i := range 30 {
+				fmt.Fprintf(w, `<a href="/p/%d">%d</a>`, i, i)
+			}
+		}
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	cfg.InitialRate = 50
+	cfg.Retry.Base, cfg.Retry.Cap = 5*time.Millisecond, 50*time.Millisecond
+	runCrawl(t, cfg)
+	if got := storedOK(t, cfg.Dir)[srv.URL+"/x"]; got != 1 || xs.Load() != 8 {
+		t.Errorf("/x stored %d times after %d requests; want fetched on the 8th (5 attempts is --max-attempts)", got, xs.Load())
+	}
+}
+
 // TestLongPauseSavedAtOnce: a Retry-After of some seconds is in the store as soon as it is
 // received, not only when the crawl exits, so a run started after a kill still honours it.
 func TestLongPauseSavedAtOnce(t *testing.T) {

@@ -30,8 +30,34 @@ const (
 // be held.
 type forbidState struct {
 	served   bool      // the host has answered a page 2xx in this run
+	lastOK   time.Time // when it last answered normally: a page 2xx, or robots.txt (see serving)
 	run      int       // 403 answers since the last ordinary answer
 	runStart time.Time // when the first of them came
+}
+
+// servingWindow: a host that answered normally this recently (a page 2xx, or its robots.txt,
+// 404 included) is serving; its refusals are throttling (see throttledAttempts), not an outage.
+const servingWindow = time.Minute
+
+// serving reports whether host answered normally within servingWindow before now.
+func (c *Crawler) serving(host string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.forbid[host]
+	return st != nil && !st.lastOK.IsZero() && now.Sub(st.lastOK) < servingWindow
+}
+
+// answeredRobots notes that host answered its robots.txt normally at now (see serving). It is
+// not a page served: a 403 is read as a ban only after one (classifyForbidden).
+func (c *Crawler) answeredRobots(host string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.forbid[host]
+	if st == nil {
+		st = &forbidState{}
+		c.forbid[host] = st
+	}
+	st.lastOK = now
 }
 
 // classifyForbidden returns the class of a page answer with status from host at now, whose
@@ -48,7 +74,7 @@ func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.
 	switch {
 	case status == http.StatusForbidden:
 	case status >= 200 && status < 300:
-		st.served, st.run = true, 0
+		st.served, st.run, st.lastOK = true, 0, now
 		return cl
 	case status < 500 && status != http.StatusTooManyRequests:
 		st.run = 0 // answered as usual (a redirect, a 404): the host is not banning us

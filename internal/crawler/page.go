@@ -50,7 +50,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		c.observeRequest(RequestEvent{Host: l.Host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
 		c.setLastErr(l.Host, fmt.Sprintf("%s: %v", cl.Reason, err))
 		if cl.Retryable {
-			return c.retryOrFail(l, cl.Reason, err.Error(), 0, 0, now)
+			return c.retryOrFail(l, cl, err.Error(), 0, 0, now)
 		}
 		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: err.Error()}
 	}
@@ -62,7 +62,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	c.observeRequest(RequestEvent{Host: l.Host, Status: resp.Status, Latency: now.Sub(sent)})
 	if cl.Retryable {
 		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
-		return c.retryOrFail(l, cl.Reason, resp.StatusLine, resp.Status, wait, now)
+		return c.retryOrFail(l, cl, resp.StatusLine, resp.Status, wait, now)
 	}
 	if l.Attempts == 0 {
 		c.budget(l.Host).Deposit(now)
@@ -128,12 +128,24 @@ func (c *Crawler) consider(res *frontier.Result, e frontier.Entry, u *url.URL, n
 	res.Links = append(res.Links, e)
 }
 
+// throttledAttempts multiplies the attempts a URL may use when it is refused with "slow down"
+// (429, 503 and their kin) by a host that is serving other pages: the host is throttling,
+// sharing out a limit (one it keeps for all its clients, or for several of our host names),
+// not failing, and the URL is only waiting its turn. Still bounded, so a crawl ends even when
+// a host throttles forever.
+const throttledAttempts = 4
+
 // retryOrFail schedules another attempt with full-jitter backoff (at least the host's
-// Retry-After), or fails the URL once it has used its attempts. An empty retry budget defers
-// the retry by the policy's cap instead of dropping it.
-func (c *Crawler) retryOrFail(l frontier.Lease, reason, detail string, status int, retryAfter time.Duration, now time.Time) frontier.Result {
-	attempts := l.Attempts + 1
-	if attempts >= c.cfg.Retry.MaxAttempts {
+// Retry-After), or fails the URL once it has used its attempts (throttledAttempts times as
+// many when a serving host throttles it). An empty retry budget defers the retry by the
+// policy's cap instead of dropping it.
+func (c *Crawler) retryOrFail(l frontier.Lease, cl retry.Class, detail string, status int, retryAfter time.Duration, now time.Time) frontier.Result {
+	reason := cl.Reason
+	attempts, limit := l.Attempts+1, c.cfg.Retry.MaxAttempts
+	if cl.Signal == aimd.Overload && c.serving(l.Host, now) {
+		limit *= throttledAttempts
+	}
+	if attempts >= limit {
 		return frontier.Result{Kind: frontier.Failed, Reason: reason, Status: status,
 			Detail: fmt.Sprintf("%s (after %d attempts)", detail, attempts)}
 	}

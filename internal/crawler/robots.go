@@ -222,6 +222,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			signal = aimd.Overload
 		case resp.Status < 500 && resp.Status != 408 && resp.Status != 425:
 			signal = aimd.Success
+			c.answeredRobots(urlnorm.HostKey(u), now)
 		}
 		t.Done(now, responseOutcome(signal, sent, resp, pause))
 		c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, Status: resp.Status, Latency: now.Sub(sent)})

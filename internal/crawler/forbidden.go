@@ -52,12 +52,17 @@ func (c *Crawler) serving(host string, now time.Time) bool {
 func (c *Crawler) answeredRobots(host string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forbidFor(host).lastOK = now
+}
+
+// forbidFor returns host's record, made on first use. forbidFor requires c.mu to be held.
+func (c *Crawler) forbidFor(host string) *forbidState {
 	st := c.forbid[host]
 	if st == nil {
 		st = &forbidState{}
 		c.forbid[host] = st
 	}
-	st.lastOK = now
+	return st
 }
 
 // classifyForbidden returns the class of a page answer with status from host at now, whose
@@ -66,11 +71,7 @@ func (c *Crawler) answeredRobots(host string, now time.Time) {
 func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.Time, cl retry.Class) retry.Class {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.forbid[host]
-	if st == nil {
-		st = &forbidState{}
-		c.forbid[host] = st
-	}
+	st := c.forbidFor(host)
 	switch {
 	case status == http.StatusForbidden:
 	case status >= 200 && status < 300:

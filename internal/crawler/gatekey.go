@@ -54,17 +54,16 @@ func (g *gateKeys) key(host string) (key string, ok bool) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if k, ok := g.keys[host]; ok {
+	if k, ok := g.cached(host); ok {
 		return k, true
-	}
-	name, port := splitHostKey(host)
-	if a, err := netip.ParseAddr(name); err == nil {
-		g.keys[host] = addrKey(a, port)
-		return g.keys[host], true
 	}
 	if !g.pending[host] {
 		g.pending[host] = true
-		go g.resolve(host, name, port)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+			defer cancel()
+			g.settle(host, g.lookupKey(ctx, host))
+		}()
 	}
 	return "", false
 }
@@ -72,18 +71,16 @@ func (g *gateKeys) key(host string) (key string, ok bool) {
 // keyNow returns host's gate key, looking it up and waiting for the answer if need be (for
 // callers that may block: a fetch following a robots.txt redirect to another host).
 func (g *gateKeys) keyNow(ctx context.Context, host string) string {
-	if k, ok := g.key(host); ok {
+	if g == nil || !g.byIP {
+		return host
+	}
+	g.mu.Lock()
+	k, ok := g.cached(host)
+	g.mu.Unlock()
+	if ok {
 		return k
 	}
-	name, port := splitHostKey(host)
-	k := g.lookupKey(ctx, host, name, port)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if known, ok := g.keys[host]; ok {
-		return known // the background lookup ended first: one answer for the whole run
-	}
-	g.keys[host] = k
-	return k
+	return g.settle(host, g.lookupKey(ctx, host))
 }
 
 // known returns host's gate key if it is known, else host (for reading figures).
@@ -99,21 +96,37 @@ func (g *gateKeys) known(host string) string {
 	return host
 }
 
-func (g *gateKeys) resolve(host, name, port string) {
-	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
-	defer cancel()
-	k := g.lookupKey(ctx, host, name, port)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.keys[host]; !ok {
-		g.keys[host] = k
+// cached returns host's key if it is known or needs no lookup (an IP literal). cached
+// requires g.mu to be held.
+func (g *gateKeys) cached(host string) (string, bool) {
+	if k, ok := g.keys[host]; ok {
+		return k, true
 	}
-	delete(g.pending, host)
+	name, port := splitHostKey(host)
+	if a, err := netip.ParseAddr(name); err == nil {
+		g.keys[host] = addrKey(a, port)
+		return g.keys[host], true
+	}
+	return "", false
 }
 
-// lookupKey resolves name and returns the gate key for host: its chosen address with port,
-// or host itself when the name does not resolve.
-func (g *gateKeys) lookupKey(ctx context.Context, host, name, port string) string {
+// settle records k as host's key unless one is known already (the first answer holds for the
+// whole run) and returns the key that holds.
+func (g *gateKeys) settle(host, k string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.pending, host)
+	if known, ok := g.keys[host]; ok {
+		return known
+	}
+	g.keys[host] = k
+	return k
+}
+
+// lookupKey resolves host's name and returns its gate key: the chosen address with host's
+// port, or host itself when the name does not resolve.
+func (g *gateKeys) lookupKey(ctx context.Context, host string) string {
+	name, port := splitHostKey(host)
 	addrs, err := g.lookup(ctx, name)
 	if err != nil || len(addrs) == 0 {
 		return host

@@ -596,7 +596,8 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // decreaseRate) ends here too, even after a single refusal, and also at least Beta under the
 // least rate a resumed run of the episode was refused at.
 func (c *Controller) unblock(s *sample) {
-	if len(c.successSends(c.runFrom, s.sent+1)) < minMeasured {
+	sends := c.successSends(c.runFrom, s.sent+1)
+	if len(sends) < minMeasured {
 		// The host accepted almost nothing to measure: it refused from the first requests of
 		// the episode on (a limit another client, or another of our host names, had spent).
 		// Start over as a new host does, in slow start; the halved rate would sit at the floor.
@@ -604,7 +605,7 @@ func (c *Controller) unblock(s *sample) {
 		c.slowStart, c.hi = true, 0
 		return
 	}
-	est, _ := c.acceptedSince(c.runFrom, s.sent+1, minSpan)
+	est, _ := bestAccepted(sends, s.sent+1, minSpan)
 	r := c.clampRate(min(c.cfg.Beta*est, c.runRate, c.cfg.Beta*c.resumedAt))
 	if r <= c.rate {
 		return
@@ -620,7 +621,8 @@ func (c *Controller) unblock(s *sample) {
 	// least x/2, and the run lasted about P. An episode whose first refusal a search step
 	// drew (or a measurement answered) is not searched again: the search would step into the
 	// same refusal, and its run, over and over.
-	held, _ := c.acceptedSince(c.runFrom, c.runStart, time.Duration(c.blockLen/2))
+	before, _ := slices.BinarySearch(sends, c.runStart) // the sends before the run
+	held, _ := bestAccepted(sends[:before], c.runStart, time.Duration(c.blockLen/2))
 	c.hi = 0
 	if h := min(c.runRefused, max(2*r, held)); h > r && !c.runDone {
 		c.hi = h
@@ -654,7 +656,12 @@ func (c *Controller) epochEstimate(ts nanos) (est float64, span time.Duration) {
 // acceptedSince is the largest (successes sent from t0 to ts, less burstAllowance) ÷ (ts − t0)
 // over the sends t0 at or after from with ts − t0 at least least, and that span.
 func (c *Controller) acceptedSince(from, ts nanos, least time.Duration) (est float64, span time.Duration) {
-	sends := c.successSends(from, ts)
+	return bestAccepted(c.successSends(from, ts), ts, least)
+}
+
+// bestAccepted is acceptedSince over sends, the success send times (sorted, all before ts)
+// from the chosen start on.
+func bestAccepted(sends []nanos, ts nanos, least time.Duration) (est float64, span time.Duration) {
 	for i, t0 := range sends {
 		sp := time.Duration(ts - t0)
 		if sp < least {

@@ -24,6 +24,10 @@
 //	go run ./internal/limiterbench
 //	go run ./internal/limiterbench -only req10,hap10 -scale 2
 //	go run ./internal/limiterbench -only vhost10 -key-by-ip
+//	go run ./internal/limiterbench -delay 20ms -jitter 10ms
+//
+// -delay and -jitter carry every connection over a simulated network path (link.go), so that
+// requests reach the limiter bunched and spread as they do across a real network.
 package main
 
 import (
@@ -75,8 +79,9 @@ type site struct {
 	// hosts does): each name's crawl fetches every page, so 2 × pages requests are needed.
 	twoNames bool
 
-	port    int // where the crawler connects
+	port    int // where the site's server (nginx, HAProxy or Apache) listens
 	backend int // nginx's port behind HAProxy
+	dial    int // where the crawler connects: port, or the -delay/-jitter link's end
 }
 
 func (s site) haproxy() bool { return s.hapN > 0 }
@@ -172,6 +177,8 @@ func main() {
 	scale := flag.Int("scale", 1, "multiply every site's page count by this")
 	keep := flag.Bool("keep", false, "keep the working directory (server configs, logs, crawl store) and print it")
 	flag.BoolVar(&keyByIP, "key-by-ip", false, "crawl with --key-by-ip (one gate per server address: vhost10's two names share one)")
+	flag.DurationVar(&network.delay, "delay", 0, "carry every connection over a link that delays each chunk of bytes this long, each way")
+	flag.DurationVar(&network.jitter, "jitter", 0, "and by up to this much more or less (uniform), in order within a connection")
 	flag.DurationVar(&traceEvery, "trace", 0, "print each host's controller state (rate, window, accepted rate, in flight, p95) this often")
 	flag.Parse()
 	ss := pick(sites(*scale), *only)
@@ -308,7 +315,23 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 			return err
 		}
 	}
-	sum, err := crawl(filepath.Join(dir, "store"), ss)
+	stopLinks := func() {}
+	for i := range ss {
+		ss[i].dial = ss[i].port
+		if network.on() && err == nil {
+			var stop func()
+			ss[i].dial, stop, err = network.forward(ss[i].port)
+			if err == nil {
+				prev := stopLinks
+				stopLinks = func() { stop(); prev() }
+			}
+		}
+	}
+	var sum *crawler.Summary
+	if err == nil {
+		sum, err = crawl(filepath.Join(dir, "store"), ss)
+	}
+	stopLinks()
 	if serr := errors.Join(stopApache(), stopHAProxy(), stopNginx()); err == nil {
 		err = serr
 	}
@@ -318,6 +341,9 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 	fmt.Fprintf(w, "limiterbench: %d sites behind %s, crawl took %s, stop reason %s\n\n",
 		len(ss), strings.Join(slices.DeleteFunc([]string{bins.nginx, bins.haproxy, bins.apache}, func(s string) bool { return s == "" }), " and "),
 		sum.Elapsed.Round(time.Millisecond), sum.StopReason)
+	if network.on() {
+		fmt.Fprintf(w, "every connection carried over a link: %s\n\n", network)
+	}
 	return report(w, dir, ss)
 }
 
@@ -530,6 +556,9 @@ func start(name string, cmd *exec.Cmd, sig syscall.Signal, logPath string, ports
 // traceEvery: print per-host controller state this often while crawling (0: never).
 var traceEvery time.Duration
 
+// network is the link every connection is carried over (-delay, -jitter; none by default).
+var network link
+
 // keyByIP crawls with Config.KeyByIP.
 var keyByIP bool
 
@@ -540,7 +569,7 @@ func crawl(store string, ss []site) (*crawler.Summary, error) {
 	if traceEvery > 0 {
 		names := map[string]string{}
 		for _, s := range ss {
-			names[fmt.Sprintf("127.0.0.1:%d", s.port)] = s.name
+			names[fmt.Sprintf("127.0.0.1:%d", s.dial)] = s.name
 		}
 		start := time.Now()
 		cfg.StatusEvery = traceEvery
@@ -556,9 +585,9 @@ func crawl(store string, ss []site) (*crawler.Summary, error) {
 		}
 	}
 	for _, s := range ss {
-		cfg.Seeds = append(cfg.Seeds, fmt.Sprintf("http://127.0.0.1:%d/", s.port))
+		cfg.Seeds = append(cfg.Seeds, fmt.Sprintf("http://127.0.0.1:%d/", s.dial))
 		if s.twoNames {
-			cfg.Seeds = append(cfg.Seeds, fmt.Sprintf("http://localhost:%d/", s.port))
+			cfg.Seeds = append(cfg.Seeds, fmt.Sprintf("http://localhost:%d/", s.dial))
 		}
 	}
 	c, err := crawler.Open(cfg)

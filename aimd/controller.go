@@ -472,9 +472,13 @@ func (c *Controller) searchSends() int {
 }
 
 // probeSeconds is the current probe time: probeTime, stretched to ProbeRequests sending
-// intervals at the plateau.
+// intervals at the plateau, but by that stretch to no more than maxPatience × ProbeTime. Without
+// the bound a plateau cut low by refusals the host no longer gives (another client sharing its
+// limit, a passing outage) would be probed never: 400 requests at the 0.1 req/s floor are 67
+// minutes before +10%.
 func (c *Controller) probeSeconds() float64 {
-	return max(c.probeTime.Seconds(), float64(c.cfg.ProbeRequests)/max(c.plateau, c.cfg.MinRate))
+	stretch := min(float64(c.cfg.ProbeRequests)/max(c.plateau, c.cfg.MinRate), maxPatience*c.cfg.ProbeTime.Seconds())
+	return max(c.probeTime.Seconds(), stretch)
 }
 
 // startEpoch marks a decrease at now: outcomes of requests sent before now no longer count.

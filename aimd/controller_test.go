@@ -1025,3 +1025,27 @@ func TestLatencyQueueingAmidSpread(t *testing.T) {
 		t.Errorf("window %d, decreases %d: want at most twice the 2 workers", st.Window, st.Decreases)
 	}
 }
+
+func TestLowPlateauStillProbes(t *testing.T) {
+	// ProbeRequests stretches the probe at a low plateau, but to no more than maxPatience ×
+	// ProbeTime: a host cut to 1 req/s is probed above it within minutes, not 400 requests.
+	c := New(Config{InitialRate: 1, MaxRate: 1}, t0)
+	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, pause: time.Second}
+	d.run(60 * time.Second)
+	c.cfg.MaxRate = 1000
+	d.refuse(Overload)
+	k := c.Stats().Plateau
+	if k > 1 || k < 0.5 {
+		t.Fatalf("plateau %.3f after the refusal at 1 req/s, want within [0.5, 1]", k)
+	}
+	d.now = d.now.Add(time.Second) // the pause
+	d.run(DefaultReturnTime + maxPatience*DefaultProbeTime)
+	if r := c.Rate(); !near(r, k*1.1, 0.03) {
+		t.Errorf("%v after returning to the plateau %.3f the rate is %.3f, want about %.3f (+10%%)",
+			maxPatience*DefaultProbeTime, k, r, k*1.1)
+	}
+	d.run(maxPatience * DefaultProbeTime)
+	if p := c.Stats().Phase; p != PhaseSlowStart {
+		t.Errorf("phase %q after probing twice the probe time, want %q", p, PhaseSlowStart)
+	}
+}

@@ -2,6 +2,7 @@ package aimd
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -49,6 +50,20 @@ const (
 	searchGap        = 1.25
 	searchSends      = 50
 	quickSearchSends = 20 // searchSends on a host whose refusals cost no pause
+
+	// failureCluster: a Failure is a congestion signal only when at least this many of the host's
+	// last 8 outcomes (Success, Overload or Failure, in order of arrival; itself included) are
+	// Failures. An isolated one is a fault of its page (a broken endpoint that always answers
+	// 502, a page too slow to finish before the timeout), and a site with a few of them would
+	// otherwise be cut at every one: 30 such pages among 600 held an unlimited host near the
+	// 0.1 req/s floor. Overload is the host's explicit word and always counts.
+	failureCluster = 3
+
+	// failureRunFloor, failureServing: a run of Failures cuts the rate to no less than
+	// failureRunFloor × the rate that drew the run's first refusal while the host's latest success
+	// is younger than failureServing (see decreaseRate).
+	failureRunFloor = 0.125
+	failureServing  = time.Minute
 
 	// maxWindowPatience bounds how far the window probe interval is stretched while latency
 	// signals keep bringing the window back to the same size.
@@ -118,6 +133,8 @@ type Controller struct {
 	baselineTick        int
 
 	decreases, overLimit, failures, neutral int
+	lastOK                                  nanos // when the latest Success was sent
+	recentFail                              uint8 // the last 8 Success/Overload/Failure outcomes, newest in bit 0: 1 = Failure
 
 	last    time.Time // latest time seen
 	samples ring[sample]
@@ -180,7 +197,8 @@ func (c *Controller) clampRate(r float64) float64 {
 }
 
 // Observe feeds one finished request. now is when it finished; out-of-order times are clamped
-// to the latest seen. Neutral outcomes are counted and move nothing. An Overload or Failure for
+// to the latest seen. Neutral outcomes are counted and move nothing; so is an isolated Failure
+// (see failureCluster). An Overload or Failure for
 // a request sent before the last decrease belongs to that congestion epoch and is not acted on
 // again; so is latency measured on such requests.
 func (c *Controller) Observe(now time.Time, o Outcome) {
@@ -202,6 +220,11 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 		c.neutral++
 		return
 	}
+	c.recentFail <<= 1
+	if o.Signal == Failure {
+		c.recentFail |= 1
+	}
+	isolated := o.Signal == Failure && bits.OnesCount8(c.recentFail) < failureCluster
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
 		sent = now.Add(-max(o.Latency, 0))
@@ -215,6 +238,9 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	c.logForFit(&s)
 
 	stale := s.sent < c.lastDecrease
+	if o.Signal == Success {
+		c.lastOK = max(c.lastOK, s.sent)
+	}
 	if !stale && o.Signal == Success {
 		c.epochOK++
 		if c.runLen > 1 || (c.runLen == 1 && c.resumed) {
@@ -227,7 +253,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	}
 	switch {
 	case o.Signal != Success:
-		if !stale {
+		if !stale && !isolated {
 			c.decreaseRate(now, &s)
 		}
 	case c.latencyCongested(now, &s):
@@ -540,6 +566,13 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	default:
 		newRate = c.cfg.MinBeta * rs
 		plateau = newRate
+	}
+	if s.sig == Failure && c.runLen > 0 && c.epochOK == 0 && s.sent-c.lastOK < nanos(failureServing) {
+		// Failures in a run, while the host answered a request normally within a minute: a
+		// crawl's last URLs can all be pages that always fail (their first tries, in a row),
+		// and the host, serving, is not down. Back off three halvings at most, until a minute
+		// without a success says it is an outage.
+		newRate = max(newRate, c.runRefused*failureRunFloor)
 	}
 	newRate = c.clampRate(min(newRate, c.rate))
 	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window {

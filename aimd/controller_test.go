@@ -307,9 +307,11 @@ func TestOverloadDecrease(t *testing.T) {
 				d.now = d.now.Add(sec(1))
 			}
 		}, 8, 5, 5},
-		{"failure decreases like overload", Config{}, func(d *driver) {
+		{"failures in a cluster decrease like overload", Config{}, func(d *driver) {
 			d.refuse(Failure)
-		}, 9.7, 1, 0},
+			d.refuse(Failure)
+			d.refuse(Failure) // the third of the last 8 outcomes ends slow start:
+		}, 0.97 * 8, 1, 0}, // Beta × the last second's accepted rate, two of its requests failed
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,12 +357,14 @@ func TestStaleSignalIgnored(t *testing.T) {
 
 func TestFailureWithFullWindowShrinksWindow(t *testing.T) {
 	c := New(Config{InitialRate: 1000, InitialWindow: 8, MaxWindow: 8}, t0)
-	// Eight requests in flight (the window is full), the last one times out.
-	for i := 0; i < 7; i++ {
+	// Eight requests in flight (the window is full), the last three time out.
+	for i := 0; i < 5; i++ {
 		s := t0.Add(time.Duration(i) * time.Millisecond)
 		c.Observe(t0.Add(time.Second+time.Duration(i)), Outcome{Signal: Success, Sent: s, Latency: time.Second})
 	}
-	c.Observe(t0.Add(2*time.Second), Outcome{Signal: Failure, Sent: t0.Add(7 * time.Millisecond)})
+	for i := 5; i < 8; i++ {
+		c.Observe(t0.Add(2*time.Second+time.Duration(i)), Outcome{Signal: Failure, Sent: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
 	if w := c.Window(); w != 7 {
 		t.Errorf("window = %d after a failure with the window full, want 7", w)
 	}
@@ -1047,5 +1051,49 @@ func TestLowPlateauStillProbes(t *testing.T) {
 	d.run(maxPatience * DefaultProbeTime)
 	if p := c.Stats().Phase; p != PhaseSlowStart {
 		t.Errorf("phase %q after probing twice the probe time, want %q", p, PhaseSlowStart)
+	}
+}
+
+func TestIsolatedFailureMovesNothing(t *testing.T) {
+	// A page that always fails (a broken endpoint's 502, a timeout) among pages that succeed is
+	// the page's fault: counted, and nothing cut. A third failure among the last 8 outcomes is
+	// the host's.
+	c, d := settled(Config{})
+	for i := 0; i < 3; i++ {
+		d.refuse(Failure)
+		d.run(time.Second) // 10 successes between
+	}
+	st := c.Stats()
+	if st.Decreases != 0 || st.Rate != 10 || st.Failures != 3 {
+		t.Fatalf("after 3 isolated failures: %d decreases, rate %.2f, %d failures; want 0, 10, 3", st.Decreases, st.Rate, st.Failures)
+	}
+	d.refuse(Failure)
+	d.send(Success)
+	d.refuse(Failure)
+	if st := c.Stats(); st.Decreases != 0 {
+		t.Fatalf("2 failures among the last 8 outcomes cut the rate")
+	}
+	d.refuse(Failure)
+	if st := c.Stats(); st.Decreases != 1 || st.Rate >= 10 {
+		t.Errorf("3 failures among the last 8 outcomes: %d decreases, rate %.2f; want a cut", st.Decreases, st.Rate)
+	}
+}
+
+func TestFailureRunFloorWhileServing(t *testing.T) {
+	// A run of failures from a host that succeeded within failureServing backs off three
+	// halvings at most (a crawl's last URLs may all be pages that always fail); a minute after
+	// its last success it is an outage, and the halvings go on to the floor.
+	c, d := settled(Config{})
+	for i := 0; i < 10; i++ {
+		d.refuse(Failure)
+	}
+	floor := 10 * failureRunFloor
+	if r := c.Rate(); !near(r, floor, 0.05) {
+		t.Fatalf("after 10 failures in a run the rate is %.3f, want about %.3f (1/8 of the rate the run began at)", r, floor)
+	}
+	d.now = d.now.Add(failureServing)
+	d.refuse(Failure)
+	if r := c.Rate(); r > 0.6*floor {
+		t.Errorf("a minute after the last success a failure left the rate at %.3f, want it halved below %.3f", r, floor)
 	}
 }

@@ -12,7 +12,12 @@
 //
 // # Signals
 //
-// Overload (429, 503) and Failure (timeouts, resets, 502, 504) are explicit congestion signals.
+// Overload (429, 503) and Failure (timeouts, resets, 502, 504) are explicit congestion signals,
+// Failure only in a cluster: at least 3 of the host's last 8 outcomes. An isolated Failure is
+// its page's fault (an endpoint that always answers 502, a page too slow for the timeout), and a
+// site with a few such pages must not be cut at each one. A run of Failures from a host that
+// succeeded within the last minute backs off three halvings at most (a crawl's last URLs can all
+// be such pages); after a minute without a success it is an outage and the halvings go on.
 // Latency is the implicit one: when more of the recent successes are slow than the host's own
 // latency distribution explains, and the slow ones were sent while another of our requests was
 // in flight, our concurrency is queueing at the host. The host's distribution is its

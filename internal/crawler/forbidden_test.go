@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/retry"
 )
 
@@ -74,5 +75,30 @@ func TestClassifyForbidden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPageFault(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &Crawler{forbid: map[string]*forbidState{}}
+	bad := retry.ClassifyStatus(502)
+	lease := func(attempts int) frontier.Lease {
+		return frontier.Lease{Entry: frontier.Entry{URL: "http://h/b", Host: "h"}, Attempts: attempts}
+	}
+	if got := c.pageFault(lease(1), bad, t0); got.Signal != aimd.Failure {
+		t.Errorf("a retry's 502 from a host that has answered nothing: %v, want Failure", got.Signal)
+	}
+	c.classifyForbidden("h", 200, 0, t0, retry.ClassifyStatus(200)) // the host serves a page
+	if got := c.pageFault(lease(0), bad, t0.Add(time.Second)); got.Signal != aimd.Failure {
+		t.Errorf("a first try's 502: %v, want Failure (the controller judges whether it is isolated)", got.Signal)
+	}
+	if got := c.pageFault(lease(1), bad, t0.Add(time.Second)); got != (retry.Class{Retryable: true, Signal: aimd.Neutral, Reason: bad.Reason}) {
+		t.Errorf("a retry's 502 while the host serves: %+v, want retried and Neutral", got)
+	}
+	if got := c.pageFault(lease(1), retry.ClassifyStatus(503), t0.Add(time.Second)); got.Signal != aimd.Overload {
+		t.Errorf("a retry's 503: %v, want Overload (slow down is the host's word)", got.Signal)
+	}
+	if got := c.pageFault(lease(1), bad, t0.Add(servingWindow+time.Second)); got.Signal != aimd.Failure {
+		t.Errorf("a retry's 502 a minute after the host last answered: %v, want Failure", got.Signal)
 	}
 }

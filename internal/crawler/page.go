@@ -45,7 +45,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		return frontier.Result{Kind: frontier.Excluded, Reason: frontier.ReasonPrivateAddress, Detail: err.Error()}
 	}
 	if err != nil {
-		cl := classifyErr(err)
+		cl := c.pageFault(l, classifyErr(err), now)
 		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 		c.observeRequest(RequestEvent{Host: l.Host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
 		c.setLastErr(l.Host, fmt.Sprintf("%s: %v", cl.Reason, err))
@@ -54,7 +54,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		}
 		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: err.Error()}
 	}
-	cl := c.classifyForbidden(l.Host, resp.Status, l.Attempts, now, retry.ClassifyStatus(resp.Status))
+	cl := c.pageFault(l, c.classifyForbidden(l.Host, resp.Status, l.Attempts, now, retry.ClassifyStatus(resp.Status)), now)
 	// Pause first: Done frees the host's window, and the dispatcher must not admit another
 	// request in between when the host has just said to stop.
 	wait, pause := c.honourRetryAfter(l.Host, resp, now)
@@ -126,6 +126,18 @@ func (c *Crawler) consider(res *frontier.Result, e frontier.Entry, u *url.URL, n
 		return
 	}
 	res.Links = append(res.Links, e)
+}
+
+// pageFault returns cl with a Failure (a 502 or 504, a timeout, a reset) made Neutral for the
+// host's controller when it is a retry of the lease's URL and the host is serving (it answered
+// normally within servingWindow): the URL fails again while its host serves others, so the
+// failure is the page's (a broken endpoint, a page too slow to finish), not the host's load.
+// The URL is still retried as cl says; only its host's rate is left alone.
+func (c *Crawler) pageFault(l frontier.Lease, cl retry.Class, now time.Time) retry.Class {
+	if cl.Signal == aimd.Failure && l.Attempts > 0 && c.serving(l.Host, now) {
+		cl.Signal = aimd.Neutral
+	}
+	return cl
 }
 
 // throttledAttempts multiplies the attempts a URL may use when it is refused with "slow down"

@@ -551,6 +551,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	var newRate, plateau float64
 	measured := false // the new rate rests on a measurement of the limit, not on a bracket
 	endsSlowStart := c.slowStart
+	repeat := c.runLen > 0 && c.epochOK == 0 // refused again with no success since the last refusal
 	est, span := c.epochEstimate(s.sent)
 	switch {
 	case c.slowStart:
@@ -567,7 +568,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 		newRate = c.cfg.MinBeta * rs
 		plateau = newRate
 	}
-	if s.sig == Failure && c.runLen > 0 && c.epochOK == 0 && s.sent-c.lastOK < nanos(failureServing) {
+	if s.sig == Failure && repeat && s.sent-c.lastOK < nanos(failureServing) {
 		// Failures in a run, while the host answered a request normally within a minute: a
 		// crawl's last URLs can all be pages that always fail (their first tries, in a row),
 		// and the host, serving, is not down. Back off three halvings at most, until a minute
@@ -600,7 +601,6 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.epochRate = newRate
 	c.elapsed, c.sinceStep = 0, 0
 	c.slowStart = false
-	repeat := c.runLen > 0 && c.epochOK == 0
 	switch {
 	case repeat:
 		c.runLen++

@@ -315,15 +315,13 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 			return err
 		}
 	}
-	stopLinks := func() {}
+	var stopLinks []func()
 	for i := range ss {
 		ss[i].dial = ss[i].port
 		if network.on() && err == nil {
 			var stop func()
-			ss[i].dial, stop, err = network.forward(ss[i].port)
-			if err == nil {
-				prev := stopLinks
-				stopLinks = func() { stop(); prev() }
+			if ss[i].dial, stop, err = network.forward(ss[i].port); err == nil {
+				stopLinks = append(stopLinks, stop)
 			}
 		}
 	}
@@ -331,7 +329,9 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 	if err == nil {
 		sum, err = crawl(filepath.Join(dir, "store"), ss)
 	}
-	stopLinks()
+	for _, stop := range stopLinks {
+		stop()
+	}
 	if serr := errors.Join(stopApache(), stopHAProxy(), stopNginx()); err == nil {
 		err = serr
 	}

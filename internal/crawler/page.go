@@ -67,6 +67,9 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	if l.Attempts == 0 {
 		c.budget(l.Host).Deposit(now)
 		c.global.Deposit(now)
+	} else {
+		c.budget(l.Host).Refund(now)
+		c.global.Refund(now)
 	}
 	p := &storage.Page{
 		URL: l.URL, FinalURL: resp.URL.String(), Status: resp.Status, StatusLine: resp.StatusLine,

@@ -24,8 +24,10 @@ type BudgetConfig struct {
 }
 
 // Budget is a retry token bucket, as in the AWS SDKs' retry quota: every retry costs
-// RetryCost tokens and every first-try success deposits SuccessDeposit, so retries stay near
-// SuccessDeposit/RetryCost of the successful traffic however badly a host fails (default 20%).
+// RetryCost tokens, every first-try success deposits SuccessDeposit, and a retry that succeeds
+// gives its cost back (Refund), so retries that fail stay near SuccessDeposit/RetryCost of the
+// successful traffic however badly a host fails (default 20%), while retries that work (a
+// flaky host failing one request in three at random) cost nothing in the end.
 // When the bucket is empty, FloorPerInterval retries per Interval are still allowed, so a quiet
 // host with nothing to earn tokens from can still retry now and then.
 //
@@ -85,6 +87,16 @@ func (b *Budget) Deposit(now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.balance = min(b.balance+float64(b.cfg.SuccessDeposit), float64(b.cfg.Capacity))
+}
+
+// Refund records at now that a retry succeeded (got an answer that is not retried): RetryCost
+// tokens go back into the bucket, up to Capacity. The caller need not know whether the retry
+// was paid from the bucket, from the floor allowance or deferred by an empty budget: a retry
+// that works earns its cost either way, and retries that fail earn nothing.
+func (b *Budget) Refund(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.balance = min(b.balance+float64(b.cfg.RetryCost), float64(b.cfg.Capacity))
 }
 
 // Balance returns the tokens in the bucket.

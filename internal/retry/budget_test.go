@@ -127,3 +127,27 @@ func TestBudgetConcurrent(t *testing.T) {
 		t.Errorf("granted %d of 1600 withdrawals, want exactly 1000 + 1 floor", granted)
 	}
 }
+
+func TestBudgetRefund(t *testing.T) {
+	// A host that fails a third of first tries at random: its retries work, and each one that
+	// succeeds gives its cost back, so the budget never runs dry. Without the refunds the
+	// retries are held near 20% of the successes (TestBudgetSteadyShare) and the rest deferred.
+	t0 := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
+	b := NewBudget(BudgetConfig{}, t0)
+	refused := 0
+	for i := 0; i < 30000; i++ {
+		now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		if i%3 != 0 {
+			b.Deposit(now)
+			continue
+		}
+		if !b.Withdraw(now) {
+			refused++
+			continue
+		}
+		b.Refund(now) // the retry succeeded
+	}
+	if refused != 0 || b.Balance() != DefaultCapacity {
+		t.Errorf("%d retries refused, balance %.0f; want 0 and a full bucket", refused, b.Balance())
+	}
+}

@@ -2,7 +2,6 @@ package aimd
 
 import (
 	"math"
-	"math/bits"
 	"slices"
 	"time"
 )
@@ -50,14 +49,6 @@ const (
 	searchGap        = 1.25
 	searchSends      = 50
 	quickSearchSends = 20 // searchSends on a host whose refusals cost no pause
-
-	// failureCluster: a Failure is a congestion signal only when at least this many of the host's
-	// last 8 outcomes (Success, Overload or Failure, in order of arrival; itself included) are
-	// Failures. An isolated one is a fault of its page (a broken endpoint that always answers
-	// 502, a page too slow to finish before the timeout), and a site with a few of them would
-	// otherwise be cut at every one: 30 such pages among 600 held an unlimited host near the
-	// 0.1 req/s floor. Overload is the host's explicit word and always counts.
-	failureCluster = 3
 
 	// failureRunFloor, failureServing: a run of Failures cuts the rate to no less than
 	// failureRunFloor × the rate that drew the run's first refusal while the host's latest success
@@ -133,8 +124,10 @@ type Controller struct {
 	baselineTick        int
 
 	decreases, overLimit, failures, neutral int
-	lastOK                                  nanos // when the latest Success was sent
-	recentFail                              uint8 // the last 8 Success/Overload/Failure outcomes, newest in bit 0: 1 = Failure
+	lastOK                                  nanos       // when the latest Success was sent
+	fails                                   failureLog  // the recent Failures, and the host's background share of them
+	failCut                                 float64     // the rate the first Failure cluster after slow start was cut at; 0: none
+	undo                                    failureUndo // Failure cuts made before the background share was known
 
 	last    time.Time // latest time seen
 	samples ring[sample]
@@ -220,15 +213,15 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 		c.neutral++
 		return
 	}
-	c.recentFail <<= 1
-	if o.Signal == Failure {
-		c.recentFail |= 1
-	}
-	isolated := o.Signal == Failure && bits.OnesCount8(c.recentFail) < failureCluster
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
 		sent = now.Add(-max(o.Latency, 0))
 	}
+	c.fails.add(o.Signal == Failure, c.failCut > 0 && c.hist.at(toNanos(sent)).rate <= failureBaseUnder*c.failCut)
+	if c.undo.rate > 0 && c.fails.known() {
+		c.rejudge()
+	}
+	isolated := o.Signal == Failure && !c.fails.signal(c.runLen > 0 && c.epochOK == 0)
 	s := sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
@@ -510,6 +503,7 @@ func (c *Controller) probeSeconds() float64 {
 // startEpoch marks a decrease at now: outcomes of requests sent before now no longer count.
 func (c *Controller) startEpoch(now time.Time) {
 	c.lastDecrease, c.decreasedAt = toNanos(now), now
+	c.fails.fresh = 0
 	c.epochOK = 0
 	c.decreases++
 }
@@ -552,6 +546,16 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	measured := false // the new rate rests on a measurement of the limit, not on a bracket
 	endsSlowStart := c.slowStart
 	repeat := c.runLen > 0 && c.epochOK == 0 // refused again with no success since the last refusal
+	if s.sig == Failure {
+		if !c.slowStart && c.failCut == 0 {
+			c.failCut = rs
+		}
+		if !c.fails.known() {
+			c.undo.note(c, c.fails.count())
+		}
+	} else {
+		c.undo = failureUndo{} // an Overload: the rate rests on the host's word now
+	}
 	est, span := c.epochEstimate(s.sent)
 	switch {
 	case c.slowStart:

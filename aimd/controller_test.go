@@ -1097,3 +1097,130 @@ func TestFailureRunFloorWhileServing(t *testing.T) {
 		t.Errorf("a minute after the last success a failure left the rate at %.3f, want it halved below %.3f", r, floor)
 	}
 }
+
+// failingHost drives c for dur like a host that answers each request with a Failure with
+// probability fail(rate) (the controller's rate when it is sent), a Success otherwise. It
+// returns the successes per second over the last third of dur and the decreases in that third.
+func failingHost(c *Controller, d *driver, rnd *rand.Rand, dur time.Duration, fail func(rate float64) float64) (okRate float64, lateDecreases int) {
+	end := d.now.Add(dur)
+	late := d.now.Add(dur * 2 / 3)
+	ok, before := 0, -1
+	for d.now.Before(end) {
+		if before < 0 && !d.now.Before(late) {
+			before = c.Stats().Decreases
+		}
+		sig := Success
+		if rnd.Float64() < fail(c.Rate()) {
+			sig = Failure
+		} else if before >= 0 {
+			ok++
+		}
+		d.send(sig)
+	}
+	d.drain()
+	return float64(ok) / (dur / 3).Seconds(), c.Stats().Decreases - before
+}
+
+func TestBackgroundFailuresAreNotCongestion(t *testing.T) {
+	// A host that fails a tenth of its requests whatever the rate (a flaky backend, one bad node
+	// behind a balancer), from its first request on: once its background share is known, the
+	// cuts its first clusters drew are undone and its later clusters are not cut at. Before,
+	// the rate fell with every cluster and stayed down (0.9–2.8 successes/s in the last 30 s
+	// here, for all 12 seeds). Seeds 1 and 4 still end low: their cuts took the rate to ~3
+	// req/s before the share was known, and the undo found a cluster the share did not explain.
+	good := 0
+	for seed := int64(1); seed <= 12; seed++ {
+		c := New(Config{MaxRate: 50}, t0)
+		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
+		okRate, late := failingHost(c, d, rand.New(rand.NewSource(seed)), 90*time.Second, func(float64) float64 { return 0.1 })
+		t.Logf("seed %2d: %4.1f successes/s in the last 30 s (of at most 45), %d decreases there, %d in all", seed, okRate, late, c.Stats().Decreases)
+		if okRate >= 0.8*45 && late <= 1 {
+			good++
+		}
+	}
+	if good < 10 {
+		t.Errorf("%d of 12 seeds reached 36 successes/s with at most 1 decrease in the last 30 s, want at least 10", good)
+	}
+}
+
+func TestLoadFailuresStillCut(t *testing.T) {
+	// A host that holds 20 req/s and fails the excess (a proxy answering 502 or 504 for what
+	// its backend cannot take): its failures come only near the rate its clusters were cut at,
+	// teach no background share, and are cut at as before (these figures are the same as
+	// before the share existed). Teaching the share from every outcome held at the plateau
+	// let such a host teach it to tolerate more of the excess: up to 29 req/s with 30% of
+	// requests failing.
+	for seed := int64(1); seed <= 12; seed++ {
+		c := New(Config{MaxRate: 200}, t0)
+		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
+		okRate, _ := failingHost(c, d, rand.New(rand.NewSource(seed)), 90*time.Second, func(r float64) float64 { return max(0, 1-20/r) })
+		st := c.Stats()
+		share := float64(st.Failures) / float64(len(d.delivered))
+		t.Logf("seed %2d: %4.1f successes/s in the last 30 s, rate %4.1f, failures %.1f%% of requests, %d decreases", seed, okRate, st.Rate, 100*share, st.Decreases)
+		if okRate < 10 || st.Rate > 24 || share > 0.06 {
+			t.Errorf("seed %d: %.1f successes/s, rate %.1f, %.1f%% failures; want at least 10/s, rate ≤ 24, ≤ 6%%", seed, okRate, st.Rate, 100*share)
+		}
+	}
+}
+
+func TestFailureLog(t *testing.T) {
+	var f failureLog
+	for i := 0; i < 16+failureBaseMin-1; i++ {
+		f.add(i%10 == 0, true)
+	}
+	if f.known() || f.need() != 0 {
+		t.Fatalf("after %d held outcomes: known %v, need %.1f; want unknown, 0", 16+failureBaseMin-1, f.known(), f.need())
+	}
+	f.add(false, true)
+	if !f.known() || !near(f.base, 0.1, 0.35) {
+		t.Fatalf("known %v, base %.3f; want known, about 0.1", f.known(), f.base)
+	}
+	if n := f.need(); n < 7 || n > 9 {
+		t.Errorf("need %.1f at base %.3f, want 16b + 4σ + 1 ≈ 7.4–8.5", n, f.base)
+	}
+	// Outcomes that are not held teach nothing (once the held ones before them have left the 16).
+	for i := 0; i < 16; i++ {
+		f.add(true, false)
+	}
+	base, older := f.base, f.older
+	for i := 0; i < 100; i++ {
+		f.add(true, false)
+	}
+	if f.base != base || f.older != older {
+		t.Errorf("100 failures not held moved the base from %.3f to %.3f (older %d → %d)", base, f.base, older, f.older)
+	}
+	// A host failing everything is never explained by its base.
+	f = failureLog{base: 0.9, older: failureBaseSpan, n: 16, fresh: 16, bits: 0xFFFF}
+	if !f.signal(false) {
+		t.Errorf("16 failures of 16 at base 0.9 are no signal; base counts up to %.2f", failureBaseMax)
+	}
+	// Only failures after the last decrease count, unless in a refusal run.
+	f = failureLog{n: 16, fresh: 2, bits: 0b111}
+	if f.signal(false) || !f.signal(true) {
+		t.Errorf("3 failures, 2 of them after the decrease: signal %v (want false), in a run %v (want true)", f.signal(false), f.signal(true))
+	}
+}
+
+func TestFailuresBeforeADecreaseCountOnce(t *testing.T) {
+	// The failures that drew a cut were answered by it: one more failure after it is not a new
+	// cluster with two of the old ones.
+	c, d := settled(Config{})
+	for i := 0; i < 3; i++ {
+		d.send(Success)
+		d.refuse(Failure)
+	}
+	if st := c.Stats(); st.Decreases != 1 {
+		t.Fatalf("3 failures among the last 8 outcomes: %d decreases, want 1", st.Decreases)
+	}
+	d.send(Success)
+	d.refuse(Failure)
+	if st := c.Stats(); st.Decreases != 1 {
+		t.Errorf("a failure after the cut with two before it cut again: %d decreases, want 1", st.Decreases)
+	}
+	d.send(Success)
+	d.refuse(Failure)
+	d.refuse(Failure)
+	if st := c.Stats(); st.Decreases != 2 {
+		t.Errorf("3 failures among the 5 outcomes after the cut: %d decreases, want 2", st.Decreases)
+	}
+}

@@ -13,11 +13,18 @@
 // # Signals
 //
 // Overload (429, 503) and Failure (timeouts, resets, 502, 504) are explicit congestion signals,
-// Failure only in a cluster: at least 3 of the host's last 8 outcomes. An isolated Failure is
-// its page's fault (an endpoint that always answers 502, a page too slow for the timeout), and a
-// site with a few such pages must not be cut at each one. A run of Failures from a host that
-// succeeded within the last minute backs off three halvings at most (a crawl's last URLs can all
-// be such pages); after a minute without a success it is an outage and the halvings go on.
+// Failure only in a cluster: at least 3 of the host's last 8 outcomes since the last decrease
+// (the Failures before it were answered by it). An isolated Failure is its page's fault (an
+// endpoint that always answers 502, a page too slow for the timeout), and a site with a few such
+// pages must not be cut at each one. A host that fails a share of its requests at any rate (a
+// flaky backend, one bad node behind a balancer) is not congested either: slowing down does not
+// make those failures go away. Its background share is learned from the requests sent well
+// under the least rate a cluster was cut at (where load failures stop, and its own do not), and
+// once known, a cluster must also hold more Failures among the last 16 outcomes than that share
+// explains; the cuts made before it was known are undone if it explains them (failure.go). A run
+// of Failures from a host that succeeded within the last minute backs off three halvings at most
+// (a crawl's last URLs can all be such pages); after a minute without a success it is an outage
+// and the halvings go on.
 // Latency is the implicit one: when more of the recent successes are slow than the host's own
 // latency distribution explains, and the slow ones were sent while another of our requests was
 // in flight, our concurrency is queueing at the host. The host's distribution is its

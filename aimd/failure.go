@@ -1,0 +1,143 @@
+package aimd
+
+import (
+	"math"
+	"math/bits"
+)
+
+const (
+	// failureCluster: a Failure is a congestion signal only when at least this many of the host's
+	// last 8 outcomes (Success, Overload or Failure, in order of arrival; itself included) are
+	// Failures. An isolated one is a fault of its page (a broken endpoint that always answers
+	// 502, a page too slow to finish before the timeout), and a site with a few of them would
+	// otherwise be cut at every one: 30 such pages among 600 held an unlimited host near the
+	// 0.1 req/s floor. Overload is the host's explicit word and always counts.
+	failureCluster = 3
+
+	// failureBaseMin, failureBaseSpan, failureBaseMax: a host's background failure share (the
+	// Failures among its outcomes older than the last 16, counting only those sent well under
+	// the rate its first cluster of Failures was cut at: see failureLog) is known once
+	// failureBaseMin such outcomes have been seen, and follows about the latest failureBaseSpan
+	// of them. It counts up to failureBaseMax: a host failing half its requests, or all of
+	// them, is in trouble whatever it did before.
+	failureBaseMin  = 32
+	failureBaseSpan = 128
+	failureBaseMax  = 0.25
+
+	// failureBaseUnder: see failureLog.
+	failureBaseUnder = 0.6
+)
+
+// failureLog is a host's recent Failures and its background share of them: what tells a
+// cluster of Failures that slowing down can relieve from the share a host fails at any rate
+// (a flaky backend, one bad node behind a balancer), which slowing down does not make go away.
+// Only outcomes sent at no more than failureBaseUnder × the rate the first Failure cluster
+// after slow start was cut at (Controller.failCut) teach the share: well under the rate where
+// the host first failed in a cluster, a host whose failures are load fails no more (a proxy
+// answering 502 for what its backend cannot take), so they cannot teach it to tolerate them;
+// a host whose failures are its own keeps failing there. Learning from every outcome, or from
+// those at the plateau, let a host that fails its excess over 20 req/s teach a share that
+// tolerated more of the excess, and so on: 29 req/s with 30% of requests failing. The first
+// cluster's rate, not the least: the least followed the rate down as cuts lowered it, so the
+// share was never learned (a 20 req/s host failing a tenth of its requests at random was cut
+// to 2.6 req/s and stayed there).
+type failureLog struct {
+	bits  uint16  // the last 16 Success/Overload/Failure outcomes, newest in bit 0: 1 = Failure
+	held  uint16  // the same outcomes: 1 = sent well under the rate the first cluster was cut at
+	n     int     // how many outcomes bits holds (up to 16)
+	fresh int     // how many of them came after the last decrease (up to 16)
+	base  float64 // the Failures' share among held outcomes older than those 16
+	older int     // how many such outcomes base has seen (up to failureBaseSpan)
+}
+
+// add shifts in one Success, Overload or Failure outcome (failed: a Failure; held: it may teach
+// the background share), and moves the one that leaves the 16 into the share if it was held.
+func (f *failureLog) add(failed, held bool) {
+	f.fresh = min(f.fresh+1, 16)
+	if f.n < 16 {
+		f.n++
+	} else if f.held&(1<<15) != 0 {
+		f.older = min(f.older+1, failureBaseSpan)
+		f.base += (float64(f.bits>>15) - f.base) / float64(f.older)
+	}
+	f.bits, f.held = f.bits<<1, f.held<<1
+	if failed {
+		f.bits |= 1
+	}
+	if held {
+		f.held |= 1
+	}
+}
+
+// known reports whether the background share is known.
+func (f *failureLog) known() bool { return f.older >= failureBaseMin }
+
+// count is the number of Failures among the last 16 outcomes.
+func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
+
+// signal reports whether the recent Failures are the host's congestion, not its pages' nor
+// its background: at least failureCluster of the last 8 outcomes failed, and, once the
+// background share b is known, more of the last 16 than b explains: at least 16b, plus four
+// standard deviations of that count, plus one (at b = 0.1, 8 of 16, which independent
+// failures reach about once in 9,000 outcomes, and the test runs at every outcome; at b = 0
+// it adds nothing; at most 12 of 16).
+//
+// Only outcomes that came after the last decrease count, as in TCP: the Failures before it
+// were answered by it, and counting them again took a cluster's three Failures for the next
+// cluster's first, halving the rate at each Failure that followed (a host failing a third of
+// its requests at random went from 29 req/s to 0.6 in 4 seconds). In a refusal run (run: no
+// success since the last decrease) every outcome counts, so a host failing everything backs
+// off at every Failure.
+func (f *failureLog) signal(run bool) bool {
+	recent := f.bits
+	if !run {
+		recent &= uint16(1)<<f.fresh - 1
+	}
+	if bits.OnesCount8(uint8(recent)) < failureCluster {
+		return false
+	}
+	return float64(bits.OnesCount16(recent)) >= f.need()
+}
+
+// need is the number of Failures among the last 16 outcomes that the background share does not
+// explain (see signal); 0 while that share is unknown.
+func (f *failureLog) need() float64 {
+	if !f.known() {
+		return 0
+	}
+	b := min(f.base, failureBaseMax)
+	return 16*b + 4*math.Sqrt(16*b*(1-b)) + 1
+}
+
+// failureUndo holds the Failure cuts made before the host's background failure share was known,
+// to be judged when it is (rejudge).
+type failureUndo struct {
+	rate    float64 // the rate before the first of them; 0: none pending
+	plateau float64 // the plateau before it
+	slow    bool    // the first of them ended slow start
+	n       int     // the most Failures among the last 16 outcomes any of them was made on
+}
+
+// note records a Failure cut about to be made on c, on n Failures among the last 16 outcomes.
+func (u *failureUndo) note(c *Controller, n int) {
+	if u.rate == 0 {
+		u.rate, u.plateau, u.slow = c.rate, c.plateau, c.slowStart
+	}
+	u.n = max(u.n, n)
+}
+
+// rejudge runs once, when the host's background failure share becomes known, on the Failure
+// cuts made before it was: if that share explains all of them (each was made on fewer Failures
+// among 16 than need now asks), they are undone: the rate and plateau return to what they
+// were before the first, and slow start resumes if that cut ended it. A host that fails a
+// third of its requests at any rate would otherwise keep the cuts its first few dozen answers
+// drew, at a rate too low to learn anything soon. Cuts the share does not explain stand.
+func (c *Controller) rejudge() {
+	if u := c.undo; float64(u.n) < c.fails.need() {
+		c.rate = max(c.rate, c.clampRate(u.rate))
+		c.plateau = max(c.plateau, u.plateau)
+		c.epochRate, c.elapsed, c.sinceStep, c.hi = c.rate, 0, 0, 0
+		c.slowStart = c.slowStart || u.slow
+	}
+	c.undo = failureUndo{}
+}

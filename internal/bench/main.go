@@ -7,10 +7,12 @@
 //	go run ./internal/bench -scenario politeness
 //	go run ./internal/bench -scenario politeness -scale 4   # 4× the pages per host
 //	go run ./internal/bench -scenario throughput
+//	go run ./internal/bench -scenario flaky      # hosts failing a share of requests at random
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,7 +30,7 @@ import (
 var tune func(*crawler.Config)
 
 func main() {
-	scenario := flag.String("scenario", "politeness", "politeness, throughput or all")
+	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky or all")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts)")
@@ -45,6 +47,8 @@ func main() {
 		err = politeness(os.Stdout, *seed, *grace, *scale)
 	case "throughput":
 		err = throughput(os.Stdout, *seed, *pages, *data)
+	case "flaky":
+		err = flaky(os.Stdout, *seed)
 	case "all":
 		if err = politeness(os.Stdout, *seed, *grace, *scale); err == nil {
 			err = throughput(os.Stdout, *seed, *pages, *data)
@@ -214,6 +218,59 @@ func throughput(w io.Writer, seed int64, pages int, dir string) error {
 		fmt.Fprintf(w, "  %s: %d pages in %s, peak in-flight %d\n", n, st.OK, st.LastRequest.Sub(st.FirstRequest).Round(time.Millisecond), st.PeakInFlight)
 	}
 	return nil
+}
+
+// flaky crawls hosts that answer a share of page requests 502 at random, whatever the load (a
+// flaky backend, one bad node behind a balancer): slowing down cannot cure those failures, and
+// retries (which mostly work) should neither throttle the host nor run out of budget.
+func flaky(w io.Writer, seed int64) error {
+	specs := []simweb.HostSpec{
+		{Name: "flaky5", Pages: 600, Flaky: 0.05},
+		{Name: "flaky10", Pages: 600, Flaky: 0.10},
+		{Name: "flaky20", Pages: 600, Flaky: 0.20},
+		{Name: "flaky10-20/s", Pages: 600, Flaky: 0.10, Limit: 20, Burst: 2, Reply: simweb.Reply429Seconds},
+		{Name: "steady", Pages: 600},
+	}
+	web, err := simweb.Start(specs, &simweb.Options{Seed: seed})
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	start := time.Now()
+	sum, err := crawlWeb(web, "", tune)
+	stopped := ""
+	switch {
+	case errors.Is(err, crawler.ErrInterrupted):
+		stopped = " (interrupted at crawlWeb's limit: the table shows how far it got)"
+	case err != nil:
+		return err
+	}
+	elapsed := time.Since(start)
+	if sum != nil {
+		elapsed = sum.Elapsed
+	}
+	stats, expected := web.Stats(), web.Expected()
+	fmt.Fprintf(w, "flaky: %d hosts, crawl took %s%s\n\n", len(specs), elapsed.Round(time.Millisecond), stopped)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "host\tfails\tlimit\tpages\tcomplete\trequests\t502s\tover-limit\tmakespan\tideal\t")
+	for _, sp := range specs {
+		st := stats[sp.Name]
+		got := 0
+		for _, u := range expected[sp.Name] {
+			if st.Fetched[u] > 0 {
+				got++
+			}
+		}
+		limit, ideal := "none", "-"
+		if sp.Limit > 0 {
+			limit = fmt.Sprintf("%g/s", sp.Limit)
+			ideal = simweb.IdealMakespan(sp).Round(10 * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%.0f%%\t%s\t%d\t%.3f\t%d\t%d\t%d\t%s\t%s\t\n", sp.Name, 100*sp.Flaky, limit, len(expected[sp.Name]),
+			frac(got, len(expected[sp.Name])), st.Requests, st.Flaky, st.OverLimit,
+			st.LastRequest.Sub(st.FirstRequest).Round(10*time.Millisecond), ideal)
+	}
+	return tw.Flush()
 }
 
 func frac(a, b int) float64 {

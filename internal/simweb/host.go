@@ -2,6 +2,7 @@ package simweb
 
 import (
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sort"
@@ -22,6 +23,7 @@ type host struct {
 	ln     net.Listener
 	srv    *http.Server
 	sem    chan struct{} // nil when spec.Workers == 0
+	flaky  *rand.Rand    // HostSpec.Flaky's draws; guarded by mu
 
 	mu sync.Mutex
 	st hostState
@@ -63,6 +65,7 @@ const (
 	overLimit
 	banned
 	robotsDown // an admitted /robots.txt request answered 503 (HostSpec.RobotsFailures)
+	flaked     // an admitted page request answered 502 (HostSpec.Flaky)
 )
 
 // admit counts a request arriving at now for path p and decides whether it is served.
@@ -143,6 +146,10 @@ func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, se
 	}
 	if h.spec.BanAfter > 0 && s.strikes > h.spec.BanAfter {
 		st.Banned = true
+	}
+	if v == admitted && !isRobots && h.spec.Flaky > 0 && h.flaky.Float64() < h.spec.Flaky {
+		st.Flaky++
+		return flaked, deadline, secs
 	}
 	if v == admitted && isRobots {
 		if s.robotsFail < h.spec.RobotsFailures {
@@ -251,6 +258,10 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case robotsDown:
 		h.done(false, 0, 0, "")
 		http.Error(w, "robots.txt temporarily unavailable", http.StatusServiceUnavailable)
+		return
+	case flaked:
+		h.done(false, 0, 0, "")
+		http.Error(w, "bad gateway", http.StatusBadGateway)
 		return
 	case overLimit:
 		h.done(false, 0, 0, "")

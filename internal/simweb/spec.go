@@ -76,6 +76,11 @@ type HostSpec struct {
 	EvasiveWindow time.Duration
 	EvasiveBlock  time.Duration
 
+	// Flaky is the share of admitted page requests (not /robots.txt) answered 502 Bad Gateway
+	// at random, whatever the load: a flaky backend, one bad node behind a load balancer. The
+	// draws come from Options.Seed. Counted in HostStats.Flaky.
+	Flaky float64
+
 	// Disallow lists plain path prefixes ("/private/") for "User-agent: *". Pages under each exist
 	// and are linked to. Wildcards ('*', '$') are not supported.
 	Disallow []string
@@ -171,6 +176,8 @@ func (s *HostSpec) validate(names map[string]bool) error {
 		return fmt.Errorf("Service %v < 0", s.Service)
 	case s.BanAfter < 0:
 		return fmt.Errorf("BanAfter %d < 0", s.BanAfter)
+	case !(s.Flaky >= 0 && s.Flaky < 1):
+		return fmt.Errorf("Flaky %v: want a share in [0, 1)", s.Flaky)
 	}
 	if d := s.LimitDrop; d != nil {
 		if s.Limit == 0 || d.After < 0 || !(d.Factor > 0) || math.IsInf(d.Factor, 0) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -40,6 +41,7 @@ type HostStats struct {
 	Banned         bool // the client crossed BanAfter strikes
 	BannedRequests int  // requests answered 403 because of the ban
 	Blocked        int  // requests answered 403 by the Evasive block
+	Flaky          int  // page requests answered 502 at random (HostSpec.Flaky)
 
 	// Latency percentiles (nearest rank) of admitted requests: real time spent in the handler,
 	// waiting for a worker included. Refused requests (429/503/403) are not sampled.
@@ -117,6 +119,7 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 			site:   &sites[i],
 			robots: robotsTxt(&specs[i]),
 			ln:     ln,
+			flaky:  rand.New(rand.NewPCG(uint64(o.Seed), uint64(i)|1<<32)),
 		}
 		if specs[i].Workers > 0 {
 			h.sem = make(chan struct{}, specs[i].Workers)

@@ -255,3 +255,27 @@ func TestURLAndNames(t *testing.T) {
 		t.Error("Expected returned shared state")
 	}
 }
+
+func TestFlaky(t *testing.T) {
+	w, c := startWeb(t, []HostSpec{{Name: "h", Pages: 2, Flaky: 0.3}}, &Options{Seed: 7})
+	bad := 0
+	for i := 0; i < 200; i++ {
+		switch r := get(t, c, w.URL("h")+"p1"); r.status {
+		case http.StatusBadGateway:
+			bad++
+		case http.StatusOK:
+		default:
+			t.Fatalf("status %d, want 200 or 502", r.status)
+		}
+	}
+	if r := get(t, c, w.URL("h")+"robots.txt"); r.status != http.StatusOK {
+		t.Errorf("robots.txt: status %d; Flaky answers pages only", r.status)
+	}
+	st := w.Stats()["h"]
+	if bad < 40 || bad > 80 || st.Flaky != bad || st.OK != 201-bad {
+		t.Errorf("%d of 200 answered 502 (Stats: Flaky %d, OK %d); want about 60, counted", bad, st.Flaky, st.OK)
+	}
+	if _, err := Start([]HostSpec{{Name: "h", Pages: 1, Flaky: 1}}, nil); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("Flaky 1: %v, want ErrBadSpec", err)
+	}
+}

@@ -1126,8 +1126,8 @@ func TestBackgroundFailuresAreNotCongestion(t *testing.T) {
 	// behind a balancer), from its first request on: once its background share is known, the
 	// cuts its first clusters drew are undone and its later clusters are not cut at. Before,
 	// the rate fell with every cluster and stayed down (0.6–6.8 successes/s in the last 30 s
-	// here, 0 of 12 seeds passing). All 12 seeds pass today (38–46/s); 10 are required, since a seed whose
-	// early cuts reach a cluster the share does not explain keeps them (not undone).
+	// here, 0 of 12 seeds passing). All 12 seeds pass today (38–46/s); 10 are required, since
+	// a seed whose early cuts reach a cluster the share does not explain keeps them.
 	good := 0
 	for seed := int64(1); seed <= 12; seed++ {
 		c := New(Config{MaxRate: 50}, t0)

@@ -221,7 +221,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	if c.undo.rate > 0 && c.fails.known() {
 		c.rejudge()
 	}
-	isolated := o.Signal == Failure && !c.fails.signal(c.runLen > 0 && c.epochOK == 0)
+	isolated := o.Signal == Failure && !c.fails.signal(c.inRun())
 	s := sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
@@ -500,6 +500,10 @@ func (c *Controller) probeSeconds() float64 {
 	return max(c.probeTime.Seconds(), stretch)
 }
 
+// inRun reports whether the host is in a refusal run: refused, with no success since the last
+// refusal (a refusal now repeats it).
+func (c *Controller) inRun() bool { return c.runLen > 0 && c.epochOK == 0 }
+
 // startEpoch marks a decrease at now: outcomes of requests sent before now no longer count.
 func (c *Controller) startEpoch(now time.Time) {
 	c.lastDecrease, c.decreasedAt = toNanos(now), now
@@ -545,7 +549,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	var newRate, plateau float64
 	measured := false // the new rate rests on a measurement of the limit, not on a bracket
 	endsSlowStart := c.slowStart
-	repeat := c.runLen > 0 && c.epochOK == 0 // refused again with no success since the last refusal
+	repeat := c.inRun()
 	if s.sig == Failure {
 		if !c.slowStart && c.failCut == 0 {
 			c.failCut = rs

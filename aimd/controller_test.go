@@ -1121,6 +1121,25 @@ func failingHost(c *Controller, d *driver, rnd *rand.Rand, dur time.Duration, fa
 	return float64(ok) / (dur / 3).Seconds(), c.Stats().Decreases - before
 }
 
+// randomFailureSeeds drives a new controller (MaxRate 50) for dur on each of seeds 1–12
+// against a host that fails a share p of its requests at random, and counts the seeds whose
+// successes over the last third of dur reach 80% of the (1−p)·50/s the host can give, with at
+// most maxLate decreases in that third.
+func randomFailureSeeds(t *testing.T, p float64, dur time.Duration, maxLate int) int {
+	t.Helper()
+	good, most := 0, (1-p)*50
+	for seed := int64(1); seed <= 12; seed++ {
+		c := New(Config{MaxRate: 50}, t0)
+		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
+		okRate, late := failingHost(c, d, rand.New(rand.NewSource(seed)), dur, func(float64) float64 { return p })
+		t.Logf("seed %2d: %4.1f successes/s in the last third (of at most %.0f), %d decreases there, %d in all", seed, okRate, most, late, c.Stats().Decreases)
+		if okRate >= 0.8*most && late <= maxLate {
+			good++
+		}
+	}
+	return good
+}
+
 func TestBackgroundFailuresAreNotCongestion(t *testing.T) {
 	// A host that fails a tenth of its requests whatever the rate (a flaky backend, one bad node
 	// behind a balancer), from its first request on: once its background share is known, the
@@ -1128,17 +1147,7 @@ func TestBackgroundFailuresAreNotCongestion(t *testing.T) {
 	// the rate fell with every cluster and stayed down (0.6–6.8 successes/s in the last 30 s
 	// here, 0 of 12 seeds passing). All 12 seeds pass today (38–46/s); 10 are required, since
 	// a seed whose early cuts reach a cluster the share does not explain keeps them.
-	good := 0
-	for seed := int64(1); seed <= 12; seed++ {
-		c := New(Config{MaxRate: 50}, t0)
-		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
-		okRate, late := failingHost(c, d, rand.New(rand.NewSource(seed)), 90*time.Second, func(float64) float64 { return 0.1 })
-		t.Logf("seed %2d: %4.1f successes/s in the last 30 s (of at most 45), %d decreases there, %d in all", seed, okRate, late, c.Stats().Decreases)
-		if okRate >= 0.8*45 && late <= 1 {
-			good++
-		}
-	}
-	if good < 10 {
+	if good := randomFailureSeeds(t, 0.1, 90*time.Second, 1); good < 10 {
 		t.Errorf("%d of 12 seeds reached 36 successes/s with at most 1 decrease in the last 30 s, want at least 10", good)
 	}
 }
@@ -1147,17 +1156,7 @@ func TestHeavyBackgroundFailures(t *testing.T) {
 	// A fifth of the requests failing at random from the first: most seeds learn the share and
 	// undo the early cuts; a seed whose early cuts took the rate very low needs minutes to see
 	// the 48 outcomes that teach it, and ends low here.
-	good := 0
-	for seed := int64(1); seed <= 12; seed++ {
-		c := New(Config{MaxRate: 50}, t0)
-		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
-		okRate, _ := failingHost(c, d, rand.New(rand.NewSource(seed)), 60*time.Second, func(float64) float64 { return 0.2 })
-		t.Logf("seed %2d: %4.1f successes/s in the last 20 s (of at most 40), %d decreases", seed, okRate, c.Stats().Decreases)
-		if okRate >= 0.8*40 {
-			good++
-		}
-	}
-	if good < 9 {
+	if good := randomFailureSeeds(t, 0.2, 60*time.Second, math.MaxInt); good < 9 {
 		t.Errorf("%d of 12 seeds reached 32 successes/s in the last 20 s, want at least 9", good)
 	}
 }
@@ -1165,10 +1164,10 @@ func TestHeavyBackgroundFailures(t *testing.T) {
 func TestLoadFailuresStillCut(t *testing.T) {
 	// A host that holds 20 req/s and fails the excess (a proxy answering 502 or 504 for what
 	// its backend cannot take): its failures come only near the rate its clusters were cut at,
-	// teach no background share, and are cut at as before (the successes and failure shares are the same as
-	// before the share existed). Teaching the share from every outcome held at the plateau
-	// let such a host teach it to tolerate more of the excess: up to 29 req/s with 30% of
-	// requests failing.
+	// teach no background share, and are cut at as before (the successes and failure shares
+	// are the same as before the share existed). Teaching the share from every outcome held at
+	// the plateau let such a host teach it to tolerate more of the excess: up to 29 req/s with
+	// 30% of requests failing.
 	for seed := int64(1); seed <= 12; seed++ {
 		c := New(Config{MaxRate: 200}, t0)
 		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}

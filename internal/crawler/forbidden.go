@@ -18,9 +18,10 @@ import (
 // site has forbidden pages); from the second in a row on, while the run of 403s (no ordinary
 // answer between: a 2xx, a redirect, a 404) is younger than forbiddenBlockTime, each is an
 // Overload for the host's controller, which backs off as for any run of refusals, spacing its
-// requests out exponentially, and at the first 2xx returns to what the host accepted. A run that outlasts forbiddenBlockTime is a
-// host, or a part of it, that forbids those pages for real: its 403s are final answers again,
-// so a large forbidden section costs two retries a page and one back-off, not the crawl.
+// requests out exponentially, and at the first 2xx returns to what the host accepted. A run
+// that outlasts forbiddenBlockTime is a host, or a part of it, that forbids those pages for
+// real: its 403s are final answers again, so a large forbidden section costs two retries a
+// page and one back-off, not the crawl.
 const (
 	forbiddenRetries   = 2
 	forbiddenBlockTime = time.Minute

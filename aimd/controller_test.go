@@ -1242,3 +1242,36 @@ func TestFailuresBeforeADecreaseCountOnce(t *testing.T) {
 		t.Errorf("3 failures among the 5 outcomes after the cut: %d decreases, want 2", st.Decreases)
 	}
 }
+
+func TestBackgroundShareSurvivesRestore(t *testing.T) {
+	// A resumed crawl keeps what the host taught about its own failures: restored at the rate
+	// it had learned, a host failing a tenth of its requests at random is not cut again while
+	// the share is relearned. Without the share in State, the restored controller had no rate
+	// to learn it under (FailCut) and cut at the first clusters, as a new one does.
+	good, tried := 0, 0
+	for seed := int64(1); seed <= 12; seed++ {
+		c := New(Config{MaxRate: 50}, t0)
+		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
+		rnd := rand.New(rand.NewSource(seed))
+		ten := func(float64) float64 { return 0.1 }
+		if ok, _ := failingHost(c, d, rnd, 90*time.Second, ten); ok < 36 {
+			continue // this seed never learned the share; covered by TestBackgroundFailuresAreNotCongestion
+		}
+		tried++
+		s := c.State()
+		if s.FailureSamples < failureBaseMin || s.FailCut <= 0 || s.FailureShare < 0.05 || s.FailureShare > 0.2 {
+			t.Errorf("seed %d: saved share %.3f of %d outcomes, fail cut %.1f; want 0.05–0.2 of ≥ %d, cut > 0", seed, s.FailureShare, s.FailureSamples, s.FailCut, failureBaseMin)
+		}
+		start := d.now.Add(time.Hour)
+		r := Restore(Config{MaxRate: 50}, s, start)
+		rd := &driver{c: r, now: start, lat: 20 * time.Millisecond}
+		okRate, _ := failingHost(r, rd, rnd, 15*time.Second, ten)
+		t.Logf("seed %2d: restored at %.1f req/s, share %.3f: %4.1f successes/s in the last 5 s, %d decreases", seed, s.Rate, s.FailureShare, okRate, r.Stats().Decreases-s.Decreases)
+		if okRate >= 0.8*45 && r.Stats().Decreases-s.Decreases <= 1 {
+			good++
+		}
+	}
+	if tried < 10 || good < tried-1 {
+		t.Errorf("%d of %d restored seeds held 36 successes/s with at most 1 decrease, want all but one (and ≥ 10 seeds)", good, tried)
+	}
+}

@@ -63,6 +63,13 @@ type State struct {
 	Failures  int           `json:"failures,omitempty"`
 	// QuickRefusals: the last refusal did not pause the host (see Config.QuickReturnTime).
 	QuickRefusals bool `json:"quick_refusals,omitempty"`
+	// FailureShare is the host's background failure share (the Failures it gives whatever the
+	// rate), learned from FailureSamples outcomes; FailCut is the rate its first Failure cluster
+	// was cut at, under which the share is learned. A resumed crawl keeps them, so a host that
+	// fails a share of its requests at random is not throttled again while it relearns them.
+	FailureShare   float64 `json:"failure_share,omitempty"`
+	FailureSamples int     `json:"failure_samples,omitempty"`
+	FailCut        float64 `json:"fail_cut,omitempty"` // req/s; 0 = no Failure cluster cut yet
 }
 
 // State returns the learned state.
@@ -78,6 +85,10 @@ func (c *Controller) State() State {
 		Failures:  c.failures,
 
 		QuickRefusals: c.quick,
+
+		FailureShare:   c.fails.base,
+		FailureSamples: c.fails.older,
+		FailCut:        c.failCut,
 	}
 }
 
@@ -98,6 +109,12 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	}
 	c.decreases, c.overLimit, c.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
 	c.quick = s.QuickRefusals
+	if s.FailureShare >= 0 && s.FailureShare <= 1 && s.FailureSamples > 0 {
+		c.fails.base, c.fails.older = s.FailureShare, min(s.FailureSamples, failureBaseSpan)
+	}
+	if s.FailCut > 0 && !math.IsInf(s.FailCut, 0) {
+		c.failCut = s.FailCut
+	}
 	if s.Rate > 0 && !s.SlowStart {
 		c.slowStart = false
 		c.plateau, c.epochRate = c.rate, c.rate

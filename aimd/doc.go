@@ -126,7 +126,7 @@
 // -v, seeds 1–4): 100 per 10 s with 1-ms pages 3.2x–3.6x → 1.14x, 300 per 60 s 1.03x–1.28x →
 // 1.02x (1.85% over-limit replies), 10 per 1 s about as before with fewer refusals; 100 per
 // 10 s with 20-ms pages 1.04x–1.08x → 1.09x–1.12x (the one case that lost).
-
+//
 // A run whose episode holds fewer than three successes measured nothing: the host refused from
 // our first requests on, because a limit shared with someone else (another client, or another
 // of our host names for one server) was spent. At its first success slow start begins again

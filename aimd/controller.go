@@ -84,6 +84,7 @@ type Controller struct {
 	decreasedAt  time.Time     // the same instant, for Stats; zero if none
 	epochOK      int           // successes sent at or after lastDecrease
 	hi           float64       // rate of the last refusal, while the rate is below it; 0 = unknown
+	hiBound      bool          // hi is a bound unblock set on the search after a run, not a refused rate
 	lastRefusal  float64       // rate of the last refusal, kept
 	probeTime    time.Duration // current ProbeTime, lengthened while refusals recur at one rate
 	sinceStep    int           // successes since the last decrease or search step
@@ -437,6 +438,16 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	if rateUsed {
 		c.elapsed += dt
 		c.sinceStep++
+		if c.hiBound && c.hi > 0 && c.plateau*searchGap >= c.cfg.PlateauFactor*c.hi && c.elapsed >= max(c.returnTime(), time.Duration(c.blockLen)) && c.sinceStep >= c.searchSends() {
+			// The search after a run reached its bound and has held just under it, unrefused,
+			// for longer than the run lasted. A window whose quota per period (about the run's
+			// length) is what the episode measured would have refused this rate by now, so
+			// the bound was the run's backoff, not the host's limit (a ban that each request
+			// restarts, as mod_evasive's, lasts as long as the backoff takes to leave a gap
+			// as long as it): double it, toward the rate that drew the run.
+			c.hi = min(c.runRefused, 2*c.hi)
+			c.hiBound = c.hi < c.runRefused
+		}
 		if c.elapsed >= c.returnTime() && c.sinceStep >= c.searchSends() && c.hi > 0 && c.plateau*searchGap < c.cfg.PlateauFactor*c.hi {
 			// Back at the plateau, which lies well below the last refused rate: binary search
 			// (on a log scale) toward just under it, one step per ReturnTime.
@@ -596,7 +607,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 		c.probeTime = c.cfg.ProbeTime
 	}
 	c.rate = newRate
-	c.hi, c.lastRefusal = rs, rs
+	c.hi, c.lastRefusal, c.hiBound = rs, rs, false
 	if c.searched || measured {
 		// A search step drew this refusal (the limit lies between the plateau and this step,
 		// too close to be worth more refusals), or the new rate rests on a measurement, and rs
@@ -668,9 +679,9 @@ func (c *Controller) unblock(s *sample) {
 	// same refusal, and its run, over and over.
 	before, _ := slices.BinarySearch(sends, c.runStart) // the sends before the run
 	held, _ := bestAccepted(sends[:before], c.runStart, time.Duration(c.blockLen/2))
-	c.hi = 0
+	c.hi, c.hiBound = 0, false
 	if h := min(c.runRefused, max(2*r, held)); h > r && !c.runDone {
-		c.hi = h
+		c.hi, c.hiBound = h, h < c.runRefused
 	}
 }
 

@@ -127,6 +127,19 @@
 // 1.02x (1.85% over-limit replies), 10 per 1 s about as before with fewer refusals; 100 per
 // 10 s with 20-ms pages 1.04x–1.08x → 1.09x–1.12x (the one case that lost).
 //
+// That bound is a guess, and a ban proves it wrong: a ban that each request restarts (Apache's
+// mod_evasive) lasts until the backoff leaves a gap as long as the ban, so the episode's
+// measurement is a small part of the limit (a 5-s ban after a burst over 50 per second
+// measures about 5 req/s). When the search has reached its bound and held just under it,
+// unrefused, for longer than the run lasted (by then a window whose period is the run's length
+// and whose quota is what the episode measured would have refused it), the bound doubles,
+// toward the rate that drew the run. Simulated (go test ./aimd -run TestSimBan -v, 3,000
+// pages against 50 per second with a 5-s ban, seeds 1–4): 6.0x–6.3x the ideal makespan with
+// 1.7% refusals → 2.9x–3.0x with 1.0%; every sliding and fixed window as before but 100 per
+// 10 s with 1-ms pages, within its seeds' spread (1.08x, 1.10%–1.30% → 1.08x, 1.15%–1.30%).
+// Doubling the bound as soon as it was reached (tried in session 7) cost the 10-s windows
+// refusals: a window's quota outlasts a hold shorter than its period.
+//
 // A run whose episode holds fewer than three successes measured nothing: the host refused from
 // our first requests on, because a limit shared with someone else (another client, or another
 // of our host names for one server) was spent. At its first success slow start begins again

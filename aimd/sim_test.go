@@ -41,6 +41,13 @@ type simHost struct {
 	// The refusal carries no Retry-After unless slidingRetry > 0 (that many seconds).
 	sliding      float64
 	slidingRetry float64
+
+	// Apache's mod_evasive (DOSSiteCount banCount, DOSSiteInterval 1, DOSBlockingPeriod
+	// banFor): a client that sends banCount requests within one wall-clock second is refused
+	// everything (403, no Retry-After) until banFor seconds have passed without a request from
+	// it: each request during the ban restarts it.
+	banCount int
+	banFor   float64
 }
 
 type simConfig struct {
@@ -177,6 +184,7 @@ func runSim(sc simConfig) *simResult {
 	sTokens, sLast, dropped := h.burst, 0.0, false
 	fwIndex, fwCount := -1.0, 0
 	swStart, swCurr, swPrev := -1.0, 0, 0
+	banSecond, banHits, bannedTill := -1.0, 0, -1.0
 	busy := 0
 	var waiting []*simReq
 	// Client state.
@@ -242,7 +250,18 @@ func runSim(sc simConfig) *simResult {
 			}
 		case evArrive:
 			r := e.r
-			if h.sliding > 0 {
+			if h.banCount > 0 {
+				if sec := math.Floor(t); sec != banSecond {
+					banSecond, banHits = sec, 0
+				}
+				banHits++
+				if t < bannedTill || banHits > h.banCount {
+					bannedTill = t + h.banFor
+					r.rejected = true
+					push(simEvent{t: t + oneWay(), kind: evRespond, r: r})
+					continue
+				}
+			} else if h.sliding > 0 {
 				if swStart < 0 {
 					swStart = t
 				}
@@ -689,5 +708,25 @@ func TestSimSlidingWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimBan: a host that bans a client sending more than banCount requests in a second, for
+// banFor seconds that each request restarts (mod_evasive). Slow start meets the ban once; the
+// halvings then leave a gap as long as the ban, and the episode's measurement (the requests
+// accepted over the burst and the ban) puts the rate far under the limit. The search above it
+// is bounded (see unblock); holding just under the bound for longer than the run lasted,
+// unrefused, proves the bound was the backoff's, so it doubles: before, the rate stayed near
+// twice the measurement (~6 req/s against 50) for minutes, 6.0x–6.3x the ideal with 1.7%
+// refusals over seeds 1–4; 2.9x–3.0x with 1.0% now. Bounds are regression guards at today's
+// figures. Ideal = pages at banCount per second.
+func TestSimBan(t *testing.T) {
+	for seed := int64(1); seed <= 4; seed++ {
+		sc := simConfig{host: simHost{banCount: 50, banFor: 5, service: 0.001}, pages: 3000,
+			duration: 3000, rtt: 0.001, jitter: 0.0005, seed: seed}
+		r := checkQuotaCrawl(t, sc, float64(sc.pages)/50, 3.2, 0.012)
+		if testing.Verbose() && seed == 1 {
+			r.logTimeline(t, r.makespan/20)
+		}
 	}
 }

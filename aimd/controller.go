@@ -646,11 +646,15 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // or an outage; the halvings that spaced the run's requests out were a backoff and measured
 // nothing. The rate returns to what the host accepted up to s since the epoch the run's first
 // refusal ended began: Beta × the largest (successes sent from t0 to s, less burstAllowance) ÷
-// (s − t0) (for a sliding window, the quota over the time it took to come back), or the rate
-// the first refusal set if that is lower; the gap to the first refused rate is then searched
-// as after any cut (within the bounds below). A run that resumed an episode (see
-// decreaseRate) ends here too, even after a single refusal, and also at least Beta under the
-// least rate a resumed run of the episode was refused at.
+// (s − t0) (for a sliding window, the quota over the time it took to come back), or over the
+// sends before the run from t0 at least as long before it as the run lasted, if that is more
+// (a window whose period is about the run's length and that accepted x req/s over a period
+// allows x; a ban that each request restarts lasts as long as the backoff, which then
+// dwarfs what the host took before it), or the rate the first refusal set if that is lower;
+// the gap to the first refused rate is then searched as after any cut (within the bounds
+// below). A run that resumed an episode (see decreaseRate) ends here too, even after a single
+// refusal, and also at least Beta under the least rate a resumed run of the episode was
+// refused at.
 func (c *Controller) unblock(s *sample) {
 	sends := c.successSends(c.runFrom, s.sent+1)
 	if len(sends) < minMeasured {
@@ -662,6 +666,11 @@ func (c *Controller) unblock(s *sample) {
 		return
 	}
 	est, _ := bestAccepted(sends, s.sent+1, minSpan)
+	block := max(c.blockLen, s.sent-c.runLast)
+	before, _ := slices.BinarySearch(sends, c.runStart) // the sends before the run
+	if full, _ := bestAccepted(sends[:before], c.runStart, time.Duration(block)); full > est {
+		est = full
+	}
 	r := c.clampRate(min(c.cfg.Beta*est, c.runRate, c.cfg.Beta*c.resumedAt))
 	if r <= c.rate {
 		return
@@ -677,7 +686,6 @@ func (c *Controller) unblock(s *sample) {
 	// least x/2, and the run lasted about P. An episode whose first refusal a search step
 	// drew (or a measurement answered) is not searched again: the search would step into the
 	// same refusal, and its run, over and over.
-	before, _ := slices.BinarySearch(sends, c.runStart) // the sends before the run
 	held, _ := bestAccepted(sends[:before], c.runStart, time.Duration(c.blockLen/2))
 	c.hi, c.hiBound = 0, false
 	if h := min(c.runRefused, max(2*r, held)); h > r && !c.runDone {

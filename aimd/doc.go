@@ -133,12 +133,15 @@
 // measures about 5 req/s). When the search has reached its bound and held just under it,
 // unrefused, for longer than the run lasted (by then a window whose period is the run's length
 // and whose quota is what the episode measured would have refused it), the bound doubles,
-// toward the rate that drew the run. Simulated (go test ./aimd -run TestSimBan -v, 3,000
-// pages against 50 per second with a 5-s ban, seeds 1–4): 6.0x–6.3x the ideal makespan with
-// 1.7% refusals → 2.9x–3.0x with 1.0%; every sliding and fixed window as before but 100 per
-// 10 s with 1-ms pages, within its seeds' spread (1.08x, 1.10%–1.30% → 1.08x, 1.15%–1.30%).
-// Doubling the bound as soon as it was reached (tried in session 7) cost the 10-s windows
-// refusals: a window's quota outlasts a hold shorter than its period.
+// toward the rate that drew the run. And a run's end returns the rate to no less than Beta ×
+// what the host accepted before the run over at least as long as the run lasted: a window of
+// about that period allows it, and after a second ban the episode's measurement is again
+// mostly ban. Simulated (go test ./aimd -run TestSimBan -v, 3,000 pages against 50 per second
+// with a 5-s ban, seeds 1–4): 6.0x–6.3x the ideal makespan with 1.7% refusals → 2.3x–2.5x
+// with 0.67%–0.97%; the sliding and fixed windows within their seeds' spread of before
+// (TestSimSlidingWindow, TestSimFixedWindow). Doubling the bound as soon as it was reached
+// (tried in session 7) cost the 10-s windows refusals: a window's quota outlasts a hold
+// shorter than its period.
 //
 // A run whose episode holds fewer than three successes measured nothing: the host refused from
 // our first requests on, because a limit shared with someone else (another client, or another

@@ -716,15 +716,17 @@ func TestSimSlidingWindow(t *testing.T) {
 // halvings then leave a gap as long as the ban, and the episode's measurement (the requests
 // accepted over the burst and the ban) puts the rate far under the limit. The search above it
 // is bounded (see unblock); holding just under the bound for longer than the run lasted,
-// unrefused, proves the bound was the backoff's, so it doubles: before, the rate stayed near
-// twice the measurement (~6 req/s against 50) for minutes, 6.0x–6.3x the ideal with 1.7%
-// refusals over seeds 1–4; 2.9x–3.0x with 1.0% now. Bounds are regression guards at today's
-// figures. Ideal = pages at banCount per second.
+// unrefused, proves the bound was the backoff's, so it doubles; and after a later ban the rate
+// returns to what was held before it for as long as the run lasted, not to the episode's
+// measurement. Before both, the rate stayed near twice the first measurement (~6 req/s
+// against 50) for minutes: 6.0x–6.3x the ideal with 1.7% refusals over seeds 1–4; with the
+// doubling 2.9x–3.0x with 1.0%; with both 2.3x–2.5x with 0.67%–0.97%. Bounds are regression
+// guards at today's figures. Ideal = pages at banCount per second.
 func TestSimBan(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
 		sc := simConfig{host: simHost{banCount: 50, banFor: 5, service: 0.001}, pages: 3000,
 			duration: 3000, rtt: 0.001, jitter: 0.0005, seed: seed}
-		r := checkQuotaCrawl(t, sc, float64(sc.pages)/50, 3.2, 0.012)
+		r := checkQuotaCrawl(t, sc, float64(sc.pages)/50, 2.7, 0.011)
 		if testing.Verbose() && seed == 1 {
 			r.logTimeline(t, r.makespan/20)
 		}

@@ -11,14 +11,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -220,8 +223,8 @@ func throughput(w io.Writer, seed int64, pages int, dir string) error {
 	return nil
 }
 
-// flaky crawls hosts that answer a share of page requests 502 at random, whatever the load (a
-// flaky backend, one bad node behind a balancer): slowing down cannot cure those failures, and
+// flaky crawls hosts that answer a share of page requests 502 (or 503) at random, whatever the
+// load (a flaky backend, one bad node behind a balancer): slowing down cannot cure those failures, and
 // retries (which mostly work) should neither throttle the host nor run out of budget.
 func flaky(w io.Writer, seed int64) error {
 	specs := []simweb.HostSpec{
@@ -229,6 +232,8 @@ func flaky(w io.Writer, seed int64) error {
 		{Name: "flaky10", Pages: 600, Flaky: 0.10},
 		{Name: "flaky20", Pages: 600, Flaky: 0.20},
 		{Name: "flaky10-20/s", Pages: 600, Flaky: 0.10, Limit: 20, Burst: 2, Reply: simweb.Reply429Seconds},
+		{Name: "flaky503-5", Pages: 600, Flaky: 0.05, FlakyStatus: http.StatusServiceUnavailable},
+		{Name: "flaky503-10", Pages: 600, Flaky: 0.10, FlakyStatus: http.StatusServiceUnavailable},
 		{Name: "steady", Pages: 600},
 	}
 	web, err := simweb.Start(specs, &simweb.Options{Seed: seed})
@@ -252,7 +257,7 @@ func flaky(w io.Writer, seed int64) error {
 	stats, expected := web.Stats(), web.Expected()
 	fmt.Fprintf(w, "flaky: %d hosts, crawl took %s%s\n\n", len(specs), elapsed.Round(time.Millisecond), stopped)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "host\tfails\tlimit\tpages\tcomplete\trequests\t502s\tover-limit\tmakespan\tideal\t")
+	fmt.Fprintln(tw, "host\tfails\tstatus\tlimit\tpages\tcomplete\trequests\tfailed\tover-limit\tmakespan\tideal\t")
 	for _, sp := range specs {
 		st := stats[sp.Name]
 		got := 0
@@ -266,7 +271,11 @@ func flaky(w io.Writer, seed int64) error {
 			limit = fmt.Sprintf("%g/s", sp.Limit)
 			ideal = simweb.IdealMakespan(sp).Round(10 * time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%.0f%%\t%s\t%d\t%.3f\t%d\t%d\t%d\t%s\t%s\t\n", sp.Name, 100*sp.Flaky, limit, len(expected[sp.Name]),
+		status := "-"
+		if sp.Flaky > 0 {
+			status = strconv.Itoa(cmp.Or(sp.FlakyStatus, http.StatusBadGateway))
+		}
+		fmt.Fprintf(tw, "%s\t%.0f%%\t%s\t%s\t%d\t%.3f\t%d\t%d\t%d\t%s\t%s\t\n", sp.Name, 100*sp.Flaky, status, limit, len(expected[sp.Name]),
 			frac(got, len(expected[sp.Name])), st.Requests, st.Flaky, st.OverLimit,
 			st.LastRequest.Sub(st.FirstRequest).Round(10*time.Millisecond), ideal)
 	}

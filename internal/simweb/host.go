@@ -1,6 +1,7 @@
 package simweb
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -65,7 +66,7 @@ const (
 	overLimit
 	banned
 	robotsDown // an admitted /robots.txt request answered 503 (HostSpec.RobotsFailures)
-	flaked     // an admitted page request answered 502 (HostSpec.Flaky)
+	flaked     // an admitted page request answered HostSpec.FlakyStatus (HostSpec.Flaky)
 )
 
 // admit counts a request arriving at now for path p and decides whether it is served.
@@ -261,7 +262,8 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case flaked:
 		h.done(false, 0, 0, "")
-		http.Error(w, "bad gateway", http.StatusBadGateway)
+		status := cmp.Or(h.spec.FlakyStatus, http.StatusBadGateway)
+		http.Error(w, http.StatusText(status), status)
 		return
 	case overLimit:
 		h.done(false, 0, 0, "")

@@ -76,10 +76,12 @@ type HostSpec struct {
 	EvasiveWindow time.Duration
 	EvasiveBlock  time.Duration
 
-	// Flaky is the share of admitted page requests (not /robots.txt) answered 502 Bad Gateway
-	// at random, whatever the load: a flaky backend, one bad node behind a load balancer. The
-	// draws come from Options.Seed. Counted in HostStats.Flaky.
-	Flaky float64
+	// Flaky is the share of admitted page requests (not /robots.txt) answered FlakyStatus
+	// (default 502 Bad Gateway) at random, whatever the load: a flaky backend, one bad node
+	// behind a load balancer (a proxy with no live upstream answers 503). The draws come from
+	// Options.Seed. Counted in HostStats.Flaky.
+	Flaky       float64
+	FlakyStatus int // a 5xx status; 0 = 502
 
 	// Disallow lists plain path prefixes ("/private/") for "User-agent: *". Pages under each exist
 	// and are linked to. Wildcards ('*', '$') are not supported.
@@ -178,6 +180,8 @@ func (s *HostSpec) validate(names map[string]bool) error {
 		return fmt.Errorf("BanAfter %d < 0", s.BanAfter)
 	case !(s.Flaky >= 0 && s.Flaky < 1):
 		return fmt.Errorf("Flaky %v: want a share in [0, 1)", s.Flaky)
+	case s.FlakyStatus != 0 && (s.FlakyStatus < 500 || s.FlakyStatus > 599):
+		return fmt.Errorf("FlakyStatus %d: want a 5xx status", s.FlakyStatus)
 	}
 	if d := s.LimitDrop; d != nil {
 		if s.Limit == 0 || d.After < 0 || !(d.Factor > 0) || math.IsInf(d.Factor, 0) {

@@ -278,4 +278,23 @@ func TestFlaky(t *testing.T) {
 	if _, err := Start([]HostSpec{{Name: "h", Pages: 1, Flaky: 1}}, nil); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("Flaky 1: %v, want ErrBadSpec", err)
 	}
+	if _, err := Start([]HostSpec{{Name: "h", Pages: 1, Flaky: 0.1, FlakyStatus: 429}}, nil); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("FlakyStatus 429: %v, want ErrBadSpec", err)
+	}
+	w, c = startWeb(t, []HostSpec{{Name: "h", Pages: 2, Flaky: 0.5, FlakyStatus: http.StatusServiceUnavailable}}, &Options{Seed: 7})
+	bad = 0
+	for i := 0; i < 40; i++ {
+		r := get(t, c, w.URL("h")+"p1")
+		if r.status == http.StatusServiceUnavailable {
+			bad++
+			if ra := r.header.Get("Retry-After"); ra != "" {
+				t.Errorf("a flaky 503 carries Retry-After %q", ra)
+			}
+		} else if r.status != http.StatusOK {
+			t.Fatalf("status %d, want 200 or 503", r.status)
+		}
+	}
+	if bad == 0 || bad == 40 {
+		t.Errorf("%d of 40 answered 503 at Flaky 0.5", bad)
+	}
 }

@@ -129,6 +129,9 @@ type Controller struct {
 	fails                                   failureLog  // the recent Failures, and the host's background share of them
 	failCut                                 float64     // the rate the first Failure cluster after slow start was cut at; 0: none
 	undo                                    failureUndo // Failure cuts made before the background share was known
+	overs                                   failureLog  // the recent bare refusals (Overload with no pause), and the host's background share of them
+	overCut                                 float64     // the rate the first bare refusal after slow start was cut at; 0: none
+	overUndo                                failureUndo // bare-refusal cuts made before that share was known
 
 	last    time.Time // latest time seen
 	samples ring[sample]
@@ -218,12 +221,18 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	if sent.IsZero() || sent.After(now) {
 		sent = now.Add(-max(o.Latency, 0))
 	}
-	c.fails.add(o.Signal == Failure, c.failCut > 0 && c.hist.at(toNanos(sent)).rate <= failureBaseUnder*c.failCut)
+	run, at := c.inRun(), c.hist.at(toNanos(sent)).rate
+	bare := o.Signal == Overload && o.Pause <= 0
+	c.fails.add(o.Signal == Failure, c.failCut > 0 && at <= failureBaseUnder*c.failCut)
+	c.overs.add(bare, c.overCut > 0 && !run && at <= failureBaseUnder*c.overCut)
 	if c.undo.rate > 0 && c.fails.known() {
-		c.rejudge()
+		c.rejudge(&c.undo, c.fails.need())
 	}
-	isolated := o.Signal == Failure && !c.fails.signal(c.inRun())
-	s := sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal}
+	if c.overUndo.rate > 0 && c.overloadNeed() > 1 {
+		c.rejudge(&c.overUndo, c.overloadNeed())
+	}
+	isolated := o.Signal == Failure && !c.fails.signal(run) || bare && !c.overs.reaches(run, c.overloadNeed())
+	s := sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
 		s.conc = o.InFlight
@@ -570,6 +579,15 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 		}
 	} else {
 		c.undo = failureUndo{} // an Overload: the rate rests on the host's word now
+	}
+	switch {
+	case s.bare:
+		if !c.slowStart && c.overCut == 0 && !repeat {
+			c.overCut = rs
+		}
+		c.overUndo.note(c, c.overs.count())
+	case s.sig == Overload:
+		c.overUndo = failureUndo{} // a refusal that paused the host: its word, not a background
 	}
 	est, span := c.epochEstimate(s.sent)
 	switch {

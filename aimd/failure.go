@@ -26,6 +26,15 @@ const (
 
 	// failureBaseUnder: see failureLog.
 	failureBaseUnder = 0.6
+
+	// overloadBaseMin, overloadBaseLeast: the background share of bare refusals (see
+	// Controller.overloadNeed) is learned as the Failures' is, from outcomes sent well under the
+	// rate the first bare refusal after slow start was cut at (outside refusal runs, which
+	// refuse whatever is sent), but it is known only after overloadBaseMin of them and used
+	// only from overloadBaseLeast up: one or two refusals while a limit is relearned (after
+	// it fell) must not teach a share that hides the next ones.
+	overloadBaseMin   = 64
+	overloadBaseLeast = 0.05
 )
 
 // failureLog is a host's recent Failures and its background share of them: what tells a
@@ -69,6 +78,13 @@ func (f *failureLog) add(failed, held bool) {
 	}
 }
 
+// restore sets the background share learned in an earlier run (State), if it is valid.
+func (f *failureLog) restore(base float64, older int) {
+	if base >= 0 && base <= 1 && older > 0 {
+		f.base, f.older = base, min(older, failureBaseSpan)
+	}
+}
+
 // known reports whether the background share is known.
 func (f *failureLog) known() bool { return f.older >= failureBaseMin }
 
@@ -89,14 +105,23 @@ func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
 // success since the last decrease) every outcome counts, so a host failing everything backs
 // off at every Failure.
 func (f *failureLog) signal(run bool) bool {
-	recent := f.bits
-	if !run {
-		recent &= uint16(1)<<f.fresh - 1
-	}
-	if bits.OnesCount8(uint8(recent)) < failureCluster {
+	if bits.OnesCount8(uint8(f.recent(run))) < failureCluster {
 		return false
 	}
-	return float64(bits.OnesCount16(recent)) >= f.need()
+	return f.reaches(run, f.need())
+}
+
+// recent is bits, less the outcomes from before the last decrease unless in a refusal run.
+func (f *failureLog) recent(run bool) uint16 {
+	if run {
+		return f.bits
+	}
+	return f.bits & (uint16(1)<<f.fresh - 1)
+}
+
+// reaches reports whether the recent outcomes (see recent) hold at least need failures.
+func (f *failureLog) reaches(run bool, need float64) bool {
+	return float64(bits.OnesCount16(f.recent(run))) >= need
 }
 
 // need is the number of Failures among the last 16 outcomes that the background share does not
@@ -126,18 +151,35 @@ func (u *failureUndo) note(c *Controller, n int) {
 	u.n = max(u.n, n)
 }
 
-// rejudge runs once, when the host's background failure share becomes known, on the Failure
-// cuts made before it was: if that share explains all of them (each was made on fewer Failures
-// among 16 than need now asks), they are undone: the rate and plateau return to what they
-// were before the first, and slow start resumes if that cut ended it. A host that fails a
-// third of its requests at any rate would otherwise keep the cuts its first few dozen answers
-// drew, at a rate too low to learn anything soon. Cuts the share does not explain stand.
-func (c *Controller) rejudge() {
-	if u := c.undo; float64(u.n) < c.fails.need() {
+// rejudge runs once, when a background share becomes known, on the cuts u holds, made before
+// it was: if that share explains all of them (each was made on fewer failures among 16 than
+// need now asks), they are undone: the rate and plateau return to what they were before the
+// first, and slow start resumes if that cut ended it. A host that fails a third of its
+// requests at any rate would otherwise keep the cuts its first few dozen answers drew, at a
+// rate too low to learn anything soon. Cuts the share does not explain stand.
+func (c *Controller) rejudge(u *failureUndo, need float64) {
+	if float64(u.n) < need {
 		c.rate = max(c.rate, c.clampRate(u.rate))
 		c.plateau = max(c.plateau, u.plateau)
 		c.epochRate, c.elapsed, c.sinceStep, c.hi = c.rate, 0, 0, 0
 		c.slowStart = c.slowStart || u.slow
 	}
-	c.undo = failureUndo{}
+	*u = failureUndo{}
+}
+
+// overloadNeed is the number of bare refusals among the recent outcomes (failureLog.recent)
+// that makes one a congestion signal: 1, every one, unless the host's background share of
+// them is known (overloadBaseMin held outcomes) and at least overloadBaseLeast; then what that
+// share does not explain (failureLog.need).
+//
+// A refusal is the host's word, and a limiter's stop well under the rate it first refused at
+// (its 503s or 429s are the excess over its limit), so they teach no share and every one
+// counts, as before the share existed. A host that answers a share of its requests 503 at
+// random (a proxy with no live upstream now and then) keeps doing so at any rate: taken at
+// its word, 5% of random 503s held an unlimited host under 1 req/s.
+func (c *Controller) overloadNeed() float64 {
+	if f := &c.overs; f.older >= overloadBaseMin && f.base >= overloadBaseLeast {
+		return f.need()
+	}
+	return 1
 }

@@ -70,6 +70,11 @@ type State struct {
 	FailureShare   float64 `json:"failure_share,omitempty"`
 	FailureSamples int     `json:"failure_samples,omitempty"`
 	FailCut        float64 `json:"fail_cut,omitempty"` // req/s; 0 = no Failure cluster cut yet
+	// RefusalShare, RefusalSamples and RefusalCut are the same for bare refusals (503 or 429
+	// without Retry-After; see Controller.overloadNeed).
+	RefusalShare   float64 `json:"refusal_share,omitempty"`
+	RefusalSamples int     `json:"refusal_samples,omitempty"`
+	RefusalCut     float64 `json:"refusal_cut,omitempty"`
 }
 
 // State returns the learned state.
@@ -89,6 +94,9 @@ func (c *Controller) State() State {
 		FailureShare:   c.fails.base,
 		FailureSamples: c.fails.older,
 		FailCut:        c.failCut,
+		RefusalShare:   c.overs.base,
+		RefusalSamples: c.overs.older,
+		RefusalCut:     c.overCut,
 	}
 }
 
@@ -109,12 +117,9 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	}
 	c.decreases, c.overLimit, c.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
 	c.quick = s.QuickRefusals
-	if s.FailureShare >= 0 && s.FailureShare <= 1 && s.FailureSamples > 0 {
-		c.fails.base, c.fails.older = s.FailureShare, min(s.FailureSamples, failureBaseSpan)
-	}
-	if s.FailCut > 0 && !math.IsInf(s.FailCut, 0) {
-		c.failCut = s.FailCut
-	}
+	c.fails.restore(s.FailureShare, s.FailureSamples)
+	c.overs.restore(s.RefusalShare, s.RefusalSamples)
+	c.failCut, c.overCut = validRate(s.FailCut), validRate(s.RefusalCut)
 	if s.Rate > 0 && !s.SlowStart {
 		c.slowStart = false
 		c.plateau, c.epochRate = c.rate, c.rate
@@ -130,4 +135,12 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	c.hist = newHistory(historySize)
 	c.record(now, true)
 	return c
+}
+
+// validRate is r if it is a positive finite rate, else 0.
+func validRate(r float64) float64 {
+	if r > 0 && !math.IsInf(r, 0) {
+		return r
+	}
+	return 0
 }

@@ -125,13 +125,9 @@ type Controller struct {
 	baselineTick        int
 
 	decreases, overLimit, failures, neutral int
-	lastOK                                  nanos       // when the latest Success was sent
-	fails                                   failureLog  // the recent Failures, and the host's background share of them
-	failCut                                 float64     // the rate the first Failure cluster after slow start was cut at; 0: none
-	undo                                    failureUndo // Failure cuts made before the background share was known
-	overs                                   failureLog  // the recent bare refusals (Overload with no pause), and the host's background share of them
-	overCut                                 float64     // the rate the first bare refusal after slow start was cut at; 0: none
-	overUndo                                failureUndo // bare-refusal cuts made before that share was known
+	lastOK                                  nanos      // when the latest Success was sent
+	fails                                   failureLog // the recent Failures, and the host's background share of them
+	overs                                   failureLog // the same for bare refusals (Overload with no pause)
 
 	last    time.Time // latest time seen
 	samples ring[sample]
@@ -223,15 +219,16 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	}
 	run, at := c.inRun(), c.hist.at(toNanos(sent)).rate
 	bare := o.Signal == Overload && o.Pause <= 0
-	c.fails.add(o.Signal == Failure, c.failCut > 0 && at <= failureBaseUnder*c.failCut)
-	c.overs.add(bare, c.overCut > 0 && !run && at <= failureBaseUnder*c.overCut)
-	if c.undo.rate > 0 && c.fails.known() {
-		c.rejudge(&c.undo, c.fails.need())
+	c.fails.add(o.Signal == Failure, c.fails.heldAt(at))
+	c.overs.add(bare, !run && c.overs.heldAt(at))
+	if c.fails.undo.rate > 0 && c.fails.known() {
+		c.rejudge(&c.fails.undo, c.fails.need())
 	}
-	if c.overUndo.rate > 0 && c.overloadNeed() > 1 {
-		c.rejudge(&c.overUndo, c.overloadNeed())
+	overNeed := c.overloadNeed()
+	if c.overs.undo.rate > 0 && overNeed > 1 {
+		c.rejudge(&c.overs.undo, overNeed)
 	}
-	isolated := o.Signal == Failure && !c.fails.signal(run) || bare && !c.overs.reaches(run, c.overloadNeed())
+	isolated := o.Signal == Failure && !c.fails.signal(run) || bare && !c.overs.reaches(run, overNeed)
 	s := sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
@@ -571,23 +568,23 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	endsSlowStart := c.slowStart
 	repeat := c.inRun()
 	if s.sig == Failure {
-		if !c.slowStart && c.failCut == 0 {
-			c.failCut = rs
+		if !c.slowStart && c.fails.cut == 0 {
+			c.fails.cut = rs
 		}
 		if !c.fails.known() {
-			c.undo.note(c, c.fails.count())
+			c.fails.undo.note(c, c.fails.count())
 		}
 	} else {
-		c.undo = failureUndo{} // an Overload: the rate rests on the host's word now
+		c.fails.undo = failureUndo{} // an Overload: the rate rests on the host's word now
 	}
 	switch {
 	case s.bare:
-		if !c.slowStart && c.overCut == 0 && !repeat {
-			c.overCut = rs
+		if !c.slowStart && c.overs.cut == 0 && !repeat {
+			c.overs.cut = rs
 		}
-		c.overUndo.note(c, c.overs.count())
+		c.overs.undo.note(c, c.overs.count())
 	case s.sig == Overload:
-		c.overUndo = failureUndo{} // a refusal that paused the host: its word, not a background
+		c.overs.undo = failureUndo{} // a refusal that paused the host: its word, not a background
 	}
 	est, span := c.epochEstimate(s.sent)
 	switch {
@@ -693,7 +690,7 @@ func (c *Controller) unblock(s *sample) {
 	if r <= c.rate {
 		return
 	}
-	c.unblocked, c.blockLen = s.sent, max(c.blockLen, s.sent-c.runLast)
+	c.unblocked, c.blockLen = s.sent, block
 	c.rate, c.plateau, c.epochRate = r, r, r
 	c.elapsed, c.sinceStep, c.searched = 0, 0, false
 	// The search above r goes toward the rate that drew the run's first refusal, but no

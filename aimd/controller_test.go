@@ -1188,8 +1188,8 @@ func TestRandomRefusalsAreNotCongestion(t *testing.T) {
 			}
 		}
 		t.Logf("seed %2d: %4.1f successes/s in the last 30 s, rate %.2f, share %.3f of %d held outcomes", seed, float64(ok)/30, c.Rate(), c.overs.base, c.overs.older)
-		if r := Restore(Config{MaxRate: 50}, c.State(), d.now); r.overloadNeed() != c.overloadNeed() || r.overCut != c.overCut {
-			t.Errorf("seed %d: restored need %.2f, cut %.2f; saved %.2f, %.2f", seed, r.overloadNeed(), r.overCut, c.overloadNeed(), c.overCut)
+		if r := Restore(Config{MaxRate: 50}, c.State(), d.now); r.overloadNeed() != c.overloadNeed() || r.overs.cut != c.overs.cut {
+			t.Errorf("seed %d: restored need %.2f, cut %.2f; saved %.2f, %.2f", seed, r.overloadNeed(), r.overs.cut, c.overloadNeed(), c.overs.cut)
 		}
 		if float64(ok)/30 >= 0.8*0.95*50 {
 			good++

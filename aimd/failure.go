@@ -41,7 +41,7 @@ const (
 // cluster of Failures that slowing down can relieve from the share a host fails at any rate
 // (a flaky backend, one bad node behind a balancer), which slowing down does not make go away.
 // Only outcomes sent at no more than failureBaseUnder × the rate the first Failure cluster
-// after slow start was cut at (Controller.failCut) teach the share: well under the rate where
+// after slow start was cut at (cut) teach the share: well under the rate where
 // the host first failed in a cluster, a host whose failures are load fails no more (a proxy
 // answering 502 for what its backend cannot take), so they cannot teach it to tolerate them;
 // a host whose failures are its own keeps failing there. Learning from every outcome, or from
@@ -57,6 +57,15 @@ type failureLog struct {
 	fresh int     // how many of them came after the last decrease (up to 16)
 	base  float64 // the Failures' share among held outcomes older than those 16
 	older int     // how many such outcomes base has seen (up to failureBaseSpan)
+
+	cut  float64     // the rate the first cut on these failures after slow start was made at; 0: none
+	undo failureUndo // the cuts on them made before base was known (or, for refusals, usable)
+}
+
+// heldAt reports whether an outcome sent at rate may teach the background share: it was sent
+// at no more than failureBaseUnder × cut.
+func (f *failureLog) heldAt(rate float64) bool {
+	return f.cut > 0 && rate <= failureBaseUnder*f.cut
 }
 
 // add shifts in one Success, Overload or Failure outcome (failed: a Failure; held: it may teach
@@ -78,11 +87,13 @@ func (f *failureLog) add(failed, held bool) {
 	}
 }
 
-// restore sets the background share learned in an earlier run (State), if it is valid.
-func (f *failureLog) restore(base float64, older int) {
+// restore sets the background share and cut rate learned in an earlier run (State), those of
+// them that are valid.
+func (f *failureLog) restore(base float64, older int, cut float64) {
 	if base >= 0 && base <= 1 && older > 0 {
 		f.base, f.older = base, min(older, failureBaseSpan)
 	}
+	f.cut = validRate(cut)
 }
 
 // known reports whether the background share is known.

@@ -93,10 +93,10 @@ func (c *Controller) State() State {
 
 		FailureShare:   c.fails.base,
 		FailureSamples: c.fails.older,
-		FailCut:        c.failCut,
+		FailCut:        c.fails.cut,
 		RefusalShare:   c.overs.base,
 		RefusalSamples: c.overs.older,
-		RefusalCut:     c.overCut,
+		RefusalCut:     c.overs.cut,
 	}
 }
 
@@ -106,8 +106,8 @@ func (c *Controller) State() State {
 // measurement replaces it, since the host may have changed since s was saved.
 func Restore(cfg Config, s State, now time.Time) *Controller {
 	c := New(cfg, now)
-	if s.Rate > 0 && !math.IsInf(s.Rate, 0) {
-		c.rate = c.clampRate(s.Rate)
+	if r := validRate(s.Rate); r > 0 {
+		c.rate = c.clampRate(r)
 	}
 	if s.Window > 0 {
 		c.window = float64(min(max(s.Window, c.cfg.MinWindow), c.cfg.MaxWindow))
@@ -117,14 +117,13 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	}
 	c.decreases, c.overLimit, c.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
 	c.quick = s.QuickRefusals
-	c.fails.restore(s.FailureShare, s.FailureSamples)
-	c.overs.restore(s.RefusalShare, s.RefusalSamples)
-	c.failCut, c.overCut = validRate(s.FailCut), validRate(s.RefusalCut)
+	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
+	c.overs.restore(s.RefusalShare, s.RefusalSamples, s.RefusalCut)
 	if s.Rate > 0 && !s.SlowStart {
 		c.slowStart = false
 		c.plateau, c.epochRate = c.rate, c.rate
-		if s.Plateau > 0 && !math.IsInf(s.Plateau, 0) {
-			c.plateau = s.Plateau
+		if p := validRate(s.Plateau); p > 0 {
+			c.plateau = p
 		}
 		if c.rate > c.plateau {
 			// Resume the probe where it was: the time on the curve that gives the rate.

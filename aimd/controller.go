@@ -524,7 +524,7 @@ func (c *Controller) inRun() bool { return c.runLen > 0 && c.epochOK == 0 }
 // startEpoch marks a decrease at now: outcomes of requests sent before now no longer count.
 func (c *Controller) startEpoch(now time.Time) {
 	c.lastDecrease, c.decreasedAt = toNanos(now), now
-	c.fails.fresh = 0
+	c.fails.fresh, c.overs.fresh = 0, 0
 	c.epochOK = 0
 	c.decreases++
 }

@@ -1102,6 +1102,11 @@ func TestFailureRunFloorWhileServing(t *testing.T) {
 // probability fail(rate) (the controller's rate when it is sent), a Success otherwise. It
 // returns the successes per second over the last third of dur and the decreases in that third.
 func failingHost(c *Controller, d *driver, rnd *rand.Rand, dur time.Duration, fail func(rate float64) float64) (okRate float64, lateDecreases int) {
+	return badHost(c, d, rnd, dur, Failure, fail)
+}
+
+// badHost is failingHost answering sig instead of Failure.
+func badHost(c *Controller, d *driver, rnd *rand.Rand, dur time.Duration, sig Signal, fail func(rate float64) float64) (okRate float64, lateDecreases int) {
 	end := d.now.Add(dur)
 	late := d.now.Add(dur * 2 / 3)
 	ok, before := 0, -1
@@ -1109,13 +1114,13 @@ func failingHost(c *Controller, d *driver, rnd *rand.Rand, dur time.Duration, fa
 		if before < 0 && !d.now.Before(late) {
 			before = c.Stats().Decreases
 		}
-		sig := Success
+		answer := Success
 		if rnd.Float64() < fail(c.Rate()) {
-			sig = Failure
+			answer = sig
 		} else if before >= 0 {
 			ok++
 		}
-		d.send(sig)
+		d.send(answer)
 	}
 	d.drain()
 	return float64(ok) / (dur / 3).Seconds(), c.Stats().Decreases - before
@@ -1174,24 +1179,12 @@ func TestRandomRefusalsAreNotCongestion(t *testing.T) {
 	for seed := int64(1); seed <= 12; seed++ {
 		c := New(Config{MaxRate: 50}, t0)
 		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
-		rnd := rand.New(rand.NewSource(seed))
-		end, late := t0.Add(90*time.Second), t0.Add(60*time.Second)
-		ok := 0
-		for d.now.Before(end) {
-			if rnd.Float64() < 0.05 {
-				d.send(Overload)
-				continue
-			}
-			d.send(Success)
-			if !d.now.Before(late) {
-				ok++
-			}
-		}
-		t.Logf("seed %2d: %4.1f successes/s in the last 30 s, rate %.2f, share %.3f of %d held outcomes", seed, float64(ok)/30, c.Rate(), c.overs.base, c.overs.older)
+		okRate, _ := badHost(c, d, rand.New(rand.NewSource(seed)), 90*time.Second, Overload, func(float64) float64 { return 0.05 })
+		t.Logf("seed %2d: %4.1f successes/s in the last 30 s, rate %.2f, share %.3f of %d held outcomes", seed, okRate, c.Rate(), c.overs.base, c.overs.older)
 		if r := Restore(Config{MaxRate: 50}, c.State(), d.now); r.overloadNeed() != c.overloadNeed() || r.overs.cut != c.overs.cut {
 			t.Errorf("seed %d: restored need %.2f, cut %.2f; saved %.2f, %.2f", seed, r.overloadNeed(), r.overs.cut, c.overloadNeed(), c.overs.cut)
 		}
-		if float64(ok)/30 >= 0.8*0.95*50 {
+		if okRate >= 0.8*0.95*50 {
 			good++
 		}
 	}

@@ -83,20 +83,19 @@ func (b *Budget) Withdraw(now time.Time) bool {
 }
 
 // Deposit records a first-try success at now: it adds SuccessDeposit tokens, up to Capacity.
-func (b *Budget) Deposit(now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.balance = min(b.balance+float64(b.cfg.SuccessDeposit), float64(b.cfg.Capacity))
-}
+func (b *Budget) Deposit(now time.Time) { b.add(b.cfg.SuccessDeposit) }
 
 // Refund records at now that a retry succeeded (got an answer that is not retried): RetryCost
 // tokens go back into the bucket, up to Capacity. The caller need not know whether the retry
 // was paid from the bucket, from the floor allowance or deferred by an empty budget: a retry
 // that works earns its cost either way, and retries that fail earn nothing.
-func (b *Budget) Refund(now time.Time) {
+func (b *Budget) Refund(now time.Time) { b.add(b.cfg.RetryCost) }
+
+// add puts n tokens into the bucket, up to Capacity.
+func (b *Budget) add(n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.balance = min(b.balance+float64(b.cfg.RetryCost), float64(b.cfg.Capacity))
+	b.balance = min(b.balance+float64(n), float64(b.cfg.Capacity))
 }
 
 // Balance returns the tokens in the bucket.

@@ -38,9 +38,9 @@ type Config struct {
 	// it, rate = K·(1 + 0.1·(t/ProbeTime)³), +10% after ProbeTime (default 30s, and at least
 	// ProbeRequests (default 400) requests at the plateau rate, so that slow hosts are probed
 	// no more often per page than fast ones; doubled, up to 4×, each time a refusal recurs at
-	// the same rate). The probe is slow on purpose: every
-	// over-limit reply costs a Retry-After pause, so the controller holds just under a known
-	// limit and looks above it rarely. A plateau well below the last refused rate is raised by
+	// the same rate; and at least 20 × the last refusal's Retry-After pause, up to an hour).
+	// The probe is slow on purpose: every over-limit reply costs a Retry-After pause, so the
+	// controller holds just under a known limit and looks above it rarely. A plateau well below the last refused rate is raised by
 	// binary search, one step per ReturnTime. Reaching RestartFactor × the plateau (default
 	// 1.25) without a signal re-enters slow start: the limit has risen.
 	//

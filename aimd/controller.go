@@ -43,6 +43,11 @@ const (
 	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
 	maxPatience = 4
 
+	// pauseProbeRatio, maxPauseProbe: the probe time is at least pauseProbeRatio × the pause
+	// the last refusal cost, but that stretch no more than maxPauseProbe (see probeSeconds).
+	pauseProbeRatio = 20
+	maxPauseProbe   = time.Hour
+
 	// searchGap: a plateau more than this factor below PlateauFactor × the last refused rate is
 	// raised toward it by binary search, one step per ReturnTime and per searchSends successes
 	// (a step may draw a refusal; at low rates they must stay rare per page).
@@ -99,6 +104,7 @@ type Controller struct {
 	fitMisses    int           // refusals at or below fitHeld (see maxFitMisses)
 	searched     bool          // a search step was taken since the last decrease
 	quick        bool          // the last refusal did not pause the host: QuickReturnTime applies
+	pause        time.Duration // the pause the last refusal cost (its Retry-After); see probeSeconds
 
 	// A refusal run: refusals with no success between them, a host refusing whatever is sent
 	// (a sliding-window quota spent in a burst, an outage). See unblock.
@@ -206,7 +212,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	case Success:
 	case Overload:
 		c.overLimit++
-		c.quick = o.Pause <= 0
+		c.quick, c.pause = o.Pause <= 0, max(o.Pause, 0)
 	case Failure:
 		c.failures++
 	default:
@@ -512,9 +518,15 @@ func (c *Controller) searchSends() int {
 // the bound a plateau cut low by refusals the host no longer gives (another client sharing its
 // limit, a passing outage) would be probed never: 400 requests at the 0.1 req/s floor are 67
 // minutes before +10%.
+//
+// It is also at least pauseProbeRatio × the pause the last refusal cost (up to maxPauseProbe):
+// a probe that finds the limit where it was costs that pause, and a host that answers
+// "Retry-After: 60" would otherwise lose a minute to every probe, one every minute or two
+// (a third of the crawl). With the probe crossing a steady limit a few percent above the
+// plateau at about 2/3 of the probe time, probing costs about 1/13 of the time at most.
 func (c *Controller) probeSeconds() float64 {
 	stretch := min(float64(c.cfg.ProbeRequests)/max(c.plateau, c.cfg.MinRate), maxPatience*c.cfg.ProbeTime.Seconds())
-	return max(c.probeTime.Seconds(), stretch)
+	return max(c.probeTime.Seconds(), stretch, min(pauseProbeRatio*c.pause, maxPauseProbe).Seconds())
 }
 
 // inRun reports whether the host is in a refusal run: refused, with no success since the last

@@ -382,6 +382,10 @@ func TestReturnThenProbe(t *testing.T) {
 		{"ProbeRequests at 9.8 req/s", Config{}, sec(DefaultProbeRequests / 9.8), time.Second, DefaultReturnTime},
 		// A refusal that costs no pause (no Retry-After) may be risked sooner.
 		{"no Retry-After: QuickReturnTime", Config{ProbeRequests: 1}, DefaultProbeTime, 0, DefaultQuickReturnTime},
+		// A probe that finds the limit where it was costs the pause: probe less often where
+		// it is long (pauseProbeRatio × the pause, up to maxPauseProbe).
+		{"Retry-After 60s: 20 min", Config{ProbeRequests: 1}, 20 * time.Minute, time.Minute, DefaultReturnTime},
+		{"Retry-After 10 min: capped", Config{ProbeRequests: 1}, maxPauseProbe, 10 * time.Minute, DefaultReturnTime},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -829,6 +833,11 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 	if !s.QuickRefusals || !r.State().QuickRefusals {
 		t.Errorf("refusal cost not kept: saved %v, restored %v", s.QuickRefusals, r.State().QuickRefusals)
+	}
+	d.pause = time.Minute // and a long Retry-After, which spaces the probe
+	d.refuse(Overload)
+	if s := c.State(); s.RefusalPause != time.Minute || Restore(Config{}, s, t0).State().RefusalPause != time.Minute {
+		t.Errorf("refusal pause not kept: saved %v", s.RefusalPause)
 	}
 
 	tests := []struct {

@@ -68,6 +68,9 @@
 // the limit instead of riding TCP's 75% sawtooth, and probes above it with a slow cubic curve,
 // so it still finds a limit that rises. The probe is slow because every over-limit reply costs
 // a Retry-After pause, and slower still (up to 4×) while refusals keep coming at the same rate.
+// Its time is also at least 20 × the pause the last refusal cost (up to an hour): a host that
+// answers "Retry-After: 60" loses a minute to each probe that finds its limit where it was,
+// and probing it every minute or two cost a third of the crawl.
 // A level that held for a while and is then refused is measured the same way: most often it
 // was a little above L and the bucket's burst hid that, and the long epoch measures L well.
 //

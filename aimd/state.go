@@ -63,6 +63,9 @@ type State struct {
 	Failures  int           `json:"failures,omitempty"`
 	// QuickRefusals: the last refusal did not pause the host (see Config.QuickReturnTime).
 	QuickRefusals bool `json:"quick_refusals,omitempty"`
+	// RefusalPause is the pause the last refusal cost (its Retry-After): the probe above the
+	// plateau is spaced by it, so a host that asks for long pauses is probed rarely.
+	RefusalPause time.Duration `json:"refusal_pause,omitempty"`
 	// FailureShare is the host's background failure share (the Failures it gives whatever the
 	// rate), learned from FailureSamples outcomes; FailCut is the rate its first Failure cluster
 	// was cut at, under which the share is learned. A resumed crawl keeps them, so a host that
@@ -90,6 +93,7 @@ func (c *Controller) State() State {
 		Failures:  c.failures,
 
 		QuickRefusals: c.quick,
+		RefusalPause:  c.pause,
 
 		FailureShare:   c.fails.base,
 		FailureSamples: c.fails.older,
@@ -116,7 +120,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		c.baseline, c.baselineProvisional, c.baselineAt = s.Baseline, true, now
 	}
 	c.decreases, c.overLimit, c.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
-	c.quick = s.QuickRefusals
+	c.quick, c.pause = s.QuickRefusals, max(s.RefusalPause, 0)
 	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
 	c.overs.restore(s.RefusalShare, s.RefusalSamples, s.RefusalCut)
 	if s.Rate > 0 && !s.SlowStart {

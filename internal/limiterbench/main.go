@@ -5,7 +5,8 @@
 // real sites put in front of a crawler, each with its own arithmetic:
 //
 //   - nginx limit_req: a leaky bucket counted in milliseconds, with or without burst, nodelay or
-//     delaying, 503 or 429, never a Retry-After;
+//     delaying, 503 or 429, never a Retry-After of its own (req10-ra10 adds one, 10 s, through
+//     an error_page location, as sites do);
 //   - nginx limit_conn: refuses requests beyond a number in flight at once;
 //   - HAProxy's stick-table rate counter (http_req_rate): a sliding-window count of the client's
 //     requests over a period, refused ones included, so a client that keeps sending while
@@ -61,6 +62,9 @@ type site struct {
 	burst   int  // limit_req burst
 	nodelay bool // limit_req nodelay: the burst passes at once instead of being spaced out
 	status  int  // the refusal's status; 0: the server's default (nginx 503, HAProxy 403)
+	// retryAfter > 0 adds "Retry-After: retryAfter" to limit_req's refusal (nginx sends none
+	// itself; sites add it through an error_page location, as here).
+	retryAfter int
 	// conn is limit_conn per server (0: none): more requests in flight at once are refused.
 	// Static pages leave nginx within a millisecond (the socket buffer takes them whole, even
 	// under limit_rate), so this site checks that concurrency refusals are handled; it has no
@@ -96,6 +100,9 @@ func (s site) style() string {
 			if s.nodelay {
 				p += " nodelay"
 			}
+		}
+		if s.retryAfter > 0 {
+			p += fmt.Sprintf(" Retry-After %d", s.retryAfter)
 		}
 		parts = append(parts, p)
 	}
@@ -153,6 +160,7 @@ func sites(scale int) []site {
 		{name: "req10", pages: 150, rate: 10},
 		{name: "req5-429", pages: 100, rate: 5, status: 429},
 		{name: "req10-b5", pages: 150, rate: 10, burst: 5, nodelay: true, status: 429},
+		{name: "req10-ra10", pages: 150, rate: 10, status: 429, retryAfter: 10},
 		{name: "req20-b10-delay", pages: 300, rate: 20, burst: 10},
 		{name: "req40-b20", pages: 600, rate: 40, burst: 20, nodelay: true},
 		{name: "conn2", pages: 300, conn: 2},
@@ -428,6 +436,9 @@ func nginxConfig(dir string, ss []site) string {
 			if s.status != 0 {
 				p("      limit_req_status %d;", s.status)
 			}
+			if s.retryAfter > 0 {
+				p("      error_page %d @%s_refused;", s.status, s.name)
+			}
 		}
 		if s.conn > 0 {
 			p("      limit_conn %s_conn %d;", s.name, s.conn)
@@ -435,7 +446,14 @@ func nginxConfig(dir string, ss []site) string {
 				p("      limit_conn_status %d;", s.status)
 			}
 		}
-		p("    }\n  }")
+		p("    }")
+		if s.rate > 0 && s.retryAfter > 0 {
+			p("    location @%s_refused {", s.name)
+			p("      add_header Retry-After %d always;", s.retryAfter)
+			p("      return %d;", s.status)
+			p("    }")
+		}
+		p("  }")
 	}
 	p("}")
 	return b.String()

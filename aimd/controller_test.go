@@ -1223,6 +1223,31 @@ func TestLoadFailuresStillCut(t *testing.T) {
 	}
 }
 
+func TestRefusalExcessTeachesNoShare(t *testing.T) {
+	// A share learned under a rate far above the limit: 20 req/s, half of it refused.
+	f := failureLog{cut: 40, base: 0.4, older: overloadBaseMin, undo: failureUndo{rate: 30}}
+	for i := 0; i < 16; i++ {
+		f.add(i%4 == 0, true) // 4 refusals of 16: a share, not an excess
+	}
+	if f.excess(20) || f.cut != 40 || f.older == 0 {
+		t.Fatalf("4 refusals of 16: excess, cut %.1f, older %d; want no excess, cut 40 kept", f.cut, f.older)
+	}
+	for i := 0; i < 16; i++ {
+		f.add(i%2 == 0, true) // 8 of 16: a limiter's excess over its rate
+	}
+	if !f.excess(20) {
+		t.Fatal("8 refusals of 16 at 20 req/s are no excess")
+	}
+	if f.cut != 10 || f.older != 0 || f.base != 0 || f.held != 0 || f.undo.rate != 0 {
+		t.Errorf("after the excess: cut %.1f (want 10: what the host accepted), share %.2f of %d held, held bits %x, undo %.1f; want all forgotten",
+			f.cut, f.base, f.older, f.held, f.undo.rate)
+	}
+	f.excess(30) // 8 of 16 still, at a higher rate: the cut only ever falls
+	if f.cut != 10 {
+		t.Errorf("a later excess at 30 req/s moved the cut to %.1f", f.cut)
+	}
+}
+
 func TestFailureLog(t *testing.T) {
 	var f failureLog
 	for i := 0; i < 16+failureBaseMin-1; i++ {

@@ -27,7 +27,11 @@
 // used only once 64 outcomes put it at 5% or more: until then every refusal is a signal, as a
 // limiter's are (its refusals stop well under the rate it first refused at, so they teach no
 // share). A proxy answering 5% of requests 503 at random held an unlimited host under 1.5
-// req/s; 9 of 12 simulated seeds now ride it at full speed (Controller.overloadNeed). A run
+// req/s; 9 of 12 simulated seeds now ride it at full speed (Controller.overloadNeed). A bucket
+// with a big burst is first refused at several times its limit, so a refusal with 5 or more
+// of the last 16 refused (a limiter's excess, not a share) lowers the rate the share is
+// learned under to what the host accepted (failureLog.excess): without that, a 10 req/s
+// bucket of 20 tokens taught a 14% share at 16–21 req/s and was then sent 29 req/s. A run
 // of Failures from a host that succeeded within the last minute backs off three halvings at most
 // (a crawl's last URLs can all be such pages); after a minute without a success it is an outage
 // and the halvings go on.
@@ -114,7 +118,12 @@
 // accepted since the epoch the run's first refusal ended began, Beta × the largest (successes
 // sent from t0 to that success, less burstAllowance) ÷ the time since t0 (for a sliding
 // window: the quota over the time it took to come back), or the rate the first refusal set if
-// lower, and the gap to the first refused rate is searched as after any cut. Before this rule
+// lower, and the gap to the first refused rate is searched as after any cut. A run that
+// lasted less than 0.8 s (minSpan) is no window's block but a bucket's excess, two requests
+// refused in a row at a rate well above its limit, and keeps its halvings: returning a big
+// bucket's host to what it accepted counted slow start's burst (3x the limit), and the rate
+// then came down 3% per refusal (go test ./aimd -run TestSimBigBurstBare -v: 33–98 refusals
+// in 3,000 pages at bursts of 20–100 tokens, now 12–14). Before this rule
 // a 100-requests-per-10-s sliding window (go test ./aimd -run TestSimSlidingWindow -v) took
 // 29x its ideal makespan: the halvings had left the rate at 0.3/s, and the search climbs only
 // one step per 20 successes.

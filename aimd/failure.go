@@ -35,6 +35,11 @@ const (
 	// it fell) must not teach a share that hides the next ones.
 	overloadBaseMin   = 64
 	overloadBaseLeast = 0.05
+
+	// overloadExcess: a bare refusal after slow start with at least this many bare refusals
+	// among the last 16 outcomes (itself included) is a limiter's excess, not a background
+	// share (see failureLog.excess).
+	overloadExcess = 5
 )
 
 // failureLog is a host's recent Failures and its background share of them: what tells a
@@ -94,6 +99,33 @@ func (f *failureLog) restore(base float64, older int, cut float64) {
 		f.base, f.older = base, min(older, failureBaseSpan)
 	}
 	f.cut = validRate(cut)
+}
+
+// excess reports whether a bare refusal drawn at rate rs (after slow start, outside a refusal
+// run) is the excess a limiter refuses, and if so lowers the rate the share is learned under.
+//
+// The share is learned under failureBaseUnder × the rate the first bare refusal after slow
+// start was cut at, which is safe only if that rate was less than about 1/failureBaseUnder ×
+// the limit. A bucket with a big burst hides its limit from slow start and from the climb
+// after it, so that first cut can come at several times the limit, and the refusals under
+// 0.6 × it were the limiter's own excess: a 10 req/s bucket of 20 tokens taught a share of 14%
+// at 16–21 req/s, which then let the controller send 29 req/s, more than half of it refused.
+// A random share refuses a few of 16 outcomes; a limiter ridden well above its rate refuses
+// (rs − L)/rs of them. So at overloadExcess or more (31%), the host accepted about
+// rs × (the share of the 16 it did not refuse), and the share is learned under that from now
+// on (forgetting what it learned above it), so only rates a limiter would accept teach it.
+// The refusals of the last 16 may include slow start's burst (funded by the bucket's tokens,
+// which inflates the estimate); each later excess refusal can lower it again.
+func (f *failureLog) excess(rs float64) bool {
+	n := f.count()
+	if n < overloadExcess || f.n == 0 {
+		return false
+	}
+	if r := rs * float64(f.n-n) / float64(f.n); r < f.cut {
+		f.cut, f.base, f.older, f.held = r, 0, 0, 0
+	}
+	f.undo = failureUndo{}
+	return true
 }
 
 // known reports whether the background share is known.

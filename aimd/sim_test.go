@@ -776,3 +776,36 @@ func TestSimLongRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestSimBigBurstBare: token buckets with a big burst that refuse with a bare 503 or 429 (nginx
+// "limit_req ... burst=20 nodelay" without Retry-After, a common setup). The burst hides the
+// limit: slow start is refused at several times it, and with no pause the bucket stays empty
+// afterwards. Two rules used to misread the refusals that follow. The rule that ends a refusal
+// run (made for sliding windows) took two quick refusals for a window's block and returned the
+// rate to what the host accepted, burst included (3x the limit); the rate then fell 3% per
+// refusal (33–98 refusals in the first seconds). And the refusals above the limit taught a
+// background share (learned under 0.6 × the first bare cut, itself 3.5x the limit), under
+// which the controller sent 29 req/s to a 10 req/s host (4,044 refusals in 3,000 pages). A run
+// shorter than minSpan is now no window's block (unblock), and a refusal with 5 or more of 16
+// refused lowers the rate the share is learned under (failureLog.excess).
+func TestSimBigBurstBare(t *testing.T) {
+	for _, h := range []simHost{{limit: 10, burst: 20}, {limit: 10, burst: 50}, {limit: 10, burst: 100},
+		{limit: 5, burst: 30}, {limit: 50, burst: 100}} {
+		t.Run(fmt.Sprintf("L=%g burst %g", h.limit, h.burst), func(t *testing.T) {
+			h.service = 0.02
+			sc := simConfig{host: h, pages: 3000, duration: 5000, rtt: 0.01, jitter: 0.001, noPause: true, seed: 1}
+			r := runSim(sc)
+			ideal := (float64(sc.pages) - h.burst) / h.limit
+			over := float64(r.over) / float64(r.ok)
+			t.Logf("over-limit %d (%.2f%%), makespan %.1fs = %.3f × ideal, final rate %.2f",
+				r.over, 100*over, r.makespan, r.makespan/ideal, r.finalStats.Rate)
+			if r.ok != sc.pages {
+				t.Fatalf("crawl did not finish: %d of %d pages", r.ok, sc.pages)
+			}
+			if over > 0.01 || r.finalStats.Rate > 1.05*h.limit || r.makespan > 1.03*ideal {
+				t.Errorf("over-limit %.2f%%, final rate %.2f, makespan %.3f × ideal; want ≤ 1%%, ≤ %.2f, ≤ 1.03",
+					100*over, r.finalStats.Rate, r.makespan/ideal, 1.05*h.limit)
+			}
+		})
+	}
+}

@@ -118,6 +118,7 @@ type Controller struct {
 	resumed    bool    // the current run resumed an episode (ends at its first success even if it is one refusal long)
 	resumedAt  float64 // the least rate a resumed run of the episode was refused at; +Inf: none
 	unblocked  nanos   // when the last run ended (its first success was sent); 0: none
+	reopened   nanos   // when the episode's first run ended (see unblock); 0: not yet
 	blockLen   nanos   // the longest run seen (its first refusal to its first success): about a window's period
 
 	windowPatience int // multiplies WindowProbe, doubled while latency signals recur at one window
@@ -667,7 +668,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	default:
 		c.runLen, c.runFrom, c.runRate, c.runRefused = 1, c.lastDecrease, newRate, rs
 		c.runStart, c.runLast, c.runDone, c.resumed = s.sent, s.sent, c.hi == 0, false
-		c.resumedAt = math.Inf(1)
+		c.resumedAt, c.reopened = math.Inf(1), 0
 	}
 	c.startEpoch(now)
 	c.queueFit(now, s.sent, !endsSlowStart && !repeat)
@@ -687,10 +688,15 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // the gap to the first refused rate is then searched as after any cut (within the bounds
 // below). A run that resumed an episode (see decreaseRate) ends here too, even after a single
 // refusal, and also at least Beta under the least rate a resumed run of the episode was
-// refused at. A run that lasted less than minSpan, with no longer run before it in the
-// episode, is left as it is: no window blocks for so short a time, but a token bucket sent
-// several times its rate refuses two requests in a row, and what it accepted before then
-// counts its burst (a bucket of 20 tokens at 10 req/s measured 33 req/s).
+// refused at, and no higher than Beta × what the host accepted since the episode's first run
+// ended, over at least as long as its longest run (a window's quota per period; a token
+// bucket's refill, where the measurements above count the burst it let slow start spend: a
+// bucket of 40 tokens at 1 req/s, whose runs outlast minSpan, came back to 19 req/s and then
+// 3% lower after each resumed run: 196 refusals in 300 pages). A run that lasted less than
+// minSpan, with no longer run before it in the episode, is left as it is: no window blocks
+// for so short a time, but a token bucket sent several times its rate refuses two requests in
+// a row, and what it accepted before then counts its burst (a bucket of 20 tokens at 10 req/s
+// measured 33 req/s).
 func (c *Controller) unblock(s *sample) {
 	sends := c.successSends(c.runFrom, s.sent+1)
 	if len(sends) < minMeasured {
@@ -710,11 +716,19 @@ func (c *Controller) unblock(s *sample) {
 	if full, _ := bestAccepted(sends[:before], c.runStart, time.Duration(block)); full > est {
 		est = full
 	}
+	if c.resumed && c.reopened != 0 {
+		if since, span := bestAccepted(c.successSends(c.reopened, s.sent+1), s.sent+1, time.Duration(block)); span > 0 {
+			est = min(est, since)
+		}
+	}
 	r := c.clampRate(min(c.cfg.Beta*est, c.runRate, c.cfg.Beta*c.resumedAt))
 	if r <= c.rate {
 		return
 	}
 	c.unblocked, c.blockLen = s.sent, block
+	if c.reopened == 0 {
+		c.reopened = s.sent
+	}
 	c.rate, c.plateau, c.epochRate = r, r, r
 	c.elapsed, c.sinceStep, c.searched = 0, 0, false
 	// The search above r goes toward the rate that drew the run's first refusal, but no

@@ -164,6 +164,7 @@ func sites(scale int) []site {
 		{name: "req20-b10-delay", pages: 300, rate: 20, burst: 10},
 		{name: "req40-b20", pages: 600, rate: 40, burst: 20, nodelay: true},
 		{name: "req10-b20", pages: 300, rate: 10, burst: 20, nodelay: true},
+		{name: "req2-b40", pages: 120, rate: 2, burst: 40, nodelay: true},
 		{name: "conn2", pages: 300, conn: 2},
 		{name: "hap10", pages: 150, hapN: 10, hapPeriod: 1, status: 429},
 		{name: "hap20-ra1", pages: 300, hapN: 20, hapPeriod: 1, hapRetryAfter: 1, status: 429},

@@ -32,6 +32,14 @@
 // (TokensAt) and the current rate. Nothing is promised ahead of time, so a rate change or a pause
 // takes effect for the very next request.
 //
+// A burst-1 bucket loses whatever lateness the caller adds: asked at readyAt + δ, it is empty
+// at that moment, and the next token comes 1/rate later. Go's timers wake up to a millisecond
+// late on Linux, and a host allowed 49.4 req/s was sent 47.6. So a request admitted late takes
+// its token as of when it could first have been admitted (token whole, pause over, the last
+// Done), by up to 1 ms or 2.5% of the sending interval, whichever is less: the gaps then
+// average 1/rate, and none is shorter than 1/rate by more than that credit, which is within
+// the margin aimd keeps under a one-token server's limit (host.go, maxLateCredit).
+//
 // # Window: a counter, not a semaphore
 //
 // The window (requests in flight) is a plain counter compared against the controller's Window(),

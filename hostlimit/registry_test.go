@@ -54,6 +54,87 @@ func TestTryAdmitReadyAtIsExact(t *testing.T) {
 	}
 }
 
+// TestLateAdmissionCredit: a dispatcher whose timer wakes δ after readyAt (Go's timers on Linux
+// fire up to 1 ms late) still sends at the rate on average when δ is within the credit, and no
+// gap is ever shorter than the interval less the credit (min(1 ms, 2.5% of it)).
+func TestLateAdmissionCredit(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	tests := []struct {
+		name     string
+		rate     float64
+		late     []time.Duration // lateness of successive admissions, cycled
+		wantMean time.Duration   // mean gap over the run
+	}{
+		{"50/s, 0.4 ms late", 50, []time.Duration{ms(0.4)}, ms(20)},
+		{"50/s, 0.5 ms then on time", 50, []time.Duration{ms(0.5), 0}, ms(20)},
+		{"50/s, 2 ms late: 0.5 ms credited", 50, []time.Duration{ms(2)}, ms(21.5)},
+		{"10/s, 0.9 ms late", 10, []time.Duration{ms(0.9)}, ms(100)},
+		{"10/s, 3 ms late: 1 ms credited", 10, []time.Duration{ms(3)}, ms(102)},
+		{"1000/s, 0.01 ms late", 1000, []time.Duration{ms(0.01)}, ms(1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := newTestRegistry(t, Config{AIMD: testAIMD(tc.rate, 4)}, nil)
+			interval := time.Duration(float64(time.Second) / tc.rate)
+			credit := min(time.Millisecond, time.Duration(0.025*float64(interval)))
+			now := t0
+			var got []time.Time
+			for len(got) < 401 {
+				tk, ready := r.TryAdmit(now, "a.test")
+				if tk == nil {
+					now = ready.Add(tc.late[len(got)%len(tc.late)])
+					continue
+				}
+				got = append(got, now)
+				tk.Done(now, neutral)
+			}
+			for i := 1; i < len(got); i++ {
+				if gap := got[i].Sub(got[i-1]); gap < interval-credit-time.Nanosecond {
+					t.Fatalf("gap %d is %v, want at least %v − %v", i, gap, interval, credit)
+				}
+			}
+			const gaps = 396 // whole cycles of lateness, from the first late admission
+			mean := got[1+gaps].Sub(got[1]) / gaps
+			if d := mean - tc.wantMean; d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("mean gap %v, want %v", mean, tc.wantMean)
+			}
+		})
+	}
+}
+
+// TestLateCreditNotBeforeItCouldSend: the credit never reaches back to before the request
+// could have been admitted: before a pause ended, or before a Done freed a window slot.
+func TestLateCreditNotBeforeItCouldSend(t *testing.T) {
+	late := 300 * time.Microsecond
+	t.Run("pause", func(t *testing.T) {
+		r, _ := newTestRegistry(t, Config{AIMD: testAIMD(50, 4)}, nil)
+		tk, _ := r.TryAdmit(t0, "a.test")
+		tk.Done(t0, neutral)
+		end := t0.Add(time.Second)
+		r.PauseUntil("a.test", end)
+		if tk, _ = r.TryAdmit(end.Add(late), "a.test"); tk == nil {
+			t.Fatal("refused after the pause")
+		}
+		tk.Done(end.Add(late), neutral)
+		if _, ready := r.TryAdmit(end.Add(late), "a.test"); !ready.Equal(end.Add(20 * time.Millisecond)) {
+			t.Fatalf("next readyAt %v after the pause's end, want 20ms", ready.Sub(end))
+		}
+	})
+	t.Run("window", func(t *testing.T) {
+		r, _ := newTestRegistry(t, Config{AIMD: testAIMD(50, 1)}, nil)
+		tk, _ := r.TryAdmit(t0, "a.test")
+		done := t0.Add(100 * time.Millisecond) // the token was whole at +20ms; the slot at +100ms
+		tk.Done(done, neutral)
+		if tk, _ = r.TryAdmit(done.Add(late), "a.test"); tk == nil {
+			t.Fatal("refused after the slot was freed")
+		}
+		tk.Done(done.Add(late), neutral)
+		if _, ready := r.TryAdmit(done.Add(late), "a.test"); !ready.Equal(done.Add(20 * time.Millisecond)) {
+			t.Fatalf("next readyAt %v after the Done, want 20ms", ready.Sub(done))
+		}
+	})
+}
+
 func TestWindow(t *testing.T) {
 	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(1000, 3)}, nil)
 	now := t0

@@ -13,14 +13,19 @@
 //     refused stays refused; with and without a Retry-After on the refusal;
 //   - Apache's mod_evasive (served by Apache itself): more than DOSSiteCount requests within
 //     DOSSiteInterval bans the client, 403 to everything and no Retry-After, until
-//     DOSBlockingPeriod passes without a request from it.
+//     DOSBlockingPeriod passes without a request from it;
+//   - express-rate-limit (npm, served by Node's express): a fixed window per client that
+//     starts at its first request, refused 429 with Retry-After and the rate-limit headers of
+//     draft 8 (RateLimit, RateLimit-Policy), of draft 6 (RateLimit-Limit/-Remaining/-Reset) or
+//     the legacy X-RateLimit-* (a Unix-time reset), or a bare 429 (express.go).
 //
 // None of the servers is a dependency of the project: the command looks for them on PATH (or
 // -nginx, -haproxy, -apache) and says how to install them if they are missing (Debian: apt-get
-// install nginx-light haproxy apache2 libapache2-mod-evasive); without HAProxy or Apache their
-// sites are skipped. Every server listens on 127.0.0.1 only. vhost10 is one nginx server seeded
-// under two names (127.0.0.1 and localhost) whose limit applies to both together; compare a run
-// with -key-by-ip.
+// install nginx-light haproxy apache2 libapache2-mod-evasive nodejs npm); without HAProxy,
+// Apache or Node their sites are skipped (each run installs the express-rate-limit sites' npm
+// packages). Every server listens on 127.0.0.1 only. vhost10 is one nginx server seeded under
+// two names (127.0.0.1 and localhost) whose limit applies to both together; compare a run with
+// -key-by-ip.
 //
 //	go run ./internal/limiterbench
 //	go run ./internal/limiterbench -only req10,hap10 -scale 2
@@ -78,6 +83,13 @@ type site struct {
 	// within evasivePeriod seconds ban the client for evasiveBlock seconds (restarted by every
 	// request during the ban), every request answered 403.
 	evasiveN, evasivePeriod, evasiveBlock int
+	// erlN > 0 serves the site from Node's express behind express-rate-limit (express.go):
+	// erlN requests per erlWindow seconds in a fixed window, robots.txt included, refused 429,
+	// with the rate-limit headers of erlHeaders: "draft-8" (RateLimit and RateLimit-Policy
+	// structured fields), "draft-6" (RateLimit-Limit, -Remaining, -Reset in seconds), "legacy"
+	// (X-RateLimit-Limit, -Remaining, -Reset as a Unix time) or "none" (a bare 429).
+	erlN, erlWindow int
+	erlHeaders      string
 	// twoNames seeds the site under two names of the one server, 127.0.0.1 and localhost (its
 	// limit then applies to both together, as a limit keyed by client address across virtual
 	// hosts does): each name's crawl fetches every page, so 2 × pages requests are needed.
@@ -90,6 +102,7 @@ type site struct {
 
 func (s site) haproxy() bool { return s.hapN > 0 }
 func (s site) apache() bool  { return s.evasiveN > 0 }
+func (s site) express() bool { return s.erlN > 0 }
 
 func (s site) style() string {
 	var parts []string
@@ -119,6 +132,9 @@ func (s site) style() string {
 	if s.apache() {
 		parts = append(parts, fmt.Sprintf("mod_evasive > %d/%ds, ban %ds", s.evasiveN, s.evasivePeriod, s.evasiveBlock))
 	}
+	if s.express() {
+		parts = append(parts, fmt.Sprintf("express-rate-limit %d/%ds %s", s.erlN, s.erlWindow, s.erlHeaders))
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -130,6 +146,9 @@ func (s site) style() string {
 		st = 503
 		if s.haproxy() || s.apache() {
 			st = 403
+		}
+		if s.express() {
+			st = 429
 		}
 	}
 	return strings.Join(parts, ", ") + fmt.Sprintf(" (%d)", st)
@@ -144,6 +163,9 @@ func (s site) ideal() time.Duration {
 	}
 	if s.apache() {
 		rate, burst = float64(s.evasiveN)/float64(s.evasivePeriod), s.evasiveN
+	}
+	if s.express() {
+		rate, burst = float64(s.erlN)/float64(s.erlWindow), s.erlN
 	}
 	pages := s.pages
 	if s.twoNames {
@@ -171,6 +193,10 @@ func sites(scale int) []site {
 		{name: "hap100-10s", pages: 300, hapN: 100, hapPeriod: 10, status: 429},
 		{name: "evasive50", pages: 300, evasiveN: 50, evasivePeriod: 1, evasiveBlock: 5},
 		{name: "vhost10", pages: 150, rate: 10, twoNames: true},
+		{name: "erl-d8", pages: 200, erlN: 20, erlWindow: 2, erlHeaders: "draft-8"},
+		{name: "erl-d6", pages: 200, erlN: 20, erlWindow: 2, erlHeaders: "draft-6"},
+		{name: "erl-x", pages: 200, erlN: 20, erlWindow: 2, erlHeaders: "legacy"},
+		{name: "erl-bare", pages: 200, erlN: 20, erlWindow: 2, erlHeaders: "none"},
 		{name: "free", pages: 300},
 	}
 	for i := range all {
@@ -210,6 +236,12 @@ func main() {
 			ss, err = slices.DeleteFunc(ss, site.apache), nil
 		}
 	}
+	if err == nil && slices.ContainsFunc(ss, site.express) {
+		if bins.node, err = findNode(); err != nil {
+			fmt.Fprintf(os.Stderr, "limiterbench: %v: skipping the express-rate-limit sites\n", err)
+			ss, err = slices.DeleteFunc(ss, site.express), nil
+		}
+	}
 	if err == nil {
 		err = run(os.Stdout, bins, ss, *keep)
 	}
@@ -219,9 +251,12 @@ func main() {
 	}
 }
 
-// servers holds the paths of the server binaries; haproxy and apache are empty when no site
-// needs them.
-type servers struct{ nginx, haproxy, apache string }
+// servers holds the paths of the server binaries; haproxy, apache and node are empty when no
+// site needs them.
+type servers struct {
+	nginx, haproxy, apache string
+	node                   node
+}
 
 // apacheModules is where Debian's apache2 keeps its modules; evasiveModule is mod_evasive's.
 const (
@@ -264,7 +299,7 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	var nginxPorts, hapPorts, apachePorts []int
+	var nginxPorts, hapPorts, apachePorts, expressPorts []int
 	for i := range ss {
 		if ss[i].port, err = freePort(); err != nil {
 			return err
@@ -279,6 +314,8 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 			nginxPorts = append(nginxPorts, ss[i].backend)
 		case ss[i].apache():
 			apachePorts = append(apachePorts, ss[i].port)
+		case ss[i].express():
+			expressPorts = append(expressPorts, ss[i].port)
 		default:
 			nginxPorts = append(nginxPorts, ss[i].backend)
 		}
@@ -325,6 +362,13 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 			return err
 		}
 	}
+	stopExpress := func() error { return nil }
+	if len(expressPorts) > 0 {
+		if stopExpress, err = startExpress(bins.node, dir, ss, expressPorts); err != nil {
+			_ = errors.Join(stopApache(), stopHAProxy(), stopNginx())
+			return err
+		}
+	}
 	var stopLinks []func()
 	for i := range ss {
 		ss[i].dial = ss[i].port
@@ -342,14 +386,14 @@ func run(w io.Writer, bins servers, ss []site, keep bool) error {
 	for _, stop := range stopLinks {
 		stop()
 	}
-	if serr := errors.Join(stopApache(), stopHAProxy(), stopNginx()); err == nil {
+	if serr := errors.Join(stopExpress(), stopApache(), stopHAProxy(), stopNginx()); err == nil {
 		err = serr
 	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "limiterbench: %d sites behind %s, crawl took %s, stop reason %s\n\n",
-		len(ss), strings.Join(slices.DeleteFunc([]string{bins.nginx, bins.haproxy, bins.apache}, func(s string) bool { return s == "" }), " and "),
+		len(ss), strings.Join(slices.DeleteFunc([]string{bins.nginx, bins.haproxy, bins.apache, bins.node.node}, func(s string) bool { return s == "" }), " and "),
 		sum.Elapsed.Round(time.Millisecond), sum.StopReason)
 	if network.on() {
 		fmt.Fprintf(w, "every connection carried over a link: %s\n\n", network)
@@ -408,7 +452,7 @@ func nginxConfig(dir string, ss []site) string {
 	}
 	p("  log_format bench '$msec $status $request_time $host$request_uri';") // a site may have two names
 	for _, s := range ss {
-		if s.apache() {
+		if s.apache() || s.express() {
 			continue
 		}
 		if s.rate > 0 {

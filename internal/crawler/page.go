@@ -191,14 +191,24 @@ func classifyErr(err error) retry.Class {
 // callers read that as the host's explicit "slow down" and as a retry's floor, which a spent
 // quota on a success is not; the pause keeps the host quiet either way. It also returns the
 // pause, which the host's controller learns as the cost of a refusal.
+//
+// A time the response names on the host's clock (an HTTP-date, a Unix-time reset) is measured
+// against the host's clock as its Date headers bound it (retry.ServerClock): one Date is
+// truncated to the second, and waiting out its fraction cost half a second per pause (express-
+// rate-limit's X-RateLimit-Reset: 3 s for each 2-s window).
 func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) (wait, pause time.Duration) {
+	received := now // when the headers (and so Date) came: the body may have taken longer
+	if h := resp.Started.Add(resp.HeaderLatency); !resp.Started.IsZero() && h.Before(now) {
+		received = h
+	}
+	ref := c.serverNow(host, resp.Header.Get("Date"), received, now)
 	if retry.ClassifyStatus(resp.Status).Signal == aimd.Overload { // 429, 503 and their kin
-		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), resp.Header.Get("Date"), now); ok {
+		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), ref); ok {
 			wait = w
 		}
 	}
 	pause = wait
-	if q, ok := retry.ParseRateLimit(resp.Header, now); ok && q.Remaining <= 0 {
+	if q, ok := retry.ParseRateLimit(resp.Header, ref); ok && q.Remaining <= 0 {
 		pause = max(pause, q.Reset)
 	}
 	c.pauseHost(host, pause, now)

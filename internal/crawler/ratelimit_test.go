@@ -64,6 +64,45 @@ func TestHonourRetryAfterQuota(t *testing.T) {
 	}
 }
 
+// TestQuotaResetOnTheHostsClock: a host names its quota's reset as a Unix time
+// (X-RateLimit-Reset) and dates its responses to the second, as express-rate-limit's legacy
+// headers do. Measured against one response's Date, the pause also waited out that Date's
+// fraction of a second; measured against the host's clock as its Date headers bound it, it
+// ends within a few ms of the reset it names, and never before.
+func TestQuotaResetOnTheHostsClock(t *testing.T) {
+	const skew = 7*time.Second + 300*time.Millisecond // the host's clock is ahead of ours
+	start := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
+	c := &Crawler{
+		reg: hostlimit.New(hostlimit.Config{Now: func() time.Time { return start }}, nil),
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	// A response received at local (our clock) left the host 1 ms before, Date truncated.
+	resp := func(local time.Time, remaining int, reset time.Time) *fetch.Response {
+		h := http.Header{}
+		h.Set("Date", local.Add(skew-time.Millisecond).UTC().Format(http.TimeFormat))
+		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+		return &fetch.Response{Status: 200, Header: h, Started: local.Add(-3 * time.Millisecond), HeaderLatency: 3 * time.Millisecond}
+	}
+	// 40 responses at 93-ms spacing naming a reset at a whole second on the host's clock, the
+	// last at 0.9 s past a whole second there (its Date is 0.9 s behind).
+	last := start.Add(skew).Add(5 * time.Second).Truncate(time.Second).Add(900 * time.Millisecond).Add(-skew)
+	reset := last.Add(skew).Truncate(time.Second).Add(2 * time.Second)
+	for i := range 40 {
+		now := last.Add(time.Duration(i-40) * 93 * time.Millisecond)
+		if _, pause := c.honourRetryAfter("a.test", resp(now, 40-i, reset), now); pause != 0 {
+			t.Fatalf("response %d paused the host with quota left", i)
+		}
+	}
+	_, pause := c.honourRetryAfter("a.test", resp(last, 0, reset), last)
+	want := reset.Sub(last.Add(skew)) // the reset, on our clock, from now: 1.1 s
+	oneDate := reset.Sub(last.Add(skew).Truncate(time.Second))
+	t.Logf("pause %v; the reset is %v away; one Date's measure: %v", pause, want, oneDate)
+	if pause < want || pause > want+50*time.Millisecond {
+		t.Errorf("paused %v, want the %v to the reset (+50ms at most; one Date gives %v)", pause, want, oneDate)
+	}
+}
+
 // fixedWindow is a server-side limiter: at most limit requests per Unix second; the next one in
 // the same second is refused with 429 and Retry-After. Every response, refusals and robots.txt
 // included, advertises the quota left in one header style.

@@ -4,8 +4,9 @@
 //   - Policy: capped exponential backoff with full jitter (a uniformly random wait in
 //     [0, min(Cap, Base·2^attempt))), never less than the host's own Retry-After.
 //   - ParseRetryAfter: the Retry-After header (delta-seconds or any HTTP-date form
-//     net/http accepts), measured against the response's Date header when there is one so that
-//     the server's clock skew cancels out.
+//     net/http accepts), a date measured against the server's own clock so that its skew
+//     cancels out: the response's Date header (ServerNow), or the tighter bound a ServerClock
+//     learns from the Date headers of many responses (a Date is truncated to the second).
 //   - ParseRateLimit: the quota a server advertises before it refuses anything (RateLimit and
 //     RateLimit-Policy of draft-ietf-httpapi-ratelimit-headers, the earlier drafts'
 //     RateLimit-Limit/-Remaining/-Reset, the de-facto X-RateLimit-*), so that the crawl can

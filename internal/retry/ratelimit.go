@@ -47,18 +47,13 @@ const epochThreshold = 1e9
 //   - The de-facto X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset.
 //
 // A reset above 1e9 seconds is a Unix time (X-RateLimit-Reset on GitHub; a delay of 31 years
-// means the same mistake in any of the fields). It is measured against the response's Date
-// header when that is present and valid, so that the server's clock skew cancels out, else
-// against now. A reset in the past is 0.
+// means the same mistake in any of the fields), a time on the server's clock, and is measured
+// against ref, the server's clock now (see ParseRetryAfter). A reset in the past is 0.
 //
 // Malformed Structured Fields are ignored whole, as RFC 8941 says; a garbage, negative or
 // overflowing plain value ignores that one header. ok is false when no usable remaining count
 // is found, and q is then the zero Quota.
-func ParseRateLimit(h http.Header, now time.Time) (q Quota, ok bool) {
-	ref := now
-	if d, err := http.ParseTime(strings.TrimSpace(h.Get("Date"))); err == nil {
-		ref = d
-	}
+func ParseRateLimit(h http.Header, ref time.Time) (q Quota, ok bool) {
 	if q, ok := parseRateLimitField(h, ref); ok {
 		return q, true
 	}

@@ -11,14 +11,14 @@ import (
 // ParseRetryAfter parses a Retry-After header value (RFC 9110 §10.2.3): delta-seconds, or an
 // HTTP-date in any of the three forms http.ParseTime accepts (IMF-fixdate, RFC 850, asctime).
 //
-// An HTTP-date is measured against date, the response's Date header, when that is present and
-// valid: both come from the server's clock, so its skew against ours cancels out. Otherwise it
-// is measured against now.
+// An HTTP-date is a time on the server's clock, and is measured against ref, the server's
+// clock now: ServerNow (the response's Date header, so that the server's skew against ours
+// cancels out) or, tighter, a ServerClock's Now.
 //
 // It returns ok = false for an empty, malformed or negative value. A date in the past gives
 // (0, true). Huge values are kept (saturating at the largest time.Duration); capping them is
 // the caller's call.
-func ParseRetryAfter(value string, date string, now time.Time) (wait time.Duration, ok bool) {
+func ParseRetryAfter(value string, ref time.Time) (wait time.Duration, ok bool) {
 	value = strings.TrimSpace(value)
 	if value == "" {
 		return 0, false
@@ -33,10 +33,6 @@ func ParseRetryAfter(value string, date string, now time.Time) (wait time.Durati
 	at, err := http.ParseTime(value)
 	if err != nil {
 		return 0, false
-	}
-	ref := now
-	if d, err := http.ParseTime(strings.TrimSpace(date)); err == nil {
-		ref = d
 	}
 	return max(at.Sub(ref), 0), true
 }

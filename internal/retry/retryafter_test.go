@@ -43,7 +43,7 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			wait, ok := ParseRetryAfter(tc.value, tc.date, now)
+			wait, ok := ParseRetryAfter(tc.value, ServerNow(tc.date, now))
 			if wait != tc.wait || ok != tc.wantOK {
 				t.Errorf("ParseRetryAfter(%q, %q) = %v, %v; want %v, %v", tc.value, tc.date, wait, ok, tc.wait, tc.wantOK)
 			}
@@ -59,7 +59,7 @@ func FuzzParseRetryAfter(f *testing.F) {
 		f.Add(s, "")
 	}
 	f.Fuzz(func(t *testing.T, value, date string) {
-		wait, ok := ParseRetryAfter(value, date, now)
+		wait, ok := ParseRetryAfter(value, ServerNow(date, now))
 		if ok && wait < 0 {
 			t.Errorf("ParseRetryAfter(%q, %q) = %v, true: negative wait", value, date, wait)
 		}

@@ -40,13 +40,17 @@ const (
 )
 
 // Observe records a response's Date header (its raw value) and when the response's headers
-// were received, on our clock. A missing or invalid Date teaches nothing.
+// were received, on our clock. A missing or invalid Date teaches nothing, nor does one more
+// than a year (maxQuotaDelay) from our clock: a clock that wrong is garbage.
 func (c *ServerClock) Observe(date string, received time.Time) {
 	d, err := http.ParseTime(strings.TrimSpace(date))
 	if err != nil {
 		return
 	}
 	off := d.Sub(received)
+	if off > maxQuotaDelay || off < -maxQuotaDelay {
+		return
+	}
 	switch {
 	case !c.known || off < c.bound()-maxClockSpread:
 		c.cur, c.prev, c.n, c.known = off, off, 1, true

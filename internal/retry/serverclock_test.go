@@ -84,3 +84,33 @@ func TestServerClockFollowsChanges(t *testing.T) {
 		}
 	}
 }
+
+// FuzzServerClock: whatever Date headers come, and in whatever order, Now after a response is
+// never earlier than that response's own Date says (the clock only tightens ServerNow's
+// reference) unless that Date is garbage (a year or more off), and Now is our clock while no
+// Date was valid.
+func FuzzServerClock(f *testing.F) {
+	f.Add("Tue, 04 Mar 2025 12:00:07 GMT", int64(0), "Tue, 04 Mar 2025 12:00:09 GMT", int64(1500))
+	f.Add("garbage", int64(10), "Mon, 03 Mar 2025 12:00:00 GMT", int64(-5000))
+	f.Fuzz(func(t *testing.T, d1 string, ms1 int64, d2 string, ms2 int64) {
+		base := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
+		var c ServerClock
+		valid := false
+		for _, o := range []struct {
+			date string
+			ms   int64
+		}{{d1, ms1 % 1e9}, {d2, ms2 % 1e9}} {
+			r := base.Add(time.Duration(o.ms) * time.Millisecond)
+			c.Observe(o.date, r)
+			if d, err := http.ParseTime(o.date); err == nil && d.Sub(r).Abs() <= maxQuotaDelay {
+				valid = true
+				if got, one := c.Now(r), ServerNow(o.date, r); got.Before(one) {
+					t.Fatalf("Now %v is before this response's Date %v", got, one)
+				}
+			}
+			if !valid && !c.Now(r).Equal(r) {
+				t.Fatalf("no valid Date yet, but Now %v is not our clock %v", c.Now(r), r)
+			}
+		}
+	})
+}

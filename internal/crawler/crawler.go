@@ -57,7 +57,7 @@ type Crawler struct {
 	mu      sync.Mutex
 	robots  map[string]*robotsState
 	budgets map[string]*retry.Budget
-	clocks  map[string]*retry.ServerClock // each host's clock against ours, from its Date headers
+	clocks  map[string]*hostClock // each host's clock against ours and its quota windows
 	lastErr map[string]string
 	forbid  map[string]*forbidState // reading 403s that may be a ban (forbidden.go)
 	gates   *gateKeys               // host → key of its gate in reg (gatekey.go)
@@ -95,7 +95,7 @@ func Open(cfg Config) (*Crawler, error) {
 		global:  retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 		robots:  map[string]*robotsState{},
 		budgets: map[string]*retry.Budget{},
-		clocks:  map[string]*retry.ServerClock{},
+		clocks:  map[string]*hostClock{},
 		lastErr: map[string]string{},
 		forbid:  map[string]*forbidState{},
 		gates:   newGateKeys(cfg.KeyByIP),
@@ -560,23 +560,6 @@ func (c *Crawler) budget(host string) *retry.Budget {
 		c.budgets[host] = b
 	}
 	return b
-}
-
-// serverNow records the Date header of a response from host, received at received, and
-// returns host's clock at now as early as its Date headers so far allow (retry.ServerClock).
-func (c *Crawler) serverNow(host, date string, received, now time.Time) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sc := c.clocks[host]
-	if sc == nil {
-		if c.clocks == nil {
-			c.clocks = map[string]*retry.ServerClock{}
-		}
-		sc = &retry.ServerClock{}
-		c.clocks[host] = sc
-	}
-	sc.Observe(date, received)
-	return sc.Now(now)
 }
 
 func (c *Crawler) setLastErr(host, msg string) {

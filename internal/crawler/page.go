@@ -194,25 +194,55 @@ func classifyErr(err error) retry.Class {
 //
 // A time the response names on the host's clock (an HTTP-date, a Unix-time reset) is measured
 // against the host's clock as its Date headers bound it (retry.ServerClock): one Date is
-// truncated to the second, and waiting out its fraction cost half a second per pause (express-
-// rate-limit's X-RateLimit-Reset: 3 s for each 2-s window).
+// truncated to the second, and waiting out its fraction cost half a second per pause. A spent
+// quota whose reset is a whole-second time may end sooner than named, as a window that
+// started at its first request does (retry.Windows): 10 requests per second behind
+// express-rate-limit's default headers were crawled at 5 per second.
 func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) (wait, pause time.Duration) {
 	received := now // when the headers (and so Date) came: the body may have taken longer
 	if h := resp.Started.Add(resp.HeaderLatency); !resp.Started.IsZero() && h.Before(now) {
 		received = h
 	}
-	ref := c.serverNow(host, resp.Header.Get("Date"), received, now)
-	if retry.ClassifyStatus(resp.Status).Signal == aimd.Overload { // 429, 503 and their kin
+	sent := received // when the request went out: it started its quota window, if any
+	for _, t := range []time.Time{resp.Started, resp.Wrote} {
+		if !t.IsZero() && !t.After(received) {
+			sent = t
+		}
+	}
+	date := resp.Header.Get("Date")
+	refused := retry.ClassifyStatus(resp.Status).Signal == aimd.Overload // 429, 503 and their kin
+
+	c.mu.Lock()
+	hc := c.clocks[host]
+	if hc == nil {
+		if c.clocks == nil {
+			c.clocks = map[string]*hostClock{}
+		}
+		hc = &hostClock{}
+		c.clocks[host] = hc
+	}
+	hc.clock.Observe(date, received)
+	ref := hc.clock.Now(now)
+	if refused {
 		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), ref); ok {
 			wait = w
 		}
 	}
 	pause = wait
-	if q, ok := retry.ParseRateLimit(resp.Header, ref); ok && q.Remaining <= 0 {
-		pause = max(pause, q.Reset)
+	q, ok := retry.ParseRateLimit(resp.Header, ref)
+	hc.windows.Observe(sent, date, q, ok, refused)
+	if ok && q.Remaining <= 0 {
+		pause = max(pause, hc.windows.Resume(now, q))
 	}
+	c.mu.Unlock()
 	c.pauseHost(host, pause, now)
 	return wait, pause
+}
+
+// hostClock is what the crawl knows of a host's clock and quota windows.
+type hostClock struct {
+	clock   retry.ServerClock
+	windows retry.Windows
 }
 
 // pauseHost pauses the whole host for d from now (nothing when d <= 0). Like any pause, one

@@ -81,13 +81,14 @@ func TestQuotaResetOnTheHostsClock(t *testing.T) {
 		h := http.Header{}
 		h.Set("Date", local.Add(skew-time.Millisecond).UTC().Format(http.TimeFormat))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+		h.Set("X-RateLimit-Reset", fmt.Sprintf("%d.%03d", reset.Unix(), reset.Nanosecond()/1e6))
 		return &fetch.Response{Status: 200, Header: h, Started: local.Add(-3 * time.Millisecond), HeaderLatency: 3 * time.Millisecond}
 	}
-	// 40 responses at 93-ms spacing naming a reset at a whole second on the host's clock, the
-	// last at 0.9 s past a whole second there (its Date is 0.9 s behind).
+	// 40 responses at 93-ms spacing naming a reset half a second past a whole second on the
+	// host's clock (a whole-second reset would be retry.Windows' to judge), the last at 0.9 s
+	// past a whole second there (its Date is 0.9 s behind).
 	last := start.Add(skew).Add(5 * time.Second).Truncate(time.Second).Add(900 * time.Millisecond).Add(-skew)
-	reset := last.Add(skew).Truncate(time.Second).Add(2 * time.Second)
+	reset := last.Add(skew).Truncate(time.Second).Add(2500 * time.Millisecond)
 	for i := range 40 {
 		now := last.Add(time.Duration(i-40) * 93 * time.Millisecond)
 		if _, pause := c.honourRetryAfter("a.test", resp(now, 40-i, reset), now); pause != 0 {
@@ -95,7 +96,7 @@ func TestQuotaResetOnTheHostsClock(t *testing.T) {
 		}
 	}
 	_, pause := c.honourRetryAfter("a.test", resp(last, 0, reset), last)
-	want := reset.Sub(last.Add(skew)) // the reset, on our clock, from now: 1.1 s
+	want := reset.Sub(last.Add(skew)) // the reset, on our clock, from now: 1.6 s
 	oneDate := reset.Sub(last.Add(skew).Truncate(time.Second))
 	t.Logf("pause %v; the reset is %v away; one Date's measure: %v", pause, want, oneDate)
 	if pause < want || pause > want+50*time.Millisecond {

@@ -1,5 +1,5 @@
 // Package retry decides whether and when a failed request is tried again. Its one job: the
-// retry policy, as pure functions and one small budget. It holds five things:
+// retry policy, as pure functions and one small budget. It holds six things:
 //
 //   - Policy: capped exponential backoff with full jitter (a uniformly random wait in
 //     [0, min(Cap, Base·2^attempt))), never less than the host's own Retry-After.
@@ -12,6 +12,9 @@
 //     RateLimit-Limit/-Remaining/-Reset, the de-facto X-RateLimit-*), so that the crawl can
 //     stop when the quota is spent instead of drawing a 429 to learn it. The draft's
 //     Structured Fields (RFC 9651) are parsed by github.com/dunglas/httpsfv.
+//   - Windows: how long a spent quota whose reset is named as a whole-second time really
+//     lasts, when the host's windows start at the client's first request (express-rate-limit
+//     and most fixed windows do), tried once per host and dropped if refused.
 //   - ClassifyStatus and ClassifyError: which outcomes are worth retrying, and what each one
 //     tells the host's rate controller (an aimd.Signal).
 //   - Budget: a retry token bucket in the style of the AWS SDKs' retry quota: retries cost

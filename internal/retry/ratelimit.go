@@ -23,6 +23,9 @@ type Quota struct {
 	Limit int
 	// Window is the period Limit applies to; 0 when unknown.
 	Window time.Duration
+	// ResetAt is the reset as the time on the server's clock the header named, when it named
+	// one (a Unix time, as X-RateLimit-Reset often is); zero when it named a delay.
+	ResetAt time.Time
 }
 
 // maxQuotaDelay bounds Reset and Window. No quota resets more than a year ahead; beyond that a
@@ -90,7 +93,7 @@ func parseRateLimitField(h http.Header, ref time.Time) (Quota, bool) {
 	}
 	q.Remaining = r
 	if s, ok := seconds(get("reset")); ok {
-		q.Reset = resetAfter(s, ref)
+		q.Reset, q.ResetAt = resetAfter(s, ref)
 	}
 	q.Limit, _ = count(get("limit"))
 	q.Window = windowOf(q.Limit, sfList(h, "RateLimit-Policy"))
@@ -112,11 +115,12 @@ func serviceLimits(items httpsfv.List, h http.Header, ref time.Time) (Quota, boo
 			continue
 		}
 		var reset time.Duration
+		var at time.Time
 		if s, ok := seconds(param(it, "t")); ok {
-			reset = resetAfter(s, ref)
+			reset, at = resetAfter(s, ref)
 		}
 		if !found || r < q.Remaining || r == q.Remaining && reset > q.Reset {
-			q.Remaining, q.Reset, name, found = r, reset, n, true
+			q.Remaining, q.Reset, q.ResetAt, name, found = r, reset, at, n, true
 		}
 	}
 	if !found {
@@ -180,7 +184,7 @@ func parseDraftFields(h http.Header, ref time.Time) (Quota, bool) {
 	}
 	if m := sfList(h, "RateLimit-Reset"); len(m) == 1 {
 		if s, ok := seconds(itemValue(m[0])); ok {
-			q.Reset = resetAfter(s, ref)
+			q.Reset, q.ResetAt = resetAfter(s, ref)
 		}
 	}
 	limit := sfList(h, "RateLimit-Limit")
@@ -224,18 +228,21 @@ func parseXFields(h http.Header, ref time.Time) (Quota, bool) {
 	q := Quota{Remaining: r}
 	q.Limit, _ = plainCount(h.Get("X-RateLimit-Limit"))
 	if s, ok := plainSeconds(h.Get("X-RateLimit-Reset")); ok {
-		q.Reset = resetAfter(s, ref)
+		q.Reset, q.ResetAt = resetAfter(s, ref)
 	}
 	return q, true
 }
 
 // resetAfter turns a reset value in seconds (a delay, or above epochThreshold a Unix time
-// measured against ref) into a delay in [0, maxQuotaDelay].
-func resetAfter(secs float64, ref time.Time) time.Duration {
+// measured against ref) into a delay in [0, maxQuotaDelay], and the Unix time itself (zero
+// for a delay).
+func resetAfter(secs float64, ref time.Time) (time.Duration, time.Time) {
 	if secs > epochThreshold {
-		secs -= float64(ref.Unix()) + float64(ref.Nanosecond())/1e9
+		whole, frac := math.Modf(secs)
+		at := time.Unix(int64(whole), int64(frac*1e9))
+		return clampSeconds(secs - float64(ref.Unix()) - float64(ref.Nanosecond())/1e9), at
 	}
-	return clampSeconds(secs)
+	return clampSeconds(secs), time.Time{}
 }
 
 // clampSeconds converts seconds to a Duration in [0, maxQuotaDelay].

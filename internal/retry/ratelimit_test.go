@@ -23,7 +23,7 @@ func TestParseRateLimit(t *testing.T) {
 		{"structured", []string{"RateLimit", `"default";r=50;t=30`},
 			Quota{Remaining: 50, Reset: 30 * time.Second}, true},
 		{"structured with its policy", []string{"RateLimit", `"default";r=50;t=30`, "RateLimit-Policy", `"default";q=100;w=60`},
-			Quota{50, 30 * time.Second, 100, time.Minute}, true},
+			Quota{50, 30 * time.Second, 100, time.Minute, time.Time{}}, true},
 		{"structured spent", []string{"RateLimit", `"default";r=0;t=7`},
 			Quota{Remaining: 0, Reset: 7 * time.Second}, true},
 		{"structured without reset", []string{"RateLimit", `"default";r=999;pk=:dHJpYWwxMjEzMjM=:`},
@@ -36,19 +36,19 @@ func TestParseRateLimit(t *testing.T) {
 			Quota{Remaining: 3, Reset: time.Hour}, true},
 		{"policy matched by name", []string{"RateLimit", `"daily";r=3;t=3600`,
 			"RateLimit-Policy", `"burst";q=10;w=1, "daily";q=1000;w=86400`},
-			Quota{3, time.Hour, 1000, 24 * time.Hour}, true},
+			Quota{3, time.Hour, 1000, 24 * time.Hour, time.Time{}}, true},
 		{"no matching policy: the smallest q/w", []string{"RateLimit", `"other";r=3;t=10`,
 			"RateLimit-Policy", `"permin";q=50;w=60,"perhr";q=1000;w=3600`},
-			Quota{3, 10 * time.Second, 1000, time.Hour}, true},
+			Quota{3, 10 * time.Second, 1000, time.Hour, time.Time{}}, true},
 		{"no matching policy: a window beats none", []string{"RateLimit", `"x";r=3`,
 			"RateLimit-Policy", `"a";q=1, "b";q=100;w=60`},
-			Quota{3, 0, 100, time.Minute}, true},
+			Quota{3, 0, 100, time.Minute, time.Time{}}, true},
 		{"policy with units and key", []string{"RateLimit", `"peruser";r=5;t=2`,
 			"RateLimit-Policy", `"peruser";q=65535;qu="content-bytes";w=10;pk=:sdfjLJUOUH==:`},
-			Quota{5, 2 * time.Second, 65535, 10 * time.Second}, true},
+			Quota{5, 2 * time.Second, 65535, 10 * time.Second, time.Time{}}, true},
 		{"spaces after semicolons", []string{"RateLimit", `"100-in-1min"; r=0; t=42`,
 			"RateLimit-Policy", `"100-in-1min"; q=100; w=60; pk=:ZGVmYXVsdA==:`},
-			Quota{0, 42 * time.Second, 100, time.Minute}, true},
+			Quota{0, 42 * time.Second, 100, time.Minute, time.Time{}}, true},
 		{"malformed policy ignored", []string{"RateLimit", `"d";r=5;t=2`, "RateLimit-Policy", `"d";q=100;w=60,`},
 			Quota{Remaining: 5, Reset: 2 * time.Second}, true},
 		{"item without r skipped", []string{"RateLimit", `"a";t=5, "b";r=2;t=1`},
@@ -72,7 +72,7 @@ func TestParseRateLimit(t *testing.T) {
 
 		// Draft 07: one Dictionary.
 		{"draft-07 dictionary", []string{"RateLimit", "limit=100, remaining=50, reset=5", "RateLimit-Policy", "100;w=10"},
-			Quota{50, 5 * time.Second, 100, 10 * time.Second}, true},
+			Quota{50, 5 * time.Second, 100, 10 * time.Second, time.Time{}}, true},
 		{"draft-07 without remaining", []string{"RateLimit", "limit=100, reset=5"}, Quota{}, false},
 		{"draft-07 last duplicate wins", []string{"RateLimit", "remaining=50, remaining=0, reset=5"},
 			Quota{Remaining: 0, Reset: 5 * time.Second}, true},
@@ -81,7 +81,7 @@ func TestParseRateLimit(t *testing.T) {
 		{"draft fields", []string{"RateLimit-Limit", "100", "RateLimit-Remaining", "0", "RateLimit-Reset", "12"},
 			Quota{Remaining: 0, Reset: 12 * time.Second, Limit: 100}, true},
 		{"draft limit with policy", []string{"RateLimit-Limit", "100, 100;w=60", "RateLimit-Remaining", "9", "RateLimit-Reset", "12"},
-			Quota{9, 12 * time.Second, 100, time.Minute}, true},
+			Quota{9, 12 * time.Second, 100, time.Minute, time.Time{}}, true},
 		{"draft limit with several policies", []string{"RateLimit-Limit", "10, 10;w=1, 50;w=60", "RateLimit-Remaining", "9"},
 			Quota{Remaining: 9, Limit: 10, Window: time.Second}, true},
 		{"draft limit with its own window", []string{"RateLimit-Limit", "100;w=60", "RateLimit-Remaining", "9"},
@@ -142,8 +142,40 @@ func TestParseRateLimit(t *testing.T) {
 				h.Add(tc.header[i], tc.header[i+1])
 			}
 			q, ok := ParseRateLimit(h, ServerNow(h.Get("Date"), now))
+			q.ResetAt = time.Time{} // TestParseRateLimitResetAt
 			if q != tc.want || ok != tc.wantOK {
 				t.Errorf("ParseRateLimit(%v) = %+v, %v; want %+v, %v", h, q, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+// TestParseRateLimitResetAt: a reset named as a Unix time is also kept as that time (on the
+// server's clock, whatever ref says); a delay names none.
+func TestParseRateLimitResetAt(t *testing.T) {
+	ref := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
+	at := time.Date(2025, 3, 4, 13, 0, 7, 0, time.UTC) // the server's clock is an hour ahead
+	tests := []struct {
+		name   string
+		header []string
+		want   time.Time
+	}{
+		{"x epoch", []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(at.Unix(), 10)}, at},
+		{"x epoch with fraction", []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(at.Unix(), 10) + ".25"},
+			at.Add(250 * time.Millisecond)},
+		{"x delta", []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "7"}, time.Time{}},
+		{"draft epoch", []string{"RateLimit-Remaining", "0", "RateLimit-Reset", strconv.FormatInt(at.Unix(), 10)}, at},
+		{"structured delta", []string{"RateLimit", `"d";r=0;t=7`}, time.Time{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for i := 0; i+1 < len(tc.header); i += 2 {
+				h.Add(tc.header[i], tc.header[i+1])
+			}
+			q, ok := ParseRateLimit(h, ref)
+			if !ok || !q.ResetAt.Equal(tc.want) {
+				t.Errorf("ResetAt %v (ok %v), want %v", q.ResetAt, ok, tc.want)
 			}
 		})
 	}

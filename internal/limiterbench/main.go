@@ -196,6 +196,7 @@ func sites(scale int) []site {
 		{name: "erl-d8", pages: 200, erlN: 20, erlWindow: 2, erlHeaders: "draft-8"},
 		{name: "erl-d6", pages: 200, erlN: 20, erlWindow: 2, erlHeaders: "draft-6"},
 		{name: "erl-x", pages: 200, erlN: 20, erlWindow: 2, erlHeaders: "legacy"},
+		{name: "erl-x1", pages: 100, erlN: 10, erlWindow: 1, erlHeaders: "legacy"},
 		{name: "erl-bare", pages: 200, erlN: 20, erlWindow: 2, erlHeaders: "none"},
 		{name: "free", pages: 300},
 	}

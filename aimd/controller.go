@@ -61,6 +61,11 @@ const (
 	failureRunFloor = 0.125
 	failureServing  = time.Minute
 
+	// ssSustained: slow start's refusal at rs measured nothing if the climb after it holds
+	// unrefused near rs and the host had accepted less than ssSustained × rs over the
+	// RateWindow before it (see grow); a rate held there and then refused is a limit.
+	ssSustained = 0.75
+
 	// maxWindowPatience bounds how far the window probe interval is stretched while latency
 	// signals keep bringing the window back to the same size.
 	maxWindowPatience = 16
@@ -90,6 +95,7 @@ type Controller struct {
 	epochOK      int           // successes sent at or after lastDecrease
 	hi           float64       // rate of the last refusal, while the rate is below it; 0 = unknown
 	hiBound      bool          // hi is a bound unblock set on the search after a run, not a refused rate
+	ssHi         bool          // hi is the rate slow start was refused at, no refusal since (see grow)
 	lastRefusal  float64       // rate of the last refusal, kept
 	probeTime    time.Duration // current ProbeTime, lengthened while refusals recur at one rate
 	sinceStep    int           // successes since the last decrease or search step
@@ -461,6 +467,16 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 			c.hi = min(c.runRefused, 2*c.hi)
 			c.hiBound = c.hi < c.runRefused
 		}
+		if c.ssHi && c.hi > 0 && c.plateau*searchGap >= c.cfg.PlateauFactor*c.hi && c.elapsed >= c.returnTime() && c.sinceStep >= c.searchSends() {
+			// Slow start was refused at hi, and the climb (or search) after it has come within
+			// reach of hi and held there unrefused: that refusal measured nothing. A one-token
+			// bucket refuses a request that reaches it close behind another, and network or
+			// scheduling jitter makes such pairs while the rate is still far under its limit
+			// (refused at 4 req/s by an 8 req/s host, the rate stayed under 4 for 30 s of the
+			// slow probe). Search on toward twice it: a limit just above hi is found by the
+			// next step's refusal, as the probe would have found it later.
+			c.hi *= 2
+		}
 		if c.elapsed >= c.returnTime() && c.sinceStep >= c.searchSends() && c.hi > 0 && c.plateau*searchGap < c.cfg.PlateauFactor*c.hi {
 			// Back at the plateau, which lies well below the last refused rate: binary search
 			// (on a log scale) toward just under it, one step per ReturnTime.
@@ -606,9 +622,10 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 		c.overs.undo = failureUndo{} // a refusal that paused the host: its word, not a background
 	}
 	est, span := c.epochEstimate(s.sent)
+	accepted := c.recentAccepted(s.sent)
 	switch {
 	case c.slowStart:
-		newRate = c.cfg.Beta * max(c.recentAccepted(s.sent), c.cfg.MinBeta*c.cfg.MinBeta*rs)
+		newRate = c.cfg.Beta * max(accepted, c.cfg.MinBeta*c.cfg.MinBeta*rs)
 		plateau = c.cfg.PlateauFactor * lo
 	case est > 0 && span >= minSpan:
 		if l1, ok := c.singleTokenLimit(s.sent); ok {
@@ -642,6 +659,9 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	}
 	c.rate = newRate
 	c.hi, c.lastRefusal, c.hiBound = rs, rs, false
+	// Slow start refused at a rate it had not yet sustained (the host accepted well under it
+	// over the last RateWindow): grow may find that refusal measured nothing.
+	c.ssHi = endsSlowStart && s.sig == Overload && accepted < ssSustained*rs
 	if c.searched || measured {
 		// A search step drew this refusal (the limit lies between the plateau and this step,
 		// too close to be worth more refusals), or the new rate rests on a measurement, and rs
@@ -704,7 +724,7 @@ func (c *Controller) unblock(s *sample) {
 		// the episode on (a limit another client, or another of our host names, had spent).
 		// Start over as a new host does, in slow start; the halved rate would sit at the floor.
 		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
-		c.slowStart, c.hi = true, 0
+		c.slowStart, c.hi, c.ssHi = true, 0, false
 		return
 	}
 	block := max(c.blockLen, s.sent-c.runLast)
@@ -740,7 +760,7 @@ func (c *Controller) unblock(s *sample) {
 	// drew (or a measurement answered) is not searched again: the search would step into the
 	// same refusal, and its run, over and over.
 	held, _ := bestAccepted(sends[:before], c.runStart, time.Duration(c.blockLen/2))
-	c.hi, c.hiBound = 0, false
+	c.hi, c.hiBound, c.ssHi = 0, false, false
 	if h := min(c.runRefused, max(2*r, held)); h > r && !c.runDone {
 		c.hi, c.hiBound = h, h < c.runRefused
 	}

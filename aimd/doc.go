@@ -96,7 +96,13 @@
 // Slow start's refusal measures little (the rate doubled past the limit): the rate drops to
 // Beta × the success rate of the last second (at least a quarter of the refused rate) and
 // climbs linearly within ReturnTime (5 s) to just under the last accepted rate; the refusal
-// that climb draws is the measurement. A refusal that ends an epoch too short to measure (the
+// that climb draws is the measurement. If the climb, and the search above it, come within
+// reach of the refused rate and hold there unrefused, while slow start had not sustained
+// that rate before it was refused (the host accepted under 3/4 of it over the last second),
+// the refusal measured nothing: a one-token bucket refuses a request that reaches it close
+// behind another, and jitter makes such pairs far under its limit. The search then goes on
+// toward twice the refused rate, and again at each such hold (refused at 4 req/s with every
+// later request accepted, the rate was 3.3 req/s 30 s later; now 8.6). A refusal that ends an epoch too short to measure (the
 // last cut was not enough, or the limit fell) halves the rate, as TCP does. A plateau left
 // more than 1.25× below the rate of a refusal that measured nothing (slow start's, a
 // halving's) is raised by binary search, one step per ReturnTime and 50 successes, so an

@@ -195,8 +195,8 @@ func classifyErr(err error) retry.Class {
 // A time the response names on the host's clock (an HTTP-date, a Unix-time reset) is measured
 // against the host's clock as its Date headers bound it (retry.ServerClock): one Date is
 // truncated to the second, and waiting out its fraction cost half a second per pause. A spent
-// quota whose reset is a whole-second time may end sooner than named, as a window that
-// started at its first request does (retry.Windows): 10 requests per second behind
+// quota may end sooner than its reset, rounded up to whole seconds, says: a fixed window ends
+// its length after its first request (retry.Windows); 10 requests per second behind
 // express-rate-limit's default headers were crawled at 5 per second.
 func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) (wait, pause time.Duration) {
 	received := now // when the headers (and so Date) came: the body may have taken longer

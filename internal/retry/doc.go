@@ -12,9 +12,9 @@
 //     RateLimit-Limit/-Remaining/-Reset, the de-facto X-RateLimit-*), so that the crawl can
 //     stop when the quota is spent instead of drawing a 429 to learn it. The draft's
 //     Structured Fields (RFC 9651) are parsed by github.com/dunglas/httpsfv.
-//   - Windows: how long a spent quota whose reset is named as a whole-second time really
-//     lasts, when the host's windows start at the client's first request (express-rate-limit
-//     and most fixed windows do), tried once per host and dropped if refused.
+//   - Windows: how long a spent quota really lasts when its reset is rounded up to whole
+//     seconds and the host's fixed windows end their length after their first request
+//     (express-rate-limit's and most others), tried once per host and dropped if refused.
 //   - ClassifyStatus and ClassifyError: which outcomes are worth retrying, and what each one
 //     tells the host's rate controller (an aimd.Signal).
 //   - Budget: a retry token bucket in the style of the AWS SDKs' retry quota: retries cost

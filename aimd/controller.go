@@ -457,7 +457,8 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	if rateUsed {
 		c.elapsed += dt
 		c.sinceStep++
-		if c.hiBound && c.hi > 0 && c.plateau*searchGap >= c.cfg.PlateauFactor*c.hi && c.elapsed >= max(c.returnTime(), time.Duration(c.blockLen)) && c.sinceStep >= c.searchSends() {
+		stepDue := c.elapsed >= c.returnTime() && c.sinceStep >= c.searchSends()
+		if c.hiBound && c.searchReached() && c.elapsed >= time.Duration(c.blockLen) && stepDue {
 			// The search after a run reached its bound and has held just under it, unrefused,
 			// for longer than the run lasted. A window whose quota per period (about the run's
 			// length) is what the episode measured would have refused this rate by now, so
@@ -467,7 +468,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 			c.hi = min(c.runRefused, 2*c.hi)
 			c.hiBound = c.hi < c.runRefused
 		}
-		if c.ssHi && c.hi > 0 && c.plateau*searchGap >= c.cfg.PlateauFactor*c.hi && c.elapsed >= c.returnTime() && c.sinceStep >= c.searchSends() {
+		if c.ssHi && c.searchReached() && stepDue {
 			// Slow start was refused at hi, and the climb (or search) after it has come within
 			// reach of hi and held there unrefused: that refusal measured nothing. A one-token
 			// bucket refuses a request that reaches it close behind another, and network or
@@ -477,7 +478,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 			// next step's refusal, as the probe would have found it later.
 			c.hi *= 2
 		}
-		if c.elapsed >= c.returnTime() && c.sinceStep >= c.searchSends() && c.hi > 0 && c.plateau*searchGap < c.cfg.PlateauFactor*c.hi {
+		if stepDue && c.hi > 0 && !c.searchReached() {
 			// Back at the plateau, which lies well below the last refused rate: binary search
 			// (on a log scale) toward just under it, one step per ReturnTime.
 			c.epochRate = max(c.rate, c.plateau)
@@ -498,6 +499,12 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 		step := float64(c.cfg.WindowProbe * max(c.windowPatience, 1))
 		c.window = min(c.window+1/(step*max(c.window, 1)), float64(c.cfg.MaxWindow))
 	}
+}
+
+// searchReached reports whether the plateau has come within searchGap of PlateauFactor × hi,
+// the last refused rate (or the search's bound): a search has no step left to take.
+func (c *Controller) searchReached() bool {
+	return c.hi > 0 && c.plateau*searchGap >= c.cfg.PlateauFactor*c.hi
 }
 
 // curve is the increase: a linear return from epochRate to the plateau K within

@@ -209,19 +209,15 @@ func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.T
 			sent = t
 		}
 	}
-	date := resp.Header.Get("Date")
 	refused := retry.ClassifyStatus(resp.Status).Signal == aimd.Overload // 429, 503 and their kin
 
 	c.mu.Lock()
 	hc := c.clocks[host]
 	if hc == nil {
-		if c.clocks == nil {
-			c.clocks = map[string]*hostClock{}
-		}
 		hc = &hostClock{}
 		c.clocks[host] = hc
 	}
-	hc.clock.Observe(date, received)
+	date := hc.clock.Observe(resp.Header.Get("Date"), received)
 	ref := hc.clock.Now(now)
 	if refused {
 		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), ref); ok {

@@ -40,26 +40,28 @@ const (
 )
 
 // Observe records a response's Date header (its raw value) and when the response's headers
-// were received, on our clock. A missing or invalid Date teaches nothing, nor does one more
-// than a year (maxQuotaDelay) from our clock: a clock that wrong is garbage.
-func (c *ServerClock) Observe(date string, received time.Time) {
-	d, err := http.ParseTime(strings.TrimSpace(date))
-	if err != nil {
-		return
+// were received, on our clock, and returns the Date it read (zero if missing or invalid). A
+// missing or invalid Date teaches nothing, nor does one more than a year (maxQuotaDelay) from
+// our clock: a clock that wrong is garbage.
+func (c *ServerClock) Observe(date string, received time.Time) time.Time {
+	d, ok := parseDate(date)
+	if !ok {
+		return time.Time{}
 	}
 	off := d.Sub(received)
 	if off > maxQuotaDelay || off < -maxQuotaDelay {
-		return
+		return d
 	}
 	switch {
 	case !c.known || off < c.bound()-maxClockSpread:
 		c.cur, c.prev, c.n, c.known = off, off, 1, true
-		return
+		return d
 	case c.n >= clockGeneration:
 		c.prev, c.cur, c.n = c.cur, off, 0
 	}
 	c.cur = max(c.cur, off)
 	c.n++
+	return d
 }
 
 func (c *ServerClock) bound() time.Duration { return max(c.cur, c.prev) }
@@ -77,8 +79,17 @@ func (c *ServerClock) Now(now time.Time) time.Time {
 // itself, when valid), else now: the reference for ParseRetryAfter and ParseRateLimit when no
 // ServerClock has learned better.
 func ServerNow(date string, now time.Time) time.Time {
-	if d, err := http.ParseTime(strings.TrimSpace(date)); err == nil {
+	if d, ok := parseDate(date); ok {
 		return d
 	}
 	return now
+}
+
+// parseDate parses a Date header's raw value; ok is false when it is missing or invalid.
+func parseDate(date string) (time.Time, bool) {
+	d, err := http.ParseTime(strings.TrimSpace(date))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return d, true
 }

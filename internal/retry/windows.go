@@ -1,10 +1,6 @@
 package retry
 
-import (
-	"net/http"
-	"strings"
-	"time"
-)
+import "time"
 
 // Windows decides how long a host whose quota is spent is left alone: until the reset it
 // names, or sooner when the host's quota is a fixed window that ends before it.
@@ -48,26 +44,24 @@ const (
 	minWindowGain = 100 * time.Millisecond
 )
 
-// Observe records the answer to a request sent at sent (our clock): its Date header, its
-// quota q (ok false if it had none) and whether it was refused (429, 503 and their kin).
-func (w *Windows) Observe(sent time.Time, date string, q Quota, ok, refused bool) {
+// Observe records the answer to a request sent at sent (our clock): its Date (as
+// ServerClock.Observe returns it: zero if it had none), its quota q (ok false if it had none)
+// and whether it was refused (429, 503 and their kin).
+func (w *Windows) Observe(sent, date time.Time, q Quota, ok, refused bool) {
+	opens := ok && w.opens(sent, q)
 	if !w.trial.IsZero() && !sent.Before(w.trial) && sent.Before(w.until) {
 		switch {
 		case refused:
 			w.verdict = -1
-		case ok && w.opens(sent, q):
+		case opens:
 			w.verdict = 1
 		}
 		if w.verdict != 0 {
 			w.trial, w.until = time.Time{}, time.Time{}
 		}
 	}
-	if !ok || !w.opens(sent, q) {
-		return
-	}
-	w.start, w.reset, w.date = sent, q.ResetAt, time.Time{}
-	if d, err := http.ParseTime(strings.TrimSpace(date)); err == nil {
-		w.date = d
+	if opens {
+		w.start, w.reset, w.date = sent, q.ResetAt, date
 	}
 }
 

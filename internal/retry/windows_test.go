@@ -66,9 +66,9 @@ func crawlWindows(h *windowHost, n int, spacing time.Duration) (took time.Durati
 	now := start
 	for done := 0; done < n; {
 		refused, hdr, received := h.serve(now)
-		sc.Observe(hdr.Get("Date"), received)
+		date := sc.Observe(hdr.Get("Date"), received)
 		q, ok := ParseRateLimit(hdr, sc.Now(received))
-		w.Observe(now, hdr.Get("Date"), q, ok, refused)
+		w.Observe(now, date, q, ok, refused)
 		next := received.Add(spacing)
 		switch {
 		case refused:
@@ -154,7 +154,7 @@ func TestWindowsOnlyWholeSecondResets(t *testing.T) {
 		{Reset: 1500 * time.Millisecond, ResetAt: now.Add(1500 * time.Millisecond)},
 	} {
 		var w Windows
-		w.Observe(now.Add(-time.Second), now.Add(-time.Second).Format(http.TimeFormat), q, true, false)
+		w.Observe(now.Add(-time.Second), now.Add(-time.Second), q, true, false)
 		if got := w.Resume(now, q); got != q.Reset {
 			t.Errorf("Resume = %v for %+v, want %v", got, q, q.Reset)
 		}

@@ -190,34 +190,119 @@ type fitRec struct {
 	sig  Signal
 }
 
-// fitLogCap bounds the fit's log (16 bytes a request). A log that fills loses its oldest
-// half: the fit then assumes less about the bucket's level where the log begins and measures
-// less sharply, but still soundly.
-const fitLogCap = 2048
+const (
+	// fitLogCap bounds the fit's log (16 bytes a request). A log that fills loses its oldest
+	// half: the fit then measures less sharply, but still soundly.
+	fitLogCap = 2048
 
-// maxFitMisses: after this many refusals at or below a rate the fit called safe, the host is
-// taken to be no token bucket (a fixed window, say) and the fit no longer sets the rate.
-const maxFitMisses = 2
+	// maxFitMisses: after this many refusals at or below a rate the fit called safe, the host
+	// is taken to be no token bucket (a fixed window, say) and the fit no longer sets the rate.
+	maxFitMisses = 2
 
-// logForFit appends a finished request (not Neutral) to the fit's log.
-func (c *Controller) logForFit(s *sample) {
-	if len(c.fitLog) >= fitLogCap {
-		c.fitLog = append(c.fitLog[:0], c.fitLog[fitLogCap/2:]...)
-	}
-	c.fitLog = append(c.fitLog, fitRec{sent: s.sent, sig: s.sig})
+	// fitNarrow: the fit measures the limit when the rates it still allows span no more than
+	// this factor; fitBeta is the share of the least of them the rate then holds at.
+	fitNarrow = 1.15
+	fitBeta   = 0.99
+)
+
+// fitState says whether a fit is waiting for its requests to come back, and what it may do.
+type fitState uint8
+
+const (
+	fitIdle    fitState = iota // no fit pending
+	fitMeasure                 // pending: it updates the fit but moves nothing
+	fitSet                     // pending: it may set the rate
+)
+
+// fitter fits server-side token buckets to what the host did. It logs every finished request;
+// a refusal queues the fit of the epoch it closed, run once that epoch's requests have come
+// back.
+type fitter struct {
+	fit    bucketFit
+	start  nanos             // the fit's requests start here (never: the first request), where the limit last changed
+	from   nanos             // the refusal that opened the epoch awaiting its fit (never: the first epoch)
+	to     nanos             // the refusal that closed it
+	at     nanos             // when its requests have all come back and it can be run
+	state  fitState          // what the pending fit may do
+	recs   []fitRec          // requests finished since start (and since the open episode began): the fit's input
+	held   optional[float64] // the rate the last applied fit set, until a refusal
+	misses int               // refusals at or below held (see maxFitMisses)
 }
 
-// queueFit schedules the fit of the epoch that the refusal sent at ts has just closed. The
-// fit must wait until the requests sent before ts have come back (an accepted request still
-// in flight would make the bucket look fuller than it was): until twice the slowest recent
-// success latency has passed. A fit still pending is run first, with what has come back, but
-// moves nothing: the decrease that closed this epoch has just set the rate. apply says whether
-// the fit may set the rate: not after the refusal that ends slow start, whose burst-then-stop
-// pattern a bucket fit reads most easily wrong (a small scheduling delay and a one-token
-// bucket looks like a bigger one at half the rate); the climb after it decides.
+// log appends a finished request (not Neutral).
+func (f *fitter) log(sent nanos, sig Signal) {
+	if len(f.recs) >= fitLogCap {
+		f.recs = append(f.recs[:0], f.recs[fitLogCap/2:]...)
+	}
+	f.recs = append(f.recs, fitRec{sent: sent, sig: sig})
+}
+
+// due reports whether a pending fit's requests have all come back by now.
+func (f *fitter) due(now nanos) bool { return f.state != fitIdle && now >= f.at }
+
+// refusedAt notes a refusal drawn at rs: one at or below the rate a fit set is a miss (the
+// limit fell, or the fit is wrong). The fit holds the rate no longer.
+func (f *fitter) refusedAt(rs float64) {
+	if held, ok := f.held.get(); ok && rs <= 1.01*held {
+		f.misses++
+	}
+	f.held = optional[float64]{}
+}
+
+// successSends returns the send times of the logged successes sent in [from, ts), oldest
+// first. The log reaches further back than the samples (a window limiter's whole quota, taken
+// in a burst, must be counted).
+func (f *fitter) successSends(from, ts nanos) []nanos {
+	var sends []nanos
+	for _, r := range f.recs {
+		if r.sig == Success && r.sent >= from && r.sent < ts {
+			sends = append(sends, r.sent)
+		}
+	}
+	slices.Sort(sends)
+	return sends
+}
+
+// acceptedSince is bestAccepted over the logged successes sent from from to ts.
+func (f *fitter) acceptedSince(from, ts nanos, least time.Duration) (est float64, span time.Duration) {
+	return bestAccepted(f.successSends(from, ts), ts, least)
+}
+
+// since fits the logged requests sent from start to ts (f.recs in send order), with rates in
+// [minL, maxL] and a timing noise of tol seconds.
+func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
+	var evs []bucketEvent
+	for _, r := range f.recs {
+		if r.sent >= start && r.sent <= ts {
+			evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
+		}
+	}
+	if len(evs) < 2 {
+		return nil
+	}
+	return fitBuckets(evs, minL, maxL, tol)
+}
+
+// trim drops the logged requests sent before keepFrom.
+func (f *fitter) trim(keepFrom nanos) {
+	keep := f.recs[:0]
+	for _, r := range f.recs {
+		if r.sent >= keepFrom {
+			keep = append(keep, r)
+		}
+	}
+	f.recs = keep
+}
+
+// queueFit schedules the fit of the epoch that the refusal sent at ts has just closed, once the
+// requests sent before it have come back: twice the slowest recent success latency from now. A
+// fit still pending is run first with what has come back, but moves nothing: the decrease that
+// closed this epoch has just set the rate. apply says whether the fit may set the rate (not
+// after the refusal that ends slow start, whose burst-then-stop pattern a fit reads most
+// easily wrong).
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
-	if c.fitAt != 0 {
-		c.fitApply = false // a newer decrease has just set the rate
+	if c.fit.state != fitIdle {
+		c.fit.state = fitMeasure
 		c.runFit(now)
 	}
 	var slowest time.Duration
@@ -226,72 +311,66 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 			slowest = max(slowest, time.Duration(s.done-s.sent))
 		}
 	}
-	c.fitTo, c.fitAt, c.fitApply = ts, toNanos(now)+nanos(2*slowest), apply
-}
-
-// fitSince fits the logged requests sent from start to ts (c.fitLog in send order).
-func (c *Controller) fitSince(start, ts nanos, tol float64) bucketFit {
-	var evs []bucketEvent
-	for _, r := range c.fitLog {
-		if r.sent >= start && r.sent <= ts {
-			evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
-		}
+	c.fit.to, c.fit.at, c.fit.state = ts, toNanos(now)+nanos(2*slowest), fitMeasure
+	if apply {
+		c.fit.state = fitSet
 	}
-	if len(evs) < 2 {
-		return nil
-	}
-	return fitBuckets(evs, c.cfg.MinRate, max(c.cfg.MaxRate, 2*c.rate), tol)
 }
 
 // runFit fits the requests sent since the limit last changed, up to the refusal that closed
-// the pending epoch, and stores the result in c.fit. If no bucket explains them all, the
-// limit has changed (or the host is no token bucket): the fit starts over from the refusal
-// that opened the epoch. If c.fitApply is set, the fit is trusted (see fitMisses), and it
-// pins the limit within fitNarrow, the rate and the plateau become fitRate of its low end.
+// the pending epoch. If no bucket explains them all, the fit starts over from the refusal that
+// opened the epoch. A fit that may set the rate and pins the limit within fitNarrow sets the
+// rate and plateau to fitRate of its low end; if that raised them, the rate holds there for one
+// probe time before the probe starts.
 func (c *Controller) runFit(now time.Time) {
-	from, ts := c.fitFrom, c.fitTo
-	c.fitFrom, c.fitAt = ts, 0
-	slices.SortStableFunc(c.fitLog, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
+	f := &c.fit
+	from, ts, apply := f.from, f.to, f.state == fitSet
+	f.from, f.state = ts, fitIdle
+	slices.SortStableFunc(f.recs, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
 	noise := c.timingNoise()
-	c.fit = c.fitSince(c.fitStart, ts, noise.Seconds())
-	if _, _, _, ok := c.fit.bounds(); !ok && c.fitStart < from {
-		c.fitStart = from
-		c.fit = c.fitSince(from, ts, noise.Seconds())
+	maxL := max(c.cfg.MaxRate, 2*c.rate)
+	f.fit = f.since(f.start, ts, c.cfg.MinRate, maxL, noise.Seconds())
+	if _, _, _, ok := f.fit.bounds(); !ok && f.start < from {
+		f.start = from
+		f.fit = f.since(from, ts, c.cfg.MinRate, maxL, noise.Seconds())
 	}
 	// The log also serves successSends: what an open refusal episode accepted is kept.
-	keepFrom := c.fitStart
-	if c.runLen > 0 || c.unblocked != 0 {
-		keepFrom = min(keepFrom, c.runFrom)
+	keepFrom := f.start
+	if _, ended := c.ep.lastEnd.get(); c.ep.run > 0 || ended {
+		keepFrom = min(keepFrom, c.ep.from)
 	}
-	keep := c.fitLog[:0]
-	for _, r := range c.fitLog {
-		if r.sent >= keepFrom {
-			keep = append(keep, r)
-		}
-	}
-	c.fitLog = keep
-	lo, hi, oneToken, ok := c.fit.bounds()
-	if !c.fitApply || !ok || hi > fitNarrow*lo || c.fitMisses >= maxFitMisses {
+	f.trim(keepFrom)
+	lo, hi, oneToken, ok := f.fit.bounds()
+	if !apply || !ok || hi > fitNarrow*lo || f.misses >= maxFitMisses {
 		return
 	}
 	r := c.clampRate(fitRate(lo, oneToken, noise))
-	if r <= c.plateau && c.fit.unboundedBurst() {
-		// Lower than the level the decrease chose, and any bucket from some size up explains
-		// the host: that is what a host that is no token bucket (a fixed window counter, say)
-		// looks like for a while, and holding the low rate would never draw the refusal that
-		// shows it. A real token bucket bounds its size too.
+	if r <= c.curve.plateau && f.fit.unboundedBurst() {
+		// Any bucket from some size up explains the host, as a host that is no token bucket
+		// looks for a while: never lower the rate on such a fit.
 		return
 	}
-	raised := r > c.plateau
-	c.rate, c.plateau, c.epochRate, c.fitHeld = r, r, r, r
-	c.hi = 0
+	raised := r > c.curve.plateau
+	c.rate = r
+	c.curve.from, c.curve.plateau = r, r
+	f.held.set(r)
+	c.target.clear()
 	if raised {
-		// The limit is known: a probe could only find that it rose. Hold for one probe time
-		// before the probe's curve starts. (A fit that lowered the rate is probed as usual:
-		// if it is wrong, holding would hide that the longest.)
-		c.elapsed = -time.Duration(c.probeSeconds() * float64(time.Second))
+		// The limit is known: a probe could only find that it rose.
+		c.curve.elapsed, c.curve.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
 	}
 	c.record(now, false)
+}
+
+// fitRate is the rate to hold under a limit the fit puts at least lo: fitBeta × lo, and for a
+// one-token bucket (which has no spare token to absorb an early arrival) also spaced more than
+// 1/lo by twice the timing noise.
+func fitRate(lo float64, oneToken bool, noise time.Duration) float64 {
+	r := fitBeta * lo
+	if oneToken {
+		r = min(r, 1/(1/lo+2*noise.Seconds()))
+	}
+	return r
 }
 
 // timingNoise is the tolerance for the difference between send and arrival spacing: half the

@@ -390,7 +390,7 @@ func TestReturnThenProbe(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, d := settled(tc.cfg)
-			c.cfg.MaxRate = 1000 // let it grow again
+			c.cfg.MaxRate, c.top = 1000, 1000 // let it grow again
 			d.pause = tc.pause
 			d.refuse(Overload)
 			st := c.Stats()
@@ -414,8 +414,8 @@ func TestReturnThenProbe(t *testing.T) {
 			if r := c.Rate(); !near(r, 9.8*1.1, 0.02) {
 				t.Errorf("after the probe time the rate is %.3f, want about %.3f (+10%%)", r, 9.8*1.1)
 			}
-			if p := c.Stats().Phase; p != PhaseProbing {
-				t.Errorf("phase %q, want %q", p, PhaseProbing)
+			if p := c.Stats().Phase; p != PhaseProbe {
+				t.Errorf("phase %q, want %q", p, PhaseProbe)
 			}
 			// Far above the plateau with no refusal: the limit has risen, slow start again.
 			d.run(tc.probe)
@@ -450,14 +450,14 @@ func TestSearchAfterOvercut(t *testing.T) {
 	// refused rate, one step per ReturnTime, until it is within searchGap of it. The slow cubic
 	// probe alone would take minutes to get there.
 	c, d := settled(Config{})
-	c.cfg.MaxRate = 1000
+	c.cfg.MaxRate, c.top = 1000, 1000
 	for i := 0; i < 3; i++ {
 		d.refuse(Overload)
 		d.now = d.now.Add(sec(1))
 		d.send(Success)
 	}
 	low := c.Rate()
-	hi := c.hi
+	hi := c.target.rate
 	d.run(time.Minute)
 	r := c.Rate()
 	t.Logf("rate %.2f after the cascade, %.2f a minute later; last refused %.2f", low, r, hi)
@@ -485,7 +485,7 @@ func TestSpuriousSlowStartRefusal(t *testing.T) {
 	last := d.delivered[len(d.delivered)-1].Add(-d.lat)
 	c.Observe(last.Add(31*time.Millisecond), Outcome{Signal: Overload, Sent: last.Add(30 * time.Millisecond), Latency: time.Millisecond})
 	d.now = maxTime(d.now, last.Add(31*time.Millisecond))
-	rs := c.lastRefusal
+	rs, _ := c.pace.lastRefusal.get()
 	for range 30 { // every request accepted: the host's limit is far above
 		d.run(time.Second)
 	}
@@ -506,7 +506,7 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 	// success), here over all 100 of settled's successes, not to the halved rate; the gap to
 	// the refused rate is then searched.
 	c, d := settled(Config{})
-	c.cfg.MaxRate = 1000
+	c.cfg.MaxRate, c.top = 1000, 1000
 	d.pause = 0
 	first := d.now
 	end := d.now.Add(sec(10))
@@ -518,7 +518,7 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 		t.Fatalf("setup: %d refusals in the run, rate %.2f after it; want ≥ 4 halvings below 1/s", run.OverLimit, run.Rate)
 	}
 	// Every success since the start was remembered (ring of 128): 100 in settled's 10 s.
-	sends := c.successSends(never, toNanos(first))
+	sends := c.fit.successSends(never, toNanos(first))
 	sent := d.now
 	d.send(Success)
 	d.drain()
@@ -542,7 +542,7 @@ func TestResumedRefusalRunIsOneEpisode(t *testing.T) {
 	// the first run's epoch began (settled's 100 successes), not from the first run's last
 	// refusal, which leaves only the one success in between and a few seconds of backoff.
 	c, d := settled(Config{})
-	c.cfg.MaxRate = 1000
+	c.cfg.MaxRate, c.top = 1000, 1000
 	d.pause = 0
 	block := func(dur time.Duration) {
 		for end := d.now.Add(dur); d.now.Before(end); {
@@ -553,10 +553,10 @@ func TestResumedRefusalRunIsOneEpisode(t *testing.T) {
 	d.send(Success)
 	d.now = d.pending[len(d.pending)-1].done // the next request leaves at the new rate, not the run's
 	d.drain()
-	from, first := c.runFrom, c.Rate()
+	from, first := c.ep.from, c.Rate()
 	block(2 * time.Second) // sooner after the first run ended than that run lasted
-	if c.runFrom != from {
-		t.Errorf("the resumed run's episode begins at %v, want the first run's %v", c.runFrom, from)
+	if c.ep.from != from {
+		t.Errorf("the resumed run's episode begins at %v, want the first run's %v", c.ep.from, from)
 	}
 	d.send(Success)
 	d.drain()
@@ -573,7 +573,7 @@ func TestResumedRefusalEndsBelowItsRate(t *testing.T) {
 	// rate measured over the episode, but Beta under the rate just refused, not halved and
 	// left there (the halved rate used to hold for minutes).
 	c, d := settled(Config{})
-	c.cfg.MaxRate = 1000
+	c.cfg.MaxRate, c.top = 1000, 1000
 	d.pause = 0
 	for end := d.now.Add(3 * time.Second); d.now.Before(end); {
 		d.refuse(Overload)
@@ -639,16 +639,16 @@ func TestSearchAfterSlowStartRunIsBounded(t *testing.T) {
 	for end := d.now.Add(10 * time.Second); d.now.Before(end); {
 		d.refuse(Overload)
 	}
-	refused := c.runRefused
+	refused := c.ep.refused
 	d.send(Success)
 	d.drain()
 	r := c.Rate()
-	t.Logf("slow start reached %.0f req/s, refused at %.0f; after the run the rate is %.2f, search toward %.2f", burst, refused, r, c.hi)
+	t.Logf("slow start reached %.0f req/s, refused at %.0f; after the run the rate is %.2f, search toward %.2f", burst, refused, r, c.target.rate)
 	if refused < 50 {
 		t.Fatalf("setup: slow start refused at %.0f req/s, want a burst far above 10/s", refused)
 	}
-	if c.hi > 2*r*1.001 {
-		t.Errorf("search toward %.2f, want at most twice the measured rate %.2f", c.hi, r)
+	if c.target.rate > 2*r*1.001 {
+		t.Errorf("search toward %.2f, want at most twice the measured rate %.2f", c.target.rate, r)
 	}
 }
 
@@ -753,7 +753,7 @@ func TestRateNotGrownWhenWindowBound(t *testing.T) {
 	for _, slowStart := range []bool{true, false} {
 		c := New(Config{InitialRate: 10, InitialWindow: 2, MaxWindow: 2}, t0)
 		if !slowStart {
-			c.slowStart, c.plateau, c.epochRate = false, 10, 10
+			c.curve.slowStart, c.curve.plateau, c.curve.from = false, 10, 10
 		}
 		done := []time.Time{t0.Add(500 * time.Millisecond), t0.Add(750 * time.Millisecond)}
 		for i := 0; i < 200; i++ {
@@ -873,13 +873,13 @@ func TestStateRoundTrip(t *testing.T) {
 		name      string
 		s         State
 		wantRate  float64
-		wantPhase string
+		wantPhase Phase
 	}{
 		{"zero state is fresh", State{}, 2, PhaseSlowStart},
 		{"still in slow start", State{Rate: 50, Window: 4, SlowStart: true}, 50, PhaseSlowStart},
-		{"learned, probing", State{Rate: 50, Window: 4, Plateau: 49}, 50, PhaseProbing},
-		{"learned, returning", State{Rate: 50, Window: 4, Plateau: 51}, 50, PhaseAvoidance},
-		{"clamped to config", State{Rate: 5000, Window: 99}, 1000, PhaseAvoidance},
+		{"learned, probing", State{Rate: 50, Window: 4, Plateau: 49}, 50, PhaseProbe},
+		{"learned, returning", State{Rate: 50, Window: 4, Plateau: 51}, 50, PhaseReturn},
+		{"clamped to config", State{Rate: 5000, Window: 99}, 1000, PhaseProbe},
 		{"garbage", State{Rate: math.NaN(), Window: -3, Plateau: math.Inf(1), Baseline: -time.Second}, 2, PhaseSlowStart},
 	}
 	for _, tc := range tests {
@@ -936,8 +936,8 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 				c.SetCeiling(0)
 			}
 			r, w := c.Rate(), c.Window()
-			if math.IsNaN(r) || r <= 0 || r > lim.MaxRate || (c.ceiling > 0 && r > c.ceiling) || (c.ceiling == 0 && r < lim.MinRate) {
-				t.Fatalf("config %d step %d: rate %v out of bounds (ceiling %v)", ci, i, r, c.ceiling)
+			if math.IsNaN(r) || r <= 0 || r > lim.MaxRate || r > c.top || (c.top >= lim.MinRate && r < lim.MinRate) {
+				t.Fatalf("config %d step %d: rate %v out of bounds (cap %v)", ci, i, r, c.top)
 			}
 			if w < lim.MinWindow || w > lim.MaxWindow {
 				t.Fatalf("config %d step %d: window %d out of bounds", ci, i, w)
@@ -1074,7 +1074,7 @@ func TestLowPlateauStillProbes(t *testing.T) {
 	c := New(Config{InitialRate: 1, MaxRate: 1}, t0)
 	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, pause: time.Second}
 	d.run(60 * time.Second)
-	c.cfg.MaxRate = 1000
+	c.cfg.MaxRate, c.top = 1000, 1000
 	d.refuse(Overload)
 	k := c.Stats().Plateau
 	if k > 1 || k < 0.5 {

@@ -180,16 +180,19 @@ func (f *failureLog) need() float64 {
 // failureUndo holds the Failure cuts made before the host's background failure share was known,
 // to be judged when it is (rejudge).
 type failureUndo struct {
-	rate    float64 // the rate before the first of them; 0: none pending
+	rate    float64 // the rate before the first of them; 0 while none is pending (see pending)
 	plateau float64 // the plateau before it
 	slow    bool    // the first of them ended slow start
 	n       int     // the most Failures among the last 16 outcomes any of them was made on
 }
 
+// pending reports whether u holds cuts to judge.
+func (u *failureUndo) pending() bool { return u.rate > 0 }
+
 // note records a Failure cut about to be made on c, on n Failures among the last 16 outcomes.
 func (u *failureUndo) note(c *Controller, n int) {
 	if u.rate == 0 {
-		u.rate, u.plateau, u.slow = c.rate, c.plateau, c.slowStart
+		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.curve.slowStart
 	}
 	u.n = max(u.n, n)
 }
@@ -203,9 +206,9 @@ func (u *failureUndo) note(c *Controller, n int) {
 func (c *Controller) rejudge(u *failureUndo, need float64) {
 	if float64(u.n) < need {
 		c.rate = max(c.rate, c.clampRate(u.rate))
-		c.plateau = max(c.plateau, u.plateau)
-		c.epochRate, c.elapsed, c.sinceStep, c.hi = c.rate, 0, 0, 0
-		c.slowStart = c.slowStart || u.slow
+		c.curve.restart(c.rate, max(c.curve.plateau, u.plateau))
+		c.target.clear()
+		c.curve.slowStart = c.curve.slowStart || u.slow
 	}
 	*u = failureUndo{}
 }

@@ -107,10 +107,10 @@ func surprising(k, n int, p0 float64) bool {
 // else the baseline. Window room is sized by it, so a spread host's slow pages do not make the
 // window bind before the rate does.
 func (c *Controller) typicalSlow() time.Duration {
-	if c.ref.lat.n >= refMin {
-		return max(c.ref.hi, c.baseline)
+	if c.lat.ref.lat.n >= refMin {
+		return max(c.lat.ref.hi, c.lat.baseline)
 	}
-	return c.baseline
+	return c.lat.baseline
 }
 
 // latencyCounts are the latest successes (up to SampleWindow) sent since some instant,
@@ -123,7 +123,7 @@ type latencyCounts struct {
 }
 
 func (c *Controller) countLatencies(since nanos) latencyCounts {
-	r := &c.ref
+	r := &c.lat.ref
 	var k latencyCounts
 	for i := 0; i < c.samples.n && k.n < c.cfg.SampleWindow; i++ {
 		s := c.samples.back(i)
@@ -153,14 +153,14 @@ func (c *Controller) countLatencies(since nanos) latencyCounts {
 // were sent while another of our requests was in flight (a request sent alone cannot have
 // queued behind ours; its latency is the host's own business).
 func (c *Controller) latencySignal() bool {
-	if c.ref.lat.n < refMin {
+	if c.lat.ref.lat.n < refMin {
 		return false
 	}
-	k := c.countLatencies(c.lastDecrease)
+	k := c.countLatencies(c.epoch.start)
 	if k.n < minSamples || 2*k.crowded <= k.slow {
 		return false
 	}
-	return surprising(k.slow, k.n, c.ref.p90) || surprising(k.above50, k.n, c.ref.p50)
+	return surprising(k.slow, k.n, c.lat.ref.p90) || surprising(k.above50, k.n, c.lat.ref.p50)
 }
 
 // latencyCheck is what a latency decrease is judged by once the next minSamples successes are
@@ -175,8 +175,8 @@ func (c *Controller) latencySignal() bool {
 // decrease, and the one after, down to a window of one.
 type latencyCheck struct {
 	pending bool
-	window  float64       // the window before the decrease
-	bound   bool          // latencyBound before the decrease
+	size    float64       // the window before the decrease
+	mode    windowMode    // and what sized it
 	median  time.Duration // of the samples that called for it
 	counts  latencyCounts // of the same
 	from    nanos         // successes sent from then on judge it
@@ -196,7 +196,7 @@ func fewer(a, n, b, m int) bool {
 // checkLatencyDecrease judges the last latency decrease once enough successes have come back
 // since (see latencyCheck).
 func (c *Controller) checkLatencyDecrease() {
-	lc := &c.latencyCheck
+	lc := &c.win.check
 	if !lc.pending {
 		return
 	}
@@ -220,8 +220,8 @@ func (c *Controller) checkLatencyDecrease() {
 		return
 	}
 	for _, d := range ds {
-		c.ref.lat.push(d)
+		c.lat.ref.lat.push(d)
 	}
-	c.ref.update(&c.cfg)
-	c.window, c.latencyBound = max(c.window, lc.window), lc.bound
+	c.lat.ref.update(&c.cfg)
+	c.win.size, c.win.mode = max(c.win.size, lc.size), lc.mode
 }

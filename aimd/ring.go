@@ -99,3 +99,14 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	k := int(math.Ceil(q*float64(len(ds))-1e-9)) - 1 // nearest rank, tolerant of float error
 	return ds[min(max(k, 0), len(ds)-1)]
 }
+
+// optional is a value that may be unset: the zero optional is unset.
+type optional[T any] struct {
+	v  T
+	ok bool
+}
+
+func (o *optional[T]) set(v T) { *o = optional[T]{v: v, ok: true} }
+
+// get returns the value and whether it is set.
+func (o optional[T]) get() (T, bool) { return o.v, o.ok }

@@ -11,7 +11,7 @@ type Stats struct {
 	Window       int           // allowed requests in flight now (as Window())
 	P95          time.Duration // p95 latency of the latest successes (0 until there are some)
 	Baseline     time.Duration // the host's own low-load latency (0 until measured)
-	Phase        string        // PhaseSlowStart, PhaseAvoidance or PhaseProbing
+	Phase        Phase         // where the rate is on its way
 	Plateau      float64       // rate the controller holds just under after a decrease (0 in the first slow start)
 	Decreases    int           // congestion epochs: rate or window decreases
 	OverLimit    int           // Overload outcomes seen (429/503), stale ones included
@@ -28,26 +28,16 @@ func (c *Controller) Stats() Stats {
 		Rate:         c.Rate(),
 		Window:       c.Window(),
 		P95:          quantile(ds, 0.95),
-		Baseline:     c.baseline,
+		Baseline:     c.lat.baseline,
 		Phase:        c.phase(),
-		Plateau:      c.plateau,
-		Decreases:    c.decreases,
-		OverLimit:    c.overLimit,
-		Failures:     c.failures,
-		Neutral:      c.neutral,
-		LastDecrease: c.decreasedAt,
+		Plateau:      c.curve.plateau,
+		Decreases:    c.counts.decreases,
+		OverLimit:    c.counts.overLimit,
+		Failures:     c.counts.failures,
+		Neutral:      c.counts.neutral,
+		LastDecrease: c.epoch.at,
 		AcceptedRate: c.acceptedRate(c.last),
 	}
-}
-
-func (c *Controller) phase() string {
-	switch {
-	case c.slowStart:
-		return PhaseSlowStart
-	case c.rate > c.plateau:
-		return PhaseProbing
-	}
-	return PhaseAvoidance
 }
 
 // State is what a controller has learned about a host, to persist between runs. All fields are
@@ -85,15 +75,15 @@ func (c *Controller) State() State {
 	return State{
 		Rate:      c.rate,
 		Window:    c.Window(),
-		Plateau:   c.plateau,
-		Baseline:  c.baseline,
-		SlowStart: c.slowStart,
-		Decreases: c.decreases,
-		OverLimit: c.overLimit,
-		Failures:  c.failures,
+		Plateau:   c.curve.plateau,
+		Baseline:  c.lat.baseline,
+		SlowStart: c.curve.slowStart,
+		Decreases: c.counts.decreases,
+		OverLimit: c.counts.overLimit,
+		Failures:  c.counts.failures,
 
-		QuickRefusals: c.quick,
-		RefusalPause:  c.pause,
+		QuickRefusals: c.pace.quick,
+		RefusalPause:  c.pace.pause,
 
 		FailureShare:   c.fails.base,
 		FailureSamples: c.fails.older,
@@ -114,25 +104,25 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		c.rate = c.clampRate(r)
 	}
 	if s.Window > 0 {
-		c.window = float64(min(max(s.Window, c.cfg.MinWindow), c.cfg.MaxWindow))
+		c.win.size = float64(min(max(s.Window, c.cfg.MinWindow), c.cfg.MaxWindow))
 	}
 	if s.Baseline > 0 {
-		c.baseline, c.baselineProvisional, c.baselineAt = s.Baseline, true, now
+		c.lat.baseline, c.lat.src, c.lat.at = s.Baseline, baselineRestored, now
 	}
-	c.decreases, c.overLimit, c.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
-	c.quick, c.pause = s.QuickRefusals, max(s.RefusalPause, 0)
+	c.counts.decreases, c.counts.overLimit, c.counts.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
+	c.pace.quick, c.pace.pause = s.QuickRefusals, max(s.RefusalPause, 0)
 	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
 	c.overs.restore(s.RefusalShare, s.RefusalSamples, s.RefusalCut)
 	if s.Rate > 0 && !s.SlowStart {
-		c.slowStart = false
-		c.plateau, c.epochRate = c.rate, c.rate
+		c.curve.slowStart = false
+		c.curve.plateau, c.curve.from = c.rate, c.rate
 		if p := validRate(s.Plateau); p > 0 {
-			c.plateau = p
+			c.curve.plateau = p
 		}
-		if c.rate > c.plateau {
+		if c.rate > c.curve.plateau {
 			// Resume the probe where it was: the time on the curve that gives the rate.
-			x := math.Cbrt((c.rate/c.plateau - 1) / 0.1)
-			c.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
+			x := math.Cbrt((c.rate/c.curve.plateau - 1) / 0.1)
+			c.curve.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
 		}
 	}
 	c.hist = newHistory(historySize)

@@ -1,0 +1,187 @@
+package aimd
+
+import (
+	"math"
+	"time"
+)
+
+const (
+	// slowStartSends: slow start multiplies the rate by SlowStartFactor at most once per this
+	// many requests, so that at low rates feedback arrives before the next step.
+	slowStartSends = 1
+
+	// searchGap: a plateau more than this factor below PlateauFactor × the target is raised
+	// toward it, one step per ReturnTime and per searchSends successes (quickSearchSends on a
+	// host whose refusals cost no pause).
+	searchGap        = 1.25
+	searchSends      = 50
+	quickSearchSends = 20
+
+	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
+	maxPatience = 4
+
+	// pauseProbeRatio, maxPauseProbe: the probe time is at least pauseProbeRatio × the pause
+	// the last refusal cost, up to maxPauseProbe.
+	pauseProbeRatio = 20
+	maxPauseProbe   = time.Hour
+)
+
+// curve is how the rate grows. In slow start it grows multiplicatively while used. After a
+// decrease it follows a curve on a clock that runs only while the rate is used: a linear return
+// from the rate the decrease set (from) to the plateau within the return time, then a cubic
+// probe above the plateau. A fit that raised the rate first holds it at the plateau.
+type curve struct {
+	slowStart bool          // no congestion seen yet: grow multiplicatively
+	plateau   float64       // K: the rate to return to after a decrease (0 in the first slow start)
+	from      float64       // the rate the last decrease (or search step) started the curve at
+	elapsed   time.Duration // time in use on the curve
+	hold      time.Duration // time in use still to spend at K before the curve starts
+	steps     int           // successes since the last decrease or search step
+	searched  bool          // a search step was taken since the last decrease
+}
+
+// restart starts the curve afresh at rate from, returning to plateau.
+func (k *curve) restart(from, plateau float64) {
+	k.from, k.plateau = from, plateau
+	k.elapsed, k.hold, k.steps = 0, 0, 0
+}
+
+// advance runs the curve's clock by dt of time in use, the hold first.
+func (k *curve) advance(dt time.Duration) {
+	if k.hold > 0 {
+		if dt <= k.hold {
+			k.hold -= dt
+			return
+		}
+		dt -= k.hold
+		k.hold = 0
+	}
+	k.elapsed += dt
+}
+
+// at is the curve's rate: K during the hold, the linear return from `from` to K within
+// returnTime, then K·(1 + 0.1·(t'/probe)³).
+func (k *curve) at(returnTime time.Duration, probe float64) float64 {
+	if k.hold > 0 {
+		return k.plateau
+	}
+	t := k.elapsed.Seconds()
+	if T := returnTime.Seconds(); k.from < k.plateau && t < T {
+		return k.from + (k.plateau-k.from)*t/T
+	} else if k.from < k.plateau {
+		t -= T
+	}
+	x := t / probe
+	return k.plateau * (1 + 0.1*x*x*x)
+}
+
+// pace is what refusals have taught about probing: how long the probe takes and what a
+// refusal costs.
+type pace struct {
+	probeTime   time.Duration     // ProbeTime, lengthened while refusals recur at one rate
+	lastRefusal optional[float64] // the rate of the last refusal
+	quick       bool              // the last refusal paused nothing: QuickReturnTime applies
+	pause       time.Duration     // the pause the last refusal cost (its Retry-After)
+}
+
+// refusedAt notes a refusal drawn at rate rs: one at about the rate of the previous one means
+// the limit is where it was, so the probe above it slows (up to maxPatience × ProbeTime);
+// anything else starts over at ProbeTime.
+func (p *pace) refusedAt(rs float64, cfg *Config) {
+	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < 0.05 {
+		p.probeTime = min(2*p.probeTime, maxPatience*cfg.ProbeTime)
+	} else {
+		p.probeTime = cfg.ProbeTime
+	}
+	p.lastRefusal.set(rs)
+}
+
+// returnTime is the time the linear return to the plateau takes, and a search step's spacing:
+// ReturnTime, or QuickReturnTime where a refusal costs no pause.
+func (c *Controller) returnTime() time.Duration {
+	if c.pace.quick {
+		return c.cfg.QuickReturnTime
+	}
+	return c.cfg.ReturnTime
+}
+
+// searchSends is the fewest successes between two search steps (see returnTime).
+func (c *Controller) searchSends() int {
+	if c.pace.quick {
+		return quickSearchSends
+	}
+	return searchSends
+}
+
+// probeSeconds is the current probe time: the pace's probe time, stretched to ProbeRequests
+// sending intervals at the plateau (at most maxPatience × ProbeTime), and at least
+// pauseProbeRatio × the last refusal's pause (at most maxPauseProbe).
+func (c *Controller) probeSeconds() float64 {
+	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*c.cfg.ProbeTime.Seconds())
+	return max(c.pace.probeTime.Seconds(), stretch, min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds())
+}
+
+// grow applies the increase rules after success s, dt of activity after the previous outcome.
+func (c *Controller) grow(dt time.Duration, s *sample) {
+	windowFull := s.conc >= c.hist.at(s.sent).window
+	rateUsed := c.rateInUse(s)
+	if rateUsed && c.win.mode == windowFollowsRate {
+		c.win.followRate(c.rate, c.typicalSlow(), c.cfg.MaxWindow)
+	}
+	if c.phase() == PhaseSlowStart {
+		if rateUsed {
+			iv := max(c.cfg.SlowStartInterval, 2*c.lat.baseline, time.Duration(slowStartSends/c.rate*float64(time.Second)))
+			c.rate = c.clampRate(c.rate * math.Pow(c.cfg.SlowStartFactor, dt.Seconds()/iv.Seconds()))
+		}
+		if windowFull {
+			c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
+		}
+		return
+	}
+	if rateUsed {
+		c.climb(dt)
+	}
+	if windowFull {
+		c.win.probe(c.cfg.WindowProbe, c.cfg.MaxWindow)
+	}
+}
+
+// climb moves the rate along the curve after dt of the rate in use: search steps and target
+// revisions when due, then the curve's rate if higher, then slow start again if the rate has
+// left the plateau far behind.
+func (c *Controller) climb(dt time.Duration) {
+	k, pf := &c.curve, c.cfg.PlateauFactor
+	k.advance(dt)
+	k.steps++
+	stepDue := k.elapsed >= c.returnTime() && k.steps >= c.searchSends()
+	if stepDue && c.target.reached(k.plateau, pf) {
+		switch c.target.kind {
+		case targetBound:
+			// Held just under the bound, unrefused, for longer than the run lasted: the bound
+			// was the run's backoff. Double it, toward the rate that drew the run.
+			if k.elapsed >= time.Duration(c.ep.blockLen) {
+				r := min(c.ep.refused, 2*c.target.rate)
+				c.target.set(r, c.ep.boundKind(r))
+			}
+		case targetSlowStart:
+			// Held near slow start's refused rate, unrefused: that refusal measured nothing.
+			c.target.rate *= 2
+		}
+	}
+	if stepDue && c.target.searching(k.plateau, pf) {
+		// Binary search (on a log scale) toward just under the target.
+		from := max(c.rate, k.plateau)
+		k.restart(from, math.Sqrt(k.plateau*pf*c.target.rate))
+		k.searched = true
+	}
+	if r := k.at(c.returnTime(), c.probeSeconds()); r > c.rate {
+		c.rate = c.clampRate(r)
+	}
+	if c.target.kind != noTarget && c.rate > c.target.rate {
+		c.target.clear() // beyond the target without a refusal: the limit has risen
+	}
+	if c.rate >= c.cfg.RestartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
+		k.slowStart = true
+		c.win.mode = windowFollowsRate
+	}
+}

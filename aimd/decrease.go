@@ -1,0 +1,129 @@
+package aimd
+
+import (
+	"math"
+	"time"
+)
+
+const (
+	// failureRunFloor, failureServing: a run of Failures cuts the rate to no less than
+	// failureRunFloor × the rate that drew the episode's first refusal while the host's latest
+	// success is younger than failureServing.
+	failureRunFloor = 0.125
+	failureServing  = time.Minute
+
+	// ssSustained: slow start's refusal at rs may have measured nothing if the host had
+	// accepted less than ssSustained × rs over the RateWindow before it.
+	ssSustained = 0.75
+)
+
+// cut is what a refusal teaches: the new rate and plateau, and whether the new rate rests on a
+// measurement of the limit rather than on a bracket.
+type cut struct {
+	rate, plateau float64
+	measured      bool
+}
+
+// decreaseRate is the decrease on an Overload or Failure outcome s (not stale, not isolated).
+// The rate that drew it (rs) bounds the limit from above; what it teaches depends on the phase
+// it ends (see docs/aimd.md, "Decrease"). The rate never rises on a refusal.
+func (c *Controller) decreaseRate(now time.Time, s *sample) {
+	// 1. The rate that drew the refusal, and the one before it that was accepted.
+	rs := c.sendingRate(s.sent)
+	lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
+	c.fit.refusedAt(rs)
+	endsSlowStart, repeat := c.phase() == PhaseSlowStart, c.inRun()
+	// 2. The failure logs learn what kind of signal this is.
+	c.noteSignal(s, rs, repeat)
+	// 3. The new rate and plateau.
+	accepted := c.recentAccepted(s.sent)
+	d := c.measureCut(s, rs, lo, accepted, endsSlowStart)
+	if s.sig == Failure && repeat && s.sent-c.counts.lastOK < nanos(failureServing) {
+		// Failures in a run while the host still serves: back off three halvings at most.
+		d.rate = max(d.rate, c.ep.refused*failureRunFloor)
+	}
+	d.rate = c.clampRate(min(d.rate, c.rate))
+	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window {
+		// The window was full: failures may be the host's concurrency limit.
+		c.win.size = max(math.Floor(c.win.size*c.cfg.Beta), float64(c.cfg.MinWindow))
+	}
+	// 4. The probe's pace, the target and the curve.
+	c.pace.refusedAt(rs, &c.cfg)
+	c.rate = d.rate
+	c.retarget(rs, endsSlowStart && s.sig == Overload && accepted < ssSustained*rs, d.measured)
+	c.curve.restart(d.rate, max(d.plateau, d.rate))
+	c.curve.searched, c.curve.slowStart = false, false
+	// 5. The episode, a new epoch, and the fit of the epoch this refusal closed.
+	c.ep.refusedAt(s.sent, c.epoch.start, rs, d.rate, repeat, c.target.kind == noTarget)
+	c.startEpoch(now)
+	c.queueFit(now, s.sent, !endsSlowStart && !repeat)
+}
+
+// noteSignal updates the failure logs for congestion signal s drawn at rs: the rate a
+// background share is learned under, and the cuts a share may later undo.
+func (c *Controller) noteSignal(s *sample, rs float64, repeat bool) {
+	slow := c.curve.slowStart
+	if s.sig == Failure {
+		if !slow && c.fails.cut == 0 {
+			c.fails.cut = rs
+		}
+		if !c.fails.known() {
+			c.fails.undo.note(c, c.fails.count())
+		}
+	} else {
+		c.fails.undo = failureUndo{} // an Overload: the rate rests on the host's word now
+	}
+	switch {
+	case s.bare:
+		excess := false
+		if !slow && !repeat {
+			if c.overs.cut == 0 {
+				c.overs.cut = rs
+			}
+			excess = c.overs.excess(rs)
+		}
+		if !excess {
+			c.overs.undo.note(c, c.overs.count()) // an excess cut is never undone
+		}
+	case s.sig == Overload:
+		c.overs.undo = failureUndo{} // a refusal that paused the host: its word, not a background
+	}
+}
+
+// measureCut is the cut for a refusal of s drawn at rs (lo: the rate of the last success
+// before it; accepted: the success rate over the RateWindow before it):
+//   - ending slow start: Beta × accepted (at least Beta × MinBeta² × rs), returning to
+//     PlateauFactor × lo;
+//   - ending an epoch of at least minSpan: Beta × the measured limit (the epoch's count, or
+//     the gaps if one token explains the host), at least MinBeta × rs;
+//   - ending a shorter epoch: MinBeta × rs (the last cut was not enough).
+func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowStart bool) cut {
+	est, span := c.fit.acceptedSince(c.epoch.start, s.sent, minSpan)
+	switch {
+	case endsSlowStart:
+		return cut{rate: c.cfg.Beta * max(accepted, c.cfg.MinBeta*c.cfg.MinBeta*rs), plateau: c.cfg.PlateauFactor * lo}
+	case est > 0 && span >= minSpan:
+		if l1, ok := c.singleTokenLimit(s.sent); ok {
+			est = max(est, l1)
+		}
+		r := max(c.cfg.Beta*est, c.cfg.MinBeta*rs)
+		return cut{rate: r, plateau: r, measured: c.cfg.Beta*est >= c.cfg.MinBeta*rs}
+	}
+	r := c.cfg.MinBeta * rs
+	return cut{rate: r, plateau: r}
+}
+
+// retarget sets the search target after a refusal drawn at rs: rs itself, of kind
+// targetSlowStart if slow start was refused at a rate it had not sustained. A refusal a search
+// step drew, or one the new rate rests on a measurement of, leaves nothing to search: rs is only
+// how far the climb overshot.
+func (c *Controller) retarget(rs float64, unsustained, measured bool) {
+	k := targetRefused
+	if unsustained {
+		k = targetSlowStart
+	}
+	c.target.set(rs, k)
+	if c.curve.searched || measured {
+		c.target.clear()
+	}
+}

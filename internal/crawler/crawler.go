@@ -54,13 +54,11 @@ type Crawler struct {
 
 	global *retry.Budget
 
-	mu      sync.Mutex
-	robots  map[string]*robotsState
-	budgets map[string]*retry.Budget
-	clocks  map[string]*hostClock // each host's clock against ours and its quota windows
-	lastErr map[string]string
-	forbid  map[string]*forbidState // reading 403s that may be a ban (forbidden.go)
-	gates   *gateKeys               // host → key of its gate in reg (gatekey.go)
+	// mu guards hosts and the records' fields but robots (see hostRecord). Lock order: mu
+	// before a record's budget's own lock; a record's robots lock is never taken under mu.
+	mu    sync.Mutex
+	hosts map[string]*hostRecord // made in Open; records made by hostLocked, never dropped
+	gates *gateKeys              // host → key of its gate in reg (gatekey.go)
 
 	// dispatcher-owned
 	inflight int
@@ -86,19 +84,15 @@ func Open(cfg Config) (*Crawler, error) {
 		return nil, err
 	}
 	c := &Crawler{
-		cfg:     cfg,
-		log:     cfg.logger(),
-		db:      db,
-		fr:      fr,
-		agent:   robots.ProductToken(cfg.UserAgent),
-		rnd:     rand.New(rand.NewSource(time.Now().UnixNano())),
-		global:  retry.NewBudget(retry.BudgetConfig{}, time.Now()),
-		robots:  map[string]*robotsState{},
-		budgets: map[string]*retry.Budget{},
-		clocks:  map[string]*hostClock{},
-		lastErr: map[string]string{},
-		forbid:  map[string]*forbidState{},
-		gates:   newGateKeys(cfg.KeyByIP),
+		cfg:    cfg,
+		log:    cfg.logger(),
+		db:     db,
+		fr:     fr,
+		agent:  robots.ProductToken(cfg.UserAgent),
+		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
+		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
+		hosts:  map[string]*hostRecord{},
+		gates:  newGateKeys(cfg.KeyByIP),
 	}
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
@@ -549,21 +543,4 @@ func (c *Crawler) retryDelay(attempt int, retryAfter time.Duration) time.Duratio
 	c.rndMu.Lock()
 	defer c.rndMu.Unlock()
 	return c.cfg.Retry.Delay(attempt, retryAfter, c.rnd)
-}
-
-func (c *Crawler) budget(host string) *retry.Budget {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := c.budgets[host]
-	if b == nil {
-		b = retry.NewBudget(retry.BudgetConfig{}, time.Now())
-		c.budgets[host] = b
-	}
-	return b
-}
-
-func (c *Crawler) setLastErr(host, msg string) {
-	c.mu.Lock()
-	c.lastErr[host] = msg
-	c.mu.Unlock()
 }

@@ -44,8 +44,8 @@ const servingWindow = time.Minute
 func (c *Crawler) serving(host string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.forbid[host]
-	return st != nil && !st.lastOK.IsZero() && now.Sub(st.lastOK) < servingWindow
+	r := c.hosts[host]
+	return r != nil && !r.forbid.lastOK.IsZero() && now.Sub(r.forbid.lastOK) < servingWindow
 }
 
 // answeredRobots notes that host answered its robots.txt normally at now (see serving). It is
@@ -53,17 +53,7 @@ func (c *Crawler) serving(host string, now time.Time) bool {
 func (c *Crawler) answeredRobots(host string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.forbidFor(host).lastOK = now
-}
-
-// forbidFor returns host's record, made on first use. forbidFor requires c.mu to be held.
-func (c *Crawler) forbidFor(host string) *forbidState {
-	st := c.forbid[host]
-	if st == nil {
-		st = &forbidState{}
-		c.forbid[host] = st
-	}
-	return st
+	c.hostLocked(host).forbid.lastOK = now
 }
 
 // classifyForbidden returns the class of a page answer with status from host at now, whose
@@ -72,7 +62,7 @@ func (c *Crawler) forbidFor(host string) *forbidState {
 func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.Time, cl retry.Class) retry.Class {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.forbidFor(host)
+	st := &c.hostLocked(host).forbid
 	switch {
 	case status == http.StatusForbidden:
 	case status >= 200 && status < 300:

@@ -372,8 +372,10 @@ func (c *Crawler) observed(st Status) {
 		t.RetryBudget = c.global.Balance()
 	}
 	c.mu.Lock()
-	for h, b := range c.budgets {
-		t.HostRetryBudget[h] = b.Balance()
+	for h, r := range c.hosts {
+		if r.budget != nil {
+			t.HostRetryBudget[h] = r.budget.Balance()
+		}
 	}
 	c.mu.Unlock()
 	o.obs.Tick(t)

@@ -212,11 +212,7 @@ func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.T
 	refused := retry.ClassifyStatus(resp.Status).Signal == aimd.Overload // 429, 503 and their kin
 
 	c.mu.Lock()
-	hc := c.clocks[host]
-	if hc == nil {
-		hc = &hostClock{}
-		c.clocks[host] = hc
-	}
+	hc := &c.hostLocked(host).clock
 	date := hc.clock.Observe(resp.Header.Get("Date"), received)
 	ref := hc.clock.Now(now)
 	if refused {

@@ -122,11 +122,7 @@ func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 // time the host is seen in this run.
 func (c *Crawler) robotsFor(host string) (*robotsState, error) {
 	c.mu.Lock()
-	rs := c.robots[host]
-	if rs == nil {
-		rs = &robotsState{}
-		c.robots[host] = rs
-	}
+	rs := &c.hostLocked(host).robots
 	c.mu.Unlock()
 	rs.mu.Lock()
 	loaded := rs.loaded
@@ -149,11 +145,12 @@ func (c *Crawler) robotsFor(host string) (*robotsState, error) {
 // otherwise (the URL is then checked when it is leased).
 func (c *Crawler) robotsVerdict(host string, u *url.URL) (v robots.Verdict, known bool) {
 	c.mu.Lock()
-	rs := c.robots[host]
+	r := c.hosts[host]
 	c.mu.Unlock()
-	if rs == nil {
+	if r == nil {
 		return v, false
 	}
+	rs := &r.robots
 	rs.mu.Lock()
 	rules := rs.rules
 	rs.mu.Unlock()
@@ -181,7 +178,7 @@ func (c *Crawler) applyCrawlDelay(host string, rs *robotsState) {
 func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostlimit.Ticket) error {
 	u := &url.URL{Scheme: scheme, Host: host, Path: "/robots.txt"}
 	c.mu.Lock()
-	rs := c.robots[host]
+	rs := &c.hostLocked(host).robots
 	c.mu.Unlock()
 	prev := rs.failures()
 	e := storage.RobotsEntry{Host: host}

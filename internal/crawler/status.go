@@ -113,12 +113,14 @@ func (c *Crawler) snapshot(running bool) Status {
 	defer c.mu.Unlock()
 	for _, h := range c.fr.Hosts() {
 		hs := HostStatus{Host: h.Host, Pages: h.Fetched, Queued: h.Queued, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError}
-		if e := c.lastErr[h.Host]; e != "" {
-			hs.LastError = e
-		}
-		if b := c.budgets[h.Host]; b != nil {
-			v := b.Balance()
-			hs.RetryBudget = &v
+		if r := c.hosts[h.Host]; r != nil {
+			if r.lastErr != "" {
+				hs.LastError = r.lastErr
+			}
+			if r.budget != nil {
+				v := r.budget.Balance()
+				hs.RetryBudget = &v
+			}
 		}
 		if g, ok := gates[c.gates.known(h.Host)]; ok {
 			hs.Rate, hs.Window, hs.InFlight = g.Rate, g.Window, g.InFlight
@@ -172,7 +174,7 @@ func ReadStatus(dir string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	c := &Crawler{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db), lastErr: map[string]string{}}
+	c := &Crawler{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db)}
 	now := time.Now()
 	for _, h := range fr.Hosts() {
 		c.reg.Load(now, h.Host) // the learned state saved by the last run

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -849,7 +850,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back != s {
+	if !reflect.DeepEqual(back, s) {
 		t.Fatalf("JSON round trip: %+v != %+v", back, s)
 	}
 	r := Restore(Config{MaxRate: 10}, back, t0.Add(time.Hour))
@@ -1369,5 +1370,53 @@ func TestBackgroundShareSurvivesRestore(t *testing.T) {
 	}
 	if tried < 10 || good < tried-1 {
 		t.Errorf("%d of %d restored seeds held 36 successes/s with at most 1 decrease, want all but one (and ≥ 10 seeds)", good, tried)
+	}
+}
+
+func TestStateMovesMidEpisode(t *testing.T) {
+	// A host saved in a refusal run and restored elsewhere (later, or at once) is still in the
+	// run, and its first success ends it as it would have ended on the first worker: with the
+	// rate measured over the episode, not a fresh slow start.
+	c, d := settled(Config{})
+	c.cfg.MaxRate, c.top = 1000, 1000
+	d.pause = 0
+	for end := d.now.Add(3 * time.Second); d.now.Before(end); {
+		d.refuse(Overload)
+	}
+	b, err := json.Marshal(c.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("state of a host in a refusal run: %d bytes of JSON", len(b))
+	for _, later := range []time.Duration{0, time.Hour} {
+		r := Restore(Config{MaxRate: 1000}, s, c.last.Add(later))
+		if p := r.Stats().Phase; p != PhaseRefusalRun || r.Rate() != c.Rate() {
+			t.Fatalf("restored %v later: phase %v rate %.3f, want %v at %.3f", later, p, r.Rate(), PhaseRefusalRun, c.Rate())
+		}
+		same := func(a, b nanos) bool { // the same instant, each relative to its controller's time
+			if a == never || b == never {
+				return a == b
+			}
+			return a-toNanos(c.last) == b-toNanos(r.last)
+		}
+		if r.ep.run != c.ep.run || r.ep.refused != c.ep.refused || len(r.fit.recs) != len(c.fit.recs) ||
+			!same(c.ep.from, r.ep.from) || !same(c.ep.start, r.ep.start) || !same(c.epoch.start, r.epoch.start) {
+			t.Errorf("restored %v later: episode %+v (%d logged), want %+v (%d logged)", later, r.ep, len(r.fit.recs), c.ep, len(c.fit.recs))
+		}
+		at := r.last.Add(time.Second)
+		r.Observe(at.Add(10*time.Millisecond), Outcome{Signal: Success, Sent: at, Latency: 10 * time.Millisecond})
+		if r.ep.run != 0 || r.Stats().Phase == PhaseSlowStart || r.Rate() <= c.Rate() {
+			t.Errorf("restored %v later: after the first success phase %v rate %.3f; want the run ended above %.3f", later, r.Stats().Phase, r.Rate(), c.Rate())
+		}
+		t.Logf("restored %v later: %.2f req/s in the run, %.2f after its first success", later, c.Rate(), r.Rate())
+	}
+	// A version-1 state (no parts) restores to holding under its plateau, as before.
+	s.Version, s.Parts = 1, nil
+	if p := Restore(Config{}, s, t0).Stats().Phase; p == PhaseRefusalRun {
+		t.Errorf("a version-1 state restored into phase %v", p)
 	}
 }

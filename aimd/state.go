@@ -1,6 +1,7 @@
 package aimd
 
 import (
+	"encoding/json"
 	"math"
 	"time"
 )
@@ -43,6 +44,7 @@ func (c *Controller) Stats() Stats {
 // State is what a controller has learned about a host, to persist between runs. All fields are
 // plain and JSON-encodable; the zero State restores to a fresh controller.
 type State struct {
+	Version   int           `json:"version,omitempty"`    // StateVersion when written; 0: before versions
 	Rate      float64       `json:"rate"`                 // req/s
 	Window    int           `json:"window"`               // requests in flight
 	Plateau   float64       `json:"plateau,omitempty"`    // req/s; 0 = none learned yet
@@ -68,11 +70,16 @@ type State struct {
 	RefusalShare   float64 `json:"refusal_share,omitempty"`
 	RefusalSamples int     `json:"refusal_samples,omitempty"`
 	RefusalCut     float64 `json:"refusal_cut,omitempty"`
+	// Parts (version 2) is the rest of what the controller holds, opaque to callers: its curve,
+	// search target, refusal episode, bucket fit, epoch and failure logs.
+	Parts json.RawMessage `json:"parts,omitempty"`
 }
 
 // State returns the learned state.
 func (c *Controller) State() State {
 	return State{
+		Version:   StateVersion,
+		Parts:     c.parts(),
 		Rate:      c.rate,
 		Window:    c.Window(),
 		Plateau:   c.curve.plateau,
@@ -94,10 +101,12 @@ func (c *Controller) State() State {
 	}
 }
 
-// Restore returns a controller that resumes from s: at its rate and window (clamped to cfg),
-// holding under its plateau and probing above it slowly, or still in slow start if s had seen no
-// congestion. Invalid fields of s are ignored. The restored baseline is provisional: the first
-// measurement replaces it, since the host may have changed since s was saved.
+// Restore returns a controller that resumes from s at now: at its rate and window (clamped to
+// cfg). A version-2 state goes on where it was saved, mid-episode, with its instants moved by
+// the time between the save and now; an older one holds under its plateau and probes above it
+// slowly, or is still in slow start if it had seen no congestion. Invalid fields of s are
+// ignored. The restored baseline is provisional: the first measurement replaces it, since the
+// host may have changed since s was saved.
 func Restore(cfg Config, s State, now time.Time) *Controller {
 	c := New(cfg, now)
 	if r := validRate(s.Rate); r > 0 {
@@ -124,6 +133,9 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 			x := math.Cbrt((c.rate/c.curve.plateau - 1) / 0.1)
 			c.curve.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
 		}
+	}
+	if s.Version >= 2 && len(s.Parts) > 0 && c.restoreParts(s.Parts) {
+		c.curve.plateau = validRate(s.Plateau)
 	}
 	c.hist = newHistory(historySize)
 	c.record(now, true)

@@ -68,7 +68,7 @@ func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.
 	case status >= 200 && status < 300:
 		st.served, st.run, st.lastOK = true, 0, now
 		return cl
-	case status < 500 && status != http.StatusTooManyRequests:
+	case status < 500 && !retry.KindOf(status).SlowDown():
 		st.run = 0 // answered as usual (a redirect, a 404): the host is not banning us
 		return cl
 	default:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -45,11 +46,13 @@ type RequestEvent struct {
 	Latency time.Duration // from sending the request until its body was read, or the error
 }
 
-// OverLimit reports whether the host said "slow down": 429 or 503.
-func (e RequestEvent) OverLimit() bool { return e.Status == 429 || e.Status == 503 }
+// OverLimit reports whether the host said "slow down": 429, 503 and their kin
+// (retry.StatusKind.SlowDown).
+func (e RequestEvent) OverLimit() bool { return retry.KindOf(e.Status).SlowDown() }
 
-// Failed reports whether the request counts as an error: no response, or a 5xx other than 503.
-func (e RequestEvent) Failed() bool { return e.Status == 0 || (e.Status >= 500 && e.Status != 503) }
+// Failed reports whether the request counts as an error: no response, or a 5xx other than a
+// "slow down" (retry.StatusKind.Failed).
+func (e RequestEvent) Failed() bool { return retry.KindOf(e.Status).Failed() }
 
 // Tick is the crawl's state once per status interval.
 type Tick struct {
@@ -67,9 +70,9 @@ type Tick struct {
 // RunCounters are this process's request counters since Run started (Status.Run).
 type RunCounters struct {
 	Requests        int `json:"requests"`         // requests that ended, robots.txt included
-	OverLimit       int `json:"over_limit"`       // 429 and 503 replies
+	OverLimit       int `json:"over_limit"`       // "slow down" replies: 429, 503 and their kin
 	Retries         int `json:"retries"`          // retries scheduled
-	Errors          int `json:"errors"`           // no response, or a 5xx other than 503
+	Errors          int `json:"errors"`           // no response, or a 5xx other than a "slow down"
 	BudgetExhausted int `json:"budget_exhausted"` // retries deferred because a retry budget was empty
 }
 

@@ -163,3 +163,22 @@ func TestIntervalLatencies(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestEventCounts: the crawl's counters read statuses as the host's controller does
+// (retry.KindOf), the non-standard "slow down" codes included.
+func TestRequestEventCounts(t *testing.T) {
+	tests := []struct {
+		status            int
+		overLimit, failed bool
+	}{
+		{0, false, true}, {200, false, false}, {301, false, false}, {404, false, false},
+		{408, false, false}, {420, true, false}, {429, true, false}, {500, false, true},
+		{502, false, true}, {503, true, false}, {509, true, false}, {529, true, false},
+	}
+	for _, tc := range tests {
+		e := RequestEvent{Host: "h", Status: tc.status}
+		if e.OverLimit() != tc.overLimit || e.Failed() != tc.failed {
+			t.Errorf("status %d: OverLimit %v, Failed %v; want %v, %v", tc.status, e.OverLimit(), e.Failed(), tc.overLimit, tc.failed)
+		}
+	}
+}

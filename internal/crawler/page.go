@@ -184,7 +184,7 @@ func classifyErr(err error) retry.Class {
 }
 
 // honourRetryAfter pauses the whole host when the response says when to come back: a 429, a
-// 503 or another "slow down" status (retry.ClassifyStatus's Overload) with Retry-After, or a
+// 503 or another "slow down" status (retry.StatusKind.SlowDown) with Retry-After, or a
 // response of any status (200 included) whose rate-limit headers say
 // the quota is spent until a reset (retry.ParseRateLimit), since the next request would only
 // be refused. The longer of the two wins. It returns the Retry-After wait alone (0 if none):
@@ -209,7 +209,7 @@ func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.T
 			sent = t
 		}
 	}
-	refused := retry.ClassifyStatus(resp.Status).Signal == aimd.Overload // 429, 503 and their kin
+	refused := retry.KindOf(resp.Status).SlowDown() // 429, 503 and their kin
 
 	c.mu.Lock()
 	hc := &c.hostLocked(host).clock

@@ -12,6 +12,7 @@ import (
 	"github.com/crawl-project/crawl/aimd"
 	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/netguard"
+	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/robots"
 	"github.com/crawl-project/crawl/storage"
@@ -208,16 +209,17 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
 			break
 		}
-		// A robots.txt 5xx is a fault the robots back-off deals with; only an explicit "slow
-		// down" (429, or Retry-After) tells the host's controller about load. Any other
-		// answer, a 404 included (most hosts have no robots.txt), was served normally: a
-		// success, whose timing starts the host's slow start like a page's would.
+		// A robots.txt 5xx (503 and its kin included) is a fault the robots back-off deals
+		// with; only an explicit "slow down" (429 or 420, or Retry-After) tells the host's
+		// controller about load. An answer served normally (retry.Served or ClientError), a
+		// 404 included (most hosts have no robots.txt), is a success, whose timing starts the
+		// host's slow start like a page's would.
 		signal := aimd.Neutral
 		wait, pause := c.honourRetryAfter(urlnorm.HostKey(u), resp, now)
-		switch {
-		case wait > 0 || resp.Status == 429:
+		switch k := retry.KindOf(resp.Status); {
+		case wait > 0 || k == retry.TooMany:
 			signal = aimd.Overload
-		case resp.Status < 500 && resp.Status != 408 && resp.Status != 425:
+		case k == retry.Served || k == retry.ClientError:
 			signal = aimd.Success
 			c.answeredRobots(urlnorm.HostKey(u), now)
 		}
@@ -242,7 +244,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		}
 		break
 	}
-	if e.Err != "" || e.Status == 429 || e.Status >= 500 {
+	if e.Err != "" || robots.FromResponse(e.Status, nil).Unreachable() { // 429, 5xx: RFC 9309's unreachable
 		e.Failures = prev + 1
 		c.setLastErr(host, "robots.txt: "+firstNonEmpty(e.Err, fmt.Sprintf("status %d", e.Status)))
 	}

@@ -45,7 +45,7 @@ type HostStatus struct {
 	P95Ms        float64 `json:"p95_ms"`
 	BaselineMs   float64 `json:"baseline_ms"`
 	AcceptedRate float64 `json:"accepted_rate"`
-	OverLimit    int     `json:"over_limit"` // 429/503 replies seen
+	OverLimit    int     `json:"over_limit"` // "slow down" replies seen (429, 503 and their kin)
 	// RetryBudget is the host's retry token balance (absent until the host's first retry or
 	// success in this run); retries pause when it runs dry.
 	RetryBudget *float64   `json:"retry_budget,omitempty"`

@@ -1,10 +1,64 @@
 package retry
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/crawl-project/crawl/aimd"
 )
+
+// TestKindOf: the one reading of status codes, and what the crawl's counters make of it.
+func TestKindOf(t *testing.T) {
+	tests := []struct {
+		status   int
+		kind     StatusKind
+		slowDown bool
+		failed   bool
+	}{
+		{0, NoResponse, false, true}, // a transport error
+		{200, Served, false, false},
+		{204, Served, false, false},
+		{301, Served, false, false},
+		{304, Served, false, false},
+		{400, ClientError, false, false},
+		{403, ClientError, false, false},
+		{404, ClientError, false, false},
+		{418, ClientError, false, false},
+		{408, TimedOut, false, false},
+		{425, TimedOut, false, false},
+		{420, TooMany, true, false}, // Twitter's "Enhance Your Calm"
+		{429, TooMany, true, false},
+		{503, Overloaded, true, false},
+		{509, Overloaded, true, false}, // Bandwidth Limit Exceeded
+		{529, Overloaded, true, false}, // Site is overloaded
+		{500, ServerError, false, true},
+		{501, ServerError, false, true},
+		{505, ServerError, false, true},
+		{511, ServerError, false, true},
+		{525, ServerError, false, true},
+		{502, BadGateway, false, true},
+		{504, BadGateway, false, true},
+		{520, BadGateway, false, true},
+		{524, BadGateway, false, true},
+		{598, BadGateway, false, true},
+		{599, BadGateway, false, true},
+		{100, Unknown, false, true},
+		{999, Unknown, false, true},
+		{-1, Unknown, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			k := KindOf(tc.status)
+			if k != tc.kind || k.SlowDown() != tc.slowDown || k.Failed() != tc.failed {
+				t.Errorf("KindOf(%d) = %v (slow down %v, failed %v), want %v (%v, %v)",
+					tc.status, k, k.SlowDown(), k.Failed(), tc.kind, tc.slowDown, tc.failed)
+			}
+			if k.SlowDown() != (ClassifyStatus(tc.status).Signal == aimd.Overload) {
+				t.Errorf("KindOf(%d).SlowDown() = %v, but ClassifyStatus gives %v", tc.status, k.SlowDown(), ClassifyStatus(tc.status).Signal)
+			}
+		})
+	}
+}
 
 func TestClassifyStatus(t *testing.T) {
 	tests := []struct {

@@ -15,8 +15,9 @@
 //   - Windows: how long a spent quota really lasts when its reset is rounded up to whole
 //     seconds and the host's fixed windows end their length after their first request
 //     (express-rate-limit's and most others), tried once per host and dropped if refused.
-//   - ClassifyStatus and ClassifyError: which outcomes are worth retrying, and what each one
-//     tells the host's rate controller (an aimd.Signal).
+//   - KindOf, ClassifyStatus and ClassifyError: what an HTTP status says about its host (a
+//     StatusKind, the crawl's one reading of status codes), which outcomes are worth
+//     retrying, and what each one tells the host's rate controller (an aimd.Signal).
 //   - Budget: a retry token bucket in the style of the AWS SDKs' retry quota: retries cost
 //     tokens, first-try successes earn them back, so that a host (or the whole crawl) that
 //     fails everything cannot triple its own load with retries; a small floor of retries per

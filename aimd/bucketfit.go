@@ -7,33 +7,11 @@ import (
 	"time"
 )
 
-// The bucket fit: which server-side token buckets explain what a host did.
-//
-// A token bucket of rate L and size b (b tokens when full, one per accepted request) accepts
-// a request when it holds a whole token and refuses it otherwise. Given the requests we sent
-// and which were refused, the pairs (L, b) that reproduce every answer form a band: a bigger
-// bucket explains the same answers with a lower rate. One refusal leaves the band wide (it
-// says only that the bucket ran dry, not whether it held 2 tokens at 10/s or 5 at 7/s), but
-// the requests since the limit last changed are fitted together, and slow start's burst, the
-// pause after it and the climb that follows cut the band differently: after two or three
-// refusals one or two bucket sizes usually remain and their rates span a few percent. That
-// is the limit, measured.
-//
-// The fit is sound: it never rules out the true bucket. For each size on a grid it finds the
-// least rate that accepts every success from the fullest the bucket can have been (full at
-// the start, just under a token at each refusal, never charged for a failure, whose answer is
-// unknown) and the greatest rate that refuses every refusal from the emptiest (empty at the
-// start, charged for every request that may have taken a token). Send times stand for arrival
-// times: a constant network delay cancels out, and jitter (timingNoise) is allowed for both
-// as extra or missing refill and as requests that may have arrived in either order.
-//
-// When no bucket explains everything, the limit changed (or the host is no token bucket) and
-// the fit starts over from the refusal that opened the last epoch. Two guards keep a wrong
-// model from costing much. A host that is no token bucket (a fixed window counter, say) can
-// be explained for a while by any bucket from some size up at a low rate; holding that low
-// rate would never draw the refusal that shows it is wrong, so such a fit may raise the rate
-// but never lower it. And a host that refuses a rate the fit called safe twice
-// (maxFitMisses) is left to the other rules for good.
+// The bucket fit: which server-side token buckets explain what a host did. For each bucket
+// size on burstGrid it finds the range of rates that reproduces every answer since the limit
+// last changed; the fit is sound (it never rules out the true bucket) and allows for timing
+// noise between send and arrival. When no bucket explains everything, the fit starts over
+// from the epoch's opening refusal. The derivation and its guards are in docs/aimd.md, R9.
 
 // burstGrid lists the bucket sizes the fit considers: real rate limiters count whole
 // requests (nginx's burst, x/time/rate's, Envoy's max_tokens), so whole sizes suffice.

@@ -19,7 +19,7 @@ type Config struct {
 	// Slow start. While no congestion signal has been seen, the rate is multiplied by
 	// SlowStartFactor (default 2) per SlowStartInterval (default 125ms) of time in which the
 	// rate was actually used; the interval is stretched to at least twice the baseline latency
-	// and two sending intervals, so that feedback arrives before the next step. The window
+	// and one sending interval, so that feedback arrives before the next step. The window
 	// grows by one per success that found it full (doubling per round trip, as in TCP).
 	SlowStartFactor   float64
 	SlowStartInterval time.Duration
@@ -39,10 +39,9 @@ type Config struct {
 	// ProbeRequests (default 400) requests at the plateau rate, so that slow hosts are probed
 	// no more often per page than fast ones; doubled, up to 4×, each time a refusal recurs at
 	// the same rate; and at least 20 × the last refusal's Retry-After pause, up to an hour).
-	// The probe is slow on purpose: every over-limit reply costs a Retry-After pause, so the
-	// controller holds just under a known limit and looks above it rarely. A plateau well below the last refused rate is raised by
-	// binary search, one step per ReturnTime. Reaching RestartFactor × the plateau (default
-	// 1.25) without a signal re-enters slow start: the limit has risen.
+	// A plateau well below the last refused rate is raised by binary search, one step per
+	// ReturnTime. Reaching RestartFactor × the plateau (default 1.25) without a signal
+	// re-enters slow start: the limit has risen.
 	//
 	// QuickReturnTime (default 2s) replaces ReturnTime, and the search steps come after 20
 	// successes instead of 50, on a host whose last refusal did not pause it (no Retry-After:

@@ -6,19 +6,10 @@ import (
 	"time"
 )
 
-// The latency signal compares recent latencies with the host's own distribution of latencies
-// without our load (the reference), rather than with one low quantile times a factor: real
-// servers spread widely (a page that is usually 100 ms and now and then 300 ms), and a p95 above
-// 1.2 × the p10 is their normal state, not congestion. The test is a count: the share of recent
-// requests slower than a yardstick (LatencyFactor × the reference median, or × its p90, and at
-// least LatencyMinExcess above) against the share the host's own distribution puts above it
-// (p0); congestion is a count higher than chance explains (refZ standard deviations of a
-// binomial). p0 is the larger of the reference's own share (plus one, Laplace) and the share
-// of a log-normal fitted to the reference, its location and spread taken at their upper 99%
-// confidence bounds: a handful of reference requests cannot prove a spread host tight, but a
-// worker pool with a fixed service time shows its tightness at once, so a few slow requests
-// (one in five queueing) are enough there, while a spread host needs many more than its usual
-// few.
+// The latency signal compares recent latencies with the host's own distribution without our
+// load (the reference): congestion is more requests slower than a yardstick (LatencyFactor ×
+// the reference median or p90, and LatencyMinExcess more) than that distribution explains, by
+// refZ standard deviations of a binomial (docs/aimd.md, R34).
 const (
 	refSize = 64 // reference latencies kept (512 B per host)
 	refMin  = 4  // fewest reference latencies to judge by; fewer: no latency signal
@@ -163,16 +154,10 @@ func (c *Controller) latencySignal() bool {
 	return surprising(k.slow, k.n, c.lat.ref.p90) || surprising(k.above50, k.n, c.lat.ref.p50)
 }
 
-// latencyCheck is what a latency decrease is judged by once the next minSamples successes are
-// in, counting only those sent once the requests in flight at the decrease have come back
-// (twice the median latency later). A decrease that relieved queueing we caused leaves fewer
-// of them slow, at either yardstick, than of the samples that called for it, or makes most of
-// them faster than those samples' median (a big window cut by one on a worker pool still
-// queues, but less); each a one-sided test at helpedZ, lenient on purpose: a queueing host
-// judged unhelped would teach the reference its queueing. A decrease that did none of these
-// says the latency is the host's own, not ours (the reference was too small or unlucky): it is
-// undone and those latencies join the reference, so that they do not call for the next
-// decrease, and the one after, down to a window of one.
+// latencyCheck is what a latency decrease is judged by once the next minSamples successes
+// sent after the requests then in flight have come back: unless fewer of them are slow, or
+// most are faster than the median that called for it (one-sided tests at helpedZ), the
+// decrease is undone and their latencies join the reference (docs/aimd.md, R36).
 type latencyCheck struct {
 	pending bool
 	size    float64       // the window before the decrease

@@ -61,16 +61,11 @@ func (c *Controller) rateInUse(s *sample) bool {
 	return ok && sp <= 2
 }
 
-// singleTokenLimit tests the remembered requests against a server-side bucket that holds one
-// token (nginx limit_req without burst, for one, is such a bucket): such a bucket accepts two
-// requests only if the second arrives at least 1/L after the first, and refuses one that comes
-// sooner. If every gap between consecutive remembered successes (by send time) is longer than
-// the gap between the refusal sent at ts and the success before it, one token explains what
-// the host did, and L lies between 1/(shortest accepted gap) and 1/(refused gap): limit is the
-// lower end and ok is true. Counting (epochEstimate) must allow for an unknown burst and so
-// measures such a host well below its limit; the gaps measure it exactly. If an earlier
-// success came sooner than the refused one, the host has a burst (or its limit fell) and ok
-// is false.
+// singleTokenLimit tests the remembered successes against a one-token server bucket (nginx
+// limit_req without burst): if every gap between consecutive successes (by send time) is
+// longer than the gap between the refusal sent at ts and the success before it, one token
+// explains the host and limit is 1/(the shortest accepted gap), with ok true (docs/aimd.md,
+// R7).
 func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	sends := c.fit.successSends(never, ts)
 	if len(sends) < 3 {

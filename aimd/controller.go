@@ -197,7 +197,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool
 		c.rejudge(&c.overs.undo, overNeed)
 	}
 	isolated = o.Signal == Failure && !c.fails.signal(run) || bare && !c.overs.reaches(run, overNeed)
-	s = sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare}
+	s = sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare, demand: o.Demand}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
 		s.conc = o.InFlight

@@ -23,6 +23,7 @@ type driver struct {
 	now     time.Time
 	lat     time.Duration
 	pause   time.Duration    // the Retry-After pause each refusal carries (Outcome.Pause)
+	demand  Demand           // what each outcome says of the host's rate (Outcome.Demand)
 	pending []pendingOutcome // in order of completion (lat is constant)
 
 	delivered []time.Time
@@ -61,7 +62,7 @@ func (d *driver) send(sig Signal) {
 		d.now = d.pending[0].done
 		d.deliver(d.now)
 	}
-	o := Outcome{Signal: sig, Sent: d.now, Latency: d.lat}
+	o := Outcome{Signal: sig, Sent: d.now, Latency: d.lat, Demand: d.demand}
 	if sig == Overload {
 		o.Pause = d.pause
 	}
@@ -1418,5 +1419,32 @@ func TestStateMovesMidEpisode(t *testing.T) {
 	s.Version, s.Parts = 1, nil
 	if p := Restore(Config{}, s, t0).Stats().Phase; p == PhaseRefusalRun {
 		t.Errorf("a version-1 state restored into phase %v", p)
+	}
+}
+
+func TestGrowthFollowsUse(t *testing.T) {
+	// A rate grows only while it limits sending. A host whose requests each went as soon as
+	// they were ready (DemandSpare: a broad crawl bound by its workers, not by the host) keeps
+	// the rate it used, in slow start and after; one whose rate held ready requests back
+	// (DemandHeld) grows exactly as one that says nothing (DemandUnknown).
+	for _, slowStart := range []bool{true, false} {
+		rates := map[Demand]float64{}
+		for _, dm := range []Demand{DemandUnknown, DemandHeld, DemandSpare} {
+			c := New(Config{InitialRate: 2, MaxRate: 1000}, t0)
+			if !slowStart {
+				c.curve.slowStart, c.curve.plateau, c.curve.from = false, 2, 2
+			}
+			d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, demand: dm}
+			d.run(time.Minute)
+			rates[dm] = c.Rate()
+		}
+		t.Logf("slow start %v: a minute at the allowed rate: %.2f req/s unknown, %.2f held, %.2f spare",
+			slowStart, rates[DemandUnknown], rates[DemandHeld], rates[DemandSpare])
+		if rates[DemandSpare] != 2 {
+			t.Errorf("slow start %v: a host with room to spare went from 2 to %.2f req/s, want 2", slowStart, rates[DemandSpare])
+		}
+		if rates[DemandHeld] != rates[DemandUnknown] || rates[DemandHeld] <= 2 {
+			t.Errorf("slow start %v: a held host reached %.2f req/s, want it to grow as an unknown one (%.2f)", slowStart, rates[DemandHeld], rates[DemandUnknown])
+		}
 	}
 }

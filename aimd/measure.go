@@ -51,10 +51,11 @@ func (c *Controller) sendingRate(t nanos) float64 {
 	return r
 }
 
-// rateInUse reports whether the rate was the binding limit when s was sent: sends were spaced
-// no more than twice the allowed interval, and s did not have to wait for a window slot.
+// rateInUse reports whether the rate was the binding limit when s was sent: the caller did not
+// say it had room to spare (DemandSpare), sends were spaced no more than twice the allowed
+// interval, and s did not have to wait for a window slot.
 func (c *Controller) rateInUse(s *sample) bool {
-	if s.conc >= c.hist.at(s.sent).window {
+	if s.demand == DemandSpare || s.conc >= c.hist.at(s.sent).window {
 		return false
 	}
 	sp, ok := c.sendSpacing(s.sent)

@@ -17,6 +17,22 @@ const (
 	Neutral
 )
 
+// Demand says whether the host's rate held a request back: whether the rate was what limited
+// sending to the host when the request was sent. The rate grows only while it is.
+type Demand uint8
+
+const (
+	// DemandUnknown: not told; the rate counts as binding when sends were spaced as fast as
+	// it allowed.
+	DemandUnknown Demand = iota
+	// DemandHeld: the request was ready, with a worker free for it, and waited for the host's
+	// rate: the rate limited sending.
+	DemandHeld
+	// DemandSpare: the request went as soon as it was ready (or waited only for a worker):
+	// the host could have been sent more, so its rate limited nothing and must not grow.
+	DemandSpare
+)
+
 // Outcome is what the controller learns from one request.
 type Outcome struct {
 	Signal  Signal
@@ -30,4 +46,6 @@ type Outcome struct {
 	// quota until its reset); 0: none. It is what a refusal costs: a host whose refusals pause
 	// it is probed more slowly than one whose refusals cost only a retry (Config.QuickReturnTime).
 	Pause time.Duration
+	// Demand is whether the host's rate held the request back (see Demand).
+	Demand Demand
 }

@@ -23,6 +23,7 @@ type sample struct {
 	conc       int  // requests of this host in flight when it was sent, itself included (estimated)
 	crowded    bool // its time in flight overlapped another remembered request's
 	bare       bool // an Overload that paused nothing (no Retry-After): a bare refusal
+	demand     Demand
 }
 
 // ring is a fixed-capacity FIFO of the most recent elements; the oldest is overwritten. The

@@ -262,139 +262,206 @@ type Summary struct {
 	DeferredUntil time.Time
 }
 
+// run is one call of Run: its jobs, its timers and why it stopped. It is owned by the
+// dispatcher goroutine (Run's), as are Crawler.inflight, fetching and rr.
+type run struct {
+	start         time.Time
+	fetchCtx      context.Context // the jobs' context, cancelled when the grace period ends
+	cancelFetches context.CancelFunc
+	done          chan jobDone
+	wg            sync.WaitGroup // one per job started
+	statusTick    *time.Ticker
+	timer         *time.Timer // wakes the dispatcher when work may become ready
+
+	fatal                error  // the first store failure
+	reason               string // Summary.StopReason
+	deferredUntil        time.Time
+	lastEvict, lastFlush time.Time
+}
+
 // Run crawls until nothing in scope is left, --max-pages is reached, ctx is cancelled or the
 // store fails. When ctx is cancelled it stops taking new work and lets requests in flight
 // finish for up to cfg.Grace, then cancels them; their URLs stay queued. It returns
 // ErrInterrupted in that case.
 func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
-	start := time.Now()
-	fetchCtx, cancelFetches := context.WithCancel(context.Background())
-	defer cancelFetches()
-	done := make(chan jobDone, c.cfg.Workers+1)
-	var wg sync.WaitGroup
-	statusTick := time.NewTicker(c.cfg.StatusEvery)
-	defer statusTick.Stop()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-
-	var fatal error
-	var deferredUntil time.Time
-	reason := "done"
-	lastEvict, lastFlush := start, start
-	finish := func(d jobDone) {
-		c.inflight--
-		if d.page {
-			c.fetching--
-		}
-		if d.err != nil && fatal == nil {
-			fatal = d.err
-		}
-	}
+	r := c.startRun()
+	defer r.close()
 	c.publishStatus(true)
-loop:
-	for {
-		// Take every report that is already waiting.
-		for drained := false; !drained; {
-			select {
-			case d := <-done:
-				finish(d)
-			default:
-				drained = true
-			}
-		}
-		switch {
-		case fatal != nil:
-			reason = "error"
-			break loop
-		case ctx.Err() != nil:
-			reason = "interrupted"
-			break loop
-		}
-		now := time.Now()
-		pages := -1 // page fetches dispatch may still start; -1: no limit
-		if c.cfg.MaxPages > 0 {
-			pages = max(c.cfg.MaxPages-c.fr.Counts().Fetched-c.fetching, 0)
-		}
-		limit := pages == 0
-		var n int
-		var wakeAt time.Time
-		if !limit {
-			var err error
-			n, wakeAt, err = c.dispatch(now, pages, fetchCtx, done, &wg)
-			if err != nil {
-				fatal = err
-				continue
-			}
-		}
-		if c.inflight == 0 && (limit || c.fr.Idle()) {
-			if limit {
-				reason = "max-pages"
-			}
-			break
-		}
-		if n > 0 && c.inflight < c.cfg.Workers {
-			continue
-		}
-		if na := c.fr.NextAt(now); !na.IsZero() && (wakeAt.IsZero() || na.Before(wakeAt)) {
-			wakeAt = na
-		}
-		if c.inflight == 0 && n == 0 && !wakeAt.IsZero() && wakeAt.Sub(now) > c.cfg.DeferAfter {
-			// Everything left waits on hosts that asked (Retry-After) or were told (backoff)
-			// to wait longer than anyone should watch: stop; a later run resumes.
-			reason = "deferred"
-			deferredUntil = wakeAt
-			break
-		}
-		wait := time.Second
-		if !wakeAt.IsZero() {
-			wait = max(wakeAt.Sub(now), time.Millisecond)
-		}
-		resetTimer(timer, wait)
-		select {
-		case d := <-done:
-			finish(d)
-		case <-timer.C:
-		case <-statusTick.C:
-			c.publishStatus(true)
-			switch {
-			case now.Sub(lastEvict) >= time.Minute:
-				// Idle hosts leave memory; their learned state waits in the store.
-				if err := c.reg.Evict(now); err != nil {
-					fatal = err
-				}
-				lastEvict, lastFlush = now, now
-			case now.Sub(lastFlush) >= flushEvery:
-				// Learned rates reach the store while running, not only at exit, so a run
-				// after a kill starts from what was learned.
-				if err := c.reg.Flush(); err != nil {
-					fatal = err
-				}
-				lastFlush = now
-			}
-		case <-ctx.Done():
+	for c.pass(ctx, r) {
+	}
+	c.finishInFlight(r)
+	return c.summary(r)
+}
+
+// startRun starts Run's timers and the context its jobs run under.
+func (c *Crawler) startRun() *run {
+	start := time.Now()
+	fetchCtx, cancel := context.WithCancel(context.Background())
+	return &run{
+		start: start, fetchCtx: fetchCtx, cancelFetches: cancel,
+		done:       make(chan jobDone, c.cfg.Workers+1),
+		statusTick: time.NewTicker(c.cfg.StatusEvery),
+		timer:      time.NewTimer(time.Hour),
+		reason:     "done",
+		lastEvict:  start, lastFlush: start,
+	}
+}
+
+// close stops r's timers and cancels any job still running.
+func (r *run) close() {
+	r.cancelFetches()
+	r.statusTick.Stop()
+	r.timer.Stop()
+}
+
+// pass is one turn of Run's loop: take the reports of finished jobs, stop if the crawl is over
+// or must stop, start the work that is ready, and wait for something to change. It returns
+// false when Run should stop; r.reason says why.
+func (c *Crawler) pass(ctx context.Context, r *run) bool {
+	c.takeReports(r)
+	if r.mustStop(ctx) {
+		return false
+	}
+	now := time.Now()
+	pages := c.pagesLeft()
+	var started int
+	var wakeAt time.Time
+	if pages != 0 {
+		var err error
+		if started, wakeAt, err = c.dispatch(now, pages, r); err != nil {
+			r.fatal = err
+			return true
 		}
 	}
+	switch {
+	case c.inflight == 0 && pages == 0:
+		r.reason = "max-pages"
+		return false
+	case c.inflight == 0 && c.fr.Idle():
+		return false
+	case started > 0 && c.inflight < c.cfg.Workers:
+		return true // more may be ready for the workers still free
+	}
+	wakeAt = earliest(wakeAt, c.fr.NextAt(now))
+	if c.inflight == 0 && started == 0 && !wakeAt.IsZero() && wakeAt.Sub(now) > c.cfg.DeferAfter {
+		// Everything left waits on hosts that asked (Retry-After) or were told (backoff)
+		// to wait longer than anyone should watch: stop; a later run resumes.
+		r.reason, r.deferredUntil = "deferred", wakeAt
+		return false
+	}
+	c.wait(ctx, r, now, wakeAt)
+	return true
+}
 
-	// Stop: no new work; let what is in flight finish within the grace period.
+// takeReports takes every job report that is already waiting, without blocking.
+func (c *Crawler) takeReports(r *run) {
+	for {
+		select {
+		case d := <-r.done:
+			c.finish(r, d)
+		default:
+			return
+		}
+	}
+}
+
+// finish accounts for one finished job.
+func (c *Crawler) finish(r *run, d jobDone) {
+	c.inflight--
+	if d.page {
+		c.fetching--
+	}
+	if d.err != nil && r.fatal == nil {
+		r.fatal = d.err
+	}
+}
+
+// mustStop reports whether the crawl must stop at once (a job failed the store, or ctx was
+// cancelled), and sets r.reason.
+func (r *run) mustStop(ctx context.Context) bool {
+	switch {
+	case r.fatal != nil:
+		r.reason = "error"
+	case ctx.Err() != nil:
+		r.reason = "interrupted"
+	default:
+		return false
+	}
+	return true
+}
+
+// pagesLeft is how many page fetches dispatch may still start under --max-pages (-1: no
+// limit).
+func (c *Crawler) pagesLeft() int {
+	if c.cfg.MaxPages <= 0 {
+		return -1
+	}
+	return max(c.cfg.MaxPages-c.fr.Counts().Fetched-c.fetching, 0)
+}
+
+// wait blocks until a job reports, wakeAt comes (in a second when it is zero), the status
+// ticks or ctx is cancelled.
+func (c *Crawler) wait(ctx context.Context, r *run, now, wakeAt time.Time) {
+	sleep := time.Second
+	if !wakeAt.IsZero() {
+		sleep = max(wakeAt.Sub(now), time.Millisecond)
+	}
+	resetTimer(r.timer, sleep)
+	select {
+	case d := <-r.done:
+		c.finish(r, d)
+	case <-r.timer.C:
+	case <-r.statusTick.C:
+		c.tick(r, now)
+	case <-ctx.Done():
+	}
+}
+
+// tick publishes the crawl's status and saves the hosts' learned state now and then: once a
+// minute idle hosts leave memory (their state waits in the store), and every flushEvery the
+// others' state reaches the store, so a run after a kill starts from what was learned.
+func (c *Crawler) tick(r *run, now time.Time) {
+	c.publishStatus(true)
+	switch {
+	case now.Sub(r.lastEvict) >= time.Minute:
+		if err := c.reg.Evict(now); err != nil {
+			r.fatal = err
+		}
+		r.lastEvict, r.lastFlush = now, now
+	case now.Sub(r.lastFlush) >= flushEvery:
+		if err := c.reg.Flush(); err != nil {
+			r.fatal = err
+		}
+		r.lastFlush = now
+	}
+}
+
+// finishInFlight lets the jobs in flight finish within cfg.Grace, then cancels them, and
+// returns when every job has returned.
+func (c *Crawler) finishInFlight(r *run) {
 	grace := time.NewTimer(c.cfg.Grace)
 	defer grace.Stop()
 	for c.inflight > 0 {
 		select {
-		case d := <-done:
-			finish(d)
+		case d := <-r.done:
+			c.finish(r, d)
 		case <-grace.C:
-			cancelFetches()
-		case <-statusTick.C:
+			r.cancelFetches()
+		case <-r.statusTick.C:
 			c.publishStatus(true)
 		}
 	}
-	wg.Wait()
-	sum := &Summary{Status: c.snapshot(false), Elapsed: time.Since(start), StopReason: reason, DeferredUntil: deferredUntil}
+	r.wg.Wait()
+}
+
+// summary publishes the final status and returns Run's results.
+func (c *Crawler) summary(r *run) (*Summary, error) {
+	sum := &Summary{Status: c.snapshot(false), Elapsed: time.Since(r.start), StopReason: r.reason, DeferredUntil: r.deferredUntil}
 	c.publishStatus(false)
 	switch {
-	case fatal != nil:
-		return sum, fatal
-	case reason == "interrupted":
+	case r.fatal != nil:
+		return sum, r.fatal
+	case r.reason == "interrupted":
 		return sum, ErrInterrupted
 	}
 	return sum, nil
@@ -410,124 +477,157 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
+// earliest returns the earlier of a and b, a zero time standing for "none".
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// job is the work dispatch hands to a goroutine: a page fetch, a robots.txt fetch, or a
+// frontier update for a URL that is not fetched. The zero job is no work.
+type job struct {
+	page bool         // a page fetch (counts against --max-pages until committed)
+	run  func() error // returns a store failure
+}
+
 // dispatch hands ready work to new jobs, at most one per ready host per pass and at most pages
 // page fetches (-1: any number), and returns how many jobs it started and the earliest time
 // something not ready now may become ready.
-func (c *Crawler) dispatch(now time.Time, pages int, fetchCtx context.Context, done chan<- jobDone, wg *sync.WaitGroup) (int, time.Time, error) {
+func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, error) {
 	hosts := c.fr.ReadyHosts(now)
 	c.noteReady(now, hosts)
 	if len(hosts) == 0 {
 		return 0, time.Time{}, nil
 	}
 	var wakeAt time.Time
-	soonest := func(t time.Time) {
-		if !t.IsZero() && (wakeAt.IsZero() || t.Before(wakeAt)) {
-			wakeAt = t
-		}
-	}
 	started := 0
-	launch := func(page bool, job func() error) {
-		c.inflight++
-		if page {
-			c.fetching++
-		}
-		started++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			done <- jobDone{page: page, err: job()}
-		}()
-	}
 	c.rr++
 	for i := range hosts {
 		if c.inflight >= c.cfg.Workers || pages == 0 {
 			break
 		}
-		host := hosts[(i+c.rr)%len(hosts)]
-		gate, ok := c.gates.key(host)
-		if !ok { // its address is being looked up (--key-by-ip): look again shortly
-			soonest(now.Add(50 * time.Millisecond))
-			continue
-		}
-		rs, err := c.robotsFor(host)
+		j, readyAt, err := c.nextJob(r.fetchCtx, now, hosts[(i+c.rr)%len(hosts)])
 		if err != nil {
 			return started, wakeAt, err
 		}
-		switch st, at := rs.state(now); st {
-		case robotsPending:
-			continue
-		case robotsWait:
-			soonest(at)
-			continue
-		case robotsGaveUp:
-			l, ok, err := c.fr.Lease(now, host)
-			if err != nil {
-				return started, wakeAt, err
-			}
-			if ok {
-				launch(false, func() error {
-					return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "robots-unreachable",
-						Detail: fmt.Sprintf("robots.txt unreachable after %d tries: %s", rs.failures(), rs.lastProblem())})
-				})
-			}
-			continue
-		case robotsNeeded:
-			t, readyAt := c.tryAdmit(now, host, gate)
-			if t == nil {
-				soonest(readyAt)
-				continue
-			}
-			l, ok, err := c.fr.Lease(now, host) // to learn the scheme the host is crawled with
-			if err != nil {
-				t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: now})
-				return started, wakeAt, err
-			}
-			if !ok {
-				t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: now})
-				continue
-			}
-			c.fr.Release(l)
-			scheme := "http"
-			if u, err := url.Parse(l.URL); err == nil {
-				scheme = u.Scheme
-			}
-			rs.setPending()
-			launch(false, func() error { return c.fetchRobots(fetchCtx, host, scheme, t) })
+		wakeAt = earliest(wakeAt, readyAt)
+		if j.run == nil {
 			continue
 		}
-		t, readyAt := c.tryAdmit(now, host, gate)
-		if t == nil {
-			soonest(readyAt)
-			continue
+		c.launch(r, j)
+		started++
+		if j.page {
+			pages--
 		}
-		l, ok, err := c.fr.Lease(now, host)
-		if err != nil || !ok {
-			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: now})
-			if err != nil {
-				return started, wakeAt, err
-			}
-			continue
-		}
-		u, err := url.Parse(l.URL)
-		if err != nil { // cannot happen: the frontier holds normalized URLs
-			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: now})
-			launch(false, func() error {
-				return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
-			})
-			continue
-		}
-		if v := rs.test(c.agent, u); !v.Allowed {
-			// Learned too late to exclude at enqueue time (e.g. a seed): give the slot back.
-			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: now})
-			launch(false, func() error {
-				return c.fr.Complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "robots", Detail: ruleDetail(v)})
-			})
-			continue
-		}
-		launch(true, func() error { return c.fetchPage(fetchCtx, l, u, t) })
-		pages--
 	}
 	return started, wakeAt, nil
+}
+
+// launch runs j on a goroutine of its own, which reports to r.done.
+func (c *Crawler) launch(r *run, j job) {
+	c.inflight++
+	if j.page {
+		c.fetching++
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.done <- jobDone{page: j.page, err: j.run()}
+	}()
+}
+
+// nextJob returns host's next job, or no job and when host may have one (zero: when a job of
+// its ends or its robots.txt arrives). Until host's robots.txt is known, the job is fetching
+// it; once it is known, a page.
+func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) (job, time.Time, error) {
+	gate, ok := c.gates.key(host)
+	if !ok { // its address is being looked up (--key-by-ip): look again shortly
+		return job{}, now.Add(50 * time.Millisecond), nil
+	}
+	rs, err := c.robotsFor(host)
+	if err != nil {
+		return job{}, time.Time{}, err
+	}
+	switch st, at := rs.state(now); st {
+	case robotsPending:
+		return job{}, time.Time{}, nil
+	case robotsWait:
+		return job{}, at, nil
+	case robotsGaveUp:
+		return c.robotsUnreachableJob(now, host, rs)
+	case robotsNeeded:
+		return c.robotsJob(fetchCtx, now, host, gate, rs)
+	}
+	return c.pageJob(fetchCtx, now, host, gate, rs)
+}
+
+// robotsUnreachableJob fails host's next URL: its robots.txt stayed unreachable.
+func (c *Crawler) robotsUnreachableJob(now time.Time, host string, rs *robotsState) (job, time.Time, error) {
+	l, ok, err := c.fr.Lease(now, host)
+	if err != nil || !ok {
+		return job{}, time.Time{}, err
+	}
+	return job{run: func() error {
+		return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "robots-unreachable",
+			Detail: fmt.Sprintf("robots.txt unreachable after %d tries: %s", rs.failures(), rs.lastProblem())})
+	}}, time.Time{}, nil
+}
+
+// robotsJob fetches host's robots.txt once its gate admits a request, with the scheme its
+// next URL has.
+func (c *Crawler) robotsJob(fetchCtx context.Context, now time.Time, host, gate string, rs *robotsState) (job, time.Time, error) {
+	t, readyAt := c.tryAdmit(now, host, gate)
+	if t == nil {
+		return job{}, readyAt, nil
+	}
+	l, ok, err := c.fr.Lease(now, host) // to learn the scheme the host is crawled with
+	if err != nil || !ok {
+		giveBack(t, now)
+		return job{}, time.Time{}, err
+	}
+	c.fr.Release(l)
+	scheme := "http"
+	if u, err := url.Parse(l.URL); err == nil {
+		scheme = u.Scheme
+	}
+	rs.setPending()
+	return job{run: func() error { return c.fetchRobots(fetchCtx, host, scheme, t) }}, time.Time{}, nil
+}
+
+// pageJob fetches host's next URL once its gate admits a request. A URL robots.txt disallows
+// (learned too late to exclude it when it was enqueued, e.g. a seed) is excluded instead, and
+// the admitted slot given back.
+func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate string, rs *robotsState) (job, time.Time, error) {
+	t, readyAt := c.tryAdmit(now, host, gate)
+	if t == nil {
+		return job{}, readyAt, nil
+	}
+	l, ok, err := c.fr.Lease(now, host)
+	if err != nil || !ok {
+		giveBack(t, now)
+		return job{}, time.Time{}, err
+	}
+	u, err := url.Parse(l.URL)
+	if err != nil { // cannot happen: the frontier holds normalized URLs
+		giveBack(t, now)
+		return job{run: func() error {
+			return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
+		}}, time.Time{}, nil
+	}
+	if v := rs.test(c.agent, u); !v.Allowed {
+		giveBack(t, now)
+		return job{run: func() error {
+			return c.fr.Complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "robots", Detail: ruleDetail(v)})
+		}}, time.Time{}, nil
+	}
+	return job{page: true, run: func() error { return c.fetchPage(fetchCtx, l, u, t) }}, time.Time{}, nil
+}
+
+// giveBack returns an admitted ticket whose request was never sent.
+func giveBack(t *hostlimit.Ticket, now time.Time) {
+	t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: now})
 }
 
 func ruleDetail(v robots.Verdict) string {

@@ -27,10 +27,6 @@ type Config struct {
 	// this long. Zero or negative means DefaultIdleEvict.
 	IdleEvict time.Duration
 
-	// KeyByIP tells the caller to key hosts by resolved IP address rather than by host name.
-	// The registry treats keys as opaque strings and resolves nothing: the caller passes the key.
-	KeyByIP bool
-
 	// Now and After are Wait's clock and timer; nil means time.Now and time.After. They are
 	// useful for tests that must not sleep. Methods that take a now use it instead of Now.
 	Now   func() time.Time

@@ -69,10 +69,9 @@
 //
 // # Host keys
 //
-// The registry treats keys as opaque strings; the caller chooses them. Normally that is
-// urlnorm.HostKey (host[:port]). With Config.KeyByIP the caller passes the resolved IP address
-// instead, so virtual hosts sharing one server share one budget; the registry itself does not
-// resolve anything.
+// The registry treats keys as opaque strings and resolves nothing; the caller chooses them.
+// The crawler passes urlnorm.HostKey (host[:port]), or, with --key-by-ip, the address the name
+// resolves to, so that virtual hosts sharing one server share one gate.
 //
 // # Concurrency
 //

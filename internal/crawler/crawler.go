@@ -97,7 +97,7 @@ func Open(cfg Config) (*Crawler, error) {
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
-	}, KeyByIP: cfg.KeyByIP}, db)
+	}}, db)
 	if err := c.loadScope(); err != nil {
 		db.Close()
 		return nil, err

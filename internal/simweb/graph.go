@@ -33,8 +33,13 @@ type link struct {
 type page struct {
 	path  string
 	links []link
-	text  []string // paragraphs
-	body  []byte   // rendered once the base URLs are known
+	text  []string // paragraphs, until rendered; never kept in a lazy web
+	body  []byte   // rendered once the base URLs are known; nil in a lazy web
+
+	// textFrom is the generator's state just before text was drawn, and textSize its size, so
+	// that a lazy web (Options.VirtualHosts) draws the same text again for each request.
+	textFrom rand.PCG
+	textSize int
 }
 
 // site is the link graph of one host: ordinary pages 0..normal-1 ("/", "/p1", …) followed by
@@ -53,20 +58,22 @@ func pagePath(i int) string {
 	return "/p" + strconv.Itoa(i)
 }
 
-// buildSites draws the link graph and text of every host from seed.
-func buildSites(specs []HostSpec, seed int64) []site {
+// buildSites draws the link graph and text of every host from seed. A lazy web keeps no text:
+// renderPage draws it again from each page's textFrom.
+func buildSites(specs []HostSpec, seed int64, lazy bool) []site {
 	index := make(map[string]int, len(specs))
 	for i, s := range specs {
 		index[s.Name] = i
 	}
 	sites := make([]site, len(specs))
 	for hi := range specs {
-		sites[hi] = buildSite(specs, hi, index, rand.New(rand.NewPCG(uint64(seed), uint64(hi))))
+		sites[hi] = buildSite(specs, hi, index, rand.NewPCG(uint64(seed), uint64(hi)), lazy)
 	}
 	return sites
 }
 
-func buildSite(specs []HostSpec, hi int, index map[string]int, rng *rand.Rand) site {
+func buildSite(specs []HostSpec, hi int, index map[string]int, src *rand.PCG, lazy bool) site {
+	rng := rand.New(src)
 	spec := &specs[hi]
 	n := spec.Pages
 	st := site{byPath: make(map[string]int), normal: n}
@@ -161,7 +168,12 @@ func buildSite(specs []HostSpec, hi int, index map[string]int, rng *rand.Rand) s
 		}
 		rng.Shuffle(len(ls), func(a, b int) { ls[a], ls[b] = ls[b], ls[a] })
 		st.pages[i].links = ls
-		st.pages[i].text = paragraphs(rng, 1000+rng.IntN(3000))
+		p := &st.pages[i]
+		p.textSize = 1000 + rng.IntN(3000)
+		p.textFrom = *src
+		if text := paragraphs(rng, p.textSize); !lazy { // drawn either way: later draws follow it
+			p.text = text
+		}
 	}
 	return st
 }
@@ -221,8 +233,14 @@ func render(sites []site, specs []HostSpec, bases []string) {
 	}
 }
 
+// renderPage returns the HTML of page pi of host hi, drawing its text again if it is not kept.
 func renderPage(sites []site, specs []HostSpec, bases []string, hi, pi int) []byte {
 	p := &sites[hi].pages[pi]
+	text := p.text
+	if text == nil {
+		src := p.textFrom
+		text = paragraphs(rand.New(&src), p.textSize)
+	}
 	title := fmt.Sprintf("%s: page %d", specs[hi].Name, pi)
 	if pi >= sites[hi].normal {
 		title = fmt.Sprintf("%s: %s", specs[hi].Name, p.path)
@@ -235,7 +253,7 @@ func renderPage(sites []site, specs []HostSpec, bases []string, hi, pi int) []by
 	b.WriteString("</h1>\n")
 	// Links are spread over the paragraphs, a few per paragraph, rest in a list at the end.
 	ls := p.links
-	for _, para := range p.text {
+	for _, para := range text {
 		b.WriteString("<p>")
 		b.WriteString(html.EscapeString(para))
 		for k := 0; k < 2 && len(ls) > 0; k++ {

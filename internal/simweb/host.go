@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -17,12 +16,11 @@ import (
 // host is one simulated server. Its fields are fixed after Start except st, which mu guards.
 type host struct {
 	web    *Web
+	index  int // in spec order
 	spec   HostSpec
-	base   string // "http://127.0.0.1:PORT"
+	base   string // "http://127.0.0.1:PORT" ("http://NAME:PORT" with Options.VirtualHosts)
 	site   *site
 	robots []byte
-	ln     net.Listener
-	srv    *http.Server
 	sem    chan struct{} // nil when spec.Workers == 0
 	flaky  *rand.Rand    // HostSpec.Flaky's draws; guarded by mu
 
@@ -347,7 +345,11 @@ func (h *host) respond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if i, ok := h.site.byPath[p]; ok {
-		writeBody(w, "text/html; charset=utf-8", h.site.pages[i].body)
+		body := h.site.pages[i].body
+		if body == nil { // a lazy web
+			body = renderPage(h.web.sites, h.web.specs, h.web.bases, h.index, i)
+		}
+		writeBody(w, "text/html; charset=utf-8", body)
 		return
 	}
 	http.NotFound(w, r)

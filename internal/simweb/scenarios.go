@@ -1,7 +1,10 @@
 package simweb
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -64,6 +67,50 @@ func PolitenessBench() []HostSpec {
 		{Name: "free1", Pages: 200, Disallow: []string{"/private/"}, CrossLinks: []string{"free2"}},
 		{Name: "free2", Pages: 200, Disallow: []string{"/p9"}, CrossLinks: []string{"sec429"}},
 	}
+}
+
+// BroadDomain is the domain Broad names its hosts under. ".test" is reserved (RFC 6761): no real
+// host has such a name, so a crawl of it never leaves the simulated web.
+const BroadDomain = "broad.test"
+
+// broadLinks is how many hosts, besides the next one, each host of Broad links to.
+const broadLinks = 3
+
+// Broad returns a broad web of n hosts (1 to MaxVirtualHosts), to serve with
+// Options.VirtualHosts. Host i is named "h00042.broad.test" (i in five digits, more when n needs
+// them) and has pages pages, a robots.txt allowing everything, and a token bucket of limit req/s
+// with burst 1 answering 429 with Retry-After in seconds (limit 0: unlimited). Each host
+// cross-links to the next (the hosts form a ring, so any one root reaches them all) and to
+// broadLinks others drawn from seed: from its root to theirs, and from about one page in ten to
+// one of their pages. Broad panics if n or pages is out of range.
+func Broad(n, pages int, limit float64, seed int64) []HostSpec {
+	if n < 1 || n > MaxVirtualHosts || pages < 1 {
+		panic(fmt.Sprintf("simweb.Broad(%d, %d): want 1 to %d hosts of at least one page", n, pages, MaxVirtualHosts))
+	}
+	width := max(5, len(fmt.Sprint(n-1)))
+	name := func(i int) string { return fmt.Sprintf("h%0*d.%s", width, i, BroadDomain) }
+	rng := rand.New(rand.NewPCG(uint64(seed), 0xb10ad))
+	specs := make([]HostSpec, n)
+	for i := range specs {
+		specs[i] = HostSpec{Name: name(i), Pages: pages, Limit: limit, Burst: 1, Reply: Reply429Seconds}
+		if n == 1 {
+			continue
+		}
+		links := []int{(i + 1) % n}
+		for range min(broadLinks, n-2) {
+			for {
+				j := rng.IntN(n)
+				if j != i && !slices.Contains(links, j) {
+					links = append(links, j)
+					break
+				}
+			}
+		}
+		for _, j := range links {
+			specs[i].CrossLinks = append(specs[i].CrossLinks, name(j))
+		}
+	}
+	return specs
 }
 
 // IdealMakespan returns the least time a crawler needs to fetch spec.Pages pages from the host

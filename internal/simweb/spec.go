@@ -109,8 +109,16 @@ type Options struct {
 	// the Date header and First/LastRequest. Nil means time.Now. Latency is always real time.
 	Clock func() time.Time
 	// LoopbackIPs binds host i to 127.0.0.(i+2) instead of 127.0.0.1, falling back to 127.0.0.1
-	// for any address that cannot be bound.
+	// for any address that cannot be bound. It does not apply with VirtualHosts.
 	LoopbackIPs bool
+	// VirtualHosts serves every host from one listener on 127.0.0.1, told apart by the Host
+	// header, so that a web of up to MaxVirtualHosts hosts costs one open file: host URLs are
+	// "http://NAME:PORT/…" with the spec's Name, which must then be a lowercase DNS name
+	// ("h00042.broad.test"). Clients resolve every name to 127.0.0.1 (internal/dnstest answers
+	// so) or dial Addr. A request naming no host of the Web is answered 421 and counted nowhere.
+	// Without VirtualHosts each host has a listener of its own, and at most 250 hosts are
+	// allowed.
+	VirtualHosts bool
 	// Grace forgives requests that arrive less than Grace after the refusal that opened a
 	// Retry-After window (a refusal met outside any window): a client with several requests in
 	// flight sent them before it could read that answer. They are still refused if the bucket is
@@ -136,13 +144,20 @@ func (s *HostSpec) robotsStatus() int {
 	return s.RobotsStatus
 }
 
-// validate checks every spec and the relations between them.
-func validate(specs []HostSpec) error {
+// MaxVirtualHosts is the most hosts a Web serves with Options.VirtualHosts.
+const MaxVirtualHosts = 1_000_000
+
+// validate checks every spec and the relations between them; virtual says the hosts share one
+// listener (Options.VirtualHosts), so their names must be DNS names.
+func validate(specs []HostSpec, virtual bool) error {
 	if len(specs) == 0 {
 		return fmt.Errorf("%w: no hosts", ErrBadSpec)
 	}
-	if len(specs) > 250 {
-		return fmt.Errorf("%w: %d hosts, at most 250", ErrBadSpec, len(specs))
+	if limit := 250; !virtual && len(specs) > limit {
+		return fmt.Errorf("%w: %d hosts, at most %d (or %d with VirtualHosts)", ErrBadSpec, len(specs), limit, MaxVirtualHosts)
+	}
+	if len(specs) > MaxVirtualHosts {
+		return fmt.Errorf("%w: %d hosts, at most %d", ErrBadSpec, len(specs), MaxVirtualHosts)
 	}
 	names := make(map[string]bool, len(specs))
 	for _, s := range specs {
@@ -151,6 +166,9 @@ func validate(specs []HostSpec) error {
 		}
 		if names[s.Name] {
 			return fmt.Errorf("%w: duplicate name %q", ErrBadSpec, s.Name)
+		}
+		if virtual && !dnsName(s.Name) {
+			return fmt.Errorf("%w: name %q is not a lowercase DNS name (VirtualHosts)", ErrBadSpec, s.Name)
 		}
 		names[s.Name] = true
 	}
@@ -208,4 +226,28 @@ func (s *HostSpec) validate(names map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// dnsName reports whether s is a lowercase DNS host name without a trailing dot: labels of 1 to
+// 63 letters, digits and inner hyphens, 253 bytes at most, not all digits (not an IPv4 address).
+func dnsName(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	digits := true
+	for label := range strings.SplitSeq(s, ".") {
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			switch {
+			case r >= '0' && r <= '9':
+			case r >= 'a' && r <= 'z', r == '-':
+				digits = false
+			default:
+				return false
+			}
+		}
+	}
+	return !digits
 }

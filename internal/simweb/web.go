@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -63,6 +64,13 @@ type Web struct {
 	hosts    []*host
 	byName   map[string]*host
 	expected map[string][]string
+	addr     string // the one listener's address with VirtualHosts, else ""
+	servers  []*http.Server
+
+	// A lazy web (VirtualHosts) renders each page per request from these; nil otherwise.
+	sites []site
+	specs []HostSpec
+	bases []string
 
 	gate     sync.RWMutex // guards closed against handler entry
 	closed   bool
@@ -72,9 +80,9 @@ type Web struct {
 	once     sync.Once
 }
 
-// Start binds one loopback listener per spec, builds every host's pages from opts.Seed and
-// starts serving. The caller must call Close. It returns an error wrapping ErrBadSpec for invalid
-// specs, or the listen error.
+// Start binds one loopback listener per spec (one for all, with Options.VirtualHosts), builds
+// every host's pages from opts.Seed and starts serving. The caller must call Close. It returns an
+// error wrapping ErrBadSpec for invalid specs, or the listen error.
 func Start(specs []HostSpec, opts *Options) (*Web, error) {
 	var o Options
 	if opts != nil {
@@ -83,11 +91,11 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	if err := validate(specs); err != nil {
+	if err := validate(specs, o.VirtualHosts); err != nil {
 		return nil, err
 	}
 	specs = append([]HostSpec(nil), specs...)
-	sites := buildSites(specs, o.Seed)
+	sites := buildSites(specs, o.Seed, o.VirtualHosts)
 	for i := range specs {
 		for p := range specs[i].Extra {
 			if _, clash := sites[i].byPath[p]; clash {
@@ -102,45 +110,86 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 		byName:  make(map[string]*host, len(specs)),
 		closing: make(chan struct{}),
 	}
-	bases := make([]string, len(specs))
+	lns, bases, err := listenAll(specs, &o)
+	if err != nil {
+		return nil, err
+	}
+	w.hosts = make([]*host, len(specs))
 	for i := range specs {
-		ln, err := listen(i, o.LoopbackIPs)
-		if err != nil {
-			for _, h := range w.hosts {
-				h.ln.Close()
-			}
-			return nil, fmt.Errorf("simweb: host %q: %w", specs[i].Name, err)
-		}
-		bases[i] = "http://" + ln.Addr().String()
 		h := &host{
 			web:    w,
+			index:  i,
 			spec:   specs[i],
 			base:   bases[i],
 			site:   &sites[i],
 			robots: robotsTxt(&specs[i]),
-			ln:     ln,
 			flaky:  rand.New(rand.NewPCG(uint64(o.Seed), uint64(i)|1<<32)),
 		}
 		if specs[i].Workers > 0 {
 			h.sem = make(chan struct{}, specs[i].Workers)
 		}
 		h.reset()
-		h.srv = &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog:          log.New(io.Discard, "", 0),
-		}
-		w.hosts = append(w.hosts, h)
+		w.hosts[i] = h
 		w.byName[specs[i].Name] = h
 	}
-	render(sites, specs, bases)
+	if o.VirtualHosts {
+		w.sites, w.specs, w.bases = sites, specs, bases // pages are rendered per request
+	} else {
+		render(sites, specs, bases)
+	}
 	w.expected = expected(sites, specs, bases)
-	for _, h := range w.hosts {
+	if o.VirtualHosts {
+		w.addr = lns[0].Addr().String()
+		w.servers = []*http.Server{newServer(http.HandlerFunc(w.route))}
+	} else {
+		for _, h := range w.hosts {
+			w.servers = append(w.servers, newServer(h))
+		}
+	}
+	for i, srv := range w.servers {
 		// Serve returns http.ErrServerClosed after Close; any other error means the listener
-		// died, which the host's silence (and the client's errors) already shows.
-		w.serving.Go(func() { _ = h.srv.Serve(h.ln) })
+		// died, which the hosts' silence (and the client's errors) already shows.
+		w.serving.Go(func() { _ = srv.Serve(lns[i]) })
 	}
 	return w, nil
+}
+
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+}
+
+// listenAll binds the Web's listeners and returns them with each host's base URL
+// ("http://ip:port", or "http://NAME:port" with VirtualHosts, where one listener serves all).
+func listenAll(specs []HostSpec, o *Options) ([]net.Listener, []string, error) {
+	bases := make([]string, len(specs))
+	if o.VirtualHosts {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, fmt.Errorf("simweb: %w", err)
+		}
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		for i := range specs {
+			bases[i] = "http://" + net.JoinHostPort(specs[i].Name, port)
+		}
+		return []net.Listener{ln}, bases, nil
+	}
+	var lns []net.Listener
+	for i := range specs {
+		ln, err := listen(i, o.LoopbackIPs)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return nil, nil, fmt.Errorf("simweb: host %q: %w", specs[i].Name, err)
+		}
+		lns = append(lns, ln)
+		bases[i] = "http://" + ln.Addr().String()
+	}
+	return lns, bases, nil
 }
 
 // listen binds host i: 127.0.0.(i+2) when ips is set and that address can be bound, else
@@ -152,6 +201,20 @@ func listen(i int, ips bool) (net.Listener, error) {
 		}
 	}
 	return net.Listen("tcp4", "127.0.0.1:0")
+}
+
+// route serves a request with VirtualHosts: the host its Host header names, else 421.
+func (w *Web) route(rw http.ResponseWriter, r *http.Request) {
+	name := r.Host
+	if h, _, err := net.SplitHostPort(name); err == nil {
+		name = h
+	}
+	h := w.byName[strings.ToLower(strings.TrimSuffix(name, "."))]
+	if h == nil {
+		http.Error(rw, "no such host here", http.StatusMisdirectedRequest)
+		return
+	}
+	h.ServeHTTP(rw, r)
 }
 
 // enter registers a handler; it returns false once Close has begun.
@@ -175,8 +238,8 @@ func (w *Web) Close() {
 		w.closed = true
 		w.gate.Unlock()
 		close(w.closing)
-		for _, h := range w.hosts {
-			h.srv.Close()
+		for _, srv := range w.servers {
+			srv.Close()
 		}
 		w.handlers.Wait()
 		w.serving.Wait()
@@ -192,7 +255,12 @@ func (w *Web) Names() []string {
 	return out
 }
 
-// Seeds returns every host's root URL ("http://127.0.0.1:PORT/") in spec order.
+// Addr returns the address every host is served on with Options.VirtualHosts
+// ("127.0.0.1:PORT"), or "" without it: a client may dial it for any host name of the Web.
+func (w *Web) Addr() string { return w.addr }
+
+// Seeds returns every host's root URL ("http://127.0.0.1:PORT/", or "http://NAME:PORT/" with
+// VirtualHosts) in spec order.
 func (w *Web) Seeds() []string {
 	out := make([]string, len(w.hosts))
 	for i, h := range w.hosts {
@@ -201,7 +269,7 @@ func (w *Web) Seeds() []string {
 	return out
 }
 
-// URL returns the root URL ("http://127.0.0.1:PORT/") of the named host, or "" if there is none.
+// URL returns the root URL (as in Seeds) of the named host, or "" if there is none.
 func (w *Web) URL(name string) string {
 	h := w.byName[name]
 	if h == nil {

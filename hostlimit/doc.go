@@ -49,9 +49,12 @@
 //
 // # Pause
 //
-// PauseUntil (Retry-After) pauses the whole host: while now < pausedUntil nothing is admitted,
-// and a pause is never shortened by a later, shorter one. Wait returns a *PausedError at once
-// when the pause reaches more than Config.MaxPause past now.
+// A response that says when to come back (Retry-After, or a spent rate-limit quota) pauses the
+// whole host: its Ticket's outcome carries the pause (aimd.Outcome.Pause), and Done applies it
+// in the same locked step that frees the ticket's window slot, so no request slips in between.
+// While now < pausedUntil nothing is admitted, and a pause is never shortened by a later,
+// shorter one. Wait returns a *PausedError at once when the pause reaches more than
+// Config.MaxPause past now.
 //
 // # Isolation
 //

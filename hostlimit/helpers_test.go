@@ -193,6 +193,16 @@ func mustHost(t *testing.T, r *Registry, now time.Time, key string) HostStats {
 
 var neutral = aimd.Outcome{Signal: aimd.Neutral}
 
+// pauseUntil pauses host until until without a request, for tests that need a paused host
+// (a request's Done pauses it through its outcome's Pause).
+func pauseUntil(r *Registry, host string, until time.Time) {
+	now := r.cfg.Now()
+	h := r.lockedHost(now, host)
+	defer h.mu.Unlock()
+	h.lastActive = h.clockLocked(now)
+	h.pauseLocked(until)
+}
+
 // admitAll takes every admission host gives over [start, end), asking again exactly at each
 // readyAt, finishing each ticket at once with o. It returns the admission times.
 func admitAll(t *testing.T, r *Registry, host string, start, end time.Time, o aimd.Outcome) []time.Time {

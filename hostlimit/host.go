@@ -199,6 +199,13 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
+// pauseLocked pauses the whole host until until; it never shortens a longer pause.
+func (h *host) pauseLocked(until time.Time) {
+	if until.After(h.pausedUntil) {
+		h.pausedUntil = until
+	}
+}
+
 // wakeLocked releases every Wait blocked on this host so it asks again.
 func (h *host) wakeLocked() {
 	close(h.changed)
@@ -230,10 +237,12 @@ func (t *Ticket) Host() string { return t.h.key }
 func (t *Ticket) Sent() time.Time { return t.sent }
 
 // Done releases the ticket's window slot and feeds the outcome to the host's controller, which
-// may change the host's rate and window. A zero o.Sent is taken to be t.Sent(), a zero
-// o.InFlight the number in flight when the ticket was admitted. Only the first
-// call has any effect; later calls are no-ops. Every Ticket must be Done exactly once in the
-// normal flow (use aimd.Neutral for a request that was never sent).
+// may change the host's rate and window. A positive o.Pause (Retry-After, or a spent quota)
+// first pauses the whole host until now + o.Pause (never shortening a longer pause), under the
+// same lock: no request is admitted between the slot's release and the pause. A zero o.Sent is
+// taken to be t.Sent(), a zero o.InFlight the number in flight when the ticket was admitted.
+// Only the first call has any effect; later calls are no-ops. Every Ticket must be Done exactly
+// once in the normal flow (use aimd.Neutral for a request that was never sent).
 func (t *Ticket) Done(now time.Time, o aimd.Outcome) {
 	h := t.h
 	h.mu.Lock()
@@ -242,6 +251,9 @@ func (t *Ticket) Done(now time.Time, o aimd.Outcome) {
 		return
 	}
 	t.done = true
+	if o.Pause > 0 {
+		h.pauseLocked(now.Add(o.Pause))
+	}
 	now = h.clockLocked(now)
 	h.inFlight--
 	h.lastActive = now

@@ -133,18 +133,6 @@ func (r *Registry) Wait(ctx context.Context, host string) (*Ticket, error) {
 	}
 }
 
-// PauseUntil pauses the whole host until until (Retry-After): nothing is admitted before then.
-// It never shortens a longer pause already in force.
-func (r *Registry) PauseUntil(host string, until time.Time) {
-	now := r.cfg.Now()
-	h := r.lockedHost(now, host)
-	defer h.mu.Unlock()
-	h.lastActive = h.clockLocked(now)
-	if until.After(h.pausedUntil) {
-		h.pausedUntil = until
-	}
-}
-
 // SetCeiling caps host's rate at rate req/s (robots.txt Crawl-delay: 1/delay); 0 removes the
 // cap. The ceiling is saved with the host's state.
 func (r *Registry) SetCeiling(host string, rate float64) {

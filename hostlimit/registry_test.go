@@ -109,9 +109,8 @@ func TestLateCreditNotBeforeItCouldSend(t *testing.T) {
 	t.Run("pause", func(t *testing.T) {
 		r, _ := newTestRegistry(t, Config{AIMD: testAIMD(50, 4)}, nil)
 		tk, _ := r.TryAdmit(t0, "a.test")
-		tk.Done(t0, neutral)
+		tk.Done(t0, aimd.Outcome{Signal: aimd.Neutral, Pause: time.Second})
 		end := t0.Add(time.Second)
-		r.PauseUntil("a.test", end)
 		if tk, _ = r.TryAdmit(end.Add(late), "a.test"); tk == nil {
 			t.Fatal("refused after the pause")
 		}
@@ -246,12 +245,23 @@ func TestDoneFeedsController(t *testing.T) {
 	}
 }
 
-func TestPauseUntil(t *testing.T) {
-	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(10, 4)}, nil)
-	until := t0.Add(30 * time.Second)
-	r.PauseUntil("a.test", until)
-	r.PauseUntil("a.test", t0.Add(time.Second)) // a shorter pause never shortens it
-	if tk, ready := r.TryAdmit(t0, "a.test"); tk != nil || !ready.Equal(until) {
+// TestDonePauses: an outcome's Pause pauses the whole host from its Done on, in the step that
+// frees the window slot, and a later, shorter pause never shortens it.
+func TestDonePauses(t *testing.T) {
+	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(10, 2)}, nil)
+	first, _ := r.TryAdmit(t0, "a.test")
+	second, _ := r.TryAdmit(t0.Add(100*time.Millisecond), "a.test")
+	if first == nil || second == nil {
+		t.Fatal("refused a request the window and the bucket allow")
+	}
+	now := t0.Add(200 * time.Millisecond)
+	until := now.Add(30 * time.Second)
+	first.Done(now, aimd.Outcome{Signal: aimd.Neutral, Pause: 30 * time.Second})
+	if tk, ready := r.TryAdmit(now, "a.test"); tk != nil || !ready.Equal(until) {
+		t.Fatalf("after the Done that paused: ticket %v readyAt %v, want nil and %v", tk != nil, ready, until)
+	}
+	second.Done(now, aimd.Outcome{Signal: aimd.Neutral, Pause: time.Second}) // shorter: no effect
+	if tk, ready := r.TryAdmit(now, "a.test"); tk != nil || !ready.Equal(until) {
 		t.Fatalf("paused host: ticket %v readyAt %v, want nil and %v", tk != nil, ready, until)
 	}
 	if tk, ready := r.TryAdmit(until.Add(-time.Nanosecond), "a.test"); tk != nil || !ready.Equal(until) {
@@ -276,7 +286,7 @@ func TestPauseUntil(t *testing.T) {
 
 func TestWaitPauseEndsExactly(t *testing.T) {
 	r, clk := newTestRegistry(t, Config{AIMD: testAIMD(10, 4)}, nil)
-	r.PauseUntil("a.test", t0.Add(30*time.Second))
+	pauseUntil(r, "a.test", t0.Add(30*time.Second))
 	got := make(chan *Ticket)
 	go func() {
 		tk, err := r.Wait(context.Background(), "a.test")
@@ -373,7 +383,7 @@ func TestWaitPausedBeyondMaxPause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, clk := newTestRegistry(t, Config{AIMD: testAIMD(10, 4), MaxPause: 10 * time.Minute}, nil)
 			until := t0.Add(tc.pause)
-			r.PauseUntil("a.test", until)
+			pauseUntil(r, "a.test", until)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			type result struct {
@@ -409,7 +419,7 @@ func TestWaitPausedBeyondMaxPause(t *testing.T) {
 func TestWaitHonoursContext(t *testing.T) {
 	t.Run("cancel while blocked", func(t *testing.T) {
 		r, clk := newTestRegistry(t, Config{AIMD: testAIMD(10, 4)}, nil)
-		r.PauseUntil("a.test", t0.Add(time.Minute))
+		pauseUntil(r, "a.test", t0.Add(time.Minute))
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error)
 		go func() {
@@ -487,8 +497,7 @@ func TestHostsAreIsolated(t *testing.T) {
 			if storm {
 				if tk, _ := r.TryAdmit(now, "a.test"); tk != nil {
 					aAdmitted++
-					tk.Done(now.Add(time.Millisecond), aimd.Outcome{Signal: aimd.Overload, Latency: time.Millisecond})
-					r.PauseUntil("a.test", now.Add(5*time.Second))
+					tk.Done(now.Add(time.Millisecond), aimd.Outcome{Signal: aimd.Overload, Latency: time.Millisecond, Pause: 5 * time.Second})
 				}
 			}
 			if tk, _ := r.TryAdmit(now, "b.test"); tk != nil {
@@ -532,7 +541,7 @@ func TestHostLockDoesNotBlockOthers(t *testing.T) {
 		} else {
 			tk.Done(clk.Now(), neutral)
 		}
-		r.PauseUntil("d.test", t0.Add(time.Second))
+		pauseUntil(r, "d.test", t0.Add(time.Second))
 		r.SetCeiling("e.test", 1)
 	}()
 	select {
@@ -557,7 +566,7 @@ func TestStateRoundTrip(t *testing.T) {
 		tk.Done(now, aimd.Outcome{Signal: aimd.Overload, Latency: time.Second})
 	}
 	until := now.Add(5 * time.Minute)
-	r.PauseUntil("a.test", until)
+	pauseUntil(r, "a.test", until)
 	r.SetCeiling("a.test", 7)
 	before := mustHost(t, r, now, "a.test")
 	if before.Limit >= 8 {
@@ -615,7 +624,7 @@ func TestEvict(t *testing.T) {
 	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(8, 4), IdleEvict: time.Minute}, store)
 	tk, _ := r.TryAdmit(t0, "idle.test")
 	tk.Done(t0, aimd.Outcome{Signal: aimd.Overload})
-	r.PauseUntil("idle.test", t0.Add(time.Hour))
+	pauseUntil(r, "idle.test", t0.Add(time.Hour))
 	busy, _ := r.TryAdmit(t0, "busy.test") // in flight: never evicted
 	idleRate := mustHost(t, r, t0, "idle.test").Limit
 
@@ -657,7 +666,7 @@ func TestEvictSaveFailureKeepsHosts(t *testing.T) {
 	store := newFakeStore()
 	store.saveErr = errDisk
 	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(8, 4)}, store)
-	r.PauseUntil("a.test", t0.Add(time.Hour))
+	pauseUntil(r, "a.test", t0.Add(time.Hour))
 	if err := r.Evict(t0.Add(time.Hour)); !errors.Is(err, errDisk) {
 		t.Fatalf("Evict err %v, want disk full", err)
 	}
@@ -694,7 +703,7 @@ func TestEvictCancelledByUseDuringSave(t *testing.T) {
 func TestLoadRacingEvictReloads(t *testing.T) {
 	store := newFakeStore()
 	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(8, 4)}, store)
-	r.PauseUntil("a.test", t0.Add(time.Hour))
+	pauseUntil(r, "a.test", t0.Add(time.Hour))
 	store.onLoad = func(host string) {
 		if host == "b.test" {
 			store.mu.Lock()
@@ -721,7 +730,7 @@ func TestLoadRacingEvictReloads(t *testing.T) {
 func TestNilStoreKeepsEvictedState(t *testing.T) {
 	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(8, 4)}, nil)
 	until := t0.Add(time.Hour)
-	r.PauseUntil("a.test", until)
+	pauseUntil(r, "a.test", until)
 	if err := r.Evict(t0.Add(time.Hour - time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -55,10 +55,8 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: err.Error()}
 	}
 	cl := c.pageFault(l, c.classifyForbidden(l.Host, resp.Status, l.Attempts, now, retry.ClassifyStatus(resp.Status)), now)
-	// Pause first: Done frees the host's window, and the dispatcher must not admit another
-	// request in between when the host has just said to stop.
 	wait, pause := c.honourRetryAfter(l.Host, resp, now)
-	t.Done(now, responseOutcome(cl.Signal, sent, resp, pause))
+	c.endRequest(t, now, responseOutcome(cl.Signal, sent, resp, pause))
 	c.observeRequest(RequestEvent{Host: l.Host, Status: resp.Status, Latency: now.Sub(sent)})
 	if cl.Retryable {
 		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
@@ -183,14 +181,15 @@ func classifyErr(err error) retry.Class {
 	return retry.ClassifyError(kind)
 }
 
-// honourRetryAfter pauses the whole host when the response says when to come back: a 429, a
-// 503 or another "slow down" status (retry.StatusKind.SlowDown) with Retry-After, or a
-// response of any status (200 included) whose rate-limit headers say
+// honourRetryAfter returns how long the whole host must be left alone when the response says
+// when to come back: a 429, a 503 or another "slow down" status (retry.StatusKind.SlowDown)
+// with Retry-After, or a response of any status (200 included) whose rate-limit headers say
 // the quota is spent until a reset (retry.ParseRateLimit), since the next request would only
-// be refused. The longer of the two wins. It returns the Retry-After wait alone (0 if none):
+// be refused. The longer of the two is the pause; the caller passes it to the request's
+// Ticket.Done (responseOutcome, endRequest), which pauses the host, and the host's controller
+// learns it as the cost of a refusal. It also returns the Retry-After wait alone (0 if none):
 // callers read that as the host's explicit "slow down" and as a retry's floor, which a spent
-// quota on a success is not; the pause keeps the host quiet either way. It also returns the
-// pause, which the host's controller learns as the cost of a refusal.
+// quota on a success is not.
 //
 // A time the response names on the host's clock (an HTTP-date, a Unix-time reset) is measured
 // against the host's clock as its Date headers bound it (retry.ServerClock): one Date is
@@ -227,7 +226,6 @@ func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.T
 		pause = max(pause, hc.windows.Resume(now, q))
 	}
 	c.mu.Unlock()
-	c.pauseHost(host, pause, now)
 	return wait, pause
 }
 
@@ -237,17 +235,15 @@ type hostClock struct {
 	windows retry.Windows
 }
 
-// pauseHost pauses the whole host for d from now (nothing when d <= 0). Like any pause, one
+// endRequest ends the request of ticket t with the response's outcome o: Done pauses the
+// host for o.Pause, if any, and feeds its controller. A pause of longPause or more is saved in
+// the store at once, so that a run started after a kill still honours it. Like any pause, one
 // longer than hostlimit's MaxPause defers the host's URLs rather than holding the run open.
-func (c *Crawler) pauseHost(host string, d time.Duration, now time.Time) {
-	if d <= 0 {
-		return
-	}
-	c.reg.PauseUntil(c.gates.known(host), now.Add(d))
-	if d >= longPause {
-		// Save the pause now: a run started after a kill must still honour it.
+func (c *Crawler) endRequest(t *hostlimit.Ticket, now time.Time, o aimd.Outcome) {
+	t.Done(now, o)
+	if o.Pause >= longPause {
 		if err := c.reg.Flush(); err != nil {
-			c.log.Warn("cannot save a host's pause", "host", host, "err", err)
+			c.log.Warn("cannot save a host's pause", "host", t.Host(), "err", err)
 		}
 	}
 }

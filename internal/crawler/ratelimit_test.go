@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/aimd"
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/hostlimit"
 )
 
-// TestHonourRetryAfterQuota: a spent quota pauses the host on any status, a Retry-After still
-// wins when longer, and only the Retry-After is returned (the retry floor and, for robots.txt,
-// the "slow down" signal).
+// TestHonourRetryAfterQuota: a spent quota pauses the host on any status (through the
+// request's Done), a Retry-After still wins when longer, and only the Retry-After is returned
+// as the wait (the retry floor and, for robots.txt, the "slow down" signal).
 func TestHonourRetryAfterQuota(t *testing.T) {
 	now := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -51,15 +52,18 @@ func TestHonourRetryAfterQuota(t *testing.T) {
 			for i := 0; i+1 < len(tc.header); i += 2 {
 				resp.Header.Add(tc.header[i], tc.header[i+1])
 			}
-			if wait, _ := c.honourRetryAfter("a.test", resp, now); wait != tc.wait {
+			tk, _ := c.reg.TryAdmit(now, "a.test")
+			wait, pause := c.honourRetryAfter("a.test", resp, now)
+			if wait != tc.wait {
 				t.Errorf("returned %v, want %v", wait, tc.wait)
 			}
-			var pause time.Duration
+			c.endRequest(tk, now, responseOutcome(aimd.Neutral, now, resp, pause))
+			var paused time.Duration
 			if s, ok := c.reg.Host(now, "a.test"); ok && !s.PausedUntil.IsZero() {
-				pause = s.PausedUntil.Sub(now)
+				paused = s.PausedUntil.Sub(now)
 			}
-			if pause != tc.pause {
-				t.Errorf("host paused for %v, want %v", pause, tc.pause)
+			if paused != tc.pause {
+				t.Errorf("host paused for %v, want %v", paused, tc.pause)
 			}
 		})
 	}

@@ -223,7 +223,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			signal = aimd.Success
 			c.answeredRobots(urlnorm.HostKey(u), now)
 		}
-		t.Done(now, responseOutcome(signal, sent, resp, pause))
+		c.endRequest(t, now, responseOutcome(signal, sent, resp, pause))
 		c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, Status: resp.Status, Latency: now.Sub(sent)})
 		e.Status = resp.Status
 		e.Body = resp.Body

@@ -54,6 +54,9 @@ type Config struct {
 	// SSRF guard. Its error fails the request with Kind Other and stays in
 	// the error chain (errors.Is works). Applies to the default transport.
 	DialControl func(network, address string, c syscall.RawConn) error
+	// Resolver looks up host names for the default transport (nil: a Resolver on the
+	// system resolver). Share one per crawl, so that its cache serves every lookup.
+	Resolver *Resolver
 	// Transport replaces the tuned default transport; meant for tests. The
 	// options marked "default transport" above do not apply to it. Get
 	// always sets Accept-Encoding itself, so an injected transport should
@@ -88,6 +91,9 @@ func New(cfg Config) *Client {
 	if cfg.MaxHeaderBytes <= 0 {
 		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = NewResolver(ResolverConfig{})
+	}
 	rt := cfg.Transport
 	if rt == nil {
 		rt = newTransport(cfg)
@@ -104,8 +110,8 @@ func New(cfg Config) *Client {
 }
 
 // newTransport builds the transport tuned for crawling: many hosts, few
-// connections each (hostlimit decides concurrency), no proxy from the
-// environment, no transparent decompression.
+// connections each (hostlimit decides concurrency), names looked up by
+// cfg.Resolver, no proxy from the environment, no transparent decompression.
 func newTransport(cfg Config) *http.Transport {
 	d := &net.Dialer{
 		Timeout:   cfg.ConnectTimeout,
@@ -114,7 +120,7 @@ func newTransport(cfg Config) *http.Transport {
 	}
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            d.DialContext,
+		DialContext:            cfg.Resolver.dialContext(d),
 		TLSHandshakeTimeout:    cfg.ConnectTimeout,
 		ResponseHeaderTimeout:  cfg.HeaderTimeout,
 		ExpectContinueTimeout:  time.Second,

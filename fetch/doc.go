@@ -10,6 +10,13 @@
 // decoded bytes, so a compression bomb costs about MaxBody of memory.
 // Failures are *Error values with a coarse Kind the retry policy can act on.
 //
+// Resolver looks host names up for the Client's dials (and for whoever else in
+// the crawl needs an address): once per name per TTL, concurrent lookups of a
+// name shared, each bounded by a timeout, so a slow DNS answer holds back only
+// its own host. It asks the system resolver or one DNS server given by address
+// (github.com/miekg/dns speaks the protocol; net.Resolver does not tell TTLs).
+// Config.DialControl still sees every address dialled.
+//
 // ExtractLinks is pure: bytes and headers in, links and robots directives
 // (meta robots, X-Robots-Tag) out. It reads HTML with the streaming
 // tokenizer of golang.org/x/net/html instead of building a DOM with goquery:

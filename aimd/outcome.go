@@ -8,7 +8,7 @@ type Signal int
 const (
 	// Success is a response the host served normally (2xx, 3xx, and 4xx other than 408/425/429).
 	Success Signal = iota
-	// Overload is an explicit "slow down": 429, or 503.
+	// Overload is an explicit "slow down": 429, 503 and their kin (420, 509, 529).
 	Overload
 	// Failure is an implicit congestion sign: timeout, connection reset/refused, 502, 504, 408, 425.
 	Failure

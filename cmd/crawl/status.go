@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -54,15 +55,15 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	if len(st.Hosts) == 0 {
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "\n%-28s %7s %6s %6s %8s %6s %8s %8s %6s %-20s %s\n",
-		"host", "pages", "queued", "failed", "rate/s", "window", "p95 ms", "base ms", "429s", "paused until", "last error")
+	fmt.Fprintf(stdout, "\n%-28s %7s %6s %6s %8s %6s %-11s %8s %8s %6s %-20s %s\n",
+		"host", "pages", "queued", "failed", "rate/s", "window", "phase", "p95 ms", "base ms", "429s", "paused until", "last error")
 	for _, h := range st.Hosts {
 		paused := "-"
 		if h.PausedUntil != nil {
 			paused = h.PausedUntil.Local().Format("15:04:05.000")
 		}
-		fmt.Fprintf(stdout, "%-28s %7d %6d %6d %8.2f %6d %8.1f %8.1f %6d %-20s %s\n",
-			h.Host, h.Pages, h.Queued, h.Failed, h.Rate, h.Window, h.P95Ms, h.BaselineMs, h.OverLimit, paused, h.LastError)
+		fmt.Fprintf(stdout, "%-28s %7d %6d %6d %8.2f %6d %-11s %8.1f %8.1f %6d %-20s %s\n",
+			h.Host, h.Pages, h.Queued, h.Failed, h.Rate, h.Window, cmp.Or(h.Phase, "-"), h.P95Ms, h.BaselineMs, h.OverLimit, paused, h.LastError)
 	}
 	return exitOK
 }

@@ -39,8 +39,9 @@ type HostStatus struct {
 	Queued       int     `json:"queued"`
 	Failed       int     `json:"failed"`
 	Excluded     int     `json:"excluded"`
-	Rate         float64 `json:"rate"`   // req/s the controller allows now
-	Window       int     `json:"window"` // concurrency window now
+	Rate         float64 `json:"rate"`            // req/s the controller allows now
+	Window       int     `json:"window"`          // concurrency window now
+	Phase        string  `json:"phase,omitempty"` // the controller's phase (aimd.Phase: slow-start, refusal-run, return, hold, search, probe)
 	InFlight     int     `json:"in_flight"`
 	P95Ms        float64 `json:"p95_ms"`
 	BaselineMs   float64 `json:"baseline_ms"`
@@ -123,7 +124,7 @@ func (c *Crawler) snapshot(running bool) Status {
 			}
 		}
 		if g, ok := gates[c.gates.known(h.Host)]; ok {
-			hs.Rate, hs.Window, hs.InFlight = g.Rate, g.Window, g.InFlight
+			hs.Rate, hs.Window, hs.InFlight, hs.Phase = g.Rate, g.Window, g.InFlight, g.Phase.String()
 			hs.P95Ms, hs.BaselineMs = ms(g.P95), ms(g.Baseline)
 			hs.AcceptedRate, hs.OverLimit = g.AcceptedRate, g.OverLimit
 			if g.PausedUntil.After(now) {

@@ -44,7 +44,7 @@ type row struct {
 	Label, Host                          string
 	Pages, Failed, Queued                int
 	Requests, OverLimit, Retries, Errors int
-	Rate, Peak, Accepted, Window         string
+	Rate, Peak, Accepted, Window, Phase  string
 	P50, P95, Paused, LastError          string
 }
 
@@ -314,7 +314,7 @@ func (b *builder) pauses(ss []storage.Sample) []band {
 // summed over its samples.
 func hostRow(h crawler.HostStatus, ss []storage.Sample, label string) row {
 	r := row{Label: cmp.Or(label, h.Host), Host: h.Host, Pages: h.Pages, Failed: h.Failed, Queued: h.Queued,
-		Rate: fmtRate(h.Rate), Accepted: fmtRate(h.AcceptedRate), Window: fmt.Sprint(h.Window),
+		Rate: fmtRate(h.Rate), Accepted: fmtRate(h.AcceptedRate), Window: fmt.Sprint(h.Window), Phase: h.Phase,
 		Paused: "", LastError: h.LastError}
 	if r.Label == h.Host {
 		r.Host = ""
@@ -421,8 +421,8 @@ tr:nth-child(even) td { background: #fafbfc; }
 <div class="grid2" style="margin-top:12px">{{range .Crawl}}<div class="card">{{.}}</div>{{end}}</div>{{end}}
 <h2>Hosts</h2>
 <div class="scroll"><table>
-<thead><tr><th class="h">host</th><th>pages</th><th>failed</th><th>queued</th><th>requests</th><th>429/503</th><th>retries</th><th>errors</th><th>rate now /s</th><th>peak /s</th><th>accepted /s</th><th>window</th><th>p50 ms</th><th>p95 ms</th><th>paused until</th><th class="h">last error</th></tr></thead>
-<tbody>{{range .Rows}}<tr><td class="h">{{.Label}}{{if .Host}}<div class="hk">{{.Host}}</div>{{end}}</td><td>{{.Pages}}</td><td>{{.Failed}}</td><td>{{.Queued}}</td><td>{{.Requests}}</td><td>{{.OverLimit}}</td><td>{{.Retries}}</td><td>{{.Errors}}</td><td>{{.Rate}}</td><td>{{.Peak}}</td><td>{{.Accepted}}</td><td>{{.Window}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td>{{.Paused}}</td><td class="e" title="{{.LastError}}">{{.LastError}}</td></tr>
+<thead><tr><th class="h">host</th><th>pages</th><th>failed</th><th>queued</th><th>requests</th><th>slow-down replies</th><th>retries</th><th>errors</th><th>rate now /s</th><th>peak /s</th><th>accepted /s</th><th>window</th><th>phase</th><th>p50 ms</th><th>p95 ms</th><th>paused until</th><th class="h">last error</th></tr></thead>
+<tbody>{{range .Rows}}<tr><td class="h">{{.Label}}{{if .Host}}<div class="hk">{{.Host}}</div>{{end}}</td><td>{{.Pages}}</td><td>{{.Failed}}</td><td>{{.Queued}}</td><td>{{.Requests}}</td><td>{{.OverLimit}}</td><td>{{.Retries}}</td><td>{{.Errors}}</td><td>{{.Rate}}</td><td>{{.Peak}}</td><td>{{.Accepted}}</td><td>{{.Window}}</td><td>{{.Phase}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td>{{.Paused}}</td><td class="e" title="{{.LastError}}">{{.LastError}}</td></tr>
 {{end}}</tbody>
 </table></div>
 {{if .MoreRows}}<p class="note">… and {{.MoreRows}} more hosts (crawl status --data DIR lists them all).</p>{{end}}

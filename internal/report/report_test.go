@@ -158,14 +158,14 @@ func TestWrite(t *testing.T) {
 		return out
 	}
 	a := cells(rows[0])
-	// host pages failed queued requests 429/503 retries errors ...
+	// host pages failed queued requests slow-down retries errors ... window phase p50 ...
 	if a[0] != "a.example" || a[1] != "160" || a[5] != "2" || a[6] != "2" {
 		t.Errorf("row a = %q", a)
 	}
-	if b := cells(rows[1]); !strings.HasPrefix(b[0], `<script>alert("b")</script>`) || b[15] != "timeout: <oops>" {
+	if b := cells(rows[1]); !strings.HasPrefix(b[0], `<script>alert("b")</script>`) || b[16] != "timeout: <oops>" {
 		t.Errorf("row b = %q", b)
 	}
-	if c := cells(rows[2]); c[4] != "0" || c[12] != "–" {
+	if c := cells(rows[2]); c[4] != "0" || c[13] != "–" {
 		t.Errorf("row c (never sampled) = %q", c)
 	}
 }

@@ -1222,7 +1222,7 @@ func TestRandomRefusalsAreNotCongestion(t *testing.T) {
 		okRate, _ := badHost(c, d, rand.New(rand.NewSource(seed)), 90*time.Second, Overload, func(float64) float64 { return 0.05 })
 		t.Logf("seed %2d: %4.1f successes/s in the last 30 s, rate %.2f, share %.3f of %d held outcomes", seed, okRate, c.Rate(), c.overs.base, c.overs.older)
 		if r := Restore(Config{MaxRate: 50}, c.State(), d.now); r.overloadNeed() != c.overloadNeed() || r.overs.cut != c.overs.cut {
-			t.Errorf("seed %d: restored need %.2f, cut %.2f; saved %.2f, %.2f", seed, r.overloadNeed(), r.overs.cut, c.overloadNeed(), c.overs.cut)
+			t.Errorf("seed %d: restored need %.2f, cut %.2f; saved %.2f, %.2f", seed, r.overloadNeed(), r.overs.cut.v, c.overloadNeed(), c.overs.cut.v)
 		}
 		if okRate >= 0.8*0.95*50 {
 			good++
@@ -1256,12 +1256,12 @@ func TestLoadFailuresStillCut(t *testing.T) {
 
 func TestRefusalExcessTeachesNoShare(t *testing.T) {
 	// A share learned under a rate far above the limit: 20 req/s, half of it refused.
-	f := failureLog{cut: 40, base: 0.4, older: overloadBaseMin, undo: failureUndo{rate: 30}}
+	f := failureLog{cut: optional[float64]{v: 40, ok: true}, base: 0.4, older: overloadBaseMin, undo: failureUndo{rate: 30}}
 	for i := 0; i < 16; i++ {
 		f.add(i%4 == 0, true) // 4 refusals of 16: a share, not an excess
 	}
-	if f.excess(20) || f.cut != 40 || f.older == 0 {
-		t.Fatalf("4 refusals of 16: excess, cut %.1f, older %d; want no excess, cut 40 kept", f.cut, f.older)
+	if f.excess(20) || f.cut.v != 40 || f.older == 0 {
+		t.Fatalf("4 refusals of 16: excess, cut %.1f, older %d; want no excess, cut 40 kept", f.cut.v, f.older)
 	}
 	for i := 0; i < 16; i++ {
 		f.add(i%2 == 0, true) // 8 of 16: a limiter's excess over its rate
@@ -1269,13 +1269,13 @@ func TestRefusalExcessTeachesNoShare(t *testing.T) {
 	if !f.excess(20) {
 		t.Fatal("8 refusals of 16 at 20 req/s are no excess")
 	}
-	if f.cut != 10 || f.older != 0 || f.base != 0 || f.held != 0 || f.undo.rate != 0 {
+	if f.cut.v != 10 || f.older != 0 || f.base != 0 || f.held != 0 || f.undo.rate != 0 {
 		t.Errorf("after the excess: cut %.1f (want 10: what the host accepted), share %.2f of %d held, held bits %x, undo %.1f; want all forgotten",
-			f.cut, f.base, f.older, f.held, f.undo.rate)
+			f.cut.v, f.base, f.older, f.held, f.undo.rate)
 	}
 	f.excess(30) // 8 of 16 still, at a higher rate: the cut only ever falls
-	if f.cut != 10 {
-		t.Errorf("a later excess at 30 req/s moved the cut to %.1f", f.cut)
+	if f.cut.v != 10 {
+		t.Errorf("a later excess at 30 req/s moved the cut to %.1f", f.cut.v)
 	}
 }
 

@@ -64,8 +64,8 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 func (c *Controller) noteSignal(s *sample, rs float64, repeat bool) {
 	slow := c.curve.slowStart
 	if s.sig == Failure {
-		if !slow && c.fails.cut == 0 {
-			c.fails.cut = rs
+		if _, ok := c.fails.cut.get(); !slow && !ok {
+			c.fails.cut.set(rs)
 		}
 		if !c.fails.known() {
 			c.fails.undo.note(c, c.fails.count())
@@ -77,8 +77,8 @@ func (c *Controller) noteSignal(s *sample, rs float64, repeat bool) {
 	case s.bare:
 		excess := false
 		if !slow && !repeat {
-			if c.overs.cut == 0 {
-				c.overs.cut = rs
+			if _, ok := c.overs.cut.get(); !ok {
+				c.overs.cut.set(rs)
 			}
 			excess = c.overs.excess(rs)
 		}

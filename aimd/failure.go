@@ -43,14 +43,15 @@ type failureLog struct {
 	base  float64 // the Failures' share among held outcomes older than those 16
 	older int     // how many such outcomes base has seen (up to failureBaseSpan)
 
-	cut  float64     // the rate the first cut on these failures after slow start was made at; 0 until one is
-	undo failureUndo // the cuts on them made before base was known (or, for refusals, usable)
+	cut  optional[float64] // the rate the first cut on these failures after slow start was made at
+	undo failureUndo       // the cuts on them made before base was known (or, for refusals, usable)
 }
 
 // heldAt reports whether an outcome sent at rate may teach the background share: it was sent
 // at no more than failureBaseUnder × cut.
 func (f *failureLog) heldAt(rate float64) bool {
-	return f.cut > 0 && rate <= failureBaseUnder*f.cut
+	cut, ok := f.cut.get()
+	return ok && rate <= failureBaseUnder*cut
 }
 
 // add shifts in one Success, Overload or Failure outcome (failed: a Failure; held: it may teach
@@ -78,7 +79,10 @@ func (f *failureLog) restore(base float64, older int, cut float64) {
 	if base >= 0 && base <= 1 && older > 0 {
 		f.base, f.older = base, min(older, failureBaseSpan)
 	}
-	f.cut = validRate(cut)
+	f.cut = optional[float64]{}
+	if r := validRate(cut); r > 0 {
+		f.cut.set(r)
+	}
 }
 
 // excess reports whether a bare refusal drawn at rate rs (after slow start, outside a refusal
@@ -90,8 +94,12 @@ func (f *failureLog) excess(rs float64) bool {
 	if n < overloadExcess || f.n == 0 {
 		return false
 	}
-	if r := rs * float64(f.n-n) / float64(f.n); r < f.cut {
-		f.cut, f.base, f.older, f.held = r, 0, 0, 0
+	if r := rs * float64(f.n-n) / float64(f.n); r < f.cut.v && f.cut.ok {
+		f.cut = optional[float64]{}
+		if r > 0 {
+			f.cut.set(r)
+		}
+		f.base, f.older, f.held = 0, 0, 0
 	}
 	f.undo = failureUndo{}
 	return true

@@ -94,10 +94,10 @@ func (c *Controller) State() State {
 
 		FailureShare:   c.fails.base,
 		FailureSamples: c.fails.older,
-		FailCut:        c.fails.cut,
+		FailCut:        c.fails.cut.v,
 		RefusalShare:   c.overs.base,
 		RefusalSamples: c.overs.older,
-		RefusalCut:     c.overs.cut,
+		RefusalCut:     c.overs.cut.v,
 	}
 }
 

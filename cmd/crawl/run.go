@@ -66,6 +66,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("data", "", "data directory holding the crawl store (created if missing)")
 	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
+	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -55,6 +56,11 @@ type Config struct {
 	// KeyByIP gives the names one server answers for one gate: rate, window and back-off are
 	// kept per resolved address instead of per host name (--key-by-ip; see gatekey.go).
 	KeyByIP bool
+
+	// DNSServer is the DNS server every host name is looked up with, "ip:port"
+	// (--dns-server); "" means the system resolver. Either way each name is looked up once
+	// per TTL (fetch.Resolver).
+	DNSServer string
 
 	// DeferAfter: when every URL left waits longer than this (a host's Retry-After, a retry's
 	// backoff), the run stops with StopReason "deferred" instead of idling; run again later.
@@ -138,10 +144,17 @@ func (c *Config) Validate() error {
 		return errors.New("--user-agent must not be empty")
 	case strings.ContainsFunc(c.UserAgent, func(r rune) bool { return r < ' ' || r == 0x7f }):
 		return fmt.Errorf("--user-agent must not contain control characters: %q", c.UserAgent)
+	case c.DNSServer != "" && !validAddrPort(c.DNSServer):
+		return fmt.Errorf("--dns-server must be an IP address and port (e.g. 127.0.0.1:53), not %q", c.DNSServer)
 	case c.Retry.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
 	}
 	return nil
+}
+
+func validAddrPort(s string) bool {
+	ap, err := netip.ParseAddrPort(s)
+	return err == nil && ap.Port() != 0
 }
 
 func (c *Config) logger() *slog.Logger {

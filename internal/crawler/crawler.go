@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
-	"net"
 	"net/netip"
 	"net/url"
 	"sort"
@@ -59,6 +58,7 @@ type Crawler struct {
 	mu    sync.Mutex
 	hosts map[string]*hostRecord // made in Open; records made by hostLocked, never dropped
 	gates *gateKeys              // host → key of its gate in reg (gatekey.go)
+	res   *fetch.Resolver        // looks host names up, for the client, the guard and the gates
 
 	// dispatcher-owned
 	inflight int
@@ -83,6 +83,7 @@ func Open(cfg Config) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
+	res := fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer})
 	c := &Crawler{
 		cfg:    cfg,
 		log:    cfg.logger(),
@@ -92,7 +93,8 @@ func Open(cfg Config) (*Crawler, error) {
 		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 		hosts:  map[string]*hostRecord{},
-		gates:  newGateKeys(cfg.KeyByIP),
+		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
+		res:    res,
 	}
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
@@ -107,7 +109,8 @@ func Open(cfg Config) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
-	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody, DialControl: guard.Control})
+	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
+		DialControl: guard.Control, Resolver: res})
 	if err := c.addSeeds(cfg.Seeds); err != nil {
 		db.Close()
 		return nil, err
@@ -139,14 +142,14 @@ func (c *Crawler) guard(seeds []string) (*netguard.Guard, error) {
 		}
 	}
 	n := len(g.Allowed)
+	hosts := map[string]bool{}
 	for _, s := range seeds {
-		u, err := url.Parse(s)
-		if err != nil {
-			continue
+		if u, err := url.Parse(s); err == nil {
+			hosts[u.Hostname()] = true
 		}
-		for _, a := range seedAddrs(u.Hostname()) {
-			g.Allow(a)
-		}
+	}
+	for a := range seedAddrs(c.res, hosts) {
+		g.Allow(a)
 	}
 	if len(g.Allowed) > n {
 		saved = saved[:0]
@@ -161,17 +164,33 @@ func (c *Crawler) guard(seeds []string) (*netguard.Guard, error) {
 	return g, nil
 }
 
-// seedAddrs returns the addresses a seed's host stands for: itself if it is an IP literal,
-// else what DNS says within a few seconds (nothing if the lookup fails; the crawl then reports
-// the host's failure when it fetches it).
-func seedAddrs(host string) []netip.Addr {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{a}
+// seedLookups is how many seed host names seedAddrs looks up at once.
+const seedLookups = 64
+
+// seedAddrs returns the addresses the seeds' hosts stand for: an IP literal itself, a name what
+// res says within a few seconds (nothing if the lookup fails; the crawl then reports the host's
+// failure when it fetches it). Names are looked up seedLookups at a time.
+func seedAddrs(res *fetch.Resolver, hosts map[string]bool) map[netip.Addr]bool {
+	var mu sync.Mutex
+	out := map[netip.Addr]bool{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, seedLookups)
+	for host := range hosts {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			addrs, _ := res.LookupNetIP(ctx, host)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range addrs {
+				out[a] = true
+			}
+		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	addrs, _ := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	return addrs
+	wg.Wait()
+	return out
 }
 
 // Close saves learned host state and closes the store.

@@ -35,12 +35,12 @@ type gateKeys struct {
 // lookupTimeout bounds one DNS lookup for a gate key.
 const lookupTimeout = 10 * time.Second
 
-func newGateKeys(byIP bool) *gateKeys {
+// newGateKeys returns the gate keys of a crawl; lookup resolves names (the crawl's
+// fetch.Resolver) and is used only with byIP.
+func newGateKeys(byIP bool, lookup func(ctx context.Context, name string) ([]netip.Addr, error)) *gateKeys {
 	return &gateKeys{
-		byIP: byIP,
-		lookup: func(ctx context.Context, name string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", name)
-		},
+		byIP:    byIP,
+		lookup:  lookup,
 		keys:    map[string]string{},
 		pending: map[string]bool{},
 	}

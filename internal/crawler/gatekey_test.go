@@ -16,7 +16,7 @@ func TestGateKeys(t *testing.T) {
 		"v6.example": {netip.MustParseAddr("2001:db8::2"), netip.MustParseAddr("2001:db8::1")},
 	}
 	release := make(chan struct{})
-	g := newGateKeys(true)
+	g := newGateKeys(true, nil)
 	g.lookup = func(ctx context.Context, name string) ([]netip.Addr, error) {
 		<-release
 		if a, ok := addrs[name]; ok {
@@ -67,7 +67,7 @@ func TestGateKeys(t *testing.T) {
 	if k, ok := none.key("a.example:81"); !ok || k != "a.example:81" || none.known("a.example") != "a.example" || none.keyNow(ctx, "b") != "b" {
 		t.Errorf("nil gateKeys: key = %q, %v; want the host itself", k, ok)
 	}
-	byName := newGateKeys(false)
+	byName := newGateKeys(false, nil)
 	if k, ok := byName.key("a.example:81"); !ok || k != "a.example:81" {
 		t.Errorf("without KeyByIP: key = %q, %v; want the host itself", k, ok)
 	}

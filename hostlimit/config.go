@@ -27,6 +27,14 @@ type Config struct {
 	// this long. Zero or negative means DefaultIdleEvict.
 	IdleEvict time.Duration
 
+	// DemandByCaller makes a host's rate grow only while it held back work the caller had
+	// ready with a worker free for it (aimd.Outcome.Demand): a request TryAdmit admits counts
+	// as held back only if Starved was called for its host since the host's previous
+	// admission, and as having had room to spare otherwise. Unset, TryAdmit leaves the
+	// judgement to the controller's spacing rule (aimd.DemandUnknown). Wait always knows: its
+	// request was held back if it waited for a token.
+	DemandByCaller bool
+
 	// Now and After are Wait's clock and timer; nil means time.Now and time.After. They are
 	// useful for tests that must not sleep. Methods that take a now use it instead of Now.
 	Now   func() time.Time

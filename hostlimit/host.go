@@ -54,6 +54,8 @@ type host struct {
 	last        time.Time // latest time seen; earlier times are clamped to it
 	lastActive  time.Time
 	admitted    uint64
+	demand      aimd.Demand   // what the next admitted request tells the controller (see Config.DemandByCaller)
+	byCaller    bool          // Config.DemandByCaller
 	stateErr    string        // why saved state could not be loaded, if it could not
 	changed     chan struct{} // closed (and replaced) when a waiter may now get in sooner
 	evicting    bool          // state saved by a running Evict; cleared by any use
@@ -64,6 +66,7 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 	h := &host{
 		key:        key,
 		maxWindow:  cfg.AIMD.MaxWindow,
+		byCaller:   cfg.DemandByCaller,
 		last:       now,
 		lastActive: now,
 		changed:    make(chan struct{}),
@@ -86,6 +89,9 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 	}
 	if h.ceiling > 0 {
 		h.ctrl.SetCeiling(h.ceiling)
+	}
+	if h.byCaller {
+		h.demand = aimd.DemandSpare
 	}
 	h.limit = h.effectiveRateLocked()
 	h.lim = rate.NewLimiter(rate.Limit(h.limit), 1)
@@ -173,7 +179,23 @@ func (h *host) tryAdmitLocked(now time.Time) (*Ticket, time.Time) {
 	h.creditFrom = at
 	h.inFlight++
 	h.admitted++
-	return &Ticket{h: h, sent: now, inFlight: h.inFlight}, time.Time{}
+	t := &Ticket{h: h, sent: now, inFlight: h.inFlight, demand: h.demand}
+	h.demand = aimd.DemandUnknown
+	if h.byCaller {
+		h.demand = aimd.DemandSpare
+	}
+	return t, time.Time{}
+}
+
+// starveLocked records that a request was ready for host at now, with a worker free for it,
+// and waits for a token only: the next admitted request was held back by the host's rate.
+// A pause or a full window holds nothing back that the rate could change.
+func (h *host) starveLocked(now time.Time) {
+	now = h.clockLocked(now)
+	if now.Before(h.pausedUntil) || h.inFlight >= h.windowLocked() || !h.tokenReadyAtLocked(now).After(now) {
+		return
+	}
+	h.demand = aimd.DemandHeld
 }
 
 // creditLocked returns the time a request admitted at now takes its token at: when it could
@@ -226,8 +248,9 @@ func (h *host) stateLocked(savedAt time.Time) ([]byte, error) {
 type Ticket struct {
 	h        *host
 	sent     time.Time
-	inFlight int  // the host's requests in flight when it was admitted, itself included
-	done     bool // guarded by h.mu
+	inFlight int         // the host's requests in flight when it was admitted, itself included
+	demand   aimd.Demand // whether the host's rate held it back
+	done     bool        // guarded by h.mu
 }
 
 // Host returns the key of the host that admitted the ticket.
@@ -263,6 +286,9 @@ func (t *Ticket) Done(now time.Time, o aimd.Outcome) {
 	}
 	if o.InFlight <= 0 {
 		o.InFlight = t.inFlight
+	}
+	if o.Demand == aimd.DemandUnknown {
+		o.Demand = t.demand
 	}
 	h.ctrl.Observe(now, o)
 	h.syncLimitLocked(now)

@@ -100,6 +100,16 @@ func (r *Registry) TryAdmit(now time.Time, host string) (t *Ticket, readyAt time
 	return h.tryAdmitLocked(now)
 }
 
+// Starved tells host's gate that at now the caller had a request ready for it, with a worker
+// free, and TryAdmit refused it: if only a token was lacking (not a pause, not a full window),
+// the host's next admitted request counts as held back by its rate, and the rate may grow on it
+// (see Config.DemandByCaller).
+func (r *Registry) Starved(now time.Time, host string) {
+	h := r.lockedHost(now, host)
+	defer h.mu.Unlock()
+	h.starveLocked(now)
+}
+
 // Wait blocks until host admits a request and returns its Ticket, which must be Done. It uses
 // the same accounting as TryAdmit. It returns ctx.Err() when ctx ends first, and a *PausedError
 // (errors.Is ErrPaused) at once when host is paused for longer than Config.MaxPause from now.
@@ -112,6 +122,9 @@ func (r *Registry) Wait(ctx context.Context, host string) (*Ticket, error) {
 		now := r.cfg.Now()
 		h := r.lockedHost(now, host)
 		t, readyAt := h.tryAdmitLocked(now)
+		if t == nil {
+			h.starveLocked(now) // a blocked worker waits: whatever holds it back, the rate did if a token is all it lacks
+		}
 		pausedUntil, changed := h.pausedUntil, h.changed
 		h.mu.Unlock()
 		if t != nil {

@@ -798,3 +798,38 @@ func TestEvictMarksDroppedHost(t *testing.T) {
 		t.Fatal("lockedHost returned the dropped host")
 	}
 }
+
+func TestDemandByCaller(t *testing.T) {
+	// With DemandByCaller, a ticket says whether its host's rate held it back: only if the
+	// caller reported the host starved (a request ready, a worker free, no token) since the
+	// previous admission. A pause or a full window is no rate's doing.
+	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(10, 2), DemandByCaller: true}, nil)
+	first, _ := r.TryAdmit(t0, "a.test")
+	if first == nil || first.demand != aimd.DemandSpare {
+		t.Fatalf("first request: ticket %v, want one with room to spare", first)
+	}
+	if tk, ready := r.TryAdmit(t0, "a.test"); tk != nil || !ready.After(t0) {
+		t.Fatal("the bucket's one token was taken; want the second refused until it refills")
+	}
+	r.Starved(t0, "a.test")
+	second, _ := r.TryAdmit(t0.Add(100*time.Millisecond), "a.test")
+	if second == nil || second.demand != aimd.DemandHeld {
+		t.Fatalf("after Starved: ticket %v, want one held back by the rate", second)
+	}
+	// The window (2) is full now: starving it says nothing of the rate.
+	r.Starved(t0.Add(150*time.Millisecond), "a.test")
+	first.Done(t0.Add(200*time.Millisecond), neutral)
+	if tk, _ := r.TryAdmit(t0.Add(200*time.Millisecond), "a.test"); tk == nil || tk.demand != aimd.DemandSpare {
+		t.Fatalf("after a Starved with the window full: ticket %v, want room to spare", tk)
+	} else {
+		tk.Done(t0.Add(200*time.Millisecond), neutral)
+	}
+	second.Done(t0.Add(200*time.Millisecond), neutral)
+	// Without DemandByCaller the controller judges by itself.
+	r2, _ := newTestRegistry(t, Config{AIMD: testAIMD(10, 2)}, nil)
+	if tk, _ := r2.TryAdmit(t0, "a.test"); tk == nil || tk.demand != aimd.DemandUnknown {
+		t.Fatalf("default registry: ticket %v, want demand unknown", tk)
+	} else {
+		tk.Done(t0, neutral)
+	}
+}

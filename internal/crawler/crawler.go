@@ -62,8 +62,9 @@ type Crawler struct {
 
 	// dispatcher-owned
 	inflight int
-	fetching int // page fetches in flight, for --max-pages
-	rr       int // round-robin offset over ready hosts
+	fetching int      // page fetches in flight, for --max-pages
+	rr       int      // round-robin offset over ready hosts
+	held     []string // gates whose rate alone refused a ready request in this pass
 
 	ob observation // counters, samples and events for watching the crawl (observe.go)
 }
@@ -99,7 +100,7 @@ func Open(cfg Config) (*Crawler, error) {
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
-	}}, db)
+	}, DemandByCaller: true}, db)
 	if err := c.loadScope(); err != nil {
 		db.Close()
 		return nil, err
@@ -541,7 +542,20 @@ func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, er
 			pages--
 		}
 	}
+	c.reportHeld(now)
 	return started, wakeAt, nil
+}
+
+// reportHeld tells the gates that refused ready work in this pass that their rate held it
+// back, if workers were left free for it: then the host's rate, not the crawl's workers,
+// limited its sending, and the rate may grow (hostlimit.Config.DemandByCaller).
+func (c *Crawler) reportHeld(now time.Time) {
+	if c.inflight < c.cfg.Workers {
+		for _, g := range c.held {
+			c.reg.Starved(now, g)
+		}
+	}
+	c.held = c.held[:0]
 }
 
 // launch runs j on a goroutine of its own, which reports to r.done.

@@ -247,6 +247,9 @@ func (c *Crawler) noteReady(now time.Time, hosts []string) {
 func (c *Crawler) tryAdmit(now time.Time, host, gate string) (*hostlimit.Ticket, time.Time) {
 	t, readyAt := c.reg.TryAdmit(now, gate)
 	r := c.ob.ready[host]
+	if t == nil && !readyAt.IsZero() {
+		c.held = append(c.held, gate)
+	}
 	if t == nil {
 		if r != nil && r.blocked.IsZero() {
 			r.blocked = now

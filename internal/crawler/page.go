@@ -150,8 +150,9 @@ const throttledAttempts = 4
 
 // retryOrFail schedules another attempt with full-jitter backoff (at least the host's
 // Retry-After), or fails the URL once it has used its attempts (throttledAttempts times as
-// many when a serving host throttles it). An empty retry budget defers the retry by the
-// policy's cap instead of dropping it.
+// many when a serving host throttles it). A retry the host asked for with Retry-After is paid
+// for by the pause it imposed and draws on no retry budget; for any other, an empty budget
+// defers the retry by the policy's cap instead of dropping it.
 func (c *Crawler) retryOrFail(l frontier.Lease, cl retry.Class, detail string, status int, retryAfter time.Duration, now time.Time) frontier.Result {
 	reason := cl.Reason
 	attempts, limit := l.Attempts+1, c.cfg.Retry.MaxAttempts
@@ -164,7 +165,7 @@ func (c *Crawler) retryOrFail(l frontier.Lease, cl retry.Class, detail string, s
 	}
 	delay := c.retryDelay(attempts-1, retryAfter)
 	c.observeRetry(l.Host, reason)
-	if !c.withdrawRetry(l.Host, now) {
+	if retryAfter <= 0 && !c.withdrawRetry(l.Host, now) {
 		delay = max(delay, c.cfg.Retry.Cap)
 		reason += " (retry budget empty: deferred)"
 	}

@@ -8,6 +8,10 @@
 //	go run ./internal/bench -scenario politeness -scale 4   # 4× the pages per host
 //	go run ./internal/bench -scenario throughput
 //	go run ./internal/bench -scenario flaky      # hosts failing a share of requests at random
+//	go run ./internal/bench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
+//
+// The broad scenario runs the crawl binary (built from ./cmd/crawl, so run the bench from the
+// repository's root) as a separate process, so that its peak RSS and CPU time are its own.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,14 +38,26 @@ import (
 var tune func(*crawler.Config)
 
 func main() {
-	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky or all")
+	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky, broad or all (all but broad)")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts)")
 	data := flag.String("data", "", "throughput: keep the crawl store in this directory (default: a temporary one, removed)")
 	scale := flag.Int("scale", 1, "politeness: multiply every host's page count by this (longer crawls: start-up costs weigh less, steady-state riding more)")
 	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
+	var bc broadConfig
+	flag.IntVar(&bc.hosts, "hosts", 1000, "broad: hosts in the web")
+	flag.IntVar(&bc.pages, "host-pages", 30, "broad: pages per host")
+	flag.Float64Var(&bc.limit, "host-limit", 5, "broad: each host's hidden limit, req/s (token bucket, burst 1, 429 + Retry-After; 0: unlimited)")
+	flag.IntVar(&bc.seedHosts, "seed-hosts", 0, "broad: hosts in the seed file, spread evenly over the web (0: all); the others are found by links")
+	flag.DurationVar(&bc.dnsDelay, "dns-delay", 0, "broad: the loopback DNS server holds each answer this long")
+	flag.IntVar(&bc.thrPages, "throughput-pages", 4000, "broad: pages per host of the two-host unlimited crawl that measures the crawler's pages/s")
+	flag.StringVar(&bc.crawlBin, "crawl", "", "broad: the crawl binary to run (default: go build ./cmd/crawl)")
+	crawlFlags := flag.String("crawl-flags", "", "broad: more flags for both `crawl run`s, space-separated (e.g. \"--workers 64\")")
+	flag.DurationVar(&bc.timeout, "timeout", 30*time.Minute, "broad: each crawl is killed after this")
 	flag.Parse()
+	bc.crawlFlags = strings.Fields(*crawlFlags)
+	bc.grace, bc.seed = *grace, *seed
 	if *initial > 0 {
 		tune = func(c *crawler.Config) { c.InitialRate = *initial }
 	}
@@ -52,6 +69,8 @@ func main() {
 		err = throughput(os.Stdout, *seed, *pages, *data)
 	case "flaky":
 		err = flaky(os.Stdout, *seed)
+	case "broad":
+		err = broad(os.Stdout, bc)
 	case "all":
 		if err = politeness(os.Stdout, *seed, *grace, *scale); err == nil {
 			err = throughput(os.Stdout, *seed, *pages, *data)

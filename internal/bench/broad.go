@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/dnstest"
+	"github.com/crawl-project/crawl/internal/simweb"
+)
+
+// broadConfig is what -scenario broad crawls.
+type broadConfig struct {
+	hosts, pages int     // the broad web: hosts × pages per host
+	limit        float64 // each host's hidden token bucket, req/s (0: unlimited)
+	seedHosts    int     // hosts in the seed file, spread evenly (0: all)
+	dnsDelay     time.Duration
+	thrPages     int      // pages per host of the two-host throughput crawl
+	crawlBin     string   // the crawl binary ("": built from ./cmd/crawl)
+	crawlFlags   []string // added to both crawls' command lines
+	grace        time.Duration
+	seed         int64
+	timeout      time.Duration // each crawl is killed after this
+}
+
+// childRun is what one `crawl run` process cost, as the kernel counted it.
+type childRun struct {
+	wall   time.Duration
+	cpu    time.Duration // user + system
+	peakMB float64       // peak RSS (ru_maxrss)
+	exit   int
+	stderr []string // the last lines of its stderr
+	idle   idleCount
+}
+
+// broad runs the crawl binary, as a user would, on two webs: first two unlimited hosts (its
+// throughput, pages/s) and then a broad web of many rate-limited hosts served by one loopback
+// listener whose names a loopback DNS server resolves. It prints what the servers counted and
+// what the crawl process cost, and the wall time against pages ÷ throughput.
+func broad(w io.Writer, cfg broadConfig) error {
+	tmp, err := os.MkdirTemp("", "crawl-broad-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := cfg.crawlBin
+	if bin == "" {
+		bin = filepath.Join(tmp, "crawl")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/crawl")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build ./cmd/crawl (run the bench from the repository's root, or give -crawl): %w", err)
+		}
+	}
+
+	// Two unlimited hosts: the crawler's own pages/s on loopback.
+	thrSpecs := []simweb.HostSpec{{Name: "free1", Pages: cfg.thrPages}, {Name: "free2", Pages: cfg.thrPages}}
+	thrWeb, err := simweb.Start(thrSpecs, &simweb.Options{Seed: cfg.seed})
+	if err != nil {
+		return err
+	}
+	thrRun, err := runCrawl(bin, filepath.Join(tmp, "thr"), thrWeb.Seeds(), cfg.crawlFlags, cfg.timeout, false)
+	thrWeb.Close()
+	if err != nil {
+		return err
+	}
+	thr := tally(thrWeb)
+	thrRate := float64(thr.pages) / thrRun.wall.Seconds()
+	fmt.Fprintf(w, "throughput: 2 unlimited hosts × %d pages: %d pages in %s = %.0f pages/s; CPU %.2f s = %.3f ms/page; peak RSS %.1f MB%s\n",
+		cfg.thrPages, thr.pages, thrRun.wall.Round(time.Millisecond), thrRate, thrRun.cpu.Seconds(),
+		1000*thrRun.cpu.Seconds()/float64(max(thr.pages, 1)), thrRun.peakMB, exitNote(thrRun))
+
+	// The broad web.
+	start := time.Now()
+	specs := simweb.Broad(cfg.hosts, cfg.pages, cfg.limit, cfg.seed)
+	web, err := simweb.Start(specs, &simweb.Options{Seed: cfg.seed, Grace: cfg.grace, VirtualHosts: true})
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	names := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		names[s.Name] = true
+	}
+	loopback := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	dns, err := dnstest.Start(&dnstest.Options{
+		Resolve: func(name string) []netip.Addr {
+			if names[name] {
+				return loopback
+			}
+			return nil
+		},
+		Delay: func(string) time.Duration { return cfg.dnsDelay },
+	})
+	if err != nil {
+		return err
+	}
+	defer dns.Close()
+	seeds := web.Seeds()
+	if n := cfg.seedHosts; n > 0 && n < len(seeds) {
+		picked := make([]string, n)
+		for i := range picked {
+			picked[i] = seeds[i*len(seeds)/n]
+		}
+		seeds = picked
+	}
+	fmt.Fprintf(w, "\nbroad: %d hosts × %d pages, %g req/s each (burst 1, 429 + Retry-After), %d seeds, scope domain, DNS on loopback (TTL %s, delay %s); web ready in %s\n",
+		cfg.hosts, cfg.pages, cfg.limit, len(seeds), dnstest.DefaultTTL, cfg.dnsDelay, time.Since(start).Round(time.Millisecond))
+	flags := append([]string{"--scope", "domain", "--dns-server", dns.Addr(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json"}, cfg.crawlFlags...)
+	run, err := runCrawl(bin, filepath.Join(tmp, "broad"), seeds, flags, cfg.timeout, true)
+	if err != nil {
+		return err
+	}
+	t := tally(web)
+	ideal := float64(t.pages) / thrRate
+	fmt.Fprintf(w, "  pages          %d of %d (complete %.4f)%s\n", t.pages, t.expected, frac(t.pages, t.expected), exitNote(run))
+	fmt.Fprintf(w, "  requests       %d (robots.txt %d)\n", t.requests, t.robots)
+	fmt.Fprintf(w, "  429s           %d = %.2f%% of requests refused (target ≤ 1%%); hosts refused at least once: %d of %d\n",
+		t.over, 100*frac(t.over, t.requests), t.hostsRefused, cfg.hosts)
+	fmt.Fprintf(w, "  in Retry-After %d requests (simweb grace %s)\n", t.inRA, cfg.grace)
+	fmt.Fprintf(w, "  wall           %s; pages ÷ throughput = %.1f s; ratio %.2f (target ≤ 1.2); a host's own floor (pages ÷ limit) %s\n",
+		run.wall.Round(100*time.Millisecond), ideal, run.wall.Seconds()/ideal, hostFloor(cfg))
+	fmt.Fprintf(w, "  idle           %.1f s with URLs queued and nothing in flight (%.1f s of it with no host paused)\n",
+		run.idle.idle.Seconds(), run.idle.idleUnpaused.Seconds())
+	fmt.Fprintf(w, "  peak RSS       %.1f MB (%.1f KB per host)\n", run.peakMB, 1024*run.peakMB/float64(cfg.hosts))
+	fmt.Fprintf(w, "  CPU            %.2f s = %.3f ms/page\n", run.cpu.Seconds(), 1000*run.cpu.Seconds()/float64(max(t.pages, 1)))
+	fmt.Fprintf(w, "  DNS queries    %d (%.2f per host name; A and AAAA count one each)\n", dns.Total(), float64(dns.Total())/float64(cfg.hosts))
+	fmt.Fprintf(w, "  pages/s by 5 s %s\n", run.idle.timeline())
+	return nil
+}
+
+// hostFloor is the least time one host's pages take at its limit (robots.txt's request included).
+func hostFloor(cfg broadConfig) string {
+	if cfg.limit <= 0 {
+		return "-"
+	}
+	return (time.Duration(float64(cfg.pages) / cfg.limit * float64(time.Second))).String()
+}
+
+func exitNote(r childRun) string {
+	if r.exit == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [crawl exited %d: %s]", r.exit, strings.Join(r.stderr, " | "))
+}
+
+// webTally is what the simulated servers counted, summed over hosts.
+type webTally struct {
+	pages, expected, requests, robots, over, inRA, hostsRefused int
+}
+
+func tally(web *simweb.Web) webTally {
+	var t webTally
+	stats, expected := web.Stats(), web.Expected()
+	for name, st := range stats {
+		for _, u := range expected[name] {
+			if st.Fetched[u] > 0 {
+				t.pages++
+			}
+		}
+		t.expected += len(expected[name])
+		t.requests += st.Requests
+		t.robots += st.RobotsRequests
+		t.over += st.OverLimit
+		t.inRA += st.InRetryAfter
+		if st.OverLimit > 0 {
+			t.hostsRefused++
+		}
+	}
+	return t
+}
+
+// runCrawl runs `crawl run` on seeds in dir with flags and waits for it. With watch set, its
+// flags must serve metrics at 127.0.0.1:0 with JSON logs: runCrawl reads the metrics' address
+// from the log and samples them while the crawl runs.
+func runCrawl(bin, dir string, seeds, flags []string, timeout time.Duration, watch bool) (childRun, error) {
+	var r childRun
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return r, err
+	}
+	seedFile := filepath.Join(dir, "seeds.txt")
+	if err := os.WriteFile(seedFile, []byte(strings.Join(seeds, "\n")+"\n"), 0o644); err != nil {
+		return r, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	args := append([]string{"run", "--seeds", seedFile, "--data", filepath.Join(dir, "data"), "--quiet"}, flags...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return r, err
+	}
+	metricsURL := make(chan string, 1)
+	var tail []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var rec struct{ Msg, URL string }
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "serving metrics" {
+				select {
+				case metricsURL <- rec.URL:
+				default:
+				}
+			}
+			tail = append(tail, sc.Text())
+			if len(tail) > 5 {
+				tail = tail[1:]
+			}
+		}
+	})
+	stop := make(chan struct{})
+	var idle idleCount
+	if watch {
+		wg.Go(func() { idle.sample(metricsURL, stop) })
+	}
+	err = cmd.Wait()
+	r.wall = time.Since(start)
+	close(stop)
+	wg.Wait()
+	r.idle, r.stderr = idle, tail
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		r.peakMB = float64(ru.Maxrss) / 1024 // kilobytes on Linux
+	}
+	r.exit = cmd.ProcessState.ExitCode()
+	if ctx.Err() != nil {
+		return r, fmt.Errorf("crawl killed after %s", timeout)
+	}
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		return r, err
+	}
+	return r, nil
+}
+
+// sampleEvery is how often the crawl's metrics are read: as often as the crawl updates its
+// gauges (each scrape sorts every host the crawl knows, in the crawl's process). Each sample
+// stands for sampleEvery of the crawl.
+const sampleEvery = time.Second
+
+// idleCount is what sampling a crawl's metrics found: the time with URLs queued and no request
+// in flight, and pages fetched over time.
+type idleCount struct {
+	idle, idleUnpaused time.Duration
+	fetched            []float64 // the fetched gauge every 5 s, from the first sample
+}
+
+// sample reads the metrics at the URL it is sent every sampleEvery until stop is closed.
+func (c *idleCount) sample(metricsURL <-chan string, stop <-chan struct{}) {
+	var url string
+	select {
+	case url = <-metricsURL:
+	case <-stop:
+		return
+	}
+	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		g, err := gauges(client, url)
+		if err != nil || len(g) == 0 {
+			continue // not yet ticked, or gone
+		}
+		if g[`crawl_frontier_urls{state="queued"}`] > 0 && g["crawl_requests_in_flight"] == 0 {
+			c.idle += sampleEvery
+			if g["crawl_hosts_paused"] == 0 {
+				c.idleUnpaused += sampleEvery
+			}
+		}
+		if n%int(5*time.Second/sampleEvery) == 0 {
+			c.fetched = append(c.fetched, g[`crawl_frontier_urls{state="fetched"}`])
+		}
+	}
+}
+
+// timeline returns the pages/s of each 5-s stretch of the crawl.
+func (c *idleCount) timeline() string {
+	var b strings.Builder
+	for i := 1; i < len(c.fetched); i++ {
+		fmt.Fprintf(&b, " %.0f", (c.fetched[i]-c.fetched[i-1])/5)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// gauges scrapes the unlabelled and state-labelled gauges the idle count needs.
+func gauges(c *http.Client, url string) (map[string]float64, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "crawl_frontier_urls{") && !strings.HasPrefix(line, "crawl_requests_in_flight ") &&
+			!strings.HasPrefix(line, "crawl_hosts_paused ") {
+			continue
+		}
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseFloat(val, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out, sc.Err()
+}

@@ -132,12 +132,13 @@ func broad(w io.Writer, cfg broadConfig) error {
 	fmt.Fprintf(w, "  in Retry-After %d requests (simweb grace %s)\n", t.inRA, cfg.grace)
 	fmt.Fprintf(w, "  wall           %s; pages ÷ throughput = %.1f s; ratio %.2f (target ≤ 1.2); a host's own floor (pages ÷ limit) %s\n",
 		run.wall.Round(100*time.Millisecond), ideal, run.wall.Seconds()/ideal, hostFloor(cfg))
-	fmt.Fprintf(w, "  idle           %.1f s with URLs queued and nothing in flight (%.1f s of it with no host paused)\n",
-		run.idle.idle.Seconds(), run.idle.idleUnpaused.Seconds())
+	idle, unpaused := idleSeconds(web, &run.idle)
+	fmt.Fprintf(w, "  idle           %d s in which no request reached any host (%d of them with URLs queued and no host paused, by the crawl's metrics)\n",
+		idle, unpaused)
 	fmt.Fprintf(w, "  peak RSS       %.1f MB (%.1f KB per host)\n", run.peakMB, 1024*run.peakMB/float64(cfg.hosts))
 	fmt.Fprintf(w, "  CPU            %.2f s = %.3f ms/page\n", run.cpu.Seconds(), 1000*run.cpu.Seconds()/float64(max(t.pages, 1)))
 	fmt.Fprintf(w, "  DNS queries    %d (%.2f per host name; A and AAAA count one each)\n", dns.Total(), float64(dns.Total())/float64(cfg.hosts))
-	fmt.Fprintf(w, "  pages/s by 5 s %s\n", run.idle.timeline())
+	fmt.Fprintf(w, "  requests/s     by 5 s at the servers: %s\n", timeline(web))
 	return nil
 }
 
@@ -251,15 +252,18 @@ func runCrawl(bin, dir string, seeds, flags []string, timeout time.Duration, wat
 }
 
 // sampleEvery is how often the crawl's metrics are read: as often as the crawl updates its
-// gauges (each scrape sorts every host the crawl knows, in the crawl's process). Each sample
-// stands for sampleEvery of the crawl.
+// gauges (each scrape sorts every host the crawl knows, in the crawl's process).
 const sampleEvery = time.Second
 
-// idleCount is what sampling a crawl's metrics found: the time with URLs queued and no request
-// in flight, and pages fetched over time.
+// idleCount is what the crawl's metrics said over time: when URLs were queued and how many
+// hosts were paused by a Retry-After.
 type idleCount struct {
-	idle, idleUnpaused time.Duration
-	fetched            []float64 // the fetched gauge every 5 s, from the first sample
+	samples []idleSample
+}
+
+type idleSample struct {
+	at             time.Time
+	queued, paused float64
 }
 
 // sample reads the metrics at the URL it is sent every sampleEvery until stop is closed.
@@ -274,7 +278,7 @@ func (c *idleCount) sample(metricsURL <-chan string, stop <-chan struct{}) {
 	defer client.CloseIdleConnections()
 	tick := time.NewTicker(sampleEvery)
 	defer tick.Stop()
-	for n := 0; ; n++ {
+	for {
 		select {
 		case <-stop:
 			return
@@ -284,28 +288,54 @@ func (c *idleCount) sample(metricsURL <-chan string, stop <-chan struct{}) {
 		if err != nil || len(g) == 0 {
 			continue // not yet ticked, or gone
 		}
-		if g[`crawl_frontier_urls{state="queued"}`] > 0 && g["crawl_requests_in_flight"] == 0 {
-			c.idle += sampleEvery
-			if g["crawl_hosts_paused"] == 0 {
-				c.idleUnpaused += sampleEvery
-			}
-		}
-		if n%int(5*time.Second/sampleEvery) == 0 {
-			c.fetched = append(c.fetched, g[`crawl_frontier_urls{state="fetched"}`])
-		}
+		c.samples = append(c.samples, idleSample{time.Now(), g[`crawl_frontier_urls{state="queued"}`], g["crawl_hosts_paused"]})
 	}
 }
 
-// timeline returns the pages/s of each 5-s stretch of the crawl.
-func (c *idleCount) timeline() string {
+// near returns the sample taken nearest to t, if any was taken within 2 s of it.
+func (c *idleCount) near(t time.Time) (idleSample, bool) {
+	var best idleSample
+	found := false
+	for _, s := range c.samples {
+		if d := s.at.Sub(t).Abs(); d <= 2*time.Second && (!found || d < best.at.Sub(t).Abs()) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// idleSeconds counts the whole seconds, from the first request that reached the web to the
+// last, in which no request reached any host; unpaused counts those in which the crawl's
+// metrics (the sample nearest the middle of the second) showed URLs queued and no host paused.
+func idleSeconds(web *simweb.Web, c *idleCount) (idle, unpaused int) {
+	first, per := web.Arrivals()
+	for i, n := range per {
+		if n != 0 {
+			continue
+		}
+		idle++
+		if s, ok := c.near(first.Add(time.Duration(i)*time.Second + time.Second/2)); ok && s.queued > 0 && s.paused == 0 {
+			unpaused++
+		}
+	}
+	return idle, unpaused
+}
+
+// timeline returns the requests/s that reached the web in each 5-s stretch of the crawl.
+func timeline(web *simweb.Web) string {
+	_, per := web.Arrivals()
 	var b strings.Builder
-	for i := 1; i < len(c.fetched); i++ {
-		fmt.Fprintf(&b, " %.0f", (c.fetched[i]-c.fetched[i-1])/5)
+	for i := 0; i < len(per); i += 5 {
+		sum := 0
+		for _, n := range per[i:min(i+5, len(per))] {
+			sum += n
+		}
+		fmt.Fprintf(&b, " %d", sum/min(5, len(per)-i))
 	}
 	return strings.TrimSpace(b.String())
 }
 
-// gauges scrapes the unlabelled and state-labelled gauges the idle count needs.
+// gauges scrapes the gauges the idle count needs.
 func gauges(c *http.Client, url string) (map[string]float64, error) {
 	resp, err := c.Get(url)
 	if err != nil {
@@ -317,8 +347,7 @@ func gauges(c *http.Client, url string) (map[string]float64, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "crawl_frontier_urls{") && !strings.HasPrefix(line, "crawl_requests_in_flight ") &&
-			!strings.HasPrefix(line, "crawl_hosts_paused ") {
+		if !strings.HasPrefix(line, "crawl_frontier_urls{") && !strings.HasPrefix(line, "crawl_hosts_paused ") {
 			continue
 		}
 		name, val, ok := strings.Cut(line, " ")

@@ -149,6 +149,15 @@ func TestBroadLimitsPerHost(t *testing.T) {
 	if total != 6 {
 		t.Errorf("%d requests counted, want 6 (the 421 counts nowhere)", total)
 	}
+	clk.Advance(2 * time.Second)
+	get(t, c, b+"p1")
+	if first, per := w.Arrivals(); !first.Equal(t0) || !slices.Equal(per, []int{5, 1, 0, 1}) {
+		t.Errorf("Arrivals = %v, %v; want %v, [5 1 0 1]", first, per, t0)
+	}
+	w.Reset()
+	if first, per := w.Arrivals(); !first.IsZero() || len(per) != 0 {
+		t.Errorf("Arrivals after Reset = %v, %v; want none", first, per)
+	}
 }
 
 // TestBroadManyHosts starts 20,000 hosts on one listener (more than a process may have open

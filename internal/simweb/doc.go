@@ -47,7 +47,8 @@
 // forgives requests already in flight when a window opened), requests to paths
 // robots.txt disallows, page requests made before robots.txt was served, peak concurrency, bans,
 // and handler latency percentiles including queueing. The simulation treats all requests to one
-// host as coming from one client.
+// host as coming from one client. Arrivals counts the requests reaching any host in each second,
+// so the seconds a client left the whole web alone show.
 //
 // Expected returns, per host, the URLs a perfect polite crawl seeded with Seeds would store:
 // pages reachable from the roots through links, never passing through a page robots.txt

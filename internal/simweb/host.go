@@ -248,6 +248,7 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
 	p := r.URL.Path
 
+	h.web.arrive(now)
 	v, deadline, secs := h.admit(now, p)
 	switch v {
 	case banned:

@@ -72,6 +72,9 @@ type Web struct {
 	specs []HostSpec
 	bases []string
 
+	arrMu    sync.Mutex
+	arrivals arrivals // guarded by arrMu
+
 	gate     sync.RWMutex // guards closed against handler entry
 	closed   bool
 	handlers sync.WaitGroup // handlers running
@@ -308,4 +311,40 @@ func (w *Web) Reset() {
 		h.reset()
 		h.mu.Unlock()
 	}
+	w.arrMu.Lock()
+	w.arrivals = arrivals{}
+	w.arrMu.Unlock()
+}
+
+// arrivals counts requests per whole second since the first one.
+type arrivals struct {
+	first     time.Time
+	perSecond []int
+}
+
+// arrive counts a request arriving at now (the Web's clock) in Arrivals.
+func (w *Web) arrive(now time.Time) {
+	w.arrMu.Lock()
+	defer w.arrMu.Unlock()
+	a := &w.arrivals
+	if a.first.IsZero() {
+		a.first = now
+	}
+	i := int(now.Sub(a.first) / time.Second)
+	if i < 0 {
+		return // a fake clock set back: not counted
+	}
+	for len(a.perSecond) <= i {
+		a.perSecond = append(a.perSecond, 0)
+	}
+	a.perSecond[i]++
+}
+
+// Arrivals returns the time of the first request that reached any host since Start (or the last
+// Reset), by the Web's clock, and how many requests arrived in each whole second from then to
+// the latest arrival: the seconds a client left every host alone are its zeros.
+func (w *Web) Arrivals() (first time.Time, perSecond []int) {
+	w.arrMu.Lock()
+	defer w.arrMu.Unlock()
+	return w.arrivals.first, append([]int(nil), w.arrivals.perSecond...)
 }

@@ -110,7 +110,7 @@ func (wt *watcher) progress(st crawler.Status) {
 	if first := wt.hist[0]; now.Sub(first.t) > 0 {
 		rate = float64(st.Fetched-first.fetched) / now.Sub(first.t).Seconds()
 	}
-	active, paused := 0, 0
+	active, paused := st.HostsNotCrawledQueued, 0 // a host waiting for its first request is active
 	for _, h := range st.Hosts {
 		if h.InFlight > 0 || h.Queued > 0 {
 			active++

@@ -1,11 +1,14 @@
 package crawler
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
@@ -26,7 +29,15 @@ type Status struct {
 	InFlight   int            `json:"in_flight"` // leased to a fetcher right now
 	FailedBy   map[string]int `json:"failed_by"`
 	ExcludedBy map[string]int `json:"excluded_by"`
-	Hosts      []HostStatus   `json:"hosts"` // sorted by pages fetched, most first
+	// Hosts are the hosts contacted (see snapshot), busiest first: most pages fetched plus failed,
+	// then most requests in this run, then by name. The hosts only linked to are counted in
+	// HostsNotCrawled, not listed.
+	Hosts []HostStatus `json:"hosts"`
+	// HostsNotCrawled counts the hosts that URLs were queued or excluded for but that were never
+	// contacted; HostsNotCrawledQueued of them have URLs queued (they wait for a first request).
+	// URLs with no host (mailto:, javascript: …) belong to no host and are not counted.
+	HostsNotCrawled       int `json:"hosts_not_crawled"`
+	HostsNotCrawledQueued int `json:"hosts_not_crawled_queued"`
 	// Run holds the running crawl's request counters since it started (absent when no crawl
 	// process made requests: crawl status on a stopped store).
 	Run *RunCounters `json:"run,omitempty"`
@@ -96,7 +107,11 @@ func ReadStatusFile(dir string) (Status, error) {
 	return st, nil
 }
 
-// snapshot gathers the frontier's counts and the gates' figures into one Status.
+// snapshot gathers the frontier's counts and the gates' figures into one Status. It lists a
+// host when it was contacted: a URL of it fetched, failed or leased, its gate admitted a request
+// or has learned something from replies, or an error was seen on it. Other hosts are only
+// counted; the frontier's host "" (references with no host, such as mailto: links, recorded as
+// excluded) is neither listed nor counted.
 func (c *Crawler) snapshot(running bool) Status {
 	now := time.Now()
 	cn := c.fr.Counts()
@@ -110,13 +125,18 @@ func (c *Crawler) snapshot(running bool) Status {
 	for _, h := range c.reg.Stats(now) {
 		gates[h.Host] = h
 	}
+	requests := map[string]uint64{} // admitted by the host's gate in this run: the order's tie-break
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, h := range c.fr.Hosts() {
+		if h.Host == "" {
+			continue
+		}
 		hs := HostStatus{Host: h.Host, Pages: h.Fetched, Queued: h.Queued, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError}
+		seen := h.Fetched+h.Failed > 0 || h.InFlight > 0
 		if r := c.hosts[h.Host]; r != nil {
 			if r.lastErr != "" {
 				hs.LastError = r.lastErr
+				seen = true
 			}
 			if r.budget != nil {
 				v := r.budget.Balance()
@@ -131,10 +151,37 @@ func (c *Crawler) snapshot(running bool) Status {
 				p := g.PausedUntil
 				hs.PausedUntil = &p
 			}
+			requests[h.Host] = g.Admitted
+			seen = seen || gateUsed(g)
+		}
+		if !seen {
+			st.HostsNotCrawled++
+			if h.Queued > 0 {
+				st.HostsNotCrawledQueued++
+			}
+			continue
 		}
 		st.Hosts = append(st.Hosts, hs)
 	}
+	c.mu.Unlock()
+	sortBusiest(st.Hosts, func(h HostStatus) uint64 { return requests[h.Host] })
 	return st
+}
+
+// gateUsed reports whether a gate's figures show a request made through it: one admitted or
+// in flight, a reply counted, a latency learned (kept between runs) or a pause.
+func gateUsed(g hostlimit.HostStats) bool {
+	return g.Admitted > 0 || g.InFlight > 0 || g.OverLimit+g.Failures+g.Neutral > 0 ||
+		g.Baseline > 0 || g.P95 > 0 || !g.PausedUntil.IsZero()
+}
+
+// sortBusiest orders hosts busiest first: most pages fetched plus failed, then most requests
+// (as requests reports them), then by name.
+func sortBusiest(hosts []HostStatus, requests func(HostStatus) uint64) {
+	slices.SortFunc(hosts, func(a, b HostStatus) int {
+		return cmp.Or(cmp.Compare(b.Pages+b.Failed, a.Pages+a.Failed),
+			cmp.Compare(requests(b), requests(a)), strings.Compare(a.Host, b.Host))
+	})
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -178,7 +225,9 @@ func ReadStatus(dir string) (Status, error) {
 	c := &Crawler{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db)}
 	now := time.Now()
 	for _, h := range fr.Hosts() {
-		c.reg.Load(now, h.Host) // the learned state saved by the last run
+		if h.Host != "" {
+			c.reg.Load(now, h.Host) // the learned state saved by the last run
+		}
 	}
 	return c.snapshot(false), nil
 }

@@ -221,7 +221,8 @@ func (s *snapshot) Collect(ch chan<- prometheus.Metric) {
 	gauge(s.urls, float64(st.Excluded), "excluded")
 	gauge(s.oldest, t.OldestReady.Seconds())
 	gauge(s.budget, t.RetryBudget)
-	inFlight, active, paused := 0, 0, 0
+	// st.Hosts lists the hosts contacted; the others are only counted.
+	inFlight, active, paused := 0, st.HostsNotCrawledQueued, 0
 	for _, h := range st.Hosts {
 		inFlight += h.InFlight
 		if h.InFlight > 0 || h.Queued > 0 {
@@ -232,7 +233,7 @@ func (s *snapshot) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(s.inFlight, float64(inFlight))
-	gauge(s.hosts, float64(len(st.Hosts)))
+	gauge(s.hosts, float64(len(st.Hosts)+st.HostsNotCrawled))
 	gauge(s.active, float64(active))
 	gauge(s.paused, float64(paused))
 	for _, h := range busiest(st.Hosts, s.topN) {

@@ -1,0 +1,195 @@
+package crawler
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/hostlimit"
+)
+
+func TestSortBusiest(t *testing.T) {
+	cases := []struct {
+		name     string
+		hosts    []HostStatus
+		requests map[string]uint64
+		want     string
+	}{
+		{name: "empty"},
+		{
+			name:  "pages and failures count alike",
+			hosts: []HostStatus{{Host: "a", Pages: 1}, {Host: "b", Pages: 2, Failed: 3}, {Host: "c", Failed: 4}},
+			want:  "b c a",
+		},
+		{
+			name:     "requests break ties",
+			hosts:    []HostStatus{{Host: "a", Pages: 2}, {Host: "b", Pages: 1, Failed: 1}, {Host: "c", Pages: 2}},
+			requests: map[string]uint64{"a": 3, "b": 9, "c": 5},
+			want:     "b c a",
+		},
+		{
+			name:     "then names",
+			hosts:    []HostStatus{{Host: "z"}, {Host: "m"}, {Host: "a"}, {Host: "r", Pages: 1}},
+			requests: map[string]uint64{"z": 1, "m": 1, "a": 1},
+			want:     "r a m z",
+		},
+		{
+			name:     "requests do not outweigh pages",
+			hosts:    []HostStatus{{Host: "robots-only"}, {Host: "one-page", Pages: 1}},
+			requests: map[string]uint64{"robots-only": 50, "one-page": 2},
+			want:     "one-page robots-only",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sortBusiest(tc.hosts, func(h HostStatus) uint64 { return tc.requests[h.Host] })
+			var got []string
+			for _, h := range tc.hosts {
+				got = append(got, h.Host)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("order %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGateUsed(t *testing.T) {
+	fresh := hostlimit.HostStats{Host: "h"}
+	fresh.Rate, fresh.Window = 1, 1
+	cases := []struct {
+		name string
+		edit func(*hostlimit.HostStats)
+		want bool
+	}{
+		{"fresh gate (loaded, or refused a request)", func(*hostlimit.HostStats) {}, false},
+		{"admitted a request", func(g *hostlimit.HostStats) { g.Admitted = 1 }, true},
+		{"request in flight", func(g *hostlimit.HostStats) { g.InFlight = 1 }, true},
+		{"a 429 seen", func(g *hostlimit.HostStats) { g.OverLimit = 1 }, true},
+		{"a failure seen", func(g *hostlimit.HostStats) { g.Failures = 1 }, true},
+		{"a neutral reply seen", func(g *hostlimit.HostStats) { g.Neutral = 1 }, true},
+		{"baseline learned in an earlier run", func(g *hostlimit.HostStats) { g.Baseline = time.Millisecond }, true},
+		{"paused", func(g *hostlimit.HostStats) { g.PausedUntil = time.Unix(1, 0) }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := fresh
+			tc.edit(&g)
+			if got := gateUsed(g); got != tc.want {
+				t.Errorf("gateUsed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSnapshotListsContactedHosts: hosts only queued or excluded are counted, not listed; a host
+// becomes a row once its gate admits a request; the references with no host (recorded as
+// excluded under the host "") are neither.
+func TestSnapshotListsContactedHosts(t *testing.T) {
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{"http://127.0.0.2:9/", "http://127.0.0.3:9/", "http://127.0.0.4:9/"}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.fr.Exclude([]frontier.Exclusion{
+		{Entry: frontier.Entry{URL: "http://off.example/", Host: "off.example"}, Reason: frontier.ReasonScope},
+		{Entry: frontier.Entry{URL: "mailto:x@y.example"}, Reason: frontier.ReasonScheme},
+		{Entry: frontier.Entry{URL: "tel:+1"}, Reason: frontier.ReasonScheme},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(step string, hosts string, notCrawled, queued int) {
+		t.Helper()
+		st := c.snapshot(false)
+		var got []string
+		for _, h := range st.Hosts {
+			got = append(got, h.Host)
+		}
+		if strings.Join(got, " ") != hosts || st.HostsNotCrawled != notCrawled || st.HostsNotCrawledQueued != queued {
+			t.Errorf("%s: hosts %q, not crawled %d (%d queued); want %q, %d (%d)",
+				step, got, st.HostsNotCrawled, st.HostsNotCrawledQueued, hosts, notCrawled, queued)
+		}
+		if st.ExcludedBy[frontier.ReasonScheme] != 2 {
+			t.Errorf("%s: excluded by scheme %d, want 2 (the mailto: and tel: links)", step, st.ExcludedBy[frontier.ReasonScheme])
+		}
+	}
+	check("before any request", "", 4, 3)
+
+	tk, _ := c.reg.TryAdmit(time.Now(), "127.0.0.3:9")
+	if tk == nil {
+		t.Fatal("a fresh gate refused its first request")
+	}
+	check("a request admitted", "127.0.0.3:9", 3, 2)
+}
+
+// TestLinksWithNoHostAreNoHostRow crawls a page linking to mailto:, tel:, javascript: and data:
+// URLs and to two other sites: the status lists the one host crawled, counts the two others as
+// linked to but not crawled, and has no row (and no count) for the links with no host.
+func TestLinksWithNoHostAreNoHostRow(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<a href="mailto:me@a.example">m</a><a href="tel:+15551234">t</a>
+<a href="javascript:void(0)">j</a><a href="data:,x">d</a><a href="MAILTO:you@b.example">M</a>
+<a href="http://off1.example/">o</a><a href="/next">n</a>`)
+		case "/next":
+			fmt.Fprint(w, `<a href="https://off2.example/x">o</a><a href="mailto:me@a.example?subject=again">m</a>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	cfg.InitialRate = 50
+	cfg.StatusEvery = 50 * time.Millisecond
+	sum := runCrawl(t, cfg)
+
+	u, _ := url.Parse(srv.URL)
+	fromStore, err := ReadStatus(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := ReadStatusFile(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		st   Status
+	}{{"summary", sum.Status}, {"ReadStatus", fromStore}, {"status.json", fromFile}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := tc.st
+			if len(st.Hosts) != 1 || st.Hosts[0].Host != u.Host || st.Hosts[0].Pages != 2 {
+				t.Errorf("hosts %+v, want only %s with 2 pages", st.Hosts, u.Host)
+			}
+			if st.HostsNotCrawled != 2 || st.HostsNotCrawledQueued != 0 {
+				t.Errorf("not crawled %d (%d queued), want 2 (0): off1.example and off2.example",
+					st.HostsNotCrawled, st.HostsNotCrawledQueued)
+			}
+			if st.ExcludedBy[frontier.ReasonScheme] != 6 {
+				t.Errorf("excluded by scheme %d, want 6 (%v)", st.ExcludedBy[frontier.ReasonScheme], st.ExcludedBy)
+			}
+			b, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `"hosts_not_crawled":2`) || strings.Contains(string(b), `"host":""`) {
+				t.Errorf("JSON: %s", b)
+			}
+		})
+	}
+}

@@ -183,17 +183,18 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 		s.StopReason, s.Elapsed.Round(time.Millisecond), s.Fetched, s.Failed, s.Excluded, s.Queued)
 	printReasons(w, "failed", s.FailedBy)
 	printReasons(w, "excluded", s.ExcludedBy)
-	if len(s.Hosts) > 0 {
+	shown := s.Hosts[:min(len(s.Hosts), summaryHostRows)]
+	if len(shown) > 0 {
 		fmt.Fprintf(w, "%-28s %7s %7s %7s %8s %8s %6s\n", "host", "pages", "failed", "queued", "rate/s", "p95 ms", "429s")
-		for i, h := range s.Hosts {
-			if i == 15 {
-				fmt.Fprintf(w, "… and %d more hosts (crawl status --data DIR for all)\n", len(s.Hosts)-i)
-				break
-			}
-			fmt.Fprintf(w, "%-28s %7d %7d %7d %8.1f %8.1f %6d\n", h.Host, h.Pages, h.Failed, h.Queued, h.Rate, h.P95Ms, h.OverLimit)
-		}
 	}
+	for _, h := range shown {
+		fmt.Fprintf(w, "%-28s %7d %7d %7d %8.1f %8.1f %6d\n", h.Host, h.Pages, h.Failed, h.Queued, h.Rate, h.P95Ms, h.OverLimit)
+	}
+	printHostsLeftOut(w, s.Status, len(shown), "crawl status --data DIR --all lists them")
 }
+
+// summaryHostRows is how many hosts, the busiest, the summary at the end of a run lists.
+const summaryHostRows = 15
 
 func printReasons(w io.Writer, what string, m map[string]int) {
 	if len(m) == 0 {

@@ -19,13 +19,18 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crawl status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("data", "", "data directory of the crawl")
-	asJSON := fs.Bool("json", false, "print the stable JSON form (see README)")
+	asJSON := fs.Bool("json", false, "print the stable JSON form (see README); it lists every host contacted")
+	rows := fs.Int("hosts", defaultHostRows, "list at most this many hosts, busiest first")
+	all := fs.Bool("all", false, "list every host contacted (overrides --hosts)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *dir == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: crawl status --data DIR [--json]")
+	if *dir == "" || fs.NArg() > 0 || *rows < 0 {
+		fmt.Fprintln(stderr, "usage: crawl status --data DIR [--json] [--hosts N | --all]")
 		return exitUsage
+	}
+	if *all {
+		*rows = -1
 	}
 	st, err := crawler.ReadStatus(*dir)
 	if err != nil {
@@ -52,18 +57,50 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
 	printReasons(stdout, "failed", st.FailedBy)
 	printReasons(stdout, "excluded", st.ExcludedBy)
-	if len(st.Hosts) == 0 {
-		return exitOK
+	printHostTable(stdout, st, *rows)
+	return exitOK
+}
+
+// defaultHostRows is how many hosts crawl status lists unless told otherwise.
+const defaultHostRows = 50
+
+// printHostTable prints st's hosts, busiest first, at most limit of them (all if limit < 0),
+// then a line counting the hosts left out and one counting the hosts only linked to.
+func printHostTable(w io.Writer, st crawler.Status, limit int) {
+	shown := st.Hosts
+	if limit >= 0 && len(shown) > limit {
+		shown = shown[:limit]
 	}
-	fmt.Fprintf(stdout, "\n%-28s %7s %6s %6s %8s %6s %-11s %8s %8s %6s %-20s %s\n",
-		"host", "pages", "queued", "failed", "rate/s", "window", "phase", "p95 ms", "base ms", "429s", "paused until", "last error")
-	for _, h := range st.Hosts {
+	if len(shown) > 0 {
+		fmt.Fprintf(w, "\n%-28s %7s %6s %6s %8s %6s %-11s %8s %8s %6s %-20s %s\n",
+			"host", "pages", "queued", "failed", "rate/s", "window", "phase", "p95 ms", "base ms", "429s", "paused until", "last error")
+	}
+	for _, h := range shown {
 		paused := "-"
 		if h.PausedUntil != nil {
 			paused = h.PausedUntil.Local().Format("15:04:05.000")
 		}
-		fmt.Fprintf(stdout, "%-28s %7d %6d %6d %8.2f %6d %-11s %8.1f %8.1f %6d %-20s %s\n",
+		fmt.Fprintf(w, "%-28s %7d %6d %6d %8.2f %6d %-11s %8.1f %8.1f %6d %-20s %s\n",
 			h.Host, h.Pages, h.Queued, h.Failed, h.Rate, h.Window, cmp.Or(h.Phase, "-"), h.P95Ms, h.BaselineMs, h.OverLimit, paused, h.LastError)
 	}
-	return exitOK
+	if len(shown) == 0 && len(st.Hosts)+st.HostsNotCrawled > 0 {
+		fmt.Fprintln(w)
+	}
+	printHostsLeftOut(w, st, len(shown), "--hosts N or --all lists them")
+}
+
+// printHostsLeftOut prints the lines that end a host table of which shown rows were printed:
+// how many contacted hosts were left out (and hint, how to see them), and how many hosts were
+// only linked to.
+func printHostsLeftOut(w io.Writer, st crawler.Status, shown int, hint string) {
+	if more := len(st.Hosts) - shown; more > 0 {
+		fmt.Fprintf(w, "… and %d more %s crawled (%s)\n", more, plural(more, "host", "hosts"), hint)
+	}
+	if n := st.HostsNotCrawled; n > 0 {
+		fmt.Fprintf(w, "and %d %s linked to but not crawled", n, plural(n, "host", "hosts"))
+		if q := st.HostsNotCrawledQueued; q > 0 {
+			fmt.Fprintf(w, " (%d with URLs queued)", q)
+		}
+		fmt.Fprintln(w)
+	}
 }

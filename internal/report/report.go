@@ -7,16 +7,18 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/storage"
 )
 
-// Limits on how much one page shows, so a crawl of many hosts still makes a readable report.
+// Limits on how much one page shows, so a crawl of many hosts still makes a readable report:
+// the table scrolls within a box of bounded height, so the charts below it stay near the top.
 const (
-	MaxHostCharts = 24  // hosts drawn with charts (most pages first)
-	MaxTableRows  = 500 // hosts listed in the summary table
+	MaxHostCharts = 24  // hosts drawn with charts, the busiest
+	MaxTableRows  = 500 // hosts listed in the summary table, the busiest
 )
 
 // Write renders the report of d as one self-contained HTML page. now is the time printed as
@@ -32,9 +34,11 @@ type view struct {
 	Throughput             template.HTML
 	Crawl                  []template.HTML
 	Rows                   []row
-	MoreRows               int
+	MoreRows               int // contacted hosts left out of the table
+	NotCrawled             int // hosts only linked to (Status.HostsNotCrawled)
+	NotCrawledQueued       int
 	Hosts                  []hostView
-	MoreHosts              int
+	MoreHosts              int // sampled hosts left without charts
 	Colors                 map[string]string
 }
 
@@ -110,7 +114,7 @@ func build(d *Data, now time.Time) view {
 		{"failed", fmt.Sprint(st.Failed), ""},
 		{"excluded", fmt.Sprint(st.Excluded), ""},
 		{"queued", fmt.Sprint(st.Queued), ""},
-		{"hosts", fmt.Sprint(len(st.Hosts)), ""},
+		{"hosts crawled", fmt.Sprint(len(st.Hosts)), notCrawledNote(st.HostsNotCrawled)},
 		{"requests", fmt.Sprint(reqs), "robots.txt included"},
 		{"429/503 replies", fmt.Sprint(over), "the host said slow down"},
 		{"retries", fmt.Sprint(retries), ""},
@@ -126,11 +130,22 @@ func build(d *Data, now time.Time) view {
 		}
 	}
 
-	// Per host.
+	// Per host, busiest first: most pages fetched plus failed, then most requests sampled.
+	v.NotCrawled, v.NotCrawledQueued = st.HostsNotCrawled, st.HostsNotCrawledQueued
+	rows := make([]row, len(st.Hosts))
+	order := make([]int, len(st.Hosts))
 	for i, h := range st.Hosts {
+		rows[i] = hostRow(h, d.Series[h.Host], d.Labels[h.Host])
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := rows[i], rows[j]
+		return cmp.Or(cmp.Compare(b.Pages+b.Failed, a.Pages+a.Failed), cmp.Compare(b.Requests, a.Requests))
+	})
+	for _, i := range order {
+		h, r := st.Hosts[i], rows[i]
 		ss := d.Series[h.Host]
-		r := hostRow(h, ss, d.Labels[h.Host])
-		if i < MaxTableRows {
+		if len(v.Rows) < MaxTableRows {
 			v.Rows = append(v.Rows, r)
 		} else {
 			v.MoreRows++
@@ -152,6 +167,14 @@ func build(d *Data, now time.Time) view {
 		v.Hosts = append(v.Hosts, hv)
 	}
 	return v
+}
+
+// notCrawledNote is the hosts figure's note: how many more hosts were only linked to.
+func notCrawledNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("+%d linked to, not crawled", n)
 }
 
 func plural(n int) string {
@@ -405,6 +428,7 @@ td.h, th.h { text-align: left; }
 td.h { white-space: normal; min-width: 150px; }
 td.h .hk { color: #94a3b8; font-size: 11px; }
 .scroll { overflow-x: auto; }
+.rows { max-height: 560px; overflow-y: auto; }
 td.e { text-align: left; color: #b91c1c; max-width: 260px; overflow: hidden; text-overflow: ellipsis; }
 tr:nth-child(even) td { background: #fafbfc; }
 .key { display: inline-block; width: 10px; height: 3px; vertical-align: middle; margin: 0 3px 2px 0; }
@@ -420,18 +444,19 @@ tr:nth-child(even) td { background: #fafbfc; }
 <div class="card">{{.Throughput}}</div>
 <div class="grid2" style="margin-top:12px">{{range .Crawl}}<div class="card">{{.}}</div>{{end}}</div>{{end}}
 <h2>Hosts</h2>
-<div class="scroll"><table>
+<div class="scroll rows"><table>
 <thead><tr><th class="h">host</th><th>pages</th><th>failed</th><th>queued</th><th>requests</th><th>slow-down replies</th><th>retries</th><th>errors</th><th>rate now /s</th><th>peak /s</th><th>accepted /s</th><th>window</th><th>phase</th><th>p50 ms</th><th>p95 ms</th><th>paused until</th><th class="h">last error</th></tr></thead>
 <tbody>{{range .Rows}}<tr><td class="h">{{.Label}}{{if .Host}}<div class="hk">{{.Host}}</div>{{end}}</td><td>{{.Pages}}</td><td>{{.Failed}}</td><td>{{.Queued}}</td><td>{{.Requests}}</td><td>{{.OverLimit}}</td><td>{{.Retries}}</td><td>{{.Errors}}</td><td>{{.Rate}}</td><td>{{.Peak}}</td><td>{{.Accepted}}</td><td>{{.Window}}</td><td>{{.Phase}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td>{{.Paused}}</td><td class="e" title="{{.LastError}}">{{.LastError}}</td></tr>
 {{end}}</tbody>
 </table></div>
-{{if .MoreRows}}<p class="note">… and {{.MoreRows}} more hosts (crawl status --data DIR lists them all).</p>{{end}}
+{{if .MoreRows}}<p class="note">… and {{.MoreRows}} more hosts crawled (crawl status --data DIR --all lists them).</p>{{end}}
+{{if .NotCrawled}}<p class="note">and {{.NotCrawled}} host{{if ne .NotCrawled 1}}s{{end}} linked to but not crawled{{if .NotCrawledQueued}} ({{.NotCrawledQueued}} with URLs queued){{end}}.</p>{{end}}
 <p class="note">requests, 429/503, retries, errors and latency are summed over the samples recorded while crawling; latency is the request-weighted mean of each interval's p50 and p95. Rate now and window are the host's learned state now; accepted is the last rate of successful replies measured while it was busy.</p>
-{{if .Hosts}}<h2>Per host</h2>
+{{if .Hosts}}<h2>Per host{{if .MoreHosts}}: the {{len .Hosts}} busiest{{end}}</h2>
 <p class="note"><span class="key" style="background:{{index .Colors "rate"}}"></span><b>rate chosen</b>: the requests per second the host's controller allows. It climbs while replies come back fine and drops when the host answers 429 or 503 (<span style="color:{{index .Colors "over"}}">▲</span>) or its latency rises: the sawtooth of additive increase, multiplicative decrease.
 <span class="key" style="background:{{index .Colors "accepted"}}"></span><b>accepted</b>: successful replies per second the controller measured. <span style="color:{{index .Colors "retry"}}">●</span> retries scheduled; <span class="key" style="background:{{index .Colors "pause"}};height:9px"></span> paused by Retry-After. Latency: <span class="key" style="background:{{index .Colors "p50"}}"></span>p50 and <span class="key" style="background:{{index .Colors "p95"}}"></span>p95 of the requests that ended in each interval. Every chart shares the time axis (minutes:seconds since the crawl started).</p>
 {{range .Hosts}}<div class="host"><h3>{{.Label}}{{if .Host}}<span class="hk">{{.Host}}</span>{{end}}</h3><div class="sum">{{.Summary}}</div><div class="grid2">{{range .Charts}}<div>{{.}}</div>{{end}}</div></div>
-{{end}}{{if .MoreHosts}}<p class="note">… charts for {{.MoreHosts}} more hosts are left out (the {{len .Hosts}} with most pages are shown).</p>{{end}}{{end}}
+{{end}}{{if .MoreHosts}}<p class="note">… charts for {{.MoreHosts}} more hosts are not shown (the {{len .Hosts}} busiest are: most pages fetched and failed, then most requests).</p>{{end}}{{end}}
 <footer>Made by <code>crawl report --data {{.Dir}}</code>. Self-contained: no script, nothing loaded from the network.</footer>
 </main>
 </body>

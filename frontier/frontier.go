@@ -157,6 +157,7 @@ type Frontier struct {
 	mu         sync.Mutex
 	hosts      map[string]*hostState
 	ready      map[string]struct{} // hosts with a queued, unleased, undelayed URL
+	fresh      []string            // hosts that entered ready since the last TakeReady, in order
 	total      hostCounts          // sum over hosts (LastError unused)
 	failedBy   map[string]int
 	excludedBy map[string]int
@@ -273,7 +274,10 @@ func (f *Frontier) load(tx *bbolt.Tx) error {
 // touch updates the ready set for host; f.mu must be held (or f not yet shared).
 func (f *Frontier) touch(host string) {
 	if h := f.hosts[host]; h != nil && h.readyCount() > 0 {
-		f.ready[host] = struct{}{}
+		if _, was := f.ready[host]; !was {
+			f.ready[host] = struct{}{}
+			f.fresh = append(f.fresh, host)
+		}
 	} else {
 		delete(f.ready, host)
 	}
@@ -307,10 +311,12 @@ func (f *Frontier) apply(d *delta) {
 
 // ReadyHosts returns, sorted, the hosts that have at least one unleased URL ready to be leased
 // at now, after moving the delayed URLs due at now back into their queues. (If that move fails,
-// the error is returned by the next Lease.)
+// the error is returned by the next Lease.) It scans every ready host; TakeReady does not. A
+// TakeReady after it returns only the hosts that become ready later.
 func (f *Frontier) ReadyHosts(now time.Time) []string {
 	_ = f.promote(now)
 	f.mu.Lock()
+	f.fresh = nil
 	hosts := make([]string, 0, len(f.ready))
 	for h := range f.ready {
 		hosts = append(hosts, h)
@@ -318,6 +324,28 @@ func (f *Frontier) ReadyHosts(now time.Time) []string {
 	f.mu.Unlock()
 	sort.Strings(hosts)
 	return hosts
+}
+
+// TakeReady returns the hosts that became ready (gained an unleased URL ready to be leased)
+// since the previous TakeReady, in the order they did, after moving the delayed URLs due at
+// now back into their queues; the first call returns every ready host. A host comes back once
+// each time it becomes ready: a caller that takes hosts this way keeps its own list of the
+// ones that stay ready (Ready tells), and so never scans every ready host.
+func (f *Frontier) TakeReady(now time.Time) []string {
+	_ = f.promote(now)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.fresh
+	f.fresh = nil
+	return out
+}
+
+// Ready reports whether host has an unleased URL ready to be leased.
+func (f *Frontier) Ready(host string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.ready[host]
+	return ok
 }
 
 // NextAt moves the delayed URLs due at now back into their queues and returns the earliest

@@ -788,3 +788,36 @@ func TestBatchRerun(t *testing.T) {
 	}
 	t.Logf("%d re-runs", reruns)
 }
+
+func TestTakeReady(t *testing.T) {
+	// TakeReady reports each host once per time it becomes ready, in order, so a dispatcher
+	// never scans every ready host: new hosts, a host whose last URL was leased and that gets
+	// another, and a host whose delayed URL comes due.
+	tf := newTestFrontier(t)
+	tf.add("http://b/1", "http://a/1", "http://a/2")
+	if got := tf.TakeReady(t0); !slices.Equal(got, []string{"b", "a"}) {
+		t.Fatalf("first TakeReady = %v, want [b a] (the order they became ready)", got)
+	}
+	if got := tf.TakeReady(t0); len(got) != 0 {
+		t.Fatalf("TakeReady with nothing new = %v", got)
+	}
+	lb := tf.lease(t0, "b")
+	if tf.Ready("b") || !tf.Ready("a") {
+		t.Fatalf("Ready(b) %v Ready(a) %v after leasing b's only URL", tf.Ready("b"), tf.Ready("a"))
+	}
+	tf.add("http://b/2") // b ready again
+	tf.lease(t0, "a")    // a still ready: nothing new
+	if got := tf.TakeReady(t0); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("TakeReady = %v, want [b]", got)
+	}
+	lb2 := tf.lease(t0, "b")
+	later := t0.Add(time.Minute)
+	tf.complete(lb, Result{Kind: Retry, Reason: "503", NotBefore: later})
+	tf.complete(lb2, Result{Kind: Fetched, Status: 200, Page: page(lb2.URL)})
+	if got := tf.TakeReady(later.Add(-time.Nanosecond)); len(got) != 0 {
+		t.Fatalf("TakeReady before the retry is due = %v", got)
+	}
+	if got := tf.TakeReady(later); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("TakeReady when the retry is due = %v, want [b]", got)
+	}
+}

@@ -62,9 +62,9 @@ type Crawler struct {
 
 	// dispatcher-owned
 	inflight int
-	fetching int      // page fetches in flight, for --max-pages
-	rr       int      // round-robin offset over ready hosts
-	held     []string // gates whose rate alone refused a ready request in this pass
+	fetching int       // page fetches in flight, for --max-pages
+	sched    *schedule // the hosts with ready work, and when to ask them
+	held     []string  // gates whose rate alone refused a ready request in this pass
 
 	ob observation // counters, samples and events for watching the crawl (observe.go)
 }
@@ -94,6 +94,7 @@ func Open(cfg Config) (*Crawler, error) {
 		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 		hosts:  map[string]*hostRecord{},
+		sched:  newSchedule(),
 		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
 		res:    res,
 	}
@@ -269,8 +270,9 @@ func (c *Crawler) addSeeds(seeds []string) error {
 
 // jobDone is what a finished job reports to the dispatcher.
 type jobDone struct {
-	page bool  // it was a page fetch (counts against --max-pages until committed)
-	err  error // a store failure: the crawl must stop
+	page bool   // it was a page fetch (counts against --max-pages until committed)
+	gate string // the gate of its host: hosts waiting for that gate may go on
+	err  error  // a store failure: the crawl must stop
 }
 
 // Summary is what Run reports at the end.
@@ -388,6 +390,7 @@ func (c *Crawler) takeReports(r *run) {
 // finish accounts for one finished job.
 func (c *Crawler) finish(r *run, d jobDone) {
 	c.inflight--
+	c.sched.ended(d.gate)
 	if d.page {
 		c.fetching--
 	}
@@ -509,41 +512,59 @@ func earliest(a, b time.Time) time.Time {
 // frontier update for a URL that is not fetched. The zero job is no work.
 type job struct {
 	page bool         // a page fetch (counts against --max-pages until committed)
+	gate string       // its host's gate
 	run  func() error // returns a store failure
 }
 
-// dispatch hands ready work to new jobs, at most one per ready host per pass and at most pages
-// page fetches (-1: any number), and returns how many jobs it started and the earliest time
-// something not ready now may become ready.
+// dispatch hands ready work to new jobs, asking the hosts of the schedule in turn while workers
+// are free, at most pages page fetches (-1: any number), and returns how many jobs it started
+// and the earliest time a host of the schedule said it may have one.
 func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, error) {
-	hosts := c.fr.ReadyHosts(now)
-	c.noteReady(now, hosts)
-	if len(hosts) == 0 {
-		return 0, time.Time{}, nil
-	}
-	var wakeAt time.Time
+	fresh := c.fr.TakeReady(now)
+	c.noteReady(now, fresh)
+	c.sched.add(fresh)
+	c.sched.due(now)
 	started := 0
-	c.rr++
-	for i := range hosts {
-		if c.inflight >= c.cfg.Workers || pages == 0 {
+	for c.inflight < c.cfg.Workers && pages != 0 {
+		host, ok := c.sched.next()
+		if !ok {
 			break
 		}
-		j, readyAt, err := c.nextJob(r.fetchCtx, now, hosts[(i+c.rr)%len(hosts)])
+		j, readyAt, err := c.nextJob(r.fetchCtx, now, host)
 		if err != nil {
-			return started, wakeAt, err
+			c.sched.requeue(host)
+			return started, c.sched.nextAt(), err
 		}
-		wakeAt = earliest(wakeAt, readyAt)
-		if j.run == nil {
-			continue
+		if j.run != nil {
+			c.launch(r, j)
+			started++
+			if j.page {
+				pages--
+			}
 		}
-		c.launch(r, j)
-		started++
-		if j.page {
-			pages--
-		}
+		c.reschedule(host, j, readyAt, now)
 	}
 	c.reportHeld(now)
-	return started, wakeAt, nil
+	return started, c.sched.nextAt(), nil
+}
+
+// reschedule puts host back in the schedule after nextJob gave it job j or readyAt: after the
+// others' turn if it still has ready work and got a job, at readyAt if it said when, or until a
+// job of its gate ends; a host the frontier has no ready work for leaves the schedule until it
+// has (frontier.TakeReady).
+func (c *Crawler) reschedule(host string, j job, readyAt, now time.Time) {
+	gate, _ := c.gates.key(host)
+	switch {
+	case !c.fr.Ready(host):
+		c.noteNotReady(host)
+		c.sched.forget(host, gate)
+	case j.run != nil:
+		c.sched.requeue(host)
+	case !readyAt.IsZero():
+		c.sched.wakeAt(host, gate, readyAt)
+	default:
+		c.sched.waitFor(host, gate)
+	}
 }
 
 // reportHeld tells the gates that refused ready work in this pass that their rate held it
@@ -567,7 +588,7 @@ func (c *Crawler) launch(r *run, j job) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.done <- jobDone{page: j.page, err: j.run()}
+		r.done <- jobDone{page: j.page, gate: j.gate, err: j.run()}
 	}()
 }
 
@@ -583,17 +604,22 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	if err != nil {
 		return job{}, time.Time{}, err
 	}
+	var j job
+	var readyAt time.Time
 	switch st, at := rs.state(now); st {
 	case robotsPending:
 		return job{}, time.Time{}, nil
 	case robotsWait:
 		return job{}, at, nil
 	case robotsGaveUp:
-		return c.robotsUnreachableJob(now, host, rs)
+		j, readyAt, err = c.robotsUnreachableJob(now, host, rs)
 	case robotsNeeded:
-		return c.robotsJob(fetchCtx, now, host, gate, rs)
+		j, readyAt, err = c.robotsJob(fetchCtx, now, host, gate, rs)
+	default:
+		j, readyAt, err = c.pageJob(fetchCtx, now, host, gate, rs)
 	}
-	return c.pageJob(fetchCtx, now, host, gate, rs)
+	j.gate = gate
+	return j, readyAt, err
 }
 
 // robotsUnreachableJob fails host's next URL: its robots.txt stayed unreachable.

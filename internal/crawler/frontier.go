@@ -13,7 +13,10 @@ import (
 type Frontier interface {
 	Add(entries []frontier.Entry) (added int, err error)
 	Exclude(ex []frontier.Exclusion) error
-	ReadyHosts(now time.Time) []string
+	// TakeReady returns the hosts that became ready since the last call (the first call: all
+	// ready hosts); Ready reports whether a host still has ready work.
+	TakeReady(now time.Time) []string
+	Ready(host string) bool
 	NextAt(now time.Time) time.Time
 	Lease(now time.Time, host string) (frontier.Lease, bool, error)
 	Complete(l frontier.Lease, r frontier.Result) error

@@ -93,7 +93,6 @@ type observation struct {
 
 	// Owned by the dispatcher goroutine (dispatch, and publishStatus which Run calls).
 	ready       map[string]*readyHost
-	gen         uint64
 	lastTick    time.Time
 	lastPages   map[string]int
 	lastFetched int
@@ -104,7 +103,6 @@ type observation struct {
 type readyHost struct {
 	since   time.Time // its next URL became the head of a ready queue
 	blocked time.Time // its gate first refused it since the last admission (zero: not refused)
-	gen     uint64
 }
 
 // interval accumulates one host's (or all hosts') requests between two ticks.
@@ -220,27 +218,22 @@ func (c *Crawler) withdrawRetry(host string, now time.Time) bool {
 	return false
 }
 
-// noteReady tells the observation which hosts have ready work now. Dispatcher only.
+// noteReady tells the observation that hosts have ready work from now on (frontier.TakeReady).
+// Dispatcher only.
 func (c *Crawler) noteReady(now time.Time, hosts []string) {
 	o := &c.ob
 	if o.ready == nil {
 		o.ready = map[string]*readyHost{}
 	}
-	o.gen++
 	for _, h := range hosts {
-		r := o.ready[h]
-		if r == nil {
-			r = &readyHost{since: now}
-			o.ready[h] = r
-		}
-		r.gen = o.gen
-	}
-	for h, r := range o.ready {
-		if r.gen != o.gen {
-			delete(o.ready, h)
+		if o.ready[h] == nil {
+			o.ready[h] = &readyHost{since: now}
 		}
 	}
 }
+
+// noteNotReady tells the observation that host has no ready work. Dispatcher only.
+func (c *Crawler) noteNotReady(host string) { delete(c.ob.ready, host) }
 
 // tryAdmit is Registry.TryAdmit on host's gate that measures how long the host's ready work
 // waited for it. Dispatcher only.

@@ -1,0 +1,60 @@
+package crawler
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestSchedule(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := newSchedule()
+	take := func() []string {
+		var out []string
+		for h, ok := s.next(); ok; h, ok = s.next() {
+			out = append(out, h)
+		}
+		return out
+	}
+	s.add([]string{"a", "b", "c"})
+	s.add([]string{"b"}) // already held: not twice
+	if got := take(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("queue = %v, want a b c in turn", got)
+	}
+	s.wakeAt("a", "gate-a", t0.Add(2*time.Second))
+	s.wakeAt("b", "gate-b", t0.Add(time.Second))
+	s.waitFor("c", "gate-c")
+	s.add([]string{"a", "c"}) // held elsewhere: stay there
+	if got := take(); len(got) != 0 {
+		t.Fatalf("queue = %v with every host held", got)
+	}
+	if at := s.nextAt(); !at.Equal(t0.Add(time.Second)) {
+		t.Fatalf("nextAt = %v, want the earliest (b's)", at)
+	}
+	s.due(t0.Add(time.Second))
+	s.ended("gate-other")
+	if got := take(); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("at +1s = %v, want only b", got)
+	}
+	s.ended("gate-c")
+	s.due(t0.Add(3 * time.Second))
+	if got := take(); !slices.Equal(got, []string{"c", "a"}) {
+		t.Fatalf("after c's gate ended and a's time came = %v, want c a", got)
+	}
+	// A job of a timed host's gate ends: ask it again at once (the rate may have changed);
+	// its heap entry is stale and wakes nothing.
+	s.wakeAt("a", "gate-a", t0.Add(time.Hour))
+	s.ended("gate-a")
+	if got := take(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("after a's gate ended = %v, want a", got)
+	}
+	s.due(t0.Add(2 * time.Hour))
+	if got := take(); len(got) != 0 {
+		t.Fatalf("a stale entry queued %v", got)
+	}
+	s.waitFor("b", "gate-b")
+	s.forget("b", "gate-b")
+	if len(s.byGate) != 0 || s.timed.Len() != 0 {
+		t.Fatalf("schedule not empty: %v %v", s.byGate, s.timed)
+	}
+}

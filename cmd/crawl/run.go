@@ -67,6 +67,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
+	prof := profileFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -105,7 +106,16 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
-	return crawl(*cfg, out, stdout, stderr)
+	stop, err := prof.start()
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
+	code := crawl(*cfg, out, stdout, stderr)
+	if err := stop(); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+	}
+	return code
 }
 
 // crawl runs one crawl to its end with signal handling and prints the summary.

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+)
+
+// profiles are the --cpuprofile and --memprofile files of one run (empty: none).
+type profiles struct{ cpu, mem string }
+
+func profileFlags(fs *flag.FlagSet) *profiles {
+	p := &profiles{}
+	fs.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof reads it)")
+	fs.StringVar(&p.mem, "memprofile", "", "write a heap profile at the end of the run to FILE (go tool pprof reads it)")
+	return p
+}
+
+// start begins the CPU profile, if asked for, and returns the function that ends it and writes
+// the heap profile.
+func (p *profiles) start() (stop func() error, err error) {
+	var cpu *os.File
+	if p.cpu != "" {
+		if cpu, err = os.Create(p.cpu); err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err = pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
+	return func() error {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				return fmt.Errorf("--cpuprofile: %w", err)
+			}
+		}
+		if p.mem == "" {
+			return nil
+		}
+		f, err := os.Create(p.mem)
+		if err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		runtime.GC() // the heap as it stands, not as the last collection left it
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			f.Close()
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		return f.Close()
+	}, nil
+}

@@ -64,7 +64,6 @@ func New(cfg Config, now time.Time) *Controller {
 		samples: newRing[sample](max(ringSize, 4*cfg.SampleWindow)),
 		hist:    newHistory(historySize),
 		lat:     latencyRef{ref: newReference()},
-		scratch: make([]time.Duration, 0, max(ringSize, 4*cfg.SampleWindow)),
 	}
 	c.rate = c.clampRate(c.rate)
 	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})

@@ -1448,3 +1448,21 @@ func TestGrowthFollowsUse(t *testing.T) {
 		}
 	}
 }
+
+func TestRingGrowsToItsCapacity(t *testing.T) {
+	// A ring's buffer grows with use; what it holds is always the latest cap elements in order.
+	for _, capacity := range []int{1, 5, 8, 20} {
+		r := newRing[int](capacity)
+		for v := 0; v < 3*capacity+3; v++ {
+			r.push(v)
+			if want := min(v+1, capacity); r.n != want || len(r.buf) > capacity {
+				t.Fatalf("cap %d after %d pushes: n %d, buffer %d", capacity, v+1, r.n, len(r.buf))
+			}
+			for i := 0; i < r.n; i++ {
+				if got, want := *r.back(i), v-i; got != want {
+					t.Fatalf("cap %d after %d pushes: back(%d) = %d, want %d", capacity, v+1, i, got, want)
+				}
+			}
+		}
+	}
+}

@@ -31,7 +31,7 @@ type reference struct {
 }
 
 func newReference() reference {
-	return reference{lat: newRing[time.Duration](refSize), sort: make([]time.Duration, 0, refSize)}
+	return reference{lat: newRing[time.Duration](refSize)}
 }
 
 // add records the latency of success s if it was sent alone enough, and recomputes the

@@ -30,16 +30,26 @@ type sample struct {
 // controller keeps its samples in one (pushed in order of done time, so done never decreases
 // from oldest to newest: scans from the newest stop as soon as done falls before the instant
 // they look for) and its rate history in another (see history).
+//
+// Its buffer grows with use, doubling up to its capacity, so a host that sent a few requests
+// costs a few samples' memory, not a full ring's.
 type ring[T any] struct {
 	buf  []T
 	head int // index of the oldest element
 	n    int
+	cap  int // the most elements it keeps
 }
 
-func newRing[T any](capacity int) ring[T] { return ring[T]{buf: make([]T, capacity)} }
+func newRing[T any](capacity int) ring[T] { return ring[T]{cap: capacity} }
 
-// push appends v, dropping the oldest element when the ring is full.
+// minRingBuf is the buffer a ring starts with at its first push.
+const minRingBuf = 8
+
+// push appends v, dropping the oldest element when the ring holds its capacity.
 func (r *ring[T]) push(v T) {
+	if r.n == len(r.buf) && len(r.buf) < r.cap {
+		r.grow()
+	}
 	if r.n < len(r.buf) {
 		r.buf[(r.head+r.n)%len(r.buf)] = v
 		r.n++
@@ -47,6 +57,15 @@ func (r *ring[T]) push(v T) {
 	}
 	r.buf[r.head] = v
 	r.head = (r.head + 1) % len(r.buf)
+}
+
+// grow doubles the buffer (up to cap), oldest element first.
+func (r *ring[T]) grow() {
+	buf := make([]T, min(max(2*len(r.buf), minRingBuf), r.cap))
+	for i := 0; i < r.n; i++ {
+		buf[i] = *r.get(i)
+	}
+	r.buf, r.head = buf, 0
 }
 
 // get returns the i-th oldest element: get(0) is the oldest. It requires 0 <= i < r.n.

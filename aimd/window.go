@@ -92,6 +92,7 @@ func (c *Controller) bodyTime() time.Duration {
 			ds = append(ds, max(time.Duration(s.done-s.sent)-s.lat, 0))
 		}
 	}
+	c.scratch = ds[:0]
 	return quantile(ds, 0.5)
 }
 

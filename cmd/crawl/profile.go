@@ -14,12 +14,11 @@ type profiles struct{ cpu, mem string }
 func profileFlags(fs *flag.FlagSet) *profiles {
 	p := &profiles{}
 	fs.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof reads it)")
-	fs.StringVar(&p.mem, "memprofile", "", "write a heap profile at the end of the run to FILE (go tool pprof reads it)")
+	fs.StringVar(&p.mem, "memprofile", "", "write a heap profile to FILE when the run ends, before the store closes (go tool pprof reads it)")
 	return p
 }
 
-// start begins the CPU profile, if asked for, and returns the function that ends it and writes
-// the heap profile.
+// start begins the CPU profile, if asked for, and returns the function that ends it.
 func (p *profiles) start() (stop func() error, err error) {
 	var cpu *os.File
 	if p.cpu != "" {
@@ -38,18 +37,23 @@ func (p *profiles) start() (stop func() error, err error) {
 				return fmt.Errorf("--cpuprofile: %w", err)
 			}
 		}
-		if p.mem == "" {
-			return nil
-		}
-		f, err := os.Create(p.mem)
-		if err != nil {
-			return fmt.Errorf("--memprofile: %w", err)
-		}
-		runtime.GC() // the heap as it stands, not as the last collection left it
-		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-			f.Close()
-			return fmt.Errorf("--memprofile: %w", err)
-		}
-		return f.Close()
+		return nil
 	}, nil
+}
+
+// writeHeap writes the heap profile, if asked for.
+func (p *profiles) writeHeap() error {
+	if p.mem == "" {
+		return nil
+	}
+	f, err := os.Create(p.mem)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	runtime.GC() // the heap as it stands, not as the last collection left it
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return f.Close()
 }

@@ -18,6 +18,7 @@ type outputOptions struct {
 	quiet       bool
 	logFormat   string
 	metricsAddr string
+	beforeClose func() error // called when the run has ended, before the store closes (--memprofile)
 }
 
 func outputFlags(fs *flag.FlagSet) *outputOptions {

@@ -111,6 +111,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
+	out.beforeClose = prof.writeHeap
 	code := crawl(*cfg, out, stdout, stderr)
 	if err := stop(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
@@ -139,6 +140,11 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 	}
 	w.attach(c)
 	sum, runErr := c.Run(ctx)
+	if out.beforeClose != nil {
+		if err := out.beforeClose(); err != nil {
+			fmt.Fprintf(stderr, "crawl: %v\n", err)
+		}
+	}
 	if err := c.Close(); err != nil && runErr == nil {
 		runErr = err
 	}

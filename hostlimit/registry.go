@@ -233,6 +233,20 @@ func (r *Registry) Host(now time.Time, host string) (s HostStats, ok bool) {
 	return h.statsLocked(now), true
 }
 
+// Admitted returns how many requests host's gate has admitted since it was last created or
+// restored, without computing its other figures; ok is false if the gate is not in memory.
+func (r *Registry) Admitted(host string) (n uint64, ok bool) {
+	r.mu.RLock()
+	h := r.hosts[host]
+	r.mu.RUnlock()
+	if h == nil {
+		return 0, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.admitted, !h.evicted
+}
+
 // Evict saves the state of every host that has nothing in flight and has been idle for at
 // least Config.IdleEvict, then drops those hosts from memory; their next use restores them from
 // the store. If saving fails, nothing is dropped and the error is returned. Call it now and then

@@ -93,7 +93,7 @@ func printHostTable(w io.Writer, st crawler.Status, limit int) {
 // how many contacted hosts were left out (and hint, how to see them), and how many hosts were
 // only linked to.
 func printHostsLeftOut(w io.Writer, st crawler.Status, shown int, hint string) {
-	if more := len(st.Hosts) - shown; more > 0 {
+	if more := len(st.Hosts) + st.HostsNotListed - shown; more > 0 {
 		fmt.Fprintf(w, "… and %d more %s crawled (%s)\n", more, plural(more, "host", "hosts"), hint)
 	}
 	if n := st.HostsNotCrawled; n > 0 {

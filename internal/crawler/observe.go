@@ -345,6 +345,7 @@ func (c *Crawler) observed(st Status) {
 		}
 		batch[h.Host] = s
 	}
+	active = max(active, len(hosts)) // a running snapshot lists only the busiest hosts
 	crawl := storage.Sample{
 		At: now, Span: span, Queued: float64(st.Queued), InFlight: meanInFlight(&all, span), Hosts: float64(active),
 		Requests: all.requests, OverLimit: all.overLimit, Retries: all.retries, Errors: all.errors,

@@ -38,6 +38,9 @@ type Status struct {
 	// URLs with no host (mailto:, javascript: …) belong to no host and are not counted.
 	HostsNotCrawled       int `json:"hosts_not_crawled"`
 	HostsNotCrawledQueued int `json:"hosts_not_crawled_queued"`
+	// HostsNotListed counts the hosts contacted but left out of Hosts, the least busy: a
+	// running crawl lists its busiest few hundred.
+	HostsNotListed int `json:"hosts_not_listed,omitempty"`
 	// Run holds the running crawl's request counters since it started (absent when no crawl
 	// process made requests: crawl status on a stopped store).
 	Run *RunCounters `json:"run,omitempty"`
@@ -107,11 +110,13 @@ func ReadStatusFile(dir string) (Status, error) {
 	return st, nil
 }
 
-// snapshot gathers the frontier's counts and the gates' figures into one Status. It lists a
-// host when it was contacted: a URL of it fetched, failed or leased, its gate admitted a request
-// or has learned something from replies, or an error was seen on it. Other hosts are only
-// counted; the frontier's host "" (references with no host, such as mailto: links, recorded as
-// excluded) is neither listed nor counted.
+// runningHosts bounds the hosts a running crawl's snapshot lists (the busiest; the others are
+// counted in HostsNotListed): it is taken every second, and a broad crawl has 100,000 hosts.
+// The snapshot at the end of a run, and crawl status on a stopped store, list them all.
+var runningHosts = 200
+
+// snapshot reports the crawl: the frontier's counts and the hosts contacted, busiest first
+// (at most runningHosts while running), with their gates' figures.
 func (c *Crawler) snapshot(running bool) Status {
 	now := time.Now()
 	cn := c.fr.Counts()
@@ -121,9 +126,12 @@ func (c *Crawler) snapshot(running bool) Status {
 		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy,
 	}
 	st.Run = c.ob.run(running)
-	gates := map[string]hostlimit.HostStats{}
-	for _, h := range c.reg.Stats(now) {
-		gates[h.Host] = h
+	var gates map[string]hostlimit.HostStats // every gate's figures; while running, only the listed hosts' are read
+	if !running {
+		gates = map[string]hostlimit.HostStats{}
+		for _, h := range c.reg.Stats(now) {
+			gates[h.Host] = h
+		}
 	}
 	requests := map[string]uint64{} // admitted by the host's gate in this run: the order's tie-break
 	c.mu.Lock()
@@ -143,16 +151,14 @@ func (c *Crawler) snapshot(running bool) Status {
 				hs.RetryBudget = &v
 			}
 		}
-		if g, ok := gates[c.gates.known(h.Host)]; ok {
-			hs.Rate, hs.Window, hs.InFlight, hs.Phase = g.Rate, g.Window, g.InFlight, g.Phase.String()
-			hs.P95Ms, hs.BaselineMs = ms(g.P95), ms(g.Baseline)
-			hs.AcceptedRate, hs.OverLimit = g.AcceptedRate, g.OverLimit
-			if g.PausedUntil.After(now) {
-				p := g.PausedUntil
-				hs.PausedUntil = &p
-			}
+		gate := c.gates.known(h.Host)
+		if g, ok := gates[gate]; ok {
+			setGate(&hs, g, now)
 			requests[h.Host] = g.Admitted
 			seen = seen || gateUsed(g)
+		} else if n, ok := c.reg.Admitted(gate); running && ok {
+			requests[h.Host] = n
+			seen = seen || n > 0
 		}
 		if !seen {
 			st.HostsNotCrawled++
@@ -165,7 +171,29 @@ func (c *Crawler) snapshot(running bool) Status {
 	}
 	c.mu.Unlock()
 	sortBusiest(st.Hosts, func(h HostStatus) uint64 { return requests[h.Host] })
+	if running {
+		if len(st.Hosts) > runningHosts {
+			st.HostsNotListed = len(st.Hosts) - runningHosts
+			st.Hosts = st.Hosts[:runningHosts:runningHosts]
+		}
+		for i := range st.Hosts {
+			if g, ok := c.reg.Host(now, c.gates.known(st.Hosts[i].Host)); ok {
+				setGate(&st.Hosts[i], g, now)
+			}
+		}
+	}
 	return st
+}
+
+// setGate fills hs with its gate's figures.
+func setGate(hs *HostStatus, g hostlimit.HostStats, now time.Time) {
+	hs.Rate, hs.Window, hs.InFlight, hs.Phase = g.Rate, g.Window, g.InFlight, g.Phase.String()
+	hs.P95Ms, hs.BaselineMs = ms(g.P95), ms(g.Baseline)
+	hs.AcceptedRate, hs.OverLimit = g.AcceptedRate, g.OverLimit
+	if g.PausedUntil.After(now) {
+		p := g.PausedUntil
+		hs.PausedUntil = &p
+	}
 }
 
 // gateUsed reports whether a gate's figures show a request made through it: one admitted or

@@ -233,7 +233,7 @@ func (s *snapshot) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	gauge(s.inFlight, float64(inFlight))
-	gauge(s.hosts, float64(len(st.Hosts)+st.HostsNotCrawled))
+	gauge(s.hosts, float64(len(st.Hosts)+st.HostsNotListed+st.HostsNotCrawled))
 	gauge(s.active, float64(active))
 	gauge(s.paused, float64(paused))
 	for _, h := range busiest(st.Hosts, s.topN) {

@@ -114,7 +114,7 @@ func build(d *Data, now time.Time) view {
 		{"failed", fmt.Sprint(st.Failed), ""},
 		{"excluded", fmt.Sprint(st.Excluded), ""},
 		{"queued", fmt.Sprint(st.Queued), ""},
-		{"hosts crawled", fmt.Sprint(len(st.Hosts)), notCrawledNote(st.HostsNotCrawled)},
+		{"hosts crawled", fmt.Sprint(len(st.Hosts) + st.HostsNotListed), notCrawledNote(st.HostsNotCrawled)},
 		{"requests", fmt.Sprint(reqs), "robots.txt included"},
 		{"429/503 replies", fmt.Sprint(over), "the host said slow down"},
 		{"retries", fmt.Sprint(retries), ""},

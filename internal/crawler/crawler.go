@@ -24,8 +24,13 @@ import (
 	"github.com/crawl-project/crawl/storage"
 )
 
-// flushEvery is how often the hosts' learned state is saved while a crawl runs.
-const flushEvery = 10 * time.Second
+// flushEvery is how often the hosts' learned state is saved while a crawl runs, and the hosts
+// idle for hostIdle leave memory (their gates' state, robots.txt and pages wait in the store),
+// so that memory follows the hosts being crawled, not every host ever seen.
+const (
+	flushEvery = 10 * time.Second
+	hostIdle   = 30 * time.Second
+)
 
 // ErrInterrupted is returned by Run when its context was cancelled before the crawl finished.
 // Everything fetched so far is committed; running the crawl again resumes it.
@@ -56,7 +61,7 @@ type Crawler struct {
 	// mu guards hosts and the records' fields but robots (see hostRecord). Lock order: mu
 	// before a record's budget's own lock; a record's robots lock is never taken under mu.
 	mu    sync.Mutex
-	hosts map[string]*hostRecord // made in Open; records made by hostLocked, never dropped
+	hosts map[string]*hostRecord // made in Open; records made by hostLocked, dropped by dropIdleHosts
 	gates *gateKeys              // host → key of its gate in reg (gatekey.go)
 	res   *fetch.Resolver        // looks host names up, for the client, the guard and the gates
 
@@ -101,7 +106,7 @@ func Open(cfg Config) (*Crawler, error) {
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
-	}, DemandByCaller: true}, db)
+	}, DemandByCaller: true, IdleEvict: hostIdle}, db)
 	if err := c.loadScope(); err != nil {
 		db.Close()
 		return nil, err
@@ -271,6 +276,7 @@ func (c *Crawler) addSeeds(seeds []string) error {
 // jobDone is what a finished job reports to the dispatcher.
 type jobDone struct {
 	page bool   // it was a page fetch (counts against --max-pages until committed)
+	host string // its host
 	gate string // the gate of its host: hosts waiting for that gate may go on
 	err  error  // a store failure: the crawl must stop
 }
@@ -295,10 +301,10 @@ type run struct {
 	statusTick    *time.Ticker
 	timer         *time.Timer // wakes the dispatcher when work may become ready
 
-	fatal                error  // the first store failure
-	reason               string // Summary.StopReason
-	deferredUntil        time.Time
-	lastEvict, lastFlush time.Time
+	fatal         error  // the first store failure
+	reason        string // Summary.StopReason
+	deferredUntil time.Time
+	lastFlush     time.Time
 }
 
 // Run crawls until nothing in scope is left, --max-pages is reached, ctx is cancelled or the
@@ -325,7 +331,7 @@ func (c *Crawler) startRun() *run {
 		statusTick: time.NewTicker(c.cfg.StatusEvery),
 		timer:      time.NewTimer(time.Hour),
 		reason:     "done",
-		lastEvict:  start, lastFlush: start,
+		lastFlush:  start,
 	}
 }
 
@@ -390,6 +396,7 @@ func (c *Crawler) takeReports(r *run) {
 // finish accounts for one finished job.
 func (c *Crawler) finish(r *run, d jobDone) {
 	c.inflight--
+	c.jobEnded(d.host)
 	c.sched.ended(d.gate)
 	if d.page {
 		c.fetching--
@@ -440,23 +447,22 @@ func (c *Crawler) wait(ctx context.Context, r *run, now, wakeAt time.Time) {
 	}
 }
 
-// tick publishes the crawl's status and saves the hosts' learned state now and then: once a
-// minute idle hosts leave memory (their state waits in the store), and every flushEvery the
-// others' state reaches the store, so a run after a kill starts from what was learned.
+// tick publishes the crawl's status and, every flushEvery, saves the hosts' learned state (so a
+// run after a kill starts from what was learned) and lets the hosts idle for hostIdle leave
+// memory.
 func (c *Crawler) tick(r *run, now time.Time) {
 	c.publishStatus(true)
-	switch {
-	case now.Sub(r.lastEvict) >= time.Minute:
-		if err := c.reg.Evict(now); err != nil {
-			r.fatal = err
-		}
-		r.lastEvict, r.lastFlush = now, now
-	case now.Sub(r.lastFlush) >= flushEvery:
-		if err := c.reg.Flush(); err != nil {
-			r.fatal = err
-		}
-		r.lastFlush = now
+	if now.Sub(r.lastFlush) < flushEvery {
+		return
 	}
+	if err := c.reg.Evict(now); err != nil {
+		r.fatal = err
+	}
+	if err := c.reg.Flush(); err != nil {
+		r.fatal = err
+	}
+	c.dropIdleHosts(now)
+	r.lastFlush = now
 }
 
 // finishInFlight lets the jobs in flight finish within cfg.Grace, then cancels them, and
@@ -512,6 +518,7 @@ func earliest(a, b time.Time) time.Time {
 // frontier update for a URL that is not fetched. The zero job is no work.
 type job struct {
 	page bool         // a page fetch (counts against --max-pages until committed)
+	host string       // its host
 	gate string       // its host's gate
 	run  func() error // returns a store failure
 }
@@ -582,13 +589,14 @@ func (c *Crawler) reportHeld(now time.Time) {
 // launch runs j on a goroutine of its own, which reports to r.done.
 func (c *Crawler) launch(r *run, j job) {
 	c.inflight++
+	c.jobStarted(j.host)
 	if j.page {
 		c.fetching++
 	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		r.done <- jobDone{page: j.page, gate: j.gate, err: j.run()}
+		r.done <- jobDone{page: j.page, host: j.host, gate: j.gate, err: j.run()}
 	}()
 }
 
@@ -618,7 +626,7 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	default:
 		j, readyAt, err = c.pageJob(fetchCtx, now, host, gate, rs)
 	}
-	j.gate = gate
+	j.host, j.gate = host, gate
 	return j, readyAt, err
 }
 

@@ -6,13 +6,17 @@ import (
 	"github.com/crawl-project/crawl/internal/retry"
 )
 
-// hostRecord is what the crawl keeps of one host (its urlnorm.HostKey) for the whole run,
-// besides its gate in the registry. Records are made by hostLocked on first use and never
-// dropped: a host's robots.txt, budget and ban reading outlive an eviction of its gate.
+// hostRecord is what the crawl keeps of one host (its urlnorm.HostKey) while it is crawled,
+// besides its gate in the registry. Records are made by hostLocked on first use and dropped by
+// dropIdleHosts once the host has no job, no ready work and no use for hostIdle: its robots.txt
+// is reloaded from the store on its next use, and its retry budget, clock reading and ban
+// reading start afresh.
 //
 // Every field is guarded by Crawler.mu except robots, which has its own lock (robotsState.mu,
 // never taken while Crawler.mu is held).
 type hostRecord struct {
+	jobs    int           // its jobs running
+	used    time.Time     // its latest use
 	robots  robotsState   // its robots.txt (robots.go)
 	budget  *retry.Budget // its retry budget; nil until its first retry or success (see budget)
 	clock   hostClock     // its clock against ours and its quota windows (page.go)
@@ -27,7 +31,33 @@ func (c *Crawler) hostLocked(host string) *hostRecord {
 		r = &hostRecord{}
 		c.hosts[host] = r
 	}
+	r.used = time.Now()
 	return r
+}
+
+// jobStarted and jobEnded count host's jobs. Dispatcher only.
+func (c *Crawler) jobStarted(host string) {
+	c.mu.Lock()
+	c.hostLocked(host).jobs++
+	c.mu.Unlock()
+}
+
+func (c *Crawler) jobEnded(host string) {
+	c.mu.Lock()
+	c.hostLocked(host).jobs--
+	c.mu.Unlock()
+}
+
+// dropIdleHosts drops the records of the hosts with no job running, no ready work and no use
+// since hostIdle before now. Dispatcher only.
+func (c *Crawler) dropIdleHosts(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for host, r := range c.hosts {
+		if r.jobs == 0 && now.Sub(r.used) >= hostIdle && !c.fr.Ready(host) {
+			delete(c.hosts, host)
+		}
+	}
 }
 
 // budget returns host's retry budget, made full on first use.

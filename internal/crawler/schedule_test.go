@@ -58,3 +58,34 @@ func TestSchedule(t *testing.T) {
 		t.Fatalf("schedule not empty: %v %v", s.byGate, s.timed)
 	}
 }
+
+func TestDropIdleHosts(t *testing.T) {
+	// A host's record leaves memory once it has no job, no ready work and no use for hostIdle.
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{"http://127.0.0.2:9/"}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now()
+	c.mu.Lock()
+	c.hostLocked("idle.test")
+	c.hostLocked("busy.test").jobs = 1
+	c.hostLocked("127.0.0.2:9") // has a ready URL (the seed)
+	c.hostLocked("recent.test")
+	for _, h := range []string{"idle.test", "busy.test", "127.0.0.2:9"} {
+		c.hosts[h].used = now.Add(-hostIdle)
+	}
+	c.mu.Unlock()
+	c.dropIdleHosts(now)
+	var kept []string
+	for h := range c.hosts {
+		kept = append(kept, h)
+	}
+	slices.Sort(kept)
+	if want := []string{"127.0.0.2:9", "busy.test", "recent.test"}; !slices.Equal(kept, want) {
+		t.Fatalf("records kept %v, want %v", kept, want)
+	}
+}

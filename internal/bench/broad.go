@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,8 +29,10 @@ type broadConfig struct {
 	seedHosts    int     // hosts in the seed file, spread evenly (0: all)
 	dnsDelay     time.Duration
 	thrPages     int      // pages per host of the two-host throughput crawl
+	pageKB       int      // about how big the throughput crawl's pages are, in KB (0: simweb's 1–4 KB of text)
 	crawlBin     string   // the crawl binary ("": built from ./cmd/crawl)
 	crawlFlags   []string // added to both crawls' command lines
+	thrFlags     []string // added to the throughput crawl's command line only
 	grace        time.Duration
 	seed         int64
 	timeout      time.Duration // each crawl is killed after this
@@ -39,6 +42,7 @@ type broadConfig struct {
 type childRun struct {
 	wall   time.Duration
 	cpu    time.Duration // user + system
+	sys    time.Duration // system alone
 	peakMB float64       // peak RSS (ru_maxrss)
 	exit   int
 	stderr []string // the last lines of its stderr
@@ -66,21 +70,30 @@ func broad(w io.Writer, cfg broadConfig) error {
 	}
 
 	// Two unlimited hosts: the crawler's own pages/s on loopback.
-	thrSpecs := []simweb.HostSpec{{Name: "free1", Pages: cfg.thrPages}, {Name: "free2", Pages: cfg.thrPages}}
+	text := 0
+	if cfg.pageKB > 0 {
+		text = max(cfg.pageKB*1024-pageMarkup, 1)
+	}
+	thrSpecs := []simweb.HostSpec{{Name: "free1", Pages: cfg.thrPages, TextSize: text}, {Name: "free2", Pages: cfg.thrPages, TextSize: text}}
 	thrWeb, err := simweb.Start(thrSpecs, &simweb.Options{Seed: cfg.seed})
 	if err != nil {
 		return err
 	}
-	thrRun, err := runCrawl(bin, filepath.Join(tmp, "thr"), thrWeb.Seeds(), cfg.crawlFlags, cfg.timeout, false)
+	pageBytes, err := meanPage(thrWeb)
+	if err != nil {
+		thrWeb.Close()
+		return err
+	}
+	thrRun, err := runCrawl(bin, filepath.Join(tmp, "thr"), thrWeb.Seeds(), slices.Concat(cfg.crawlFlags, cfg.thrFlags), cfg.timeout, false)
 	thrWeb.Close()
 	if err != nil {
 		return err
 	}
 	thr := tally(thrWeb)
 	thrRate := float64(thr.pages) / thrRun.wall.Seconds()
-	fmt.Fprintf(w, "throughput: 2 unlimited hosts × %d pages: %d pages in %s = %.0f pages/s; CPU %.2f s = %.3f ms/page; peak RSS %.1f MB%s\n",
-		cfg.thrPages, thr.pages, thrRun.wall.Round(time.Millisecond), thrRate, thrRun.cpu.Seconds(),
-		1000*thrRun.cpu.Seconds()/float64(max(thr.pages, 1)), thrRun.peakMB, exitNote(thrRun))
+	fmt.Fprintf(w, "throughput: 2 unlimited hosts × %d pages of %.1f KB: %d pages in %s = %.0f pages/s; CPU %.2f s = %.3f ms/page (system %.2f s); peak RSS %.1f MB%s\n",
+		cfg.thrPages, pageBytes/1024, thr.pages, thrRun.wall.Round(time.Millisecond), thrRate, thrRun.cpu.Seconds(),
+		1000*thrRun.cpu.Seconds()/float64(max(thr.pages, 1)), thrRun.sys.Seconds(), thrRun.peakMB, exitNote(thrRun))
 
 	// The broad web.
 	start := time.Now()
@@ -140,6 +153,33 @@ func broad(w io.Writer, cfg broadConfig) error {
 	fmt.Fprintf(w, "  DNS queries    %d (%.2f per host name; A and AAAA count one each)\n", dns.Total(), float64(dns.Total())/float64(cfg.hosts))
 	fmt.Fprintf(w, "  requests/s     by 5 s at the servers: %s\n", timeline(web))
 	return nil
+}
+
+// pageMarkup is about how many bytes of an ordinary simweb page are not its text: the head,
+// the paragraphs' tags and some eight links.
+const pageMarkup = 700
+
+// meanPage returns the mean size of up to 100 pages of web's first host, fetched once each,
+// and then resets web's counters.
+func meanPage(web *simweb.Web) (float64, error) {
+	defer web.Reset()
+	urls := web.Expected()[web.Names()[0]]
+	urls = urls[:min(len(urls), 100)]
+	var total int64
+	for _, u := range urls {
+		resp, err := http.Get(u)
+		if err != nil {
+			return 0, err
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	http.DefaultClient.CloseIdleConnections()
+	return float64(total) / float64(max(len(urls), 1)), nil
 }
 
 // hostFloor is the least time one host's pages take at its limit (robots.txt's request included).
@@ -239,6 +279,7 @@ func runCrawl(bin, dir string, seeds, flags []string, timeout time.Duration, wat
 	r.idle, r.stderr = idle, tail
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		r.sys = time.Duration(ru.Stime.Nano())
 		r.peakMB = float64(ru.Maxrss) / 1024 // kilobytes on Linux
 	}
 	r.exit = cmd.ProcessState.ExitCode()

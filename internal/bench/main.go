@@ -9,6 +9,7 @@
 //	go run ./internal/bench -scenario throughput
 //	go run ./internal/bench -scenario flaky      # hosts failing a share of requests at random
 //	go run ./internal/bench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
+//	go run ./internal/bench -scenario broad -hosts 10 -host-pages 1   # mostly the two-host crawl: CPU per 12 KB page
 //
 // The broad scenario runs the crawl binary (built from ./cmd/crawl, so run the bench from the
 // repository's root) as a separate process, so that its peak RSS and CPU time are its own.
@@ -52,11 +53,14 @@ func main() {
 	flag.IntVar(&bc.seedHosts, "seed-hosts", 0, "broad: hosts in the seed file, spread evenly over the web (0: all); the others are found by links")
 	flag.DurationVar(&bc.dnsDelay, "dns-delay", 0, "broad: the loopback DNS server holds each answer this long")
 	flag.IntVar(&bc.thrPages, "throughput-pages", 4000, "broad: pages per host of the two-host unlimited crawl that measures the crawler's pages/s")
+	flag.IntVar(&bc.pageKB, "page-kb", 12, "broad: about how big the two-host crawl's pages are, in KB (0: simweb's own, 1–4 KB of text, ~3 KB)")
 	flag.StringVar(&bc.crawlBin, "crawl", "", "broad: the crawl binary to run (default: go build ./cmd/crawl)")
 	crawlFlags := flag.String("crawl-flags", "", "broad: more flags for both `crawl run`s, space-separated (e.g. \"--workers 64\")")
+	thrFlags := flag.String("throughput-flags", "", "broad: more flags for the two-host `crawl run` only (e.g. \"--cpuprofile /tmp/cpu.prof\")")
 	flag.DurationVar(&bc.timeout, "timeout", 30*time.Minute, "broad: each crawl is killed after this")
 	flag.Parse()
 	bc.crawlFlags = strings.Fields(*crawlFlags)
+	bc.thrFlags = strings.Fields(*thrFlags)
 	bc.grace, bc.seed = *grace, *seed
 	if *initial > 0 {
 		tune = func(c *crawler.Config) { c.InitialRate = *initial }

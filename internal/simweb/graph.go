@@ -169,7 +169,10 @@ func buildSite(specs []HostSpec, hi int, index map[string]int, src *rand.PCG, la
 		rng.Shuffle(len(ls), func(a, b int) { ls[a], ls[b] = ls[b], ls[a] })
 		st.pages[i].links = ls
 		p := &st.pages[i]
-		p.textSize = 1000 + rng.IntN(3000)
+		p.textSize = 1000 + rng.IntN(3000) // drawn even when TextSize is set: later draws follow it
+		if spec.TextSize > 0 {
+			p.textSize = spec.TextSize
+		}
 		p.textFrom = *src
 		if text := paragraphs(rng, p.textSize); !lazy { // drawn either way: later draws follow it
 			p.text = text

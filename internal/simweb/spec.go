@@ -52,6 +52,9 @@ type LimitChange struct {
 type HostSpec struct {
 	Name  string // label used by URL, Stats and Expected; unique, non-empty
 	Pages int    // ordinary HTML pages, "/" included (>= 1)
+	// TextSize is about how many bytes of text each page carries, besides its markup and
+	// links; 0 draws 1,000–4,000 per page at random.
+	TextSize int
 
 	Limit float64    // token-bucket rate in req/s; 0 = unlimited
 	Burst int        // bucket size; 0 = 1
@@ -184,6 +187,8 @@ func (s *HostSpec) validate(names map[string]bool) error {
 	switch {
 	case s.Pages < 1:
 		return fmt.Errorf("Pages %d < 1", s.Pages)
+	case s.TextSize < 0:
+		return fmt.Errorf("TextSize %d < 0", s.TextSize)
 	case s.Limit < 0 || math.IsNaN(s.Limit) || math.IsInf(s.Limit, 0):
 		return fmt.Errorf("Limit %v", s.Limit)
 	case s.Burst < 0:

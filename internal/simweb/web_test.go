@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -296,5 +297,27 @@ func TestFlaky(t *testing.T) {
 	}
 	if bad == 0 || bad == 40 {
 		t.Errorf("%d of 40 answered 503 at Flaky 0.5", bad)
+	}
+}
+
+func TestTextSize(t *testing.T) {
+	for _, virtual := range []bool{false, true} {
+		specs := []HostSpec{{Name: "h.test", Pages: 20, TextSize: 12000}}
+		w, c := startWeb(t, specs, nil)
+		if virtual {
+			w, c = startBroad(t, specs, nil) // pages rendered per request
+		}
+		for i := range 20 {
+			u := w.URL("h.test")
+			if i > 0 {
+				u += "p" + strconv.Itoa(i)
+			}
+			if n := len(get(t, c, u).body); n < 12000 || n > 13500 {
+				t.Errorf("virtual %v: %s is %d bytes, want 12,000 of text and its markup", virtual, u, n)
+			}
+		}
+	}
+	if _, err := Start([]HostSpec{{Name: "h", Pages: 1, TextSize: -1}}, nil); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("TextSize -1: %v, want ErrBadSpec", err)
 	}
 }

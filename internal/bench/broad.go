@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -268,6 +269,8 @@ func runCrawl(bin, dir string, seeds, flags []string, timeout time.Duration, wat
 		}
 	})
 	stop := make(chan struct{})
+	var hwm atomic.Int64 // the child's own peak RSS, kB: ru_maxrss also counts this process's RSS at the fork
+	wg.Go(func() { watchHWM(cmd.Process.Pid, &hwm, stop) })
 	var idle idleCount
 	if watch {
 		wg.Go(func() { idle.sample(metricsURL, stop) })
@@ -282,6 +285,9 @@ func runCrawl(bin, dir string, seeds, flags []string, timeout time.Duration, wat
 		r.sys = time.Duration(ru.Stime.Nano())
 		r.peakMB = float64(ru.Maxrss) / 1024 // kilobytes on Linux
 	}
+	if kb := hwm.Load(); kb > 0 {
+		r.peakMB = float64(kb) / 1024
+	}
 	r.exit = cmd.ProcessState.ExitCode()
 	if ctx.Err() != nil {
 		return r, fmt.Errorf("crawl killed after %s", timeout)
@@ -290,6 +296,32 @@ func runCrawl(bin, dir string, seeds, flags []string, timeout time.Duration, wat
 		return r, err
 	}
 	return r, nil
+}
+
+// watchHWM keeps in hwm the peak resident set (VmHWM, kB) of process pid, read from /proc every
+// 50 ms until stop is closed. Linux's ru_maxrss of a child is at least its parent's RSS when it
+// forked, so it cannot measure a small crawl started by this large process.
+func watchHWM(pid int, hwm *atomic.Int64, stop <-chan struct{}) {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			for line := range strings.Lines(string(b)) {
+				if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					var kb int64
+					if _, err := fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb); err == nil && kb > hwm.Load() {
+						hwm.Store(kb)
+					}
+				}
+			}
+		}
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // sampleEvery is how often the crawl's metrics are read: as often as the crawl updates its

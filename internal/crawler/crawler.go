@@ -24,12 +24,19 @@ import (
 	"github.com/crawl-project/crawl/storage"
 )
 
+// activeHostsPerWorker and minActiveHosts bound the hosts in play at once (see schedule): enough
+// that hosts held at a few requests a second keep every worker busy.
+const (
+	activeHostsPerWorker = 64
+	minActiveHosts       = 1024
+)
+
 // flushEvery is how often the hosts' learned state is saved while a crawl runs, and the hosts
 // idle for hostIdle leave memory (their gates' state, robots.txt and pages wait in the store),
 // so that memory follows the hosts being crawled, not every host ever seen.
 const (
-	flushEvery = 10 * time.Second
-	hostIdle   = 30 * time.Second
+	flushEvery = 5 * time.Second
+	hostIdle   = 10 * time.Second
 )
 
 // ErrInterrupted is returned by Run when its context was cancelled before the crawl finished.
@@ -99,7 +106,7 @@ func Open(cfg Config) (*Crawler, error) {
 		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 		hosts:  map[string]*hostRecord{},
-		sched:  newSchedule(),
+		sched:  newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
 		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
 		res:    res,
 	}
@@ -531,6 +538,7 @@ func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, er
 	c.noteReady(now, fresh)
 	c.sched.add(fresh)
 	c.sched.due(now)
+	c.sched.admit()
 	started := 0
 	for c.inflight < c.cfg.Workers && pages != 0 {
 		host, ok := c.sched.next()

@@ -11,13 +11,18 @@ import (
 // the hosts waiting for one of their gate's jobs to end (a full window, a robots.txt fetch).
 // A job's end also asks again the hosts of its gate that wait for a time: the outcome may have
 // changed the gate's rate, and with it when a token comes. Hosts come in from
-// frontier.TakeReady and leave when the frontier no longer has ready work for them. The
-// dispatcher goroutine owns it.
+// frontier.TakeReady and leave when the frontier no longer has ready work for them. At most
+// maxActive hosts are in play at once; the others wait their turn in pending, so that a broad
+// crawl finishes hosts before it starts new ones and holds state (gates, robots.txt, records)
+// for the hosts it is crawling, not for every host it has seen. The dispatcher goroutine owns
+// it.
 type schedule struct {
-	queue  []string            // hosts to ask now, oldest first
-	timed  timedHosts          // hosts to ask at a time, earliest first; entries of hosts since moved are stale
-	byGate map[string][]string // gate → its hosts that wait for a time or for one of its jobs to end
-	hosts  map[string]slot     // every host the schedule holds, and where
+	maxActive int                 // hosts in play at most (queued, timed or waiting)
+	pending   []string            // hosts with ready work waiting to be in play, oldest first
+	queue     []string            // hosts to ask now, oldest first
+	timed     timedHosts          // hosts to ask at a time, earliest first; entries of hosts since moved are stale
+	byGate    map[string][]string // gate → its hosts that wait for a time or for one of its jobs to end
+	hosts     map[string]slot     // every host the schedule holds, and where
 }
 
 // slotKind says where a host is in the schedule.
@@ -27,6 +32,7 @@ const (
 	slotQueued  slotKind = iota // in queue
 	slotTimed                   // in timed at its time, and under its gate in byGate
 	slotWaiting                 // under its gate in byGate, until a job of the gate ends
+	slotPending                 // in pending, not yet in play
 )
 
 // slot is where a host is: its kind, and for a timed host its time.
@@ -35,16 +41,32 @@ type slot struct {
 	at   time.Time
 }
 
-func newSchedule() *schedule {
-	return &schedule{byGate: map[string][]string{}, hosts: map[string]slot{}}
+func newSchedule(maxActive int) *schedule {
+	return &schedule{maxActive: maxActive, byGate: map[string][]string{}, hosts: map[string]slot{}}
 }
 
-// add queues hosts that became ready; hosts already held stay where they are.
+// add takes hosts that became ready: they wait in pending for their turn to be in play; hosts
+// already held stay where they are.
 func (s *schedule) add(hosts []string) {
 	for _, h := range hosts {
 		if _, ok := s.hosts[h]; !ok {
-			s.enqueue(h)
+			s.hosts[h] = slot{kind: slotPending}
+			s.pending = append(s.pending, h)
 		}
+	}
+}
+
+// admit puts pending hosts in play, oldest first, while fewer than maxActive are.
+func (s *schedule) admit() {
+	n := 0
+	for n < len(s.pending) && len(s.hosts)-len(s.pending)+n < s.maxActive {
+		s.enqueue(s.pending[n])
+		s.pending[n] = ""
+		n++
+	}
+	s.pending = s.pending[n:]
+	if len(s.pending) == 0 {
+		s.pending = nil
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 
 func TestSchedule(t *testing.T) {
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := newSchedule()
+	s := newSchedule(10)
 	take := func() []string {
 		var out []string
 		for h, ok := s.next(); ok; h, ok = s.next() {
@@ -18,6 +18,7 @@ func TestSchedule(t *testing.T) {
 	}
 	s.add([]string{"a", "b", "c"})
 	s.add([]string{"b"}) // already held: not twice
+	s.admit()
 	if got := take(); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("queue = %v, want a b c in turn", got)
 	}
@@ -87,5 +88,27 @@ func TestDropIdleHosts(t *testing.T) {
 	slices.Sort(kept)
 	if want := []string{"127.0.0.2:9", "busy.test", "recent.test"}; !slices.Equal(kept, want) {
 		t.Fatalf("records kept %v, want %v", kept, want)
+	}
+}
+
+func TestScheduleBoundsHostsInPlay(t *testing.T) {
+	// At most maxActive hosts are in play; the others wait in order, and each host that leaves
+	// lets the next one in.
+	s := newSchedule(2)
+	s.add([]string{"a", "b", "c", "d"})
+	s.admit()
+	h1, _ := s.next()
+	h2, _ := s.next()
+	if _, ok := s.next(); ok || h1 != "a" || h2 != "b" {
+		t.Fatalf("in play %q %q and more; want a and b only", h1, h2)
+	}
+	s.requeue("a") // a has more work; b is done (left the schedule)
+	s.admit()
+	var got []string
+	for h, ok := s.next(); ok; h, ok = s.next() {
+		got = append(got, h)
+	}
+	if !slices.Equal(got, []string{"a", "c"}) || !slices.Equal(s.pending, []string{"d"}) {
+		t.Fatalf("after b left: in play %v, pending %v; want [a c] and [d]", got, s.pending)
 	}
 }

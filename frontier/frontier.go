@@ -383,21 +383,16 @@ func (f *Frontier) Counts() Counts {
 	return c
 }
 
-// Hosts returns the counters of every host, most fetched first (then by name).
+// Hosts returns the counters of every host, in no particular order (a broad crawl has 100,000
+// hosts and its status is taken every second: callers sort what they show).
 func (f *Frontier) Hosts() []HostCount {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := make([]HostCount, 0, len(f.hosts))
 	for name, h := range f.hosts {
 		out = append(out, HostCount{Host: name, Queued: h.Queued, Delayed: h.Delayed, InFlight: len(h.leased),
 			Fetched: h.Fetched, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError})
 	}
-	f.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Fetched != out[j].Fetched {
-			return out[i].Fetched > out[j].Fetched
-		}
-		return out[i].Host < out[j].Host
-	})
 	return out
 }
 

@@ -103,7 +103,9 @@ func (db *DB) put(bucket []byte, key string, v []byte, what string) error {
 	if key == "" {
 		return fmt.Errorf("storage: put %s in %s: empty key", what, db.path)
 	}
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	// Batch: concurrent puts (a broad crawl stores a robots.txt per host) share one commit;
+	// a Put is idempotent, as Batch requires.
+	err := db.bolt.Batch(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucket).Put([]byte(key), v)
 	})
 	if err != nil {

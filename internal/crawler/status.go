@@ -133,32 +133,28 @@ func (c *Crawler) snapshot(running bool) Status {
 			gates[h.Host] = h
 		}
 	}
-	requests := map[string]uint64{} // admitted by the host's gate in this run: the order's tie-break
+	// Pick the hosts contacted; a host's status is built only if it is listed.
+	type pick struct {
+		i   int    // in hosts
+		req uint64 // requests admitted by its gate in this run: the order's tie-break
+	}
+	hosts := c.fr.Hosts()
+	var picks []pick
 	c.mu.Lock()
-	for _, h := range c.fr.Hosts() {
+	for i, h := range hosts {
 		if h.Host == "" {
 			continue
 		}
-		hs := HostStatus{Host: h.Host, Pages: h.Fetched, Queued: h.Queued, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError}
 		seen := h.Fetched+h.Failed > 0 || h.InFlight > 0
-		if r := c.hosts[h.Host]; r != nil {
-			if r.lastErr != "" {
-				hs.LastError = r.lastErr
-				seen = true
-			}
-			if r.budget != nil {
-				v := r.budget.Balance()
-				hs.RetryBudget = &v
-			}
+		if r := c.hosts[h.Host]; r != nil && r.lastErr != "" {
+			seen = true
 		}
+		var req uint64
 		gate := c.gates.known(h.Host)
 		if g, ok := gates[gate]; ok {
-			setGate(&hs, g, now)
-			requests[h.Host] = g.Admitted
-			seen = seen || gateUsed(g)
+			req, seen = g.Admitted, seen || gateUsed(g)
 		} else if n, ok := c.reg.Admitted(gate); running && ok {
-			requests[h.Host] = n
-			seen = seen || n > 0
+			req, seen = n, seen || n > 0
 		}
 		if !seen {
 			st.HostsNotCrawled++
@@ -167,19 +163,38 @@ func (c *Crawler) snapshot(running bool) Status {
 			}
 			continue
 		}
+		picks = append(picks, pick{i: i, req: req})
+	}
+	slices.SortFunc(picks, func(a, b pick) int {
+		ha, hb := &hosts[a.i], &hosts[b.i]
+		return busier(ha.Fetched+ha.Failed, hb.Fetched+hb.Failed, a.req, b.req, ha.Host, hb.Host)
+	})
+	if running && len(picks) > runningHosts {
+		st.HostsNotListed = len(picks) - runningHosts
+		picks = picks[:runningHosts]
+	}
+	st.Hosts = make([]HostStatus, 0, len(picks))
+	for _, p := range picks {
+		h := hosts[p.i]
+		hs := HostStatus{Host: h.Host, Pages: h.Fetched, Queued: h.Queued, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError}
+		if r := c.hosts[h.Host]; r != nil {
+			if r.lastErr != "" {
+				hs.LastError = r.lastErr
+			}
+			if r.budget != nil {
+				v := r.budget.Balance()
+				hs.RetryBudget = &v
+			}
+		}
 		st.Hosts = append(st.Hosts, hs)
 	}
 	c.mu.Unlock()
-	sortBusiest(st.Hosts, func(h HostStatus) uint64 { return requests[h.Host] })
-	if running {
-		if len(st.Hosts) > runningHosts {
-			st.HostsNotListed = len(st.Hosts) - runningHosts
-			st.Hosts = st.Hosts[:runningHosts:runningHosts]
-		}
-		for i := range st.Hosts {
-			if g, ok := c.reg.Host(now, c.gates.known(st.Hosts[i].Host)); ok {
-				setGate(&st.Hosts[i], g, now)
-			}
+	for i := range st.Hosts {
+		gate := c.gates.known(st.Hosts[i].Host)
+		if g, ok := gates[gate]; ok {
+			setGate(&st.Hosts[i], g, now)
+		} else if g, ok := c.reg.Host(now, gate); ok && running {
+			setGate(&st.Hosts[i], g, now)
 		}
 	}
 	return st
@@ -207,9 +222,14 @@ func gateUsed(g hostlimit.HostStats) bool {
 // (as requests reports them), then by name.
 func sortBusiest(hosts []HostStatus, requests func(HostStatus) uint64) {
 	slices.SortFunc(hosts, func(a, b HostStatus) int {
-		return cmp.Or(cmp.Compare(b.Pages+b.Failed, a.Pages+a.Failed),
-			cmp.Compare(requests(b), requests(a)), strings.Compare(a.Host, b.Host))
+		return busier(a.Pages+a.Failed, b.Pages+b.Failed, requests(a), requests(b), a.Host, b.Host)
 	})
+}
+
+// busier orders hosts a and b busiest first: by pages fetched or failed, then requests, then
+// name.
+func busier(aDone, bDone int, aReq, bReq uint64, aHost, bHost string) int {
+	return cmp.Or(cmp.Compare(bDone, aDone), cmp.Compare(bReq, aReq), strings.Compare(aHost, bHost))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

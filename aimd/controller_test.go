@@ -569,17 +569,24 @@ func TestResumedRefusalRunIsOneEpisode(t *testing.T) {
 	}
 }
 
+// blockedHost returns a settled host (10 req/s, free to grow) that has refused every request,
+// without Retry-After, for dur: a refusal run.
+func blockedHost(dur time.Duration) (*Controller, *driver) {
+	c, d := settled(Config{})
+	c.cfg.MaxRate, c.top = 1000, 1000
+	d.pause = 0
+	for end := d.now.Add(dur); d.now.Before(end); {
+		d.refuse(Overload)
+	}
+	return c, d
+}
+
 func TestResumedRefusalEndsBelowItsRate(t *testing.T) {
 	// After a run, a single refusal soon after (the rate the run ended with is a little too
 	// high for the window) resumes the episode: the next success ends it like a run, with the
 	// rate measured over the episode, but Beta under the rate just refused, not halved and
 	// left there (the halved rate used to hold for minutes).
-	c, d := settled(Config{})
-	c.cfg.MaxRate, c.top = 1000, 1000
-	d.pause = 0
-	for end := d.now.Add(3 * time.Second); d.now.Before(end); {
-		d.refuse(Overload)
-	}
+	c, d := blockedHost(3 * time.Second)
 	d.send(Success)
 	d.now = d.pending[len(d.pending)-1].done
 	d.drain()
@@ -1378,12 +1385,7 @@ func TestStateMovesMidEpisode(t *testing.T) {
 	// A host saved in a refusal run and restored elsewhere (later, or at once) is still in the
 	// run, and its first success ends it as it would have ended on the first worker: with the
 	// rate measured over the episode, not a fresh slow start.
-	c, d := settled(Config{})
-	c.cfg.MaxRate, c.top = 1000, 1000
-	d.pause = 0
-	for end := d.now.Add(3 * time.Second); d.now.Before(end); {
-		d.refuse(Overload)
-	}
+	c, d := blockedHost(3 * time.Second)
 	b, err := json.Marshal(c.State())
 	if err != nil {
 		t.Fatal(err)

@@ -1385,7 +1385,7 @@ func TestStateMovesMidEpisode(t *testing.T) {
 	// A host saved in a refusal run and restored elsewhere (later, or at once) is still in the
 	// run, and its first success ends it as it would have ended on the first worker: with the
 	// rate measured over the episode, not a fresh slow start.
-	c, d := blockedHost(3 * time.Second)
+	c, _ := blockedHost(3 * time.Second)
 	b, err := json.Marshal(c.State())
 	if err != nil {
 		t.Fatal(err)

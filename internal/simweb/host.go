@@ -37,6 +37,7 @@ type hostState struct {
 	strikes    int
 	robotsDone bool // a /robots.txt request has been answered usably (not the 5xx of RobotsFailures)
 	robotsFail int  // /robots.txt requests answered 503 for RobotsFailures
+	refused    bool // the first page request has been refused (HostSpec.RefuseFirst)
 	inFlight   int
 	recent     []time.Time // arrivals within the last EvasiveWindow (HostSpec.Evasive)
 	blockedTo  time.Time   // the Evasive block lasts until then
@@ -118,16 +119,22 @@ func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, se
 		}
 	}
 	v = admitted
-	if !s.lim.AllowN(now, 1) {
+	first := h.spec.RefuseFirst && !isRobots && !s.refused // refused without taking a token
+	if first || !s.lim.AllowN(now, 1) {
 		v = overLimit
 		st.OverLimit++
 		st.OverLimitAt = append(st.OverLimitAt, now)
 		if !announces {
 			s.strikes++
 		}
-		// The bucket refills at Limit tokens/s; wait is the time until it holds one.
-		need := 1 - s.lim.TokensAt(now)
-		wait := time.Duration(need / float64(s.lim.Limit()) * float64(time.Second))
+		var wait time.Duration // RefuseFirst: come back in a second
+		if first {
+			s.refused = true
+		} else {
+			// The bucket refills at Limit tokens/s; wait is the time until it holds one.
+			need := 1 - s.lim.TokensAt(now)
+			wait = time.Duration(need / float64(s.lim.Limit()) * float64(time.Second))
+		}
 		secs = max(1, int(math.Ceil(wait.Seconds()-1e-9)))
 		deadline = now.Add(time.Duration(secs) * time.Second)
 		if h.spec.Reply == Reply429Date {

@@ -97,6 +97,14 @@ type HostSpec struct {
 	// that recovers.
 	RobotsFailures int
 
+	// RefuseFirst refuses the host's first page request (its first request other than
+	// /robots.txt, banned or blocked ones aside) as over limit, answered as Reply says (429
+	// with "Retry-After: 1", …) whatever the bucket holds and without taking a token; later
+	// requests are admitted as usual. Every client meets one refusal per host, as a host whose
+	// limit a first burst exceeds. Counted in OverLimit; it opens a Retry-After window like any
+	// refusal.
+	RefuseFirst bool
+
 	CrossLinks []string // names of other hosts this host's pages link to
 
 	// Extra serves custom exact paths (not "/robots.txt", not a page path). Requests to them pass

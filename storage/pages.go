@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -17,10 +18,14 @@ const trimPages = 1024
 // maxBodySize bounds what a stored body may decompress to; far above any --max-body.
 const maxBodySize = 1 << 30
 
-// codec holds the zstd encoder and decoder shared by all stores. EncodeAll and DecodeAll are
-// safe for concurrent use; creating them is not cheap, so it happens once, on first use.
+// codec holds the zstd encoder and decoder shared by all stores; creating them is not cheap,
+// so it happens once, on first use. EncodeAll and DecodeAll are safe for concurrent use. The
+// encoder has one set of match tables (1.3 MB) rather than one per CPU: PutPage runs inside
+// write transactions, which bbolt runs one at a time, and one set stays warm in the cache
+// where several, taken in turn, each go cold.
 var codec = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithLowerEncoderMem(true))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithLowerEncoderMem(true),
+		zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		panic("storage: zstd encoder: " + err.Error()) // only on invalid options
 	}
@@ -30,6 +35,24 @@ var codec = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
 	}
 	return enc, dec
 })
+
+// scratch holds buffers that bodies are compressed into before being copied out at their
+// size; buffers over maxScratch are dropped rather than kept.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxScratch = 1 << 20
+
+// compress returns body compressed with zstd in a slice of its own.
+func compress(body []byte) []byte {
+	enc, _ := codec()
+	buf := scratch.Get().(*[]byte)
+	*buf = enc.EncodeAll(body, (*buf)[:0])
+	z := bytes.Clone(*buf)
+	if cap(*buf) <= maxScratch {
+		scratch.Put(buf)
+	}
+	return z
+}
 
 func seqKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(nil, seq)
@@ -53,12 +76,11 @@ func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}
-	enc, _ := codec()
 	key := seqKey(seq)
 	if err := pages.Put(key, meta); err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}
-	if err := bodies.Put(key, enc.EncodeAll(p.Body, nil)); err != nil {
+	if err := bodies.Put(key, compress(p.Body)); err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}
 	return seq, nil

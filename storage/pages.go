@@ -20,11 +20,12 @@ const maxBodySize = 1 << 30
 
 // codec holds the zstd encoder and decoder shared by all stores; creating them is not cheap,
 // so it happens once, on first use. EncodeAll and DecodeAll are safe for concurrent use. The
-// encoder has one set of match tables (1.3 MB) rather than one per CPU: PutPage runs inside
-// write transactions, which bbolt runs one at a time, and one set stays warm in the cache
-// where several, taken in turn, each go cold.
+// encoder works at zstd's fastest level, whose bodies are about 5% larger than the default
+// level's for a third to a half less CPU, and has one set of match tables rather than one per
+// CPU: PutPage runs inside write transactions, which bbolt runs one at a time, and one set
+// stays warm in the cache where several, taken in turn, each go cold. Any level decodes alike.
 var codec = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithLowerEncoderMem(true),
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true),
 		zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		panic("storage: zstd encoder: " + err.Error()) // only on invalid options

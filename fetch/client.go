@@ -234,7 +234,7 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 		}
 	}
 
-	body, truncated, decodedFrom, err := decodeBody(resp.Body, resp.Header.Values("Content-Encoding"), c.cfg.MaxBody)
+	body, truncated, decodedFrom, err := decodeBody(resp.Body, resp.Header.Values("Content-Encoding"), c.cfg.MaxBody, resp.ContentLength)
 	r.Body, r.Truncated, r.DecodedFrom = body, truncated, decodedFrom
 	r.ContentType = contentType(resp.Header.Get("Content-Type"), body)
 	r.Duration = time.Since(started)

@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -36,20 +35,24 @@ func (w *wireReader) Read(p []byte) (int, error) {
 // decodeBody reads body, undoing the content codings named in the
 // Content-Encoding header values, and keeps at most max decoded bytes.
 // Decoding stops as soon as max+1 bytes came out, so the memory used is
-// about max whatever the compression ratio. It returns the bytes, whether
-// they were cut at max, the codings removed ("" if none), and the error
-// that ended reading early, if any.
-func decodeBody(body io.Reader, ce []string, max int64) (b []byte, truncated bool, decodedFrom string, err error) {
+// about max whatever the compression ratio. size is the body's length on the
+// wire if known (Content-Length), else -1: an unencoded body of that length is
+// read into one buffer of its size. It returns the bytes, whether they were
+// cut at max, the codings removed ("" if none), and the error that ended
+// reading early, if any.
+func decodeBody(body io.Reader, ce []string, max, size int64) (b []byte, truncated bool, decodedFrom string, err error) {
 	wire := &wireReader{r: body}
-	br := bufio.NewReader(wire)
+	var r io.Reader = wire
 	codings := parseCodings(ce)
 	if codings != nil {
+		br := bufio.NewReader(wire)
 		if _, perr := br.Peek(1); perr != nil {
 			// Empty body (204, 304, or a lying header): nothing to decode.
 			codings = nil
 		}
+		r = br
+		size = -1 // the decoded length is not known
 	}
-	var r io.Reader = br
 	for i := len(codings) - 1; i >= 0; i-- {
 		dr, derr := newDecoder(codings[i], r)
 		if derr != nil {
@@ -58,13 +61,11 @@ func decodeBody(body io.Reader, ce []string, max int64) (b []byte, truncated boo
 		defer dr.Close()
 		r = dr
 	}
-	var buf bytes.Buffer
 	limit := max
 	if limit < math.MaxInt64 {
 		limit++ // one byte more tells a body of exactly max bytes from a longer one
 	}
-	_, err = buf.ReadFrom(io.LimitReader(r, limit))
-	b = buf.Bytes()
+	b, err = readAll(io.LimitReader(r, limit), size)
 	if int64(len(b)) > max {
 		b, truncated = b[:max], true
 	}
@@ -75,6 +76,34 @@ func decodeBody(body io.Reader, ce []string, max int64) (b []byte, truncated boo
 		}
 	}
 	return b, truncated, decodedFrom, err
+}
+
+// maxPresize bounds the buffer readAll allocates ahead on a body's word.
+const maxPresize = 1 << 20
+
+// readAll is io.ReadAll starting with room for size bytes (and the read that
+// finds the end), up to maxPresize, when size >= 0: a body whose length is
+// known is read into one allocation of its size instead of a series of
+// doubling ones.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	n := 512
+	if size >= 0 {
+		n = int(min(size, maxPresize)) + 1
+	}
+	b := make([]byte, 0, n)
+	for {
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append grow the buffer
+		}
+	}
 }
 
 func decodeErr(wire *wireReader, coding string, err error) error {

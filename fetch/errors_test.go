@@ -87,7 +87,7 @@ func TestErrorKindString(t *testing.T) {
 // TestMaxBodyNoOverflow: a MaxBody of math.MaxInt64 keeps the whole body (reading max+1 bytes
 // to detect a cut must not overflow into a limit of nothing).
 func TestMaxBodyNoOverflow(t *testing.T) {
-	b, truncated, _, err := decodeBody(strings.NewReader("hello"), nil, math.MaxInt64)
+	b, truncated, _, err := decodeBody(strings.NewReader("hello"), nil, math.MaxInt64, -1)
 	if err != nil || truncated || string(b) != "hello" {
 		t.Errorf("decodeBody = %q, %v, %v; want hello, false, nil", b, truncated, err)
 	}

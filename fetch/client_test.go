@@ -47,7 +47,7 @@ func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 	return s
 }
 
-func mustURL(t *testing.T, s string) *url.URL {
+func mustURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := urlnorm.Parse(s)
 	if err != nil {

@@ -18,9 +18,10 @@
 // Config.DialControl still sees every address dialled.
 //
 // ExtractLinks is pure: bytes and headers in, links and robots directives
-// (meta robots, X-Robots-Tag) out. It reads HTML with the streaming
-// tokenizer of golang.org/x/net/html instead of building a DOM with goquery:
-// the links, <base> and <meta> it needs are all start tags, and a DOM of a
-// page with a million links would cost hundreds of megabytes where the
-// tokenizer needs a few kilobytes beyond the links it returns.
+// (meta robots, X-Robots-Tag) out. The links, <base> and <meta> it needs are
+// all start tags, so it finds them in one pass over the bytes, which splits
+// them into tags, comments and raw text by the rules of golang.org/x/net/html's
+// tokenizer (and is tested against it), instead of building a DOM with
+// goquery: a DOM of a page with a million links would cost hundreds of
+// megabytes where the pass needs a few kilobytes beyond the links it returns.
 package fetch

@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	"golang.org/x/net/html"
-
 	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
@@ -69,7 +67,7 @@ type Links struct {
 // sequences are kept and percent-encoded by normalization.
 //
 // ExtractLinks is pure and safe for concurrent use. Its memory beyond the
-// returned Links is a small constant: the HTML is tokenized in a stream, not
+// returned Links is a small constant: the HTML is tokenized in place, not
 // parsed into a tree.
 func ExtractLinks(base *url.URL, header http.Header, contentType string, body []byte, agent string) Links {
 	return extractLinks(base, header, contentType, body, agent, MaxLinks)
@@ -110,28 +108,18 @@ func findBase(page *url.URL, body []byte) *url.URL {
 	if !mayContainBase(body) {
 		return page
 	}
-	z := html.NewTokenizer(bytes.NewReader(body))
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
+	for s := (tagScanner{b: body}); s.next(); {
+		if s.kind != tagBase {
+			continue
+		}
+		if href, ok := s.attr(attrHref); ok {
+			if u, err := urlnorm.Resolve(page, string(href)); err == nil {
+				return u
+			}
 			return page
-		case html.StartTagToken, html.SelfClosingTagToken:
-			name, hasAttr := z.TagName()
-			if string(name) != "base" || !hasAttr {
-				continue
-			}
-			for more := true; more; {
-				var k, v []byte
-				k, v, more = z.TagAttr()
-				if string(k) == "href" {
-					if u, err := urlnorm.Resolve(page, string(v)); err == nil {
-						return u
-					}
-					return page
-				}
-			}
 		}
 	}
+	return page
 }
 
 // mayContainBase is a cheap prefilter: does "<base" occur, in any case?
@@ -156,89 +144,34 @@ type extractor struct {
 	seen  map[string]int // normalized URL -> index in out.Links
 }
 
-// attrs holds the first value of each attribute ExtractLinks reads.
-type attrs struct {
-	href, src, rel, name, content    string
-	hasHref, hasSrc, hasRel, hasName bool
-	hasContent                       bool
-}
-
 func (e *extractor) scan(body []byte) {
-	z := html.NewTokenizer(bytes.NewReader(body))
-	for {
-		tt := z.Next()
-		if tt == html.ErrorToken {
-			return
-		}
-		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
-			continue
-		}
-		name, hasAttr := z.TagName()
-		if !hasAttr {
-			continue
-		}
-		tag := string(name)
-		switch tag {
-		case "a", "area", "frame", "iframe", "link", "meta":
-		default:
-			continue
-		}
-		a := readAttrs(z)
-		switch tag {
-		case "a", "area":
-			if a.hasHref {
-				e.add(a.href, hasToken(a.rel, "nofollow"))
+	for s := (tagScanner{b: body}); s.next(); {
+		switch s.kind {
+		case tagA:
+			if href, ok := s.attr(attrHref); ok {
+				rel, _ := s.attr(attrRel)
+				e.add(string(href), hasToken(rel, "nofollow"))
 			}
-		case "frame", "iframe":
-			if a.hasSrc {
-				e.add(a.src, false)
+		case tagFrame:
+			if src, ok := s.attr(attrSrc); ok {
+				e.add(string(src), false)
 			}
-		case "link":
-			if a.hasHref && (hasToken(a.rel, "canonical") || hasToken(a.rel, "next") || hasToken(a.rel, "prev")) {
-				e.add(a.href, hasToken(a.rel, "nofollow"))
+		case tagLink:
+			rel, _ := s.attr(attrRel)
+			if href, ok := s.attr(attrHref); ok && (hasToken(rel, "canonical") || hasToken(rel, "next") || hasToken(rel, "prev")) {
+				e.add(string(href), hasToken(rel, "nofollow"))
 			}
-		case "meta":
-			n := strings.TrimSpace(a.name)
-			if a.hasName && a.hasContent && (strings.EqualFold(n, "robots") || e.agent != "" && strings.EqualFold(n, e.agent)) {
-				ni, nf := parseDirectives(a.content)
+		case tagMeta:
+			name, hasName := s.attr(attrName)
+			content, hasContent := s.attr(attrContent)
+			n := bytes.TrimSpace(name)
+			if hasName && hasContent && (bytes.EqualFold(n, []byte("robots")) || e.agent != "" && bytes.EqualFold(n, []byte(e.agent))) {
+				ni, nf := parseDirectives(string(content))
 				e.out.NoIndex = e.out.NoIndex || ni
 				e.out.NoFollow = e.out.NoFollow || nf
 			}
 		}
 	}
-}
-
-// readAttrs reads the current tag's attributes; as in HTML, the first of
-// duplicated attributes wins.
-func readAttrs(z *html.Tokenizer) attrs {
-	var a attrs
-	for more := true; more; {
-		var k, v []byte
-		k, v, more = z.TagAttr()
-		switch string(k) {
-		case "href":
-			if !a.hasHref {
-				a.href, a.hasHref = string(v), true
-			}
-		case "src":
-			if !a.hasSrc {
-				a.src, a.hasSrc = string(v), true
-			}
-		case "rel":
-			if !a.hasRel {
-				a.rel, a.hasRel = string(v), true
-			}
-		case "name":
-			if !a.hasName {
-				a.name, a.hasName = string(v), true
-			}
-		case "content":
-			if !a.hasContent {
-				a.content, a.hasContent = string(v), true
-			}
-		}
-	}
-	return a
 }
 
 func (e *extractor) add(ref string, nofollow bool) {
@@ -267,10 +200,10 @@ func (e *extractor) add(ref string, nofollow bool) {
 }
 
 // hasToken reports whether the space-separated list s contains tok, ignoring
-// ASCII case.
-func hasToken(s, tok string) bool {
-	for _, f := range strings.Fields(s) {
-		if strings.EqualFold(f, tok) {
+// case.
+func hasToken(s []byte, tok string) bool {
+	for f := range bytes.FieldsSeq(s) {
+		if bytes.EqualFold(f, []byte(tok)) {
 			return true
 		}
 	}

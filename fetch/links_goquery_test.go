@@ -1,7 +1,7 @@
 package fetch
 
-// A cross-check of ExtractLinks, which reads HTML with a hand-written pass over the x/net/html
-// tokenizer, against a second reading of the same documents through a DOM built by goquery.
+// A cross-check of ExtractLinks, which reads HTML with a tag scanner following the x/net/html
+// tokenizer's rules, against a second reading of the same documents through a DOM built by goquery.
 // domLinks below applies ExtractLinks' documented rules (which elements, which attributes, the
 // first <base href>, rel tokens, meta robots) to the parsed tree with CSS selectors; it shares
 // no code with links.go but urlnorm, so both sides normalize alike. Links are compared as sets

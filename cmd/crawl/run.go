@@ -61,8 +61,8 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 }
 
 // gcFloor is the heap goal under which a run does not collect garbage (internal/gcfloor): a
-// crawl whose live heap is small collects every 32 MB of allocation instead of every few.
-const gcFloor = 32 << 20
+// crawl whose live heap is small collects every ~16 MB of allocation instead of every few.
+const gcFloor = 16 << 20
 
 func runCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crawl run", flag.ContinueOnError)

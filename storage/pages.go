@@ -73,7 +73,7 @@ func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}
 	p.Seq = seq
-	meta, err := json.Marshal(p)
+	meta, err := marshalPage(p)
 	if err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crawl-project/crawl/internal/dnstest"
 	"github.com/crawl-project/crawl/internal/simweb"
 )
 
@@ -74,25 +72,7 @@ func TestBroadRefuseOnceDrawsNoRetryBudget(t *testing.T) {
 	for i := range specs {
 		specs[i].RefuseFirst = true // 429 + Retry-After: 1 (Broad's Reply429Seconds), once
 	}
-	web, err := simweb.Start(specs, &simweb.Options{Seed: 21, VirtualHosts: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-	names := map[string]bool{}
-	for _, n := range web.Names() {
-		names[n] = true
-	}
-	dns, err := dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
-		if names[name] {
-			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
-		}
-		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dns.Close()
+	web, dns := startBroadWeb(t, specs, 21)
 
 	cfg := testConfig(t, web) // every host's root is a seed: all hosts are met at once
 	cfg.DNSServer = dns.Addr()

@@ -128,7 +128,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 		c.counts.lastOK = max(c.counts.lastOK, s.sent)
 		if !stale {
 			c.epoch.ok++
-			if c.ep.endsAt(s) {
+			if c.ep.endsRun() {
 				c.unblock(s)
 			}
 			c.ep.run = 0

@@ -41,9 +41,9 @@ type episode struct {
 	blockLen     nanos             // the longest run seen (first refusal to first success): about a window's period
 }
 
-// endsAt reports whether success s ends a run that unblock must judge: a run of two or more
-// refusals, or a resumed one.
-func (e *episode) endsAt(s *sample) bool {
+// endsRun reports whether a success now ends a run that unblock must judge: a run of two or
+// more refusals, or a resumed one.
+func (e *episode) endsRun() bool {
 	return e.run > 1 || (e.run == 1 && e.resumed)
 }
 
@@ -83,7 +83,7 @@ func (e *episode) boundKind(r float64) targetKind {
 	return targetRefused
 }
 
-// unblock ends a refusal run at its first success s (see episode.endsAt): the rate returns to
+// unblock ends a refusal run at its first success s (see episode.endsRun): the rate returns to
 // what the host accepted, measured over the episode (a window's quota over its period), and the
 // gap to the rate that drew the run is searched within bounds. A run shorter than minSpan with
 // no longer run before it is a token bucket's excess, not a block, and is left as it is; an

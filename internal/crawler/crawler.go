@@ -557,7 +557,7 @@ func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, er
 				pages--
 			}
 		}
-		c.reschedule(host, j, readyAt, now)
+		c.reschedule(host, j, readyAt)
 	}
 	c.reportHeld(now)
 	return started, c.sched.nextAt(), nil
@@ -567,7 +567,7 @@ func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, er
 // others' turn if it still has ready work and got a job, at readyAt if it said when, or until a
 // job of its gate ends; a host the frontier has no ready work for leaves the schedule until it
 // has (frontier.TakeReady).
-func (c *Crawler) reschedule(host string, j job, readyAt, now time.Time) {
+func (c *Crawler) reschedule(host string, j job, readyAt time.Time) {
 	gate, _ := c.gates.key(host)
 	switch {
 	case !c.fr.Ready(host):

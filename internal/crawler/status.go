@@ -153,8 +153,10 @@ func (c *Crawler) snapshot(running bool) Status {
 		gate := c.gates.known(h.Host)
 		if g, ok := gates[gate]; ok {
 			req, seen = g.Admitted, seen || gateUsed(g)
-		} else if n, ok := c.reg.Admitted(gate); running && ok {
-			req, seen = n, seen || n > 0
+		} else if running {
+			if n, ok := c.reg.Admitted(gate); ok {
+				req, seen = n, seen || n > 0
+			}
 		}
 		if !seen {
 			st.HostsNotCrawled++
@@ -216,14 +218,6 @@ func setGate(hs *HostStatus, g hostlimit.HostStats, now time.Time) {
 func gateUsed(g hostlimit.HostStats) bool {
 	return g.Admitted > 0 || g.InFlight > 0 || g.OverLimit+g.Failures+g.Neutral > 0 ||
 		g.Baseline > 0 || g.P95 > 0 || !g.PausedUntil.IsZero()
-}
-
-// sortBusiest orders hosts busiest first: most pages fetched plus failed, then most requests
-// (as requests reports them), then by name.
-func sortBusiest(hosts []HostStatus, requests func(HostStatus) uint64) {
-	slices.SortFunc(hosts, func(a, b HostStatus) int {
-		return busier(a.Pages+a.Failed, b.Pages+b.Failed, requests(a), requests(b), a.Host, b.Host)
-	})
 }
 
 // busier orders hosts a and b busiest first: by pages fetched or failed, then requests, then

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +207,12 @@ func TestLinksWithNoHostAreNoHostRow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sortBusiest orders hosts as snapshot lists them (busier): most pages fetched plus failed, then
+// most requests (as requests reports them), then by name.
+func sortBusiest(hosts []HostStatus, requests func(HostStatus) uint64) {
+	slices.SortFunc(hosts, func(a, b HostStatus) int {
+		return busier(a.Pages+a.Failed, b.Pages+b.Failed, requests(a), requests(b), a.Host, b.Host)
+	})
 }

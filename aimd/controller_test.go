@@ -850,14 +850,7 @@ func TestStateRoundTrip(t *testing.T) {
 	d.refuse(Overload)
 	d.run(3 * time.Second)
 	s := c.State()
-	b, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back State
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	back, _ := jsonRoundTrip(t, s)
 	if !reflect.DeepEqual(back, s) {
 		t.Fatalf("JSON round trip: %+v != %+v", back, s)
 	}
@@ -956,14 +949,7 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 				if math.IsNaN(st.AcceptedRate) || math.IsInf(st.AcceptedRate, 0) || st.AcceptedRate < 0 || st.P95 < 0 || st.Baseline < 0 {
 					t.Fatalf("config %d step %d: Stats %+v", ci, i, st)
 				}
-				b, err := json.Marshal(c.State())
-				if err != nil {
-					t.Fatal(err)
-				}
-				var s State
-				if err := json.Unmarshal(b, &s); err != nil {
-					t.Fatal(err)
-				}
+				s, _ := jsonRoundTrip(t, c.State())
 				if r := Restore(cfg, s, now); r.Rate() <= 0 || r.Window() < lim.MinWindow {
 					t.Fatalf("restored %+v", r.Stats())
 				}
@@ -1386,15 +1372,8 @@ func TestStateMovesMidEpisode(t *testing.T) {
 	// run, and its first success ends it as it would have ended on the first worker: with the
 	// rate measured over the episode, not a fresh slow start.
 	c, _ := blockedHost(3 * time.Second)
-	b, err := json.Marshal(c.State())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s State
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("state of a host in a refusal run: %d bytes of JSON", len(b))
+	s, size := jsonRoundTrip(t, c.State())
+	t.Logf("state of a host in a refusal run: %d bytes of JSON", size)
 	for _, later := range []time.Duration{0, time.Hour} {
 		r := Restore(Config{MaxRate: 1000}, s, c.last.Add(later))
 		if p := r.Stats().Phase; p != PhaseRefusalRun || r.Rate() != c.Rate() {
@@ -1467,4 +1446,17 @@ func TestRingGrowsToItsCapacity(t *testing.T) {
 			}
 		}
 	}
+}
+
+// jsonRoundTrip encodes s as JSON and decodes it back, as a store does; size is the encoding's.
+func jsonRoundTrip(t *testing.T, s State) (back State, size int) {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back, len(b)
 }

@@ -90,9 +90,7 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 	if h.ceiling > 0 {
 		h.ctrl.SetCeiling(h.ceiling)
 	}
-	if h.byCaller {
-		h.demand = aimd.DemandSpare
-	}
+	h.demand = h.unheld()
 	h.limit = h.effectiveRateLocked()
 	h.lim = rate.NewLimiter(rate.Limit(h.limit), 1)
 	h.creditFrom = now
@@ -180,11 +178,17 @@ func (h *host) tryAdmitLocked(now time.Time) (*Ticket, time.Time) {
 	h.inFlight++
 	h.admitted++
 	t := &Ticket{h: h, sent: now, inFlight: h.inFlight, demand: h.demand}
-	h.demand = aimd.DemandUnknown
-	if h.byCaller {
-		h.demand = aimd.DemandSpare
-	}
+	h.demand = h.unheld()
 	return t, time.Time{}
+}
+
+// unheld is what a request admitted with no Starved before it tells the controller: that it
+// had room to spare if the caller reports starvation (Config.DemandByCaller), else nothing.
+func (h *host) unheld() aimd.Demand {
+	if h.byCaller {
+		return aimd.DemandSpare
+	}
+	return aimd.DemandUnknown
 }
 
 // starveLocked records that a request was ready for host at now, with a worker free for it,

@@ -536,7 +536,7 @@ type job struct {
 func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, error) {
 	fresh := c.fr.TakeReady(now)
 	c.noteReady(now, fresh)
-	c.sched.add(fresh)
+	c.sched.add(fresh, c.warm)
 	c.sched.due(now)
 	c.sched.admit()
 	started := 0

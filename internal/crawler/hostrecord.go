@@ -35,6 +35,14 @@ func (c *Crawler) hostLocked(host string) *hostRecord {
 	return r
 }
 
+// warm reports whether the crawl holds host's record: a job of it runs or it was used within
+// hostIdle (dropIdleHosts has not dropped it).
+func (c *Crawler) warm(host string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hosts[host] != nil
+}
+
 // jobStarted and jobEnded count host's jobs. Dispatcher only.
 func (c *Crawler) jobStarted(host string) {
 	c.mu.Lock()

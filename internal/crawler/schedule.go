@@ -45,14 +45,21 @@ func newSchedule(maxActive int) *schedule {
 	return &schedule{maxActive: maxActive, byGate: map[string][]string{}, hosts: map[string]slot{}}
 }
 
-// add takes hosts that became ready: they wait in pending for their turn to be in play; hosts
-// already held stay where they are.
-func (s *schedule) add(hosts []string) {
+// add takes hosts that became ready. A warm host (one the crawl is still crawling: its
+// record is in memory) is queued at once, so that a host is finished before new ones start;
+// the others wait in pending for their turn to be in play. Hosts already held stay where they
+// are.
+func (s *schedule) add(hosts []string, warm func(host string) bool) {
 	for _, h := range hosts {
-		if _, ok := s.hosts[h]; !ok {
-			s.hosts[h] = slot{kind: slotPending}
-			s.pending = append(s.pending, h)
+		if _, ok := s.hosts[h]; ok {
+			continue
 		}
+		if warm(h) {
+			s.enqueue(h)
+			continue
+		}
+		s.hosts[h] = slot{kind: slotPending}
+		s.pending = append(s.pending, h)
 	}
 }
 

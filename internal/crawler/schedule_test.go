@@ -16,8 +16,8 @@ func TestSchedule(t *testing.T) {
 		}
 		return out
 	}
-	s.add([]string{"a", "b", "c"})
-	s.add([]string{"b"}) // already held: not twice
+	s.add([]string{"a", "b", "c"}, cold)
+	s.add([]string{"b"}, cold) // already held: not twice
 	s.admit()
 	if got := take(); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("queue = %v, want a b c in turn", got)
@@ -25,7 +25,7 @@ func TestSchedule(t *testing.T) {
 	s.wakeAt("a", "gate-a", t0.Add(2*time.Second))
 	s.wakeAt("b", "gate-b", t0.Add(time.Second))
 	s.waitFor("c", "gate-c")
-	s.add([]string{"a", "c"}) // held elsewhere: stay there
+	s.add([]string{"a", "c"}, cold) // held elsewhere: stay there
 	if got := take(); len(got) != 0 {
 		t.Fatalf("queue = %v with every host held", got)
 	}
@@ -57,6 +57,31 @@ func TestSchedule(t *testing.T) {
 	s.forget("b", "gate-b")
 	if len(s.byGate) != 0 || s.timed.Len() != 0 {
 		t.Fatalf("schedule not empty: %v %v", s.byGate, s.timed)
+	}
+}
+
+// cold says no host is warm.
+func cold(string) bool { return false }
+
+func TestScheduleWarmHostsGoFirst(t *testing.T) {
+	// A host still being crawled that has new ready work (a link its page just found) is asked
+	// at once, ahead of the hosts waiting for their turn and beyond maxActive: a broad crawl
+	// finishes a host before it starts new ones.
+	s := newSchedule(1)
+	s.add([]string{"a", "b", "c"}, cold)
+	s.admit()
+	if h, _ := s.next(); h != "a" {
+		t.Fatalf("first = %q, want a", h)
+	}
+	// a left the schedule (no ready work, a job running); its job found a link to it.
+	s.add([]string{"a", "d"}, func(h string) bool { return h == "a" })
+	s.admit()
+	var got []string
+	for h, ok := s.next(); ok; h, ok = s.next() {
+		got = append(got, h)
+	}
+	if !slices.Equal(got, []string{"a"}) || !slices.Equal(s.pending, []string{"b", "c", "d"}) {
+		t.Fatalf("queue %v, pending %v; want [a] and [b c d]", got, s.pending)
 	}
 }
 
@@ -95,7 +120,7 @@ func TestScheduleBoundsHostsInPlay(t *testing.T) {
 	// At most maxActive hosts are in play; the others wait in order, and each host that leaves
 	// lets the next one in.
 	s := newSchedule(2)
-	s.add([]string{"a", "b", "c", "d"})
+	s.add([]string{"a", "b", "c", "d"}, cold)
 	s.admit()
 	h1, _ := s.next()
 	h2, _ := s.next()

@@ -150,7 +150,6 @@ type Frontier struct {
 	leaseMu   sync.Mutex   // serializes Lease (no two leases pick the same key) against Complete's unlease (no lease picks a key from a snapshot older than its completion); taken before mu
 	promoteMu sync.Mutex   // serializes promotions of delayed URLs
 	inflight  atomic.Int32 // Complete calls in progress: 1 uses Update, more use Batch
-	written   atomic.Int64 // records written, to call storage.DB.TrimRSS every trimEvery
 
 	// mu guards the fields below. It is a leaf lock: never held while calling bbolt or taking
 	// another lock.
@@ -430,19 +429,4 @@ func (f *Frontier) State(url string) (URLState, bool, error) {
 		return URLState{}, false, fmt.Errorf("frontier: state of %s: %w", url, err)
 	}
 	return s, ok, nil
-}
-
-// trimEvery is how many records the frontier writes between two calls of storage.DB.TrimRSS,
-// which keeps the pages of the file that transactions touched from piling up in the resident set.
-const trimEvery = 1024
-
-// wrote counts n records written and trims the store's mapped pages every trimEvery.
-func (f *Frontier) wrote(n int) {
-	if n <= 0 {
-		return
-	}
-	after := f.written.Add(int64(n))
-	if (after-int64(n))/trimEvery != after/trimEvery {
-		_ = f.db.TrimRSS() // best effort: only memory is at stake
-	}
 }

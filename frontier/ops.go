@@ -261,7 +261,6 @@ func (f *Frontier) Add(entries []Entry) (added int, err error) {
 	f.mu.Lock()
 	f.apply(d)
 	f.mu.Unlock()
-	f.wrote(len(entries))
 	return added, nil
 }
 
@@ -293,7 +292,6 @@ func (f *Frontier) Exclude(ex []Exclusion) error {
 	f.mu.Lock()
 	f.apply(d)
 	f.mu.Unlock()
-	f.wrote(len(ex))
 	return nil
 }
 
@@ -442,7 +440,6 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 		return fmt.Errorf("frontier: complete %s: %w", l.URL, err)
 	}
 
-	defer f.wrote(1 + len(r.Links) + len(r.Excluded))
 	// Unlease under leaseMu: a Lease scanning a read snapshot taken before this commit still
 	// sees the key in the queue, so the key must stay leased until that scan is over; any scan
 	// that starts after we take leaseMu sees the commit.
@@ -566,9 +563,8 @@ func (f *Frontier) promote(now time.Time) error {
 
 		var d *delta
 		var next time.Time
-		var moved int
 		err := f.bolt.Update(func(tx *bbolt.Tx) error {
-			d, next, moved = newDelta(), time.Time{}, 0
+			d, next = newDelta(), time.Time{}
 			t := newTxn(tx, d)
 			c := t.delayed.Cursor()
 			n := 0
@@ -603,7 +599,6 @@ func (f *Frontier) promote(now time.Time) error {
 				d.host(host).Delayed--
 				n++
 			}
-			moved = n
 			return d.write(tx)
 		})
 		f.mu.Lock()
@@ -618,7 +613,6 @@ func (f *Frontier) promote(now time.Time) error {
 		}
 		f.earliest = next
 		f.mu.Unlock()
-		f.wrote(moved)
 	}
 	return nil
 }

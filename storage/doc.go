@@ -13,7 +13,8 @@
 //
 // bbolt reads the file through a memory map, so the pages a process touches count in its
 // resident set (as file-backed memory) until the kernel reclaims them; TrimRSS gives them back
-// early, and the frontier and Pages call it as they go, so memory stays bounded on big stores.
+// early: a store open for writing calls it every trimEvery, and Pages as it scans, so memory
+// stays bounded on big stores.
 //
 // A DB is safe for concurrent use by multiple goroutines; so is PutPage within the rules of the
 // caller's transaction.

@@ -61,6 +61,7 @@ type DB struct {
 	bolt     *bbolt.DB
 	path     string
 	readOnly bool
+	trim     trimmer // gives back mapped pages while the store is open for writing
 }
 
 // Open opens the store DIR/crawl.db, creating the directory and the file if missing (unless
@@ -132,6 +133,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := db.checkFormat(); err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	if !o.ReadOnly {
+		db.trim.start(db, trimEvery)
 	}
 	return db, nil
 }
@@ -263,6 +267,7 @@ func createBuckets(tx *bbolt.Tx) error {
 
 // Close closes the store. Closing twice is harmless.
 func (db *DB) Close() error {
+	db.trim.stop()
 	if err := db.bolt.Close(); err != nil {
 		return fmt.Errorf("storage: close %s: %w", db.path, err)
 	}

@@ -1,13 +1,19 @@
 package storage
 
-import "go.etcd.io/bbolt"
+import (
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
 
 // TrimRSS gives back the store's file pages that bbolt's read-only memory map has pulled into
 // this process, so that the resident set does not grow to the size of the file as a crawl
 // touches it: on Linux it applies madvise(MADV_DONTNEED) to the mapping. The data stays in the
 // kernel's page cache and is faulted back in when read again, so this costs little; elsewhere
 // it does nothing. It runs inside a read transaction, which keeps bbolt from remapping the file
-// meanwhile. The frontier calls it every so often; callers that scan the store may too.
+// meanwhile. A store open for writing calls it every trimEvery by itself; callers that scan the
+// store may call it as they go.
 func (db *DB) TrimRSS() error {
 	return db.bolt.View(trimTx)
 }
@@ -16,4 +22,42 @@ func (db *DB) TrimRSS() error {
 // mapping (bbolt remaps only under a lock that every transaction holds shared).
 func trimTx(tx *bbolt.Tx) error {
 	return dropMapped(tx.DB().Info().Data, tx.Size())
+}
+
+// trimEvery is how often a store open for writing calls TrimRSS. Each page a transaction reads
+// maps its neighbours too (the kernel's fault-around), so a busy crawl pulls in hundreds of MB
+// a second; trimming this often keeps the file's share of the resident set to tens of MB, at
+// the cost of faulting the hot pages back in.
+const trimEvery = 100 * time.Millisecond
+
+// trimmer calls TrimRSS on a timer until stopped. The zero value is stopped.
+type trimmer struct {
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (t *trimmer) start(db *DB, every time.Duration) {
+	quit := make(chan struct{})
+	t.quit = quit
+	t.wg.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				_ = db.TrimRSS() // best effort: only memory is at stake
+			}
+		}
+	})
+}
+
+// stop ends the timer and waits for a trim in progress; it may be called more than once.
+func (t *trimmer) stop() {
+	if t.quit != nil {
+		close(t.quit)
+		t.quit = nil
+	}
+	t.wg.Wait()
 }

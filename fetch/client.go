@@ -109,6 +109,11 @@ func New(cfg Config) *Client {
 	}
 }
 
+// maxIdleConns bounds the keep-alive connections kept open across hosts (each holds about 30 KB:
+// buffers and two goroutines); the least recently used go first. A broad crawl finishes hosts
+// one after another, so connections to hosts it is done with should not pile up.
+const maxIdleConns = 256
+
 // newTransport builds the transport tuned for crawling: many hosts, few
 // connections each (hostlimit decides concurrency), names looked up by
 // cfg.Resolver, no proxy from the environment, no transparent decompression.
@@ -124,9 +129,9 @@ func newTransport(cfg Config) *http.Transport {
 		TLSHandshakeTimeout:    cfg.ConnectTimeout,
 		ResponseHeaderTimeout:  cfg.HeaderTimeout,
 		ExpectContinueTimeout:  time.Second,
-		MaxIdleConns:           1024,
+		MaxIdleConns:           maxIdleConns,
 		MaxIdleConnsPerHost:    8,
-		IdleConnTimeout:        60 * time.Second,
+		IdleConnTimeout:        30 * time.Second,
 		MaxResponseHeaderBytes: cfg.MaxHeaderBytes,
 		ForceAttemptHTTP2:      true,
 		DisableCompression:     true,

@@ -31,12 +31,12 @@ const (
 	minActiveHosts       = 1024
 )
 
-// flushEvery is how often the hosts' learned state is saved while a crawl runs, and the hosts
-// idle for hostIdle leave memory (their gates' state, robots.txt and pages wait in the store),
-// so that memory follows the hosts being crawled, not every host ever seen.
+// flushEvery is how often the hosts' learned state is saved while a crawl runs. At every status
+// tick the hosts idle for hostIdle leave memory (their gates' state, robots.txt and pages wait
+// in the store), so that memory follows the hosts being crawled, not every host ever seen.
 const (
 	flushEvery = 5 * time.Second
-	hostIdle   = 10 * time.Second
+	hostIdle   = 3 * time.Second
 )
 
 // ErrInterrupted is returned by Run when its context was cancelled before the crawl finished.
@@ -454,21 +454,21 @@ func (c *Crawler) wait(ctx context.Context, r *run, now, wakeAt time.Time) {
 	}
 }
 
-// tick publishes the crawl's status and, every flushEvery, saves the hosts' learned state (so a
-// run after a kill starts from what was learned) and lets the hosts idle for hostIdle leave
-// memory.
+// tick publishes the crawl's status, lets the hosts idle for hostIdle leave memory and, every
+// flushEvery, saves the hosts' learned state (so a run after a kill starts from what was
+// learned).
 func (c *Crawler) tick(r *run, now time.Time) {
 	c.publishStatus(true)
-	if now.Sub(r.lastFlush) < flushEvery {
-		return
-	}
 	if err := c.reg.Evict(now); err != nil {
 		r.fatal = err
+	}
+	c.dropIdleHosts(now)
+	if now.Sub(r.lastFlush) < flushEvery {
+		return
 	}
 	if err := c.reg.Flush(); err != nil {
 		r.fatal = err
 	}
-	c.dropIdleHosts(now)
 	r.lastFlush = now
 }
 
@@ -492,8 +492,7 @@ func (c *Crawler) finishInFlight(r *run) {
 
 // summary publishes the final status and returns Run's results.
 func (c *Crawler) summary(r *run) (*Summary, error) {
-	sum := &Summary{Status: c.snapshot(false), Elapsed: time.Since(r.start), StopReason: r.reason, DeferredUntil: r.deferredUntil}
-	c.publishStatus(false)
+	sum := &Summary{Status: c.publishStatus(false), Elapsed: time.Since(r.start), StopReason: r.reason, DeferredUntil: r.deferredUntil}
 	switch {
 	case r.fatal != nil:
 		return sum, r.fatal

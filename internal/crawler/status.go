@@ -110,14 +110,14 @@ func ReadStatusFile(dir string) (Status, error) {
 	return st, nil
 }
 
-// runningHosts bounds the hosts a running crawl's snapshot lists (the busiest; the others are
-// counted in HostsNotListed): it is taken every second, and a broad crawl has 100,000 hosts.
-// The snapshot at the end of a run, and crawl status on a stopped store, list them all.
-var runningHosts = 200
+// listedHosts bounds the hosts the crawl's own snapshots list (the busiest; the others are
+// counted in HostsNotListed): one is taken every second and one at the end of a run, and a broad
+// crawl has 100,000 hosts. crawl status on a stopped store lists them all.
+var listedHosts = 200
 
-// snapshot reports the crawl: the frontier's counts and the hosts contacted, busiest first
-// (at most runningHosts while running), with their gates' figures.
-func (c *Crawler) snapshot(running bool) Status {
+// snapshot reports the crawl: the frontier's counts and the hosts contacted, busiest first, at
+// most list of them (0: all), with their gates' figures.
+func (c *Crawler) snapshot(running bool, list int) Status {
 	now := time.Now()
 	cn := c.fr.Counts()
 	st := Status{
@@ -171,9 +171,9 @@ func (c *Crawler) snapshot(running bool) Status {
 		ha, hb := &hosts[a.i], &hosts[b.i]
 		return busier(ha.Fetched+ha.Failed, hb.Fetched+hb.Failed, a.req, b.req, ha.Host, hb.Host)
 	})
-	if running && len(picks) > runningHosts {
-		st.HostsNotListed = len(picks) - runningHosts
-		picks = picks[:runningHosts]
+	if list > 0 && len(picks) > list {
+		st.HostsNotListed = len(picks) - list
+		picks = picks[:list]
 	}
 	st.Hosts = make([]HostStatus, 0, len(picks))
 	for _, p := range picks {
@@ -228,9 +228,9 @@ func busier(aDone, bDone int, aReq, bReq uint64, aHost, bHost string) int {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// publishStatus writes DIR/status.json and calls the progress hook.
-func (c *Crawler) publishStatus(running bool) {
-	st := c.snapshot(running)
+// publishStatus takes a snapshot, writes it to DIR/status.json and calls the progress hook.
+func (c *Crawler) publishStatus(running bool) Status {
+	st := c.snapshot(running, listedHosts)
 	if err := writeStatus(c.cfg.Dir, st); err != nil {
 		c.log.Warn("cannot write status file", "err", err)
 	}
@@ -238,6 +238,7 @@ func (c *Crawler) publishStatus(running bool) {
 	if c.cfg.Progress != nil {
 		c.cfg.Progress(st)
 	}
+	return st
 }
 
 // ReadStatus reports the crawl in dir. When a crawl process holds the store it returns that
@@ -271,5 +272,5 @@ func ReadStatus(dir string) (Status, error) {
 			c.reg.Load(now, h.Host) // the learned state saved by the last run
 		}
 	}
-	return c.snapshot(false), nil
+	return c.snapshot(false, 0), nil
 }

@@ -112,7 +112,7 @@ func TestSnapshotListsContactedHosts(t *testing.T) {
 
 	check := func(step string, hosts string, notCrawled, queued int) {
 		t.Helper()
-		st := c.snapshot(false)
+		st := c.snapshot(false, 0)
 		var got []string
 		for _, h := range st.Hosts {
 			got = append(got, h.Host)
@@ -133,15 +133,13 @@ func TestSnapshotListsContactedHosts(t *testing.T) {
 	}
 	check("a request admitted", "127.0.0.3:9", 3, 2)
 
-	// A running crawl's snapshot, taken every second, lists only the busiest runningHosts and
-	// counts the rest; it sees the same hosts contacted as the final one.
+	// The crawl's own snapshot, taken every second, lists only the busiest listedHosts and
+	// counts the rest; it sees the same hosts contacted as a stopped store's.
 	tk2, _ := c.reg.TryAdmit(time.Now(), "127.0.0.2:9")
 	if tk2 == nil {
 		t.Fatal("a fresh gate refused its first request")
 	}
-	defer func(n int) { runningHosts = n }(runningHosts)
-	runningHosts = 1
-	st := c.snapshot(true)
+	st := c.snapshot(true, 1)
 	if len(st.Hosts) != 1 || st.HostsNotListed != 1 || st.HostsNotCrawled != 2 || st.Hosts[0].Window == 0 {
 		t.Errorf("running snapshot: %d hosts listed (%+v), %d not listed, %d not crawled; want 1 with its gate's figures, 1, 2",
 			len(st.Hosts), st.Hosts, st.HostsNotListed, st.HostsNotCrawled)

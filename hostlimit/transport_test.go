@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/internal/dnstest"
 	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
 )
 
 // newTestClient returns a client whose transport wraps a fresh http.Transport, closed with the
@@ -289,5 +294,106 @@ func TestTransportRetry(t *testing.T) {
 				t.Errorf("the refusal given to the caller did not pause the host")
 			}
 		})
+	}
+}
+
+// What one transport learned of a host, saved through the crawl store (storage.DB) when its
+// client closes its idle connections, starts the next transport given that store at the
+// learned rate instead of the initial one.
+func TestTransportStateRestored(t *testing.T) {
+	spec := simweb.HostSpec{Name: "h", Pages: 300, Limit: 40, Burst: 1, Reply: simweb.Reply429Seconds}
+	web, err := simweb.Start([]simweb.HostSpec{spec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	db, err := storage.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	var mu sync.Mutex
+	var last []HostStats
+	observe := func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == SaveFailed {
+			t.Errorf("save: %v", e.Err)
+		}
+		last = append(last, e.Gate)
+	}
+	us := pageURLs(web.URL("h"), spec.Pages)
+	first, _ := newTestClient(t, &TransportOptions{Store: db, Observer: observe})
+	fetchAll(t, first, us[:spec.Pages-1])
+	first.CloseIdleConnections() // saves
+	learned := last[len(last)-1].Rate
+
+	last = nil
+	second, _ := newTestClient(t, &TransportOptions{Store: db, Observer: observe})
+	fetchAll(t, second, us[spec.Pages-1:])
+	restored := last[0]
+	t.Logf("learned %.1f req/s (initial %v); the next transport's first request left it at %.1f (%v)",
+		learned, aimd.DefaultInitialRate, restored.Rate, restored.Phase)
+	if learned < 10*aimd.DefaultInitialRate {
+		t.Fatalf("learned only %.1f req/s against a hidden %v", learned, spec.Limit)
+	}
+	if restored.Rate < 0.9*learned || restored.Rate > 1.1*learned {
+		t.Errorf("restored at %.1f req/s, want the learned %.1f", restored.Rate, learned)
+	}
+	if restored.StateError != "" {
+		t.Errorf("state error: %s", restored.StateError)
+	}
+}
+
+// With KeyByIP two names of one server share one gate; by default each has its own.
+func TestTransportKeyByIP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	dns, err := dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, dns.Addr())
+	}}
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, tt := range []struct {
+		keyBy KeyBy
+		want  []string
+	}{
+		{KeyByHost, []string{"a.test:" + port, "b.test:" + port}},
+		{KeyByIP, []string{"127.0.0.1:" + port}},
+	} {
+		var mu sync.Mutex
+		gates := map[string]bool{}
+		base := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, srv.Listener.Addr().String())
+		}}
+		defer base.CloseIdleConnections()
+		tr := newTransport(base, &TransportOptions{KeyBy: tt.keyBy, Resolver: resolver, Observer: func(e Event) {
+			mu.Lock()
+			gates[e.Host] = true
+			mu.Unlock()
+		}}, time.Now, time.After, rand.New(rand.NewSource(1)))
+		c := &http.Client{Transport: tr}
+		for _, name := range []string{"a.test", "b.test"} {
+			if _, err := get(context.Background(), c, "http://"+name+":"+port+"/"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(gates) != len(tt.want) {
+			t.Errorf("KeyBy %d: gates %v, want %v", tt.keyBy, gates, tt.want)
+		}
+		for _, g := range tt.want {
+			if !gates[g] {
+				t.Errorf("KeyBy %d: gates %v, want %v", tt.keyBy, gates, tt.want)
+			}
+		}
 	}
 }

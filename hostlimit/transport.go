@@ -243,6 +243,7 @@ func (t *transport) send(req *http.Request, tk *Ticket, key string, attempt int,
 		t.told(got, ev)
 		return nil, 0, err
 	}
+	resp.Request = req // as sent by the caller, without the trace
 	if w := wrote.Load(); w != 0 && w >= sent.UnixNano() && w <= got.UnixNano() {
 		sent = time.Unix(0, w) // a dial or a handshake before it is not the host's latency
 	}

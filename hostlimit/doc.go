@@ -4,7 +4,8 @@
 // rate and window from the outcomes of finished requests.
 //
 // There are only a few types: Registry (all hosts), Ticket (one admitted request), Config and
-// StateStore (how learned state is persisted).
+// StateStore (how learned state is persisted); and, for Go programs that are not this crawler,
+// NewTransport with its TransportOptions, RetryPolicy and Event.
 //
 // # Two ways in, one gate
 //
@@ -75,6 +76,20 @@
 // The registry treats keys as opaque strings and resolves nothing; the caller chooses them.
 // The crawler passes urlnorm.HostKey (host[:port]), or, with --key-by-ip, the address the name
 // resolves to, so that virtual hosts sharing one server share one gate.
+//
+// # Any Go program: NewTransport
+//
+// NewTransport wraps an http.RoundTripper (a scraper's, an API client's, a link checker's) in
+// a Registry of its own, so that any http.Client gets the crawler's politeness: RoundTrip
+// blocks in Registry.Wait for the request's host (honouring the request's context), sends the
+// request, and ends its Ticket with the outcome the crawler would feed (retry.ClassifyStatus;
+// the latency from the request's write to its headers; the pause its Retry-After or spent
+// quota puts on the host, read on the host's clock by retry.HostClock, as the crawler reads
+// it). A served response holds its window slot until its body is read or closed. A refused
+// GET or HEAD without a body is sent again after max(Retry-After, full jitter), within
+// RetryPolicy.MaxAttempts. The transport starts no goroutine: every couple of minutes a
+// finishing request saves the learned state and evicts idle hosts; CloseIdleConnections
+// saves too. colly users pass it to Collector.WithTransport.
 //
 // # Concurrency
 //

@@ -2,10 +2,11 @@ package crawler
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
 // gateKeys maps a host (urlnorm.HostKey: host[:port]) to the key of its gate in the host
@@ -102,9 +103,9 @@ func (g *gateKeys) cached(host string) (string, bool) {
 	if k, ok := g.keys[host]; ok {
 		return k, true
 	}
-	name, port := splitHostKey(host)
+	name, _ := urlnorm.SplitHostKey(host)
 	if a, err := netip.ParseAddr(name); err == nil {
-		g.keys[host] = addrKey(a, port)
+		g.keys[host] = urlnorm.AddrKey(host, []netip.Addr{a})
 		return g.keys[host], true
 	}
 	return "", false
@@ -124,43 +125,12 @@ func (g *gateKeys) settle(host, k string) string {
 }
 
 // lookupKey resolves host's name and returns its gate key: the chosen address with host's
-// port, or host itself when the name does not resolve.
+// port (urlnorm.AddrKey), or host itself when the name does not resolve.
 func (g *gateKeys) lookupKey(ctx context.Context, host string) string {
-	name, port := splitHostKey(host)
+	name, _ := urlnorm.SplitHostKey(host)
 	addrs, err := g.lookup(ctx, name)
-	if err != nil || len(addrs) == 0 {
+	if err != nil {
 		return host
 	}
-	best := addrs[0].Unmap()
-	for _, a := range addrs[1:] {
-		a = a.Unmap()
-		if (a.Is4() && !best.Is4()) || (a.Is4() == best.Is4() && a.Less(best)) {
-			best = a
-		}
-	}
-	return addrKey(best, port)
-}
-
-// splitHostKey splits a host key (host[:port], an IPv6 literal in brackets) into the name
-// and the port ("" if none).
-func splitHostKey(host string) (name, port string) {
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		return h, p
-	}
-	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
-		return host[1 : len(host)-1], ""
-	}
-	return host, ""
-}
-
-// addrKey is the gate key for an address and a port ("" for none).
-func addrKey(a netip.Addr, port string) string {
-	a = a.Unmap()
-	if port == "" {
-		if a.Is6() {
-			return "[" + a.String() + "]"
-		}
-		return a.String()
-	}
-	return net.JoinHostPort(a.String(), port)
+	return urlnorm.AddrKey(host, addrs)
 }

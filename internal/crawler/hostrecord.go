@@ -15,13 +15,13 @@ import (
 // Every field is guarded by Crawler.mu except robots, which has its own lock (robotsState.mu,
 // never taken while Crawler.mu is held).
 type hostRecord struct {
-	jobs    int           // its jobs running
-	used    time.Time     // its latest use
-	robots  robotsState   // its robots.txt (robots.go)
-	budget  *retry.Budget // its retry budget; nil until its first retry or success (see budget)
-	clock   hostClock     // its clock against ours and its quota windows (page.go)
-	lastErr string        // the last error seen, for Status; "" if none
-	forbid  forbidState   // the reading of its 403s that may be a ban (forbidden.go)
+	jobs    int             // its jobs running
+	used    time.Time       // its latest use
+	robots  robotsState     // its robots.txt (robots.go)
+	budget  *retry.Budget   // its retry budget; nil until its first retry or success (see budget)
+	clock   retry.HostClock // its clock against ours and its quota windows (page.go)
+	lastErr string          // the last error seen, for Status; "" if none
+	forbid  forbidState     // the reading of its 403s that may be a ban (forbidden.go)
 }
 
 // hostLocked returns host's record, made on first use. hostLocked requires c.mu to be held.

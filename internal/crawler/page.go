@@ -193,11 +193,11 @@ func classifyErr(err error) retry.Class {
 // quota on a success is not.
 //
 // A time the response names on the host's clock (an HTTP-date, a Unix-time reset) is measured
-// against the host's clock as its Date headers bound it (retry.ServerClock): one Date is
-// truncated to the second, and waiting out its fraction cost half a second per pause. A spent
-// quota may end sooner than its reset, rounded up to whole seconds, says: a fixed window ends
-// its length after its first request (retry.Windows); 10 requests per second behind
-// express-rate-limit's default headers were crawled at 5 per second.
+// against the host's clock as its Date headers bound it (retry.HostClock, retry.ServerClock):
+// one Date is truncated to the second, and waiting out its fraction cost half a second per
+// pause. A spent quota may end sooner than its reset, rounded up to whole seconds, says: a
+// fixed window ends its length after its first request (retry.Windows); 10 requests per second
+// behind express-rate-limit's default headers were crawled at 5 per second.
 func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) (wait, pause time.Duration) {
 	received := now // when the headers (and so Date) came: the body may have taken longer
 	if h := resp.Started.Add(resp.HeaderLatency); !resp.Started.IsZero() && h.Before(now) {
@@ -209,31 +209,9 @@ func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.T
 			sent = t
 		}
 	}
-	refused := retry.KindOf(resp.Status).SlowDown() // 429, 503 and their kin
-
 	c.mu.Lock()
-	hc := &c.hostLocked(host).clock
-	date := hc.clock.Observe(resp.Header.Get("Date"), received)
-	ref := hc.clock.Now(now)
-	if refused {
-		if w, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), ref); ok {
-			wait = w
-		}
-	}
-	pause = wait
-	q, ok := retry.ParseRateLimit(resp.Header, ref)
-	hc.windows.Observe(sent, date, q, ok, refused)
-	if ok && q.Remaining <= 0 {
-		pause = max(pause, hc.windows.Resume(now, q))
-	}
-	c.mu.Unlock()
-	return wait, pause
-}
-
-// hostClock is what the crawl knows of a host's clock and quota windows.
-type hostClock struct {
-	clock   retry.ServerClock
-	windows retry.Windows
+	defer c.mu.Unlock()
+	return c.hostLocked(host).clock.Pause(resp.Status, resp.Header, sent, received, now)
 }
 
 // endRequest ends the request of ticket t with the response's outcome o: Done pauses the

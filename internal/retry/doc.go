@@ -1,5 +1,5 @@
 // Package retry decides whether and when a failed request is tried again. Its one job: the
-// retry policy, as pure functions and one small budget. It holds six things:
+// retry policy, as pure functions and one small budget. It holds seven things:
 //
 //   - Policy: capped exponential backoff with full jitter (a uniformly random wait in
 //     [0, min(Cap, Base·2^attempt))), never less than the host's own Retry-After.
@@ -15,6 +15,9 @@
 //   - Windows: how long a spent quota really lasts when its reset is rounded up to whole
 //     seconds and the host's fixed windows end their length after their first request
 //     (express-rate-limit's and most others), tried once per host and dropped if refused.
+//   - HostClock: one host's ServerClock and Windows, and Pause, which reads one response
+//     with them (Retry-After or a spent quota) into how long to leave the host alone: the one
+//     reading the crawler and hostlimit's Transport share.
 //   - KindOf, ClassifyStatus and ClassifyError: what an HTTP status says about its host (a
 //     StatusKind, the crawl's one reading of status codes), which outcomes are worth
 //     retrying, and what each one tells the host's rate controller (an aimd.Signal).

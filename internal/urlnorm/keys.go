@@ -45,3 +45,39 @@ func Registrable(host string) string {
 	}
 	return d
 }
+
+// SplitHostKey splits a host key (host[:port], an IPv6 literal in brackets) into the name and
+// the port ("" if none).
+func SplitHostKey(host string) (name, port string) {
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		return h, p
+	}
+	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+		return host[1 : len(host)-1], ""
+	}
+	return host, ""
+}
+
+// AddrKey returns the politeness key of the server a host key's name resolves to: of addrs,
+// the first IPv4 address in address order (else the first IPv6 one), with the host key's port,
+// so that every name of a server picks the same. With no addrs it returns host itself.
+func AddrKey(host string, addrs []netip.Addr) string {
+	if len(addrs) == 0 {
+		return host
+	}
+	best := addrs[0].Unmap()
+	for _, a := range addrs[1:] {
+		a = a.Unmap()
+		if (a.Is4() && !best.Is4()) || (a.Is4() == best.Is4() && a.Less(best)) {
+			best = a
+		}
+	}
+	_, port := SplitHostKey(host)
+	if port == "" {
+		if best.Is6() {
+			return "[" + best.String() + "]"
+		}
+		return best.String()
+	}
+	return net.JoinHostPort(best.String(), port)
+}

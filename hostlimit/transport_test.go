@@ -1,0 +1,399 @@
+package hostlimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/internal/dnstest"
+	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// newTestClient returns a client whose transport wraps a fresh http.Transport, closed with the
+// test so that no connection goroutine outlives it.
+func newTestClient(t *testing.T, opts *TransportOptions) (*http.Client, *transport) {
+	t.Helper()
+	base := &http.Transport{MaxIdleConnsPerHost: 32}
+	tr := newTransport(base, opts, time.Now, time.After, rand.New(rand.NewSource(1)))
+	t.Cleanup(base.CloseIdleConnections)
+	return &http.Client{Transport: tr}, tr
+}
+
+// get fetches u with ctx and returns the status, reading and closing the body.
+func get(ctx context.Context, c *http.Client, u string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
+
+// pageURLs returns the URLs of a simweb host's pages: its root and /p1 … /p<pages-1>.
+func pageURLs(root string, pages int) []string {
+	us := []string{root}
+	for i := 1; i < pages; i++ {
+		us = append(us, fmt.Sprintf("%sp%d", root, i))
+	}
+	return us
+}
+
+// fetchAll fetches every URL at once, one goroutine each, and fails the test on any error or
+// non-200 answer.
+func fetchAll(t *testing.T, c *http.Client, us []string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(us))
+	for _, u := range us {
+		wg.Go(func() {
+			st, err := get(context.Background(), c, u)
+			if err == nil && st != http.StatusOK {
+				err = fmt.Errorf("%s: status %d", u, st)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// A plain http.Client with the transport fetches 1,000 URLs queued at once from one host with
+// a hidden limit, completes them all and draws few refusals.
+func TestTransportBurst(t *testing.T) {
+	spec := simweb.HostSpec{Name: "burst", Pages: 1000, Limit: 100, Burst: 5, Reply: simweb.Reply429Seconds}
+	web, err := simweb.Start([]simweb.HostSpec{spec}, &simweb.Options{Seed: 1, Grace: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	c, tr := newTestClient(t, nil)
+	fetchAll(t, c, pageURLs(web.URL("burst"), spec.Pages))
+
+	st := web.Stats()["burst"]
+	t.Logf("%d pages at a hidden %v req/s: %d requests, %d refused, %d inside Retry-After, %v",
+		spec.Pages, spec.Limit, st.Requests, st.OverLimit, st.InRetryAfter, st.LastRequest.Sub(st.FirstRequest))
+	if len(st.Fetched) != spec.Pages || st.Duplicates != 0 {
+		t.Errorf("fetched %d distinct pages (%d duplicates), want %d", len(st.Fetched), st.Duplicates, spec.Pages)
+	}
+	if st.OverLimit > 10 {
+		t.Errorf("%d refusals, want at most 10", st.OverLimit)
+	}
+	if st.InRetryAfter != 0 {
+		t.Errorf("%d requests inside a Retry-After window, want 0", st.InRetryAfter)
+	}
+	for _, g := range tr.reg.Stats(time.Now()) {
+		if g.InFlight != 0 {
+			t.Errorf("gate %s: %d in flight after every body was closed", g.Host, g.InFlight)
+		}
+	}
+}
+
+// A request whose context ends before or while it waits for its host returns the context's
+// error and holds no window slot; one cancelled in flight gives its slot back.
+func TestTransportCancelledContext(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		if r.URL.Path == "/block" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+	c, tr := newTestClient(t, &TransportOptions{MaxConcurrency: 1, InitialRate: 1000})
+	host := srv.Listener.Addr().String()
+	inFlight := func() int {
+		g, _ := tr.reg.Host(time.Now(), host)
+		return g.InFlight
+	}
+
+	held := make(chan error, 1)
+	go func() { _, err := get(context.Background(), c, srv.URL+"/block"); held <- err }()
+	<-arrived // the window (1) is full
+
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := get(done, c, srv.URL+"/"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled before: err = %v, want context.Canceled", err)
+	}
+	waiting, cancelWaiting := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := get(waiting, c, srv.URL+"/"); errc <- err }()
+	cancelWaiting()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled while waiting: err = %v, want context.Canceled", err)
+	}
+	if n := inFlight(); n != 1 {
+		t.Fatalf("%d in flight, want 1 (the blocked request only)", n)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if st, err := get(context.Background(), c, srv.URL+"/"); err != nil || st != http.StatusOK {
+		t.Fatalf("after the slot came back: %d, %v", st, err)
+	}
+
+	// Cancelled in flight: the slot comes back.
+	flight, cancelFlight := context.WithCancel(context.Background())
+	go func() { _, err := get(flight, c, srv.URL+"/block"); errc <- err }()
+	<-arrived
+	<-arrived
+	cancelFlight()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled in flight: err = %v, want context.Canceled", err)
+	}
+	if n := inFlight(); n != 0 {
+		t.Fatalf("%d in flight after a cancelled request, want 0", n)
+	}
+}
+
+// 100 goroutines share one transport over three hosts (run with -race).
+func TestTransportConcurrentUse(t *testing.T) {
+	var srvs []*httptest.Server
+	for range 3 {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+		defer s.Close()
+		srvs = append(srvs, s)
+	}
+	var events atomic.Int64
+	c, tr := newTestClient(t, &TransportOptions{InitialRate: 500, Observer: func(e Event) {
+		if e.Kind == AttemptEnded {
+			events.Add(1)
+		}
+	}})
+	var us []string
+	for i := range 100 {
+		for j := range 3 {
+			us = append(us, fmt.Sprintf("%s/%d", srvs[(i+j)%3].URL, i))
+		}
+	}
+	fetchAll(t, c, us[:100*3])
+	if n := events.Load(); n != int64(len(us)) {
+		t.Errorf("observer saw %d attempts, want %d", n, len(us))
+	}
+	var admitted uint64
+	for _, g := range tr.reg.Stats(time.Now()) {
+		admitted += g.Admitted
+		if g.InFlight != 0 {
+			t.Errorf("gate %s: %d in flight at the end", g.Host, g.InFlight)
+		}
+	}
+	if admitted != uint64(len(us)) {
+		t.Errorf("%d admitted, want %d", admitted, len(us))
+	}
+}
+
+// A host's refusal pauses it by its Retry-After, in either form, and an idempotent request is
+// sent again after the pause within MaxAttempts; anything else gets the refusal.
+func TestTransportRetry(t *testing.T) {
+	serverNow := t0.Add(7 * time.Second) // the host's clock is 7 s ahead of ours
+	tests := []struct {
+		name       string
+		retry      *RetryPolicy
+		method     string
+		header     http.Header // of the refusal
+		wantStatus int
+		wantCalls  int
+		wantDelay  time.Duration // the wait before the retry (0: none)
+	}{
+		{"seconds", nil, http.MethodGet, http.Header{"Retry-After": {"2"}}, 200, 2, 2 * time.Second},
+		{"date on the host's clock", nil, http.MethodHead, http.Header{"Date": {serverNow.Format(http.TimeFormat)},
+			"Retry-After": {serverNow.Add(3 * time.Second).Format(http.TimeFormat)}}, 200, 2, 3 * time.Second},
+		{"retries off", &RetryPolicy{}, http.MethodGet, http.Header{"Retry-After": {"2"}}, 429, 1, 0},
+		{"not idempotent", nil, http.MethodPost, http.Header{"Retry-After": {"2"}}, 429, 1, 0},
+		{"budget spent", &RetryPolicy{MaxAttempts: 2}, http.MethodGet, http.Header{"Retry-After": {"2"}}, 429, 2, 2 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refusals := 1
+			if tt.name == "budget spent" {
+				refusals = 2
+			}
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if int(calls.Add(1)) <= refusals {
+					for k, v := range tt.header {
+						w.Header()[k] = v
+					}
+					w.WriteHeader(http.StatusTooManyRequests)
+				}
+			}))
+			defer srv.Close()
+			clk := newFakeClock(t0)
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			tr := newTransport(base, &TransportOptions{Retry: tt.retry}, clk.Now, clk.After, rand.New(rand.NewSource(1)))
+			c := &http.Client{Transport: tr}
+
+			type result struct {
+				status int
+				err    error
+			}
+			res := make(chan result, 1)
+			go func() {
+				req, _ := http.NewRequest(tt.method, srv.URL, http.NoBody)
+				resp, err := c.Do(req)
+				if err != nil {
+					res <- result{err: err}
+					return
+				}
+				resp.Body.Close()
+				res <- result{status: resp.StatusCode}
+			}()
+			if tt.wantDelay > 0 {
+				if d := clk.nextArmed(t); d != tt.wantDelay {
+					t.Fatalf("retry armed after %v, want %v", d, tt.wantDelay)
+				}
+				clk.Advance(tt.wantDelay)
+			}
+			var r result
+			for waiting := true; waiting; {
+				select {
+				case r = <-res:
+					waiting = false
+				case d := <-clk.armed: // the gate waits for a token
+					clk.Advance(d)
+				}
+			}
+			if r.err != nil || r.status != tt.wantStatus || int(calls.Load()) != tt.wantCalls {
+				t.Fatalf("got %d, %v after %d calls; want %d after %d", r.status, r.err, calls.Load(), tt.wantStatus, tt.wantCalls)
+			}
+			g, _ := tr.reg.Host(clk.Now(), srv.Listener.Addr().String())
+			if g.OverLimit != refusals || g.InFlight != 0 {
+				t.Errorf("gate: %d refusals seen, %d in flight; want %d, 0", g.OverLimit, g.InFlight, refusals)
+			}
+			if r.status == http.StatusTooManyRequests && g.PausedUntil.IsZero() {
+				t.Errorf("the refusal given to the caller did not pause the host")
+			}
+		})
+	}
+}
+
+// What one transport learned of a host, saved through the crawl store (storage.DB) when its
+// client closes its idle connections, starts the next transport given that store at the
+// learned rate instead of the initial one.
+func TestTransportStateRestored(t *testing.T) {
+	spec := simweb.HostSpec{Name: "h", Pages: 300, Limit: 40, Burst: 1, Reply: simweb.Reply429Seconds}
+	web, err := simweb.Start([]simweb.HostSpec{spec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	db, err := storage.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	var mu sync.Mutex
+	var last []HostStats
+	observe := func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == SaveFailed {
+			t.Errorf("save: %v", e.Err)
+		}
+		last = append(last, e.Gate)
+	}
+	us := pageURLs(web.URL("h"), spec.Pages)
+	first, _ := newTestClient(t, &TransportOptions{Store: db, Observer: observe})
+	fetchAll(t, first, us[:spec.Pages-1])
+	first.CloseIdleConnections() // saves
+	learned := last[len(last)-1].Rate
+
+	last = nil
+	second, _ := newTestClient(t, &TransportOptions{Store: db, Observer: observe})
+	fetchAll(t, second, us[spec.Pages-1:])
+	restored := last[0]
+	t.Logf("learned %.1f req/s (initial %v); the next transport's first request left it at %.1f (%v)",
+		learned, aimd.DefaultInitialRate, restored.Rate, restored.Phase)
+	if learned < 10*aimd.DefaultInitialRate {
+		t.Fatalf("learned only %.1f req/s against a hidden %v", learned, spec.Limit)
+	}
+	if restored.Rate < 0.9*learned || restored.Rate > 1.1*learned {
+		t.Errorf("restored at %.1f req/s, want the learned %.1f", restored.Rate, learned)
+	}
+	if restored.StateError != "" {
+		t.Errorf("state error: %s", restored.StateError)
+	}
+}
+
+// With KeyByIP two names of one server share one gate; by default each has its own.
+func TestTransportKeyByIP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	dns, err := dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, dns.Addr())
+	}}
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, tt := range []struct {
+		keyBy KeyBy
+		want  []string
+	}{
+		{KeyByHost, []string{"a.test:" + port, "b.test:" + port}},
+		{KeyByIP, []string{"127.0.0.1:" + port}},
+	} {
+		var mu sync.Mutex
+		gates := map[string]bool{}
+		base := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, srv.Listener.Addr().String())
+		}}
+		defer base.CloseIdleConnections()
+		tr := newTransport(base, &TransportOptions{KeyBy: tt.keyBy, Resolver: resolver, Observer: func(e Event) {
+			mu.Lock()
+			gates[e.Host] = true
+			mu.Unlock()
+		}}, time.Now, time.After, rand.New(rand.NewSource(1)))
+		c := &http.Client{Transport: tr}
+		for _, name := range []string{"a.test", "b.test"} {
+			if _, err := get(context.Background(), c, "http://"+name+":"+port+"/"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(gates) != len(tt.want) {
+			t.Errorf("KeyBy %d: gates %v, want %v", tt.keyBy, gates, tt.want)
+		}
+		for _, g := range tt.want {
+			if !gates[g] {
+				t.Errorf("KeyBy %d: gates %v, want %v", tt.keyBy, gates, tt.want)
+			}
+		}
+	}
+}

@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -85,6 +83,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Dir = *dir
+	if err := applyStored(fs, *dir); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitRuntime
+	}
 	if *seeds != "" {
 		urls, bad, err := crawler.ReadSeeds(*seeds)
 		if err != nil {
@@ -144,6 +146,8 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return exitRuntime
 	}
+	changes, revised := c.Changes()
+	printChanges(stderr, changes, revised)
 	w.attach(c)
 	sum, runErr := c.Run(ctx)
 	if out.beforeClose != nil {
@@ -222,14 +226,5 @@ func printReasons(w io.Writer, what string, m map[string]int) {
 	if len(m) == 0 {
 		return
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	fmt.Fprintf(w, "  %s by reason: %s\n", what, strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  %s by reason: %s\n", what, byReason(m))
 }

@@ -79,6 +79,9 @@ type Crawler struct {
 	held     []string  // gates whose rate alone refused a ready request in this pass
 
 	ob observation // counters, samples and events for watching the crawl (observe.go)
+
+	changes []Change         // settings this run changed from the stored ones (settings.go)
+	revised frontier.Revised // what the changes did to URLs already seen
 }
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
@@ -114,7 +117,7 @@ func Open(cfg Config) (*Crawler, error) {
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
 	}, DemandByCaller: true, IdleEvict: hostIdle}, db)
-	if err := c.loadScope(); err != nil {
+	if err := c.loadScope(fr); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -126,6 +129,10 @@ func Open(cfg Config) (*Crawler, error) {
 	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
 		DialControl: guard.Control, Resolver: res})
 	if err := c.addSeeds(cfg.Seeds); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if c.changes, c.revised, err = c.settle(fr); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -223,8 +230,9 @@ type scopeMeta struct {
 }
 
 // loadScope restores the scope a previous run of this store used, so a resume without --seeds
-// keeps crawling the same hosts.
-func (c *Crawler) loadScope() error {
+// keeps crawling the same hosts. A run with the other --scope derives its allowed set from the
+// seeds: their registrable domains, or their hosts.
+func (c *Crawler) loadScope(fr *frontier.Frontier) error {
 	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, Allowed: map[string]bool{}}
 	b, ok, err := c.db.Meta("scope")
 	if err != nil || !ok {
@@ -235,12 +243,30 @@ func (c *Crawler) loadScope() error {
 		return fmt.Errorf("store %s: bad scope record: %w", c.cfg.Dir, err)
 	}
 	if m.Mode != c.cfg.Scope {
-		return fmt.Errorf("store %s was crawled with --scope %s; run it again with --scope %s (%w)", c.cfg.Dir, m.Mode, m.Mode, ErrUsage)
+		hosts, err := seedHosts(fr)
+		if err != nil {
+			return err
+		}
+		for _, h := range hosts {
+			c.scope.AddSeed(&url.URL{Host: h})
+		}
+		return c.saveScope()
 	}
 	for _, k := range m.Allowed {
 		c.scope.Allowed[k] = true
 	}
 	return nil
+}
+
+// saveScope stores the scope, for the next run.
+func (c *Crawler) saveScope() error {
+	m := scopeMeta{Mode: c.scope.Mode}
+	for k := range c.scope.Allowed {
+		m.Allowed = append(m.Allowed, k)
+	}
+	sort.Strings(m.Allowed)
+	b, _ := json.Marshal(m)
+	return c.db.PutMeta("scope", b)
 }
 
 func (c *Crawler) addSeeds(seeds []string) error {
@@ -262,13 +288,7 @@ func (c *Crawler) addSeeds(seeds []string) error {
 		}
 		entries = append(entries, e)
 	}
-	m := scopeMeta{Mode: c.scope.Mode}
-	for k := range c.scope.Allowed {
-		m.Allowed = append(m.Allowed, k)
-	}
-	sort.Strings(m.Allowed)
-	b, _ := json.Marshal(m)
-	if err := c.db.PutMeta("scope", b); err != nil {
+	if err := c.saveScope(); err != nil {
 		return err
 	}
 	if len(excluded) > 0 {

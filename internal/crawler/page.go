@@ -110,13 +110,11 @@ func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL
 
 // consider sorts one discovered URL into the links to enqueue or the exclusions to record.
 func (c *Crawler) consider(res *frontier.Result, e frontier.Entry, u *url.URL, nofollow bool) {
-	reason, detail := c.scope.Check(u), ""
+	reason, detail := c.admit(u, e.Depth)
 	switch {
 	case nofollow:
-		reason = "nofollow"
-	case reason != "": // out of scope or filtered
-	case c.cfg.MaxDepth >= 0 && e.Depth > c.cfg.MaxDepth:
-		reason, detail = "depth", fmt.Sprintf("depth %d > --max-depth %d", e.Depth, c.cfg.MaxDepth)
+		reason, detail = "nofollow", ""
+	case reason != "": // out of scope, filtered or too deep
 	default:
 		if v, known := c.robotsVerdict(e.Host, u); known && !v.Allowed {
 			reason, detail = "robots", ruleDetail(v)

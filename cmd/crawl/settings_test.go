@@ -141,3 +141,25 @@ func TestResumeKeepsSettings(t *testing.T) {
 		t.Errorf("crawl status does not show the settings in force:\n%s", text.String())
 	}
 }
+
+// TestResumeWidensHostBudgetAndScope: a raised --max-host-pages re-queues the URLs excluded
+// "limit" as far as the new budget goes; a changed --scope is taken (from the seeds' hosts) and
+// reported, not refused.
+func TestResumeWidensHostBudgetAndScope(t *testing.T) {
+	site := treeSite(t)
+	seeds := writeFile(t, "seeds.txt", []byte(site+"/\n"))
+	dir := t.TempDir()
+	runOK(t, "--seeds", seeds, "--data", dir, "--max-host-pages", "3")
+	if st := statusJSON(t, dir); st.Fetched != 3 || st.ExcludedBy["limit"] != 4 {
+		t.Fatalf("--max-host-pages 3: fetched %d, excluded %v", st.Fetched, st.ExcludedBy)
+	}
+	out := runOK(t, "--data", dir, "--max-host-pages", "7", "--scope", "domain")
+	for _, want := range []string{"--max-host-pages 7 instead of --max-host-pages 3", "--scope domain instead of --scope host", "re-queued 4 excluded URLs (limit 4)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if st := statusJSON(t, dir); st.Fetched != 7 || st.ExcludedBy["limit"] != 8 || st.Settings.Scope != "domain" {
+		t.Errorf("--max-host-pages 7: fetched %d, excluded %v, settings %+v", st.Fetched, st.ExcludedBy, st.Settings)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -70,6 +72,8 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
+	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
+	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -105,9 +109,22 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give --seeds FILE to start one\n", *dir)
 		return exitUsage
 	}
+	if err := setRetry(cfg, *retryStates); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
+	}
+	if *logURLs != "" {
+		f, err := os.OpenFile(*logURLs, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl run: --log-urls: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		cfg.URLLog = f
 	}
 	if err := out.validate(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
@@ -125,6 +142,24 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 	}
 	return code
+}
+
+// setRetry sets cfg's --retry choices from v: "failed", "excluded" or both, comma-separated.
+func setRetry(cfg *crawler.Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	for _, s := range strings.Split(v, ",") {
+		switch strings.TrimSpace(s) {
+		case "failed":
+			cfg.RetryFailed = true
+		case "excluded":
+			cfg.RetryExcluded = true
+		default:
+			return fmt.Errorf("--retry takes failed, excluded or failed,excluded, not %q", v)
+		}
+	}
+	return nil
 }
 
 // crawl runs one crawl to its end with signal handling and prints the summary.
@@ -167,6 +202,9 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		}
 	}
 	switch {
+	case runErr == nil && sum != nil && sum.StopReason == "done" && sum.Fetched == 0 && sum.Failed+sum.Excluded > 0:
+		fmt.Fprintln(stderr, "crawl: nothing was fetched: every seed failed or was excluded (reasons above); fix the cause and run again with --retry failed,excluded")
+		return exitRuntime
 	case errors.Is(runErr, crawler.ErrInterrupted):
 		fmt.Fprintf(stderr, "crawl: interrupted; everything fetched is saved. Run the same command again to resume.\n")
 		return exitInterrupted
@@ -217,6 +255,26 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 		fmt.Fprintf(w, "%-28s %7d %7d %7d %8.1f %8.1f %6d\n", h.Host, h.Pages, h.Failed, h.Queued, h.Rate, h.P95Ms, h.OverLimit)
 	}
 	printHostsLeftOut(w, s.Status, len(shown), "crawl status --data DIR --all lists them")
+	printFailedHosts(w, s.Hosts)
+}
+
+// failedHostRows is how many hosts whose every request failed the summary names.
+const failedHostRows = 15
+
+// printFailedHosts names the hosts that served nothing and failed, with the last cause.
+func printFailedHosts(w io.Writer, hosts []crawler.HostStatus) {
+	n := 0
+	for _, h := range hosts {
+		if h.Pages > 0 || h.Failed == 0 && h.LastError == "" {
+			continue
+		}
+		if n++; n <= failedHostRows {
+			fmt.Fprintf(w, "every request to %s failed: %s\n", h.Host, cmp.Or(h.LastError, "no cause recorded"))
+		}
+	}
+	if n > failedHostRows {
+		fmt.Fprintf(w, "… and %d more hosts whose every request failed (crawl urls --data DIR --state failed lists their URLs)\n", n-failedHostRows)
+	}
 }
 
 // summaryHostRows is how many hosts, the busiest, the summary at the end of a run lists.

@@ -82,6 +82,7 @@ type Crawler struct {
 
 	changes []Change         // settings this run changed from the stored ones (settings.go)
 	revised frontier.Revised // what the changes did to URLs already seen
+	failed  failedHosts      // hosts whose failure was announced (failures.go)
 }
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
@@ -112,6 +113,9 @@ func Open(cfg Config) (*Crawler, error) {
 		sched:  newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
 		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
 		res:    res,
+	}
+	if cfg.URLLog != nil {
+		c.fr = logURLs(fr, cfg.URLLog, c.log)
 	}
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,

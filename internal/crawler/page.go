@@ -48,7 +48,9 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		cl := c.pageFault(l, classifyErr(err), now)
 		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 		c.observeRequest(RequestEvent{Host: l.Host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
-		c.setLastErr(l.Host, fmt.Sprintf("%s: %v", cl.Reason, err))
+		cause := fmt.Sprintf("%s: %v", cl.Reason, err)
+		c.setLastErr(l.Host, cause)
+		c.hostFailed(l.Host, cause)
 		if cl.Retryable {
 			return c.retryOrFail(l, cl, err.Error(), 0, 0, now)
 		}

@@ -201,7 +201,7 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 		return nil, frontier.Revised{}, fmt.Errorf("store %s: %w", c.cfg.Dir, err)
 	}
 	var changes []Change
-	revise := old.RevisePending
+	revise := old.RevisePending || c.cfg.RetryFailed || c.cfg.RetryExcluded
 	if ok {
 		changes = diff(old.Settings, now)
 		for _, ch := range changes {
@@ -224,25 +224,36 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 // settingReasons are the exclusion reasons a setting gives, which a changed setting may lift.
 var settingReasons = []string{frontier.ReasonScope, frontier.ReasonFilter, frontier.ReasonDepth, frontier.ReasonLimit}
 
+// retryReasons are the exclusion reasons --retry excluded lifts besides the settings' own:
+// robots.txt is checked again when the URL is leased, the address guard when it is dialled.
+var retryReasons = []string{frontier.ReasonRobots, frontier.ReasonPrivateAddress}
+
 // revisit decides, under this run's settings, what becomes of a URL already seen: a queued URL
 // the settings exclude is excluded; a URL excluded for scope, filter, depth or host budget that
 // they admit is queued again (a redirect chain over the limit stays excluded; robots.txt is
-// checked again when it is leased).
+// checked again when it is leased); with --retry, failed URLs they admit, and URLs excluded by
+// robots.txt or a private address, are queued again.
 func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 	u, err := url.Parse(r.URL)
 	if err != nil {
 		return frontier.Verdict{}
 	}
 	reason, detail := c.admit(u, r.Depth)
+	requeue := frontier.Verdict{Action: frontier.Requeue}
 	switch {
 	case r.State == "queued" && reason != "":
 		return frontier.Verdict{Action: frontier.Exclude, Reason: reason, Detail: detail}
-	case r.State != "excluded" || reason != "" || !slices.Contains(settingReasons, r.Reason):
-		return frontier.Verdict{}
+	case reason != "":
+	case r.State == "failed" && c.cfg.RetryFailed:
+		return requeue
+	case r.State != "excluded":
 	case r.Reason == frontier.ReasonLimit && strings.HasPrefix(r.Detail, "more than"): // a redirect chain
-		return frontier.Verdict{}
+	case slices.Contains(settingReasons, r.Reason):
+		return requeue
+	case c.cfg.RetryExcluded && slices.Contains(retryReasons, r.Reason):
+		return requeue
 	}
-	return frontier.Verdict{Action: frontier.Requeue}
+	return frontier.Verdict{}
 }
 
 // admit returns "" when the settings admit u at depth, else the exclusion reason (scope,

@@ -72,6 +72,8 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
+	netOpts := networkFlags(fs)
+	maxTime := fs.Duration("max-time", 0, "stop the run after this long, as if interrupted, and exit 0 (0: no limit); run again to go on")
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
 	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
@@ -109,6 +111,16 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give --seeds FILE to start one\n", *dir)
 		return exitUsage
 	}
+	var err error
+	if cfg.Net, err = netOpts.network(); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
+	if *maxTime < 0 {
+		fmt.Fprintf(stderr, "crawl run: --max-time must not be negative, not %v\n", *maxTime)
+		return exitUsage
+	}
+	out.maxTime = *maxTime
 	if err := setRetry(cfg, *retryStates); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
@@ -164,8 +176,14 @@ func setRetry(cfg *crawler.Config, v string) error {
 
 // crawl runs one crawl to its end with signal handling and prints the summary.
 func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int {
-	ctx, stop := interruptible(stderr)
+	sigCtx, stop := interruptible(stderr)
 	defer stop()
+	ctx := sigCtx
+	if out.maxTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(sigCtx, out.maxTime)
+		defer cancel()
+	}
 	w, err := out.watch(&cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
@@ -194,6 +212,10 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		runErr = err
 	}
 	w.finish()
+	if errors.Is(runErr, crawler.ErrInterrupted) && sigCtx.Err() == nil { // --max-time, not a signal
+		runErr = nil
+		sum.StopReason = "max-time"
+	}
 	if sum != nil {
 		printSummary(stdout, sum)
 		if sum.StopReason == "deferred" {
@@ -202,6 +224,8 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		}
 	}
 	switch {
+	case sum != nil && sum.StopReason == "max-time":
+		fmt.Fprintf(stderr, "crawl: stopped after --max-time %v; everything fetched is saved. Run again to go on.\n", out.maxTime)
 	case runErr == nil && sum != nil && sum.StopReason == "done" && sum.Fetched == 0 && sum.Failed+sum.Excluded > 0:
 		fmt.Fprintln(stderr, "crawl: nothing was fetched: every seed failed or was excluded (reasons above); fix the cause and run again with --retry failed,excluded")
 		return exitRuntime

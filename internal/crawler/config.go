@@ -66,6 +66,9 @@ type Config struct {
 	// kept per resolved address instead of per host name (--key-by-ip; see gatekey.go).
 	KeyByIP bool
 
+	// Net is how requests reach the hosts: proxy, TLS, headers, credentials (network.go).
+	Net Network
+
 	// DNSServer is the DNS server every host name is looked up with, "ip:port"
 	// (--dns-server); "" means the system resolver. Either way each name is looked up once
 	// per TTL (fetch.Resolver).

@@ -130,9 +130,12 @@ func Open(cfg Config) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
+	c.allowProxies(guard)
+	auth := withAuth(cfg.Net.BasicAuth) // addSeeds adds the seeds' user:password@
 	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
-		DialControl: guard.Control, Resolver: res})
-	if err := c.addSeeds(cfg.Seeds); err != nil {
+		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header,
+		BasicAuth: auth, Jar: cfg.Net.Jar})
+	if err := c.addSeeds(cfg.Seeds, auth); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -273,7 +276,8 @@ func (c *Crawler) saveScope() error {
 	return c.db.PutMeta("scope", b)
 }
 
-func (c *Crawler) addSeeds(seeds []string) error {
+// addSeeds widens the scope with seeds and enqueues them, their credentials moved to auth.
+func (c *Crawler) addSeeds(seeds []string, auth map[string]*url.Userinfo) error {
 	if len(seeds) == 0 {
 		return nil
 	}
@@ -284,6 +288,7 @@ func (c *Crawler) addSeeds(seeds []string) error {
 		if err != nil {
 			return fmt.Errorf("seed %q: %w", s, err)
 		}
+		takeUser(u, auth)
 		c.scope.AddSeed(u)
 		e := frontier.Entry{URL: u.String(), Host: urlnorm.HostKey(u)}
 		if r := c.scope.Check(u); r != "" {

@@ -88,6 +88,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		links := fetch.ExtractLinks(u, resp.Header, resp.ContentType, resp.Body, c.agent)
 		p.NoIndex = links.NoIndex
 		for _, lk := range links.Links {
+			lk.URL.User = nil // credentials in a link are not followed, nor stored
 			e := frontier.Entry{URL: lk.URL.String(), Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
 			c.consider(&res, e, lk.URL, lk.NoFollow)
 		}
@@ -101,6 +102,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 // follow treats a redirect's target as a new URL at the same depth, so the hop passes scope,
 // robots, dedup and the target host's gate like any other URL; Hops bounds chains.
 func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL) {
+	target.User = nil // credentials in a Location are not followed, nor stored
 	e := frontier.Entry{URL: target.String(), Host: urlnorm.HostKey(target), Depth: l.Depth, Parent: l.URL, Hops: l.Hops + 1}
 	if e.Hops > c.cfg.MaxRedirects {
 		res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: "limit",

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"io"
 	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"

@@ -61,16 +61,8 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 			states = append(states, s)
 		}
 	}
-	db, err := storage.Open(*dir, &storage.Options{ReadOnly: true, Timeout: exportLockTimeout})
-	switch {
-	case errors.Is(err, storage.ErrLocked):
-		fmt.Fprintf(stderr, "crawl urls: store %s is in use by a running crawl; stop it or wait\n", *dir)
-		return exitRuntime
-	case errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(stderr, "crawl urls: no crawl store in %s\n", *dir)
-		return exitRuntime
-	case err != nil:
-		fmt.Fprintf(stderr, "crawl urls: %v\n", err)
+	db, ok := openStopped("crawl urls", *dir, stderr)
+	if !ok {
 		return exitRuntime
 	}
 	defer db.Close()
@@ -110,6 +102,23 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	return exitOK
+}
+
+// openStopped opens the store in dir read-only for command cmd, failing at once (with a
+// message on stderr) while a crawl holds it or when there is none.
+func openStopped(cmd, dir string, stderr io.Writer) (*storage.DB, bool) {
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: exportLockTimeout})
+	switch {
+	case errors.Is(err, storage.ErrLocked):
+		fmt.Fprintf(stderr, "%s: store %s is in use by a running crawl; stop it or wait\n", cmd, dir)
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(stderr, "%s: no crawl store in %s\n", cmd, dir)
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	default:
+		return db, true
+	}
+	return nil, false
 }
 
 // hostMatches reports whether the host key hk (host[:port]) is want: want with a port must

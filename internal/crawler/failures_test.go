@@ -1,32 +1,12 @@
 package crawler
 
 import (
-	"bytes"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer is a bytes.Buffer safe for the crawl's concurrent log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRefusedHostAnnouncedOnce: a seed on a port nothing listens on is announced with its cause
 // (connection refused) the first time it fails, and only then, though its robots.txt is tried
@@ -38,7 +18,7 @@ func TestRefusedHostAnnouncedOnce(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	var logs syncBuffer
+	var logs lockedBuffer
 	cfg := Defaults()
 	cfg.Dir = t.TempDir()
 	cfg.Seeds = []string{"http://" + addr + "/"}

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"mime"
 	"net"
@@ -57,6 +58,22 @@ type Config struct {
 	// Resolver looks up host names for the default transport (nil: a Resolver on the
 	// system resolver). Share one per crawl, so that its cache serves every lookup.
 	Resolver *Resolver
+	// Proxy chooses the proxy of a request, as http.Transport.Proxy does (nil:
+	// none). Applies to the default transport.
+	Proxy func(*http.Request) (*url.URL, error)
+	// TLS configures TLS (roots, InsecureSkipVerify); nil: the system's
+	// roots. Applies to the default transport.
+	TLS *tls.Config
+	// Header is added to every request; Get's own User-Agent, Accept and
+	// Accept-Encoding take precedence.
+	Header http.Header
+	// BasicAuth holds credentials by host key (urlnorm.HostKey): a request
+	// to that host, and only to it, carries them. They are left out of
+	// Response.ReqHeader, so they are never stored.
+	BasicAuth map[string]*url.Userinfo
+	// Jar, if set, sends its cookies with each request and keeps the ones
+	// responses set. Cookies are left out of Response.ReqHeader.
+	Jar http.CookieJar
 	// Transport replaces the tuned default transport; meant for tests. The
 	// options marked "default transport" above do not apply to it. Get
 	// always sets Accept-Encoding itself, so an injected transport should
@@ -102,6 +119,7 @@ func New(cfg Config) *Client {
 		cfg: cfg,
 		hc: &http.Client{
 			Transport: rt,
+			Jar:       cfg.Jar,
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
 			},
@@ -116,7 +134,8 @@ const maxIdleConns = 256
 
 // newTransport builds the transport tuned for crawling: many hosts, few
 // connections each (hostlimit decides concurrency), names looked up by
-// cfg.Resolver, no proxy from the environment, no transparent decompression.
+// cfg.Resolver, the proxy cfg.Proxy chooses (none from the environment unless
+// it does), no transparent decompression.
 func newTransport(cfg Config) *http.Transport {
 	d := &net.Dialer{
 		Timeout:   cfg.ConnectTimeout,
@@ -124,7 +143,8 @@ func newTransport(cfg Config) *http.Transport {
 		Control:   cfg.DialControl,
 	}
 	return &http.Transport{
-		Proxy:                  nil,
+		Proxy:                  cfg.Proxy,
+		TLSClientConfig:        cfg.TLS,
 		DialContext:            cfg.Resolver.dialContext(d),
 		TLSHandshakeTimeout:    cfg.ConnectTimeout,
 		ResponseHeaderTimeout:  cfg.HeaderTimeout,
@@ -207,11 +227,18 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 	if err != nil {
 		return nil, &Error{Kind: Other, URL: rawURL, Err: err}
 	}
+	for k, vs := range c.cfg.Header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept", accept)
 	req.Header.Set("Accept-Encoding", acceptEncoding)
-	reqHeader := req.Header.Clone()
+	reqHeader := req.Header.Clone() // before the credentials: what is stored never holds them
 	reqHeader.Set("Host", req.Host)
+	if ui := c.cfg.BasicAuth[urlnorm.HostKey(u)]; ui != nil {
+		pass, _ := ui.Password()
+		req.SetBasicAuth(ui.Username(), pass)
+	}
 
 	headerTimer := time.AfterFunc(c.cfg.HeaderTimeout, func() { cancel(errHeaderTimeout) })
 	resp, err := c.hc.Do(req)

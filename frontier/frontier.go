@@ -421,8 +421,7 @@ func (f *Frontier) State(url string) (URLState, bool, error) {
 			return fmt.Errorf("%w: %s: %v", ErrCorrupt, url, err)
 		}
 		ok = true
-		s = URLState{State: stateNames[r.state], Reason: r.reason, Detail: r.detail, Status: r.status,
-			Attempts: r.attempts, Depth: r.depth, Parent: r.parent, Host: r.host, PageSeq: r.pageSeq}
+		s = r.public()
 		return nil
 	})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/export"
-	"github.com/crawl-project/crawl/storage"
 )
 
 // exportLockTimeout is how long export waits for the store's lock before it reports that a
@@ -87,16 +86,8 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return usageErr(fmt.Sprintf("--warc-max-size: %v", err))
 	}
 
-	db, err := storage.Open(*dir, &storage.Options{ReadOnly: true, Timeout: exportLockTimeout})
-	switch {
-	case errors.Is(err, storage.ErrLocked):
-		fmt.Fprintf(stderr, "crawl export: store %s is in use by a running crawl; stop it or wait\n", *dir)
-		return exitRuntime
-	case errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(stderr, "crawl export: no crawl store in %s\n", *dir)
-		return exitRuntime
-	case err != nil:
-		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+	db, ok := openStopped("crawl export", *dir, stderr)
+	if !ok {
 		return exitRuntime
 	}
 	defer db.Close()

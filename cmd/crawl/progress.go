@@ -18,7 +18,8 @@ type outputOptions struct {
 	quiet       bool
 	logFormat   string
 	metricsAddr string
-	beforeClose func() error // called when the run has ended, before the store closes (--memprofile)
+	beforeClose func() error  // called when the run has ended, before the store closes (--memprofile)
+	maxTime     time.Duration // --max-time: the run stops after this long (0: no limit)
 }
 
 func outputFlags(fs *flag.FlagSet) *outputOptions {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -72,6 +72,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
+	netOpts := networkFlags(fs)
+	maxTime := fs.Duration("max-time", 0, "stop the run after this long, as if interrupted, and exit 0 (0: no limit); run again to go on")
+	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
+	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -85,6 +89,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Dir = *dir
+	if err := applyStored(fs, *dir); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitRuntime
+	}
 	if *seeds != "" {
 		urls, bad, err := crawler.ReadSeeds(*seeds)
 		if err != nil {
@@ -103,9 +111,32 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give --seeds FILE to start one\n", *dir)
 		return exitUsage
 	}
+	var err error
+	if cfg.Net, err = netOpts.network(); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
+	if *maxTime < 0 {
+		fmt.Fprintf(stderr, "crawl run: --max-time must not be negative, not %v\n", *maxTime)
+		return exitUsage
+	}
+	out.maxTime = *maxTime
+	if err := setRetry(cfg, *retryStates); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
+	}
+	if *logURLs != "" {
+		f, err := os.OpenFile(*logURLs, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "crawl run: --log-urls: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		cfg.URLLog = f
 	}
 	if err := out.validate(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
@@ -125,10 +156,34 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// setRetry sets cfg's --retry choices from v: "failed", "excluded" or both, comma-separated.
+func setRetry(cfg *crawler.Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	for _, s := range strings.Split(v, ",") {
+		switch strings.TrimSpace(s) {
+		case "failed":
+			cfg.RetryFailed = true
+		case "excluded":
+			cfg.RetryExcluded = true
+		default:
+			return fmt.Errorf("--retry takes failed, excluded or failed,excluded, not %q", v)
+		}
+	}
+	return nil
+}
+
 // crawl runs one crawl to its end with signal handling and prints the summary.
 func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int {
-	ctx, stop := interruptible(stderr)
+	sigCtx, stop := interruptible(stderr)
 	defer stop()
+	ctx := sigCtx
+	if out.maxTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(sigCtx, out.maxTime)
+		defer cancel()
+	}
 	w, err := out.watch(&cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
@@ -144,6 +199,8 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return exitRuntime
 	}
+	changes, revised := c.Changes()
+	printChanges(stderr, changes, revised)
 	w.attach(c)
 	sum, runErr := c.Run(ctx)
 	if out.beforeClose != nil {
@@ -155,6 +212,10 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		runErr = err
 	}
 	w.finish()
+	if errors.Is(runErr, crawler.ErrInterrupted) && sigCtx.Err() == nil { // --max-time, not a signal
+		runErr = nil
+		sum.StopReason = "max-time"
+	}
 	if sum != nil {
 		printSummary(stdout, sum)
 		if sum.StopReason == "deferred" {
@@ -163,6 +224,11 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		}
 	}
 	switch {
+	case sum != nil && sum.StopReason == "max-time":
+		fmt.Fprintf(stderr, "crawl: stopped after --max-time %v; everything fetched is saved. Run again to go on.\n", out.maxTime)
+	case runErr == nil && sum != nil && sum.StopReason == "done" && sum.Fetched == 0 && sum.Failed+sum.Excluded > 0:
+		fmt.Fprintln(stderr, "crawl: nothing was fetched: every seed failed or was excluded (reasons above); fix the cause and run again with --retry failed,excluded")
+		return exitRuntime
 	case errors.Is(runErr, crawler.ErrInterrupted):
 		fmt.Fprintf(stderr, "crawl: interrupted; everything fetched is saved. Run the same command again to resume.\n")
 		return exitInterrupted
@@ -213,6 +279,26 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 		fmt.Fprintf(w, "%-28s %7d %7d %7d %8.1f %8.1f %6d\n", h.Host, h.Pages, h.Failed, h.Queued, h.Rate, h.P95Ms, h.OverLimit)
 	}
 	printHostsLeftOut(w, s.Status, len(shown), "crawl status --data DIR --all lists them")
+	printFailedHosts(w, s.Hosts)
+}
+
+// failedHostRows is how many hosts whose every request failed the summary names.
+const failedHostRows = 15
+
+// printFailedHosts names the hosts that served nothing and failed, with the last cause.
+func printFailedHosts(w io.Writer, hosts []crawler.HostStatus) {
+	n := 0
+	for _, h := range hosts {
+		if h.Pages > 0 || h.Failed == 0 && h.LastError == "" {
+			continue
+		}
+		if n++; n <= failedHostRows {
+			fmt.Fprintf(w, "every request to %s failed: %s\n", h.Host, cmp.Or(h.LastError, "no cause recorded"))
+		}
+	}
+	if n > failedHostRows {
+		fmt.Fprintf(w, "… and %d more hosts whose every request failed (crawl urls --data DIR --state failed lists their URLs)\n", n-failedHostRows)
+	}
 }
 
 // summaryHostRows is how many hosts, the busiest, the summary at the end of a run lists.
@@ -222,14 +308,5 @@ func printReasons(w io.Writer, what string, m map[string]int) {
 	if len(m) == 0 {
 		return
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	fmt.Fprintf(w, "  %s by reason: %s\n", what, strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  %s by reason: %s\n", what, byReason(m))
 }

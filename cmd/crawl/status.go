@@ -54,6 +54,9 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 		state = fmt.Sprintf("running (snapshot %s old)", time.Since(st.UpdatedAt).Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(stdout, "crawl in %s: %s\n", *dir, state)
+	if st.Settings != nil {
+		fmt.Fprintf(stdout, "settings: %s\n", st.Settings)
+	}
 	fmt.Fprintf(stdout, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
 	printReasons(stdout, "failed", st.FailedBy)
 	printReasons(stdout, "excluded", st.ExcludedBy)

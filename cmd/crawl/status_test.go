@@ -136,7 +136,7 @@ func TestStatusCommandNotCrawled(t *testing.T) {
 	if code := statusCmd([]string{"--data", cfg.Dir}, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if !strings.HasSuffix(out.String(), "\n\nand 2 hosts linked to but not crawled (2 with URLs queued)\n") || strings.Contains(out.String(), "host ") {
+	if !strings.HasSuffix(out.String(), "\n\nand 2 hosts linked to but not crawled (2 with URLs queued)\n") || strings.Contains(out.String(), "\nhost ") {
 		t.Errorf("crawl status:\n%s", out.String())
 	}
 

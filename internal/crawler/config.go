@@ -49,6 +49,15 @@ type Config struct {
 
 	Retry retry.Policy
 
+	// RetryFailed and RetryExcluded put the failed URLs, and the URLs excluded by robots.txt,
+	// a private address or a setting that now admits them, back in the queue with fresh
+	// attempts when the crawl opens (--retry failed,excluded).
+	RetryFailed, RetryExcluded bool
+
+	// URLLog, if set, receives one JSON line for each URL that is fetched, fails or is
+	// excluded when its turn comes, as it happens (--log-urls).
+	URLLog io.Writer
+
 	// AllowPrivate lets the crawl connect to loopback, private and link-local addresses even
 	// when no seed is on them (--allow-private-networks).
 	AllowPrivate bool
@@ -56,6 +65,9 @@ type Config struct {
 	// KeyByIP gives the names one server answers for one gate: rate, window and back-off are
 	// kept per resolved address instead of per host name (--key-by-ip; see gatekey.go).
 	KeyByIP bool
+
+	// Net is how requests reach the hosts: proxy, TLS, headers, credentials (network.go).
+	Net Network
 
 	// DNSServer is the DNS server every host name is looked up with, "ip:port"
 	// (--dns-server); "" means the system resolver. Either way each name is looked up once

@@ -79,6 +79,10 @@ type Crawler struct {
 	held     []string  // gates whose rate alone refused a ready request in this pass
 
 	ob observation // counters, samples and events for watching the crawl (observe.go)
+
+	changes []Change         // settings this run changed from the stored ones (settings.go)
+	revised frontier.Revised // what the changes did to URLs already seen
+	failed  failedHosts      // hosts whose failure was announced (failures.go)
 }
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
@@ -110,11 +114,14 @@ func Open(cfg Config) (*Crawler, error) {
 		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
 		res:    res,
 	}
+	if cfg.URLLog != nil {
+		c.fr = logURLs(fr, cfg.URLLog, c.log)
+	}
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
 	}, DemandByCaller: true, IdleEvict: hostIdle}, db)
-	if err := c.loadScope(); err != nil {
+	if err := c.loadScope(fr); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -123,9 +130,16 @@ func Open(cfg Config) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
+	c.allowProxies(guard)
+	auth := withAuth(cfg.Net.BasicAuth) // addSeeds adds the seeds' user:password@
 	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
-		DialControl: guard.Control, Resolver: res})
-	if err := c.addSeeds(cfg.Seeds); err != nil {
+		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header,
+		BasicAuth: auth, Jar: cfg.Net.Jar})
+	if err := c.addSeeds(cfg.Seeds, auth); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if c.changes, c.revised, err = c.settle(fr); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -223,8 +237,9 @@ type scopeMeta struct {
 }
 
 // loadScope restores the scope a previous run of this store used, so a resume without --seeds
-// keeps crawling the same hosts.
-func (c *Crawler) loadScope() error {
+// keeps crawling the same hosts. A run with the other --scope derives its allowed set from the
+// seeds: their registrable domains, or their hosts.
+func (c *Crawler) loadScope(fr *frontier.Frontier) error {
 	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, Allowed: map[string]bool{}}
 	b, ok, err := c.db.Meta("scope")
 	if err != nil || !ok {
@@ -235,7 +250,14 @@ func (c *Crawler) loadScope() error {
 		return fmt.Errorf("store %s: bad scope record: %w", c.cfg.Dir, err)
 	}
 	if m.Mode != c.cfg.Scope {
-		return fmt.Errorf("store %s was crawled with --scope %s; run it again with --scope %s (%w)", c.cfg.Dir, m.Mode, m.Mode, ErrUsage)
+		hosts, err := seedHosts(fr)
+		if err != nil {
+			return err
+		}
+		for _, h := range hosts {
+			c.scope.AddSeed(&url.URL{Host: h})
+		}
+		return c.saveScope()
 	}
 	for _, k := range m.Allowed {
 		c.scope.Allowed[k] = true
@@ -243,7 +265,19 @@ func (c *Crawler) loadScope() error {
 	return nil
 }
 
-func (c *Crawler) addSeeds(seeds []string) error {
+// saveScope stores the scope, for the next run.
+func (c *Crawler) saveScope() error {
+	m := scopeMeta{Mode: c.scope.Mode}
+	for k := range c.scope.Allowed {
+		m.Allowed = append(m.Allowed, k)
+	}
+	sort.Strings(m.Allowed)
+	b, _ := json.Marshal(m)
+	return c.db.PutMeta("scope", b)
+}
+
+// addSeeds widens the scope with seeds and enqueues them, their credentials moved to auth.
+func (c *Crawler) addSeeds(seeds []string, auth map[string]*url.Userinfo) error {
 	if len(seeds) == 0 {
 		return nil
 	}
@@ -254,6 +288,7 @@ func (c *Crawler) addSeeds(seeds []string) error {
 		if err != nil {
 			return fmt.Errorf("seed %q: %w", s, err)
 		}
+		takeUser(u, auth)
 		c.scope.AddSeed(u)
 		e := frontier.Entry{URL: u.String(), Host: urlnorm.HostKey(u)}
 		if r := c.scope.Check(u); r != "" {
@@ -262,13 +297,7 @@ func (c *Crawler) addSeeds(seeds []string) error {
 		}
 		entries = append(entries, e)
 	}
-	m := scopeMeta{Mode: c.scope.Mode}
-	for k := range c.scope.Allowed {
-		m.Allowed = append(m.Allowed, k)
-	}
-	sort.Strings(m.Allowed)
-	b, _ := json.Marshal(m)
-	if err := c.db.PutMeta("scope", b); err != nil {
+	if err := c.saveScope(); err != nil {
 		return err
 	}
 	if len(excluded) > 0 {

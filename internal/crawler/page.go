@@ -48,7 +48,9 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		cl := c.pageFault(l, classifyErr(err), now)
 		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 		c.observeRequest(RequestEvent{Host: l.Host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
-		c.setLastErr(l.Host, fmt.Sprintf("%s: %v", cl.Reason, err))
+		cause := fmt.Sprintf("%s: %v", cl.Reason, err)
+		c.setLastErr(l.Host, cause)
+		c.hostFailed(l.Host, cause)
 		if cl.Retryable {
 			return c.retryOrFail(l, cl, err.Error(), 0, 0, now)
 		}
@@ -86,6 +88,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		links := fetch.ExtractLinks(u, resp.Header, resp.ContentType, resp.Body, c.agent)
 		p.NoIndex = links.NoIndex
 		for _, lk := range links.Links {
+			lk.URL.User = nil // credentials in a link are not followed, nor stored
 			e := frontier.Entry{URL: lk.URL.String(), Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
 			c.consider(&res, e, lk.URL, lk.NoFollow)
 		}
@@ -99,6 +102,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 // follow treats a redirect's target as a new URL at the same depth, so the hop passes scope,
 // robots, dedup and the target host's gate like any other URL; Hops bounds chains.
 func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL) {
+	target.User = nil // credentials in a Location are not followed, nor stored
 	e := frontier.Entry{URL: target.String(), Host: urlnorm.HostKey(target), Depth: l.Depth, Parent: l.URL, Hops: l.Hops + 1}
 	if e.Hops > c.cfg.MaxRedirects {
 		res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: "limit",
@@ -110,13 +114,11 @@ func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL
 
 // consider sorts one discovered URL into the links to enqueue or the exclusions to record.
 func (c *Crawler) consider(res *frontier.Result, e frontier.Entry, u *url.URL, nofollow bool) {
-	reason, detail := c.scope.Check(u), ""
+	reason, detail := c.admit(u, e.Depth)
 	switch {
 	case nofollow:
-		reason = "nofollow"
-	case reason != "": // out of scope or filtered
-	case c.cfg.MaxDepth >= 0 && e.Depth > c.cfg.MaxDepth:
-		reason, detail = "depth", fmt.Sprintf("depth %d > --max-depth %d", e.Depth, c.cfg.MaxDepth)
+		reason, detail = "nofollow", ""
+	case reason != "": // out of scope, filtered or too deep
 	default:
 		if v, known := c.robotsVerdict(e.Host, u); known && !v.Allowed {
 			reason, detail = "robots", ruleDetail(v)

@@ -23,7 +23,8 @@ import (
 // the host is not crawled at all (RFC 9309 §2.3.1.4: unreachable means disallow all) and is
 // re-checked with exponential backoff from Config.RobotsRetry (1 s, 2 s, 4 s …) capped at
 // robotsMaxBackoff, so a host that stays down fails its URLs after about two minutes instead of
-// holding the crawl open for the RFC's 30 days.
+// holding the crawl open for the RFC's 30 days. An error a retry would meet again (a TLS
+// certificate not trusted, a protocol error: retry.ClassifyError's final kinds) gives up at once.
 const (
 	robotsMaxFailures = 8
 	robotsMaxBackoff  = time.Minute
@@ -120,7 +121,8 @@ func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 }
 
 // robotsFor returns the host's robots state, loading a cached copy from the store the first
-// time the host is seen in this run.
+// time the host is seen in this run. Under --retry excluded the copy is ignored, and under
+// --retry failed a copy whose last fetch failed is: the host's robots.txt is asked for afresh.
 func (c *Crawler) robotsFor(host string) (*robotsState, error) {
 	c.mu.Lock()
 	rs := &c.hostLocked(host).robots
@@ -134,7 +136,7 @@ func (c *Crawler) robotsFor(host string) (*robotsState, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ok {
+		if ok && !c.cfg.RetryExcluded && !(c.cfg.RetryFailed && e.Failures > 0) {
 			rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 			c.applyCrawlDelay(host, rs)
 		}
@@ -183,6 +185,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	c.mu.Unlock()
 	prev := rs.failures()
 	e := storage.RobotsEntry{Host: host}
+	final := false // the failure is one a retry would meet again
 	for hop := 0; ; hop++ {
 		sent := time.Now()
 		resp, err := c.client.Get(ctx, u)
@@ -207,6 +210,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 			c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, ErrKind: cl.Reason, Latency: now.Sub(sent)})
 			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
+			final = !cl.Retryable
 			break
 		}
 		// A robots.txt 5xx (503 and its kin included) is a fault the robots back-off deals
@@ -246,7 +250,12 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	}
 	if e.Err != "" || robots.FromResponse(e.Status, nil).Unreachable() { // 429, 5xx: RFC 9309's unreachable
 		e.Failures = prev + 1
-		c.setLastErr(host, "robots.txt: "+firstNonEmpty(e.Err, fmt.Sprintf("status %d", e.Status)))
+		if final {
+			e.Failures = max(e.Failures, robotsMaxFailures)
+		}
+		cause := "robots.txt: " + firstNonEmpty(e.Err, fmt.Sprintf("status %d", e.Status))
+		c.setLastErr(host, cause)
+		c.hostFailed(host, cause)
 	}
 	rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 	c.applyCrawlDelay(host, rs)

@@ -44,6 +44,9 @@ type Status struct {
 	// Run holds the running crawl's request counters since it started (absent when no crawl
 	// process made requests: crawl status on a stopped store).
 	Run *RunCounters `json:"run,omitempty"`
+	// Settings are the crawl's settings in force (absent for a store made before they were
+	// kept).
+	Settings *Settings `json:"settings,omitempty"`
 }
 
 // HostStatus is one host's line in Status.
@@ -126,6 +129,10 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy,
 	}
 	st.Run = c.ob.run(running)
+	if c.cfg.Dir != "" {
+		s := SettingsOf(&c.cfg)
+		st.Settings = &s
+	}
 	var gates map[string]hostlimit.HostStats // every gate's figures; while running, only the listed hosts' are read
 	if !running {
 		gates = map[string]hostlimit.HostStats{}
@@ -272,5 +279,11 @@ func ReadStatus(dir string) (Status, error) {
 			c.reg.Load(now, h.Host) // the learned state saved by the last run
 		}
 	}
-	return c.snapshot(false, 0), nil
+	st := c.snapshot(false, 0)
+	if m, ok, err := loadSettings(db); err != nil {
+		return st, fmt.Errorf("store %s: %w", dir, err)
+	} else if ok {
+		st.Settings = &m.Settings
+	}
+	return st, nil
 }

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http/httpproxy"
+
+	"github.com/crawl-project/crawl/internal/crawler"
+)
+
+// networkOptions are run's flags for how requests reach the hosts (crawler.Network).
+type networkOptions struct {
+	proxy    string
+	headers  stringList
+	auth     stringList
+	cookies  string
+	insecure bool
+	caFile   string
+}
+
+func networkFlags(fs *flag.FlagSet) *networkOptions {
+	o := &networkOptions{}
+	fs.StringVar(&o.proxy, "proxy", "", "send requests through this proxy (http://, https:// or socks5:// URL); overrides HTTP_PROXY and HTTPS_PROXY, NO_PROXY still applies")
+	fs.Var(&o.headers, "header", "add this header to every request, 'Name: value' (repeatable)")
+	fs.Var(&o.auth, "auth", "basic auth for one host, HOST=USER:PASSWORD (HOST as host[:port]; repeatable)")
+	fs.StringVar(&o.cookies, "cookies", "", "send the cookies of this Netscape cookie file (as curl and wget read)")
+	fs.BoolVar(&o.insecure, "insecure", false, "do not verify TLS certificates")
+	fs.StringVar(&o.caFile, "ca-file", "", "also trust the CA certificates in this PEM file")
+	return o
+}
+
+// network builds the crawler's Network from the flags and the environment (HTTP_PROXY,
+// HTTPS_PROXY, NO_PROXY). Each error names the flag and what was wrong.
+func (o *networkOptions) network() (crawler.Network, error) {
+	var n crawler.Network
+	pc := httpproxy.FromEnvironment()
+	if o.proxy != "" {
+		if err := checkProxy(o.proxy); err != nil {
+			return n, fmt.Errorf("--proxy: %v", err)
+		}
+		pc.HTTPProxy, pc.HTTPSProxy = o.proxy, o.proxy
+	}
+	for _, p := range []string{pc.HTTPProxy, pc.HTTPSProxy} {
+		if p == "" {
+			continue
+		}
+		u, err := url.Parse(p)
+		if err != nil || u.Hostname() == "" {
+			u, err = url.Parse("http://" + p) // httpproxy reads a bare host:port this way
+		}
+		if err != nil {
+			return n, fmt.Errorf("proxy %q from the environment: %v", p, err)
+		}
+		n.Proxies = append(n.Proxies, u.Hostname())
+	}
+	if len(n.Proxies) > 0 {
+		f := pc.ProxyFunc()
+		n.Proxy = func(r *http.Request) (*url.URL, error) { return f(r.URL) }
+	}
+	for _, h := range o.headers {
+		name, value, ok := strings.Cut(h, ":")
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		switch canon := http.CanonicalHeaderKey(name); {
+		case !ok || !httpguts.ValidHeaderFieldName(name):
+			return n, fmt.Errorf("--header %q: want 'Name: value'", h)
+		case !httpguts.ValidHeaderFieldValue(value):
+			return n, fmt.Errorf("--header %q: the value has control characters", h)
+		case canon == "User-Agent":
+			return n, fmt.Errorf("--header %q: set the user agent with --user-agent", h)
+		case canon == "Host" || canon == "Accept-Encoding" || canon == "Content-Length" || canon == "Authorization" || canon == "Cookie":
+			return n, fmt.Errorf("--header %q: %s is set by the crawler (credentials: --auth; cookies: --cookies)", h, canon)
+		default:
+			if n.Header == nil {
+				n.Header = http.Header{}
+			}
+			n.Header.Add(canon, value)
+		}
+	}
+	for _, a := range o.auth {
+		host, cred, ok := strings.Cut(a, "=")
+		user, pass, ok2 := strings.Cut(cred, ":")
+		if !ok || !ok2 || host == "" || user == "" || strings.ContainsAny(host, "/@") {
+			return n, fmt.Errorf("--auth %q: want HOST=USER:PASSWORD", redact(a))
+		}
+		if n.BasicAuth == nil {
+			n.BasicAuth = map[string]*url.Userinfo{}
+		}
+		n.BasicAuth[strings.ToLower(host)] = url.UserPassword(user, pass)
+	}
+	if o.cookies != "" {
+		jar, err := readCookieFile(o.cookies)
+		if err != nil {
+			return n, fmt.Errorf("--cookies: %v", err)
+		}
+		n.Jar = jar
+	}
+	if o.insecure || o.caFile != "" {
+		n.TLS = &tls.Config{InsecureSkipVerify: o.insecure}
+	}
+	if o.caFile != "" {
+		pem, err := os.ReadFile(o.caFile)
+		if err != nil {
+			return n, fmt.Errorf("--ca-file: %v", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return n, fmt.Errorf("--ca-file %s: no PEM certificate in it", o.caFile)
+		}
+		n.TLS.RootCAs = pool
+	}
+	return n, nil
+}
+
+// checkProxy reports what is wrong with a --proxy URL.
+func checkProxy(p string) error {
+	u, err := url.Parse(p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL", redactURL(p))
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5":
+		return fmt.Errorf("%q: want an http://, https:// or socks5:// URL", redactURL(p))
+	case u.Hostname() == "":
+		return fmt.Errorf("%q has no host", redactURL(p))
+	}
+	return nil
+}
+
+// redact hides the password of a HOST=USER:PASSWORD argument.
+func redact(a string) string {
+	if i := strings.LastIndexByte(a, ':'); i >= 0 && strings.Contains(a[:i], "=") {
+		return a[:i+1] + "…"
+	}
+	return a
+}
+
+// redactURL hides the password of a URL's user:password@.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/crawler"
+)
+
+// applyStored sets every crawl setting that args did not name to the value stored in the
+// store in dir by its earlier runs (crawler.Settings), so a resume without flags crawls as
+// the first run did. A store without one (new, or made before settings were kept) changes
+// nothing.
+func applyStored(fs *flag.FlagSet, dir string) error {
+	if !storeExists(dir) {
+		return nil
+	}
+	stored, ok, err := crawler.ReadSettings(dir)
+	if err != nil || !ok {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, s := range stored.Flags() {
+		if given[s.Flag] {
+			continue
+		}
+		for _, v := range s.Values {
+			if err := fs.Set(s.Flag, v); err != nil {
+				return fmt.Errorf("%s: stored setting --%s %q: %v", dir, s.Flag, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+// printChanges says, one line each, which stored settings this run changed, and in one more
+// line what that did to the URLs already seen.
+func printChanges(w io.Writer, changes []crawler.Change, rev frontier.Revised) {
+	for _, ch := range changes {
+		fmt.Fprintf(w, "crawl: %s instead of %s as stored; kept for later runs\n", ch.Now, ch.Was)
+	}
+	var parts []string
+	if n := sum(rev.RequeuedExcluded); n > 0 {
+		parts = append(parts, fmt.Sprintf("re-queued %d excluded %s (%s)", n, plural(n, "URL", "URLs"), byReason(rev.RequeuedExcluded)))
+	}
+	if n := sum(rev.RequeuedFailed); n > 0 {
+		parts = append(parts, fmt.Sprintf("re-queued %d failed %s (%s)", n, plural(n, "URL", "URLs"), byReason(rev.RequeuedFailed)))
+	}
+	if n := sum(rev.Excluded); n > 0 {
+		parts = append(parts, fmt.Sprintf("excluded %d queued %s (%s)", n, plural(n, "URL", "URLs"), byReason(rev.Excluded)))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "crawl: %s\n", strings.Join(parts, "; "))
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// byReason is m as "reason n, reason n", reasons sorted.
+func byReason(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

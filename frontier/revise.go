@@ -1,0 +1,315 @@
+package frontier
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// URLRecord is one URL of the seen-set with what the frontier knows about it.
+type URLRecord struct {
+	URL string
+	URLState
+}
+
+// Action is what Revise does with one URL.
+type Action int
+
+// Actions a Revise callback may choose.
+const (
+	Keep    Action = iota // leave the URL as it is
+	Requeue               // a failed or excluded URL: queue it again, with no attempts made
+	Exclude               // a queued URL: record it excluded with Verdict.Reason
+)
+
+// Verdict is a Revise callback's decision about one URL.
+type Verdict struct {
+	Action Action
+	Reason string // Exclude: the exclusion reason (required)
+	Detail string // Exclude: e.g. the setting that excludes it
+}
+
+// Revised counts what Revise changed, by the URL's former state and reason: a map's keys are
+// reasons ("depth", "connection" …).
+type Revised struct {
+	RequeuedFailed   map[string]int // failed URLs queued again
+	RequeuedExcluded map[string]int // excluded URLs queued again
+	Excluded         map[string]int // queued URLs excluded, by their new reason
+}
+
+// Total is how many URLs Revise changed.
+func (r Revised) Total() int {
+	n := 0
+	for _, m := range []map[string]int{r.RequeuedFailed, r.RequeuedExcluded, r.Excluded} {
+		for _, v := range m {
+			n += v
+		}
+	}
+	return n
+}
+
+// ErrLeased is returned by Revise when URLs are leased: Revise runs before a crawl hands any
+// out.
+var ErrLeased = errors.New("frontier: cannot revise while URLs are leased")
+
+// reviseChunk is how many URL records one Revise transaction looks at.
+var reviseChunk = 5000 // a variable for tests
+
+// Revise asks decide about every queued, failed and excluded URL (never a fetched one) and
+// applies its verdicts: Requeue puts a failed or excluded URL at the back of its host's queue
+// with its attempts reset, Exclude records a queued (or delayed) URL as excluded; a verdict that
+// does not fit the URL's state is ignored. Under Options.HostBudget, an excluded URL is not
+// queued again past its host's budget, and a host's queued URLs past its budget are excluded
+// with ReasonLimit (a budget lowered since they were queued).
+//
+// Records are visited in key order, reviseChunk per transaction, so a crash part way leaves
+// every URL in exactly one state; calling Revise again with the same decide finishes the job.
+// decide runs inside a transaction: it must not call the Frontier. Failed and excluded URLs over
+// 1,024 bytes are not visited: the seen-set keeps only their hash.
+// Revise must not run while URLs are leased (ErrLeased).
+func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
+	out := Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
+	if f.readOnly {
+		return out, fmt.Errorf("%w: revise on a read-only store", ErrInvalid)
+	}
+	f.leaseMu.Lock()
+	defer f.leaseMu.Unlock()
+	f.mu.Lock()
+	leases := f.leases
+	f.mu.Unlock()
+	if leases > 0 {
+		return out, ErrLeased
+	}
+	var after []byte
+	for {
+		var d *delta
+		var next []byte
+		var chunk Revised
+		err := f.bolt.Update(func(tx *bbolt.Tx) error {
+			d = newDelta()
+			chunk = Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
+			var err error
+			next, err = reviseChunkTx(tx, d, f.budget, after, decide, &chunk)
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("frontier: revise: %w", err)
+		}
+		f.mu.Lock()
+		f.apply(d)
+		f.mu.Unlock()
+		for _, p := range [][2]map[string]int{{out.RequeuedFailed, chunk.RequeuedFailed},
+			{out.RequeuedExcluded, chunk.RequeuedExcluded}, {out.Excluded, chunk.Excluded}} {
+			for k, v := range p[1] {
+				p[0][k] += v
+			}
+		}
+		if next == nil {
+			return out, nil
+		}
+		after = next
+	}
+}
+
+// revision is one URL Revise looked at, with what it decided.
+type revision struct {
+	sk  []byte
+	url string
+	rec record
+	v   Verdict
+}
+
+// reviseChunkTx is one Revise transaction: the records after key after (from the first when
+// nil), at most reviseChunk of them. It returns the last key looked at, or nil at the end.
+func reviseChunkTx(tx *bbolt.Tx, d *delta, budget int, after []byte, decide func(URLRecord) Verdict, out *Revised) ([]byte, error) {
+	t := newTxn(tx, d)
+	t.budget = budget
+	var todo []revision
+	var last []byte
+	c := t.seen.Cursor()
+	k, v := c.First()
+	if after != nil {
+		k, v = c.Seek(after)
+		if bytes.Equal(k, after) {
+			k, v = c.Next()
+		}
+	}
+	for ; k != nil; k, v = c.Next() {
+		if len(todo) == reviseChunk {
+			break
+		}
+		last = append([]byte(nil), k...)
+		rec, err := decodeRecord(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
+		}
+		if rec.state == stFetched {
+			continue
+		}
+		url, err := t.recordURL(k, rec)
+		if err != nil {
+			return nil, err
+		}
+		if url == "" {
+			continue
+		}
+		verdict := decide(URLRecord{URL: url, URLState: rec.public()})
+		todo = append(todo, revision{sk: last, url: url, rec: rec, v: verdict})
+	}
+	for _, r := range todo {
+		if err := t.revise(r, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.url, err)
+		}
+	}
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	if err := d.write(tx); err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, nil
+	}
+	return last, nil
+}
+
+// recordURL returns the URL of the seen record rec under key k: the key itself, or for a
+// hashed key the URL its queue or delayed entry holds ("" for a failed or excluded one).
+func (t *txn) recordURL(k []byte, rec record) (string, error) {
+	if len(k) == 0 || k[0] != 0xff {
+		return string(k), nil
+	}
+	if rec.state != stQueued {
+		return "", nil
+	}
+	if v := t.queue.Get(rec.qkey); v != nil {
+		return string(v), nil
+	}
+	if v := t.delayed.Get(rec.qkey); v != nil {
+		_, _, url, err := parseDelayed(rec.qkey, v)
+		if err != nil {
+			return "", fmt.Errorf("%w: delayed entry %x: %v", ErrCorrupt, rec.qkey, err)
+		}
+		return url, nil
+	}
+	return "", fmt.Errorf("%w: queued record %x has no queue entry", ErrCorrupt, k)
+}
+
+// revise applies one verdict, with the host budget's own rules (see Revise).
+func (t *txn) revise(r revision, out *Revised) error {
+	rec := r.rec
+	switch {
+	case r.v.Action == Requeue && (rec.state == stFailed || rec.state == stExcluded) && rec.host != "":
+		if rec.state == stExcluded && t.budget > 0 {
+			n, err := t.used(rec.host)
+			if err != nil {
+				return err
+			}
+			if n >= t.budget {
+				return nil
+			}
+		}
+		return t.requeue(r, out)
+	case rec.state != stQueued:
+		return nil
+	case r.v.Action == Exclude && r.v.Reason != "":
+		return t.unqueue(r, r.v.Reason, r.v.Detail, out)
+	case t.budget > 0:
+		n, err := t.used(rec.host)
+		if err != nil {
+			return err
+		}
+		if n > t.budget {
+			return t.unqueue(r, ReasonLimit, fmt.Sprintf("host budget of %d URLs reached", t.budget), out)
+		}
+	}
+	return nil
+}
+
+// requeue moves a failed or excluded URL to the back of its host's queue, attempts reset.
+func (t *txn) requeue(r revision, out *Revised) error {
+	rec := r.rec
+	seq, err := t.queue.NextSequence()
+	if err != nil {
+		return err
+	}
+	qk := queueKey(rec.host, seq)
+	if err := t.queue.Put(qk, []byte(r.url)); err != nil {
+		return err
+	}
+	hd := t.d.host(rec.host)
+	if rec.state == stFailed {
+		hd.Failed--
+		t.d.failedBy[rec.reason]--
+		out.RequeuedFailed[rec.reason]++
+	} else {
+		hd.Excluded--
+		t.d.excludedBy[rec.reason]--
+		out.RequeuedExcluded[rec.reason]++
+	}
+	hd.Queued++
+	rec.state, rec.qkey, rec.attempts, rec.status, rec.reason, rec.detail = stQueued, qk, 0, 0, "", ""
+	return t.seen.Put(r.sk, rec.encode())
+}
+
+// unqueue records a queued or delayed URL as excluded for reason.
+func (t *txn) unqueue(r revision, reason, detail string, out *Revised) error {
+	rec := r.rec
+	hd := t.d.host(rec.host)
+	if t.queue.Get(rec.qkey) != nil {
+		if err := t.queue.Delete(rec.qkey); err != nil {
+			return err
+		}
+	} else if t.delayed.Get(rec.qkey) != nil {
+		if err := t.delayed.Delete(rec.qkey); err != nil {
+			return err
+		}
+		hd.Delayed--
+	} else {
+		return fmt.Errorf("%w: queued record has no queue entry", ErrCorrupt)
+	}
+	hd.Queued--
+	hd.Excluded++
+	t.d.excludedBy[reason]++
+	out.Excluded[reason]++
+	rec.state, rec.qkey, rec.reason, rec.detail = stExcluded, nil, reason, truncate(detail, maxDetail)
+	return t.seen.Put(r.sk, rec.encode())
+}
+
+// public is what State reports of r.
+func (r record) public() URLState {
+	return URLState{State: stateNames[r.state], Reason: r.reason, Detail: r.detail, Status: r.status,
+		Attempts: r.attempts, Depth: r.depth, Parent: r.parent, Host: r.host, PageSeq: r.pageSeq}
+}
+
+// Walk calls fn for every URL of the seen-set, in key order, in one read transaction, until fn
+// returns an error (which Walk returns). URLs over 1,024 bytes are visited only while queued
+// (the seen-set keeps only their hash). fn must not call the Frontier.
+func (f *Frontier) Walk(fn func(URLRecord) error) error {
+	return f.bolt.View(func(tx *bbolt.Tx) error {
+		t := &txn{seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), delayed: tx.Bucket(bucketDelayed)}
+		if t.seen == nil {
+			return nil
+		}
+		c := t.seen.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			rec, err := decodeRecord(v)
+			if err != nil {
+				return fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
+			}
+			url, err := t.recordURL(k, rec)
+			if err != nil {
+				return err
+			}
+			if url == "" {
+				continue
+			}
+			if err := fn(URLRecord{URL: url, URLState: rec.public()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

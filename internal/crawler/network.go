@@ -1,0 +1,61 @@
+package crawler
+
+import (
+	"crypto/tls"
+	"maps"
+	"net/http"
+	"net/url"
+
+	"github.com/crawl-project/crawl/internal/netguard"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+)
+
+// Network is how the crawl's requests reach the hosts: proxy, TLS, extra headers and
+// credentials. It belongs to one run: it is never stored (Settings are), and credentials never
+// reach the store, the logs or the status (fetch leaves them out of the recorded request).
+type Network struct {
+	// Proxy chooses a request's proxy (nil: none). Politeness stays keyed by the destination
+	// host: the gates, robots.txt and queues never see the proxy.
+	Proxy func(*http.Request) (*url.URL, error)
+	// Proxies are the host names or addresses of the proxies Proxy may choose: the address
+	// guard lets the crawl dial them even on a private network.
+	Proxies []string
+	TLS     *tls.Config // nil: the system's roots
+	Header  http.Header // added to every request
+	// BasicAuth holds credentials by host key, sent to that host only. A seed URL's
+	// user:password@ is moved here (and out of the URL) when the crawl opens.
+	BasicAuth map[string]*url.Userinfo
+	Jar       http.CookieJar // cookies sent (and kept) per host; nil: none
+}
+
+// takeUser moves a URL's userinfo into auth under its host key, so that the URL, stored,
+// logged and exported, never carries credentials.
+func takeUser(u *url.URL, auth map[string]*url.Userinfo) {
+	if u.User == nil {
+		return
+	}
+	if _, given := auth[urlnorm.HostKey(u)]; !given && u.User.Username() != "" {
+		auth[urlnorm.HostKey(u)] = u.User
+	}
+	u.User = nil
+}
+
+// allowProxies lets g dial the proxies' addresses, for this run only.
+func (c *Crawler) allowProxies(g *netguard.Guard) {
+	hosts := map[string]bool{}
+	for _, p := range c.cfg.Net.Proxies {
+		hosts[p] = true
+	}
+	for a := range seedAddrs(c.res, hosts) {
+		g.Allow(a)
+	}
+}
+
+// withAuth returns a copy of auth (never nil) that takeUser may add to.
+func withAuth(auth map[string]*url.Userinfo) map[string]*url.Userinfo {
+	out := maps.Clone(auth)
+	if out == nil {
+		out = map[string]*url.Userinfo{}
+	}
+	return out
+}

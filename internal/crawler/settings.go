@@ -1,0 +1,293 @@
+package crawler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// Settings are the choices that shape what a crawl fetches and how politely. The first run
+// stores them in the store; a resume uses them for every flag it does not name (ApplyStored),
+// and one that names a different value changes the stored one (Open re-queues or excludes the
+// URLs the change concerns). Network options (proxies, headers, credentials) are not settings:
+// they belong to one run.
+type Settings struct {
+	Scope            string        `json:"scope"`
+	MaxDepth         int           `json:"max_depth"`
+	Include          []string      `json:"include,omitempty"`
+	Exclude          []string      `json:"exclude,omitempty"`
+	MaxPages         int           `json:"max_pages"`
+	MaxHostPages     int           `json:"max_host_pages"`
+	UserAgent        string        `json:"user_agent"`
+	HostConcurrency  int           `json:"host_concurrency"`
+	Timeout          time.Duration `json:"timeout"`
+	MaxBody          int64         `json:"max_body"`
+	InitialRate      float64       `json:"initial_rate"`
+	MinRate          float64       `json:"min_rate"`
+	MaxRate          float64       `json:"max_rate"`
+	IgnoreCrawlDelay bool          `json:"ignore_crawl_delay"`
+	RobotsTTL        time.Duration `json:"robots_ttl"`
+	MaxAttempts      int           `json:"max_attempts"`
+}
+
+// SettingsOf returns the settings c holds.
+func SettingsOf(c *Config) Settings {
+	return Settings{
+		Scope: c.Scope, MaxDepth: c.MaxDepth, Include: patterns(c.Include), Exclude: patterns(c.Exclude),
+		MaxPages: c.MaxPages, MaxHostPages: c.MaxHostPages, UserAgent: c.UserAgent,
+		HostConcurrency: c.HostConcurrency, Timeout: c.Timeout, MaxBody: c.MaxBody,
+		InitialRate: c.InitialRate, MinRate: c.MinRate, MaxRate: c.MaxRate,
+		IgnoreCrawlDelay: c.IgnoreCrawlDelay, RobotsTTL: c.RobotsTTL, MaxAttempts: c.Retry.MaxAttempts,
+	}
+}
+
+func patterns(res []*regexp.Regexp) []string {
+	var out []string
+	for _, re := range res {
+		out = append(out, re.String())
+	}
+	return out
+}
+
+// Setting is one setting as the command line names it: a flag and its values in the form the
+// flag parses (several for a repeatable flag, none for a repeatable flag not given).
+type Setting struct {
+	Flag   string
+	Values []string
+}
+
+// String is the setting as flags: "--max-depth 1", "--include a --include b".
+func (s Setting) String() string {
+	if len(s.Values) == 0 {
+		return "no --" + s.Flag
+	}
+	parts := make([]string, len(s.Values))
+	for i, v := range s.Values {
+		parts[i] = "--" + s.Flag + " " + quoteArg(v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// quoteArg quotes v as a shell would need it, when it needs it.
+func quoteArg(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n'\"\\$`*?[]|&;<>(){}#~") {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// Flags returns the settings as command-line flags, in a fixed order.
+func (s Settings) Flags() []Setting {
+	f := func(v float64) []string { return []string{strconv.FormatFloat(v, 'g', -1, 64)} }
+	i := func(v int) []string { return []string{strconv.Itoa(v)} }
+	return []Setting{
+		{"scope", []string{s.Scope}},
+		{"max-depth", i(s.MaxDepth)},
+		{"include", s.Include},
+		{"exclude", s.Exclude},
+		{"max-pages", i(s.MaxPages)},
+		{"max-host-pages", i(s.MaxHostPages)},
+		{"user-agent", []string{s.UserAgent}},
+		{"host-concurrency", i(s.HostConcurrency)},
+		{"timeout", []string{s.Timeout.String()}},
+		{"max-body", []string{strconv.FormatInt(s.MaxBody, 10)}},
+		{"initial-rate", f(s.InitialRate)},
+		{"min-rate", f(s.MinRate)},
+		{"max-rate", f(s.MaxRate)},
+		{"ignore-crawl-delay", []string{strconv.FormatBool(s.IgnoreCrawlDelay)}},
+		{"robots-ttl", []string{s.RobotsTTL.String()}},
+		{"max-attempts", i(s.MaxAttempts)},
+	}
+}
+
+// String is the settings as one line of flags.
+func (s Settings) String() string {
+	var parts []string
+	for _, f := range s.Flags() {
+		if len(f.Values) > 0 {
+			parts = append(parts, f.String())
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// Change is one setting a resume changed.
+type Change struct {
+	Was, Now Setting
+}
+
+// diff returns the settings that differ between was and now, in Flags order.
+func diff(was, now Settings) []Change {
+	var out []Change
+	a, b := was.Flags(), now.Flags()
+	for i := range a {
+		if !slices.Equal(a[i].Values, b[i].Values) {
+			out = append(out, Change{Was: a[i], Now: b[i]})
+		}
+	}
+	return out
+}
+
+// settingsMeta is the store's settings record. RevisePending is set, with the new settings,
+// before Open revises the frontier for a change, and cleared once it finished, so a run killed
+// part way revises again.
+type settingsMeta struct {
+	Settings      Settings `json:"settings"`
+	RevisePending bool     `json:"revise_pending,omitempty"`
+}
+
+const settingsKey = "settings"
+
+func loadSettings(db *storage.DB) (settingsMeta, bool, error) {
+	var m settingsMeta
+	b, ok, err := db.Meta(settingsKey)
+	if err != nil || !ok {
+		return m, false, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, false, fmt.Errorf("bad settings record: %w", err)
+	}
+	return m, true, nil
+}
+
+func saveSettings(db *storage.DB, m settingsMeta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return db.PutMeta(settingsKey, b)
+}
+
+// ReadSettings returns the settings stored in the crawl store in dir, and whether there are
+// any (a store made before settings were kept has none). It fails if a crawl holds the store.
+func ReadSettings(dir string) (Settings, bool, error) {
+	db, err := storage.Open(dir, &storage.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
+	if errors.Is(err, storage.ErrLocked) {
+		return Settings{}, false, fmt.Errorf("%s: the store is in use by another crawl process", dir)
+	}
+	if err != nil {
+		return Settings{}, false, err
+	}
+	defer db.Close()
+	m, ok, err := loadSettings(db)
+	if err != nil {
+		return Settings{}, false, fmt.Errorf("store %s: %w", dir, err)
+	}
+	return m.Settings, ok, nil
+}
+
+// revisingFlags are the settings whose change re-queues or excludes URLs already seen.
+var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "max-host-pages"}
+
+// settle compares the settings of this run with the stored ones, stores this run's, and when a
+// change concerns URLs already seen (scope, depth, filters, host budget) revises the frontier:
+// URLs excluded only by the old value are queued again, queued URLs the new value excludes are
+// excluded with its reason. It returns the changes, for the command line to report.
+func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, error) {
+	now := SettingsOf(&c.cfg)
+	old, ok, err := loadSettings(c.db)
+	if err != nil {
+		return nil, frontier.Revised{}, fmt.Errorf("store %s: %w", c.cfg.Dir, err)
+	}
+	var changes []Change
+	revise := old.RevisePending || c.cfg.RetryFailed || c.cfg.RetryExcluded
+	if ok {
+		changes = diff(old.Settings, now)
+		for _, ch := range changes {
+			revise = revise || slices.Contains(revisingFlags, ch.Now.Flag)
+		}
+	}
+	if !revise {
+		return changes, frontier.Revised{}, saveSettings(c.db, settingsMeta{Settings: now})
+	}
+	if err := saveSettings(c.db, settingsMeta{Settings: now, RevisePending: true}); err != nil {
+		return nil, frontier.Revised{}, err
+	}
+	rev, err := fr.Revise(c.revisit)
+	if err != nil {
+		return nil, rev, err
+	}
+	return changes, rev, saveSettings(c.db, settingsMeta{Settings: now})
+}
+
+// settingReasons are the exclusion reasons a setting gives, which a changed setting may lift.
+var settingReasons = []string{frontier.ReasonScope, frontier.ReasonFilter, frontier.ReasonDepth, frontier.ReasonLimit}
+
+// retryReasons are the exclusion reasons --retry excluded lifts besides the settings' own:
+// robots.txt is checked again when the URL is leased, the address guard when it is dialled.
+var retryReasons = []string{frontier.ReasonRobots, frontier.ReasonPrivateAddress}
+
+// revisit decides, under this run's settings, what becomes of a URL already seen: a queued URL
+// the settings exclude is excluded; a URL excluded for scope, filter, depth or host budget that
+// they admit is queued again (a redirect chain over the limit stays excluded; robots.txt is
+// checked again when it is leased); with --retry, failed URLs they admit, and URLs excluded by
+// robots.txt or a private address, are queued again.
+func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return frontier.Verdict{}
+	}
+	reason, detail := c.admit(u, r.Depth)
+	requeue := frontier.Verdict{Action: frontier.Requeue}
+	switch {
+	case r.State == "queued" && reason != "":
+		return frontier.Verdict{Action: frontier.Exclude, Reason: reason, Detail: detail}
+	case reason != "":
+	case r.State == "failed" && c.cfg.RetryFailed:
+		return requeue
+	case r.State != "excluded":
+	case r.Reason == frontier.ReasonLimit && strings.HasPrefix(r.Detail, "more than"): // a redirect chain
+	case slices.Contains(settingReasons, r.Reason):
+		return requeue
+	case c.cfg.RetryExcluded && slices.Contains(retryReasons, r.Reason):
+		return requeue
+	}
+	return frontier.Verdict{}
+}
+
+// admit returns "" when the settings admit u at depth, else the exclusion reason (scope,
+// filter, depth) and its detail.
+func (c *Crawler) admit(u *url.URL, depth int) (reason, detail string) {
+	if reason := c.scope.Check(u); reason != "" {
+		return reason, ""
+	}
+	if c.cfg.MaxDepth >= 0 && depth > c.cfg.MaxDepth {
+		return frontier.ReasonDepth, fmt.Sprintf("depth %d > --max-depth %d", depth, c.cfg.MaxDepth)
+	}
+	return "", ""
+}
+
+// Changes returns the settings this run changed from those stored by the last run, and what
+// the changes did to the URLs already seen.
+func (c *Crawler) Changes() ([]Change, frontier.Revised) { return c.changes, c.revised }
+
+// seedHosts returns the host keys of the crawl's seeds (URLs of depth 0 that nothing linked to),
+// sorted: the scope of --scope host.
+func seedHosts(fr *frontier.Frontier) ([]string, error) {
+	set := map[string]bool{}
+	err := fr.Walk(func(r frontier.URLRecord) error {
+		if r.Depth == 0 && r.Parent == "" {
+			if u, err := url.Parse(r.URL); err == nil && u.Host != "" {
+				set[urlnorm.HostKey(u)] = true
+			}
+		}
+		return nil
+	})
+	out := make([]string, 0, len(set))
+	for h := range set {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out, err
+}

@@ -305,9 +305,20 @@ func (c *Crawler) addSeeds(seeds []string, auth map[string]*url.Userinfo) error 
 			return err
 		}
 	}
-	_, err := c.fr.Add(entries)
-	return err
+	for len(entries) > 0 {
+		n := min(len(entries), seedChunk)
+		if _, err := c.fr.Add(entries[:n]); err != nil {
+			return err
+		}
+		entries = entries[n:]
+	}
+	return nil
 }
+
+// seedChunk is how many seeds addSeeds enqueues per transaction, so that a seed list of a
+// million sites never builds one transaction of that size in memory. A run killed meanwhile
+// keeps the chunks committed; the same seed file given again adds the rest.
+var seedChunk = 10_000
 
 // jobDone is what a finished job reports to the dispatcher.
 type jobDone struct {

@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -135,5 +136,24 @@ func TestScheduleBoundsHostsInPlay(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"a", "c"}) || !slices.Equal(s.pending, []string{"d"}) {
 		t.Fatalf("after b left: in play %v, pending %v; want [a c] and [d]", got, s.pending)
+	}
+}
+
+func TestSeedsAddedInChunks(t *testing.T) {
+	// A seed list longer than a chunk is enqueued whole, one transaction per chunk.
+	defer func(n int) { seedChunk = n }(seedChunk)
+	seedChunk = 2
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	for i := range 5 {
+		cfg.Seeds = append(cfg.Seeds, fmt.Sprintf("http://127.0.0.%d:9/", i+2))
+	}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if n := c.fr.Counts().Queued; n != 5 {
+		t.Fatalf("queued %d seeds, want 5", n)
 	}
 }

@@ -200,10 +200,15 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 	c.mu.Unlock()
 	for i := range st.Hosts {
 		gate := c.gates.known(st.Hosts[i].Host)
-		if g, ok := gates[gate]; ok {
+		switch g, ok := gates[gate]; {
+		case ok:
 			setGate(&st.Hosts[i], g, now)
-		} else if g, ok := c.reg.Host(now, gate); ok && running {
-			setGate(&st.Hosts[i], g, now)
+		case !running: // a gate that left memory: its figures are in the store
+			setGate(&st.Hosts[i], c.reg.Load(now, gate), now)
+		default:
+			if g, ok := c.reg.Host(now, gate); ok {
+				setGate(&st.Hosts[i], g, now)
+			}
 		}
 	}
 	return st

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/aimd"
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/hostlimit"
 )
@@ -143,6 +144,30 @@ func TestSnapshotListsContactedHosts(t *testing.T) {
 	if len(st.Hosts) != 1 || st.HostsNotListed != 1 || st.HostsNotCrawled != 2 || st.Hosts[0].Window == 0 {
 		t.Errorf("running snapshot: %d hosts listed (%+v), %d not listed, %d not crawled; want 1 with its gate's figures, 1, 2",
 			len(st.Hosts), st.Hosts, st.HostsNotListed, st.HostsNotCrawled)
+	}
+
+	// A gate that left memory (idle) still shows its figures at the end of a run, from the store.
+	now := time.Now()
+	for _, h := range []string{"127.0.0.3:9", "127.0.0.2:9"} {
+		l, ok, err := c.fr.Lease(now, h)
+		if !ok || err != nil {
+			t.Fatalf("lease from %s: %v %v", h, ok, err)
+		}
+		if err := c.fr.Complete(l, frontier.Result{Kind: frontier.Fetched}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tk.Done(now, aimd.Outcome{Signal: aimd.Success, Latency: time.Millisecond})
+	tk2.Done(now, aimd.Outcome{Signal: aimd.Success, Latency: time.Millisecond})
+	if err := c.reg.Evict(now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.reg.Host(now, "127.0.0.3:9"); ok {
+		t.Fatal("gate still in memory after Evict")
+	}
+	st = c.snapshot(false, listedHosts)
+	if len(st.Hosts) != 2 || st.Hosts[0].Window == 0 || st.Hosts[1].Window == 0 {
+		t.Errorf("final snapshot after eviction: %+v; want both hosts with their gates' figures", st.Hosts)
 	}
 }
 

@@ -344,7 +344,8 @@ type run struct {
 	fetchCtx      context.Context // the jobs' context, cancelled when the grace period ends
 	cancelFetches context.CancelFunc
 	done          chan jobDone
-	wg            sync.WaitGroup // one per job started
+	jobs          chan job       // to the workers; buffered for all of them, so a send never waits
+	wg            sync.WaitGroup // the workers
 	statusTick    *time.Ticker
 	timer         *time.Timer // wakes the dispatcher when work may become ready
 
@@ -368,18 +369,23 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 	return c.summary(r)
 }
 
-// startRun starts Run's timers and the context its jobs run under.
+// startRun starts Run's timers, its workers and the context its jobs run under.
 func (c *Crawler) startRun() *run {
 	start := time.Now()
 	fetchCtx, cancel := context.WithCancel(context.Background())
-	return &run{
+	r := &run{
 		start: start, fetchCtx: fetchCtx, cancelFetches: cancel,
+		jobs:       make(chan job, c.cfg.Workers),
 		done:       make(chan jobDone, c.cfg.Workers+1),
 		statusTick: time.NewTicker(c.cfg.StatusEvery),
 		timer:      time.NewTimer(time.Hour),
 		reason:     "done",
 		lastFlush:  start,
 	}
+	for range c.cfg.Workers {
+		r.wg.Go(r.work)
+	}
+	return r
 }
 
 // close stops r's timers and cancels any job still running.
@@ -527,6 +533,7 @@ func (c *Crawler) finishInFlight(r *run) {
 			c.publishStatus(true)
 		}
 	}
+	close(r.jobs)
 	r.wg.Wait()
 }
 
@@ -633,18 +640,23 @@ func (c *Crawler) reportHeld(now time.Time) {
 	c.held = c.held[:0]
 }
 
-// launch runs j on a goroutine of its own, which reports to r.done.
+// launch hands j to a worker, which reports to r.done; fewer than cfg.Workers jobs run.
 func (c *Crawler) launch(r *run, j job) {
 	c.inflight++
 	c.jobStarted(j.host)
 	if j.page {
 		c.fetching++
 	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	r.jobs <- j
+}
+
+// work runs jobs until r.jobs is closed, reporting each to r.done. Run keeps cfg.Workers of
+// them for its whole length, so that a job starts on a goroutine whose stack has already
+// grown, not on a new one.
+func (r *run) work() {
+	for j := range r.jobs {
 		r.done <- jobDone{page: j.page, host: j.host, gate: j.gate, err: j.run()}
-	}()
+	}
 }
 
 // nextJob returns host's next job, or no job and when host may have one (zero: when a job of

@@ -251,7 +251,12 @@ func (r *Registry) Admitted(host string) (n uint64, ok bool) {
 // least Config.IdleEvict, then drops those hosts from memory; their next use restores them from
 // the store. If saving fails, nothing is dropped and the error is returned. Call it now and then
 // (say every IdleEvict/2), not in a tight loop: a host load that overlaps an eviction is redone.
-func (r *Registry) Evict(now time.Time) error {
+func (r *Registry) Evict(now time.Time) error { return r.EvictUnless(now, nil) }
+
+// EvictUnless is Evict keeping the hosts keep names (a caller's hosts with work waiting for
+// their gate), however long idle; a nil keep keeps none. keep is called with no lock of the
+// registry held, on Evict's goroutine.
+func (r *Registry) EvictUnless(now time.Time, keep func(host string) bool) error {
 	r.saveMu.Lock()
 	defer r.saveMu.Unlock()
 
@@ -259,6 +264,9 @@ func (r *Registry) Evict(now time.Time) error {
 	var cands []*host
 	var encErr error // a host whose state cannot be encoded stays in memory
 	for _, h := range r.snapshot() {
+		if keep != nil && keep(h.key) {
+			continue
+		}
 		h.mu.Lock()
 		if !h.evicted && h.inFlight == 0 && now.Sub(h.lastActive) >= r.cfg.IdleEvict {
 			if b, err := h.stateLocked(now); err != nil {

@@ -634,6 +634,13 @@ func TestEvict(t *testing.T) {
 	if _, ok := r.Host(t0, "idle.test"); !ok {
 		t.Fatal("evicted before IdleEvict")
 	}
+	keep := func(h string) bool { return h == "idle.test" }
+	if err := r.EvictUnless(t0.Add(time.Hour), keep); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Host(t0, "idle.test"); !ok {
+		t.Fatal("a host the caller keeps was evicted")
+	}
 	if err := r.Evict(t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -505,7 +505,7 @@ func (c *Crawler) wait(ctx context.Context, r *run, now, wakeAt time.Time) {
 // learned).
 func (c *Crawler) tick(r *run, now time.Time) {
 	c.publishStatus(true)
-	if err := c.reg.Evict(now); err != nil {
+	if err := c.reg.EvictUnless(now, c.sched.waiting); err != nil {
 		r.fatal = err
 	}
 	c.dropIdleHosts(now)

@@ -150,6 +150,10 @@ func (s *schedule) forget(host, gate string) {
 	}
 }
 
+// waiting reports whether hosts of gate wait for a time or for one of its jobs to end (a
+// pause, a token, a full window): the gate holds work, however long it has been idle.
+func (s *schedule) waiting(gate string) bool { return len(s.byGate[gate]) > 0 }
+
 // ended queues the hosts of gate that wait, for a time or for a job of it: one has just ended.
 func (s *schedule) ended(gate string) {
 	for _, h := range s.byGate[gate] {

@@ -55,6 +55,9 @@ func TestSchedule(t *testing.T) {
 		t.Fatalf("a stale entry queued %v", got)
 	}
 	s.waitFor("b", "gate-b")
+	if !s.waiting("gate-b") || s.waiting("gate-a") {
+		t.Fatalf("waiting: gate-b %v (b waits for it), gate-a %v (nothing does)", s.waiting("gate-b"), s.waiting("gate-a"))
+	}
 	s.forget("b", "gate-b")
 	if len(s.byGate) != 0 || s.timed.Len() != 0 {
 		t.Fatalf("schedule not empty: %v %v", s.byGate, s.timed)

@@ -352,6 +352,9 @@ func (h *host) respond(w http.ResponseWriter, r *http.Request) {
 		x.ServeHTTP(w, r)
 		return
 	}
+	if h.spec.Assets && serveAsset(w, r, p) {
+		return
+	}
 	if i, ok := h.site.byPath[p]; ok {
 		body := h.site.pages[i].body
 		if body == nil { // a lazy web

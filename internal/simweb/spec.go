@@ -112,6 +112,11 @@ type HostSpec struct {
 	// page, all served by the host (assets.go names the paths). They are not part of Expected.
 	Assets bool
 
+	// Sitemaps makes the host serve sitemaps (sitemaps.go names the paths): robots.txt names
+	// one, /sitemap.xml is an index of a gzip-compressed one and a broken one, and each lists a
+	// page nothing links to. They are not part of Expected.
+	Sitemaps bool
+
 	// Extra serves custom exact paths (not "/robots.txt", not a page path). Requests to them pass
 	// through the same bucket, worker pool and counters; 2xx answers count as OK. They are not
 	// linked from pages and are not part of Expected.

@@ -31,7 +31,7 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--host H] [--status CODES] [--since RFC3339] [--warc-max-size BYTES]"
+const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--host H] [--status CODES] [--since RFC3339] [--warc-max-size BYTES] [--convert-links=false]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("crawl export", flag.ContinueOnError)
@@ -44,6 +44,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	flags.Var(&hosts, "host", "only pages of this host (repeatable, or a comma separated list)")
 	status := flags.String("status", "", "only these statuses: codes, classes or ranges, e.g. 200,301 or 2xx or 400-499")
 	since := flags.String("since", "", "only pages fetched at or after this time (RFC 3339)")
+	convertLinks := flags.Bool("convert-links", true, "mirror: rewrite links between mirrored files to relative paths and other links to absolute URLs, so the mirror browses offline (false: write bodies as stored)")
 	maxSize := flags.String("warc-max-size", strconv.Itoa(export.DefaultWARCMaxSize), "warc: start a new file before one grows past this many bytes (suffixes K, M, G: powers of 1024)")
 	if err := flags.Parse(args); err != nil {
 		return exitUsage
@@ -102,7 +103,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case "warc":
 		w, err = export.NewWARC(*out, &export.WARCOptions{MaxSize: maxBytes, Date: time.Now()})
 	case "mirror":
-		w, err = export.NewMirror(*out)
+		w, err = export.NewMirror(*out, db.PagesMeta, &export.MirrorOptions{Filter: filter, KeepLinks: !*convertLinks})
 	case "jsonl":
 		if *noBody {
 			src = db.PagesMeta
@@ -138,8 +139,12 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 			err = cerr
 		}
 	}
-	fmt.Fprintf(stderr, "crawl export: %d pages written (%d filtered out) to %d %s in %s, %s, %.1fs\n",
-		st.Pages, st.Skipped, st.Files, plural(st.Files, "file", "files"), dst, formatBytes(st.Bytes), time.Since(start).Seconds())
+	omitted := ""
+	if st.Omitted > 0 {
+		omitted = fmt.Sprintf(", %d without a file (error statuses, older versions)", st.Omitted)
+	}
+	fmt.Fprintf(stderr, "crawl export: %d pages written (%d filtered out%s) to %d %s in %s, %s, %.1fs\n",
+		st.Pages, st.Skipped, omitted, st.Files, plural(st.Files, "file", "files"), dst, formatBytes(st.Bytes), time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")

@@ -160,17 +160,31 @@ func TestExportMirror(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
+	// Only 2xx answers and redirects get a file, named after their Content-Type; links are
+	// converted (the redirect's chain ends at a 404, so its link stays absolute).
 	for name, want := range map[string]string{
-		"a.example/index.html":        "<a href=/x>x</a>",
-		"a.example/x":                 "",
-		"a.example/y":                 "nope",
-		"b.example+8080/img":          "\x89PNG\r\n\x1a\n\x00\x01",
-		"b.example+8080/z/index.html": "zzz",
+		"a.example/index.html":       `<a href="http://a.example/x">x</a>`,
+		"a.example/x.html":           `url=http://a.example/y"`,
+		"b.example+8080/img.png":     "\x89PNG\r\n\x1a\n\x00\x01",
+		"b.example+8080/z/index.txt": "zzz",
 	} {
 		b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(name)))
-		if err != nil || string(b) != want {
+		if err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
 		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(out, "a.example", "y*")); len(m) > 0 {
+		t.Errorf("the 404 body was written: %q", m)
+	}
+	if !strings.Contains(stderr, "4 pages written (0 filtered out, 1 without a file") {
+		t.Errorf("summary: %s", stderr)
+	}
+	out2 := filepath.Join(t.TempDir(), "raw")
+	if code, _, stderr := runExport(t, "--data", dir, "--format", "mirror", "--out", out2, "--convert-links=false"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(out2, "a.example", "index.html")); string(b) != "<a href=/x>x</a>" {
+		t.Errorf("--convert-links=false: index.html = %q, %v; want the stored body", b, err)
 	}
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	Timeout         time.Duration // per request, body included
 	MaxBody         int64         // decoded bytes kept per response
 	MaxRedirects    int           // redirect hops followed from one URL
+	// Sitemaps queues each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml) and
+	// follows the URLs they list (--sitemaps).
+	Sitemaps bool
 
 	InitialRate      float64 // per host, req/s, before anything is learned
 	MinRate, MaxRate float64 // per-host floor and ceiling, req/s

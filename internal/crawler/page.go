@@ -84,6 +84,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		c.follow(&res, l, resp.Location)
 	case resp.Status >= 300 && resp.Status < 400 && resp.LocationErr != nil:
 		unusable(&res, l.URL, resp.Header.Get("Location"), resp.LocationErr, l.Depth, l.Hops+1)
+	case resp.Status >= 200 && resp.Status < 300 && c.sitemapLinks(&res, l, u, resp):
 	case resp.Status >= 200 && resp.Status < 300:
 		links := fetch.ExtractLinks(u, resp.Header, resp.ContentType, resp.Body, c.agent)
 		p.NoIndex = links.NoIndex

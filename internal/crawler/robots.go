@@ -259,6 +259,10 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	}
 	rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 	c.applyCrawlDelay(host, rs)
+	rs.mu.Lock()
+	rules := rs.rules
+	rs.mu.Unlock()
+	c.discoverSitemaps(host, scheme, rules)
 	return c.db.PutRobots(e)
 }
 

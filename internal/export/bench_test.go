@@ -21,7 +21,7 @@ import (
 // whole export of it, so use -benchtime 1x); that measures storage's decompression too.
 
 func BenchmarkExportJSONL(b *testing.B) {
-	benchExport(b, func(dir string) (Writer, *os.File) {
+	benchExport(b, func(dir string, _ Source) (Writer, *os.File) {
 		f, err := os.Create(filepath.Join(dir, "out.jsonl"))
 		if err != nil {
 			b.Fatal(err)
@@ -31,7 +31,7 @@ func BenchmarkExportJSONL(b *testing.B) {
 }
 
 func BenchmarkExportWARC(b *testing.B) {
-	benchExport(b, func(dir string) (Writer, *os.File) {
+	benchExport(b, func(dir string, _ Source) (Writer, *os.File) {
 		w, err := NewWARC(filepath.Join(dir, "bench"), &WARCOptions{Date: baseTime})
 		if err != nil {
 			b.Fatal(err)
@@ -41,8 +41,8 @@ func BenchmarkExportWARC(b *testing.B) {
 }
 
 func BenchmarkExportMirror(b *testing.B) {
-	benchExport(b, func(dir string) (Writer, *os.File) {
-		w, err := NewMirror(filepath.Join(dir, "mirror"))
+	benchExport(b, func(dir string, src Source) (Writer, *os.File) {
+		w, err := NewMirror(filepath.Join(dir, "mirror"), src, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func BenchmarkExportMirror(b *testing.B) {
 	})
 }
 
-func benchExport(b *testing.B, open func(dir string) (Writer, *os.File)) {
+func benchExport(b *testing.B, open func(dir string, src Source) (Writer, *os.File)) {
 	src, perOp := generatedSource(b.N), false
 	if dir := os.Getenv("EXPORT_BENCH_STORE"); dir != "" {
 		db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: time.Second})
@@ -79,7 +79,7 @@ func benchExport(b *testing.B, open func(dir string) (Writer, *os.File)) {
 	b.ResetTimer()
 	start := time.Now()
 	for range runs {
-		w, f := open(b.TempDir())
+		w, f := open(b.TempDir(), src)
 		n := 0
 		sampled := Source(func(fn func(p *storage.Page) error) error {
 			return src(func(p *storage.Page) error {

@@ -51,9 +51,19 @@
 //
 // # Mirror
 //
-// NewMirror writes each page's body to ROOT/HOST/PATH. The mapping from URL to file name
-// (MirrorPath) is designed so that nothing can be written outside ROOT and no page overwrites
-// another:
+// NewMirror writes an offline copy: for each URL the body of its latest 2xx answer (a 304
+// is not a version), or, for a redirect with a usable Location, a small HTML refresh page
+// sending the browser to the target's file (or to the target URL when it is not mirrored).
+// Other statuses get no file (Stats.Omitted). Before writing, NewMirror reads the pages'
+// metadata once and names every file (mirrorplan.go), so that links can point to pages
+// fetched later: each http(s) URL in a link or requisite attribute of an HTML page becomes
+// the relative path of the file it ends at (through redirects), any other becomes absolute.
+// Only those attribute values change (mirrorhtml.go); the new values are ASCII, so a page in
+// another charset keeps its bytes; a charset named only by the Content-Type header is
+// declared with a <meta charset> after <head>.
+//
+// The mapping from URL to file name (MirrorPath, then the Content-Type's extension) is
+// designed so that nothing can be written outside ROOT and no file overwrites another:
 //
 //   - the host directory is the host key (lowercase, default port dropped); a port becomes
 //     "+PORT";
@@ -65,13 +75,15 @@
 //   - a URL ending in '/' is stored as .../index.html;
 //   - a query string becomes a suffix "~" + 10 hex digits of its SHA-256, inserted before a
 //     short extension (/p.php?id=1 -> p~3c0f....php, /?q -> index~....html);
+//   - a name without an extension that fits the Content-Type gets one (/a as HTML -> a.html,
+//     /s?v=2 as CSS -> s~HASH.css; index.html of a non-HTML type takes the type's: index.css);
 //   - a name longer than 200 bytes is cut and ends with "~" + 16 hex digits of its SHA-256
 //     (the extension kept); a whole path longer than 1,000 bytes becomes HOST/%long/HASH;
 //   - when a page needs a directory where an earlier page's file is (/a, then /a/b), that file
-//     moves to a/index.html; when a page's name is taken (by a directory: it goes to
+//     becomes a/index.html; when a page's name is taken (by a directory: it goes to
 //     name/index.html; by a file: /a/ after that move, http and https of one URL, two spellings
-//     of one name) it gets a "~" + hash-of-URL suffix. The result depends only on the pages
-//     and their order, which is the store's fetch order.
+//     of one name, names that differ only in case) it gets a "~" + hash-of-URL suffix. The
+//     result depends only on the pages and their order, which is the store's fetch order.
 //
 // Every path is resolved through an os.Root opened on ROOT and checked with filepath.Rel, so
 // even a bug in the mapping cannot write outside ROOT. Files get the page's fetch time as

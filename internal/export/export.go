@@ -29,6 +29,7 @@ type Writer interface {
 type Stats struct {
 	Pages   int64 // pages written
 	Skipped int64 // pages the Filter left out (set by Run)
+	Omitted int64 // mirror: pages that get no file (error statuses, versions a later one replaced)
 	Files   int   // output files created (JSONL: the one stream)
 	Bytes   int64 // bytes written to the output, after compression
 }

@@ -25,27 +25,44 @@ const (
 	maxPathLen = 1000
 	// indexName is the file of a directory-like URL, and where a demoted file goes.
 	indexName = "index.html"
-	// tmpSuffix marks a file being moved; '%' followed by non-hex never occurs in a name
-	// MirrorPath produces, so it cannot clash with a page.
-	tmpSuffix = "%tmp"
-	// maxCandidates bounds the names tried for one page before giving up.
-	maxCandidates = 64
 )
 
-// MirrorWriter writes each page's body to a file under a root directory; see the package
-// documentation for the naming rules. It is not safe for concurrent use.
+// MirrorWriter writes the mirror of a crawl: for each URL the body of its latest 2xx answer,
+// or a refresh page for a redirect, in files under a root directory, with links between
+// mirrored files made relative; see the package documentation for the rules. It is not safe
+// for concurrent use.
 type MirrorWriter struct {
 	root     *os.Root
 	rootPath string
+	plan     *mirrorPlan
+	opts     MirrorOptions
 	stats    Stats
 	closed   bool
 }
 
+// MirrorOptions configures NewMirror. The nil *MirrorOptions means the defaults.
+type MirrorOptions struct {
+	// Filter selects the pages mirrored; it must be the Filter later passed to Run with the
+	// writer, so that the plan and the pages written agree. nil: every page.
+	Filter *Filter
+	// KeepLinks writes bodies exactly as stored (crawl export --convert-links=false). By
+	// default links in HTML (and CSS) to mirrored files are rewritten relative, and every
+	// other http(s) link made absolute, so that the mirror browses offline.
+	KeepLinks bool
+}
+
 // NewMirror returns a writer that mirrors pages under dir, creating it if needed. dir must be
-// missing or empty: otherwise the error wraps ErrOutputExists.
-func NewMirror(dir string) (*MirrorWriter, error) {
+// missing or empty: otherwise the error wraps ErrOutputExists. pages must yield the same
+// pages, in the same order, as the Source later given to Run (metadata is enough: bodies are
+// not read): NewMirror reads it once to name every file before any is written, which is what
+// lets a link point to a page fetched later.
+func NewMirror(dir string, pages Source, opts *MirrorOptions) (*MirrorWriter, error) {
 	if dir == "" {
 		return nil, errors.New("export: mirror: empty output path")
+	}
+	var o MirrorOptions
+	if opts != nil {
+		o = *opts
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("export: mirror: %w", err)
@@ -62,6 +79,10 @@ func NewMirror(dir string) (*MirrorWriter, error) {
 	if len(names) > 0 {
 		return nil, fmt.Errorf("export: mirror: %s is not empty: %w", dir, ErrOutputExists)
 	}
+	plan, err := buildPlan(pages, o.Filter)
+	if err != nil {
+		return nil, fmt.Errorf("export: mirror: planning: %w", err)
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("export: mirror: %w", err)
@@ -71,7 +92,7 @@ func NewMirror(dir string) (*MirrorWriter, error) {
 		_ = root.Close()
 		return nil, fmt.Errorf("export: mirror: %w", err)
 	}
-	return &MirrorWriter{root: root, rootPath: abs}, nil
+	return &MirrorWriter{root: root, rootPath: abs, plan: plan, opts: o}, nil
 }
 
 // Stats implements Writer.
@@ -86,97 +107,65 @@ func (m *MirrorWriter) Close() error {
 	return m.root.Close()
 }
 
-// Write stores p's body in a new file and returns once it is written. The file never replaces
-// another: a name already taken gets a hash suffix.
+// Write writes p's file if p is the version the plan mirrors (the latest 2xx or redirect of
+// its URL), and counts it as omitted otherwise (an error status, an older version). A file
+// never replaces another.
 func (m *MirrorWriter) Write(p *storage.Page) error {
 	if m.closed {
 		return ErrClosed
 	}
 	u := pageURL(p)
-	comps := MirrorPath(u)
-	if err := m.checkLocal(comps); err != nil {
-		return err
-	}
-	dir := comps[:len(comps)-1]
-	if err := m.makeDirs(dir); err != nil {
-		return fmt.Errorf("export: mirror: %s: %w", u, err)
-	}
-	base := path.Join(dir...)
-	for i := 0; i < maxCandidates; i++ {
-		name := candidate(comps[len(comps)-1], u, i)
-		rel := path.Join(base, name)
-		if err := m.checkLocal([]string{rel}); err != nil {
-			return err
-		}
-		fi, err := m.root.Lstat(rel)
-		if err == nil && fi.IsDir() {
-			// A directory is already there (/a/b came before /a): the page is its index.
-			rel = path.Join(rel, candidate(indexName, u, i))
-			if _, err := m.root.Lstat(rel); err == nil {
-				continue
-			}
-		} else if err == nil {
-			continue
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("export: mirror: %s: %w", u, err)
-		}
-		f, err := m.root.OpenFile(filepath.FromSlash(rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("export: mirror: %s: %w", u, err)
-		}
-		_, err = f.Write(p.Body)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil && !p.FetchedAt.IsZero() {
-			err = m.root.Chtimes(filepath.FromSlash(rel), p.FetchedAt, p.FetchedAt)
-		}
-		if err != nil {
-			return fmt.Errorf("export: mirror: %s: %w", u, err)
-		}
-		m.stats.Pages++
-		m.stats.Files++
-		m.stats.Bytes += int64(len(p.Body))
+	e := m.plan.byURL[u]
+	if e == nil || e.seq != p.Seq {
+		m.stats.Omitted++
 		return nil
 	}
-	return fmt.Errorf("export: mirror: %s: no free name after %d tries: %w", u, maxCandidates, ErrOutputExists)
-}
-
-// makeDirs creates the directories dir[0], dir[0]/dir[1], ... A file standing where a
-// directory is needed (an earlier page /a, now /a/b) is moved into the new directory as
-// index.html.
-func (m *MirrorWriter) makeDirs(dir []string) error {
-	for i := range dir {
-		rel := filepath.FromSlash(path.Join(dir[:i+1]...))
-		fi, err := m.root.Lstat(rel)
-		switch {
-		case err == nil && fi.IsDir():
-			continue
-		case err == nil && fi.Mode().IsRegular():
-			tmp := rel + tmpSuffix
-			if err := m.root.Rename(rel, tmp); err != nil {
-				return err
-			}
-			if err := m.root.Mkdir(rel, 0o755); err != nil {
-				return err
-			}
-			if err := m.root.Rename(tmp, filepath.Join(rel, indexName)); err != nil {
-				return err
-			}
-		case err == nil:
-			return fmt.Errorf("%s: %w: not a file or directory", rel, ErrUnsafePath)
-		case errors.Is(err, fs.ErrNotExist):
-			if err := m.root.Mkdir(rel, 0o755); err != nil {
-				return err
-			}
-		default:
-			return err
+	body := p.Body
+	switch {
+	case e.kind == entryRedirect:
+		body = refreshPage(m.link(e.rel, e.target))
+	case !m.opts.KeepLinks && isHTMLType(e.ctype):
+		body = m.convertHTML(p, e.rel)
+	}
+	if err := m.checkLocal([]string{e.rel}); err != nil {
+		return err
+	}
+	rel := filepath.FromSlash(e.rel)
+	if d := filepath.Dir(rel); d != "." {
+		if err := m.root.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("export: mirror: %s: %w", u, err)
 		}
 	}
+	f, err := m.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("export: mirror: %s: %s: %w", u, e.rel, ErrOutputExists)
+	}
+	if err != nil {
+		return fmt.Errorf("export: mirror: %s: %w", u, err)
+	}
+	_, err = f.Write(body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && !p.FetchedAt.IsZero() {
+		err = m.root.Chtimes(rel, p.FetchedAt, p.FetchedAt)
+	}
+	if err != nil {
+		return fmt.Errorf("export: mirror: %s: %w", u, err)
+	}
+	m.stats.Pages++
+	m.stats.Files++
+	m.stats.Bytes += int64(len(body))
 	return nil
+}
+
+// link is the reference written in the file at fromRel for the normalized URL target: the
+// relative path of its mirrored file, or target itself when it is not mirrored.
+func (m *MirrorWriter) link(fromRel, target string) string {
+	if f := m.plan.fileOf(target); f != "" {
+		return relLink(fromRel, f)
+	}
+	return target
 }
 
 // checkLocal verifies that the joined components stay inside the root: the safety net under

@@ -251,9 +251,16 @@ func renderPage(sites []site, specs []HostSpec, bases []string, hi, pi int) []by
 	var b bytes.Buffer
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>")
 	b.WriteString(html.EscapeString(title))
-	b.WriteString("</title>\n</head>\n<body>\n<h1>")
+	b.WriteString("</title>\n")
+	if specs[hi].Assets {
+		writeAssetHead(&b)
+	}
+	b.WriteString("</head>\n<body>\n<h1>")
 	b.WriteString(html.EscapeString(title))
 	b.WriteString("</h1>\n")
+	if specs[hi].Assets {
+		writeAssetBody(&b)
+	}
 	// Links are spread over the paragraphs, a few per paragraph, rest in a list at the end.
 	ls := p.links
 	for _, para := range text {

@@ -345,11 +345,21 @@ func (h *host) respond(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, http.StatusText(st), st)
 			return
 		}
-		writeBody(w, "text/plain; charset=utf-8", h.robots)
+		body := h.robots
+		if h.spec.Sitemaps {
+			body = append(append([]byte(nil), body...), sitemapRobotsLine(r)...)
+		}
+		writeBody(w, "text/plain; charset=utf-8", body)
 		return
 	}
 	if x := h.spec.Extra[p]; x != nil {
 		x.ServeHTTP(w, r)
+		return
+	}
+	if h.spec.Assets && serveAsset(w, r, p) {
+		return
+	}
+	if h.spec.Sitemaps && serveSitemap(w, r, p) {
 		return
 	}
 	if i, ok := h.site.byPath[p]; ok {

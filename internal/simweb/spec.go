@@ -107,6 +107,16 @@ type HostSpec struct {
 
 	CrossLinks []string // names of other hosts this host's pages link to
 
+	// Assets makes every page link a stylesheet (with a query, importing a second one and
+	// loading a background image), an icon, an image with a srcset, a redirect and a missing
+	// page, all served by the host (assets.go names the paths). They are not part of Expected.
+	Assets bool
+
+	// Sitemaps makes the host serve sitemaps (sitemaps.go names the paths): robots.txt names
+	// one, /sitemap.xml is an index of a gzip-compressed one and a broken one, and each lists a
+	// page nothing links to. They are not part of Expected.
+	Sitemaps bool
+
 	// Extra serves custom exact paths (not "/robots.txt", not a page path). Requests to them pass
 	// through the same bucket, worker pool and counters; 2xx answers count as OK. They are not
 	// linked from pages and are not part of Expected.

@@ -1,0 +1,35 @@
+package mirrorcheck
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, body string) {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("h/index.html", `<a href="a/b.html#x">ok</a><img src="x%253F.png" srcset="x%253F.png 1x, gone.png 2x">`+
+		`<a href="../../etc/passwd">out</a><a href="http://h/abs">abs</a><a href="https://other/">o</a><a href="#f">f</a>`)
+	write("h/a/b.html", `<link href="../index.html">`)
+	write("h/x%3F.png", "png")
+	rep, err := Check(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBroken := []string{"h/index.html: ../../etc/passwd (leaves the mirror)", "h/index.html: gone.png"}
+	slices.Sort(rep.Broken)
+	if rep.Files != 3 || rep.Links != 6 || !slices.Equal(rep.Broken, wantBroken) ||
+		!slices.Equal(rep.Absolute, []string{"h/index.html: http://h/abs"}) {
+		t.Errorf("report %+v", rep)
+	}
+}

@@ -62,11 +62,8 @@ func broad(w io.Writer, cfg broadConfig) error {
 	defer os.RemoveAll(tmp)
 	bin := cfg.crawlBin
 	if bin == "" {
-		bin = filepath.Join(tmp, "crawl")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/crawl")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("go build ./cmd/crawl (run the bench from the repository's root, or give -crawl): %w", err)
+		if bin, err = buildCrawl(tmp); err != nil {
+			return err
 		}
 	}
 

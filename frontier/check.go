@@ -74,8 +74,9 @@ func (f *Frontier) Check() error {
 						bad("queued %q: delayed entry %x is for %q (%v)", k, r.qkey, url, err)
 					}
 				} else if ev := queue.Get(r.qkey); ev != nil {
-					if !bytes.Equal(seenKey(string(ev)), k) || !bytes.HasPrefix(r.qkey, hostPrefix(r.host)) {
-						bad("queued %q: queue entry %x is for %q", k, r.qkey, ev)
+					url, err := queueURL(r.host, ev)
+					if err != nil || !bytes.Equal(seenKey(url), k) || !bytes.HasPrefix(r.qkey, hostPrefix(r.host)) {
+						bad("queued %q: queue entry %x is for %q (%v)", k, r.qkey, url, err)
 					}
 				} else {
 					bad("queued %q: no queue or delayed entry %x", k, r.qkey)

@@ -206,7 +206,7 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 		return false, err
 	}
 	qk := queueKey(e.Host, seq)
-	if err := t.queue.Put(qk, []byte(e.URL)); err != nil {
+	if err := t.queue.Put(qk, queueValue(e.Host, e.URL)); err != nil {
 		return false, err
 	}
 	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, parent: e.Parent}
@@ -360,7 +360,10 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 			if leased {
 				continue
 			}
-			url := string(v)
+			url, err := queueURL(host, v)
+			if err != nil {
+				return fmt.Errorf("%w: queue entry %q: %v", ErrCorrupt, k, err)
+			}
 			r, err := decodeRecord(seen.Get(seenKey(url)))
 			if err != nil || r.state != stQueued || !bytes.Equal(r.qkey, k) {
 				return fmt.Errorf("%w: queue entry %q of %s has no matching queued record (%v)", ErrCorrupt, k, url, err)
@@ -617,7 +620,7 @@ func (f *Frontier) promote(now time.Time) error {
 					return err
 				}
 				rec.qkey = queueKey(host, seq)
-				if err := t.queue.Put(rec.qkey, []byte(url)); err != nil {
+				if err := t.queue.Put(rec.qkey, queueValue(host, url)); err != nil {
 					return err
 				}
 				if err := t.seen.Put(sk, rec.encode()); err != nil {

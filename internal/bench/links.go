@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,7 +51,7 @@ func linkCosts(w io.Writer, bin string, cfg linksConfig, crawlFlags []string, ti
 			if err != nil {
 				return err
 			}
-			perPage, err := meanLinks(web)
+			_, perPage, err := meanPage(web)
 			if err != nil {
 				web.Close()
 				return err
@@ -89,29 +88,6 @@ func buildCrawl(dir string) (string, error) {
 		return "", fmt.Errorf("go build ./cmd/crawl (run the bench from the repository's root, or give -crawl): %w", err)
 	}
 	return bin, nil
-}
-
-// meanLinks returns the mean number of links on up to 100 pages of web's first host, fetched
-// once each, and then resets web's counters.
-func meanLinks(web *simweb.Web) (float64, error) {
-	defer web.Reset()
-	defer http.DefaultClient.CloseIdleConnections()
-	urls := web.Expected()[web.Names()[0]]
-	urls = urls[:min(len(urls), 100)]
-	total := 0
-	for _, u := range urls {
-		resp, err := http.Get(u)
-		if err != nil {
-			return 0, err
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
-		total += bytes.Count(b, []byte("<a href="))
-	}
-	return float64(total) / float64(max(len(urls), 1)), nil
 }
 
 // frontierSize opens the store in dir read-only and returns how many URLs its frontier has

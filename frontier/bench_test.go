@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/storage"
+	"go.etcd.io/bbolt"
 )
 
 // BenchmarkQueue1M enqueues 1,000,000 URLs over 1,000 hosts in Adds of 10,000 (or 2,000), then
 // leases and completes 5,000 of them (each with two already-seen links), and reports memory:
 // peak RSS (VmHWM, reset at the start), the peaks of anonymous and file-backed RSS (bbolt's mmap
 // counts as file) sampled every 2ms, both at the end, peak Go heap, and the throughput of Add and
-// Complete. Run it alone:
+// Complete, the frontier buckets' bytes per URL, and the time Open takes to load the in-memory
+// seen-set. Run it alone:
 //
 //	go test -run '^$' -bench BenchmarkQueue1M -benchtime 1x ./frontier
 func BenchmarkQueue1M(b *testing.B) {
@@ -129,6 +131,23 @@ func benchQueue(b *testing.B, batch int) {
 		if c := f.Counts(); c.Queued != urls-completes || c.Fetched != completes {
 			b.Fatalf("Counts = %+v", c)
 		}
+		var frontierBytes int
+		if err := db.Bolt().View(func(tx *bbolt.Tx) error {
+			for _, name := range allBuckets {
+				st := tx.Bucket(name).Stats()
+				frontierBytes += st.BranchAlloc + st.LeafAlloc
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(frontierBytes)/float64(urls), "frontier-B/URL")
+		b.ReportMetric(float64(f.seen.size()), "fingerprints")
+		start = time.Now()
+		if _, err := Open(db, nil); err != nil { // rebuilds the in-memory seen-set
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "open-s")
 		db.Close()
 	}
 }

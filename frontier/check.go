@@ -14,7 +14,8 @@ import (
 // Check scans the whole frontier (O(URLs) time, O(hosts) memory) and verifies its invariants:
 // every queued URL record and every queue or delayed entry point at each other, one to one; the
 // per-host, total and per-reason counters on disk equal what the records say, and the ones in
-// memory equal the ones on disk; every lease is a queued URL. It returns nil or an error
+// memory equal the ones on disk; every lease is a queued URL; the in-memory seen-set holds
+// every URL of the store, unless it reached its bound (Options.SeenInMemory). It returns nil or an error
 // wrapping ErrCorrupt that lists what is wrong. Call it when no other Frontier method is
 // running (tests, `crawl status --check`).
 func (f *Frontier) Check() error {
@@ -54,6 +55,9 @@ func (f *Frontier) Check() error {
 			return nil // never opened for writing: nothing to check
 		}
 		if err := seen.ForEach(func(k, v []byte) error {
+			if !f.seen.holds(fingerprint(k)) {
+				bad("%q is not in the in-memory seen-set", k)
+			}
 			r, err := decodeRecord(v)
 			if err != nil {
 				bad("record %q: %v", k, err)
@@ -70,8 +74,9 @@ func (f *Frontier) Check() error {
 						bad("queued %q: delayed entry %x is for %q (%v)", k, r.qkey, url, err)
 					}
 				} else if ev := queue.Get(r.qkey); ev != nil {
-					if !bytes.Equal(seenKey(string(ev)), k) || !bytes.HasPrefix(r.qkey, hostPrefix(r.host)) {
-						bad("queued %q: queue entry %x is for %q", k, r.qkey, ev)
+					url, err := queueURL(r.host, ev)
+					if err != nil || !bytes.Equal(seenKey(url), k) || !bytes.HasPrefix(r.qkey, hostPrefix(r.host)) {
+						bad("queued %q: queue entry %x is for %q (%v)", k, r.qkey, url, err)
 					}
 				} else {
 					bad("queued %q: no queue or delayed entry %x", k, r.qkey)

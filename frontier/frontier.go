@@ -96,7 +96,15 @@ type Options struct {
 	// queued, in the same transaction. It bounds infinite URL spaces (calendars, session ids in
 	// links) per host. URLs already queued are not affected. Zero means no cap.
 	HostBudget int
+
+	// SeenInMemory bounds how many URLs have their fingerprint in the in-memory seen-set (about
+	// 9 to 12 bytes each, see docs/frontier.md); 0 means DefaultSeenInMemory. Past the bound, a
+	// URL the set does not hold is looked up in the store.
+	SeenInMemory int
 }
+
+// DefaultSeenInMemory is Options.SeenInMemory's default: 16M URLs, 150 to 200 MB.
+const DefaultSeenInMemory = 1 << 24
 
 // Counts are the frontier's totals. Every URL ever learned is counted in exactly one of
 // Queued, Fetched, Failed and Excluded.
@@ -145,7 +153,8 @@ type Frontier struct {
 	db       *storage.DB
 	bolt     *bbolt.DB
 	readOnly bool
-	budget   int // Options.HostBudget
+	budget   int      // Options.HostBudget
+	seen     *seenSet // fingerprints of the seen-set's URLs; nil on a read-only store
 
 	leaseMu   sync.Mutex   // serializes Lease (no two leases pick the same key) against Complete's unlease (no lease picks a key from a snapshot older than its completion); taken before mu
 	promoteMu sync.Mutex   // serializes promotions of delayed URLs
@@ -213,8 +222,23 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 	if err := f.bolt.View(f.load); err != nil {
 		return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 	}
+	if !f.readOnly {
+		limit := DefaultSeenInMemory
+		if opts != nil && opts.SeenInMemory > 0 {
+			limit = opts.SeenInMemory
+		}
+		if err := f.bolt.View(func(tx *bbolt.Tx) error {
+			f.seen = loadSeen(tx, limit, f.total.Queued+f.total.Fetched+f.total.Failed+f.total.Excluded)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
+		}
+	}
 	return f, nil
 }
+
+// claims returns an empty set of claims for one write transaction.
+func (f *Frontier) claims() *claims { return &claims{set: f.seen} }
 
 // load reads the counters from disk into memory.
 func (f *Frontier) load(tx *bbolt.Tx) error {

@@ -20,9 +20,10 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // testFrontier is a Frontier in t.TempDir whose invariants are checked at the end of the test.
 type testFrontier struct {
 	*Frontier
-	t   *testing.T
-	dir string
-	db  *storage.DB
+	t    *testing.T
+	dir  string
+	db   *storage.DB
+	opts *Options // given to Open
 }
 
 // newTestFrontier opens a frontier in a fresh directory; cleanup checks its invariants (Check)
@@ -49,7 +50,7 @@ func (tf *testFrontier) open() {
 	if err != nil {
 		tf.t.Fatal(err)
 	}
-	f, err := Open(db, nil)
+	f, err := Open(db, tf.opts)
 	if err != nil {
 		db.Close()
 		tf.t.Fatal(err)

@@ -91,6 +91,7 @@ func addCounter(b *bbolt.Bucket, name string, n int) error {
 
 // txn is one write transaction's view of the frontier's buckets.
 type txn struct {
+	tx                          *bbolt.Tx
 	seen, queue, delayed, hosts *bbolt.Bucket
 	d                           *delta
 	budget                      int                   // Options.HostBudget; 0: none
@@ -99,14 +100,32 @@ type txn struct {
 	// inserts into a node's sorted slice, so a page's many links put in document order would
 	// cost time quadratic in their number (a page with 100 000 links took seconds).
 	added map[string][]byte
+	// claims collects the fingerprints of the URLs the transaction adds; nil: none kept.
+	claims *claims
 }
 
-// seenGet returns the seen record of key sk, including one added by this transaction.
-func (t *txn) seenGet(sk []byte) []byte {
-	if v, ok := t.added[string(sk)]; ok {
-		return v
+// known reports whether the URL of seen-set key sk is known: added by this transaction, in
+// the in-memory seen-set, or on disk (read only when the in-memory set cannot tell). A URL it
+// reports unknown has its fingerprint claimed for this transaction.
+func (t *txn) known(sk []byte) bool {
+	if _, ok := t.added[string(sk)]; ok {
+		return true
 	}
-	return t.seen.Get(sk)
+	if t.claims == nil {
+		return t.seen.Get(sk) != nil
+	}
+	fp := fingerprint(sk)
+	switch t.claims.set.lookup(fp) {
+	case answerSeen:
+		return true
+	case answerAsk:
+		if t.seen.Get(sk) != nil {
+			return true
+		}
+	}
+	t.claims.set.claim(fp)
+	t.claims.fps = append(t.claims.fps, fp)
+	return false
 }
 
 // add records a new URL's seen record, to be written by flush.
@@ -134,7 +153,7 @@ func (t *txn) flush() error {
 }
 
 func newTxn(tx *bbolt.Tx, d *delta) *txn {
-	t := &txn{seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), delayed: tx.Bucket(bucketDelayed),
+	t := &txn{tx: tx, seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), delayed: tx.Bucket(bucketDelayed),
 		hosts: tx.Bucket(bucketHosts), d: d}
 	// Keys of the queue (per host) and of the delayed set (by time) mostly grow: pack their
 	// pages fuller than the default half when they split. (The setting lasts one transaction.)
@@ -168,7 +187,7 @@ func (t *txn) used(host string) (int, error) {
 // Over the host budget, e is recorded as excluded (ReasonLimit) instead and false is returned.
 func (t *txn) enqueue(e Entry) (bool, error) {
 	sk := seenKey(e.URL)
-	if t.seenGet(sk) != nil {
+	if t.known(sk) {
 		return false, nil
 	}
 	if t.budget > 0 {
@@ -187,7 +206,7 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 		return false, err
 	}
 	qk := queueKey(e.Host, seq)
-	if err := t.queue.Put(qk, []byte(e.URL)); err != nil {
+	if err := t.queue.Put(qk, queueValue(e.Host, e.URL)); err != nil {
 		return false, err
 	}
 	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, parent: e.Parent}
@@ -199,7 +218,7 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 // exclude records x as excluded, unless its URL was seen before.
 func (t *txn) exclude(x Exclusion) (bool, error) {
 	sk := seenKey(x.URL)
-	if t.seenGet(sk) != nil {
+	if t.known(sk) {
 		return false, nil
 	}
 	r := record{state: stExcluded, depth: x.Depth, hops: x.Hops, host: x.Host, parent: x.Parent, reason: x.Reason,
@@ -237,10 +256,12 @@ func (f *Frontier) Add(entries []Entry) (added int, err error) {
 		}
 	}
 	var d *delta
+	c := f.claims()
 	err = f.bolt.Update(func(tx *bbolt.Tx) error {
+		c.reset()
 		d, added = newDelta(), 0
 		t := newTxn(tx, d)
-		t.budget = f.budget
+		t.budget, t.claims = f.budget, c
 		for _, e := range entries {
 			ok, err := t.enqueue(e)
 			if err != nil {
@@ -255,6 +276,7 @@ func (f *Frontier) Add(entries []Entry) (added int, err error) {
 		}
 		return d.write(tx)
 	})
+	c.done(err)
 	if err != nil {
 		return 0, fmt.Errorf("frontier: add: %w", err)
 	}
@@ -273,9 +295,12 @@ func (f *Frontier) Exclude(ex []Exclusion) error {
 		}
 	}
 	var d *delta
+	c := f.claims()
 	err := f.bolt.Update(func(tx *bbolt.Tx) error {
+		c.reset()
 		d = newDelta()
 		t := newTxn(tx, d)
+		t.claims = c
 		for _, x := range ex {
 			if _, err := t.exclude(x); err != nil {
 				return fmt.Errorf("%s: %w", x.URL, err)
@@ -286,6 +311,7 @@ func (f *Frontier) Exclude(ex []Exclusion) error {
 		}
 		return d.write(tx)
 	})
+	c.done(err)
 	if err != nil {
 		return fmt.Errorf("frontier: exclude: %w", err)
 	}
@@ -334,7 +360,10 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 			if leased {
 				continue
 			}
-			url := string(v)
+			url, err := queueURL(host, v)
+			if err != nil {
+				return fmt.Errorf("%w: queue entry %q: %v", ErrCorrupt, k, err)
+			}
 			r, err := decodeRecord(seen.Get(seenKey(url)))
 			if err != nil || r.state != stQueued || !bytes.Equal(r.qkey, k) {
 				return fmt.Errorf("%w: queue entry %q of %s has no matching queued record (%v)", ErrCorrupt, k, url, err)
@@ -425,9 +454,13 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 	// bbolt's Batch may run fn more than once (and roll back all but the last run), so fn
 	// starts each run from scratch and memory is updated only after the commit.
 	var d *delta
+	c := f.claims()
 	fn := func(tx *bbolt.Tx) error {
+		c.reset()
 		d = newDelta()
-		return complete(tx, d, l, r, f.budget)
+		t := newTxn(tx, d)
+		t.budget, t.claims = f.budget, c
+		return t.complete(l, r)
 	}
 	var err error
 	if f.inflight.Add(1) == 1 {
@@ -436,6 +469,7 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 		err = f.bolt.Batch(fn)
 	}
 	f.inflight.Add(-1)
+	c.done(err)
 	if err != nil {
 		return fmt.Errorf("frontier: complete %s: %w", l.URL, err)
 	}
@@ -463,10 +497,9 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 	return nil
 }
 
-// complete is Complete's transaction; budget is Options.HostBudget.
-func complete(tx *bbolt.Tx, d *delta, l Lease, r Result, budget int) error {
-	t := newTxn(tx, d)
-	t.budget = budget
+// complete is Complete's transaction.
+func (t *txn) complete(l Lease, r Result) error {
+	d := t.d
 	key := []byte(l.key)
 	if t.queue.Get(key) == nil {
 		return ErrNotLeased // completed concurrently by another call with the same lease
@@ -487,7 +520,7 @@ func complete(tx *bbolt.Tx, d *delta, l Lease, r Result, budget int) error {
 		rec.attempts++
 		rec.reason, rec.detail = "", ""
 		if r.Page != nil {
-			seq, err := storage.PutPage(tx, r.Page)
+			seq, err := storage.PutPage(t.tx, r.Page)
 			if err != nil {
 				return err
 			}
@@ -538,7 +571,7 @@ func complete(tx *bbolt.Tx, d *delta, l Lease, r Result, budget int) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	return d.write(tx)
+	return d.write(t.tx)
 }
 
 // due reports whether a delayed URL may be due at now.
@@ -587,7 +620,7 @@ func (f *Frontier) promote(now time.Time) error {
 					return err
 				}
 				rec.qkey = queueKey(host, seq)
-				if err := t.queue.Put(rec.qkey, []byte(url)); err != nil {
+				if err := t.queue.Put(rec.qkey, queueValue(host, url)); err != nil {
 					return err
 				}
 				if err := t.seen.Put(sk, rec.encode()); err != nil {

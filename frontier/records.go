@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -11,13 +12,19 @@ import (
 // On-disk layout, all in storage's bbolt file:
 //
 //	frontier/seen     seenKey(URL)              -> record: the one state of every URL ever learned
-//	frontier/queue    host 0x00 seq(8, BE)      -> URL   (FIFO per host by a cursor Seek on the prefix)
+//	frontier/queue    host 0x00 seq(8, BE)      -> queueValue(host, URL)   (FIFO per host by a cursor Seek on the prefix)
 //	frontier/delayed  notBefore(8, BE) seq(8)   -> uvarint(len host) host URL   (retries waiting)
 //	frontier/hosts    host                      -> hostCounts
 //	frontier/counts   name                      -> int64 (8, BE): totals, "failed\x00reason", "excluded\x00reason"
 //
 // A queued URL's record holds the key of its queue or delayed entry, so each entry and each
 // queued record point at each other (Check verifies it).
+//
+// Format versions: records and queue values written before format 2 (record version 1, queue
+// values holding the whole URL) are read as they are and rewritten in format 2 whenever the
+// URL's record changes; nothing is migrated at Open. Format 2 writes a URL in a queue value,
+// and a parent in a record, without its "http://HOST" or "https://HOST" prefix when HOST is
+// the host key (see hostRelative).
 var (
 	bucketSeen    = []byte("frontier/seen")
 	bucketQueue   = []byte("frontier/queue")
@@ -114,21 +121,116 @@ type record struct {
 	detail   string
 }
 
-const recordVersion = 1
+// Record versions: 1 stores the queue key and the parent as they are; 2 (written since) stores
+// a queue key of the record's own host as its sequence number alone, and the parent with
+// hostRelative.
+const (
+	recordVersion1 = 1
+	recordVersion  = 2
+)
+
+// Kinds of queue key in a version 2 record.
+const (
+	qkeyNone     = 0 // not queued
+	qkeyQueue    = 1 // queueKey(host, seq): the uvarint seq follows
+	qkeyVerbatim = 2 // any other key (a delayed entry's): uvarint length and the key follow
+)
 
 func (r *record) encode() []byte {
-	b := make([]byte, 0, 16+len(r.qkey)+len(r.host)+len(r.parent)+len(r.reason)+len(r.detail))
+	b := make([]byte, 0, 24+len(r.host)+len(r.parent)+len(r.reason)+len(r.detail))
 	b = append(b, recordVersion, r.state)
 	b = binary.AppendUvarint(b, uint64(r.depth))
 	b = binary.AppendUvarint(b, uint64(r.attempts))
 	b = binary.AppendUvarint(b, uint64(r.status))
 	b = binary.AppendUvarint(b, r.pageSeq)
 	b = binary.AppendUvarint(b, uint64(r.hops))
-	for _, s := range [][]byte{r.qkey, []byte(r.host), []byte(r.parent), []byte(r.reason), []byte(r.detail)} {
+	switch p := hostPrefix(r.host); {
+	case r.qkey == nil:
+		b = append(b, qkeyNone)
+	case len(r.qkey) == len(p)+8 && bytes.HasPrefix(r.qkey, p):
+		b = append(b, qkeyQueue)
+		b = binary.AppendUvarint(b, binary.BigEndian.Uint64(r.qkey[len(p):]))
+	default:
+		b = append(b, qkeyVerbatim)
+		b = binary.AppendUvarint(b, uint64(len(r.qkey)))
+		b = append(b, r.qkey...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.host)))
+	b = append(b, r.host...)
+	b = appendHostRelative(b, r.host, r.parent)
+	for _, s := range []string{r.reason, r.detail} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
 	return b
+}
+
+// Forms of a URL written relative to a host key (hostRelative).
+const (
+	relWhole = 0 // the whole URL follows
+	relHTTP  = 1 // "http://" + host is left out
+	relHTTPS = 2 // "https://" + host is left out
+)
+
+// appendHostRelative appends uvarint(len) and the form of url relative to host: a byte saying
+// which prefix is left out, and the rest. "" is written as a zero length.
+func appendHostRelative(b []byte, host, url string) []byte {
+	if url == "" {
+		return append(b, 0)
+	}
+	form, rest := hostRelative(host, url)
+	b = binary.AppendUvarint(b, uint64(1+len(rest)))
+	b = append(b, form)
+	return append(b, rest...)
+}
+
+// hostRelative returns url's form relative to host and what remains of it.
+func hostRelative(host, url string) (byte, string) {
+	if host != "" {
+		for _, f := range []struct {
+			form   byte
+			scheme string
+		}{{relHTTP, "http://"}, {relHTTPS, "https://"}} {
+			if len(url) > len(f.scheme)+len(host) && url[:len(f.scheme)] == f.scheme && url[len(f.scheme):len(f.scheme)+len(host)] == host {
+				if c := url[len(f.scheme)+len(host)]; c == '/' || c == '?' || c == '#' {
+					return f.form, url[len(f.scheme)+len(host):]
+				}
+			}
+		}
+	}
+	return relWhole, url
+}
+
+// fromHostRelative rebuilds a URL from its form relative to host.
+func fromHostRelative(host string, form byte, rest []byte) (string, error) {
+	switch form {
+	case relWhole:
+		return string(rest), nil
+	case relHTTP:
+		return "http://" + host + string(rest), nil
+	case relHTTPS:
+		return "https://" + host + string(rest), nil
+	}
+	return "", errBadRecord
+}
+
+// queueValue is the value of host's queue entry for url: a form byte (relHTTP or relHTTPS)
+// and the rest of the URL, or the whole URL, which starts with a letter (a version 1 value is
+// always the whole URL).
+func queueValue(host, url string) []byte {
+	form, rest := hostRelative(host, url)
+	if form == relWhole {
+		return []byte(url)
+	}
+	return append([]byte{form}, rest...)
+}
+
+// queueURL returns the URL of host's queue entry value v.
+func queueURL(host string, v []byte) (string, error) {
+	if len(v) > 0 && v[0] < 'A' {
+		return fromHostRelative(host, v[0], v[1:])
+	}
+	return string(v), nil
 }
 
 var errBadRecord = errors.New("bad URL record")
@@ -136,8 +238,11 @@ var errBadRecord = errors.New("bad URL record")
 // decodeRecord parses b, copying everything out of it (b is bbolt memory).
 func decodeRecord(b []byte) (record, error) {
 	var r record
-	if len(b) < 2 || b[0] != recordVersion || b[1] < stQueued || b[1] > stExcluded {
+	if len(b) < 2 || (b[0] != recordVersion && b[0] != recordVersion1) || b[1] < stQueued || b[1] > stExcluded {
 		return r, errBadRecord
+	}
+	if b[0] == recordVersion {
+		return decodeRecord2(b)
 	}
 	r.state = b[1]
 	b = b[2:]
@@ -171,6 +276,96 @@ func decodeRecord(b []byte) (record, error) {
 	return r, nil
 }
 
+// decodeRecord2 parses a version 2 record.
+func decodeRecord2(b []byte) (record, error) {
+	var r record
+	d := decoder{b: b[2:]}
+	r.state = b[1]
+	r.depth, r.attempts, r.status = d.small(), d.small(), d.small()
+	r.pageSeq, r.hops = d.uvarint(), d.small()
+	var qseq uint64
+	var qkey []byte
+	kind := d.byte()
+	switch kind {
+	case qkeyNone:
+	case qkeyQueue:
+		qseq = d.uvarint()
+	case qkeyVerbatim:
+		qkey = d.bytes()
+		if len(qkey) == 0 {
+			d.bad = true
+		}
+	default:
+		d.bad = true
+	}
+	host := d.bytes()
+	parent := d.bytes()
+	reason, detail := d.bytes(), d.bytes()
+	if d.bad || len(d.b) != 0 {
+		return record{}, errBadRecord
+	}
+	r.host, r.reason, r.detail = string(host), string(reason), string(detail)
+	switch kind {
+	case qkeyQueue:
+		r.qkey = queueKey(r.host, qseq)
+	case qkeyVerbatim:
+		r.qkey = bytes.Clone(qkey)
+	}
+	if len(parent) > 0 {
+		var err error
+		if r.parent, err = fromHostRelative(r.host, parent[0], parent[1:]); err != nil {
+			return record{}, err
+		}
+	}
+	return r, nil
+}
+
+// decoder reads the fields of a version 2 record; bad is set by the first malformed one.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) uvarint() uint64 {
+	n, w := binary.Uvarint(d.b)
+	if w <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[w:]
+	return n
+}
+
+// small reads a uvarint that must fit an int32.
+func (d *decoder) small() int {
+	n := d.uvarint()
+	if n > math.MaxInt32 {
+		d.bad = true
+	}
+	return int(n)
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.bad = true
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.bad = true
+		return nil
+	}
+	s := d.b[:n]
+	d.b = d.b[n:]
+	return s
+}
+
 // hostBucketKey is the key of host in the hosts bucket: bbolt keys cannot be empty, so the
 // host "" (of excluded URLs without one) is stored as "\x00", which no host contains.
 func hostBucketKey(host string) []byte {
@@ -193,8 +388,11 @@ type hostCounts struct {
 	LastError                                  string
 }
 
+// hostCountsVersion is the format of hostCounts on disk.
+const hostCountsVersion = 1
+
 func (c *hostCounts) encode() []byte {
-	b := []byte{recordVersion}
+	b := []byte{hostCountsVersion}
 	for _, n := range []int{c.Queued, c.Delayed, c.Fetched, c.Failed, c.Excluded} {
 		b = binary.AppendVarint(b, int64(n))
 	}
@@ -209,7 +407,7 @@ func decodeHostCounts(b []byte) (hostCounts, error) {
 	if b == nil {
 		return c, nil
 	}
-	if len(b) < 1 || b[0] != recordVersion {
+	if len(b) < 1 || b[0] != hostCountsVersion {
 		return c, errBadHost
 	}
 	b = b[1:]

@@ -185,7 +185,11 @@ func (t *txn) recordURL(k []byte, rec record) (string, error) {
 		return "", nil
 	}
 	if v := t.queue.Get(rec.qkey); v != nil {
-		return string(v), nil
+		url, err := queueURL(rec.host, v)
+		if err != nil {
+			return "", fmt.Errorf("%w: queue entry %x: %v", ErrCorrupt, rec.qkey, err)
+		}
+		return url, nil
 	}
 	if v := t.delayed.Get(rec.qkey); v != nil {
 		_, _, url, err := parseDelayed(rec.qkey, v)
@@ -236,7 +240,7 @@ func (t *txn) requeue(r revision, out *Revised) error {
 		return err
 	}
 	qk := queueKey(rec.host, seq)
-	if err := t.queue.Put(qk, []byte(r.url)); err != nil {
+	if err := t.queue.Put(qk, queueValue(rec.host, r.url)); err != nil {
 		return err
 	}
 	hd := t.d.host(rec.host)

@@ -8,19 +8,23 @@ import (
 	"runtime/pprof"
 )
 
-// profiles are the --cpuprofile and --memprofile files of one run (empty: none).
-type profiles struct{ cpu, mem string }
+// profiles are the --cpuprofile, --memprofile and --blockprofile files of one run (empty: none).
+type profiles struct{ cpu, mem, block string }
 
 func profileFlags(fs *flag.FlagSet) *profiles {
 	p := &profiles{}
 	fs.StringVar(&p.cpu, "cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof reads it)")
 	fs.StringVar(&p.mem, "memprofile", "", "write a heap profile to FILE when the run ends, before the store closes (go tool pprof reads it)")
+	fs.StringVar(&p.block, "blockprofile", "", "write a profile of where goroutines waited (channels, locks, every wait of 10 µs or more) to FILE when the run ends (go tool pprof reads it)")
 	return p
 }
 
 // start begins the CPU profile, if asked for, and returns the function that ends it.
 func (p *profiles) start() (stop func() error, err error) {
 	var cpu *os.File
+	if p.block != "" {
+		runtime.SetBlockProfileRate(10_000) // ns: waits of 10 µs and more are all sampled
+	}
 	if p.cpu != "" {
 		if cpu, err = os.Create(p.cpu); err != nil {
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
@@ -36,6 +40,17 @@ func (p *profiles) start() (stop func() error, err error) {
 			if err := cpu.Close(); err != nil {
 				return fmt.Errorf("--cpuprofile: %w", err)
 			}
+		}
+		if p.block != "" {
+			f, err := os.Create(p.block)
+			if err != nil {
+				return fmt.Errorf("--blockprofile: %w", err)
+			}
+			if err := pprof.Lookup("block").WriteTo(f, 0); err != nil {
+				f.Close()
+				return fmt.Errorf("--blockprofile: %w", err)
+			}
+			return f.Close()
 		}
 		return nil
 	}, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -62,11 +63,8 @@ func broad(w io.Writer, cfg broadConfig) error {
 	defer os.RemoveAll(tmp)
 	bin := cfg.crawlBin
 	if bin == "" {
-		bin = filepath.Join(tmp, "crawl")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/crawl")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("go build ./cmd/crawl (run the bench from the repository's root, or give -crawl): %w", err)
+		if bin, err = buildCrawl(tmp); err != nil {
+			return err
 		}
 	}
 
@@ -80,7 +78,7 @@ func broad(w io.Writer, cfg broadConfig) error {
 	if err != nil {
 		return err
 	}
-	pageBytes, err := meanPage(thrWeb)
+	pageBytes, _, err := meanPage(thrWeb)
 	if err != nil {
 		thrWeb.Close()
 		return err
@@ -160,27 +158,29 @@ func broad(w io.Writer, cfg broadConfig) error {
 // the paragraphs' tags and some eight links.
 const pageMarkup = 700
 
-// meanPage returns the mean size of up to 100 pages of web's first host, fetched once each,
-// and then resets web's counters.
-func meanPage(web *simweb.Web) (float64, error) {
+// meanPage returns the mean size and the mean number of links of up to 100 pages of web's
+// first host, fetched once each, and then resets web's counters.
+func meanPage(web *simweb.Web) (size, links float64, err error) {
 	defer web.Reset()
+	defer http.DefaultClient.CloseIdleConnections()
 	urls := web.Expected()[web.Names()[0]]
 	urls = urls[:min(len(urls), 100)]
-	var total int64
+	var total, hrefs int
 	for _, u := range urls {
 		resp, err := http.Get(u)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		n, err := io.Copy(io.Discard, resp.Body)
+		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		total += n
+		total += len(b)
+		hrefs += bytes.Count(b, []byte("<a href="))
 	}
-	http.DefaultClient.CloseIdleConnections()
-	return float64(total) / float64(max(len(urls), 1)), nil
+	n := float64(max(len(urls), 1))
+	return float64(total) / n, float64(hrefs) / n, nil
 }
 
 // hostFloor is the least time one host's pages take at its limit (robots.txt's request included).

@@ -10,8 +10,9 @@
 //	go run ./internal/bench -scenario flaky      # hosts failing a share of requests at random
 //	go run ./internal/bench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
 //	go run ./internal/bench -scenario broad -hosts 10 -host-pages 1   # mostly the two-host crawl: CPU per 12 KB page
+//	go run ./internal/bench -scenario links -links 6,40,150 -max-pages 30000   # CPU per discovered link
 //
-// The broad scenario runs the crawl binary (built from ./cmd/crawl, so run the bench from the
+// The broad and links scenarios run the crawl binary (built from ./cmd/crawl, so run the bench from the
 // repository's root) as a separate process, so that its peak RSS and CPU time are its own.
 package main
 
@@ -39,7 +40,7 @@ import (
 var tune func(*crawler.Config)
 
 func main() {
-	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky, broad or all (all but broad)")
+	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky, broad, links or all (all but broad and links)")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts)")
@@ -57,9 +58,23 @@ func main() {
 	flag.StringVar(&bc.crawlBin, "crawl", "", "broad: the crawl binary to run (default: go build ./cmd/crawl)")
 	crawlFlags := flag.String("crawl-flags", "", "broad: more flags for both `crawl run`s, space-separated (e.g. \"--workers 64\")")
 	thrFlags := flag.String("throughput-flags", "", "broad: more flags for the two-host `crawl run` only (e.g. \"--cpuprofile /tmp/cpu.prof\")")
-	flag.DurationVar(&bc.timeout, "timeout", 30*time.Minute, "broad: each crawl is killed after this")
+	flag.DurationVar(&bc.timeout, "timeout", 30*time.Minute, "broad, links: each crawl is killed after this")
+	var lc linksConfig
+	linksList := flag.String("links", "6,40,150", "links: links per page, one crawl each")
+	flag.IntVar(&lc.pages, "link-host-pages", 200_000, "links: pages per host of the two hosts")
+	flag.IntVar(&lc.maxPages, "max-pages", 30_000, "links: --max-pages of each crawl")
+	flag.IntVar(&lc.rounds, "rounds", 1, "links: crawls of each figure, interleaved")
 	flag.Parse()
 	bc.crawlFlags = strings.Fields(*crawlFlags)
+	lc.pageKB = max(bc.pageKB, 1)
+	for _, f := range strings.Split(*linksList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			fmt.Fprintf(os.Stderr, "bench: -links: %q is not a number of links\n", f)
+			os.Exit(2)
+		}
+		lc.links = append(lc.links, n)
+	}
 	bc.thrFlags = strings.Fields(*thrFlags)
 	bc.grace, bc.seed = *grace, *seed
 	if *initial > 0 {
@@ -75,6 +90,8 @@ func main() {
 		err = flaky(os.Stdout, *seed)
 	case "broad":
 		err = broad(os.Stdout, bc)
+	case "links":
+		err = linkCosts(os.Stdout, bc.crawlBin, lc, bc.crawlFlags, bc.timeout, *seed)
 	case "all":
 		if err = politeness(os.Stdout, *seed, *grace, *scale); err == nil {
 			err = throughput(os.Stdout, *seed, *pages, *data)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -239,10 +240,11 @@ func render(sites []site, specs []HostSpec, bases []string) {
 // renderPage returns the HTML of page pi of host hi, drawing its text again if it is not kept.
 func renderPage(sites []site, specs []HostSpec, bases []string, hi, pi int) []byte {
 	p := &sites[hi].pages[pi]
+	src := p.textFrom
+	rng := rand.New(&src)
 	text := p.text
-	if text == nil {
-		src := p.textFrom
-		text = paragraphs(rand.New(&src), p.textSize)
+	if text == nil || specs[hi].Links > 0 { // drawn even when kept: the extra links follow it
+		text = paragraphs(rng, p.textSize)
 	}
 	title := fmt.Sprintf("%s: page %d", specs[hi].Name, pi)
 	if pi >= sites[hi].normal {
@@ -263,6 +265,9 @@ func renderPage(sites []site, specs []HostSpec, bases []string, hi, pi int) []by
 	}
 	// Links are spread over the paragraphs, a few per paragraph, rest in a list at the end.
 	ls := p.links
+	if want := specs[hi].Links; want > len(ls) && pi < sites[hi].normal {
+		ls = append(slices.Clip(ls), extraLinks(rng, hi, sites[hi].normal, want-len(ls))...)
+	}
 	for _, para := range text {
 		b.WriteString("<p>")
 		b.WriteString(html.EscapeString(para))
@@ -283,6 +288,15 @@ func renderPage(sites []site, specs []HostSpec, bases []string, hi, pi int) []by
 	}
 	b.WriteString("</body>\n</html>\n")
 	return b.Bytes()
+}
+
+// extraLinks draws n random links to the ordinary pages 0..normal-1 of host hi (HostSpec.Links).
+func extraLinks(rng *rand.Rand, hi, normal, n int) []link {
+	ls := make([]link, n)
+	for i := range ls {
+		ls[i] = link{host: hi, page: rng.IntN(normal), form: linkForm(rng.IntN(int(numForms)))}
+	}
+	return ls
 }
 
 func writeLink(b *bytes.Buffer, sites []site, specs []HostSpec, bases []string, hi int, from string, l link) {

@@ -55,6 +55,12 @@ type HostSpec struct {
 	// TextSize is about how many bytes of text each page carries, besides its markup and
 	// links; 0 draws 1,000–4,000 per page at random.
 	TextSize int
+	// Links > 0 gives each ordinary page Links links in all: its own (as without Links) and
+	// random ones to the host's ordinary pages to make up the figure. The random ones are drawn
+	// again at each request from the page's seed, never kept, and the pages of a Web with such
+	// a host are rendered per request (as with VirtualHosts), so a host of a million pages with
+	// 150 links each fits in memory. Expected is unchanged: every page is reachable without them.
+	Links int
 
 	Limit float64    // token-bucket rate in req/s; 0 = unlimited
 	Burst int        // bucket size; 0 = 1
@@ -207,6 +213,8 @@ func (s *HostSpec) validate(names map[string]bool) error {
 		return fmt.Errorf("Pages %d < 1", s.Pages)
 	case s.TextSize < 0:
 		return fmt.Errorf("TextSize %d < 0", s.TextSize)
+	case s.Links < 0:
+		return fmt.Errorf("Links %d < 0", s.Links)
 	case s.Limit < 0 || math.IsNaN(s.Limit) || math.IsInf(s.Limit, 0):
 		return fmt.Errorf("Limit %v", s.Limit)
 	case s.Burst < 0:

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,8 @@ type Web struct {
 	addr     string // the one listener's address with VirtualHosts, else ""
 	servers  []*http.Server
 
-	// A lazy web (VirtualHosts) renders each page per request from these; nil otherwise.
+	// A lazy web (VirtualHosts, or a host with Links) renders each page per request from
+	// these; nil otherwise.
 	sites []site
 	specs []HostSpec
 	bases []string
@@ -98,7 +100,8 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 		return nil, err
 	}
 	specs = append([]HostSpec(nil), specs...)
-	sites := buildSites(specs, o.Seed, o.VirtualHosts)
+	lazy := o.VirtualHosts || slices.ContainsFunc(specs, func(s HostSpec) bool { return s.Links > 0 })
+	sites := buildSites(specs, o.Seed, lazy)
 	for i := range specs {
 		for p := range specs[i].Extra {
 			if _, clash := sites[i].byPath[p]; clash {
@@ -135,7 +138,7 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 		w.hosts[i] = h
 		w.byName[specs[i].Name] = h
 	}
-	if o.VirtualHosts {
+	if lazy {
 		w.sites, w.specs, w.bases = sites, specs, bases // pages are rendered per request
 	} else {
 		render(sites, specs, bases)

@@ -1,0 +1,234 @@
+package frontier
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"slices"
+	"sync"
+
+	"go.etcd.io/bbolt"
+)
+
+// fpSeed keys the fingerprints of one process: the set is rebuilt from the store at each Open,
+// so fingerprints never leave memory.
+var fpSeed = maphash.MakeSeed()
+
+// fingerprint is the 8-byte fingerprint of a seen-set key.
+func fingerprint(sk []byte) uint64 { return maphash.Bytes(fpSeed, sk) }
+
+// Answer is what the in-memory seen-set says about a fingerprint.
+type answer uint8
+
+const (
+	answerSeen answer = iota + 1 // a committed URL has this fingerprint: treat the URL as seen
+	answerNew                    // no URL in the store has it: the URL is new
+	answerAsk                    // the set cannot tell: read the store
+)
+
+// Completeness says whether every URL of the store has its fingerprint in the set.
+type completeness uint8
+
+const (
+	setComplete completeness = iota // every committed URL is in the set: a miss means new
+	setPartial                      // the set reached its bound: a miss must be checked on disk
+)
+
+// seenSet holds the fingerprints of the URLs the store's seen-set holds, so that a link already
+// seen is answered without touching the store (see docs/frontier.md for the layout and its cost,
+// about 9–12 bytes per URL). Fingerprints claimed by a write transaction are pending until it
+// commits (then they join the set) or rolls back (then they are released); a pending one is
+// answered answerAsk, so a transaction never trusts a fingerprint that may not be on disk.
+//
+// A seenSet is safe for concurrent use; a nil *seenSet answers answerAsk and keeps nothing.
+type seenSet struct {
+	mu      sync.Mutex
+	base    []uint64            // sorted
+	dir     []uint32            // dir[i]: first index of base whose top dirBits bits are >= i; len 1<<dirBits + 1
+	dirBits uint                // bits of a fingerprint that index dir
+	delta   map[uint64]struct{} // committed, not yet merged into base
+	pending map[uint64]int32    // claimed by transactions not yet ended, with how many claim each
+	max     int                 // most fingerprints kept
+	state   completeness
+}
+
+// newSeenSet returns a set holding fps (which it sorts and keeps), bounded to max fingerprints.
+func newSeenSet(fps []uint64, max int, state completeness) *seenSet {
+	s := &seenSet{max: max, state: state, delta: make(map[uint64]struct{}), pending: make(map[uint64]int32)}
+	slices.Sort(fps)
+	s.base = slices.Compact(fps)
+	s.index()
+	return s
+}
+
+// loadSeen returns a set of the fingerprints of the keys of tx's seen bucket, bounded to
+// limit; urls is about how many keys there are.
+func loadSeen(tx *bbolt.Tx, limit, urls int) *seenSet {
+	fps := make([]uint64, 0, min(max(urls, 0), limit))
+	state := setComplete
+	if b := tx.Bucket(bucketSeen); b != nil {
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(fps) == limit {
+				state = setPartial
+				break
+			}
+			fps = append(fps, fingerprint(k))
+		}
+	}
+	return newSeenSet(fps, limit, state)
+}
+
+// index rebuilds dir for base; s.mu must be held (or s not yet shared).
+func (s *seenSet) index() {
+	s.dirBits = 0
+	if n := len(s.base) / 8; n > 1 {
+		s.dirBits = uint(bits.Len(uint(n)) - 1) // about 8 to 16 fingerprints per slot
+	}
+	s.dir = slices.Grow(s.dir[:0], 1<<s.dirBits+1)[:1<<s.dirBits+1]
+	i := 0
+	for slot := range s.dir {
+		for i < len(s.base) && s.top(s.base[i]) < uint64(slot) {
+			i++
+		}
+		s.dir[slot] = uint32(i)
+	}
+}
+
+func (s *seenSet) top(fp uint64) uint64 {
+	if s.dirBits == 0 {
+		return 0
+	}
+	return fp >> (64 - s.dirBits)
+}
+
+// hasLocked reports whether fp is committed; s.mu must be held.
+func (s *seenSet) hasLocked(fp uint64) bool {
+	if _, ok := s.delta[fp]; ok {
+		return true
+	}
+	t := s.top(fp)
+	for _, v := range s.base[s.dir[t]:s.dir[t+1]] {
+		if v >= fp {
+			return v == fp
+		}
+	}
+	return false
+}
+
+// lookup answers for fp.
+func (s *seenSet) lookup(fp uint64) answer {
+	if s == nil {
+		return answerAsk
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.hasLocked(fp):
+		return answerSeen
+	case s.pending[fp] > 0 || s.state == setPartial:
+		return answerAsk
+	}
+	return answerNew
+}
+
+// claim marks fp pending for a transaction about to write its URL.
+func (s *seenSet) claim(fp uint64) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.pending[fp]++
+	s.mu.Unlock()
+}
+
+// end ends the claims of a transaction on fps: committed, they join the set (as far as its
+// bound allows); otherwise they are released.
+func (s *seenSet) end(fps []uint64, committed bool) {
+	if s == nil || len(fps) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, fp := range fps {
+		if n := s.pending[fp] - 1; n > 0 {
+			s.pending[fp] = n
+		} else {
+			delete(s.pending, fp)
+		}
+		if !committed || s.hasLocked(fp) {
+			continue
+		}
+		if len(s.base)+len(s.delta) >= s.max {
+			s.state = setPartial
+			continue
+		}
+		s.delta[fp] = struct{}{}
+	}
+	if len(s.delta) >= max(1<<14, len(s.base)/8) {
+		s.merge()
+	}
+}
+
+// merge moves delta into base; s.mu must be held. It merges in place from the back, so base
+// grows by append's rule and no second copy of it is made unless its capacity runs out.
+func (s *seenSet) merge() {
+	add := make([]uint64, 0, len(s.delta))
+	for fp := range s.delta {
+		add = append(add, fp)
+	}
+	slices.Sort(add)
+	n := len(s.base)
+	s.base = slices.Grow(s.base, len(add))[:n+len(add)]
+	i, j := n-1, len(add)-1
+	for k := len(s.base) - 1; j >= 0; k-- {
+		if i >= 0 && s.base[i] > add[j] {
+			s.base[k] = s.base[i]
+			i--
+		} else {
+			s.base[k] = add[j]
+			j--
+		}
+	}
+	clear(s.delta)
+	s.index()
+}
+
+// holds reports whether fp is committed in the set, or the set cannot say (nil or partial):
+// Check's test that a complete set holds every URL of the store.
+func (s *seenSet) holds(fp uint64) bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == setPartial || s.hasLocked(fp)
+}
+
+// size returns how many fingerprints the set holds.
+func (s *seenSet) size() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.base) + len(s.delta)
+}
+
+// claims are the fingerprints one write transaction claimed in a seenSet.
+type claims struct {
+	set *seenSet
+	fps []uint64
+}
+
+// reset releases the claims of a run of the transaction's function that was rolled back
+// (bbolt's Batch may run it again): call it first in each run.
+func (c *claims) reset() {
+	c.set.end(c.fps, false)
+	c.fps = c.fps[:0]
+}
+
+// done ends the claims once the transaction committed (err == nil) or failed.
+func (c *claims) done(err error) {
+	c.set.end(c.fps, err == nil)
+	c.fps = nil
+}

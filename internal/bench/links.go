@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
+	"go.etcd.io/bbolt"
+)
+
+// linksConfig is what -scenario links crawls.
+type linksConfig struct {
+	links    []int // links per page, one crawl each
+	pages    int   // pages per host of the two hosts
+	maxPages int   // --max-pages of each crawl
+	pageKB   int
+	rounds   int // crawls of each figure, interleaved
+}
+
+// linkCosts runs the crawl binary on two unlimited hosts whose pages carry cfg.links[i] links
+// each, for every figure in turn (cfg.rounds times, interleaved, so that a noisy machine weighs
+// on every figure alike), and prints pages/s, CPU per page, CPU per discovered link (an href on
+// a fetched page) and what the frontier's buckets take on disk per URL they hold.
+func linkCosts(w io.Writer, bin string, cfg linksConfig, crawlFlags []string, timeout time.Duration, seed int64) error {
+	tmp, err := os.MkdirTemp("", "crawl-links-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if bin == "" {
+		if bin, err = buildCrawl(tmp); err != nil {
+			return err
+		}
+	}
+	text := max(cfg.pageKB*1024-pageMarkup, 1)
+	fmt.Fprintf(w, "links: 2 unlimited hosts × %d pages of ~%d KB, --max-pages %d, %d round(s)\n", cfg.pages, cfg.pageKB, cfg.maxPages, cfg.rounds)
+	fmt.Fprintf(w, "%6s %8s %9s %9s %9s %9s %10s %11s %9s %8s\n", "links", "pages", "pages/s", "CPU ms/p", "sys ms/p", "µs/link", "URLs", "frontier", "B/URL", "RSS MB")
+	for round := range cfg.rounds {
+		for _, n := range cfg.links {
+			specs := []simweb.HostSpec{{Name: "free1", Pages: cfg.pages, TextSize: text, Links: n},
+				{Name: "free2", Pages: cfg.pages, TextSize: text, Links: n}}
+			web, err := simweb.Start(specs, &simweb.Options{Seed: seed})
+			if err != nil {
+				return err
+			}
+			_, perPage, err := meanPage(web)
+			if err != nil {
+				web.Close()
+				return err
+			}
+			dir := filepath.Join(tmp, fmt.Sprintf("r%d-l%d", round, n))
+			flags := slices.Concat([]string{"--max-pages", fmt.Sprint(cfg.maxPages)}, crawlFlags)
+			run, err := runCrawl(bin, dir, web.Seeds(), flags, timeout, false)
+			web.Close()
+			if err != nil {
+				return err
+			}
+			pages := tally(web).pages
+			urls, frontierBytes, err := frontierSize(filepath.Join(dir, "data"))
+			if err != nil {
+				return err
+			}
+			links := perPage * float64(pages)
+			fmt.Fprintf(w, "%6d %8d %9.0f %9.3f %9.3f %9.2f %10d %8.1f MB %9.0f %8.1f%s\n", n, pages,
+				float64(pages)/run.wall.Seconds(), 1000*run.cpu.Seconds()/float64(max(pages, 1)),
+				1000*run.sys.Seconds()/float64(max(pages, 1)), 1e6*run.cpu.Seconds()/max(links, 1),
+				urls, float64(frontierBytes)/(1<<20), float64(frontierBytes)/float64(max(urls, 1)), run.peakMB, exitNote(run))
+			os.RemoveAll(dir)
+		}
+	}
+	return nil
+}
+
+// buildCrawl builds ./cmd/crawl into dir and returns the binary's path.
+func buildCrawl(dir string) (string, error) {
+	bin := filepath.Join(dir, "crawl")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/crawl")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/crawl (run the bench from the repository's root, or give -crawl): %w", err)
+	}
+	return bin, nil
+}
+
+// frontierSize opens the store in dir read-only and returns how many URLs its frontier has
+// learned and the bytes of the file's pages its buckets (frontier/…) take.
+func frontierSize(dir string) (urls int, size int64, err error) {
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	f, err := frontier.Open(db, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	c := f.Counts()
+	urls = c.Queued + c.Fetched + c.Failed + c.Excluded
+	err = db.Bolt().View(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			if bytes.HasPrefix(name, []byte("frontier/")) {
+				st := b.Stats()
+				size += int64(st.BranchAlloc + st.LeafAlloc)
+			}
+			return nil
+		})
+	})
+	return urls, size, err
+}

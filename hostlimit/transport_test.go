@@ -122,11 +122,14 @@ func TestTransportCancelledContext(t *testing.T) {
 	arrived := make(chan struct{}, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
-		if r.URL.Path == "/block" {
+		switch r.URL.Path {
+		case "/block":
 			select {
 			case <-release:
 			case <-r.Context().Done():
 			}
+		case "/hang": // until the client goes away
+			<-r.Context().Done()
 		}
 	}))
 	defer srv.Close()
@@ -166,7 +169,7 @@ func TestTransportCancelledContext(t *testing.T) {
 
 	// Cancelled in flight: the slot comes back.
 	flight, cancelFlight := context.WithCancel(context.Background())
-	go func() { _, err := get(flight, c, srv.URL+"/block"); errc <- err }()
+	go func() { _, err := get(flight, c, srv.URL+"/hang"); errc <- err }()
 	<-arrived
 	<-arrived
 	cancelFlight()

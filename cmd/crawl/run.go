@@ -280,14 +280,15 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 		fmt.Fprintf(w, "%-28s %7d %7d %7d %8.1f %8.1f %6d\n", h.Host, h.Pages, h.Failed, h.Queued, h.Rate, h.P95Ms, h.OverLimit)
 	}
 	printHostsLeftOut(w, s.Status, len(shown), "crawl status --data DIR --all lists them")
-	printFailedHosts(w, s.Hosts)
+	printFailedHosts(w, s.Hosts, s.HostsFailed)
 }
 
 // failedHostRows is how many hosts whose every request failed the summary names.
 const failedHostRows = 15
 
-// printFailedHosts names the hosts that served nothing and failed, with the last cause.
-func printFailedHosts(w io.Writer, hosts []crawler.HostStatus) {
+// printFailedHosts names the hosts that served nothing and failed, with the last cause; total
+// counts them all, listed or not (Status.HostsFailed).
+func printFailedHosts(w io.Writer, hosts []crawler.HostStatus, total int) {
 	n := 0
 	for _, h := range hosts {
 		if h.Pages > 0 || h.Failed == 0 && h.LastError == "" {
@@ -297,6 +298,7 @@ func printFailedHosts(w io.Writer, hosts []crawler.HostStatus) {
 			fmt.Fprintf(w, "every request to %s failed: %s\n", h.Host, cmp.Or(h.LastError, "no cause recorded"))
 		}
 	}
+	n = max(n, total)
 	if n > failedHostRows {
 		fmt.Fprintf(w, "… and %d more hosts whose every request failed (crawl urls --data DIR --state failed lists their URLs)\n", n-failedHostRows)
 	}

@@ -41,6 +41,9 @@ type Status struct {
 	// HostsNotListed counts the hosts contacted but left out of Hosts, the least busy: a
 	// running crawl lists its busiest few hundred.
 	HostsNotListed int `json:"hosts_not_listed,omitempty"`
+	// HostsFailed counts the hosts contacted that served nothing and failed (every request
+	// failed, or the last error is all there is); Hosts lists at least 15 of them, if there are.
+	HostsFailed int `json:"hosts_failed,omitempty"`
 	// Run holds the running crawl's request counters since it started (absent when no crawl
 	// process made requests: crawl status on a stopped store).
 	Run *RunCounters `json:"run,omitempty"`
@@ -118,6 +121,10 @@ func ReadStatusFile(dir string) (Status, error) {
 // crawl has 100,000 hosts. crawl status on a stopped store lists them all.
 var listedHosts = 200
 
+// failedListed is how many hosts whose every request failed a snapshot lists at least (if there
+// are as many), however little they were used.
+const failedListed = 15
+
 // snapshot reports the crawl: the frontier's counts and the hosts contacted, busiest first, at
 // most list of them (0: all), with their gates' figures.
 func (c *Crawler) snapshot(running bool, list int) Status {
@@ -142,8 +149,9 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 	}
 	// Pick the hosts contacted; a host's status is built only if it is listed.
 	type pick struct {
-		i   int    // in hosts
-		req uint64 // requests admitted by its gate in this run: the order's tie-break
+		i      int    // in hosts
+		req    uint64 // requests admitted by its gate in this run: the order's tie-break
+		failed bool   // it served nothing and failed (Status.HostsFailed)
 	}
 	hosts := c.fr.Hosts()
 	var picks []pick
@@ -153,8 +161,9 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 			continue
 		}
 		seen := h.Fetched+h.Failed > 0 || h.InFlight > 0
+		failed := h.Fetched == 0 && (h.Failed > 0 || h.LastError != "")
 		if r := c.hosts[h.Host]; r != nil && r.lastErr != "" {
-			seen = true
+			seen, failed = true, h.Fetched == 0
 		}
 		var req uint64
 		gate := c.gates.known(h.Host)
@@ -172,15 +181,35 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 			}
 			continue
 		}
-		picks = append(picks, pick{i: i, req: req})
+		picks = append(picks, pick{i: i, req: req, failed: failed})
+		if failed {
+			st.HostsFailed++
+		}
 	}
 	slices.SortFunc(picks, func(a, b pick) int {
 		ha, hb := &hosts[a.i], &hosts[b.i]
 		return busier(ha.Fetched+ha.Failed, hb.Fetched+hb.Failed, a.req, b.req, ha.Host, hb.Host)
 	})
 	if list > 0 && len(picks) > list {
-		st.HostsNotListed = len(picks) - list
-		picks = picks[:list]
+		// The least busy left out, but the first failedListed that failed stay: the summary
+		// names them.
+		kept, room := picks[:list], failedListed
+		for _, p := range kept {
+			if p.failed {
+				room--
+			}
+		}
+		for _, p := range picks[list:] {
+			if room <= 0 {
+				break
+			}
+			if p.failed {
+				kept = append(kept, p)
+				room--
+			}
+		}
+		st.HostsNotListed = len(picks) - len(kept)
+		picks = kept
 	}
 	st.Hosts = make([]HostStatus, 0, len(picks))
 	for _, p := range picks {

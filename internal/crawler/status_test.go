@@ -239,3 +239,39 @@ func sortBusiest(hosts []HostStatus, requests func(HostStatus) uint64) {
 		return busier(a.Pages+a.Failed, b.Pages+b.Failed, requests(a), requests(b), a.Host, b.Host)
 	})
 }
+
+// TestSnapshotKeepsFailedHosts: a snapshot that leaves the least busy hosts out still lists the
+// hosts whose every request failed (the run's summary names them) and counts them all.
+func TestSnapshotKeepsFailedHosts(t *testing.T) {
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{"http://127.0.0.2:9/", "http://127.0.0.3:9/", "http://127.0.0.4:9/"}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now()
+	for _, h := range []string{"127.0.0.2:9", "127.0.0.3:9", "127.0.0.4:9"} {
+		l, ok, err := c.fr.Lease(now, h)
+		if !ok || err != nil {
+			t.Fatalf("lease from %s: %v %v", h, ok, err)
+		}
+		r := frontier.Result{Kind: frontier.Fetched}
+		if h == "127.0.0.4:9" {
+			r = frontier.Result{Kind: frontier.Failed, Reason: "connection", Detail: "connection refused"}
+		}
+		if err := c.fr.Complete(l, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := c.snapshot(true, 1)
+	var got []string
+	for _, h := range st.Hosts {
+		got = append(got, h.Host)
+	}
+	if !slices.Equal(got, []string{"127.0.0.2:9", "127.0.0.4:9"}) || st.HostsNotListed != 1 || st.HostsFailed != 1 {
+		t.Errorf("listed %v, %d not listed, %d failed; want [127.0.0.2:9 127.0.0.4:9] (the failed one kept), 1, 1",
+			got, st.HostsNotListed, st.HostsFailed)
+	}
+}

@@ -93,6 +93,8 @@ type observation struct {
 
 	// Owned by the dispatcher goroutine (dispatch, and publishStatus which Run calls).
 	ready       map[string]*readyHost
+	hostList    hostList  // the hosts the last scan listed (snapshot)
+	relistAt    time.Time // when a running snapshot scans the hosts again
 	lastTick    time.Time
 	lastPages   map[string]int
 	lastFetched int

@@ -147,13 +147,61 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 			gates[h.Host] = h
 		}
 	}
-	// Pick the hosts contacted; a host's status is built only if it is listed.
+	hl := c.ob.hostList
+	if !running || !now.Before(c.ob.relistAt) {
+		hl = c.listHosts(running, list, gates)
+		if running {
+			c.ob.hostList, c.ob.relistAt = hl, now.Add(relistEvery(hl.scanned))
+		}
+	}
+	st.Hosts = slices.Clone(hl.hosts)
+	st.HostsNotCrawled, st.HostsNotCrawledQueued = hl.notCrawled, hl.notCrawledQueued
+	st.HostsNotListed, st.HostsFailed = hl.notListed, hl.failed
+	for i := range st.Hosts {
+		gate := c.gates.known(st.Hosts[i].Host)
+		switch g, ok := gates[gate]; {
+		case ok:
+			setGate(&st.Hosts[i], g, now)
+		case !running: // a gate that left memory: its figures are in the store
+			setGate(&st.Hosts[i], c.reg.Load(now, gate), now)
+		default:
+			if g, ok := c.reg.Host(now, gate); ok {
+				setGate(&st.Hosts[i], g, now)
+			}
+		}
+	}
+	return st
+}
+
+// hostList is the part of a snapshot that scans every host the frontier knows: the hosts
+// listed, with their frontier counters and records but not their gates' figures, and the
+// counts of the others.
+type hostList struct {
+	hosts                        []HostStatus
+	notCrawled, notCrawledQueued int
+	notListed, failed            int
+	scanned                      int // hosts scanned
+}
+
+// relistEvery is how long a running crawl's snapshots keep the hosts they list (and those
+// hosts' counters) before scanning n hosts again: every second up to 20,000 hosts, then a
+// second more per 20,000, at most 30 s, so that the scan stays a small part of a broad crawl's
+// work. Totals and the listed gates' figures are read afresh every time.
+func relistEvery(n int) time.Duration {
+	return min(time.Duration(n/20_000)*time.Second, 30*time.Second)
+}
+
+// listHosts picks the hosts contacted, busiest first, at most list of them (0: all); gates, if
+// not nil, holds every gate's figures (otherwise a running crawl's gates in memory are asked).
+func (c *Crawler) listHosts(running bool, list int, gates map[string]hostlimit.HostStats) hostList {
+	var hl hostList
 	type pick struct {
 		i      int    // in hosts
 		req    uint64 // requests admitted by its gate in this run: the order's tie-break
 		failed bool   // it served nothing and failed (Status.HostsFailed)
 	}
 	hosts := c.fr.Hosts()
+	hl.scanned = len(hosts)
 	var picks []pick
 	c.mu.Lock()
 	for i, h := range hosts {
@@ -175,15 +223,15 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 			}
 		}
 		if !seen {
-			st.HostsNotCrawled++
+			hl.notCrawled++
 			if h.Queued > 0 {
-				st.HostsNotCrawledQueued++
+				hl.notCrawledQueued++
 			}
 			continue
 		}
 		picks = append(picks, pick{i: i, req: req, failed: failed})
 		if failed {
-			st.HostsFailed++
+			hl.failed++
 		}
 	}
 	slices.SortFunc(picks, func(a, b pick) int {
@@ -208,10 +256,10 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 				room--
 			}
 		}
-		st.HostsNotListed = len(picks) - len(kept)
+		hl.notListed = len(picks) - len(kept)
 		picks = kept
 	}
-	st.Hosts = make([]HostStatus, 0, len(picks))
+	hl.hosts = make([]HostStatus, 0, len(picks))
 	for _, p := range picks {
 		h := hosts[p.i]
 		hs := HostStatus{Host: h.Host, Pages: h.Fetched, Queued: h.Queued, Failed: h.Failed, Excluded: h.Excluded, LastError: h.LastError}
@@ -224,23 +272,10 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 				hs.RetryBudget = &v
 			}
 		}
-		st.Hosts = append(st.Hosts, hs)
+		hl.hosts = append(hl.hosts, hs)
 	}
 	c.mu.Unlock()
-	for i := range st.Hosts {
-		gate := c.gates.known(st.Hosts[i].Host)
-		switch g, ok := gates[gate]; {
-		case ok:
-			setGate(&st.Hosts[i], g, now)
-		case !running: // a gate that left memory: its figures are in the store
-			setGate(&st.Hosts[i], c.reg.Load(now, gate), now)
-		default:
-			if g, ok := c.reg.Host(now, gate); ok {
-				setGate(&st.Hosts[i], g, now)
-			}
-		}
-	}
-	return st
+	return hl
 }
 
 // setGate fills hs with its gate's figures.

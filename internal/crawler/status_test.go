@@ -275,3 +275,51 @@ func TestSnapshotKeepsFailedHosts(t *testing.T) {
 			got, st.HostsNotListed, st.HostsFailed)
 	}
 }
+
+func TestRelistEvery(t *testing.T) {
+	for _, tc := range []struct {
+		hosts int
+		want  time.Duration
+	}{{0, 0}, {19_999, 0}, {20_000, time.Second}, {100_000, 5 * time.Second}, {1_000_000, 30 * time.Second}} {
+		if got := relistEvery(tc.hosts); got != tc.want {
+			t.Errorf("relistEvery(%d) = %v, want %v", tc.hosts, got, tc.want)
+		}
+	}
+}
+
+// TestSnapshotKeepsListUntilRelist: a running snapshot reuses the hosts the last scan listed
+// until relistAt; the totals are read afresh.
+func TestSnapshotKeepsListUntilRelist(t *testing.T) {
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{"http://127.0.0.2:9/", "http://127.0.0.3:9/"}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now()
+	complete := func(h string) {
+		l, ok, err := c.fr.Lease(now, h)
+		if !ok || err != nil {
+			t.Fatalf("lease from %s: %v %v", h, ok, err)
+		}
+		if err := c.fr.Complete(l, frontier.Result{Kind: frontier.Fetched}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	complete("127.0.0.2:9")
+	if st := c.snapshot(true, listedHosts); len(st.Hosts) != 1 {
+		t.Fatalf("first snapshot lists %d hosts, want 1", len(st.Hosts))
+	}
+	c.ob.relistAt = now.Add(time.Hour) // as after a scan of many hosts
+	complete("127.0.0.3:9")
+	st := c.snapshot(true, listedHosts)
+	if len(st.Hosts) != 1 || st.Fetched != 2 {
+		t.Errorf("before relistAt: %d hosts listed, %d fetched; want the 1 listed before, 2 fetched", len(st.Hosts), st.Fetched)
+	}
+	c.ob.relistAt = time.Time{}
+	if st := c.snapshot(true, listedHosts); len(st.Hosts) != 2 {
+		t.Errorf("after relistAt: %d hosts listed, want 2", len(st.Hosts))
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -34,8 +33,8 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--host H] [--status CODES] [--since RFC3339] [--warc-max-size BYTES] [--convert-links=false]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("crawl export", flag.ContinueOnError)
-	flags.SetOutput(stderr)
+	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.")
+	flags := cf.FlagSet
 	dir := flags.String("data", "", "data directory of the crawl (read only)")
 	format := flags.String("format", "", "output format: warc, jsonl or mirror")
 	out := flags.String("out", "", "warc: file prefix or directory (PREFIX-00000.warc.gz, ...); jsonl: file, or - for stdout; mirror: empty or new directory")
@@ -46,8 +45,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	since := flags.String("since", "", "only pages fetched at or after this time (RFC 3339)")
 	convertLinks := flags.Bool("convert-links", true, "mirror: rewrite links between mirrored files to relative paths and other links to absolute URLs, so the mirror browses offline (false: write bodies as stored)")
 	maxSize := flags.String("warc-max-size", strconv.Itoa(export.DefaultWARCMaxSize), "warc: start a new file before one grows past this many bytes (suffixes K, M, G: powers of 1024)")
-	if err := flags.Parse(args); err != nil {
-		return exitUsage
+	pos, code, ok := cf.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	usageErr := func(msg string) int {
 		if msg != "" {
@@ -56,7 +56,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, exportUsage)
 		return exitUsage
 	}
-	if *dir == "" || *out == "" || *format == "" || flags.NArg() > 0 {
+	if *dir == "" || *out == "" || *format == "" || len(pos) > 0 {
 		return usageErr("")
 	}
 	switch *format {
@@ -154,31 +154,6 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	return exitOK
-}
-
-// parseSize parses a byte count with an optional K, M or G suffix (powers of 1024).
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(strings.ToUpper(s))
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I")
-	mult := int64(1)
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			s = s[:n-1]
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v <= 0 || v > (1<<62)/mult {
-		return 0, fmt.Errorf("want a positive number of bytes, e.g. 1073741824 or 1G")
-	}
-	return v * mult, nil
 }
 
 func formatBytes(n int64) string {

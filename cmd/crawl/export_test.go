@@ -199,7 +199,7 @@ func TestExportLockedStore(t *testing.T) {
 	defer db.Close()
 	start := time.Now()
 	code, _, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "x.jsonl"))
-	if code != exitRuntime || !strings.Contains(stderr, "is in use by a running crawl; stop it or wait") {
+	if want := fmt.Sprintf("is in use by a running crawl (process %d); stop it or wait", os.Getpid()); code != exitRuntime || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, %q", code, stderr)
 	}
 	if d := time.Since(start); d > 5*time.Second {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/retry"
+	"github.com/crawl-project/crawl/robots"
 )
 
 // DefaultUserAgent names the project and leaves a placeholder for the operator's contact.
@@ -32,7 +33,10 @@ type Config struct {
 	// are excluded with reason "limit". It bounds infinite URL spaces. 0 means unlimited.
 	MaxHostPages int
 
-	UserAgent       string
+	UserAgent string
+	// RobotsAgent is the product token matched against robots.txt User-agent lines; ""
+	// means the product of UserAgent (robots.AgentToken).
+	RobotsAgent     string
 	Workers         int           // global cap on requests in flight
 	HostConcurrency int           // cap on requests in flight per host
 	Timeout         time.Duration // per request, body included
@@ -159,6 +163,8 @@ func (c *Config) Validate() error {
 		return errors.New("--user-agent must not be empty")
 	case strings.ContainsFunc(c.UserAgent, func(r rune) bool { return r < ' ' || r == 0x7f }):
 		return fmt.Errorf("--user-agent must not contain control characters: %q", c.UserAgent)
+	case c.RobotsAgent != "" && robots.ProductToken(c.RobotsAgent) != c.RobotsAgent:
+		return fmt.Errorf("--robots-agent must be a product token (letters, '_' and '-'), not %q", c.RobotsAgent)
 	case c.DNSServer != "" && !validAddrPort(c.DNSServer):
 		return fmt.Errorf("--dns-server must be an IP address and port (e.g. 127.0.0.1:53), not %q", c.DNSServer)
 	case c.Retry.MaxAttempts < 1:

@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,7 +107,7 @@ func Open(cfg Config) (*Crawler, error) {
 		log:    cfg.logger(),
 		db:     db,
 		fr:     fr,
-		agent:  robots.ProductToken(cfg.UserAgent),
+		agent:  cmp.Or(cfg.RobotsAgent, robots.AgentToken(cfg.UserAgent)),
 		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 		hosts:  map[string]*hostRecord{},

@@ -2,7 +2,6 @@ package crawler
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -30,6 +29,7 @@ type Settings struct {
 	MaxPages         int           `json:"max_pages"`
 	MaxHostPages     int           `json:"max_host_pages"`
 	UserAgent        string        `json:"user_agent"`
+	RobotsAgent      string        `json:"robots_agent,omitempty"`
 	HostConcurrency  int           `json:"host_concurrency"`
 	Timeout          time.Duration `json:"timeout"`
 	MaxBody          int64         `json:"max_body"`
@@ -46,6 +46,7 @@ func SettingsOf(c *Config) Settings {
 	return Settings{
 		Scope: c.Scope, MaxDepth: c.MaxDepth, Include: patterns(c.Include), Exclude: patterns(c.Exclude),
 		MaxPages: c.MaxPages, MaxHostPages: c.MaxHostPages, UserAgent: c.UserAgent,
+		RobotsAgent:     c.RobotsAgent,
 		HostConcurrency: c.HostConcurrency, Timeout: c.Timeout, MaxBody: c.MaxBody,
 		InitialRate: c.InitialRate, MinRate: c.MinRate, MaxRate: c.MaxRate,
 		IgnoreCrawlDelay: c.IgnoreCrawlDelay, RobotsTTL: c.RobotsTTL, MaxAttempts: c.Retry.MaxAttempts,
@@ -99,6 +100,7 @@ func (s Settings) Flags() []Setting {
 		{"max-pages", i(s.MaxPages)},
 		{"max-host-pages", i(s.MaxHostPages)},
 		{"user-agent", []string{s.UserAgent}},
+		{"robots-agent", nonEmpty(s.RobotsAgent)},
 		{"host-concurrency", i(s.HostConcurrency)},
 		{"timeout", []string{s.Timeout.String()}},
 		{"max-body", []string{strconv.FormatInt(s.MaxBody, 10)}},
@@ -109,6 +111,14 @@ func (s Settings) Flags() []Setting {
 		{"robots-ttl", []string{s.RobotsTTL.String()}},
 		{"max-attempts", i(s.MaxAttempts)},
 	}
+}
+
+// nonEmpty is v as a setting's values: none for "".
+func nonEmpty(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return []string{v}
 }
 
 // String is the settings as one line of flags.
@@ -173,11 +183,8 @@ func saveSettings(db *storage.DB, m settingsMeta) error {
 // any (a store made before settings were kept has none). It fails if a crawl holds the store.
 func ReadSettings(dir string) (Settings, bool, error) {
 	db, err := storage.Open(dir, &storage.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
-	if errors.Is(err, storage.ErrLocked) {
-		return Settings{}, false, fmt.Errorf("%s: the store is in use by another crawl process", dir)
-	}
 	if err != nil {
-		return Settings{}, false, err
+		return Settings{}, false, err // ErrLocked names the process holding the store
 	}
 	defer db.Close()
 	m, ok, err := loadSettings(db)

@@ -35,6 +35,20 @@ func (r *regexpList) Set(s string) error {
 	return nil
 }
 
+// wordList is a repeatable flag of comma-separated words, lowercased, a leading dot dropped
+// (".PDF" → "pdf").
+type wordList []string
+
+func (l *wordList) String() string { return strings.Join(*l, ",") }
+func (l *wordList) Set(s string) error {
+	for w := range strings.SplitSeq(s, ",") {
+		if w = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(w)), "."); w != "" {
+			*l = append(*l, w)
+		}
+	}
+	return nil
+}
+
 // crawlFlags registers the flags shared by run and demo on fs and returns the config they fill.
 func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	cfg := crawler.Defaults()
@@ -51,6 +65,8 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	sizeVar(fs, &cfg.MaxBody, "max-body", cfg.MaxBody, "bytes of (decoded) body kept per response (10485760, 10M, 10MB); the rest is cut and the page marked truncated")
 	fs.Var((*regexpList)(&cfg.Include), "include", "only URLs matching this regexp are crawled (repeatable: any may match)")
 	fs.Var((*regexpList)(&cfg.Exclude), "exclude", "URLs matching this regexp are not crawled (repeatable)")
+	fs.Var((*wordList)(&cfg.AcceptTypes), "accept-type", "keep only pages of these media types, e.g. text/html,text/* (repeatable); others are excluded as type after their headers, unread")
+	fs.Var((*wordList)(&cfg.DenyExt), "deny-ext", "do not request URLs whose path ends in these extensions, e.g. pdf,zip,iso (repeatable); excluded as filter")
 	fs.Float64Var(&cfg.InitialRate, "initial-rate", cfg.InitialRate, "requests/s to a host before anything is learned")
 	fs.Float64Var(&cfg.MinRate, "min-rate", cfg.MinRate, "per-host rate floor, requests/s")
 	fs.Float64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "per-host rate ceiling, requests/s")

@@ -56,6 +56,14 @@ type Config struct {
 
 	Retry retry.Policy
 
+	// AcceptTypes, if not empty, are the media types ("text/html", "text/*") of the pages kept:
+	// a 2xx page of another type (by its Content-Type header) is excluded with reason "type"
+	// without its body being read. robots.txt, and sitemaps with Sitemaps, are always read.
+	AcceptTypes []string
+	// DenyExt are file extensions (lowercase, no dot) whose URLs are excluded as "filter"
+	// before they are requested.
+	DenyExt []string
+
 	// RetryFailed and RetryExcluded put the failed URLs, and the URLs excluded by robots.txt,
 	// a private address or a setting that now admits them, back in the queue with fresh
 	// attempts when the crawl opens (--retry failed,excluded).
@@ -165,6 +173,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--user-agent must not contain control characters: %q", c.UserAgent)
 	case c.RobotsAgent != "" && robots.ProductToken(c.RobotsAgent) != c.RobotsAgent:
 		return fmt.Errorf("--robots-agent must be a product token (letters, '_' and '-'), not %q", c.RobotsAgent)
+	case badMediaRange(c.AcceptTypes) != "":
+		return fmt.Errorf("--accept-type takes media types such as text/html or text/*, not %q", badMediaRange(c.AcceptTypes))
+	case badExt(c.DenyExt) != "":
+		return fmt.Errorf("--deny-ext takes file extensions such as pdf or zip, not %q", badExt(c.DenyExt))
 	case c.DNSServer != "" && !validAddrPort(c.DNSServer):
 		return fmt.Errorf("--dns-server must be an IP address and port (e.g. 127.0.0.1:53), not %q", c.DNSServer)
 	case c.Retry.MaxAttempts < 1:
@@ -183,4 +195,27 @@ func (c *Config) logger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return c.Log
+}
+
+// mediaRange is a media type or a wildcard over one, as --accept-type takes them.
+var mediaRange = regexp.MustCompile(`^([a-z0-9][a-z0-9!#$&^_.+-]*/([a-z0-9][a-z0-9!#$&^_.+-]*|\*)|\*/\*)$`)
+
+// badMediaRange returns the first of types that is not a lowercase media range, or "".
+func badMediaRange(types []string) string {
+	for _, t := range types {
+		if !mediaRange.MatchString(t) {
+			return t
+		}
+	}
+	return ""
+}
+
+// badExt returns the first of exts that is not a lowercase extension without its dot, or "".
+func badExt(exts []string) string {
+	for _, e := range exts {
+		if e == "" || strings.ContainsFunc(e, func(r rune) bool { return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '_' || r == '-') }) {
+			return e
+		}
+	}
+	return ""
 }

@@ -60,6 +60,9 @@ type Crawler struct {
 	agent  string // robots.txt product token from the user agent
 
 	scope Scope // fixed after Open
+	// typesChanged: this run's --accept-type differs from the stored one, so the URLs
+	// excluded by type are fetched again (set by settle, during Open).
+	typesChanged bool
 
 	rndMu sync.Mutex
 	rnd   *rand.Rand
@@ -241,7 +244,7 @@ type scopeMeta struct {
 // keeps crawling the same hosts. A run with the other --scope derives its allowed set from the
 // seeds: their registrable domains, or their hosts.
 func (c *Crawler) loadScope(fr *frontier.Frontier) error {
-	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, Allowed: map[string]bool{}}
+	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, DenyExt: c.cfg.DenyExt, Allowed: map[string]bool{}}
 	b, ok, err := c.db.Meta("scope")
 	if err != nil || !ok {
 		return err

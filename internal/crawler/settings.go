@@ -26,6 +26,8 @@ type Settings struct {
 	MaxDepth         int           `json:"max_depth"`
 	Include          []string      `json:"include,omitempty"`
 	Exclude          []string      `json:"exclude,omitempty"`
+	AcceptType       []string      `json:"accept_type,omitempty"`
+	DenyExt          []string      `json:"deny_ext,omitempty"`
 	MaxPages         int           `json:"max_pages"`
 	MaxHostPages     int           `json:"max_host_pages"`
 	UserAgent        string        `json:"user_agent"`
@@ -45,6 +47,7 @@ type Settings struct {
 func SettingsOf(c *Config) Settings {
 	return Settings{
 		Scope: c.Scope, MaxDepth: c.MaxDepth, Include: patterns(c.Include), Exclude: patterns(c.Exclude),
+		AcceptType: c.AcceptTypes, DenyExt: c.DenyExt,
 		MaxPages: c.MaxPages, MaxHostPages: c.MaxHostPages, UserAgent: c.UserAgent,
 		RobotsAgent:     c.RobotsAgent,
 		HostConcurrency: c.HostConcurrency, Timeout: c.Timeout, MaxBody: c.MaxBody,
@@ -97,6 +100,8 @@ func (s Settings) Flags() []Setting {
 		{"max-depth", i(s.MaxDepth)},
 		{"include", s.Include},
 		{"exclude", s.Exclude},
+		{"accept-type", s.AcceptType},
+		{"deny-ext", s.DenyExt},
 		{"max-pages", i(s.MaxPages)},
 		{"max-host-pages", i(s.MaxHostPages)},
 		{"user-agent", []string{s.UserAgent}},
@@ -195,7 +200,7 @@ func ReadSettings(dir string) (Settings, bool, error) {
 }
 
 // revisingFlags are the settings whose change re-queues or excludes URLs already seen.
-var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "max-host-pages"}
+var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "deny-ext", "accept-type", "max-host-pages"}
 
 // settle compares the settings of this run with the stored ones, stores this run's, and when a
 // change concerns URLs already seen (scope, depth, filters, host budget) revises the frontier:
@@ -213,6 +218,7 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 		changes = diff(old.Settings, now)
 		for _, ch := range changes {
 			revise = revise || slices.Contains(revisingFlags, ch.Now.Flag)
+			c.typesChanged = c.typesChanged || ch.Now.Flag == "accept-type"
 		}
 	}
 	if !revise {
@@ -227,6 +233,9 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 	}
 	return changes, rev, saveSettings(c.db, settingsMeta{Settings: now})
 }
+
+// reasonType excludes a page whose media type --accept-type does not accept.
+const reasonType = "type"
 
 // settingReasons are the exclusion reasons a setting gives, which a changed setting may lift.
 var settingReasons = []string{frontier.ReasonScope, frontier.ReasonFilter, frontier.ReasonDepth, frontier.ReasonLimit}
@@ -259,6 +268,8 @@ func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 		return requeue
 	case c.cfg.RetryExcluded && slices.Contains(retryReasons, r.Reason):
 		return requeue
+	case r.Reason == reasonType && (c.typesChanged || c.cfg.RetryExcluded):
+		return requeue // fetched again, its type is checked against the new --accept-type
 	}
 	return frontier.Verdict{}
 }

@@ -67,6 +67,9 @@ type Config struct {
 	// Header is added to every request; Get's own User-Agent, Accept and
 	// Accept-Encoding take precedence.
 	Header http.Header
+	// HostHeader holds headers by host key (urlnorm.HostKey), added to the
+	// requests to that host only, over Header's of the same name.
+	HostHeader map[string]http.Header
 	// BasicAuth holds credentials by host key (urlnorm.HostKey): a request
 	// to that host, and only to it, carries them. They are left out of
 	// Response.ReqHeader, so they are never stored.
@@ -237,6 +240,9 @@ func (c *Client) GetAccepting(ctx context.Context, u *url.URL, acceptType func(m
 		return nil, &Error{Kind: Other, URL: rawURL, Err: err}
 	}
 	for k, vs := range c.cfg.Header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	for k, vs := range c.cfg.HostHeader[urlnorm.HostKey(u)] {
 		req.Header[k] = append([]string(nil), vs...)
 	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)

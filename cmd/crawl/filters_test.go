@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -79,5 +80,76 @@ func TestAcceptTypeAndDenyExt(t *testing.T) {
 	code, _, errOut = crawlCmd(t, "", "run", site.URL+"/", "--data", t.TempDir(), "--accept-type", "html")
 	if code != exitUsage || !strings.Contains(errOut, `--accept-type takes media types such as text/html or text/*, not "html"`) {
 		t.Errorf("--accept-type html: exit %d, %s", code, errOut)
+	}
+}
+
+// TestHostsConfig: a --hosts-config file ignores the robots.txt of a host the user owns (not
+// even fetched), caps another host's rate, and sends a header to that host only; a bad file is
+// a usage error naming the file and what is wrong.
+func TestHostsConfig(t *testing.T) {
+	var robotsRequests atomic.Int64
+	var ownedKey, otherKey atomic.Value
+	owned := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			robotsRequests.Add(1)
+			fmt.Fprint(w, "User-agent: *\nDisallow: /\n")
+			return
+		}
+		ownedKey.Store(r.Header.Get("X-Api-Key"))
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<title>mine</title>"))
+	}))
+	defer owned.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			otherKey.Store(r.Header.Get("X-Api-Key"))
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<title>other</title>"))
+	}))
+	defer other.Close()
+	ownedHost, otherHost := strings.TrimPrefix(owned.URL, "http://"), strings.TrimPrefix(other.URL, "http://")
+	conf := writeFile(t, "hosts.toml", []byte(fmt.Sprintf(`
+[%q]
+ignore_robots = true
+
+[%q]
+max_rate = 1
+headers = { "X-Api-Key" = "s3cret" }
+`, ownedHost, otherHost)))
+
+	dir := t.TempDir()
+	code, out, errOut := crawlCmd(t, "", "run", owned.URL+"/", other.URL+"/", "--data", dir, "--quiet", "--initial-rate", "20", "--hosts-config", conf)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if st := urlState(t, dir, owned.URL+"/"); st.State != "fetched" || robotsRequests.Load() != 0 {
+		t.Errorf("owned host: %+v after %d robots.txt requests; want fetched, robots.txt never asked for", st, robotsRequests.Load())
+	}
+	if got, _ := otherKey.Load().(string); got != "s3cret" {
+		t.Errorf("the other host got X-Api-Key %q, want s3cret", got)
+	}
+	if got, _ := ownedKey.Load().(string); got != "" {
+		t.Errorf("the owned host got X-Api-Key %q, want none", got)
+	}
+	for _, h := range statusJSON(t, dir).Hosts {
+		if h.Host == otherHost && h.Rate > 1 {
+			t.Errorf("%s: rate %g, want at most max_rate 1", h.Host, h.Rate)
+		}
+	}
+
+	for _, tc := range []struct{ content, want string }{
+		{"[\"a.example\"]\nmax_rate = \"fast\"\n", "hosts.toml:2:"},
+		{"[\"a.example\"]\nmax_rate = 1\nburst = 3\n", `hosts.toml: ["a.example"]: unknown key "burst" (keys: max_rate, ignore_robots, headers)`},
+		{"max_rate = 1\n", `hosts.toml: "max_rate" is not a table of host settings`},
+		{"[\"a.example/x\"]\nmax_rate = 1\n", `hosts.toml: ["a.example/x"]: want a host name`},
+		{"[\"a.example\"]\nmax_rate = -1\n", `max_rate must be a positive number`},
+		{"[\"a.example\"]\nheaders = { \"Cookie\" = \"a=b\" }\n", `hosts.toml: ["a.example"]: header "Cookie": Cookie is set by the crawler`},
+	} {
+		bad := writeFile(t, "hosts.toml", []byte(tc.content))
+		code, _, errOut := crawlCmd(t, "", "run", owned.URL+"/", "--data", t.TempDir(), "--hosts-config", bad)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%q: exit %d, %q; want exit 2 and one line with %q", tc.content, code, errOut, tc.want)
+		}
 	}
 }

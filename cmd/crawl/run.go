@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	commands["run"] = command{summary: "crawl from a seed file, or resume the crawl in --data", run: runCmd}
+	commands["run"] = command{summary: "crawl from seed URLs or a seed file, or resume the crawl in --data", run: runCmd}
 }
 
 // regexpList is a repeatable flag of regular expressions.
@@ -61,18 +61,18 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	fs.StringVar(&cfg.RobotsAgent, "robots-agent", "", "robots.txt product token to obey (default: the --user-agent's product)")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "most requests in flight overall")
 	fs.IntVar(&cfg.HostConcurrency, "host-concurrency", cfg.HostConcurrency, "most requests in flight to one host")
-	durationVar(fs, &cfg.Timeout, "timeout", cfg.Timeout, "per request, body included (30s, 2m; a bare number is seconds)")
-	sizeVar(fs, &cfg.MaxBody, "max-body", cfg.MaxBody, "bytes of (decoded) body kept per response (10485760, 10M, 10MB); the rest is cut and the page marked truncated")
-	fs.Var((*regexpList)(&cfg.Include), "include", "only URLs matching this regexp are crawled (repeatable: any may match)")
-	fs.Var((*regexpList)(&cfg.Exclude), "exclude", "URLs matching this regexp are not crawled (repeatable)")
-	fs.Var((*wordList)(&cfg.AcceptTypes), "accept-type", "keep only pages of these media types, e.g. text/html,text/* (repeatable); others are excluded as type after their headers, unread")
-	fs.Var((*wordList)(&cfg.DenyExt), "deny-ext", "do not request URLs whose path ends in these extensions, e.g. pdf,zip,iso (repeatable); excluded as filter")
+	durationVar(fs, &cfg.Timeout, "timeout", cfg.Timeout, "per request, body included: a `duration` (30s, 2m; a bare number is seconds)")
+	sizeVar(fs, &cfg.MaxBody, "max-body", cfg.MaxBody, "`bytes` of (decoded) body kept per response (10485760, 10M, 10MB); the rest is cut and the page marked truncated")
+	fs.Var((*regexpList)(&cfg.Include), "include", "only URLs matching this `regexp` are crawled (repeatable: any may match)")
+	fs.Var((*regexpList)(&cfg.Exclude), "exclude", "URLs matching this `regexp` are not crawled (repeatable)")
+	fs.Var((*wordList)(&cfg.AcceptTypes), "accept-type", "keep only pages of these media `types`, e.g. text/html,text/* (repeatable); others are excluded as type after their headers, unread")
+	fs.Var((*wordList)(&cfg.DenyExt), "deny-ext", "do not request URLs whose path ends in these `extensions`, e.g. pdf,zip,iso (repeatable); excluded as filter")
 	fs.Float64Var(&cfg.InitialRate, "initial-rate", cfg.InitialRate, "requests/s to a host before anything is learned")
 	fs.Float64Var(&cfg.MinRate, "min-rate", cfg.MinRate, "per-host rate floor, requests/s")
 	fs.Float64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "per-host rate ceiling, requests/s")
 	fs.BoolVar(&cfg.IgnoreCrawlDelay, "ignore-crawl-delay", cfg.IgnoreCrawlDelay, "do not cap a host's rate by its robots.txt Crawl-delay")
 	fs.IntVar(&cfg.Retry.MaxAttempts, "max-attempts", cfg.Retry.MaxAttempts, "attempts per URL before it fails (retryable errors only)")
-	durationVar(fs, &cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a fetched robots.txt is trusted")
+	durationVar(fs, &cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a fetched robots.txt is trusted (a `duration`)")
 	fs.BoolVar(&cfg.AllowPrivate, "allow-private-networks", cfg.AllowPrivate, "connect to loopback/private/link-local addresses even when no seed is on them")
 	fs.BoolVar(&cfg.KeyByIP, "key-by-ip", cfg.KeyByIP, "one politeness gate per server address instead of per host name (virtual hosts on one server share a rate)")
 	return &cfg
@@ -97,8 +97,9 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
 	netOpts := networkFlags(fs)
+	hostsConfig := fs.String("hosts-config", "", "per-host settings from this TOML `file`: max_rate, ignore_robots, headers (see README); not stored")
 	var maxTime time.Duration
-	durationVar(fs, &maxTime, "max-time", 0, "stop the run after this long, as if interrupted, and exit 0 (0: no limit); run again to go on")
+	durationVar(fs, &maxTime, "max-time", 0, "stop the run after this `duration`, as if interrupted, and exit 0 (0: no limit); run again to go on")
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
 	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
@@ -130,6 +131,12 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	if cfg.Net, err = netOpts.network(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
+	}
+	if *hostsConfig != "" {
+		if cfg.Hosts, cfg.Net.HostHeader, err = readHostsConfig(*hostsConfig); err != nil {
+			fmt.Fprintf(stderr, "crawl run: --hosts-config %v\n", err)
+			return exitUsage
+		}
 	}
 	if maxTime < 0 {
 		fmt.Fprintf(stderr, "crawl run: --max-time must not be negative, not %v\n", maxTime)

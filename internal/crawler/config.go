@@ -64,6 +64,9 @@ type Config struct {
 	// before they are requested.
 	DenyExt []string
 
+	// Hosts holds the policies set for particular hosts, by host key (--hosts-config).
+	Hosts map[string]HostPolicy
+
 	// RetryFailed and RetryExcluded put the failed URLs, and the URLs excluded by robots.txt,
 	// a private address or a setting that now admits them, back in the queue with fresh
 	// attempts when the crawl opens (--retry failed,excluded).
@@ -182,6 +185,11 @@ func (c *Config) Validate() error {
 	case c.Retry.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
 	}
+	for host, p := range c.Hosts {
+		if p.MaxRate < 0 || math.IsNaN(p.MaxRate) || math.IsInf(p.MaxRate, 0) {
+			return fmt.Errorf("--hosts-config: %s: max_rate must be a positive number of requests/s, not %g", host, p.MaxRate)
+		}
+	}
 	return nil
 }
 
@@ -219,3 +227,22 @@ func badExt(exts []string) string {
 	}
 	return ""
 }
+
+// HostPolicy overrides the crawl's settings for one host (--hosts-config). The zero value
+// changes nothing.
+type HostPolicy struct {
+	// MaxRate caps the host's rate, requests/s, below what it would learn (and below its
+	// robots.txt Crawl-delay, when that is lower still); 0: no cap of its own.
+	MaxRate float64
+	// Robots says whether the host's robots.txt is obeyed; RobotsIgnored is for a host the
+	// user owns: robots.txt is neither fetched nor applied, Crawl-delay included.
+	Robots RobotsRule
+}
+
+// RobotsRule says whether a host's robots.txt is obeyed.
+type RobotsRule int
+
+const (
+	RobotsObeyed  RobotsRule = iota // fetched and applied, as RFC 9309 says
+	RobotsIgnored                   // neither fetched nor applied
+)

@@ -137,7 +137,7 @@ func Open(cfg Config) (*Crawler, error) {
 	c.allowProxies(guard)
 	auth := withAuth(cfg.Net.BasicAuth) // addSeeds adds the seeds' user:password@
 	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
-		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header,
+		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header, HostHeader: cfg.Net.HostHeader,
 		BasicAuth: auth, Jar: cfg.Net.Jar})
 	if err := c.addSeeds(cfg.Seeds, auth); err != nil {
 		db.Close()

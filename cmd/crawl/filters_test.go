@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestAcceptTypeAndDenyExt: with --accept-type text/html a page of another type is excluded
@@ -108,6 +109,21 @@ func TestHostsConfig(t *testing.T) {
 		w.Write([]byte("<title>other</title>"))
 	}))
 	defer other.Close()
+	var inFlight, peak atomic.Int64
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond) // a page that takes a moment, so requests could overlap
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			for i := range 12 {
+				fmt.Fprintf(w, `<a href="/p%d">p</a>`, i)
+			}
+		}
+	}))
+	defer busy.Close()
 	ownedHost, otherHost := strings.TrimPrefix(owned.URL, "http://"), strings.TrimPrefix(other.URL, "http://")
 	conf := writeFile(t, "hosts.toml", []byte(fmt.Sprintf(`
 [%q]
@@ -116,10 +132,13 @@ ignore_robots = true
 [%q]
 max_rate = 1
 headers = { "X-Api-Key" = "s3cret" }
-`, ownedHost, otherHost)))
+
+[%q]
+concurrency = 1
+`, ownedHost, otherHost, strings.TrimPrefix(busy.URL, "http://"))))
 
 	dir := t.TempDir()
-	code, out, errOut := crawlCmd(t, "", "run", owned.URL+"/", other.URL+"/", "--data", dir, "--quiet", "--initial-rate", "20", "--hosts-config", conf)
+	code, out, errOut := crawlCmd(t, "", "run", owned.URL+"/", other.URL+"/", busy.URL+"/", "--data", dir, "--quiet", "--initial-rate", "500", "--hosts-config", conf)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -132,6 +151,9 @@ headers = { "X-Api-Key" = "s3cret" }
 	if got, _ := ownedKey.Load().(string); got != "" {
 		t.Errorf("the owned host got X-Api-Key %q, want none", got)
 	}
+	if n := peak.Load(); n != 1 {
+		t.Errorf("%d requests in flight at once to the host with concurrency 1", n)
+	}
 	for _, h := range statusJSON(t, dir).Hosts {
 		if h.Host == otherHost && h.Rate > 1 {
 			t.Errorf("%s: rate %g, want at most max_rate 1", h.Host, h.Rate)
@@ -140,7 +162,7 @@ headers = { "X-Api-Key" = "s3cret" }
 
 	for _, tc := range []struct{ content, want string }{
 		{"[\"a.example\"]\nmax_rate = \"fast\"\n", "hosts.toml:2:"},
-		{"[\"a.example\"]\nmax_rate = 1\nburst = 3\n", `hosts.toml: ["a.example"]: unknown key "burst" (keys: max_rate, ignore_robots, headers)`},
+		{"[\"a.example\"]\nmax_rate = 1\nburst = 3\n", `hosts.toml: ["a.example"]: unknown key "burst" (keys: max_rate, concurrency, ignore_robots, headers)`},
 		{"max_rate = 1\n", `hosts.toml: "max_rate" is not a table of host settings`},
 		{"[\"a.example/x\"]\nmax_rate = 1\n", `hosts.toml: ["a.example/x"]: want a host name`},
 		{"[\"a.example\"]\nmax_rate = -1\n", `max_rate must be a positive number`},

@@ -18,16 +18,18 @@ import (
 //
 //	["docs.example.com"]
 //	max_rate = 2                           # requests/s, at most
+//	concurrency = 1                        # requests in flight, at most
 //	ignore_robots = true                   # a host you own: robots.txt not fetched nor obeyed
 //	headers = { "X-Api-Key" = "secret" }   # sent to this host only
 type hostEntry struct {
 	MaxRate      float64           `toml:"max_rate"`
+	Concurrency  int               `toml:"concurrency"`
 	IgnoreRobots bool              `toml:"ignore_robots"`
 	Headers      map[string]string `toml:"headers"`
 }
 
 // hostKeys are the keys a host's table may hold.
-var hostKeys = []string{"max_rate", "ignore_robots", "headers"}
+var hostKeys = []string{"max_rate", "concurrency", "ignore_robots", "headers"}
 
 // readHostsConfig reads a --hosts-config file into the crawler's per-host policies and the
 // headers to send to each host, both by host key. Every error names the file, and the line
@@ -64,7 +66,10 @@ func readHostsConfig(path string) (map[string]crawler.HostPolicy, map[string]htt
 		if e.MaxRate < 0 {
 			return nil, nil, fmt.Errorf("%s: [%q]: max_rate must be a positive number of requests/s, not %g", path, host, e.MaxRate)
 		}
-		p := crawler.HostPolicy{MaxRate: e.MaxRate}
+		if e.Concurrency < 0 {
+			return nil, nil, fmt.Errorf("%s: [%q]: concurrency must be a positive number of requests, not %d", path, host, e.Concurrency)
+		}
+		p := crawler.HostPolicy{MaxRate: e.MaxRate, MaxConcurrency: e.Concurrency}
 		if e.IgnoreRobots {
 			p.Robots = crawler.RobotsIgnored
 		}

@@ -189,6 +189,9 @@ func (c *Config) Validate() error {
 		if p.MaxRate < 0 || math.IsNaN(p.MaxRate) || math.IsInf(p.MaxRate, 0) {
 			return fmt.Errorf("--hosts-config: %s: max_rate must be a positive number of requests/s, not %g", host, p.MaxRate)
 		}
+		if p.MaxConcurrency < 0 {
+			return fmt.Errorf("--hosts-config: %s: concurrency must be positive, not %d", host, p.MaxConcurrency)
+		}
 	}
 	return nil
 }
@@ -234,6 +237,9 @@ type HostPolicy struct {
 	// MaxRate caps the host's rate, requests/s, below what it would learn (and below its
 	// robots.txt Crawl-delay, when that is lower still); 0: no cap of its own.
 	MaxRate float64
+	// MaxConcurrency caps the host's requests in flight below --host-concurrency; 0: no cap
+	// of its own. Not applied with KeyByIP (gates are then per address).
+	MaxConcurrency int
 	// Robots says whether the host's robots.txt is obeyed; RobotsIgnored is for a host the
 	// user owns: robots.txt is neither fetched nor applied, Crawl-delay included.
 	Robots RobotsRule

@@ -124,7 +124,7 @@ func Open(cfg Config) (*Crawler, error) {
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
-	}, DemandByCaller: true, IdleEvict: hostIdle}, db)
+	}, DemandByCaller: true, IdleEvict: hostIdle, MaxWindowOf: maxWindows(cfg)}, db)
 	if err := c.loadScope(fr); err != nil {
 		db.Close()
 		return nil, err
@@ -773,4 +773,19 @@ func (c *Crawler) retryDelay(attempt int, retryAfter time.Duration) time.Duratio
 	c.rndMu.Lock()
 	defer c.rndMu.Unlock()
 	return c.cfg.Retry.Delay(attempt, retryAfter, c.rnd)
+}
+
+// maxWindows are the per-host concurrency caps of --hosts-config, by gate key: none with
+// --key-by-ip, whose gates are keyed by address.
+func maxWindows(cfg Config) map[string]int {
+	if cfg.KeyByIP {
+		return nil
+	}
+	m := map[string]int{}
+	for host, p := range cfg.Hosts {
+		if p.MaxConcurrency > 0 {
+			m[host] = p.MaxConcurrency
+		}
+	}
+	return m
 }

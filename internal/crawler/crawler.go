@@ -150,7 +150,7 @@ func Open(cfg Config) (*Crawler, error) {
 	if cn := fr.Counts(); cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
 		// e.g. the first run was killed before its seeds were committed
 		db.Close()
-		return nil, fmt.Errorf("%s holds no URL to resume; give --seeds FILE (%w)", cfg.Dir, ErrUsage)
+		return nil, fmt.Errorf("%s holds no URL to resume; give seed URLs or --seeds FILE (%w)", cfg.Dir, ErrUsage)
 	}
 	return c, nil
 }

@@ -3,6 +3,7 @@ module github.com/crawl-project/crawl
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/PuerkitoBio/goquery v1.13.0
 	github.com/andybalholm/brotli v1.2.8
 	github.com/dunglas/httpsfv v1.1.2

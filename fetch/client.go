@@ -67,6 +67,9 @@ type Config struct {
 	// Header is added to every request; Get's own User-Agent, Accept and
 	// Accept-Encoding take precedence.
 	Header http.Header
+	// HostHeader holds headers by host key (urlnorm.HostKey), added to the
+	// requests to that host only, over Header's of the same name.
+	HostHeader map[string]http.Header
 	// BasicAuth holds credentials by host key (urlnorm.HostKey): a request
 	// to that host, and only to it, carries them. They are left out of
 	// Response.ReqHeader, so they are never stored.
@@ -172,6 +175,15 @@ func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }
 // record it; the *Error says why it is incomplete. A body cut at MaxBody is
 // not a failure: Truncated is set and the error is nil.
 func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
+	return c.GetAccepting(ctx, u, nil)
+}
+
+// GetAccepting is Get, but a 2xx response whose Content-Type header names a media type
+// acceptType refuses has its body left unread: the connection is closed after the headers, and
+// the Response has Body nil, ContentType that type and BodyState BodyRefused. A response
+// without a usable Content-Type is read (its type can only be sniffed from the body). A nil
+// acceptType accepts every type.
+func (c *Client) GetAccepting(ctx context.Context, u *url.URL, acceptType func(mediaType string) bool) (*Response, error) {
 	rawURL := u.String()
 	started := time.Now()
 
@@ -230,6 +242,9 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 	for k, vs := range c.cfg.Header {
 		req.Header[k] = append([]string(nil), vs...)
 	}
+	for k, vs := range c.cfg.HostHeader[urlnorm.HostKey(u)] {
+		req.Header[k] = append([]string(nil), vs...)
+	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept", accept)
 	req.Header.Set("Accept-Encoding", acceptEncoding)
@@ -263,6 +278,13 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		if loc := resp.Header.Get("Location"); loc != "" {
 			r.Location, r.LocationErr = urlnorm.Resolve(u, loc)
+		}
+	}
+
+	if acceptType != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if mt := contentType(resp.Header.Get("Content-Type"), nil); mt != "" && !acceptType(mt) {
+			r.ContentType, r.BodyState, r.Duration = mt, BodyRefused, time.Since(started)
+			return r, nil
 		}
 	}
 

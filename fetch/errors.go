@@ -78,12 +78,12 @@ func (e *Error) Unwrap() error { return e.Err }
 // told apart from a cancellation by the caller.
 var (
 	// errTimeout is the cause when Config.Timeout expires.
-	errTimeout = errors.New("fetch: request timeout exceeded")
+	errTimeout = errors.New("request timeout exceeded")
 	// errHeaderTimeout is the cause when Config.HeaderTimeout expires
 	// before the response headers arrived.
-	errHeaderTimeout = errors.New("fetch: timeout awaiting response headers")
+	errHeaderTimeout = errors.New("timeout awaiting response headers")
 	// errDecode wraps a failure of the Content-Encoding decoder.
-	errDecode = errors.New("fetch: content decoding failed")
+	errDecode = errors.New("content decoding failed")
 )
 
 // classify maps an error from the transport or the body reader to a Kind.

@@ -79,7 +79,7 @@ func TestErrorKindString(t *testing.T) {
 		}
 	}
 	e := &Error{Kind: Timeout, URL: "http://a/", Err: errTimeout}
-	if e.Error() != "fetch http://a/: timeout: fetch: request timeout exceeded" || !errors.Is(e, errTimeout) {
+	if e.Error() != "fetch http://a/: timeout: request timeout exceeded" || !errors.Is(e, errTimeout) {
 		t.Errorf("Error() = %q", e.Error())
 	}
 }

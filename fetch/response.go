@@ -45,4 +45,17 @@ type Response struct {
 	// sentinel such as urlnorm.ErrScheme).
 	Location    *url.URL
 	LocationErr error
+
+	// BodyState says whether the body was read (GetAccepting).
+	BodyState BodyState
 }
+
+// BodyState says what became of a response's body.
+type BodyState int
+
+const (
+	// BodyRead: the body was read into Body (up to Config.MaxBody).
+	BodyRead BodyState = iota
+	// BodyRefused: the media type was not accepted, so the body was not read.
+	BodyRefused
+)

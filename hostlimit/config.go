@@ -19,6 +19,11 @@ type Config struct {
 	// window here.
 	AIMD aimd.Config
 
+	// MaxWindowOf caps the window of particular hosts, by key, below AIMD.MaxWindow (a value
+	// of 0, or above AIMD.MaxWindow, changes nothing). It is read whenever a host's gate is
+	// made: at its first use, and again after Evict dropped it.
+	MaxWindowOf map[string]int
+
 	// MaxPause: Wait returns a *PausedError at once, instead of blocking, when a host is paused
 	// for longer than this from now. Zero or negative means DefaultMaxPause.
 	MaxPause time.Duration

@@ -71,6 +71,9 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 		lastActive: now,
 		changed:    make(chan struct{}),
 	}
+	if n := cfg.MaxWindowOf[key]; n > 0 && (h.maxWindow <= 0 || n < h.maxWindow) {
+		h.maxWindow = n
+	}
 	switch {
 	case loadErr != nil:
 		h.stateErr = "load: " + loadErr.Error()

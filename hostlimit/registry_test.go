@@ -195,6 +195,38 @@ func TestWindowCappedByMaxWindow(t *testing.T) {
 	}
 }
 
+// TestMaxWindowOf: a host named in Config.MaxWindowOf gets that window cap, below
+// AIMD.MaxWindow, and keeps it after Evict drops and remakes its gate; other hosts do not.
+func TestMaxWindowOf(t *testing.T) {
+	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(1000, 8), MaxWindowOf: map[string]int{"a.test": 1}}, nil)
+	admitted := func(host string, now time.Time) int {
+		n := 0
+		for i := range 4 {
+			if tk, _ := r.TryAdmit(now.Add(time.Duration(i)*time.Second), host); tk != nil {
+				n++
+				defer tk.Done(now.Add(time.Minute), neutral)
+			}
+		}
+		return n
+	}
+	if n := admitted("a.test", t0); n != 1 {
+		t.Errorf("a.test: %d requests in flight, want 1", n)
+	}
+	if n := admitted("b.test", t0); n < 2 {
+		t.Errorf("b.test: %d requests in flight, want more than a.test's cap", n)
+	}
+	later := t0.Add(time.Hour)
+	if err := r.Evict(later); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Host(later, "a.test"); ok {
+		t.Fatal("a.test was not evicted")
+	}
+	if n := admitted("a.test", later); n != 1 {
+		t.Errorf("a.test after eviction: %d requests in flight, want 1", n)
+	}
+}
+
 func TestDoneIsIdempotent(t *testing.T) {
 	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(1000, 2)}, nil)
 	a, _ := r.TryAdmit(t0, "a.test")

@@ -34,7 +34,7 @@
 // # Matching rules (what Test implements)
 //
 // Parsing (Parse): at most MaxSize bytes are read; a line cut by that limit is dropped. A UTF-8
-// BOM is skipped. Lines end at CR, LF or CRLF. "#" starts a comment anywhere in a line. Keys are
+// BOM is skipped, and so is a partial one (EF BB or EF alone). Lines end at CR, LF or CRLF. "#" starts a comment anywhere in a line. Keys are
 // case-insensitive; whitespace around key and value is ignored; a line without ":" is accepted
 // as "key value" when it has exactly two whitespace-separated fields. Common misspellings are
 // accepted (useragent, user agent, dissallow, dissalow, disalow, diasllow, disallaw, crawldelay,

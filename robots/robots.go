@@ -175,6 +175,33 @@ func ProductToken(userAgent string) string {
 	return s[:i]
 }
 
+// AgentToken returns the product token a crawler sending userAgent obeys in robots.txt: the
+// product named in a "compatible;" comment ("Mozilla/5.0 (compatible; MyBot/1.0; +URL)" →
+// "MyBot"); else the first product outside comments that is not "Mozilla"
+// ("Mozilla/5.0 (X11) MyBot/2.0" → "MyBot"); else ProductToken(userAgent). A bare token is
+// itself: AgentToken("MyBot") is "MyBot".
+func AgentToken(userAgent string) string {
+	if i := strings.Index(strings.ToLower(userAgent), "compatible;"); i >= 0 {
+		if tok := ProductToken(userAgent[i+len("compatible;"):]); tok != "" {
+			return tok
+		}
+	}
+	depth := 0
+	for i := 0; i < len(userAgent); i++ {
+		switch c := userAgent[i]; {
+		case c == '(':
+			depth++
+		case c == ')':
+			depth = max(depth-1, 0)
+		case depth == 0 && isTokenChar(c) && (i == 0 || userAgent[i-1] == ' ' || userAgent[i-1] == '\t' || userAgent[i-1] == ')'):
+			if tok := ProductToken(userAgent[i:]); !strings.EqualFold(tok, "Mozilla") {
+				return tok
+			}
+		}
+	}
+	return ProductToken(userAgent)
+}
+
 func isTokenChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-'
 }
@@ -215,7 +242,13 @@ func Parse(body []byte) *Robots {
 	if len(body) > MaxSize {
 		body, truncated = body[:MaxSize], true
 	}
-	body = bytes.TrimPrefix(body, []byte("\xEF\xBB\xBF"))
+	// A UTF-8 BOM, or the start of one that an editor or a transcoder cut short.
+	for _, bom := range []string{"\xEF\xBB\xBF", "\xEF\xBB", "\xEF"} {
+		if bytes.HasPrefix(body, []byte(bom)) {
+			body = body[len(bom):]
+			break
+		}
+	}
 
 	var p parser
 	for n := 1; len(body) > 0; n++ {

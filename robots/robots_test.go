@@ -660,3 +660,31 @@ func BenchmarkParseMax(b *testing.B) {
 		b.Fatal("rule not parsed")
 	}
 }
+
+func TestAgentToken(t *testing.T) {
+	for in, want := range map[string]string{
+		"Mozilla/5.0 (compatible; MyBot/1.0; +https://example.com/bot)":                          "MyBot",
+		"Mozilla/5.0 (compatible;MyBot/1.0)":                                                     "MyBot",
+		"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0) Chrome/116": "bingbot",
+		"Mozilla/5.0 (X11; Linux x86_64) MyBot/2.0":                                              "MyBot",
+		"crawl/0.1 (+contact: set --user-agent to name yourself)":                                "crawl",
+		"MyBot":       "MyBot",
+		"Mozilla/5.0": "Mozilla",
+		"":            "",
+	} {
+		if got := AgentToken(in); got != want {
+			t.Errorf("AgentToken(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestPartialBOM: a robots.txt that starts with the first one or two bytes of a UTF-8 byte
+// order mark is read as if they were not there, so its first line still opens a group.
+func TestPartialBOM(t *testing.T) {
+	for _, bom := range []string{"\xEF\xBB\xBF", "\xEF\xBB", "\xEF", ""} {
+		r := Parse([]byte(bom + "User-agent: a\nDisallow: /private\n"))
+		if v := r.Test("a", "/private/x"); v.Allowed || v.Line != 2 {
+			t.Errorf("body starting %q: Test(a, /private/x) = %+v, want disallowed by line 2", bom, v)
+		}
+	}
+}

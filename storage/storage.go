@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -118,7 +120,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("storage: open %s: %w (lock not acquired within %v)", path, ErrLocked, o.Timeout)
+		return nil, fmt.Errorf("storage: open %s: %w (%slock not acquired within %v)", path, ErrLocked, holder(dir), o.Timeout)
 	case errors.Is(err, ErrNotStore):
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	case errors.As(err, &pathErr), errors.As(err, &errno):
@@ -136,6 +138,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	if !o.ReadOnly {
 		db.trim.start(db, trimEvery)
+		// Best effort: the PID only names the holder in another process's ErrLocked.
+		_ = os.WriteFile(filepath.Join(dir, PIDFileName), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	}
 	return db, nil
 }
@@ -265,9 +269,39 @@ func createBuckets(tx *bbolt.Tx) error {
 	return nil
 }
 
+// PIDFileName is the file beside the store in which the process that opened it for writing
+// last wrote its PID, so that ErrLocked can name the process holding the store.
+const PIDFileName = "crawl.pid"
+
+// HolderPID returns the PID of the process that last opened the store in dir for writing, as
+// it wrote it in PIDFileName, or 0 if there is none. While Open fails with ErrLocked, that is
+// the process holding the store (unless a reader holds it).
+func HolderPID(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, PIDFileName))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
+// holder is "held by process PID; " when HolderPID knows it, or "".
+func holder(dir string) string {
+	if pid := HolderPID(dir); pid > 0 {
+		return fmt.Sprintf("held by process %d; ", pid)
+	}
+	return ""
+}
+
 // Close closes the store. Closing twice is harmless.
 func (db *DB) Close() error {
 	db.trim.stop()
+	if pidFile := filepath.Join(filepath.Dir(db.path), PIDFileName); !db.readOnly && HolderPID(filepath.Dir(db.path)) == os.Getpid() {
+		_ = os.Remove(pidFile)
+	}
 	if err := db.bolt.Close(); err != nil {
 		return fmt.Errorf("storage: close %s: %w", db.path, err)
 	}

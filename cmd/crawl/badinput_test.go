@@ -180,7 +180,7 @@ func TestInvalidFlags(t *testing.T) {
 	}{
 		{"zero workers", []string{"--workers", "0"}, "--workers must be between 1 and"},
 		{"absurd workers", []string{"--workers", "9223372036854775807"}, "--workers must be between 1 and"},
-		{"workers overflow int", []string{"--workers", "99999999999999999999"}, "value out of range"},
+		{"workers overflow int", []string{"--workers", "99999999999999999999"}, `--workers "99999999999999999999": out of range: want a whole number`},
 		{"zero host concurrency", []string{"--host-concurrency", "0"}, "--host-concurrency must be between"},
 		{"depth below -1", []string{"--max-depth", "-2"}, "--max-depth must be -1"},
 		{"negative host pages", []string{"--max-host-pages", "-1"}, "--max-host-pages must not be negative"},
@@ -191,16 +191,17 @@ func TestInvalidFlags(t *testing.T) {
 		{"min above max", []string{"--min-rate", "10", "--max-rate", "5"}, "--max-rate (5) must not be below --min-rate (10)"},
 		{"zero timeout", []string{"--timeout", "0s"}, "--timeout must be positive"},
 		{"negative timeout", []string{"--timeout", "-1s"}, "--timeout must be positive"},
-		{"timeout without unit", []string{"--timeout", "30"}, `invalid value "30" for flag -timeout`},
-		{"zero max body", []string{"--max-body", "0"}, "--max-body must be at least 1 byte"},
+		{"timeout not a duration", []string{"--timeout", "soon"}, `--timeout "soon": want a duration such as 30s, 5m or 1h30m (a bare number is seconds)`},
+		{"zero max body", []string{"--max-body", "0"}, `--max-body "0": want a positive number of bytes`},
+		{"max body unit unknown", []string{"--max-body", "10XB"}, `--max-body "10XB": want a positive number of bytes, e.g. 10485760, 10M or 10MB`},
+		{"bad robots agent", []string{"--robots-agent", "My Bot/1"}, "--robots-agent must be a product token"},
 		{"zero attempts", []string{"--max-attempts", "0"}, "--max-attempts must be at least 1"},
 		{"negative robots ttl", []string{"--robots-ttl", "-1h"}, "--robots-ttl must not be negative"},
 		{"empty user agent", []string{"--user-agent", ""}, "--user-agent must not be empty"},
 		{"user agent with a newline", []string{"--user-agent", "bot/1\r\nX-Evil: 1"}, "--user-agent must not contain control characters"},
 		{"bad scope", []string{"--scope", "planet"}, "--scope must be host or domain"},
 		{"bad include", []string{"--include", "a(b"}, "missing closing )"},
-		{"unknown flag", []string{"--frobnicate"}, "flag provided but not defined"},
-		{"stray argument", []string{site}, "unexpected argument"},
+		{"unknown flag", []string{"--frobnicate"}, "crawl run: unknown flag --frobnicate (crawl help run lists the flags)"},
 		{"nothing to resume", []string{"--data", empty}, "holds no URL to resume"},
 	}
 	before := fileHash(t, filepath.Join(store, "crawl.db"))
@@ -406,9 +407,11 @@ func TestDataDirLocked(t *testing.T) {
 	} {
 		start := time.Now()
 		code, msg := crawlOutput(t, ctx, args...)
-		if code != exitRuntime || !strings.Contains(msg, "in use by another crawl") {
-			t.Errorf("second crawl %v: exit %d, want %d with 'in use by another crawl':\n%s", args[3:], code, exitRuntime, msg)
+		holder := fmt.Sprintf("in use by another crawl (held by process %d;", first.Process.Pid)
+		if code != exitRuntime || !strings.Contains(msg, holder) {
+			t.Errorf("second crawl %v: exit %d, want %d with %q:\n%s", args[3:], code, exitRuntime, holder, msg)
 		}
+		checkNoPackageNames(t, msg)
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("second crawl took %v to give up", d)
 		}

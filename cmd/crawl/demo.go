@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -26,12 +25,15 @@ func init() {
 // demoCmd starts the simulated web, crawls it like `crawl run` would, and then shows what the
 // simulated servers saw: how complete the crawl was and how polite.
 func demoCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("crawl demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	flags := newFlags("demo", "usage: crawl demo [--data DIR] [run flags]\n\nCrawls a simulated web of rate-limited hosts on loopback, then prints what its servers saw\nand writes a report.")
+	fs := flags.FlagSet
 	dir := fs.String("data", "", "data directory for the demo crawl (default: a new temporary directory)")
 	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if pos, code, ok := flags.parse(args, stdout, stderr); !ok {
+		return code
+	} else if len(pos) > 0 {
+		fmt.Fprintf(stderr, "crawl demo: unexpected argument %q\n", pos[0])
 		return exitUsage
 	}
 	if err := out.validate(); err != nil {

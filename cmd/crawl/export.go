@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -31,23 +30,24 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--host H] [--status CODES] [--since RFC3339] [--warc-max-size BYTES] [--convert-links=false]"
+const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("crawl export", flag.ContinueOnError)
-	flags.SetOutput(stderr)
+	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.")
+	flags := cf.FlagSet
 	dir := flags.String("data", "", "data directory of the crawl (read only)")
 	format := flags.String("format", "", "output format: warc, jsonl or mirror")
-	out := flags.String("out", "", "warc: file prefix or directory (PREFIX-00000.warc.gz, ...); jsonl: file, or - for stdout; mirror: empty or new directory")
+	out := flags.String("out", "", "warc: X.warc.gz (then X-00001.warc.gz … if it must split), a prefix (PREFIX-00000.warc.gz, ...) or a directory; jsonl: file, or - for stdout; mirror: empty or new directory")
 	noBody := flags.Bool("no-body", false, "jsonl: leave the bodies out")
 	var hosts stringList
-	flags.Var(&hosts, "host", "only pages of this host (repeatable, or a comma separated list)")
+	flags.Var(&hosts, "host", "only pages of this host: every port of it, or host:port for one (repeatable, or a comma separated list)")
 	status := flags.String("status", "", "only these statuses: codes, classes or ranges, e.g. 200,301 or 2xx or 400-499")
-	since := flags.String("since", "", "only pages fetched at or after this time (RFC 3339)")
+	since := flags.String("since", "", "only pages fetched at or after this date (2024-05-01) or time (2024-05-01T14:30 local, or RFC 3339)")
 	convertLinks := flags.Bool("convert-links", true, "mirror: rewrite links between mirrored files to relative paths and other links to absolute URLs, so the mirror browses offline (false: write bodies as stored)")
 	maxSize := flags.String("warc-max-size", strconv.Itoa(export.DefaultWARCMaxSize), "warc: start a new file before one grows past this many bytes (suffixes K, M, G: powers of 1024)")
-	if err := flags.Parse(args); err != nil {
-		return exitUsage
+	pos, code, ok := cf.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	usageErr := func(msg string) int {
 		if msg != "" {
@@ -56,7 +56,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, exportUsage)
 		return exitUsage
 	}
-	if *dir == "" || *out == "" || *format == "" || flags.NArg() > 0 {
+	if *dir == "" || *out == "" || *format == "" || len(pos) > 0 {
 		return usageErr("")
 	}
 	switch *format {
@@ -72,9 +72,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var sinceT time.Time
 	if *since != "" {
-		t, err := time.Parse(time.RFC3339Nano, *since)
+		t, err := parseSince(*since)
 		if err != nil {
-			return usageErr(fmt.Sprintf("--since: want RFC 3339, e.g. 2024-05-01T00:00:00Z: %v", err))
+			return usageErr(fmt.Sprintf("--since %q: want a date (2024-05-01), a local time (2024-05-01T14:30 or 2024-05-01 14:30:00) or RFC 3339 (2024-05-01T14:30:00Z)", *since))
 		}
 		sinceT = t
 	}
@@ -143,8 +143,13 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	if st.Omitted > 0 {
 		omitted = fmt.Sprintf(", %d without a file (error statuses, older versions)", st.Omitted)
 	}
-	fmt.Fprintf(stderr, "crawl export: %d pages written (%d filtered out%s) to %d %s in %s, %s, %.1fs\n",
-		st.Pages, st.Skipped, omitted, st.Files, plural(st.Files, "file", "files"), dst, formatBytes(st.Bytes), time.Since(start).Seconds())
+	if ww, ok := w.(*export.WARCWriter); ok {
+		dst = filesList(ww.Files())
+	} else if *format == "mirror" {
+		dst = fmt.Sprintf("%d %s under %s", st.Files, plural(st.Files, "file", "files"), dst)
+	}
+	fmt.Fprintf(stderr, "crawl export: %d pages written (%d filtered out%s) to %s, %s, %.1fs\n",
+		st.Pages, st.Skipped, omitted, dst, formatBytes(st.Bytes), time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")
@@ -156,29 +161,31 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// parseSize parses a byte count with an optional K, M or G suffix (powers of 1024).
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(strings.ToUpper(s))
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "B"), "I")
-	mult := int64(1)
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'K':
-			mult = 1 << 10
-		case 'M':
-			mult = 1 << 20
-		case 'G':
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			s = s[:n-1]
+// filesList names files: "a" for one, "N files: a, b, c" for a few, "N files: a … z" for many.
+func filesList(files []string) string {
+	switch {
+	case len(files) == 1:
+		return files[0]
+	case len(files) <= 5:
+		return fmt.Sprintf("%d files: %s", len(files), strings.Join(files, ", "))
+	default:
+		return fmt.Sprintf("%d files: %s … %s", len(files), files[0], files[len(files)-1])
+	}
+}
+
+// sinceLayouts are the forms --since takes, tried in order; those without a zone are local time.
+var sinceLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02 15:04", time.DateOnly}
+
+// parseSince reads --since: RFC 3339, or a date or date and time in local time.
+func parseSince(s string) (time.Time, error) {
+	var err error
+	for _, layout := range sinceLayouts {
+		var t time.Time
+		if t, err = time.ParseInLocation(layout, strings.TrimSpace(s), time.Local); err == nil {
+			return t, nil
 		}
 	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v <= 0 || v > (1<<62)/mult {
-		return 0, fmt.Errorf("want a positive number of bytes, e.g. 1073741824 or 1G")
-	}
-	return v * mult, nil
+	return time.Time{}, err
 }
 
 func formatBytes(n int64) string {

@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +54,8 @@ func newExportStore(t *testing.T) string {
 		page("http://b.example:8080/z/", 200, "text/plain", "zzz", 4*time.Minute),
 	}
 	pages[1].Header.Set("Location", "/y")
+	pages[4].Header.Set("Content-Encoding", "gzip")
+	pages[4].DecodedFrom = "gzip"
 	err = db.Bolt().Update(func(tx *bbolt.Tx) error {
 		for _, p := range pages {
 			if _, err := storage.PutPage(tx, p); err != nil {
@@ -82,7 +87,7 @@ func TestExportJSONL(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "5 pages written (0 filtered out) to 1 file") {
+	if !strings.Contains(stderr, "5 pages written (0 filtered out) to "+out+",") {
 		t.Errorf("summary: %q", stderr)
 	}
 	lines := readLines(t, out)
@@ -125,7 +130,7 @@ func TestExportWARC(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "crawl-*.warc.gz"))
-	if len(files) < 2 || !strings.Contains(stderr, fmt.Sprintf("5 pages written (0 filtered out) to %d files", len(files))) {
+	if len(files) < 2 || !strings.Contains(stderr, fmt.Sprintf("5 pages written (0 filtered out) to %d files: %s", len(files), files[0])) {
 		t.Fatalf("files %v; summary %q", files, stderr)
 	}
 	responses := 0
@@ -199,7 +204,7 @@ func TestExportLockedStore(t *testing.T) {
 	defer db.Close()
 	start := time.Now()
 	code, _, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "x.jsonl"))
-	if code != exitRuntime || !strings.Contains(stderr, "is in use by a running crawl; stop it or wait") {
+	if want := fmt.Sprintf("is in use by a running crawl (process %d); stop it or wait", os.Getpid()); code != exitRuntime || !strings.Contains(stderr, want) {
 		t.Errorf("exit %d, %q", code, stderr)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -262,4 +267,68 @@ func readLines(t *testing.T, path string) []string {
 		lines = append(lines, sc.Text())
 	}
 	return lines
+}
+
+// TestExportNamedFile: --out X.warc.gz writes X.warc.gz (and X-00001.warc.gz … only when it
+// must split) and the summary names the files written; --host NAME matches every port of the
+// host; --since takes a date; a removed Content-Encoding is named in WARC-Crawl-Decoded.
+func TestExportNamedFile(t *testing.T) {
+	dir := newExportStore(t)
+	out := filepath.Join(t.TempDir(), "site.warc.gz")
+	code, _, stderr := runExport(t, "--data", dir, "--format", "warc", "--out", out)
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "*"))
+	if code != exitOK || len(files) != 1 || files[0] != out || !strings.Contains(stderr, "to "+out+",") {
+		t.Fatalf("exit %d, files %v, summary %q; want %s alone", code, files, stderr, out)
+	}
+	raw := gunzip(t, out)
+	if !bytes.Contains(raw, []byte("\r\nWARC-Crawl-Decoded: gzip\r\n")) {
+		t.Errorf("%s has no WARC-Crawl-Decoded: gzip header line: %q", out, regexp.MustCompile(`(?i)[^\n]*decoded[^\n]*`).FindAll(raw, -1))
+	}
+
+	out = filepath.Join(t.TempDir(), "split.warc.gz")
+	code, _, stderr = runExport(t, "--data", dir, "--format", "warc", "--out", out, "--warc-max-size", "1K")
+	files, _ = filepath.Glob(filepath.Join(filepath.Dir(out), "*"))
+	second := strings.TrimSuffix(out, ".warc.gz") + "-00001.warc.gz"
+	if code != exitOK || len(files) < 2 || !slices.Contains(files, out) || !slices.Contains(files, second) ||
+		!strings.Contains(stderr, fmt.Sprintf("to %d files: %s", len(files), out)) {
+		t.Errorf("split export: exit %d, files %v, summary %q; want %s, %s, …", code, files, stderr, out, second)
+	}
+
+	for _, tc := range []struct {
+		args  []string
+		pages int
+	}{
+		{[]string{"--host", "b.example"}, 2},
+		{[]string{"--host", "b.example:8080"}, 2},
+		{[]string{"--host", "b.example:9090"}, 0},
+		{[]string{"--since", exportT0.Add(-48 * time.Hour).Format(time.DateOnly)}, 5},
+		{[]string{"--since", exportT0.Add(48 * time.Hour).Format(time.DateOnly)}, 0},
+		{[]string{"--since", exportT0.Add(2 * time.Minute).In(time.Local).Format("2006-01-02 15:04")}, 3},
+	} {
+		code, stdout, stderr := runExport(t, append([]string{"--data", dir, "--format", "jsonl", "--out", "-", "--no-body"}, tc.args...)...)
+		if n := strings.Count(stdout, "\n"); code != exitOK || n != tc.pages {
+			t.Errorf("%q: exit %d, %d pages, want %d\n%s", tc.args, code, n, tc.pages, stderr)
+		}
+	}
+	if code, _, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", "-", "--since", "May 1st"); code != exitUsage || !strings.Contains(stderr, `--since "May 1st": want a date (2024-05-01)`) {
+		t.Errorf("--since 'May 1st': exit %d, %q", code, stderr)
+	}
+}
+
+func gunzip(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -3,10 +3,16 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"runtime"
+	"runtime/debug"
 	"sort"
+	"strings"
 )
 
 // Exit codes, documented in README.md.
@@ -31,31 +37,105 @@ func main() {
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	stderr = &plainErrors{w: stderr}
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "-help":
+		usage(stdout)
+		return exitOK
+	case "help":
+		if len(args) == 1 {
+			usage(stdout)
+			return exitOK
 		}
+		if cmd, ok := commands[args[1]]; ok {
+			return cmd.run([]string{"-h"}, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "crawl help: unknown command %q (%s)\n", args[1], commandList())
+		return exitUsage
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "crawl: unknown command %q\n\n", args[0])
-		usage(stderr)
+		fmt.Fprintf(stderr, "crawl: unknown command %q (%s; crawl help lists them)\n", args[0], commandList())
 		return exitUsage
 	}
 	return cmd.run(args[1:], stdout, stderr)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: crawl COMMAND [flags]\n\ncommands:")
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
+	return names
+}
+
+// commandList is "commands: a, b, c".
+func commandList() string { return "commands: " + strings.Join(commandNames(), ", ") }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: crawl COMMAND [flags]\n\ncommands:")
+	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'crawl COMMAND -h' for a command's flags.")
+	fmt.Fprintf(w, "  %-8s %s\n", "help", "crawl help COMMAND (or crawl COMMAND -h) shows a command's flags")
+	fmt.Fprintf(w, "  %-8s %s\n", "version", "print the version and the Go version it was built with")
+}
+
+// version is the release this binary is, set at build time with
+// -ldflags "-X main.version=v1.2.3"; "" means: take it from the module's build information.
+var version = ""
+
+// versionLine is "crawl VERSION (GO VERSION OS/ARCH)", VERSION being the release, or the
+// module version and VCS revision Go recorded in the binary, or "devel".
+func versionLine() string {
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok && v == "" {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		} else {
+			v = "devel"
+			for _, s := range bi.Settings {
+				if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+					v += " " + s.Value[:12]
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("crawl %s (%s %s/%s)", cmp.Or(v, "devel"), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// plainErrors passes what a command writes to stderr on, with the package names that the
+// library packages put before their errors (Go's convention, "storage: open …") taken out:
+// the user runs crawl, not its packages. Each Write is one message or log line.
+type plainErrors struct{ w io.Writer }
+
+var packagePrefix = regexp.MustCompile(`\b(storage|frontier|fetch|urlnorm|hostlimit|export|metrics|crawler|robots|retry|aimd|netguard|report): `)
+
+func (p *plainErrors) Write(b []byte) (int, error) {
+	locs := packagePrefix.FindAllIndex(b, -1)
+	if len(locs) == 0 {
+		return p.w.Write(b)
+	}
+	out := make([]byte, 0, len(b))
+	last := 0
+	for _, l := range locs {
+		if bytes.HasSuffix(b[:l[0]], []byte("crawl ")) { // "crawl export: …" names a command
+			continue
+		}
+		out = append(out, b[last:l[0]]...)
+		last = l[1]
+	}
+	out = append(out, b[last:]...)
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

@@ -37,6 +37,27 @@ func networkFlags(fs *flag.FlagSet) *networkOptions {
 	return o
 }
 
+// addHeader adds the header name: value to *h (made if nil), or says why the crawler does not
+// send it as given.
+func addHeader(h *http.Header, name, value string) error {
+	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+	switch canon := http.CanonicalHeaderKey(name); {
+	case !httpguts.ValidHeaderFieldName(name):
+		return fmt.Errorf("want 'Name: value'")
+	case !httpguts.ValidHeaderFieldValue(value):
+		return fmt.Errorf("the value has control characters")
+	case canon == "User-Agent":
+		return fmt.Errorf("set the user agent with --user-agent")
+	case canon == "Host" || canon == "Accept-Encoding" || canon == "Content-Length" || canon == "Authorization" || canon == "Cookie":
+		return fmt.Errorf("%s is set by the crawler (credentials: --auth; cookies: --cookies)", canon)
+	}
+	if *h == nil {
+		*h = http.Header{}
+	}
+	h.Add(name, value)
+	return nil
+}
+
 // network builds the crawler's Network from the flags and the environment (HTTP_PROXY,
 // HTTPS_PROXY, NO_PROXY). Each error names the flag and what was wrong.
 func (o *networkOptions) network() (crawler.Network, error) {
@@ -67,21 +88,11 @@ func (o *networkOptions) network() (crawler.Network, error) {
 	}
 	for _, h := range o.headers {
 		name, value, ok := strings.Cut(h, ":")
-		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
-		switch canon := http.CanonicalHeaderKey(name); {
-		case !ok || !httpguts.ValidHeaderFieldName(name):
+		if !ok {
 			return n, fmt.Errorf("--header %q: want 'Name: value'", h)
-		case !httpguts.ValidHeaderFieldValue(value):
-			return n, fmt.Errorf("--header %q: the value has control characters", h)
-		case canon == "User-Agent":
-			return n, fmt.Errorf("--header %q: set the user agent with --user-agent", h)
-		case canon == "Host" || canon == "Accept-Encoding" || canon == "Content-Length" || canon == "Authorization" || canon == "Cookie":
-			return n, fmt.Errorf("--header %q: %s is set by the crawler (credentials: --auth; cookies: --cookies)", h, canon)
-		default:
-			if n.Header == nil {
-				n.Header = http.Header{}
-			}
-			n.Header.Add(canon, value)
+		}
+		if err := addHeader(&n.Header, name, value); err != nil {
+			return n, fmt.Errorf("--header %q: %v", h, err)
 		}
 	}
 	for _, a := range o.auth {

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/internal/report"
@@ -17,20 +17,26 @@ func init() {
 	commands["report"] = command{summary: "write an HTML report with per-host charts of a finished crawl", run: reportCmd}
 }
 
+const reportSynopsis = `usage: crawl report --data DIR [--out FILE] [--png FILE]
+
+Writes one self-contained HTML page about the crawl in DIR: rates, replies and latency over
+time, per host.`
+
 func reportCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("crawl report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	flags := newFlags("report", reportSynopsis)
+	fs := flags.FlagSet
 	dir := fs.String("data", "", "data directory of the crawl")
 	out := fs.String("out", "", "HTML file to write (default DIR/report.html)")
 	png := fs.String("png", "", "also write a screenshot of the report's top to this PNG file (needs Chromium)")
 	width := fs.Int("width", 1280, "screenshot width, CSS pixels")
 	height := fs.Int("height", 1800, "screenshot height, CSS pixels")
 	browser := fs.String("browser", "", "Chromium or Chrome executable for --png (default: found on PATH)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	pos, code, ok := flags.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if *dir == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: crawl report --data DIR [--out FILE] [--png FILE]")
+	if *dir == "" || len(pos) > 0 {
+		fmt.Fprintln(stderr, strings.SplitN(reportSynopsis, "\n", 2)[0])
 		return exitUsage
 	}
 	if *width < 200 || *height < 200 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -27,48 +26,30 @@ Prints one line per URL, in the order given:
 
 URL is an absolute http(s) URL or a path starting with "/". Exit status: 0 if every URL is
 allowed, 1 if any is disallowed, 2 on a usage error (nothing is printed to stdout then).
-Flags and URLs may be mixed.
-
-flags:
-`
+Flags and URLs may be mixed.`
 
 // robotsCmd tests URLs against a robots.txt file with the same code (robots.Parse and
 // Robots.TestURL) the crawler uses on every URL it fetches.
 func robotsCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("crawl robots", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	flags := newFlags("robots", robotsUsage)
+	fs := flags.FlagSet
 	file := fs.String("file", "", "robots.txt `FILE` to test against (required)")
 	agent := fs.String("agent", "crawl", "the crawler's product `TOKEN`; a full User-Agent string is reduced to its token")
 	urlFile := fs.String("url-file", "", "also read URLs from `F`, one per line; blank lines and lines starting with # are skipped")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, robotsUsage)
-		fs.PrintDefaults()
-	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "crawl robots: "+format+"\n", a...)
 		return exitUsage
 	}
 
-	// flag stops at the first non-flag argument; take it as a URL and parse on.
-	var raw []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		raw = append(raw, fs.Arg(0))
-		args = fs.Args()[1:]
+	raw, code, ok := flags.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 
 	if *file == "" {
 		return fail("--file is required")
 	}
-	token := robots.ProductToken(*agent)
+	token := robots.AgentToken(*agent)
 	if token == "" {
 		return fail("--agent %q has no product token (letters, '_' and '-')", *agent)
 	}
@@ -96,7 +77,7 @@ func robotsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 
 	r := robots.Parse(body)
-	code := exitOK
+	code = exitOK
 	for i, u := range urls {
 		v := r.TestURL(token, u)
 		word := "allowed"

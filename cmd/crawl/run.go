@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	commands["run"] = command{summary: "crawl from a seed file, or resume the crawl in --data", run: runCmd}
+	commands["run"] = command{summary: "crawl from seed URLs or a seed file, or resume the crawl in --data", run: runCmd}
 }
 
 // regexpList is a repeatable flag of regular expressions.
@@ -35,6 +35,20 @@ func (r *regexpList) Set(s string) error {
 	return nil
 }
 
+// wordList is a repeatable flag of comma-separated words, lowercased, a leading dot dropped
+// (".PDF" → "pdf").
+type wordList []string
+
+func (l *wordList) String() string { return strings.Join(*l, ",") }
+func (l *wordList) Set(s string) error {
+	for w := range strings.SplitSeq(s, ",") {
+		if w = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(w)), "."); w != "" {
+			*l = append(*l, w)
+		}
+	}
+	return nil
+}
+
 // crawlFlags registers the flags shared by run and demo on fs and returns the config they fill.
 func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	cfg := crawler.Defaults()
@@ -43,19 +57,22 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	fs.BoolVar(&cfg.Sitemaps, "sitemaps", false, "also crawl the URLs each host's sitemaps list (robots.txt Sitemap lines, /sitemap.xml)")
 	fs.IntVar(&cfg.MaxPages, "max-pages", cfg.MaxPages, "stop after this many pages fetched, all runs together (0: unlimited)")
 	fs.IntVar(&cfg.MaxHostPages, "max-host-pages", cfg.MaxHostPages, "most URLs of one host queued for fetching, all runs together; further links to it are excluded as limit (0: unlimited)")
-	fs.StringVar(&cfg.UserAgent, "user-agent", cfg.UserAgent, "User-Agent header; its first word is the robots.txt product token")
+	fs.StringVar(&cfg.UserAgent, "user-agent", cfg.UserAgent, "User-Agent header; its product (MyBot in \"Mozilla/5.0 (compatible; MyBot/1.0; +URL)\") is the robots.txt product token")
+	fs.StringVar(&cfg.RobotsAgent, "robots-agent", "", "robots.txt product token to obey (default: the --user-agent's product)")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "most requests in flight overall")
 	fs.IntVar(&cfg.HostConcurrency, "host-concurrency", cfg.HostConcurrency, "most requests in flight to one host")
-	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "per request, body included")
-	fs.Int64Var(&cfg.MaxBody, "max-body", cfg.MaxBody, "bytes of (decoded) body kept per response; the rest is cut and the page marked truncated")
-	fs.Var((*regexpList)(&cfg.Include), "include", "only URLs matching this regexp are crawled (repeatable: any may match)")
-	fs.Var((*regexpList)(&cfg.Exclude), "exclude", "URLs matching this regexp are not crawled (repeatable)")
+	durationVar(fs, &cfg.Timeout, "timeout", cfg.Timeout, "per request, body included: a `duration` (30s, 2m; a bare number is seconds)")
+	sizeVar(fs, &cfg.MaxBody, "max-body", cfg.MaxBody, "`bytes` of (decoded) body kept per response (10485760, 10M, 10MB); the rest is cut and the page marked truncated")
+	fs.Var((*regexpList)(&cfg.Include), "include", "only URLs matching this `regexp` are crawled (repeatable: any may match)")
+	fs.Var((*regexpList)(&cfg.Exclude), "exclude", "URLs matching this `regexp` are not crawled (repeatable)")
+	fs.Var((*wordList)(&cfg.AcceptTypes), "accept-type", "keep only pages of these media `types`, e.g. text/html,text/* (repeatable); others are excluded as type after their headers, unread")
+	fs.Var((*wordList)(&cfg.DenyExt), "deny-ext", "do not request URLs whose path ends in these `extensions`, e.g. pdf,zip,iso (repeatable); excluded as filter")
 	fs.Float64Var(&cfg.InitialRate, "initial-rate", cfg.InitialRate, "requests/s to a host before anything is learned")
 	fs.Float64Var(&cfg.MinRate, "min-rate", cfg.MinRate, "per-host rate floor, requests/s")
 	fs.Float64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "per-host rate ceiling, requests/s")
 	fs.BoolVar(&cfg.IgnoreCrawlDelay, "ignore-crawl-delay", cfg.IgnoreCrawlDelay, "do not cap a host's rate by its robots.txt Crawl-delay")
 	fs.IntVar(&cfg.Retry.MaxAttempts, "max-attempts", cfg.Retry.MaxAttempts, "attempts per URL before it fails (retryable errors only)")
-	fs.DurationVar(&cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a fetched robots.txt is trusted")
+	durationVar(fs, &cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a fetched robots.txt is trusted (a `duration`)")
 	fs.BoolVar(&cfg.AllowPrivate, "allow-private-networks", cfg.AllowPrivate, "connect to loopback/private/link-local addresses even when no seed is on them")
 	fs.BoolVar(&cfg.KeyByIP, "key-by-ip", cfg.KeyByIP, "one politeness gate per server address instead of per host name (virtual hosts on one server share a rate)")
 	return &cfg
@@ -65,25 +82,30 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 // crawl whose live heap is small collects every ~16 MB of allocation instead of every few.
 const gcFloor = 16 << 20
 
+const runSynopsis = `usage: crawl run [URL...] [--seeds FILE|-] --data DIR [flags]
+
+Crawls from the seeds (URLs given as arguments, a seed file, or stdin with --seeds -) until
+nothing in scope is left. On a DIR that holds a crawl, resumes it with its stored settings;
+seeds are then optional. A bare host name (www.example.com) is crawled as https://.`
+
 func runCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("crawl run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	seeds := fs.String("seeds", "", "seed file: one URL per line, # comments (optional when resuming)")
+	flags := newFlags("run", runSynopsis)
+	fs := flags.FlagSet
+	seeds := fs.String("seeds", "", "seed file: one URL per line, # comments; - reads stdin (optional when resuming)")
 	dir := fs.String("data", "", "data directory holding the crawl store (created if missing)")
 	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
 	netOpts := networkFlags(fs)
-	maxTime := fs.Duration("max-time", 0, "stop the run after this long, as if interrupted, and exit 0 (0: no limit); run again to go on")
+	hostsConfig := fs.String("hosts-config", "", "per-host settings from this TOML `file`: max_rate, concurrency, ignore_robots, headers (see README); not stored")
+	var maxTime time.Duration
+	durationVar(fs, &maxTime, "max-time", 0, "stop the run after this `duration`, as if interrupted, and exit 0 (0: no limit); run again to go on")
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
 	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "crawl run: unexpected argument %q (seeds go in --seeds FILE)\n", fs.Arg(0))
-		return exitUsage
+	argSeeds, code, ok := flags.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	if *dir == "" {
 		fmt.Fprintln(stderr, "crawl run: --data DIR is required")
@@ -94,22 +116,15 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitRuntime
 	}
-	if *seeds != "" {
-		urls, bad, err := crawler.ReadSeeds(*seeds)
+	if *seeds != "" || len(argSeeds) > 0 {
+		urls, err := readSeeds(*seeds, argSeeds, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl run: %v\n", err)
 			return exitUsage
 		}
-		for _, b := range bad {
-			fmt.Fprintf(stderr, "%v (skipped)\n", b)
-		}
-		if len(urls) == 0 {
-			fmt.Fprintf(stderr, "crawl run: %s: no valid seed URL\n", *seeds)
-			return exitUsage
-		}
 		cfg.Seeds = urls
 	} else if !storeExists(*dir) {
-		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give --seeds FILE to start one\n", *dir)
+		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give seed URLs or --seeds FILE to start one\n", *dir)
 		return exitUsage
 	}
 	var err error
@@ -117,11 +132,17 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
-	if *maxTime < 0 {
-		fmt.Fprintf(stderr, "crawl run: --max-time must not be negative, not %v\n", *maxTime)
+	if *hostsConfig != "" {
+		if cfg.Hosts, cfg.Net.HostHeader, err = readHostsConfig(*hostsConfig); err != nil {
+			fmt.Fprintf(stderr, "crawl run: --hosts-config %v\n", err)
+			return exitUsage
+		}
+	}
+	if maxTime < 0 {
+		fmt.Fprintf(stderr, "crawl run: --max-time must not be negative, not %v\n", maxTime)
 		return exitUsage
 	}
-	out.maxTime = *maxTime
+	out.maxTime = maxTime
 	if err := setRetry(cfg, *retryStates); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
@@ -150,11 +171,53 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	out.beforeClose = prof.writeHeap
 	defer gcfloor.Start(gcFloor)()
-	code := crawl(*cfg, out, stdout, stderr)
+	code = crawl(*cfg, out, stdout, stderr)
 	if err := stop(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 	}
 	return code
+}
+
+// readSeeds returns the seeds of the seed file (stdin for "-"; none for "") and of the
+// command-line arguments, in that order, each once. Bad ones are reported on stderr and
+// skipped, bare host names are reported as taken for https://; it fails if none is left.
+func readSeeds(file string, args []string, stderr io.Writer) ([]string, error) {
+	var urls []string
+	var notes []crawler.SeedError
+	add := func(u []string, bad []crawler.SeedError) {
+		urls = append(urls, u...)
+		notes = append(notes, bad...)
+	}
+	switch file {
+	case "":
+	case "-":
+		u, bad, err := crawler.ParseSeeds(os.Stdin, "stdin")
+		if err != nil {
+			return nil, fmt.Errorf("stdin: %w", err)
+		}
+		add(u, bad)
+	default:
+		u, bad, err := crawler.ReadSeeds(file)
+		if err != nil {
+			return nil, err
+		}
+		add(u, bad)
+	}
+	if len(args) > 0 {
+		add(crawler.ParseSeedArgs(args))
+	}
+	for _, n := range notes {
+		if n.Outcome == crawler.SeedSkipped {
+			fmt.Fprintf(stderr, "%v (skipped)\n", n)
+		} else {
+			fmt.Fprintf(stderr, "%v\n", n)
+		}
+	}
+	if len(urls) == 0 { // duplicates across sources are left to the frontier, which adds a URL once
+		name := map[string]string{"": "arguments", "-": "stdin"}[file]
+		return nil, fmt.Errorf("%s: no valid seed URL", cmp.Or(name, file))
+	}
+	return urls, nil
 }
 
 // setRetry sets cfg's --retry choices from v: "failed", "excluded" or both, comma-separated.

@@ -31,9 +31,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{"nothing to resume", []string{"--data", filepath.Join(dir, "empty")}, []string{"no crawl to resume"}},
 		{"bad scope", []string{"--data", dir, "--seeds", good, "--scope", "planet"}, []string{"--scope must be host or domain"}},
 		{"bad rates", []string{"--data", dir, "--seeds", good, "--min-rate", "5", "--max-rate", "1"}, []string{"--max-rate (1) must not be below --min-rate (5)"}},
-		{"bad flag", []string{"--data", dir, "--workers", "many"}, []string{"invalid value"}},
+		{"bad flag", []string{"--data", dir, "--workers", "many"}, []string{`crawl run: --workers "many": want a whole number`}},
 		{"bad regexp", []string{"--data", dir, "--include", "("}, []string{"missing closing )"}},
-		{"stray argument", []string{"--data", dir, "http://x/"}, []string{"unexpected argument"}},
+		{"argument not a URL", []string{"--data", filepath.Join(dir, "new"), "not a url"}, []string{`argument 1: "not a url"`, "(skipped)", "arguments: no valid seed URL"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,9 +3,9 @@ package main
 import (
 	"cmp"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/internal/crawler"
@@ -15,18 +15,24 @@ func init() {
 	commands["status"] = command{summary: "show a crawl's counts and per-host figures (works while it runs)", run: statusCmd}
 }
 
+const statusSynopsis = `usage: crawl status --data DIR [--json] [--hosts N | --all]
+
+Prints the settings in force, URL counts by state and reason, and per host the learned rate,
+window, latency and last error; it works while a crawl runs.`
+
 func statusCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("crawl status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	flags := newFlags("status", statusSynopsis)
+	fs := flags.FlagSet
 	dir := fs.String("data", "", "data directory of the crawl")
 	asJSON := fs.Bool("json", false, "print the stable JSON form (see README); it lists every host contacted")
 	rows := fs.Int("hosts", defaultHostRows, "list at most this many hosts, busiest first")
 	all := fs.Bool("all", false, "list every host contacted (overrides --hosts)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	pos, code, ok := flags.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if *dir == "" || fs.NArg() > 0 || *rows < 0 {
-		fmt.Fprintln(stderr, "usage: crawl status --data DIR [--json] [--hosts N | --all]")
+	if *dir == "" || len(pos) > 0 || *rows < 0 {
+		fmt.Fprintln(stderr, strings.SplitN(statusSynopsis, "\n", 2)[0])
 		return exitUsage
 	}
 	if *all {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,19 +35,25 @@ type urlLine struct {
 	Parent   string `json:"parent,omitempty"`
 }
 
+const urlsSynopsis = `usage: crawl urls --data DIR [--state S[,S]] [--reason R] [--host H] [--json]
+
+Lists the crawl's URLs with state, reason, HTTP status, attempts, depth and the page that
+linked to them.`
+
 func urlsCmd(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("crawl urls", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	flags := newFlags("urls", urlsSynopsis)
+	fl := flags.FlagSet
 	dir := fl.String("data", "", "data directory of the crawl")
 	state := fl.String("state", "", "only URLs in these states (comma-separated): queued, fetched, failed, excluded")
 	reason := fl.String("reason", "", "only URLs failed or excluded for this reason (e.g. depth, robots, conn-refused)")
 	host := fl.String("host", "", "only URLs of this host (any port, or host:port for one)")
 	asJSON := fl.Bool("json", false, "one JSON object per line instead of columns")
-	if err := fl.Parse(args); err != nil {
-		return exitUsage
+	pos, code, ok := flags.parse(args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if *dir == "" || fl.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: crawl urls --data DIR [--state S[,S]] [--reason R] [--host H] [--json]")
+	if *dir == "" || len(pos) > 0 {
+		fmt.Fprintln(stderr, strings.SplitN(urlsSynopsis, "\n", 2)[0])
 		return exitUsage
 	}
 	var states []string
@@ -110,7 +115,11 @@ func openStopped(cmd, dir string, stderr io.Writer) (*storage.DB, bool) {
 	db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: exportLockTimeout})
 	switch {
 	case errors.Is(err, storage.ErrLocked):
-		fmt.Fprintf(stderr, "%s: store %s is in use by a running crawl; stop it or wait\n", cmd, dir)
+		by := ""
+		if pid := storage.HolderPID(dir); pid > 0 {
+			by = fmt.Sprintf(" (process %d)", pid)
+		}
+		fmt.Fprintf(stderr, "%s: store %s is in use by a running crawl%s; stop it or wait\n", cmd, dir, by)
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintf(stderr, "%s: no crawl store in %s\n", cmd, dir)
 	case err != nil:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/retry"
+	"github.com/crawl-project/crawl/robots"
 )
 
 // DefaultUserAgent names the project and leaves a placeholder for the operator's contact.
@@ -32,7 +33,10 @@ type Config struct {
 	// are excluded with reason "limit". It bounds infinite URL spaces. 0 means unlimited.
 	MaxHostPages int
 
-	UserAgent       string
+	UserAgent string
+	// RobotsAgent is the product token matched against robots.txt User-agent lines; ""
+	// means the product of UserAgent (robots.AgentToken).
+	RobotsAgent     string
 	Workers         int           // global cap on requests in flight
 	HostConcurrency int           // cap on requests in flight per host
 	Timeout         time.Duration // per request, body included
@@ -51,6 +55,17 @@ type Config struct {
 	RobotsRetry time.Duration
 
 	Retry retry.Policy
+
+	// AcceptTypes, if not empty, are the media types ("text/html", "text/*") of the pages kept:
+	// a 2xx page of another type (by its Content-Type header) is excluded with reason "type"
+	// without its body being read. robots.txt, and sitemaps with Sitemaps, are always read.
+	AcceptTypes []string
+	// DenyExt are file extensions (lowercase, no dot) whose URLs are excluded as "filter"
+	// before they are requested.
+	DenyExt []string
+
+	// Hosts holds the policies set for particular hosts, by host key (--hosts-config).
+	Hosts map[string]HostPolicy
 
 	// RetryFailed and RetryExcluded put the failed URLs, and the URLs excluded by robots.txt,
 	// a private address or a setting that now admits them, back in the queue with fresh
@@ -159,10 +174,24 @@ func (c *Config) Validate() error {
 		return errors.New("--user-agent must not be empty")
 	case strings.ContainsFunc(c.UserAgent, func(r rune) bool { return r < ' ' || r == 0x7f }):
 		return fmt.Errorf("--user-agent must not contain control characters: %q", c.UserAgent)
+	case c.RobotsAgent != "" && robots.ProductToken(c.RobotsAgent) != c.RobotsAgent:
+		return fmt.Errorf("--robots-agent must be a product token (letters, '_' and '-'), not %q", c.RobotsAgent)
+	case badMediaRange(c.AcceptTypes) != "":
+		return fmt.Errorf("--accept-type takes media types such as text/html or text/*, not %q", badMediaRange(c.AcceptTypes))
+	case badExt(c.DenyExt) != "":
+		return fmt.Errorf("--deny-ext takes file extensions such as pdf or zip, not %q", badExt(c.DenyExt))
 	case c.DNSServer != "" && !validAddrPort(c.DNSServer):
 		return fmt.Errorf("--dns-server must be an IP address and port (e.g. 127.0.0.1:53), not %q", c.DNSServer)
 	case c.Retry.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
+	}
+	for host, p := range c.Hosts {
+		if p.MaxRate < 0 || math.IsNaN(p.MaxRate) || math.IsInf(p.MaxRate, 0) {
+			return fmt.Errorf("--hosts-config: %s: max_rate must be a positive number of requests/s, not %g", host, p.MaxRate)
+		}
+		if p.MaxConcurrency < 0 {
+			return fmt.Errorf("--hosts-config: %s: concurrency must be positive, not %d", host, p.MaxConcurrency)
+		}
 	}
 	return nil
 }
@@ -178,3 +207,48 @@ func (c *Config) logger() *slog.Logger {
 	}
 	return c.Log
 }
+
+// mediaRange is a media type or a wildcard over one, as --accept-type takes them.
+var mediaRange = regexp.MustCompile(`^([a-z0-9][a-z0-9!#$&^_.+-]*/([a-z0-9][a-z0-9!#$&^_.+-]*|\*)|\*/\*)$`)
+
+// badMediaRange returns the first of types that is not a lowercase media range, or "".
+func badMediaRange(types []string) string {
+	for _, t := range types {
+		if !mediaRange.MatchString(t) {
+			return t
+		}
+	}
+	return ""
+}
+
+// badExt returns the first of exts that is not a lowercase extension without its dot, or "".
+func badExt(exts []string) string {
+	for _, e := range exts {
+		if e == "" || strings.ContainsFunc(e, func(r rune) bool { return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '_' || r == '-') }) {
+			return e
+		}
+	}
+	return ""
+}
+
+// HostPolicy overrides the crawl's settings for one host (--hosts-config). The zero value
+// changes nothing.
+type HostPolicy struct {
+	// MaxRate caps the host's rate, requests/s, below what it would learn (and below its
+	// robots.txt Crawl-delay, when that is lower still); 0: no cap of its own.
+	MaxRate float64
+	// MaxConcurrency caps the host's requests in flight below --host-concurrency; 0: no cap
+	// of its own. Not applied with KeyByIP (gates are then per address).
+	MaxConcurrency int
+	// Robots says whether the host's robots.txt is obeyed; RobotsIgnored is for a host the
+	// user owns: robots.txt is neither fetched nor applied, Crawl-delay included.
+	Robots RobotsRule
+}
+
+// RobotsRule says whether a host's robots.txt is obeyed.
+type RobotsRule int
+
+const (
+	RobotsObeyed  RobotsRule = iota // fetched and applied, as RFC 9309 says
+	RobotsIgnored                   // neither fetched nor applied
+)

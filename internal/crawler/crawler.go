@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,9 @@ type Crawler struct {
 	agent  string // robots.txt product token from the user agent
 
 	scope Scope // fixed after Open
+	// typesChanged: this run's --accept-type differs from the stored one, so the URLs
+	// excluded by type are fetched again (set by settle, during Open).
+	typesChanged bool
 
 	rndMu sync.Mutex
 	rnd   *rand.Rand
@@ -106,7 +110,7 @@ func Open(cfg Config) (*Crawler, error) {
 		log:    cfg.logger(),
 		db:     db,
 		fr:     fr,
-		agent:  robots.ProductToken(cfg.UserAgent),
+		agent:  cmp.Or(cfg.RobotsAgent, robots.AgentToken(cfg.UserAgent)),
 		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 		hosts:  map[string]*hostRecord{},
@@ -120,7 +124,7 @@ func Open(cfg Config) (*Crawler, error) {
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
-	}, DemandByCaller: true, IdleEvict: hostIdle}, db)
+	}, DemandByCaller: true, IdleEvict: hostIdle, MaxWindowOf: maxWindows(cfg)}, db)
 	if err := c.loadScope(fr); err != nil {
 		db.Close()
 		return nil, err
@@ -133,7 +137,7 @@ func Open(cfg Config) (*Crawler, error) {
 	c.allowProxies(guard)
 	auth := withAuth(cfg.Net.BasicAuth) // addSeeds adds the seeds' user:password@
 	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
-		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header,
+		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header, HostHeader: cfg.Net.HostHeader,
 		BasicAuth: auth, Jar: cfg.Net.Jar})
 	if err := c.addSeeds(cfg.Seeds, auth); err != nil {
 		db.Close()
@@ -146,7 +150,7 @@ func Open(cfg Config) (*Crawler, error) {
 	if cn := fr.Counts(); cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
 		// e.g. the first run was killed before its seeds were committed
 		db.Close()
-		return nil, fmt.Errorf("%s holds no URL to resume; give --seeds FILE (%w)", cfg.Dir, ErrUsage)
+		return nil, fmt.Errorf("%s holds no URL to resume; give seed URLs or --seeds FILE (%w)", cfg.Dir, ErrUsage)
 	}
 	return c, nil
 }
@@ -240,7 +244,7 @@ type scopeMeta struct {
 // keeps crawling the same hosts. A run with the other --scope derives its allowed set from the
 // seeds: their registrable domains, or their hosts.
 func (c *Crawler) loadScope(fr *frontier.Frontier) error {
-	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, Allowed: map[string]bool{}}
+	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, DenyExt: c.cfg.DenyExt, Allowed: map[string]bool{}}
 	b, ok, err := c.db.Meta("scope")
 	if err != nil || !ok {
 		return err
@@ -769,4 +773,19 @@ func (c *Crawler) retryDelay(attempt int, retryAfter time.Duration) time.Duratio
 	c.rndMu.Lock()
 	defer c.rndMu.Unlock()
 	return c.cfg.Retry.Delay(attempt, retryAfter, c.rnd)
+}
+
+// maxWindows are the per-host concurrency caps of --hosts-config, by gate key: none with
+// --key-by-ip, whose gates are keyed by address.
+func maxWindows(cfg Config) map[string]int {
+	if cfg.KeyByIP {
+		return nil
+	}
+	m := map[string]int{}
+	for host, p := range cfg.Hosts {
+		if p.MaxConcurrency > 0 {
+			m[host] = p.MaxConcurrency
+		}
+	}
+	return m
 }

@@ -22,6 +22,8 @@ type Network struct {
 	Proxies []string
 	TLS     *tls.Config // nil: the system's roots
 	Header  http.Header // added to every request
+	// HostHeader holds headers by host key, added to the requests to that host only.
+	HostHeader map[string]http.Header
 	// BasicAuth holds credentials by host key, sent to that host only. A seed URL's
 	// user:password@ is moved here (and out of the URL) when the crawl opens.
 	BasicAuth map[string]*url.Userinfo

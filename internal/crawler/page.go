@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/crawl-project/crawl/aimd"
@@ -22,7 +23,7 @@ import (
 // or a failure. A request cut short by shutdown gives its lease back instead.
 func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t *hostlimit.Ticket) error {
 	sent := time.Now()
-	resp, err := c.client.Get(ctx, u)
+	resp, err := c.client.GetAccepting(ctx, u, c.acceptType())
 	now := time.Now()
 	if ctx.Err() != nil {
 		t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
@@ -70,6 +71,10 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	} else {
 		c.budget(l.Host).Refund(now)
 		c.global.Refund(now)
+	}
+	if resp.BodyState == fetch.BodyRefused {
+		return frontier.Result{Kind: frontier.Excluded, Reason: reasonType,
+			Detail: fmt.Sprintf("Content-Type %s is not an --accept-type; the body was not read", resp.ContentType)}
 	}
 	p := &storage.Page{
 		URL: l.URL, FinalURL: resp.URL.String(), Status: resp.Status, StatusLine: resp.StatusLine,
@@ -247,4 +252,18 @@ func responseOutcome(sig aimd.Signal, sent time.Time, resp *fetch.Response, paus
 		}
 	}
 	return o
+}
+
+// sitemapTypes are the media types sitemaps are served as; with --sitemaps they are read
+// whatever --accept-type says, so that the sitemaps can be read.
+var sitemapTypes = []string{"application/xml", "text/xml", "application/gzip", "application/x-gzip"}
+
+// acceptType returns the media type filter of page requests (--accept-type), nil for none.
+func (c *Crawler) acceptType() func(string) bool {
+	if len(c.cfg.AcceptTypes) == 0 {
+		return nil
+	}
+	return func(mt string) bool {
+		return acceptsType(c.cfg.AcceptTypes, mt) || c.cfg.Sitemaps && slices.Contains(sitemapTypes, mt)
+	}
 }

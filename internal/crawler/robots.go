@@ -131,6 +131,12 @@ func (c *Crawler) robotsFor(host string) (*robotsState, error) {
 	loaded := rs.loaded
 	rs.loaded = true
 	rs.mu.Unlock()
+	if !loaded && c.cfg.Hosts[host].Robots == RobotsIgnored {
+		// A robots.txt that allows everything, never fetched again in this run.
+		rs.set(storage.RobotsEntry{Host: host, Status: http.StatusNotFound, FetchedAt: time.Now()}, robotsIgnoredTTL, c.cfg.RobotsRetry)
+		c.applyCrawlDelay(host, rs)
+		return rs, nil
+	}
 	if !loaded {
 		e, ok, err := c.db.Robots(host)
 		if err != nil {
@@ -163,17 +169,27 @@ func (c *Crawler) robotsVerdict(host string, u *url.URL) (v robots.Verdict, know
 	return rules.Test(c.agent, u.RequestURI()), true
 }
 
+// applyCrawlDelay caps host's rate at the lower of its robots.txt Crawl-delay (unless
+// --ignore-crawl-delay, or its robots.txt is ignored) and its --hosts-config max_rate.
 func (c *Crawler) applyCrawlDelay(host string, rs *robotsState) {
-	if c.cfg.IgnoreCrawlDelay {
-		return
+	pol := c.cfg.Hosts[host]
+	ceiling := pol.MaxRate
+	if !c.cfg.IgnoreCrawlDelay && pol.Robots == RobotsObeyed {
+		rs.mu.Lock()
+		rules := rs.rules
+		rs.mu.Unlock()
+		if d, ok := rules.CrawlDelay(c.agent); ok && d > 0 && (ceiling == 0 || 1/d.Seconds() < ceiling) {
+			ceiling = 1 / d.Seconds()
+		}
 	}
-	rs.mu.Lock()
-	rules := rs.rules
-	rs.mu.Unlock()
-	if d, ok := rules.CrawlDelay(c.agent); ok && d > 0 {
-		c.reg.SetCeiling(c.gates.known(host), 1/d.Seconds())
+	if ceiling > 0 {
+		c.reg.SetCeiling(c.gates.known(host), ceiling)
 	}
 }
+
+// robotsIgnoredTTL is how long the allow-all rules of a host whose robots.txt is ignored
+// (--hosts-config) stand: longer than any run.
+const robotsIgnoredTTL = 100 * 365 * 24 * time.Hour
 
 // fetchRobots fetches a host's robots.txt through its gate (ticket t was admitted by the
 // dispatcher), following up to robotsMaxHops redirects, each hop through its own host's gate.

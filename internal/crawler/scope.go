@@ -2,7 +2,10 @@ package crawler
 
 import (
 	"net/url"
+	"path"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/crawl-project/crawl/internal/urlnorm"
 )
@@ -13,6 +16,7 @@ type Scope struct {
 	Allowed map[string]bool // host keys (mode host) or registrable domains (mode domain)
 	Include []*regexp.Regexp
 	Exclude []*regexp.Regexp
+	DenyExt []string // file extensions, lowercase without the dot, whose URLs are not crawled
 }
 
 // AddSeed widens the scope to cover a seed URL.
@@ -53,5 +57,26 @@ func (s *Scope) Check(u *url.URL) string {
 			return "filter"
 		}
 	}
+	if len(s.DenyExt) > 0 && slices.Contains(s.DenyExt, extension(u.Path)) {
+		return "filter"
+	}
 	return ""
+}
+
+// extension is the lowercased extension of the last segment of urlPath, without the dot
+// ("/a/b.PDF" → "pdf"), or "".
+func extension(urlPath string) string {
+	return strings.ToLower(strings.TrimPrefix(path.Ext(path.Base(urlPath)), "."))
+}
+
+// acceptsType reports whether the media type mt is one of types ("text/html") or under one of
+// their wildcards ("text/*", "*/*").
+func acceptsType(types []string, mt string) bool {
+	major, _, _ := strings.Cut(mt, "/")
+	for _, t := range types {
+		if t == mt || t == "*/*" || strings.HasSuffix(t, "/*") && strings.TrimSuffix(t, "/*") == major {
+			return true
+		}
+	}
+	return false
 }

@@ -7,20 +7,39 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
-// SeedError is one bad line of a seed file, reported as FILE:LINE: reason.
+// SeedError is one seed line worth reporting, as FILE:LINE: reason: a bad one, skipped, or
+// a bare host name, taken as https://HOST/.
 type SeedError struct {
-	File   string
-	Line   int
-	Reason string
+	File    string
+	Line    int
+	Reason  string
+	Outcome SeedOutcome
 }
 
-func (e SeedError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
+// SeedOutcome says what became of a reported seed line.
+type SeedOutcome int
+
+const (
+	// SeedSkipped: the line is not a URL the crawler can fetch; it was left out.
+	SeedSkipped SeedOutcome = iota
+	// SeedAssumedHTTPS: the line is a bare host name (and maybe a path); it is crawled with
+	// https:// in front.
+	SeedAssumedHTTPS
+)
+
+func (e SeedError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.File, e.Reason)
+	}
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason)
+}
 
 // maxSeedLine bounds one seed line; longer lines are reported, not read into memory whole.
 const maxSeedLine = 64 << 10
@@ -69,7 +88,7 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 	}
 	defer func() {
 		if unlisted > 0 && err == nil {
-			bad = append(bad, SeedError{name, lastBad, fmt.Sprintf("… and %d more bad lines, not listed", unlisted)})
+			bad = append(bad, SeedError{name, lastBad, fmt.Sprintf("… and %d more bad lines, not listed", unlisted), SeedSkipped})
 		}
 	}()
 	for n := 1; ; n++ {
@@ -85,17 +104,21 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 		}
 		switch {
 		case tooLong:
-			report(SeedError{name, n, fmt.Sprintf("line longer than %d bytes", maxSeedLine)})
+			report(SeedError{name, n, fmt.Sprintf("line longer than %d bytes", maxSeedLine), SeedSkipped})
 		case bytes.IndexByte(line, 0) >= 0 || !utf8.Valid(line):
-			report(SeedError{name, n, "not text (binary data or invalid UTF-8)"})
+			report(SeedError{name, n, "not text (binary data or invalid UTF-8)", SeedSkipped})
 		default:
 			s := strings.TrimSpace(string(line))
 			if s == "" || strings.HasPrefix(s, "#") {
 				break
 			}
+			if bareHost.MatchString(s) && (strings.Contains(strings.SplitN(s, "/", 2)[0], ".") || strings.HasPrefix(s, "localhost")) {
+				s = "https://" + s
+				report(SeedError{name, n, "no scheme: crawling " + s, SeedAssumedHTTPS})
+			}
 			u, perr := urlnorm.Parse(s)
 			if perr != nil {
-				report(SeedError{name, n, fmt.Sprintf("%q: %v", truncate(s, 200), perr)})
+				report(SeedError{name, n, fmt.Sprintf("%q: %v", truncate(s, 200), perr), SeedSkipped})
 				break
 			}
 			if k := u.String(); !seen[k] {
@@ -108,6 +131,24 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 		}
 	}
 	return seeds, bad, nil
+}
+
+// bareHost matches a seed written without a scheme: a host name or address, maybe a port,
+// maybe a path ("www.example.com", "localhost:8080/docs/").
+var bareHost = regexp.MustCompile(`^[\p{L}\p{N}-]+(\.[\p{L}\p{N}-]+)*\.?(:[0-9]{1,5})?([/?#].*)?$`)
+
+// ParseSeedArgs is ParseSeeds on URLs given as command-line arguments, one URL each; reports
+// name the argument as "argument N".
+func ParseSeedArgs(args []string) (seeds []string, notes []SeedError) {
+	for i, a := range args {
+		u, bad, _ := ParseSeeds(strings.NewReader(a), "argument")
+		seeds = append(seeds, u...)
+		for _, b := range bad {
+			b.File, b.Line = fmt.Sprintf("argument %d", i+1), 0
+			notes = append(notes, b)
+		}
+	}
+	return seeds, notes
 }
 
 // readLine returns one line without its terminator. A line over maxSeedLine is consumed and

@@ -2,7 +2,6 @@ package crawler
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -27,9 +26,12 @@ type Settings struct {
 	MaxDepth         int           `json:"max_depth"`
 	Include          []string      `json:"include,omitempty"`
 	Exclude          []string      `json:"exclude,omitempty"`
+	AcceptType       []string      `json:"accept_type,omitempty"`
+	DenyExt          []string      `json:"deny_ext,omitempty"`
 	MaxPages         int           `json:"max_pages"`
 	MaxHostPages     int           `json:"max_host_pages"`
 	UserAgent        string        `json:"user_agent"`
+	RobotsAgent      string        `json:"robots_agent,omitempty"`
 	HostConcurrency  int           `json:"host_concurrency"`
 	Timeout          time.Duration `json:"timeout"`
 	MaxBody          int64         `json:"max_body"`
@@ -45,7 +47,9 @@ type Settings struct {
 func SettingsOf(c *Config) Settings {
 	return Settings{
 		Scope: c.Scope, MaxDepth: c.MaxDepth, Include: patterns(c.Include), Exclude: patterns(c.Exclude),
+		AcceptType: c.AcceptTypes, DenyExt: c.DenyExt,
 		MaxPages: c.MaxPages, MaxHostPages: c.MaxHostPages, UserAgent: c.UserAgent,
+		RobotsAgent:     c.RobotsAgent,
 		HostConcurrency: c.HostConcurrency, Timeout: c.Timeout, MaxBody: c.MaxBody,
 		InitialRate: c.InitialRate, MinRate: c.MinRate, MaxRate: c.MaxRate,
 		IgnoreCrawlDelay: c.IgnoreCrawlDelay, RobotsTTL: c.RobotsTTL, MaxAttempts: c.Retry.MaxAttempts,
@@ -96,9 +100,12 @@ func (s Settings) Flags() []Setting {
 		{"max-depth", i(s.MaxDepth)},
 		{"include", s.Include},
 		{"exclude", s.Exclude},
+		{"accept-type", s.AcceptType},
+		{"deny-ext", s.DenyExt},
 		{"max-pages", i(s.MaxPages)},
 		{"max-host-pages", i(s.MaxHostPages)},
 		{"user-agent", []string{s.UserAgent}},
+		{"robots-agent", nonEmpty(s.RobotsAgent)},
 		{"host-concurrency", i(s.HostConcurrency)},
 		{"timeout", []string{s.Timeout.String()}},
 		{"max-body", []string{strconv.FormatInt(s.MaxBody, 10)}},
@@ -109,6 +116,14 @@ func (s Settings) Flags() []Setting {
 		{"robots-ttl", []string{s.RobotsTTL.String()}},
 		{"max-attempts", i(s.MaxAttempts)},
 	}
+}
+
+// nonEmpty is v as a setting's values: none for "".
+func nonEmpty(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return []string{v}
 }
 
 // String is the settings as one line of flags.
@@ -173,11 +188,8 @@ func saveSettings(db *storage.DB, m settingsMeta) error {
 // any (a store made before settings were kept has none). It fails if a crawl holds the store.
 func ReadSettings(dir string) (Settings, bool, error) {
 	db, err := storage.Open(dir, &storage.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
-	if errors.Is(err, storage.ErrLocked) {
-		return Settings{}, false, fmt.Errorf("%s: the store is in use by another crawl process", dir)
-	}
 	if err != nil {
-		return Settings{}, false, err
+		return Settings{}, false, err // ErrLocked names the process holding the store
 	}
 	defer db.Close()
 	m, ok, err := loadSettings(db)
@@ -188,7 +200,7 @@ func ReadSettings(dir string) (Settings, bool, error) {
 }
 
 // revisingFlags are the settings whose change re-queues or excludes URLs already seen.
-var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "max-host-pages"}
+var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "deny-ext", "accept-type", "max-host-pages"}
 
 // settle compares the settings of this run with the stored ones, stores this run's, and when a
 // change concerns URLs already seen (scope, depth, filters, host budget) revises the frontier:
@@ -206,6 +218,7 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 		changes = diff(old.Settings, now)
 		for _, ch := range changes {
 			revise = revise || slices.Contains(revisingFlags, ch.Now.Flag)
+			c.typesChanged = c.typesChanged || ch.Now.Flag == "accept-type"
 		}
 	}
 	if !revise {
@@ -220,6 +233,9 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 	}
 	return changes, rev, saveSettings(c.db, settingsMeta{Settings: now})
 }
+
+// reasonType excludes a page whose media type --accept-type does not accept.
+const reasonType = "type"
 
 // settingReasons are the exclusion reasons a setting gives, which a changed setting may lift.
 var settingReasons = []string{frontier.ReasonScope, frontier.ReasonFilter, frontier.ReasonDepth, frontier.ReasonLimit}
@@ -252,6 +268,8 @@ func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 		return requeue
 	case c.cfg.RetryExcluded && slices.Contains(retryReasons, r.Reason):
 		return requeue
+	case r.Reason == reasonType && (c.typesChanged || c.cfg.RetryExcluded):
+		return requeue // fetched again, its type is checked against the new --accept-type
 	}
 	return frontier.Verdict{}
 }

@@ -15,7 +15,8 @@
 // NewWARC writes gzip-compressed WARC/1.1 files, one gzip member per record, rotated when the
 // next page would take the file past WARCOptions.MaxSize: files are PREFIX-00000.warc.gz,
 // PREFIX-00001.warc.gz, ... and, when the output path is a directory (existing, or ending in a
-// path separator), DIR/crawl-00000.warc.gz, ... A request and its response always go to the
+// path separator), DIR/crawl-00000.warc.gz, ...; an output path X.warc.gz is the first file
+// itself, followed if need be by X-00001.warc.gz, ... A request and its response always go to the
 // same file; only a page larger than MaxSize on its own makes a file exceed it. Each file
 // starts with a warcinfo record; every page then becomes a request record followed by a
 // response record (redirects and error statuses included), linked both ways by

@@ -64,7 +64,8 @@ func Run(ctx context.Context, src Source, w Writer, f *Filter) (Stats, error) {
 // Filter selects pages by host, status and fetch time. The nil *Filter matches every page.
 // A Filter is immutable and safe for concurrent use.
 type Filter struct {
-	hosts  map[string]bool // host keys; empty: any
+	hosts  map[string]bool // host keys (host[:port]) that match; with names empty: any
+	names  map[string]bool // host names that match on every port
 	status []statusRange   // empty: any
 	since  time.Time       // zero: any
 }
@@ -73,7 +74,8 @@ type statusRange struct{ lo, hi int }
 
 // NewFilter builds a Filter. hosts are host names or host keys; each entry may hold a comma
 // separated list; they are normalized like the crawler's host key (lowercase, punycode, default
-// port dropped). status is a comma separated list of codes (200), classes (2xx) and ranges
+// port dropped). A name without a port matches that host on every port; host:port (or a URL)
+// matches that port only. status is a comma separated list of codes (200), classes (2xx) and ranges
 // (400-499); "" means any. since keeps pages fetched at or after it; zero means any. Malformed
 // values give an error wrapping ErrBadFilter.
 func NewFilter(hosts []string, status string, since time.Time) (*Filter, error) {
@@ -89,9 +91,13 @@ func NewFilter(hosts []string, status string, since time.Time) (*Filter, error) 
 				return nil, fmt.Errorf("%w: host %q: %v", ErrBadFilter, h, err)
 			}
 			if f.hosts == nil {
-				f.hosts = map[string]bool{}
+				f.hosts, f.names = map[string]bool{}, map[string]bool{}
 			}
-			f.hosts[k] = true
+			if _, _, err := net.SplitHostPort(h); err != nil && !strings.Contains(h, "://") {
+				f.names[k] = true
+			} else {
+				f.hosts[k] = true
+			}
 		}
 	}
 	var err error
@@ -122,9 +128,20 @@ func (f *Filter) Match(p *storage.Page) bool {
 			return false
 		}
 	}
-	if len(f.hosts) > 0 {
+	if f.hosts != nil {
 		u, err := url.Parse(pageURL(p))
-		if err != nil || !f.hosts[hostKey(u)] {
+		if err != nil {
+			return false
+		}
+		k := hostKey(u)
+		name := k
+		if h, _, err := net.SplitHostPort(k); err == nil {
+			name = h
+			if strings.Contains(h, ":") {
+				name = "[" + h + "]"
+			}
+		}
+		if !f.hosts[k] && !f.names[name] {
 			return false
 		}
 	}

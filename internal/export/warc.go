@@ -59,6 +59,7 @@ type WARCOptions struct {
 // records it writes and how files are named and rotated. It is not safe for concurrent use.
 type WARCWriter struct {
 	dir, base string
+	first     string // the name of the first file when out named it (x.warc.gz); "" for base-00000.warc.gz
 	maxSize   int64
 	date      time.Time
 	rand      io.Reader
@@ -81,7 +82,8 @@ type WARCWriter struct {
 
 // NewWARC starts a WARC export. out is a prefix: files are out-00000.warc.gz, out-00001...; if
 // out is an existing directory or ends in a path separator, files are out/crawl-00000.warc.gz,
-// .... Missing parent directories are created. The first file is created at once (so that a
+// ...; if out names a file ending in .warc.gz, the first file is out itself and the ones a
+// split adds are x-00001.warc.gz, x-00002... (x being out without .warc.gz). Missing parent directories are created. The first file is created at once (so that a
 // bad path fails before any page is read); an export of no pages is one file holding only its
 // warcinfo record. An existing file of the series gives an error wrapping ErrOutputExists.
 func NewWARC(out string, opts *WARCOptions) (*WARCWriter, error) {
@@ -110,6 +112,10 @@ func NewWARC(out string, opts *WARCOptions) (*WARCWriter, error) {
 	} else if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 		dir, base = out, "crawl"
 	}
+	first := ""
+	if b, ok := strings.CutSuffix(base, ".warc.gz"); ok && b != "" {
+		first, base = base, b
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("export: warc: %w", err)
 	}
@@ -118,7 +124,7 @@ func NewWARC(out string, opts *WARCOptions) (*WARCWriter, error) {
 		return nil, fmt.Errorf("export: warc: %w", err)
 	}
 	w := &WARCWriter{
-		dir: dir, base: base,
+		dir: dir, base: base, first: first,
 		maxSize:  o.MaxSize,
 		date:     o.Date,
 		rand:     o.Rand,
@@ -193,7 +199,7 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 	common(rb, respID, reqID)
 	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
 	if p.DecodedFrom != "" {
-		rb.AddWarcHeader("WARC-Crawl-Decoded", headerValue(p.DecodedFrom))
+		rb.AddWarcHeader(decodedField, headerValue(p.DecodedFrom))
 	}
 	if p.Truncated {
 		rb.AddWarcHeader(gowarc.WarcTruncated, "length")
@@ -208,6 +214,7 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 		return err
 	}
 	defer func() { _ = resp.Close() }()
+	spellDecoded(resp)
 
 	// Both records are built (and valid) before either is written, so that a page gowarc
 	// rejects leaves no half pair behind.
@@ -312,6 +319,19 @@ func (w *WARCWriter) marshal(rec gowarc.WarcRecord) error {
 	return err
 }
 
+// decodedField names the Content-Encoding the crawler removed from a response's body.
+const decodedField = "WARC-Crawl-Decoded"
+
+// spellDecoded writes decodedField as spelled, where gowarc has put a field it does not know
+// in Go's canonical form (Warc-Crawl-Decoded).
+func spellDecoded(rec gowarc.WarcRecord) {
+	for _, f := range *rec.WarcHeader() {
+		if strings.EqualFold(f.Name, decodedField) {
+			f.Name = decodedField
+		}
+	}
+}
+
 func recordType(rec gowarc.WarcRecord) string {
 	if rec == nil {
 		return "WARC"
@@ -322,6 +342,9 @@ func recordType(rec gowarc.WarcRecord) string {
 // openFile creates the next file of the series and writes its warcinfo record.
 func (w *WARCWriter) openFile() error {
 	name := fmt.Sprintf("%s-%05d.warc.gz", w.base, w.serial)
+	if w.serial == 0 && w.first != "" {
+		name = w.first
+	}
 	path := filepath.Join(w.dir, name)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {

@@ -61,7 +61,7 @@ return {added, excluded}
 
 // lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms.
 // Moves the host's due retries to the queue's tail, pops the head into the in-flight set
-// scored by its deadline. Returns {item, deadline-ms, now-ms}, or {'', next-due-ms or -1, now-ms}.
+// scored by its deadline. Returns {item, deadline-ms, now-ms}, or {"", next-due-ms or -1, now-ms}.
 var leaseScript = redis.NewScript(fence + `
 local now = nowms()
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
@@ -86,7 +86,7 @@ return {item, deadline, now}
 
 // complete: KEYS owner, inflight, seen bucket, counts, outbox, delayed, hosts; ARGV token,
 // in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
-// outbox payload ('' for none), retry item, retry not-before-ms, host.
+// outbox payload (empty for none), retry item, retry not-before-ms, host.
 var completeScript = redis.NewScript(fence + `
 if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
 redis.call('HINCRBY', KEYS[4], 'inflight', -1)

@@ -70,7 +70,7 @@ var tagRe = regexp.MustCompile(`^crawl:t:\{(\d+)\}:(\w+)(?::(.*))?$`)
 func checkInvariants(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
-	type tally struct{ queued, delayed, inflight, seenQueued, seen int }
+	type tally struct{ queued, delayed, inflight, outbox, seenQueued, seen int }
 	parts := map[int]*tally{}
 	part := func(p int) *tally {
 		if parts[p] == nil {
@@ -104,6 +104,9 @@ func checkInvariants(t *testing.T, s *Store) {
 		case "d":
 			n, _ := s.rdb.ZCard(ctx, key).Result()
 			c.delayed += int(n)
+		case "outbox":
+			n, _ := s.rdb.LLen(ctx, key).Result()
+			c.outbox += int(n)
 		case "inflight":
 			n, _ := s.rdb.ZCard(ctx, key).Result()
 			c.inflight += int(n)
@@ -123,8 +126,8 @@ func checkInvariants(t *testing.T, s *Store) {
 	for p, c := range parts {
 		h, _ := s.rdb.HGetAll(ctx, s.k.counts(p)).Result()
 		n := func(name string) int { v, _ := strconv.Atoi(h[name]); return v }
-		got := fmt.Sprintf("queued=%d delayed=%d inflight=%d", n("queued"), n("delayed"), n("inflight"))
-		want := fmt.Sprintf("queued=%d delayed=%d inflight=%d", c.queued+c.delayed+c.inflight, c.delayed, c.inflight)
+		got := fmt.Sprintf("queued=%d delayed=%d inflight=%d outbox=%d", n("queued"), n("delayed"), n("inflight"), n("outbox"))
+		want := fmt.Sprintf("queued=%d delayed=%d inflight=%d outbox=%d", c.queued+c.delayed+c.inflight, c.delayed, c.inflight, c.outbox)
 		if got != want {
 			t.Errorf("partition %d: counters %s, keys hold %s", p, got, want)
 		}

@@ -101,7 +101,10 @@ redis.call('HSET', KEYS[3], ARGV[3], k)
 redis.call('HINCRBY', KEYS[4], 'queued', -1)
 local names = {f='fetched', F='failed', x='excluded'}
 redis.call('HINCRBY', KEYS[4], names[k], 1)
-if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[5], ARGV[5]) end
+if ARGV[5] ~= '' then
+  redis.call('RPUSH', KEYS[5], ARGV[5])
+  redis.call('HINCRBY', KEYS[4], 'outbox', 1)
+end
 return 1
 `)
 
@@ -120,9 +123,10 @@ if n > 0 then redis.call('HINCRBY', KEYS[4], 'inflight', -n) end
 return n
 `)
 
-// trim: KEYS owner, outbox; ARGV token, n. Drops the outbox's first n payloads.
+// trim: KEYS owner, outbox, counts; ARGV token, n. Drops the outbox's first n payloads.
 var trimScript = redis.NewScript(fence + `
 redis.call('LTRIM', KEYS[2], ARGV[2], -1)
+redis.call('HINCRBY', KEYS[3], 'outbox', -tonumber(ARGV[2]))
 return 1
 `)
 

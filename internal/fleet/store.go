@@ -372,7 +372,7 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	if err != nil {
 		return added, err
 	}
-	err = trimScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.outbox(p)}, o.token, len(raw)).Err()
+	err = trimScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.outbox(p), s.k.counts(p)}, o.token, len(raw)).Err()
 	if err = scriptErr(err); err != nil {
 		return added, fmt.Errorf("fleet: trim outbox of partition %d: %w", p, err)
 	}
@@ -414,16 +414,28 @@ func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bo
 	return b, true, nil
 }
 
+// Idle reports whether the whole crawl has nothing left to do: no URL queued, delayed or in
+// flight, and no links waiting in an outbox, in any partition.
+func (s *Store) Idle(ctx context.Context) (bool, error) {
+	c, outbox, err := s.counts(ctx)
+	return c.Queued == 0 && outbox == 0, err
+}
+
 // Counts sums the partitions' counters (one pipelined read).
 func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
-	var c frontier.Counts
+	c, _, err := s.counts(ctx)
+	return c, err
+}
+
+// counts sums the partitions' counters and their outbox lengths.
+func (s *Store) counts(ctx context.Context) (c frontier.Counts, outbox int, err error) {
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, s.opts.Partitions)
 	for p := range cmds {
 		cmds[p] = pipe.HGetAll(ctx, s.k.counts(p))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return c, fmt.Errorf("fleet: read counts: %w", err)
+		return c, 0, fmt.Errorf("fleet: read counts: %w", err)
 	}
 	for _, cmd := range cmds {
 		for name, v := range cmd.Val() {
@@ -441,8 +453,10 @@ func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
 				c.Failed += n
 			case "excluded":
 				c.Excluded += n
+			case "outbox":
+				outbox += n
 			}
 		}
 	}
-	return c, nil
+	return c, outbox, nil
 }

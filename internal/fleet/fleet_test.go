@@ -1,0 +1,203 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+)
+
+// graph is a small link graph: hosts h0..h(H-1) with N pages each; page i links to pages
+// 2i+1 and 2i+2 of its host and to page i of the next host, so every page is reachable from
+// http://h0.example/0.
+type graph struct{ hosts, pages int }
+
+func (g graph) url(h, i int) frontier.Entry {
+	host := fmt.Sprintf("h%d.example", h)
+	return frontier.Entry{URL: fmt.Sprintf("http://%s/%d", host, i), Host: host}
+}
+
+func (g graph) links(e frontier.Entry) []frontier.Entry {
+	var h, i int
+	fmt.Sscanf(strings.TrimPrefix(e.URL, "http://h"), "%d.example/%d", &h, &i)
+	var out []frontier.Entry
+	for _, j := range []int{2*i + 1, 2*i + 2} {
+		if j < g.pages {
+			out = append(out, g.url(h, j))
+		}
+	}
+	out = append(out, g.url((h+1)%g.hosts, i))
+	for k := range out {
+		out[k].Depth, out[k].Parent = e.Depth+1, e.URL
+	}
+	return out
+}
+
+// tally records what the workers did to each URL.
+type tally struct {
+	mu        sync.Mutex
+	taken     map[string]int // Take handed it out
+	completed map[string]int // Complete (Fetched) was accepted
+	abandoned map[string]bool
+	fenced    map[string]int // Complete refused: the worker's lease had lapsed (a loaded machine)
+}
+
+// worker is a test driver of one Store, doing what a crawl worker does: acquire free
+// partitions (at most max), reclaim on acquire, renew when due, drop lapsed ones, forward
+// outboxes, lease and complete URLs with their links. With dieAfter > 0 it stops after that
+// many completions, leaving three URLs in flight and its partitions held, as SIGKILL would.
+func worker(ctx context.Context, s *Store, g graph, max, dieAfter int, tl *tally) error {
+	owned := map[int]Ownership{}
+	done := 0
+	for p := 0; ; p = (p + 1) % s.Partitions() {
+		if idle, err := s.Idle(ctx); err != nil || idle {
+			return err
+		}
+		now := time.Now()
+		for q, o := range owned {
+			switch o.StateAt(now) {
+			case Lapsed:
+				delete(owned, q)
+			case RenewDue:
+				o, err := s.Renew(ctx, now, o)
+				if errors.Is(err, ErrFenced) {
+					delete(owned, q)
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				owned[q] = o
+			}
+		}
+		o, ok := owned[p]
+		if !ok && len(owned) < max {
+			var err error
+			if o, ok, err = s.Acquire(ctx, now, p); err != nil {
+				return err
+			}
+			if ok {
+				if _, err := s.Reclaim(ctx, o); err != nil {
+					return err
+				}
+				owned[p] = o
+			}
+		}
+		if !ok {
+			continue
+		}
+		if _, err := s.Forward(ctx, o); err != nil && !errors.Is(err, ErrFenced) {
+			return err
+		}
+		hosts, err := s.Hosts(ctx, o)
+		if err != nil {
+			return err
+		}
+		for _, h := range hosts {
+			l, ok, _, err := s.Take(ctx, o, h)
+			if errors.Is(err, ErrFenced) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			tl.mu.Lock()
+			tl.taken[l.URL]++
+			tl.mu.Unlock()
+			if dieAfter > 0 && done >= dieAfter {
+				tl.mu.Lock()
+				tl.abandoned[l.URL] = true
+				n := len(tl.abandoned)
+				tl.mu.Unlock()
+				if n == 3 {
+					return nil
+				}
+				continue
+			}
+			err = s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched, Links: g.links(l.Entry)})
+			if errors.Is(err, ErrFenced) {
+				// The lease lapsed: the URL goes back to its queue with the next owner.
+				tl.mu.Lock()
+				tl.fenced[l.URL]++
+				tl.mu.Unlock()
+				break
+			}
+			if err != nil {
+				return err
+			}
+			done++
+			tl.mu.Lock()
+			tl.completed[l.URL]++
+			tl.mu.Unlock()
+		}
+	}
+}
+
+// Three workers share a crawl; one stops dead with URLs in flight and partitions held. The
+// others take its partitions over when the leases expire: every page is completed exactly
+// once, and only the URLs in flight at the stop are handed out twice.
+func TestWorkersShareCrawlAndSurviveADeadOne(t *testing.T) {
+	rdb := newRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g := graph{hosts: 12, pages: 40}
+	opts := &Options{Partitions: 8, SeenBuckets: 4, LeaseTTL: time.Second}
+	tl := &tally{taken: map[string]int{}, completed: map[string]int{}, abandoned: map[string]bool{}, fenced: map[string]int{}}
+	var stores []*Store
+	for w := range 3 {
+		stores = append(stores, newStore(t, rdb, "w"+strconv.Itoa(w), opts))
+	}
+	if _, err := stores[1].Add(ctx, []frontier.Entry{g.url(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(stores))
+	for w, s := range stores {
+		dieAfter := 0
+		if w == 0 {
+			dieAfter = 40
+		}
+		wg.Go(func() { errs[w] = worker(ctx, s, g, 4, dieAfter, tl) })
+	}
+	wg.Wait()
+	for w, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v", w, err)
+		}
+	}
+	if len(tl.abandoned) != 3 {
+		t.Fatalf("the dying worker left %d URLs in flight, want 3 (did it run?)", len(tl.abandoned))
+	}
+	for h := range g.hosts {
+		for i := range g.pages {
+			u := g.url(h, i).URL
+			if tl.completed[u] != 1 {
+				t.Errorf("%s completed %d times", u, tl.completed[u])
+			}
+			lost := tl.fenced[u]
+			if tl.abandoned[u] {
+				lost++
+			}
+			if tl.taken[u] != 1+lost {
+				t.Errorf("%s handed out %d times; in flight at the stop: %v, refused completions: %d", u, tl.taken[u], tl.abandoned[u], tl.fenced[u])
+			}
+		}
+	}
+	c, err := stores[2].Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Fetched != g.hosts*g.pages || c.Queued != 0 {
+		t.Fatalf("counts %+v, want %d fetched", c, g.hosts*g.pages)
+	}
+	t.Logf("%d pages; worker stopped with %v in flight; %d completions refused after a lapse", c.Fetched, tl.abandoned, len(tl.fenced))
+}

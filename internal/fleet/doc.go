@@ -25,6 +25,9 @@
 // before Complete. Times that workers compare (in-flight deadlines, retry times) are Redis'
 // TIME, never a worker's clock.
 //
-// There are few types: Store (one worker's handle), Ownership (a held partition, with its
-// LeaseState) and Lease (a URL in flight). docs/fleet.md explains the design and what remains.
+// Keeper holds a worker's fair share of the partitions, ceil(partitions / live workers), from
+// heartbeats on Redis' clock, so that partitions move when workers join, stop or die.
+//
+// There are few types: Store (one worker's handle), Keeper (its share of partitions), Ownership
+// (a held partition, with its LeaseState) and Lease (a URL in flight). docs/fleet.md explains the design and what remains.
 package fleet

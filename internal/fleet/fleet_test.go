@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,102 +49,97 @@ type tally struct {
 	fenced    map[string]int // Complete refused: the worker's lease had lapsed (a loaded machine)
 }
 
-// worker is a test driver of one Store, doing what a crawl worker does: acquire free
-// partitions (at most max), reclaim on acquire, renew when due, drop lapsed ones, forward
-// outboxes, lease and complete URLs with their links. With dieAfter > 0 it stops after that
-// many completions, leaving three URLs in flight and its partitions held, as SIGKILL would.
-func worker(ctx context.Context, s *Store, g graph, max, dieAfter int, tl *tally) error {
-	owned := map[int]Ownership{}
+// worker is a test driver of one Store, doing what a crawl worker does: keep a fair share of
+// partitions (Keeper), forward their outboxes, lease and complete URLs with their links. With
+// dieAfter > 0 it stops after that many completions, leaving three URLs in flight and its
+// partitions held, as SIGKILL would.
+func worker(ctx context.Context, s *Store, g graph, dieAfter int, tl *tally) error {
+	k := s.NewKeeper()
 	done := 0
-	for p := 0; ; p = (p + 1) % s.Partitions() {
+	for {
 		if idle, err := s.Idle(ctx); err != nil || idle {
 			return err
 		}
-		now := time.Now()
-		for q, o := range owned {
-			switch o.StateAt(now) {
-			case Lapsed:
-				delete(owned, q)
-			case RenewDue:
-				o, err := s.Renew(ctx, now, o)
-				if errors.Is(err, ErrFenced) {
-					delete(owned, q)
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				owned[q] = o
-			}
-		}
-		o, ok := owned[p]
-		if !ok && len(owned) < max {
-			var err error
-			if o, ok, err = s.Acquire(ctx, now, p); err != nil {
-				return err
-			}
-			if ok {
-				if _, err := s.Reclaim(ctx, o); err != nil {
-					return err
-				}
-				owned[p] = o
-			}
-		}
-		if !ok {
-			continue
-		}
-		if _, err := s.Forward(ctx, o); err != nil && !errors.Is(err, ErrFenced) {
-			return err
-		}
-		hosts, err := s.Hosts(ctx, o)
+		ch, err := k.Tick(ctx, time.Now())
 		if err != nil {
 			return err
 		}
-		for _, h := range hosts {
-			l, ok, _, err := s.Take(ctx, o, h)
-			if errors.Is(err, ErrFenced) {
-				break
-			}
-			if err != nil {
+		for _, p := range ch.Surplus {
+			if err := k.Release(ctx, p); err != nil {
 				return err
 			}
-			if !ok {
-				continue
-			}
-			tl.mu.Lock()
-			tl.taken[l.URL]++
-			tl.mu.Unlock()
-			if dieAfter > 0 && done >= dieAfter {
-				tl.mu.Lock()
-				tl.abandoned[l.URL] = true
-				n := len(tl.abandoned)
-				tl.mu.Unlock()
-				if n == 3 {
-					return nil
-				}
-				continue
-			}
-			err = s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched, Links: g.links(l.Entry)})
-			if errors.Is(err, ErrFenced) {
-				// The lease lapsed: the URL goes back to its queue with the next owner.
-				tl.mu.Lock()
-				tl.fenced[l.URL]++
-				tl.mu.Unlock()
-				break
-			}
-			if err != nil {
+		}
+		for _, o := range k.Owned(time.Now()) {
+			if err := crawlPartition(ctx, s, o, g, dieAfter, &done, tl); err != nil {
 				return err
 			}
-			done++
-			tl.mu.Lock()
-			tl.completed[l.URL]++
-			tl.mu.Unlock()
+			if dieAfter > 0 && len(tl.abandonedNow()) == 3 {
+				return nil
+			}
 		}
 	}
 }
 
+// crawlPartition forwards o's outbox and leases and completes one URL of each of its hosts.
+func crawlPartition(ctx context.Context, s *Store, o Ownership, g graph, dieAfter int, done *int, tl *tally) error {
+	if _, err := s.Forward(ctx, o); err != nil && !errors.Is(err, ErrFenced) {
+		return err
+	}
+	hosts, err := s.Hosts(ctx, o)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		l, ok, _, err := s.Take(ctx, o, h)
+		if errors.Is(err, ErrFenced) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		tl.mu.Lock()
+		tl.taken[l.URL]++
+		tl.mu.Unlock()
+		if dieAfter > 0 && *done >= dieAfter {
+			tl.mu.Lock()
+			tl.abandoned[l.URL] = true
+			n := len(tl.abandoned)
+			tl.mu.Unlock()
+			if n == 3 {
+				return nil
+			}
+			continue
+		}
+		err = s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched, Links: g.links(l.Entry)})
+		if errors.Is(err, ErrFenced) {
+			// The lease lapsed: the URL goes back to its queue with the next owner.
+			tl.mu.Lock()
+			tl.fenced[l.URL]++
+			tl.mu.Unlock()
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		*done++
+		tl.mu.Lock()
+		tl.completed[l.URL]++
+		tl.mu.Unlock()
+	}
+	return nil
+}
+
+func (tl *tally) abandonedNow() map[string]bool {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	return maps.Clone(tl.abandoned)
+}
+
 // Three workers share a crawl; one stops dead with URLs in flight and partitions held. The
-// others take its partitions over when the leases expire: every page is completed exactly
+// others take its partitions over when its leases and heartbeat expire: every page is completed exactly
 // once, and only the URLs in flight at the stop are handed out twice.
 func TestWorkersShareCrawlAndSurviveADeadOne(t *testing.T) {
 	rdb := newRedis(t)
@@ -166,7 +162,7 @@ func TestWorkersShareCrawlAndSurviveADeadOne(t *testing.T) {
 		if w == 0 {
 			dieAfter = 40
 		}
-		wg.Go(func() { errs[w] = worker(ctx, s, g, 4, dieAfter, tl) })
+		wg.Go(func() { errs[w] = worker(ctx, s, g, dieAfter, tl) })
 	}
 	wg.Wait()
 	for w, err := range errs {

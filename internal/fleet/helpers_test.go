@@ -81,7 +81,7 @@ func checkInvariants(t *testing.T, s *Store) {
 	iter := s.rdb.Scan(ctx, 0, "crawl:t:*", 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
-		if key == s.k.config() {
+		if key == s.k.config() || key == s.k.workers() {
 			continue
 		}
 		m := tagRe.FindStringSubmatch(key)

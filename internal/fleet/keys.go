@@ -27,6 +27,9 @@ type keys struct {
 
 func (k keys) config() string { return "crawl:" + k.crawl + ":config" }
 
+// workers is the crawl's heartbeat set (one key of its own, outside any partition).
+func (k keys) workers() string { return "crawl:" + k.crawl + ":workers" }
+
 func (k keys) part(p int, name string) string {
 	return "crawl:" + k.crawl + ":{" + strconv.Itoa(p) + "}:" + name
 }

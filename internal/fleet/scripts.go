@@ -135,3 +135,13 @@ var saveStatesScript = redis.NewScript(fence + `
 for i = 2, #KEYS do redis.call('SET', KEYS[i], ARGV[i]) end
 return #KEYS - 1
 `)
+
+// heartbeat: KEYS workers; ARGV worker, ttl-ms. Records the worker as alive now, forgets
+// workers silent for longer than ttl, and returns how many are alive.
+var heartbeatScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+return redis.call('ZCARD', KEYS[1])
+`)

@@ -145,3 +145,13 @@ redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 return redis.call('ZCARD', KEYS[1])
 `)
+
+// putBack: KEYS owner, inflight, queue, hosts, counts; ARGV token, in-flight item, host. Puts
+// a leased URL back at the head of its queue as it was (no attempt counted).
+var putBackScript = redis.NewScript(fence + `
+if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
+redis.call('LPUSH', KEYS[3], ARGV[2])
+redis.call('SADD', KEYS[4], ARGV[3])
+redis.call('HINCRBY', KEYS[5], 'inflight', -1)
+return 1
+`)

@@ -314,6 +314,21 @@ func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.R
 	return nil
 }
 
+// PutBack puts l back at the head of its host's queue unchanged (no attempt counted), for a
+// URL taken but not fetched. Errors: ErrFenced, ErrNotInFlight.
+func (s *Store) PutBack(ctx context.Context, o Ownership, l Lease) error {
+	p := o.Partition
+	if l.Partition != p {
+		return fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
+	}
+	ks := []string{s.k.owner(p), s.k.inflight(p), s.k.queue(p, l.Host), s.k.hosts(p), s.k.counts(p)}
+	err := putBackScript.Run(ctx, s.rdb, ks, o.token, l.member, l.Host).Err()
+	if err = scriptErr(err); err != nil {
+		return fmt.Errorf("fleet: put back %s: %w", l.URL, err)
+	}
+	return nil
+}
+
 // Reclaim returns every URL in o's partition's in-flight set to the head of its host's queue
 // with one more attempt. A new owner calls it right after Acquire: every URL in flight then was
 // leased by an earlier owner. It reports how many URLs it returned.

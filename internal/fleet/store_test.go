@@ -309,3 +309,29 @@ func TestLoadHostStateMissing(t *testing.T) {
 		t.Fatalf("%q %v %v", b, ok, err)
 	}
 }
+
+func TestPutBackKeepsOrderAndAttempts(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "a", &Options{Partitions: 4})
+	host := "a.example"
+	s.Add(ctx, entries(host, 3))
+	o := mustAcquire(t, s, PartitionOf(host, 4))
+	l, _, _, err := s.Take(ctx, o, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutBack(ctx, o, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutBack(ctx, o, l); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("second PutBack: %v, want ErrNotInFlight", err)
+	}
+	ls := drain(t, s, o, host)
+	if len(ls) != 3 || ls[0].URL != l.URL || ls[0].Attempts != 0 {
+		t.Fatalf("after PutBack leased %+v; want %s first, no attempt counted", ls, l.URL)
+	}
+	for _, l := range ls {
+		s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Failed, Reason: "x"})
+	}
+}

@@ -15,10 +15,17 @@ import (
 // newRedis starts a real redis-server for t and returns a client for it, closed at cleanup.
 func newRedis(t *testing.T) *redis.Client {
 	t.Helper()
+	rdb, _ := newRedisServer(t)
+	return rdb
+}
+
+// newRedisServer is newRedis that also returns the server, to kill and restart it.
+func newRedisServer(t *testing.T) (*redis.Client, *redistest.Server) {
+	t.Helper()
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	return rdb
+	return rdb, srv
 }
 
 // newStore opens crawl as worker on rdb and checks the crawl's invariants when t ends.

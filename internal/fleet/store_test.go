@@ -335,3 +335,60 @@ func TestPutBackKeepsOrderAndAttempts(t *testing.T) {
 		s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Failed, Reason: "x"})
 	}
 }
+
+// redis-server killed with SIGKILL and restarted (every write fsynced, so the append-only file
+// holds them all): the owner's lease, queues, in-flight set and outbox are back, the scripts
+// are loaded again on first use, and the crawl goes on.
+func TestRedisKilledAndRestarted(t *testing.T) {
+	rdb, srv := newRedisServer(t)
+	ctx := context.Background()
+	if err := rdb.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, rdb, "a", &Options{Partitions: 4, LeaseTTL: time.Minute})
+	host := "a.example"
+	s.Add(ctx, entries(host, 5))
+	o := mustAcquire(t, s, PartitionOf(host, 4))
+	l1, _, _, _ := s.Take(ctx, o, host)
+	l2, _, _, _ := s.Take(ctx, o, host)
+	if err := s.Complete(ctx, o, l1, frontier.Result{Kind: frontier.Fetched, Links: entries("b.example", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.Take(ctx, o, host); err == nil {
+		t.Fatal("Take succeeded with redis-server down")
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The client may take a moment to dial again (its pool backs off after failed dials): a
+	// worker retries until Redis answers, as this loop does. Counts only reads.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := s.Counts(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis still unreachable 30 s after the restart: %v", err)
+		}
+	}
+	if err := s.Complete(ctx, o, l2, frontier.Result{Kind: frontier.Fetched}); err != nil {
+		t.Fatalf("Complete of a URL leased before the restart: %v", err)
+	}
+	if n, err := s.Forward(ctx, o); err != nil || n != 3 {
+		t.Fatalf("Forward after the restart: %d, %v; want the 3 links", n, err)
+	}
+	if ls := drain(t, s, o, host); len(ls) != 3 || ls[0].URL != "http://a.example/2" {
+		t.Fatalf("after the restart leased %d URLs, first %+v", len(ls), ls)
+	} else {
+		for _, l := range ls {
+			s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched})
+		}
+	}
+	c, err := s.Counts(ctx)
+	if err != nil || c.Fetched != 5 || c.Queued != 3 {
+		t.Fatalf("counts %+v (%v); want 5 fetched, 3 queued", c, err)
+	}
+}

@@ -18,8 +18,10 @@ import (
 type Server struct {
 	Addr string // 127.0.0.1:PORT
 	Dir  string // its working directory (the append-only file lives here)
+	bin  string
+	port int
 	cmd  *exec.Cmd
-	done chan struct{}
+	done chan struct{} // closed when the current process has exited
 }
 
 // startTimeout bounds how long Start waits for the server to answer PING.
@@ -41,7 +43,11 @@ func Start(t testing.TB) *Server {
 	// few attempts make that race harmless.
 	var lastErr error
 	for range 5 {
-		s, err := start(bin, dir)
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		s, err := start(bin, dir, port)
 		if err == nil {
 			t.Cleanup(func() {
 				if err := s.Stop(); err != nil {
@@ -56,11 +62,7 @@ func Start(t testing.TB) *Server {
 	return nil
 }
 
-func start(bin, dir string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+func start(bin, dir string, port int) (*Server, error) {
 	cmd := exec.Command(bin,
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "yes", "--dir", dir,
@@ -74,7 +76,7 @@ func start(bin, dir string) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, cmd: cmd, done: make(chan struct{})}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, bin: bin, port: port, cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(startTimeout)
 	for {
@@ -119,6 +121,30 @@ func (s *Server) Stop() error {
 		<-s.done
 		return fmt.Errorf("redis-server %d ignored SIGTERM for 10 s; killed", s.PID())
 	}
+}
+
+// Kill ends the server with SIGKILL, as a crash would, and waits for it to exit.
+func (s *Server) Kill() error {
+	if err := syscall.Kill(s.PID(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill redis-server %d: %w", s.PID(), err)
+	}
+	<-s.done
+	return nil
+}
+
+// Restart starts the server again, after Stop or Kill, on the same port and directory, so it
+// reloads its append-only file and clients reconnect to the same address.
+func (s *Server) Restart() error {
+	var err error
+	for range 5 { // the port may linger briefly after the old process exits
+		var n *Server
+		if n, err = start(s.bin, s.Dir, s.port); err == nil {
+			s.cmd, s.done = n.cmd, n.done
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 func freePort() (int, error) {

@@ -1,7 +1,9 @@
 package redistest
 
 import (
+	"bufio"
 	"net"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +28,42 @@ func TestTwoServersAreIndependent(t *testing.T) {
 	a, b := Start(t), Start(t)
 	if a.Addr == b.Addr || a.PID() == b.PID() {
 		t.Fatalf("two Starts share %s / pid %d", a.Addr, a.PID())
+	}
+}
+
+// After a SIGKILL and a restart the server answers on the same address with the data its
+// append-only file held.
+func TestKillRestartKeepsData(t *testing.T) {
+	s := Start(t)
+	send := func(cmd string) string {
+		t.Helper()
+		c, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte(cmd + "\r\n"))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(line)
+	}
+	send("CONFIG SET appendfsync always")
+	if got := send("SET k v"); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	pid := s.PID()
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if s.PID() == pid {
+		t.Fatal("same process after restart")
+	}
+	if got := send("GET k"); got != "$1" {
+		t.Fatalf("GET k after restart: %q, want the value back", got)
 	}
 }

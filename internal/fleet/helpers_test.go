@@ -53,6 +53,15 @@ func mustAcquire(t *testing.T, s *Store, p int) Ownership {
 	return o
 }
 
+// queueAndOwn adds n URLs of host and acquires the host's partition for s.
+func queueAndOwn(t *testing.T, s *Store, host string, n int) Ownership {
+	t.Helper()
+	if _, err := s.Add(context.Background(), entries(host, n)); err != nil {
+		t.Fatal(err)
+	}
+	return mustAcquire(t, s, PartitionOf(host, s.Partitions()))
+}
+
 // waitExpired waits until partition p's lease is gone from Redis (its TTL ran out).
 func waitExpired(t *testing.T, s *Store, p int) {
 	t.Helper()

@@ -452,24 +452,13 @@ func (s *Store) counts(ctx context.Context) (c frontier.Counts, outbox int, err 
 	if _, err := pipe.Exec(ctx); err != nil {
 		return c, 0, fmt.Errorf("fleet: read counts: %w", err)
 	}
+	fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
+		"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &outbox}
 	for _, cmd := range cmds {
 		for name, v := range cmd.Val() {
-			n, _ := strconv.Atoi(v)
-			switch name {
-			case "queued":
-				c.Queued += n
-			case "delayed":
-				c.Delayed += n
-			case "inflight":
-				c.InFlight += n
-			case "fetched":
-				c.Fetched += n
-			case "failed":
-				c.Failed += n
-			case "excluded":
-				c.Excluded += n
-			case "outbox":
-				outbox += n
+			if f := fields[name]; f != nil {
+				n, _ := strconv.Atoi(v)
+				*f += n
 			}
 		}
 	}

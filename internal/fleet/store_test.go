@@ -149,11 +149,7 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, rdb, "a", &Options{Partitions: 16})
 	host := "a.example"
-	if _, err := s.Add(ctx, entries(host, 4)); err != nil {
-		t.Fatal(err)
-	}
-	p := PartitionOf(host, 16)
-	o := mustAcquire(t, s, p)
+	o := queueAndOwn(t, s, host, 4)
 	ls := drain(t, s, o, host)
 	if len(ls) != 4 {
 		t.Fatalf("leased %d, want 4", len(ls))
@@ -207,8 +203,7 @@ func TestRetryWaitsForNotBeforeOnRedisClock(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, rdb, "a", &Options{Partitions: 4})
 	host := "a.example"
-	s.Add(ctx, entries(host, 2))
-	o := mustAcquire(t, s, PartitionOf(host, 4))
+	o := queueAndOwn(t, s, host, 2)
 	ls := drain(t, s, o, host)
 	now, _ := s.Now(ctx)
 	later := now.Add(time.Hour).Truncate(time.Millisecond)
@@ -245,9 +240,8 @@ func TestTakeoverReclaimsAndFences(t *testing.T) {
 	a := newStore(t, rdb, "a", opts)
 	b := newStore(t, rdb, "b", opts)
 	host := "a.example"
-	p := PartitionOf(host, 4)
-	a.Add(ctx, entries(host, 5))
-	oa := mustAcquire(t, a, p)
+	oa := queueAndOwn(t, a, host, 5)
+	p := oa.Partition
 	var ls []Lease
 	for range 3 {
 		l, ok, _, err := a.Take(ctx, oa, host)
@@ -315,8 +309,7 @@ func TestPutBackKeepsOrderAndAttempts(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, rdb, "a", &Options{Partitions: 4})
 	host := "a.example"
-	s.Add(ctx, entries(host, 3))
-	o := mustAcquire(t, s, PartitionOf(host, 4))
+	o := queueAndOwn(t, s, host, 3)
 	l, _, _, err := s.Take(ctx, o, host)
 	if err != nil {
 		t.Fatal(err)
@@ -347,8 +340,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	}
 	s := newStore(t, rdb, "a", &Options{Partitions: 4, LeaseTTL: time.Minute})
 	host := "a.example"
-	s.Add(ctx, entries(host, 5))
-	o := mustAcquire(t, s, PartitionOf(host, 4))
+	o := queueAndOwn(t, s, host, 5)
 	l1, _, _, _ := s.Take(ctx, o, host)
 	l2, _, _, _ := s.Take(ctx, o, host)
 	if err := s.Complete(ctx, o, l1, frontier.Result{Kind: frontier.Fetched, Links: entries("b.example", 3)}); err != nil {

@@ -138,9 +138,9 @@ func (tl *tally) abandonedNow() map[string]bool {
 	return maps.Clone(tl.abandoned)
 }
 
-// Three workers share a crawl; one stops dead with URLs in flight and partitions held. The
-// others take its partitions over when its leases and heartbeat expire: every page is completed exactly
-// once, and only the URLs in flight at the stop are handed out twice.
+// A worker stops dead with URLs in flight and partitions held; two others take its partitions
+// over when its leases and heartbeat expire and share the rest of the crawl: every page is
+// completed exactly once, and only the URLs in flight at the stop are handed out twice.
 func TestWorkersShareCrawlAndSurviveADeadOne(t *testing.T) {
 	rdb := newRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -155,14 +155,15 @@ func TestWorkersShareCrawlAndSurviveADeadOne(t *testing.T) {
 	if _, err := stores[1].Add(ctx, []frontier.Entry{g.url(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
+	// The first worker crawls alone (so it surely gets work) until it stops dead; the other
+	// two start then, wait for its leases and heartbeat to expire, and share the rest.
+	if err := worker(ctx, stores[0], g, 40, tl); err != nil {
+		t.Fatalf("worker 0: %v", err)
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(stores))
-	for w, s := range stores {
-		dieAfter := 0
-		if w == 0 {
-			dieAfter = 40
-		}
-		wg.Go(func() { errs[w] = worker(ctx, s, g, dieAfter, tl) })
+	for w, s := range stores[1:] {
+		wg.Go(func() { errs[w+1] = worker(ctx, s, g, 0, tl) })
 	}
 	wg.Wait()
 	for w, err := range errs {

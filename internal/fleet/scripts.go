@@ -39,11 +39,12 @@ return 1
 
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
 // KEYS hosts, counts, then per entry its seen bucket and its host's queue; ARGV per entry:
-// fingerprint field, state ('q' to queue, 'x' excluded), host, item. Returns {queued, excluded}.
+// fingerprint field, state ('q' to queue, 'x' excluded), host, item, exclusion reason.
+// Returns {queued, excluded}.
 var addScript = redis.NewScript(`
 local added, excluded = 0, 0
 for i = 0, (#KEYS - 2) / 2 - 1 do
-  local fp, st, host, item = ARGV[1+4*i], ARGV[2+4*i], ARGV[3+4*i], ARGV[4+4*i]
+  local fp, st, host, item = ARGV[1+5*i], ARGV[2+5*i], ARGV[3+5*i], ARGV[4+5*i]
   if redis.call('HSETNX', KEYS[3+2*i], fp, st) == 1 then
     if st == 'q' then
       redis.call('RPUSH', KEYS[4+2*i], item)
@@ -51,6 +52,7 @@ for i = 0, (#KEYS - 2) / 2 - 1 do
       added = added + 1
     else
       excluded = excluded + 1
+      redis.call('HINCRBY', KEYS[2], 'excluded:' .. ARGV[5+5*i], 1)
     end
   end
 end
@@ -86,7 +88,8 @@ return {item, deadline, now}
 
 // complete: KEYS owner, inflight, seen bucket, counts, outbox, delayed, hosts; ARGV token,
 // in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
-// outbox payload (empty for none), retry item, retry not-before-ms, host.
+// outbox payload (empty for none), retry item, retry not-before-ms, host, reason (failed,
+// excluded).
 var completeScript = redis.NewScript(fence + `
 if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
 redis.call('HINCRBY', KEYS[4], 'inflight', -1)
@@ -101,6 +104,7 @@ redis.call('HSET', KEYS[3], ARGV[3], k)
 redis.call('HINCRBY', KEYS[4], 'queued', -1)
 local names = {f='fetched', F='failed', x='excluded'}
 redis.call('HINCRBY', KEYS[4], names[k], 1)
+if k ~= 'f' then redis.call('HINCRBY', KEYS[4], names[k] .. ':' .. ARGV[9], 1) end
 if ARGV[5] ~= '' then
   redis.call('RPUSH', KEYS[5], ARGV[5])
   redis.call('HINCRBY', KEYS[4], 'outbox', 1)

@@ -203,26 +203,27 @@ func (s *Store) Exclude(ctx context.Context, ex []frontier.Exclusion) error {
 	byPart := make(map[int][]seenWrite)
 	for _, x := range ex {
 		p := PartitionOf(x.Host, s.opts.Partitions)
-		byPart[p] = append(byPart[p], seenWrite{entry: x.Entry, state: "x"})
+		byPart[p] = append(byPart[p], seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
 	}
 	_, err := s.addAll(ctx, byPart)
 	return err
 }
 
 type seenWrite struct {
-	entry frontier.Entry
-	state string // "q" queue, "x" excluded
+	entry  frontier.Entry
+	state  string // "q" queue, "x" excluded
+	reason string // excluded: why
 }
 
 func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
 	added := 0
 	for p, ws := range byPart {
 		ks := []string{s.k.hosts(p), s.k.counts(p)}
-		args := make([]any, 0, 4*len(ws))
+		args := make([]any, 0, 5*len(ws))
 		for _, w := range ws {
 			bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
 			ks = append(ks, bucket, s.k.queue(p, w.entry.Host))
-			args = append(args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode())
+			args = append(args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
 		}
 		r, err := addScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
 		if err != nil {
@@ -307,7 +308,7 @@ func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.R
 		return fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
 	}
 	ks := []string{s.k.owner(p), s.k.inflight(p), bucket, s.k.counts(p), s.k.outbox(p), s.k.delayed(p, l.Host), s.k.hosts(p)}
-	err := completeScript.Run(ctx, s.rdb, ks, o.token, l.member, field, kind, payload, retryItem, notBefore, l.Host).Err()
+	err := completeScript.Run(ctx, s.rdb, ks, o.token, l.member, field, kind, payload, retryItem, notBefore, l.Host, r.Reason).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: complete %s: %w", l.URL, err)
 	}
@@ -436,7 +437,8 @@ func (s *Store) Idle(ctx context.Context) (bool, error) {
 	return c.Queued == 0 && outbox == 0, err
 }
 
-// Counts sums the partitions' counters (one pipelined read).
+// Counts sums the partitions' counters (one pipelined read), with the failed and excluded
+// URLs by reason.
 func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
 	c, _, err := s.counts(ctx)
 	return c, err
@@ -454,11 +456,16 @@ func (s *Store) counts(ctx context.Context) (c frontier.Counts, outbox int, err 
 	}
 	fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
 		"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &outbox}
+	c.FailedBy, c.ExcludedBy = map[string]int{}, map[string]int{}
 	for _, cmd := range cmds {
 		for name, v := range cmd.Val() {
+			n, _ := strconv.Atoi(v)
 			if f := fields[name]; f != nil {
-				n, _ := strconv.Atoi(v)
 				*f += n
+			} else if reason, ok := strings.CutPrefix(name, "failed:"); ok {
+				c.FailedBy[reason] += n
+			} else if reason, ok := strings.CutPrefix(name, "excluded:"); ok {
+				c.ExcludedBy[reason] += n
 			}
 		}
 	}

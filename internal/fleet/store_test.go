@@ -196,6 +196,9 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 	if c.Queued != 40 || c.Excluded != 2 {
 		t.Fatalf("after Forward: %+v, want 40 queued, 2 excluded", c)
 	}
+	if fmt.Sprint(c.FailedBy, c.ExcludedBy) != "map[http-500:1] map[robots:1 scope:1]" {
+		t.Fatalf("by reason: failed %v, excluded %v", c.FailedBy, c.ExcludedBy)
+	}
 }
 
 func TestRetryWaitsForNotBeforeOnRedisClock(t *testing.T) {

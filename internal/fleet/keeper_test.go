@@ -100,7 +100,7 @@ func TestKeepersShareAndRebalance(t *testing.T) {
 func TestKeeperTakesOverFromDeadWorker(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
-	opts := &Options{Partitions: 4, LeaseTTL: 300 * time.Millisecond}
+	opts := &Options{Partitions: 4, LeaseTTL: time.Second}
 	a := newStore(t, rdb, "a", opts)
 	b := newStore(t, rdb, "b", opts)
 	ka, kb := a.NewKeeper(), b.NewKeeper()

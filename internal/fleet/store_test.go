@@ -239,7 +239,7 @@ func TestRetryWaitsForNotBeforeOnRedisClock(t *testing.T) {
 func TestTakeoverReclaimsAndFences(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
-	opts := &Options{Partitions: 4, LeaseTTL: 100 * time.Millisecond}
+	opts := &Options{Partitions: 4, LeaseTTL: time.Second}
 	a := newStore(t, rdb, "a", opts)
 	b := newStore(t, rdb, "b", opts)
 	host := "a.example"

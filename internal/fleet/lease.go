@@ -44,8 +44,8 @@ type Ownership struct {
 	ttl       time.Duration // lease TTL set in Redis
 }
 
-// safetyMargin is the part of the TTL a worker gives up: it stops using a lease at
-// sent + ttl - ttl/safetyDiv, which leaves room for clock-rate difference between the worker
+// safetyDiv sets the part of the TTL a worker gives up: it stops using a lease at
+// sent + ttl - ttl/safetyDiv, which leaves room for a clock-rate difference between the worker
 // and Redis and for cancelling requests in flight.
 const safetyDiv = 5
 

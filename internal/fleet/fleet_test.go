@@ -69,6 +69,7 @@ func worker(ctx context.Context, s *Store, g graph, dieAfter int, tl *tally) err
 				return err
 			}
 		}
+		before := done
 		for _, o := range k.Owned(time.Now()) {
 			if err := crawlPartition(ctx, s, o, g, dieAfter, &done, tl); err != nil {
 				return err
@@ -76,6 +77,9 @@ func worker(ctx context.Context, s *Store, g graph, dieAfter int, tl *tally) err
 			if dieAfter > 0 && len(tl.abandonedNow()) == 3 {
 				return nil
 			}
+		}
+		if done == before {
+			time.Sleep(5 * time.Millisecond) // nothing to do here now: leave the CPU to others
 		}
 	}
 }

@@ -3,6 +3,8 @@ package redistest
 import (
 	"bufio"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -65,5 +67,29 @@ func TestKillRestartKeepsData(t *testing.T) {
 	}
 	if got := send("GET k"); got != "$1" {
 		t.Fatalf("GET k after restart: %q, want the value back", got)
+	}
+}
+
+// Under CI=true a missing redis-server fails the test instead of skipping it; elsewhere it
+// skips. Checked by running this test binary again with an empty PATH.
+func TestMissingServer(t *testing.T) {
+	if os.Getenv("REDISTEST_CHILD") == "1" {
+		Start(t)
+		t.Fatal("Start returned without redis-server on PATH")
+	}
+	for _, tc := range []struct {
+		ci       string
+		wantFail bool
+		want     string
+	}{
+		{"true", true, "not found on PATH under CI=true"},
+		{"", false, "SKIP: TestMissingServer"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingServer$", "-test.v")
+		cmd.Env = []string{"REDISTEST_CHILD=1", "PATH=" + t.TempDir(), "CI=" + tc.ci}
+		out, err := cmd.CombinedOutput()
+		if failed := err != nil; failed != tc.wantFail || !strings.Contains(string(out), tc.want) {
+			t.Errorf("CI=%q: failed=%v, want %v, output lacks %q or is:\n%s", tc.ci, failed, tc.wantFail, tc.want, out)
+		}
 	}
 }

@@ -26,7 +26,9 @@
 // TIME, never a worker's clock.
 //
 // Keeper holds a worker's fair share of the partitions, ceil(partitions / live workers), from
-// heartbeats on Redis' clock, so that partitions move when workers join, stop or die.
+// heartbeats on Redis' clock, so that partitions move when workers join, stop or die; its
+// HostStates is the hostlimit.StateStore through which a host's learned politeness follows
+// its partition to the next owner.
 //
 // There are few types: Store (one worker's handle), Keeper (its share of partitions), Ownership
 // (a held partition, with its LeaseState) and Lease (a URL in flight). docs/fleet.md explains the design and what remains.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -16,11 +17,12 @@ import (
 // in-flight URLs) or by naming its surplus. A worker is alive while its heartbeat is younger
 // than the lease TTL, on Redis' clock.
 //
-// A Keeper is not safe for concurrent use: one goroutine ticks it, about every third of the
-// lease TTL.
+// One goroutine ticks a Keeper, about every third of the lease TTL; Owned, Release and the
+// HostStates store may be used from others (mu is held for the whole of a Tick).
 type Keeper struct {
 	s     *Store
-	owned map[int]Ownership
+	mu    sync.Mutex
+	owned map[int]Ownership // guarded by mu
 }
 
 // Change is what one Tick changed.
@@ -36,6 +38,8 @@ func (s *Store) NewKeeper() *Keeper { return &Keeper{s: s, owned: make(map[int]O
 
 // Owned returns the ownerships usable at local time now (not Lapsed), by partition.
 func (k *Keeper) Owned(now time.Time) []Ownership {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	var os []Ownership
 	for _, o := range k.owned {
 		if o.StateAt(now) != Lapsed {
@@ -48,6 +52,8 @@ func (k *Keeper) Owned(now time.Time) []Ownership {
 
 // Tick does one round of the keeper's work at local time now (taken just before the call).
 func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	var ch Change
 	s := k.s
 	live, err := heartbeatScript.Run(ctx, s.rdb, []string{s.k.workers()}, s.worker, s.opts.LeaseTTL.Milliseconds()).Int()
@@ -109,6 +115,13 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 // Release hands partition p back (after the caller stopped using it). Releasing a partition
 // the keeper no longer holds does nothing.
 func (k *Keeper) Release(ctx context.Context, p int) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.releaseLocked(ctx, p)
+}
+
+// releaseLocked is Release; it requires that k.mu is held.
+func (k *Keeper) releaseLocked(ctx context.Context, p int) error {
 	o, ok := k.owned[p]
 	if !ok {
 		return nil
@@ -123,14 +136,17 @@ func (k *Keeper) Release(ctx context.Context, p int) error {
 // ReleaseAll hands back every partition and removes the worker's heartbeat: what a worker
 // does when it stops (SIGINT, SIGTERM), so others take over at once.
 func (k *Keeper) ReleaseAll(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	var errs []error
 	for _, p := range k.sorted() {
-		errs = append(errs, k.Release(ctx, p))
+		errs = append(errs, k.releaseLocked(ctx, p))
 	}
 	errs = append(errs, k.s.rdb.ZRem(ctx, k.s.k.workers(), k.s.worker).Err())
 	return errors.Join(errs...)
 }
 
+// sorted returns the partitions held, in order; it requires that k.mu is held.
 func (k *Keeper) sorted() []int {
 	ps := make([]int, 0, len(k.owned))
 	for p := range k.owned {
@@ -140,7 +156,7 @@ func (k *Keeper) sorted() []int {
 	return ps
 }
 
-// free lists the partitions without an owner, starting at an offset of the worker's own so
+// free (k.mu held) lists the partitions without an owner, starting at an offset of the worker's own so
 // that workers starting together try different partitions first.
 func (k *Keeper) free(ctx context.Context) ([]int, error) {
 	s := k.s

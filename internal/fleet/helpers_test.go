@@ -43,6 +43,13 @@ func newStore(t *testing.T, rdb *redis.Client, worker string, opts *Options) *St
 	return s
 }
 
+// twoWorkers opens the crawl as workers "a" and "b" on one new redis-server.
+func twoWorkers(t *testing.T, opts *Options) (a, b *Store) {
+	t.Helper()
+	rdb := newRedis(t)
+	return newStore(t, rdb, "a", opts), newStore(t, rdb, "b", opts)
+}
+
 // mustAcquire takes partition p for s or fails t.
 func mustAcquire(t *testing.T, s *Store, p int) Ownership {
 	t.Helper()

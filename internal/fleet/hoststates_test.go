@@ -12,11 +12,8 @@ import (
 // Crawl-delay ceiling it learned, b takes the partition over and b's registry starts from it.
 // A registry saving hosts of partitions its worker does not hold writes nothing for them.
 func TestHostStateFollowsThePartition(t *testing.T) {
-	rdb := newRedis(t)
 	ctx := context.Background()
-	opts := &Options{Partitions: 4, LeaseTTL: time.Minute}
-	a := newStore(t, rdb, "a", opts)
-	b := newStore(t, rdb, "b", opts)
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
 	if _, err := ka.Tick(ctx, time.Now()); err != nil { // alone: a takes all 4 partitions
 		t.Fatal(err)

@@ -98,11 +98,8 @@ func TestKeepersShareAndRebalance(t *testing.T) {
 // A worker that dies holding partitions loses them when its lease and heartbeat expire; the
 // survivor takes all of them, with the URLs the dead one had in flight.
 func TestKeeperTakesOverFromDeadWorker(t *testing.T) {
-	rdb := newRedis(t)
 	ctx := context.Background()
-	opts := &Options{Partitions: 4, LeaseTTL: time.Second}
-	a := newStore(t, rdb, "a", opts)
-	b := newStore(t, rdb, "b", opts)
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Second})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
 	settle(t, []*Keeper{ka, kb})
 	own := ka.Owned(time.Now())

@@ -237,11 +237,8 @@ func TestRetryWaitsForNotBeforeOnRedisClock(t *testing.T) {
 // A worker whose lease ran out is fenced: the new owner gets its in-flight URLs back with one
 // more attempt, and nothing the old owner writes afterwards is applied.
 func TestTakeoverReclaimsAndFences(t *testing.T) {
-	rdb := newRedis(t)
 	ctx := context.Background()
-	opts := &Options{Partitions: 4, LeaseTTL: time.Second}
-	a := newStore(t, rdb, "a", opts)
-	b := newStore(t, rdb, "b", opts)
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Second})
 	host := "a.example"
 	oa := queueAndOwn(t, a, host, 5)
 	p := oa.Partition

@@ -1,0 +1,35 @@
+// Package fleet keeps a crawl's frontier in Redis (or Valkey) so that several worker
+// processes, on several machines, share one crawl while each host is crawled by one worker at
+// a time.
+//
+// Host keys hash into a fixed number of partitions (PartitionOf). A worker owns a partition
+// under an expiring lease (Acquire; Renew every third of the TTL) and a fencing epoch drawn at
+// each Acquire: every script that writes as the owner checks the owner key still holds the
+// ownership's token, so a worker whose lease lapsed (stopped, partitioned away) changes
+// nothing. On its own monotonic clock a worker stops using a partition before the lease can
+// have expired in Redis (Ownership.StateAt), so two owners of a host never overlap.
+//
+// Inside a partition: a FIFO queue and a delayed set (retries, scored by not-before) per host,
+// a set of the hosts with work, an in-flight set scored by each URL's lease deadline, the
+// seen-set as exact 64-bit URL fingerprints in bucketed hashes whose values are the URL's
+// state (queued, fetched, failed, excluded), counters, an outbox of links found by its pages,
+// and the hosts' learned politeness state. Every key of partition p carries the hash tag {p},
+// so every script touches one Redis Cluster slot.
+//
+// The crash contract matches package frontier's. A URL handed out by Take stays in the
+// in-flight set until the one script of Complete marks it done (or delays it for a retry) and
+// puts its links in the outbox; a new owner returns every URL still in flight to its queue with
+// one more attempt (Reclaim). Links reach their own partitions through Forward, which adds
+// them (idempotent thanks to the seen-set) before trimming the outbox, so a crash at any
+// instant loses nothing. Page bodies never go to Redis: the caller stores a page locally
+// before Complete. Times that workers compare (in-flight deadlines, retry times) are Redis'
+// TIME, never a worker's clock.
+//
+// Keeper holds a worker's fair share of the partitions, ceil(partitions / live workers), from
+// heartbeats on Redis' clock, so that partitions move when workers join, stop or die; its
+// HostStates is the hostlimit.StateStore through which a host's learned politeness follows
+// its partition to the next owner.
+//
+// There are few types: Store (one worker's handle), Keeper (its share of partitions), Ownership
+// (a held partition, with its LeaseState) and Lease (a URL in flight). docs/fleet.md explains the design and what remains.
+package fleet

@@ -1,0 +1,25 @@
+package fleet
+
+import "errors"
+
+var (
+	// ErrFenced is returned by a write whose ownership is no longer the partition's current
+	// one: the lease expired or another worker acquired the partition since. The worker must
+	// stop using that Ownership.
+	ErrFenced = errors.New("fleet: partition ownership lost (fenced)")
+
+	// ErrNotInFlight is returned by Complete for a URL that is not in flight in its partition:
+	// it was completed already or returned to its queue by a new owner.
+	ErrNotInFlight = errors.New("fleet: URL not in flight")
+
+	// ErrCrawlName is returned by Open for a crawl name that cannot be used in keys.
+	ErrCrawlName = errors.New("fleet: invalid crawl name")
+
+	// ErrConfigMismatch is returned by Open when the crawl already exists in Redis with a
+	// different number of partitions or seen-set buckets.
+	ErrConfigMismatch = errors.New("fleet: crawl exists with another configuration")
+
+	// ErrWrongPartition is returned when a host given to a write does not belong to the
+	// Ownership's partition.
+	ErrWrongPartition = errors.New("fleet: host not in the ownership's partition")
+)

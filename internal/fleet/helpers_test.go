@@ -1,0 +1,164 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// newRedis starts a real redis-server for t and returns a client for it, closed at cleanup.
+func newRedis(t *testing.T) *redis.Client {
+	t.Helper()
+	rdb, _ := newRedisServer(t)
+	return rdb
+}
+
+// newRedisServer is newRedis that also returns the server, to kill and restart it.
+func newRedisServer(t *testing.T) (*redis.Client, *redistest.Server) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb, srv
+}
+
+// newStore opens crawl as worker on rdb and checks the crawl's invariants when t ends.
+func newStore(t *testing.T, rdb *redis.Client, worker string, opts *Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), rdb, "t", worker, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			checkInvariants(t, s)
+		}
+	})
+	return s
+}
+
+// twoWorkers opens the crawl as workers "a" and "b" on one new redis-server.
+func twoWorkers(t *testing.T, opts *Options) (a, b *Store) {
+	t.Helper()
+	rdb := newRedis(t)
+	return newStore(t, rdb, "a", opts), newStore(t, rdb, "b", opts)
+}
+
+// mustAcquire takes partition p for s or fails t.
+func mustAcquire(t *testing.T, s *Store, p int) Ownership {
+	t.Helper()
+	o, ok, err := s.Acquire(context.Background(), time.Now(), p)
+	if err != nil || !ok {
+		t.Fatalf("%s: acquire %d: ok=%v err=%v", s.worker, p, ok, err)
+	}
+	return o
+}
+
+// queueAndOwn adds n URLs of host and acquires the host's partition for s.
+func queueAndOwn(t *testing.T, s *Store, host string, n int) Ownership {
+	t.Helper()
+	if _, err := s.Add(context.Background(), entries(host, n)); err != nil {
+		t.Fatal(err)
+	}
+	return mustAcquire(t, s, PartitionOf(host, s.Partitions()))
+}
+
+// waitExpired waits until partition p's lease is gone from Redis (its TTL ran out).
+func waitExpired(t *testing.T, s *Store, p int) {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		n, err := s.rdb.Exists(ctx, s.k.owner(p)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+	t.Fatalf("lease of partition %d never expired", p)
+}
+
+var tagRe = regexp.MustCompile(`^crawl:t:\{(\d+)\}:(\w+)(?::(.*))?$`)
+
+// checkInvariants scans every key of the crawl and checks that each partition key carries its
+// partition's tag, that per-host keys are in their host's partition, and that each
+// partition's counters agree with what its queues, delayed and in-flight sets and seen-set hold.
+func checkInvariants(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	type tally struct{ queued, delayed, inflight, outbox, seenQueued, seen int }
+	parts := map[int]*tally{}
+	part := func(p int) *tally {
+		if parts[p] == nil {
+			parts[p] = &tally{}
+		}
+		return parts[p]
+	}
+	iter := s.rdb.Scan(ctx, 0, "crawl:t:*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		if key == s.k.config() || key == s.k.workers() {
+			continue
+		}
+		m := tagRe.FindStringSubmatch(key)
+		if m == nil {
+			t.Errorf("key %q has no partition tag", key)
+			continue
+		}
+		p, _ := strconv.Atoi(m[1])
+		kind, rest := m[2], m[3]
+		if kind == "q" || kind == "d" || kind == "h" {
+			if got := PartitionOf(rest, s.opts.Partitions); got != p {
+				t.Errorf("key %q: host %q belongs to partition %d", key, rest, got)
+			}
+		}
+		c := part(p)
+		switch kind {
+		case "q":
+			n, _ := s.rdb.LLen(ctx, key).Result()
+			c.queued += int(n)
+		case "d":
+			n, _ := s.rdb.ZCard(ctx, key).Result()
+			c.delayed += int(n)
+		case "outbox":
+			n, _ := s.rdb.LLen(ctx, key).Result()
+			c.outbox += int(n)
+		case "inflight":
+			n, _ := s.rdb.ZCard(ctx, key).Result()
+			c.inflight += int(n)
+		case "s":
+			vals, _ := s.rdb.HGetAll(ctx, key).Result()
+			for _, v := range vals {
+				c.seen++
+				if v == "q" {
+					c.seenQueued++
+				}
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range parts {
+		h, _ := s.rdb.HGetAll(ctx, s.k.counts(p)).Result()
+		n := func(name string) int { v, _ := strconv.Atoi(h[name]); return v }
+		got := fmt.Sprintf("queued=%d delayed=%d inflight=%d outbox=%d", n("queued"), n("delayed"), n("inflight"), n("outbox"))
+		want := fmt.Sprintf("queued=%d delayed=%d inflight=%d outbox=%d", c.queued+c.delayed+c.inflight, c.delayed, c.inflight, c.outbox)
+		if got != want {
+			t.Errorf("partition %d: counters %s, keys hold %s", p, got, want)
+		}
+		if c.seenQueued != n("queued") {
+			t.Errorf("partition %d: %d URLs queued in the seen-set, counter %d", p, c.seenQueued, n("queued"))
+		}
+		if done := n("queued") + n("fetched") + n("failed") + n("excluded"); c.seen != done {
+			t.Errorf("partition %d: seen-set holds %d URLs, counters %d", p, c.seen, done)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/crawl-project/crawl/hostlimit"
+)
+
+// HostStates returns a hostlimit.StateStore over the partitions k holds, so that a worker's
+// hostlimit.Registry checkpoints each host's learned state (rate, window, pause, Crawl-delay
+// ceiling) to Redis and a later owner of the host restores it. Each Redis call is bounded by
+// timeout.
+//
+// Saves are all or nothing per partition, and only for partitions k holds at the time: the
+// state of a host whose partition is not held (or turns out fenced) is left to its owner and
+// not written, without error. Loads read whatever was saved last, whoever the owner.
+func (k *Keeper) HostStates(timeout time.Duration) hostlimit.StateStore {
+	return &hostStates{k: k, timeout: timeout}
+}
+
+type hostStates struct {
+	k       *Keeper
+	timeout time.Duration
+}
+
+func (h *hostStates) LoadHostState(host string) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	return h.k.s.LoadHostState(ctx, host)
+}
+
+func (h *hostStates) SaveHostStates(states map[string][]byte) error {
+	byPart := make(map[int]map[string][]byte)
+	for host, b := range states {
+		p := PartitionOf(host, h.k.s.opts.Partitions)
+		if byPart[p] == nil {
+			byPart[p] = make(map[string][]byte)
+		}
+		byPart[p][host] = b
+	}
+	held := make(map[int]Ownership)
+	for _, o := range h.k.Owned(time.Now()) {
+		held[o.Partition] = o
+	}
+	var errs []error
+	for p, group := range byPart {
+		o, ok := held[p]
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+		err := h.k.s.SaveHostStates(ctx, o, group)
+		cancel()
+		if err != nil && !errors.Is(err, ErrFenced) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

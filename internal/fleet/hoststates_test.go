@@ -1,0 +1,50 @@
+package fleet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/hostlimit"
+)
+
+// A host's learned politeness moves with its partition: worker a's registry saves the
+// Crawl-delay ceiling it learned, b takes the partition over and b's registry starts from it.
+// A registry saving hosts of partitions its worker does not hold writes nothing for them.
+func TestHostStateFollowsThePartition(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	if _, err := ka.Tick(ctx, time.Now()); err != nil { // alone: a takes all 4 partitions
+		t.Fatal(err)
+	}
+	host := "polite.example"
+	ra := hostlimit.New(hostlimit.Config{}, ka.HostStates(5*time.Second))
+	ra.SetCeiling(host, 0.5)
+	if err := ra.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ka.ReleaseAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// a no longer holds anything: its saves are dropped.
+	ra.SetCeiling(host, 7)
+	if err := ra.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kb.Tick(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	rb := hostlimit.New(hostlimit.Config{}, kb.HostStates(5*time.Second))
+	st, ok := rb.Host(time.Now(), host)
+	if ok {
+		t.Fatalf("host in memory before use: %+v", st)
+	}
+	if tk, _ := rb.TryAdmit(time.Now(), host); tk == nil {
+		t.Fatal("first request not admitted")
+	}
+	st, _ = rb.Host(time.Now(), host)
+	if st.Ceiling != 0.5 || st.StateError != "" {
+		t.Fatalf("b's registry: ceiling %v (state error %q), want a's 0.5", st.Ceiling, st.StateError)
+	}
+}

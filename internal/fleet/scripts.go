@@ -1,0 +1,161 @@
+package fleet
+
+import "github.com/redis/go-redis/v9"
+
+// Every script that writes as a partition's owner takes the owner key as KEYS[1] and the
+// ownership's token as ARGV[1] and begins with fence: a write from a worker whose lease expired
+// or was taken over changes nothing. All keys a script touches are passed in KEYS and carry the
+// partition's hash tag, so each script runs on one Redis Cluster slot. Times come from the
+// server's TIME, in milliseconds.
+const fence = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('FENCED') end
+local function nowms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
+// acquire: KEYS owner, epoch; ARGV worker, ttl-ms. Returns {epoch, token}, or {0, holder}.
+var acquireScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur then return {0, cur} end
+local e = redis.call('INCR', KEYS[2])
+local tok = e .. ':' .. ARGV[1]
+redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])
+return {e, tok}
+`)
+
+// renew: KEYS owner; ARGV token, ttl-ms.
+var renewScript = redis.NewScript(fence + `
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+// release: KEYS owner; ARGV token.
+var releaseScript = redis.NewScript(fence + `
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
+// KEYS hosts, counts, then per entry its seen bucket and its host's queue; ARGV per entry:
+// fingerprint field, state ('q' to queue, 'x' excluded), host, item, exclusion reason.
+// Returns {queued, excluded}.
+var addScript = redis.NewScript(`
+local added, excluded = 0, 0
+for i = 0, (#KEYS - 2) / 2 - 1 do
+  local fp, st, host, item = ARGV[1+5*i], ARGV[2+5*i], ARGV[3+5*i], ARGV[4+5*i]
+  if redis.call('HSETNX', KEYS[3+2*i], fp, st) == 1 then
+    if st == 'q' then
+      redis.call('RPUSH', KEYS[4+2*i], item)
+      redis.call('SADD', KEYS[1], host)
+      added = added + 1
+    else
+      excluded = excluded + 1
+      redis.call('HINCRBY', KEYS[2], 'excluded:' .. ARGV[5+5*i], 1)
+    end
+  end
+end
+if added > 0 then redis.call('HINCRBY', KEYS[2], 'queued', added) end
+if excluded > 0 then redis.call('HINCRBY', KEYS[2], 'excluded', excluded) end
+return {added, excluded}
+`)
+
+// lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms.
+// Moves the host's due retries to the queue's tail, pops the head into the in-flight set
+// scored by its deadline. Returns {item, deadline-ms, now-ms}, or {"", next-due-ms or -1, now-ms}.
+var leaseScript = redis.NewScript(fence + `
+local now = nowms()
+local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+if #due > 0 then
+  for _, it in ipairs(due) do redis.call('RPUSH', KEYS[2], it) end
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  redis.call('HINCRBY', KEYS[6], 'delayed', -#due)
+end
+local item = redis.call('LPOP', KEYS[2])
+local waiting = redis.call('LLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])
+if waiting == 0 then redis.call('SREM', KEYS[5], ARGV[2]) end
+if not item then
+  local nxt = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if #nxt == 0 then return {'', -1, now} end
+  return {'', tonumber(nxt[2]), now}
+end
+local deadline = now + tonumber(ARGV[3])
+redis.call('ZADD', KEYS[4], deadline, item)
+redis.call('HINCRBY', KEYS[6], 'inflight', 1)
+return {item, deadline, now}
+`)
+
+// complete: KEYS owner, inflight, seen bucket, counts, outbox, delayed, hosts; ARGV token,
+// in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
+// outbox payload (empty for none), retry item, retry not-before-ms, host, reason (failed,
+// excluded).
+var completeScript = redis.NewScript(fence + `
+if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
+redis.call('HINCRBY', KEYS[4], 'inflight', -1)
+local k = ARGV[4]
+if k == 'r' then
+  redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6])
+  redis.call('HINCRBY', KEYS[4], 'delayed', 1)
+  redis.call('SADD', KEYS[7], ARGV[8])
+  return 1
+end
+redis.call('HSET', KEYS[3], ARGV[3], k)
+redis.call('HINCRBY', KEYS[4], 'queued', -1)
+local names = {f='fetched', F='failed', x='excluded'}
+redis.call('HINCRBY', KEYS[4], names[k], 1)
+if k ~= 'f' then redis.call('HINCRBY', KEYS[4], names[k] .. ':' .. ARGV[9], 1) end
+if ARGV[5] ~= '' then
+  redis.call('RPUSH', KEYS[5], ARGV[5])
+  redis.call('HINCRBY', KEYS[4], 'outbox', 1)
+end
+return 1
+`)
+
+// reclaim: KEYS owner, inflight, hosts, counts, then one queue per item; ARGV token, then per
+// item: in-flight member, item to queue (attempt + 1), host. Returns how many it moved.
+var reclaimScript = redis.NewScript(fence + `
+local n = 0
+for i = 0, #KEYS - 5 do
+  if redis.call('ZREM', KEYS[2], ARGV[2+3*i]) == 1 then
+    redis.call('LPUSH', KEYS[5+i], ARGV[3+3*i])
+    redis.call('SADD', KEYS[3], ARGV[4+3*i])
+    n = n + 1
+  end
+end
+if n > 0 then redis.call('HINCRBY', KEYS[4], 'inflight', -n) end
+return n
+`)
+
+// trim: KEYS owner, outbox, counts; ARGV token, n. Drops the outbox's first n payloads.
+var trimScript = redis.NewScript(fence + `
+redis.call('LTRIM', KEYS[2], ARGV[2], -1)
+redis.call('HINCRBY', KEYS[3], 'outbox', -tonumber(ARGV[2]))
+return 1
+`)
+
+// save states: KEYS owner, then one state key per host; ARGV token, then the states.
+var saveStatesScript = redis.NewScript(fence + `
+for i = 2, #KEYS do redis.call('SET', KEYS[i], ARGV[i]) end
+return #KEYS - 1
+`)
+
+// heartbeat: KEYS workers; ARGV worker, ttl-ms. Records the worker as alive now, forgets
+// workers silent for longer than ttl, and returns how many are alive.
+var heartbeatScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+return redis.call('ZCARD', KEYS[1])
+`)
+
+// putBack: KEYS owner, inflight, queue, hosts, counts; ARGV token, in-flight item, host. Puts
+// a leased URL back at the head of its queue as it was (no attempt counted).
+var putBackScript = redis.NewScript(fence + `
+if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
+redis.call('LPUSH', KEYS[3], ARGV[2])
+redis.call('SADD', KEYS[4], ARGV[3])
+redis.call('HINCRBY', KEYS[5], 'inflight', -1)
+return 1
+`)

@@ -1,0 +1,473 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/redis/go-redis/v9"
+)
+
+// Options configure a Store; nil means the defaults. Partitions and SeenBuckets are fixed when
+// a crawl is first opened and must agree for every worker (Open checks).
+type Options struct {
+	Partitions  int           // host partitions per crawl (default 1024)
+	SeenBuckets int           // seen-set hashes per partition (default 4096)
+	LeaseTTL    time.Duration // partition lease (default 10 s)
+	URLLeaseTTL time.Duration // in-flight deadline of a leased URL (default 5 min)
+}
+
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Partitions <= 0 {
+		r.Partitions = 1024
+	}
+	if r.SeenBuckets <= 0 {
+		r.SeenBuckets = 4096
+	}
+	if r.LeaseTTL <= 0 {
+		r.LeaseTTL = 10 * time.Second
+	}
+	if r.URLLeaseTTL <= 0 {
+		r.URLLeaseTTL = 5 * time.Minute
+	}
+	return r
+}
+
+// Store is one worker's handle on a shared crawl in Redis. It is safe for concurrent use; it
+// keeps no state of its own beyond its configuration (ownerships are values the caller holds).
+type Store struct {
+	rdb    redis.UniversalClient
+	k      keys
+	opts   Options
+	worker string
+}
+
+// Lease is a URL handed to the owner of its partition. It is in the partition's in-flight set
+// until Complete, or until a later owner returns it to its queue.
+type Lease struct {
+	frontier.Lease
+	Partition int
+	Deadline  time.Time // on Redis' clock: a later owner returns the URL to its queue
+	member    string    // the in-flight set's member
+}
+
+// item is a queued URL as stored in a queue, the delayed set and the in-flight set.
+type item struct {
+	URL      string `json:"u"`
+	Host     string `json:"o"`
+	Depth    int    `json:"d,omitempty"`
+	Hops     int    `json:"h,omitempty"`
+	Parent   string `json:"p,omitempty"`
+	Attempts int    `json:"a,omitempty"`
+}
+
+func itemOf(e frontier.Entry, attempts int) item {
+	return item{URL: e.URL, Host: e.Host, Depth: e.Depth, Hops: e.Hops, Parent: e.Parent, Attempts: attempts}
+}
+
+func (it item) entry() frontier.Entry {
+	return frontier.Entry{URL: it.URL, Host: it.Host, Depth: it.Depth, Hops: it.Hops, Parent: it.Parent}
+}
+
+func (it item) encode() string {
+	b, _ := json.Marshal(it) // strings and ints only: cannot fail
+	return string(b)
+}
+
+func decodeItem(s string) (item, error) {
+	var it item
+	if err := json.Unmarshal([]byte(s), &it); err != nil {
+		return it, fmt.Errorf("fleet: bad queue item %q: %w", s, err)
+	}
+	return it, nil
+}
+
+// outboxPayload is what a completed page hands to other partitions: its links and the links
+// it excluded, forwarded by the partition's owner (Forward).
+type outboxPayload struct {
+	Links    []frontier.Entry     `json:"l,omitempty"`
+	Excluded []frontier.Exclusion `json:"x,omitempty"`
+}
+
+// Open joins crawl (created with opts' partitions and buckets if it does not exist) as worker
+// (an id unique in the fleet, e.g. host name and PID). It fails with ErrConfigMismatch when the
+// crawl exists with another configuration.
+func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, opts *Options) (*Store, error) {
+	if err := validName(crawl); err != nil {
+		return nil, err
+	}
+	if worker == "" || strings.ContainsAny(worker, "\r\n") {
+		return nil, fmt.Errorf("fleet: invalid worker id %q", worker)
+	}
+	o := opts.withDefaults()
+	s := &Store{rdb: rdb, k: keys{crawl: crawl, buckets: o.SeenBuckets}, opts: o, worker: worker}
+	want := fmt.Sprintf("partitions=%d buckets=%d", o.Partitions, o.SeenBuckets)
+	if err := rdb.SetNX(ctx, s.k.config(), want, 0).Err(); err != nil {
+		return nil, fmt.Errorf("fleet: open crawl %q: %w", crawl, err)
+	}
+	got, err := rdb.Get(ctx, s.k.config()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: open crawl %q: %w", crawl, err)
+	}
+	if got != want {
+		return nil, fmt.Errorf("%w: crawl %q has %s, this worker %s", ErrConfigMismatch, crawl, got, want)
+	}
+	return s, nil
+}
+
+// Partitions is the number of host partitions of the crawl.
+func (s *Store) Partitions() int { return s.opts.Partitions }
+
+// Now is Redis' clock: the time every comparison between workers uses.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	return s.rdb.Time(ctx).Result()
+}
+
+// scriptErr maps the scripts' error replies to the package's sentinel errors (Redis 7 puts
+// "ERR " before an error_reply without a code; older servers and Valkey may not).
+func scriptErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch strings.TrimPrefix(err.Error(), "ERR ") {
+	case "FENCED":
+		return ErrFenced
+	case "NOTINFLIGHT":
+		return ErrNotInFlight
+	}
+	return err
+}
+
+// Acquire tries to take partition p. sent is the local time taken just before the call (the
+// lease in Redis starts no earlier). ok is false, with no error, when another worker holds it.
+// A new owner should call Reclaim before leasing.
+func (s *Store) Acquire(ctx context.Context, sent time.Time, p int) (o Ownership, ok bool, err error) {
+	if p < 0 || p >= s.opts.Partitions {
+		return o, false, fmt.Errorf("fleet: partition %d out of range [0,%d)", p, s.opts.Partitions)
+	}
+	r, err := acquireScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.epoch(p)}, s.worker, s.opts.LeaseTTL.Milliseconds()).Slice()
+	if err != nil {
+		return o, false, fmt.Errorf("fleet: acquire partition %d: %w", p, err)
+	}
+	epoch, _ := r[0].(int64)
+	if epoch == 0 {
+		return o, false, nil
+	}
+	tok, _ := r[1].(string)
+	return Ownership{Partition: p, Epoch: epoch, token: tok, sent: sent, ttl: s.opts.LeaseTTL}, true, nil
+}
+
+// Renew extends o's lease by the TTL; sent is the local time taken just before the call. It
+// returns ErrFenced when the partition is no longer o's.
+func (s *Store) Renew(ctx context.Context, sent time.Time, o Ownership) (Ownership, error) {
+	err := renewScript.Run(ctx, s.rdb, []string{s.k.owner(o.Partition)}, o.token, o.ttl.Milliseconds()).Err()
+	if err = scriptErr(err); err != nil {
+		return o, fmt.Errorf("fleet: renew partition %d: %w", o.Partition, err)
+	}
+	o.sent = sent
+	return o, nil
+}
+
+// Release hands o's partition back at once (ErrFenced if it was no longer o's).
+func (s *Store) Release(ctx context.Context, o Ownership) error {
+	err := releaseScript.Run(ctx, s.rdb, []string{s.k.owner(o.Partition)}, o.token).Err()
+	if err = scriptErr(err); err != nil {
+		return fmt.Errorf("fleet: release partition %d: %w", o.Partition, err)
+	}
+	return nil
+}
+
+// Add queues the entries not seen before (any worker may add to any partition) and reports how
+// many it queued. Each partition's share is one script; the seen-set makes a repeated Add
+// harmless.
+func (s *Store) Add(ctx context.Context, entries []frontier.Entry) (int, error) {
+	byPart := make(map[int][]seenWrite)
+	for _, e := range entries {
+		p := PartitionOf(e.Host, s.opts.Partitions)
+		byPart[p] = append(byPart[p], seenWrite{entry: e, state: "q"})
+	}
+	return s.addAll(ctx, byPart)
+}
+
+// Exclude records the exclusions whose URLs were not seen before, so they are never queued.
+func (s *Store) Exclude(ctx context.Context, ex []frontier.Exclusion) error {
+	byPart := make(map[int][]seenWrite)
+	for _, x := range ex {
+		p := PartitionOf(x.Host, s.opts.Partitions)
+		byPart[p] = append(byPart[p], seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
+	}
+	_, err := s.addAll(ctx, byPart)
+	return err
+}
+
+type seenWrite struct {
+	entry  frontier.Entry
+	state  string // "q" queue, "x" excluded
+	reason string // excluded: why
+}
+
+func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
+	added := 0
+	for p, ws := range byPart {
+		ks := []string{s.k.hosts(p), s.k.counts(p)}
+		args := make([]any, 0, 5*len(ws))
+		for _, w := range ws {
+			bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
+			ks = append(ks, bucket, s.k.queue(p, w.entry.Host))
+			args = append(args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+		}
+		r, err := addScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
+		if err != nil {
+			return added, fmt.Errorf("fleet: add to partition %d: %w", p, err)
+		}
+		added += int(r[0])
+	}
+	return added, nil
+}
+
+// Hosts lists the hosts of o's partition that have URLs queued or delayed.
+func (s *Store) Hosts(ctx context.Context, o Ownership) ([]string, error) {
+	return s.rdb.SMembers(ctx, s.k.hosts(o.Partition)).Result()
+}
+
+// Take leases the next URL of host (in o's partition). ok is false when none is ready; then
+// next is when the host's earliest retry is due (zero if it has none), on Redis' clock.
+func (s *Store) Take(ctx context.Context, o Ownership, host string) (l Lease, ok bool, next time.Time, err error) {
+	p := o.Partition
+	if PartitionOf(host, s.opts.Partitions) != p {
+		return l, false, next, fmt.Errorf("%w: %q is in %d, not %d", ErrWrongPartition, host, PartitionOf(host, s.opts.Partitions), p)
+	}
+	ks := []string{s.k.owner(p), s.k.queue(p, host), s.k.delayed(p, host), s.k.inflight(p), s.k.hosts(p), s.k.counts(p)}
+	r, err := leaseScript.Run(ctx, s.rdb, ks, o.token, host, s.opts.URLLeaseTTL.Milliseconds()).Slice()
+	if err = scriptErr(err); err != nil {
+		return l, false, next, fmt.Errorf("fleet: lease from %q: %w", host, err)
+	}
+	member, _ := r[0].(string)
+	at, _ := r[1].(int64)
+	if member == "" {
+		if at >= 0 {
+			next = time.UnixMilli(at)
+		}
+		return l, false, next, nil
+	}
+	it, err := decodeItem(member)
+	if err != nil {
+		return l, false, next, err
+	}
+	return Lease{
+		Lease:     frontier.Lease{Entry: it.entry(), Attempts: it.Attempts},
+		Partition: p,
+		Deadline:  time.UnixMilli(at),
+		member:    member,
+	}, true, next, nil
+}
+
+// Complete records the result of l in one script: the URL's state in the seen-set, the
+// partition's counts, and (Fetched) its links and exclusions in the partition's outbox, which
+// Forward delivers to their partitions. Retry puts the URL in its host's delayed set until
+// r.NotBefore (on Redis' clock) with one more attempt. The page body is not sent: the caller
+// stores it locally first. Errors: ErrFenced, ErrNotInFlight.
+func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.Result) error {
+	p := o.Partition
+	if l.Partition != p {
+		return fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
+	}
+	bucket, field := s.k.seen(p, Fingerprint(l.URL))
+	var kind, payload, retryItem string
+	var notBefore int64
+	switch r.Kind {
+	case frontier.Fetched:
+		kind = "f"
+		if len(r.Links) > 0 || len(r.Excluded) > 0 {
+			b, err := json.Marshal(outboxPayload{Links: r.Links, Excluded: r.Excluded})
+			if err != nil {
+				return fmt.Errorf("fleet: encode links of %s: %w", l.URL, err)
+			}
+			payload = string(b)
+		}
+	case frontier.Failed:
+		kind = "F"
+	case frontier.Excluded:
+		kind = "x"
+	case frontier.Retry:
+		kind = "r"
+		retryItem = itemOf(l.Entry, l.Attempts+1).encode()
+		if !r.NotBefore.IsZero() {
+			notBefore = r.NotBefore.UnixMilli()
+		}
+	default:
+		return fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
+	}
+	ks := []string{s.k.owner(p), s.k.inflight(p), bucket, s.k.counts(p), s.k.outbox(p), s.k.delayed(p, l.Host), s.k.hosts(p)}
+	err := completeScript.Run(ctx, s.rdb, ks, o.token, l.member, field, kind, payload, retryItem, notBefore, l.Host, r.Reason).Err()
+	if err = scriptErr(err); err != nil {
+		return fmt.Errorf("fleet: complete %s: %w", l.URL, err)
+	}
+	return nil
+}
+
+// PutBack puts l back at the head of its host's queue unchanged (no attempt counted), for a
+// URL taken but not fetched. Errors: ErrFenced, ErrNotInFlight.
+func (s *Store) PutBack(ctx context.Context, o Ownership, l Lease) error {
+	p := o.Partition
+	if l.Partition != p {
+		return fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
+	}
+	ks := []string{s.k.owner(p), s.k.inflight(p), s.k.queue(p, l.Host), s.k.hosts(p), s.k.counts(p)}
+	err := putBackScript.Run(ctx, s.rdb, ks, o.token, l.member, l.Host).Err()
+	if err = scriptErr(err); err != nil {
+		return fmt.Errorf("fleet: put back %s: %w", l.URL, err)
+	}
+	return nil
+}
+
+// Reclaim returns every URL in o's partition's in-flight set to the head of its host's queue
+// with one more attempt. A new owner calls it right after Acquire: every URL in flight then was
+// leased by an earlier owner. It reports how many URLs it returned.
+func (s *Store) Reclaim(ctx context.Context, o Ownership) (int, error) {
+	p := o.Partition
+	members, err := s.rdb.ZRange(ctx, s.k.inflight(p), 0, -1).Result()
+	if err != nil || len(members) == 0 {
+		return 0, err
+	}
+	ks := []string{s.k.owner(p), s.k.inflight(p), s.k.hosts(p), s.k.counts(p)}
+	args := []any{o.token}
+	for _, m := range members {
+		it, err := decodeItem(m)
+		if err != nil {
+			return 0, err
+		}
+		ks = append(ks, s.k.queue(p, it.Host))
+		next := it
+		next.Attempts++
+		args = append(args, m, next.encode(), it.Host)
+	}
+	n, err := reclaimScript.Run(ctx, s.rdb, ks, args...).Int()
+	if err = scriptErr(err); err != nil {
+		return 0, fmt.Errorf("fleet: reclaim partition %d: %w", p, err)
+	}
+	return n, nil
+}
+
+// forwardBatch bounds how many outbox payloads one Forward call delivers.
+const forwardBatch = 64
+
+// Forward delivers up to forwardBatch payloads of o's partition's outbox (the links of
+// completed pages) to their partitions, then drops them from the outbox. A crash between the
+// two delivers them again, which the seen-set makes harmless. It reports how many URLs were
+// newly queued.
+func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
+	p := o.Partition
+	raw, err := s.rdb.LRange(ctx, s.k.outbox(p), 0, forwardBatch-1).Result()
+	if err != nil || len(raw) == 0 {
+		return 0, err
+	}
+	var links []frontier.Entry
+	var excluded []frontier.Exclusion
+	for _, r := range raw {
+		var pl outboxPayload
+		if err := json.Unmarshal([]byte(r), &pl); err != nil {
+			return 0, fmt.Errorf("fleet: bad outbox payload in partition %d: %w", p, err)
+		}
+		links = append(links, pl.Links...)
+		excluded = append(excluded, pl.Excluded...)
+	}
+	if err := s.Exclude(ctx, excluded); err != nil {
+		return 0, err
+	}
+	added, err := s.Add(ctx, links)
+	if err != nil {
+		return added, err
+	}
+	err = trimScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.outbox(p), s.k.counts(p)}, o.token, len(raw)).Err()
+	if err = scriptErr(err); err != nil {
+		return added, fmt.Errorf("fleet: trim outbox of partition %d: %w", p, err)
+	}
+	return added, nil
+}
+
+// SaveHostStates writes the learned politeness state of hosts of o's partition (hostlimit's
+// encoded state), all or nothing.
+func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[string][]byte) error {
+	p := o.Partition
+	ks := []string{s.k.owner(p)}
+	args := []any{o.token}
+	for h, b := range states {
+		if PartitionOf(h, s.opts.Partitions) != p {
+			return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, h, p)
+		}
+		ks = append(ks, s.k.state(p, h))
+		args = append(args, b)
+	}
+	if len(ks) == 1 {
+		return nil
+	}
+	err := saveStatesScript.Run(ctx, s.rdb, ks, args...).Err()
+	if err = scriptErr(err); err != nil {
+		return fmt.Errorf("fleet: save host states of partition %d: %w", p, err)
+	}
+	return nil
+}
+
+// LoadHostState returns the state last saved for host; ok is false when there is none.
+func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bool, err error) {
+	b, err = s.rdb.Get(ctx, s.k.state(PartitionOf(host, s.opts.Partitions), host)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("fleet: load state of %q: %w", host, err)
+	}
+	return b, true, nil
+}
+
+// Idle reports whether the whole crawl has nothing left to do: no URL queued, delayed or in
+// flight, and no links waiting in an outbox, in any partition.
+func (s *Store) Idle(ctx context.Context) (bool, error) {
+	c, outbox, err := s.counts(ctx)
+	return c.Queued == 0 && outbox == 0, err
+}
+
+// Counts sums the partitions' counters (one pipelined read), with the failed and excluded
+// URLs by reason.
+func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
+	c, _, err := s.counts(ctx)
+	return c, err
+}
+
+// counts sums the partitions' counters and their outbox lengths.
+func (s *Store) counts(ctx context.Context) (c frontier.Counts, outbox int, err error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, s.opts.Partitions)
+	for p := range cmds {
+		cmds[p] = pipe.HGetAll(ctx, s.k.counts(p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return c, 0, fmt.Errorf("fleet: read counts: %w", err)
+	}
+	fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
+		"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &outbox}
+	c.FailedBy, c.ExcludedBy = map[string]int{}, map[string]int{}
+	for _, cmd := range cmds {
+		for name, v := range cmd.Val() {
+			n, _ := strconv.Atoi(v)
+			if f := fields[name]; f != nil {
+				*f += n
+			} else if reason, ok := strings.CutPrefix(name, "failed:"); ok {
+				c.FailedBy[reason] += n
+			} else if reason, ok := strings.CutPrefix(name, "excluded:"); ok {
+				c.ExcludedBy[reason] += n
+			}
+		}
+	}
+	return c, outbox, nil
+}

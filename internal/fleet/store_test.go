@@ -1,0 +1,386 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+)
+
+// entries returns n URLs of host.
+func entries(host string, n int) []frontier.Entry {
+	var es []frontier.Entry
+	for i := range n {
+		es = append(es, frontier.Entry{URL: fmt.Sprintf("http://%s/%d", host, i), Host: host, Depth: 1, Parent: "http://seed/"})
+	}
+	return es
+}
+
+// drain takes every ready URL of host and returns their URLs in order.
+func drain(t *testing.T, s *Store, o Ownership, host string) []Lease {
+	t.Helper()
+	var ls []Lease
+	for {
+		l, ok, _, err := s.Take(context.Background(), o, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return ls
+		}
+		ls = append(ls, l)
+	}
+}
+
+func TestOpenChecksConfiguration(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	if _, err := Open(ctx, rdb, "t", "w1", &Options{Partitions: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, rdb, "t", "w2", &Options{Partitions: 8}); err != nil {
+		t.Fatalf("same configuration: %v", err)
+	}
+	if _, err := Open(ctx, rdb, "t", "w3", &Options{Partitions: 16}); !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("other partition count: %v, want ErrConfigMismatch", err)
+	}
+	if _, err := Open(ctx, rdb, "a{b}", "w", nil); !errors.Is(err, ErrCrawlName) {
+		t.Fatalf("bad name: %v, want ErrCrawlName", err)
+	}
+}
+
+func TestOnePartitionOneOwner(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	a := newStore(t, rdb, "a", &Options{Partitions: 4})
+	b := newStore(t, rdb, "b", &Options{Partitions: 4})
+	oa := mustAcquire(t, a, 2)
+	if _, ok, err := b.Acquire(ctx, time.Now(), 2); ok || err != nil {
+		t.Fatalf("b acquired a held partition: ok=%v err=%v", ok, err)
+	}
+	if _, err := a.Renew(ctx, time.Now(), oa); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	if err := a.Release(ctx, oa); err != nil {
+		t.Fatal(err)
+	}
+	ob := mustAcquire(t, b, 2)
+	if ob.Epoch <= oa.Epoch {
+		t.Fatalf("epoch did not grow: %d then %d", oa.Epoch, ob.Epoch)
+	}
+	if _, err := a.Renew(ctx, time.Now(), oa); !errors.Is(err, ErrFenced) {
+		t.Fatalf("renew after release: %v, want ErrFenced", err)
+	}
+	if err := a.Release(ctx, oa); !errors.Is(err, ErrFenced) {
+		t.Fatalf("release of someone else's partition: %v, want ErrFenced", err)
+	}
+	if _, ok, err := a.Acquire(ctx, time.Now(), 4); err == nil || ok {
+		t.Fatal("partition out of range accepted")
+	}
+}
+
+func TestAddIsExactlyOnceAcrossWorkers(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	a := newStore(t, rdb, "a", &Options{Partitions: 4, SeenBuckets: 2})
+	b := newStore(t, rdb, "b", &Options{Partitions: 4, SeenBuckets: 2})
+	var all []frontier.Entry
+	for h := range 6 {
+		all = append(all, entries(fmt.Sprintf("h%d.example", h), 50)...)
+	}
+	n, err := a.Add(ctx, all)
+	if err != nil || n != len(all) {
+		t.Fatalf("first add: %d, %v; want %d", n, err, len(all))
+	}
+	if n, err := b.Add(ctx, all[:100]); err != nil || n != 0 {
+		t.Fatalf("second add by another worker: %d, %v; want 0", n, err)
+	}
+	if err := b.Exclude(ctx, []frontier.Exclusion{{Entry: all[0], Reason: frontier.ReasonRobots}, {Entry: frontier.Entry{URL: "http://h0.example/private", Host: "h0.example"}, Reason: frontier.ReasonRobots}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Queued != len(all) || c.Excluded != 1 {
+		t.Fatalf("counts %+v, want %d queued and 1 excluded (a queued URL stays queued)", c, len(all))
+	}
+	// Every URL comes out of its own host's queue, once, in the order added.
+	got := map[string]int{}
+	for p := range 4 {
+		o := mustAcquire(t, a, p)
+		hosts, err := a.Hosts(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hosts {
+			ls := drain(t, a, o, h)
+			for i, l := range ls {
+				if want := fmt.Sprintf("http://%s/%d", h, i); l.URL != want || l.Host != h || l.Depth != 1 || l.Parent != "http://seed/" {
+					t.Fatalf("lease %d of %s: %+v, want %s", i, h, l.Lease, want)
+				}
+				got[l.URL]++
+				if err := a.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if len(got) != len(all) {
+		t.Fatalf("leased %d distinct URLs, want %d", len(got), len(all))
+	}
+}
+
+func TestTakeFromOtherPartitionRefused(t *testing.T) {
+	rdb := newRedis(t)
+	s := newStore(t, rdb, "a", &Options{Partitions: 1024})
+	o := mustAcquire(t, s, (PartitionOf("a.example", 1024)+1)%1024)
+	if _, _, _, err := s.Take(context.Background(), o, "a.example"); !errors.Is(err, ErrWrongPartition) {
+		t.Fatalf("Take: %v, want ErrWrongPartition", err)
+	}
+}
+
+func TestCompleteStatesAndLinks(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "a", &Options{Partitions: 16})
+	host := "a.example"
+	o := queueAndOwn(t, s, host, 4)
+	ls := drain(t, s, o, host)
+	if len(ls) != 4 {
+		t.Fatalf("leased %d, want 4", len(ls))
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls[0].Deadline.Before(now.Add(s.opts.URLLeaseTTL - time.Minute)) {
+		t.Fatalf("deadline %v, Redis now %v, URL lease %v", ls[0].Deadline, now, s.opts.URLLeaseTTL)
+	}
+	// Links to hosts of many partitions wait in this partition's outbox until Forward.
+	var links []frontier.Entry
+	for h := range 20 {
+		links = append(links, entries(fmt.Sprintf("l%d.example", h), 2)...)
+	}
+	links = append(links, ls[3].Entry) // already seen
+	excl := []frontier.Exclusion{{Entry: frontier.Entry{URL: "http://x.example/", Host: "x.example"}, Reason: frontier.ReasonScope}}
+	for i, r := range []frontier.Result{
+		{Kind: frontier.Fetched, Links: links, Excluded: excl},
+		{Kind: frontier.Failed, Reason: "http-500", Status: 500},
+		{Kind: frontier.Excluded, Reason: frontier.ReasonRobots},
+		{Kind: frontier.Fetched},
+	} {
+		if err := s.Complete(ctx, o, ls[i], r); err != nil {
+			t.Fatalf("complete %d: %v", i, err)
+		}
+	}
+	if err := s.Complete(ctx, o, ls[0], frontier.Result{Kind: frontier.Fetched}); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("second Complete: %v, want ErrNotInFlight", err)
+	}
+	c, _ := s.Counts(ctx)
+	if c.Queued != 0 || c.Fetched != 2 || c.Failed != 1 || c.Excluded != 1 {
+		t.Fatalf("before Forward: %+v", c)
+	}
+	n, err := s.Forward(ctx, o)
+	if err != nil || n != 40 {
+		t.Fatalf("Forward: %d, %v; want 40 new URLs", n, err)
+	}
+	if n, err := s.Forward(ctx, o); err != nil || n != 0 {
+		t.Fatalf("second Forward: %d, %v; want nothing left", n, err)
+	}
+	c, _ = s.Counts(ctx)
+	if c.Queued != 40 || c.Excluded != 2 {
+		t.Fatalf("after Forward: %+v, want 40 queued, 2 excluded", c)
+	}
+	if fmt.Sprint(c.FailedBy, c.ExcludedBy) != "map[http-500:1] map[robots:1 scope:1]" {
+		t.Fatalf("by reason: failed %v, excluded %v", c.FailedBy, c.ExcludedBy)
+	}
+}
+
+func TestRetryWaitsForNotBeforeOnRedisClock(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "a", &Options{Partitions: 4})
+	host := "a.example"
+	o := queueAndOwn(t, s, host, 2)
+	ls := drain(t, s, o, host)
+	now, _ := s.Now(ctx)
+	later := now.Add(time.Hour).Truncate(time.Millisecond)
+	if err := s.Complete(ctx, o, ls[0], frontier.Result{Kind: frontier.Retry, NotBefore: later}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, o, ls[1], frontier.Result{Kind: frontier.Retry, NotBefore: now.Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	l, ok, _, err := s.Take(ctx, o, host)
+	if err != nil || !ok || l.URL != ls[1].URL || l.Attempts != 1 {
+		t.Fatalf("due retry: %+v ok=%v err=%v; want %s with 1 attempt", l.Lease, ok, err, ls[1].URL)
+	}
+	_, ok, next, err := s.Take(ctx, o, host)
+	if err != nil || ok || !next.Equal(later) {
+		t.Fatalf("retry not due: ok=%v next=%v err=%v; want next %v", ok, next, err, later)
+	}
+	if hosts, _ := s.Hosts(ctx, o); !slices.Equal(hosts, []string{host}) {
+		t.Fatalf("hosts with work %v, want the host with a delayed URL", hosts)
+	}
+	c, _ := s.Counts(ctx)
+	if c.Queued != 2 || c.Delayed != 1 || c.InFlight != 1 {
+		t.Fatalf("counts %+v", c)
+	}
+	s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched})
+}
+
+// A worker whose lease ran out is fenced: the new owner gets its in-flight URLs back with one
+// more attempt, and nothing the old owner writes afterwards is applied.
+func TestTakeoverReclaimsAndFences(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Second})
+	host := "a.example"
+	oa := queueAndOwn(t, a, host, 5)
+	p := oa.Partition
+	var ls []Lease
+	for range 3 {
+		l, ok, _, err := a.Take(ctx, oa, host)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		ls = append(ls, l)
+	}
+	if err := a.Complete(ctx, oa, ls[0], frontier.Result{Kind: frontier.Fetched}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SaveHostStates(ctx, oa, map[string][]byte{host: []byte(`{"rate":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitExpired(t, a, p)
+	ob := mustAcquire(t, b, p)
+	if n, err := b.Reclaim(ctx, ob); err != nil || n != 2 {
+		t.Fatalf("reclaim: %d, %v; want the 2 URLs a had in flight", n, err)
+	}
+	// The old owner is fenced everywhere.
+	if err := a.Complete(ctx, oa, ls[1], frontier.Result{Kind: frontier.Fetched}); !errors.Is(err, ErrFenced) {
+		t.Fatalf("old owner's Complete: %v, want ErrFenced", err)
+	}
+	if _, _, _, err := a.Take(ctx, oa, host); !errors.Is(err, ErrFenced) {
+		t.Fatalf("old owner's Take: %v, want ErrFenced", err)
+	}
+	if err := a.SaveHostStates(ctx, oa, map[string][]byte{host: []byte(`{"rate":99}`)}); !errors.Is(err, ErrFenced) {
+		t.Fatalf("old owner's SaveHostStates: %v, want ErrFenced", err)
+	}
+	if _, err := a.Renew(ctx, time.Now(), oa); !errors.Is(err, ErrFenced) {
+		t.Fatalf("old owner's Renew: %v, want ErrFenced", err)
+	}
+	// The new owner restores the host's state and leases everything not done, the reclaimed
+	// URLs first with one more attempt.
+	if b, ok, err := b.LoadHostState(ctx, host); err != nil || !ok || string(b) != `{"rate":2}` {
+		t.Fatalf("host state: %q ok=%v err=%v", b, ok, err)
+	}
+	attempts := map[string]int{}
+	for _, l := range drain(t, b, ob, host) {
+		attempts[l.URL] = l.Attempts
+		if err := b.Complete(ctx, ob, l, frontier.Result{Kind: frontier.Fetched}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int{ls[1].URL: 1, ls[2].URL: 1, "http://a.example/3": 0, "http://a.example/4": 0}
+	if fmt.Sprint(attempts) != fmt.Sprint(want) {
+		t.Fatalf("new owner leased %v, want %v", attempts, want)
+	}
+	c, _ := b.Counts(ctx)
+	if c.Fetched != 5 || c.Queued != 0 {
+		t.Fatalf("counts %+v, want 5 fetched", c)
+	}
+}
+
+func TestLoadHostStateMissing(t *testing.T) {
+	rdb := newRedis(t)
+	s := newStore(t, rdb, "a", &Options{Partitions: 4})
+	if b, ok, err := s.LoadHostState(context.Background(), "none.example"); ok || err != nil || b != nil {
+		t.Fatalf("%q %v %v", b, ok, err)
+	}
+}
+
+func TestPutBackKeepsOrderAndAttempts(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "a", &Options{Partitions: 4})
+	host := "a.example"
+	o := queueAndOwn(t, s, host, 3)
+	l, _, _, err := s.Take(ctx, o, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutBack(ctx, o, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutBack(ctx, o, l); !errors.Is(err, ErrNotInFlight) {
+		t.Fatalf("second PutBack: %v, want ErrNotInFlight", err)
+	}
+	ls := drain(t, s, o, host)
+	if len(ls) != 3 || ls[0].URL != l.URL || ls[0].Attempts != 0 {
+		t.Fatalf("after PutBack leased %+v; want %s first, no attempt counted", ls, l.URL)
+	}
+	for _, l := range ls {
+		s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Failed, Reason: "x"})
+	}
+}
+
+// redis-server killed with SIGKILL and restarted (every write fsynced, so the append-only file
+// holds them all): the owner's lease, queues, in-flight set and outbox are back, the scripts
+// are loaded again on first use, and the crawl goes on.
+func TestRedisKilledAndRestarted(t *testing.T) {
+	rdb, srv := newRedisServer(t)
+	ctx := context.Background()
+	if err := rdb.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, rdb, "a", &Options{Partitions: 4, LeaseTTL: time.Minute})
+	host := "a.example"
+	o := queueAndOwn(t, s, host, 5)
+	l1, _, _, _ := s.Take(ctx, o, host)
+	l2, _, _, _ := s.Take(ctx, o, host)
+	if err := s.Complete(ctx, o, l1, frontier.Result{Kind: frontier.Fetched, Links: entries("b.example", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.Take(ctx, o, host); err == nil {
+		t.Fatal("Take succeeded with redis-server down")
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// The client may take a moment to dial again (its pool backs off after failed dials): a
+	// worker retries until Redis answers, as this loop does. Counts only reads.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := s.Counts(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis still unreachable 30 s after the restart: %v", err)
+		}
+	}
+	if err := s.Complete(ctx, o, l2, frontier.Result{Kind: frontier.Fetched}); err != nil {
+		t.Fatalf("Complete of a URL leased before the restart: %v", err)
+	}
+	if n, err := s.Forward(ctx, o); err != nil || n != 3 {
+		t.Fatalf("Forward after the restart: %d, %v; want the 3 links", n, err)
+	}
+	if ls := drain(t, s, o, host); len(ls) != 3 || ls[0].URL != "http://a.example/2" {
+		t.Fatalf("after the restart leased %d URLs, first %+v", len(ls), ls)
+	} else {
+		for _, l := range ls {
+			s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched})
+		}
+	}
+	c, err := s.Counts(ctx)
+	if err != nil || c.Fetched != 5 || c.Queued != 3 {
+		t.Fatalf("counts %+v (%v); want 5 fetched, 3 queued", c, err)
+	}
+}

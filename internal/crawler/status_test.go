@@ -94,15 +94,8 @@ func TestGateUsed(t *testing.T) {
 // becomes a row once its gate admits a request; the references with no host (recorded as
 // excluded under the host "") are neither.
 func TestSnapshotListsContactedHosts(t *testing.T) {
-	cfg := Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.Seeds = []string{"http://127.0.0.2:9/", "http://127.0.0.3:9/", "http://127.0.0.4:9/"}
-	c, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	err = c.fr.Exclude([]frontier.Exclusion{
+	c := openSeeded(t, "http://127.0.0.2:9/", "http://127.0.0.3:9/", "http://127.0.0.4:9/")
+	err := c.fr.Exclude([]frontier.Exclusion{
 		{Entry: frontier.Entry{URL: "http://off.example/", Host: "off.example"}, Reason: frontier.ReasonScope},
 		{Entry: frontier.Entry{URL: "mailto:x@y.example"}, Reason: frontier.ReasonScheme},
 		{Entry: frontier.Entry{URL: "tel:+1"}, Reason: frontier.ReasonScheme},
@@ -149,13 +142,7 @@ func TestSnapshotListsContactedHosts(t *testing.T) {
 	// A gate that left memory (idle) still shows its figures at the end of a run, from the store.
 	now := time.Now()
 	for _, h := range []string{"127.0.0.3:9", "127.0.0.2:9"} {
-		l, ok, err := c.fr.Lease(now, h)
-		if !ok || err != nil {
-			t.Fatalf("lease from %s: %v %v", h, ok, err)
-		}
-		if err := c.fr.Complete(l, frontier.Result{Kind: frontier.Fetched}); err != nil {
-			t.Fatal(err)
-		}
+		completeSeed(t, c, now, h, frontier.Result{Kind: frontier.Fetched})
 	}
 	tk.Done(now, aimd.Outcome{Signal: aimd.Success, Latency: time.Millisecond})
 	tk2.Done(now, aimd.Outcome{Signal: aimd.Success, Latency: time.Millisecond})
@@ -243,28 +230,11 @@ func sortBusiest(hosts []HostStatus, requests func(HostStatus) uint64) {
 // TestSnapshotKeepsFailedHosts: a snapshot that leaves the least busy hosts out still lists the
 // hosts whose every request failed (the run's summary names them) and counts them all.
 func TestSnapshotKeepsFailedHosts(t *testing.T) {
-	cfg := Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.Seeds = []string{"http://127.0.0.2:9/", "http://127.0.0.3:9/", "http://127.0.0.4:9/"}
-	c, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openSeeded(t, "http://127.0.0.2:9/", "http://127.0.0.3:9/", "http://127.0.0.4:9/")
 	now := time.Now()
-	for _, h := range []string{"127.0.0.2:9", "127.0.0.3:9", "127.0.0.4:9"} {
-		l, ok, err := c.fr.Lease(now, h)
-		if !ok || err != nil {
-			t.Fatalf("lease from %s: %v %v", h, ok, err)
-		}
-		r := frontier.Result{Kind: frontier.Fetched}
-		if h == "127.0.0.4:9" {
-			r = frontier.Result{Kind: frontier.Failed, Reason: "connection", Detail: "connection refused"}
-		}
-		if err := c.fr.Complete(l, r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	completeSeed(t, c, now, "127.0.0.2:9", frontier.Result{Kind: frontier.Fetched})
+	completeSeed(t, c, now, "127.0.0.3:9", frontier.Result{Kind: frontier.Fetched})
+	completeSeed(t, c, now, "127.0.0.4:9", frontier.Result{Kind: frontier.Failed, Reason: "connection", Detail: "connection refused"})
 	st := c.snapshot(true, 1)
 	var got []string
 	for _, h := range st.Hosts {
@@ -290,24 +260,9 @@ func TestRelistEvery(t *testing.T) {
 // TestSnapshotKeepsListUntilRelist: a running snapshot reuses the hosts the last scan listed
 // until relistAt; the totals are read afresh.
 func TestSnapshotKeepsListUntilRelist(t *testing.T) {
-	cfg := Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.Seeds = []string{"http://127.0.0.2:9/", "http://127.0.0.3:9/"}
-	c, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openSeeded(t, "http://127.0.0.2:9/", "http://127.0.0.3:9/")
 	now := time.Now()
-	complete := func(h string) {
-		l, ok, err := c.fr.Lease(now, h)
-		if !ok || err != nil {
-			t.Fatalf("lease from %s: %v %v", h, ok, err)
-		}
-		if err := c.fr.Complete(l, frontier.Result{Kind: frontier.Fetched}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	complete := func(h string) { completeSeed(t, c, now, h, frontier.Result{Kind: frontier.Fetched}) }
 	complete("127.0.0.2:9")
 	if st := c.snapshot(true, listedHosts); len(st.Hosts) != 1 {
 		t.Fatalf("first snapshot lists %d hosts, want 1", len(st.Hosts))
@@ -321,5 +276,31 @@ func TestSnapshotKeepsListUntilRelist(t *testing.T) {
 	c.ob.relistAt = time.Time{}
 	if st := c.snapshot(true, listedHosts); len(st.Hosts) != 2 {
 		t.Errorf("after relistAt: %d hosts listed, want 2", len(st.Hosts))
+	}
+}
+
+// openSeeded opens a crawler on a fresh store with seeds queued; it is closed when t ends.
+func openSeeded(t *testing.T, seeds ...string) *Crawler {
+	t.Helper()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = seeds
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// completeSeed leases host's next URL and completes it with r.
+func completeSeed(t *testing.T, c *Crawler, now time.Time, host string, r frontier.Result) {
+	t.Helper()
+	l, ok, err := c.fr.Lease(now, host)
+	if !ok || err != nil {
+		t.Fatalf("lease from %s: %v %v", host, ok, err)
+	}
+	if err := c.fr.Complete(l, r); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -56,6 +56,10 @@ func marshalPage(p *Page) ([]byte, error) {
 	b = appendString(b, p.RemoteAddr)
 	b = append(b, `,"noindex":`...)
 	b = strconv.AppendBool(b, p.NoIndex)
+	if p.RevisitOf != 0 {
+		b = append(b, `,"revisit_of":`...)
+		b = strconv.AppendUint(b, p.RevisitOf, 10)
+	}
 	return append(b, '}'), nil
 }
 

@@ -47,8 +47,11 @@ const (
 // on-disk queue until Complete (or is leasable again after Release, or after a restart).
 type Lease struct {
 	Entry
-	Attempts int    // attempts already made: how many times this URL was completed with Retry
-	key      string // queue key
+	Attempts int // attempts already made: how many times this URL was completed with Retry
+	// Prev is the storage sequence number of the page stored at the URL's last visit, when it
+	// is queued again to be revisited (Revise's Revisit); 0 for a URL never fetched.
+	Prev uint64
+	key  string // queue key
 }
 
 // Kind is the outcome of a leased URL.

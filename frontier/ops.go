@@ -368,7 +368,7 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 			if err != nil || r.state != stQueued || !bytes.Equal(r.qkey, k) {
 				return fmt.Errorf("%w: queue entry %q of %s has no matching queued record (%v)", ErrCorrupt, k, url, err)
 			}
-			l = Lease{Entry: Entry{URL: url, Host: host, Depth: r.depth, Hops: r.hops, Parent: r.parent}, Attempts: r.attempts, key: string(k)}
+			l = Lease{Entry: Entry{URL: url, Host: host, Depth: r.depth, Hops: r.hops, Parent: r.parent}, Attempts: r.attempts, Prev: r.pageSeq, key: string(k)}
 			found = true
 			return nil
 		}

@@ -172,6 +172,21 @@ func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }
 // record it; the *Error says why it is incomplete. A body cut at MaxBody is
 // not a failure: Truncated is set and the error is nil.
 func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
+	return c.get(ctx, u, Validators{})
+}
+
+// Validators are what a stored answer offers to ask whether it changed since: its ETag and
+// Last-Modified header values, "" when absent.
+type Validators struct{ ETag, LastModified string }
+
+// GetIfChanged is Get made conditional on v: If-None-Match carries v.ETag and
+// If-Modified-Since v.LastModified, each only when set. A 304 Not Modified answer says the
+// stored answer is current. The conditions are part of Response.ReqHeader.
+func (c *Client) GetIfChanged(ctx context.Context, u *url.URL, v Validators) (*Response, error) {
+	return c.get(ctx, u, v)
+}
+
+func (c *Client) get(ctx context.Context, u *url.URL, v Validators) (*Response, error) {
 	rawURL := u.String()
 	started := time.Now()
 
@@ -233,6 +248,12 @@ func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept", accept)
 	req.Header.Set("Accept-Encoding", acceptEncoding)
+	if v.ETag != "" {
+		req.Header.Set("If-None-Match", v.ETag)
+	}
+	if v.LastModified != "" {
+		req.Header.Set("If-Modified-Since", v.LastModified)
+	}
 	reqHeader := req.Header.Clone() // before the credentials: what is stored never holds them
 	reqHeader.Set("Host", req.Host)
 	if ui := c.cfg.BasicAuth[urlnorm.HostKey(u)]; ui != nil {

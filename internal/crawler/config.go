@@ -57,6 +57,12 @@ type Config struct {
 	// attempts when the crawl opens (--retry failed,excluded).
 	RetryFailed, RetryExcluded bool
 
+	// Recrawl queues the fetched URLs again when the crawl opens, to be revisited with
+	// conditional GETs (--recrawl); with RecrawlOlderThan > 0 only those whose last visit is at
+	// least that old (--older-than).
+	Recrawl          bool
+	RecrawlOlderThan time.Duration
+
 	// URLLog, if set, receives one JSON line for each URL that is fetched, fails or is
 	// excluded when its turn comes, as it happens (--log-urls).
 	URLLog io.Writer
@@ -161,6 +167,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--user-agent must not contain control characters: %q", c.UserAgent)
 	case c.DNSServer != "" && !validAddrPort(c.DNSServer):
 		return fmt.Errorf("--dns-server must be an IP address and port (e.g. 127.0.0.1:53), not %q", c.DNSServer)
+	case c.RecrawlOlderThan < 0:
+		return fmt.Errorf("--older-than must not be negative, not %v", c.RecrawlOlderThan)
+	case c.RecrawlOlderThan > 0 && !c.Recrawl:
+		return errors.New("--older-than needs --recrawl")
 	case c.Retry.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
 	}

@@ -201,7 +201,7 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 		return nil, frontier.Revised{}, fmt.Errorf("store %s: %w", c.cfg.Dir, err)
 	}
 	var changes []Change
-	revise := old.RevisePending || c.cfg.RetryFailed || c.cfg.RetryExcluded
+	revise := old.RevisePending || c.cfg.RetryFailed || c.cfg.RetryExcluded || c.cfg.Recrawl
 	if ok {
 		changes = diff(old.Settings, now)
 		for _, ch := range changes {
@@ -212,6 +212,9 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 		return changes, frontier.Revised{}, saveSettings(c.db, settingsMeta{Settings: now})
 	}
 	if err := saveSettings(c.db, settingsMeta{Settings: now, RevisePending: true}); err != nil {
+		return nil, frontier.Revised{}, err
+	}
+	if c.recrawl, err = planRecrawl(&c.cfg, c.db, time.Now()); err != nil {
 		return nil, frontier.Revised{}, err
 	}
 	rev, err := fr.Revise(c.revisit)
@@ -232,7 +235,8 @@ var retryReasons = []string{frontier.ReasonRobots, frontier.ReasonPrivateAddress
 // the settings exclude is excluded; a URL excluded for scope, filter, depth or host budget that
 // they admit is queued again (a redirect chain over the limit stays excluded; robots.txt is
 // checked again when it is leased); with --retry, failed URLs they admit, and URLs excluded by
-// robots.txt or a private address, are queued again.
+// robots.txt or a private address, are queued again; with --recrawl, fetched URLs they admit
+// are revisited (all, or those --older-than names).
 func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 	u, err := url.Parse(r.URL)
 	if err != nil {
@@ -244,6 +248,8 @@ func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 	case r.State == "queued" && reason != "":
 		return frontier.Verdict{Action: frontier.Exclude, Reason: reason, Detail: detail}
 	case reason != "":
+	case c.recrawl.due(r):
+		return frontier.Verdict{Action: frontier.Revisit}
 	case r.State == "failed" && c.cfg.RetryFailed:
 		return requeue
 	case r.State != "excluded":

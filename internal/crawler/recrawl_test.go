@@ -1,0 +1,162 @@
+package crawler
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// pageIndex returns the simweb page number of an ordinary page URL ("/" is 0, "/p7" is 7).
+func pageIndex(t *testing.T, raw string) int {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Path == "/" {
+		return 0
+	}
+	i, err := strconv.Atoi(strings.TrimPrefix(u.Path, "/p"))
+	if err != nil {
+		t.Fatalf("%s is not an ordinary page", raw)
+	}
+	return i
+}
+
+// storedByURL returns the stored pages of each URL in fetch order.
+func storedByURL(t *testing.T, dir string) map[string][]*storage.Page {
+	t.Helper()
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := map[string][]*storage.Page{}
+	if err := db.PagesMeta(func(p *storage.Page) error { out[p.URL] = append(out[p.URL], p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRecrawl: a second run with Recrawl revisits every fetched page once, with conditional
+// GETs where the page gave validators: the servers answer 304 to the unchanged ones, which
+// are stored as 304s naming the page they confirm, and 200 to the changed ones and those
+// without validators, which are stored anew. A third run revalidates from the newest 200 or
+// through the 304s; --older-than skips pages visited since.
+func TestRecrawl(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 24, Revisions: true}}, &simweb.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	runCrawl(t, cfg)
+	checkComplete(t, web, cfg.Dir, 0)
+	expected := web.Expected()["a"]
+	plain := 0 // pages without validators
+	for _, u := range expected {
+		if simweb.ValidatorsOf(pageIndex(t, u)) == simweb.NoValidators {
+			plain++
+		}
+	}
+	changed := []string{"/p4", "/p5", "/p6", "/p7"} // one of each validator style
+	if err := web.Change("a", changed...); err != nil {
+		t.Fatal(err)
+	}
+	isChanged := func(u string) bool {
+		for _, p := range changed {
+			if strings.HasSuffix(u, p) {
+				return true
+			}
+		}
+		return false
+	}
+	first := storedByURL(t, cfg.Dir)
+
+	web.Reset()
+	cfg.Seeds, cfg.Recrawl = nil, true
+	sum := runCrawl(t, cfg)
+	st := web.Stats()["a"]
+	conditional := len(expected) - plain
+	t.Logf("recrawl of %d pages: %d conditional, %d answered 304, %d answered 200", len(expected), st.Conditional, st.NotModified, st.OK)
+	if sum.StopReason != "done" || st.PageRequests != len(expected) || st.Duplicates != 0 {
+		t.Errorf("recrawl: stop %q, %d page requests (%d duplicates), want done, %d, 0", sum.StopReason, st.PageRequests, st.Duplicates, len(expected))
+	}
+	if st.Conditional != conditional || st.NotModified != conditional-3 || st.OK != plain+3+st.RobotsRequests {
+		t.Errorf("recrawl: %d conditional, %d 304s, %d 200s; want %d, %d, %d (+ robots.txt)", st.Conditional, st.NotModified, st.OK,
+			conditional, conditional-3, plain+3)
+	}
+	second := storedByURL(t, cfg.Dir)
+	for _, u := range expected {
+		pages := second[u]
+		if len(pages) != 2 {
+			t.Errorf("%s: %d pages stored after the recrawl, want 2", u, len(pages))
+			continue
+		}
+		again := pages[1]
+		switch {
+		case isChanged(u) || simweb.ValidatorsOf(pageIndex(t, u)) == simweb.NoValidators:
+			if again.Status != 200 || again.RevisitOf != 0 {
+				t.Errorf("%s (changed or without validators): revisit stored status %d RevisitOf %d, want a 200", u, again.Status, again.RevisitOf)
+			}
+		default:
+			if again.Status != 304 || again.RevisitOf != first[u][0].Seq {
+				t.Errorf("%s (unchanged): revisit stored status %d RevisitOf %d, want 304 confirming %d", u, again.Status, again.RevisitOf, first[u][0].Seq)
+			}
+		}
+	}
+
+	// Again: every page with validators is unchanged now, whether its last visit was a 200 or
+	// a 304.
+	web.Reset()
+	runCrawl(t, cfg)
+	st = web.Stats()["a"]
+	if st.PageRequests != len(expected) || st.Conditional != conditional || st.NotModified != conditional {
+		t.Errorf("third run: %d page requests, %d conditional, %d 304s; want %d, %d, %d", st.PageRequests, st.Conditional,
+			st.NotModified, len(expected), conditional, conditional)
+	}
+
+	// Every page was visited within the hour: --older-than 1h revisits none.
+	web.Reset()
+	cfg.RecrawlOlderThan = time.Hour
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, rev := c.Changes(); rev.Revisited != 0 {
+		t.Errorf("--older-than 1h revisited %d URLs", rev.Revisited)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// ... and --older-than 1ns revisits all of them.
+	cfg.RecrawlOlderThan = time.Nanosecond
+	runCrawl(t, cfg)
+	if st := web.Stats()["a"]; st.PageRequests != len(expected) {
+		t.Errorf("--older-than 1ns: %d page requests, want %d", st.PageRequests, len(expected))
+	}
+	checkFetched(t, cfg.Dir, len(expected))
+}
+
+// checkFetched verifies that the store's frontier counts n URLs fetched and none queued.
+func checkFetched(t *testing.T, dir string, n int) {
+	t.Helper()
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fr, err := frontier.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cn := fr.Counts(); cn.Fetched != n || cn.Queued != 0 {
+		t.Errorf("frontier counts %+v, want %d fetched and nothing queued", cn, n)
+	}
+}

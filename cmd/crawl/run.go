@@ -76,6 +76,8 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	netOpts := networkFlags(fs)
 	maxTime := fs.Duration("max-time", 0, "stop the run after this long, as if interrupted, and exit 0 (0: no limit); run again to go on")
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
+	fs.BoolVar(&cfg.Recrawl, "recrawl", false, "revisit the fetched pages with conditional GETs (If-None-Match, If-Modified-Since): an unchanged page answers 304 and keeps its stored copy, a changed one is stored anew")
+	fs.DurationVar(&cfg.RecrawlOlderThan, "older-than", 0, "with --recrawl, revisit only the pages last visited at least this long ago (e.g. 24h)")
 	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
 	if err := fs.Parse(args); err != nil {

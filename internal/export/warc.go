@@ -53,6 +53,12 @@ type WARCOptions struct {
 
 	// Software is written to the warcinfo record's "software" field. Empty means "crawl".
 	Software string
+
+	// Original returns the stored page of a sequence number (storage.DB.PageMeta has its
+	// shape): a 304 that confirms a stored page (storage.Page.RevisitOf) is written as a
+	// revisit record whose WARC-Refers-To-Date is that page's fetch time. Nil, or an error,
+	// leaves WARC-Refers-To-Date out; WARC-Refers-To-Target-URI is written either way.
+	Original func(seq uint64) (*storage.Page, error)
 }
 
 // WARCWriter writes gzip-compressed WARC/1.1 files; see the package documentation for the
@@ -63,6 +69,7 @@ type WARCWriter struct {
 	date      time.Time
 	rand      io.Reader
 	software  string
+	original  func(seq uint64) (*storage.Page, error)
 
 	serial  int // number of the next file
 	f       *os.File
@@ -123,6 +130,7 @@ func NewWARC(out string, opts *WARCOptions) (*WARCWriter, error) {
 		date:     o.Date,
 		rand:     o.Rand,
 		software: o.Software,
+		original: o.Original,
 		gz:       gz,
 	}
 	if err := w.openFile(); err != nil {
@@ -138,7 +146,8 @@ func (w *WARCWriter) Files() []string { return slices.Clone(w.files) }
 func (w *WARCWriter) Stats() Stats { return w.stats }
 
 // Write writes p as a request record and a response record, starting a new file first if the
-// pair would take the current one past MaxSize.
+// pair would take the current one past MaxSize. A 304 confirming a stored page (p.RevisitOf)
+// is a revisit record instead of a response, with the profile server-not-modified.
 func (w *WARCWriter) Write(p *storage.Page) error {
 	if w.closed {
 		return ErrClosed
@@ -189,8 +198,14 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 	}
 	defer func() { _ = req.Close() }()
 
-	rb = gowarc.NewRecordBuilder(gowarc.Response, recordOptions()...)
-	common(rb, respID, reqID)
+	if p.RevisitOf != 0 && p.Status == http.StatusNotModified {
+		rb = gowarc.NewRecordBuilder(gowarc.Revisit, recordOptions()...)
+		common(rb, respID, reqID)
+		w.refersTo(rb, p, target)
+	} else {
+		rb = gowarc.NewRecordBuilder(gowarc.Response, recordOptions()...)
+		common(rb, respID, reqID)
+	}
 	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
 	if p.DecodedFrom != "" {
 		rb.AddWarcHeader("WARC-Crawl-Decoded", headerValue(p.DecodedFrom))
@@ -218,6 +233,19 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 	}
 	w.stats.Pages++
 	return nil
+}
+
+// refersTo adds the header fields of a server-not-modified revisit record of p, a 304 that
+// confirms the stored page p.RevisitOf of the same URL.
+func (w *WARCWriter) refersTo(rb gowarc.WarcRecordBuilder, p *storage.Page, target string) {
+	rb.AddWarcHeader(gowarc.WarcProfile, gowarc.ProfileServerNotModifiedV1_1)
+	rb.AddWarcHeader(gowarc.WarcRefersToTargetURI, target)
+	if w.original == nil {
+		return
+	}
+	if o, err := w.original(p.RevisitOf); err == nil {
+		rb.AddWarcHeader(gowarc.WarcRefersToDate, o.FetchedAt.UTC().Format(warcDateLayout))
+	}
 }
 
 // Close finishes the current file. It is safe to call more than once.

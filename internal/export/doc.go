@@ -19,7 +19,10 @@
 // same file; only a page larger than MaxSize on its own makes a file exceed it. Each file
 // starts with a warcinfo record; every page then becomes a request record followed by a
 // response record (redirects and error statuses included), linked both ways by
-// WARC-Concurrent-To and pointing at the file's warcinfo with WARC-Warcinfo-ID.
+// WARC-Concurrent-To and pointing at the file's warcinfo with WARC-Warcinfo-ID. A 304 that
+// confirms a stored page (storage.Page.RevisitOf, a recrawl's conditional GET) is a revisit
+// record instead of a response: profile server-not-modified, WARC-Refers-To-Target-URI, and
+// WARC-Refers-To-Date when WARCOptions.Original finds the page.
 //
 // Storage keeps bodies decoded (Content-Encoding removed, see storage.Page.DecodedFrom), so the
 // response record holds the decoded body and an HTTP header that is correct for it: when a

@@ -54,6 +54,17 @@ func (r Revised) Total() int {
 	return n + r.Revisited
 }
 
+// Add adds the counts of o to r, whose maps must not be nil (as Revise returns them).
+func (r *Revised) Add(o Revised) {
+	for _, p := range [][2]map[string]int{{r.RequeuedFailed, o.RequeuedFailed},
+		{r.RequeuedExcluded, o.RequeuedExcluded}, {r.Excluded, o.Excluded}} {
+		for k, v := range p[1] {
+			p[0][k] += v
+		}
+	}
+	r.Revisited += o.Revisited
+}
+
 // ErrLeased is returned by Revise when URLs are leased: Revise runs before a crawl hands any
 // out.
 var ErrLeased = errors.New("frontier: cannot revise while URLs are leased")
@@ -104,13 +115,7 @@ func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
 		f.mu.Lock()
 		f.apply(d)
 		f.mu.Unlock()
-		for _, p := range [][2]map[string]int{{out.RequeuedFailed, chunk.RequeuedFailed},
-			{out.RequeuedExcluded, chunk.RequeuedExcluded}, {out.Excluded, chunk.Excluded}} {
-			for k, v := range p[1] {
-				p[0][k] += v
-			}
-		}
-		out.Revisited += chunk.Revisited
+		out.Add(chunk)
 		if next == nil {
 			return out, nil
 		}

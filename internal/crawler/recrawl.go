@@ -10,40 +10,86 @@ import (
 	"github.com/crawl-project/crawl/storage"
 )
 
-// recrawlPlan decides which fetched URLs a --recrawl run revisits: all of them, or with
-// --older-than only those whose last visit (its page's FetchedAt) is before cutoff.
-type recrawlPlan struct {
-	on     bool
-	recent map[uint64]bool // seqs of the pages fetched at or after the cutoff; nil: no cutoff
+// changeRate is a URL's estimated change rate, from its visits so far: a revisit answered 304
+// is no change, any other answer to a revisit a change (a page without validators counts as
+// changed at each visit). With r revisits and c changes, the estimate (c+1)/(r+2) is above,
+// at or below one half.
+type changeRate int
+
+// Change rates, in the order --recrawl revisits them.
+const (
+	changesOften   changeRate = iota // changed at more than half its revisits
+	changesAsOften                   // at half of them, or never revisited yet
+	changesSeldom                    // at fewer than half
+)
+
+var changeRates = []changeRate{changesOften, changesAsOften, changesSeldom}
+
+func rateOf(revisits, changes int) changeRate {
+	switch {
+	case 2*changes > revisits:
+		return changesOften
+	case 2*changes == revisits:
+		return changesAsOften
+	}
+	return changesSeldom
 }
 
-// planRecrawl reads, when --older-than asks for it, which stored pages are too recent to be
-// revisited at now.
+// recrawlPlan decides which fetched URLs a --recrawl run revisits, and in which order: all of
+// them, or with --older-than only those whose last visit (its page's FetchedAt) is before the
+// cutoff; those whose pages change most often first.
+type recrawlPlan struct {
+	on   bool
+	rate map[uint64]changeRate // by the Seq of each URL's latest page; pages too recent are left out
+	pass changeRate            // the rate settle revisits now
+}
+
+// planRecrawl reads the stored pages' metadata once: each URL's visits and changes, and which
+// latest pages are too recent to be revisited at now.
 func planRecrawl(cfg *Config, db *storage.DB, now time.Time) (recrawlPlan, error) {
 	if !cfg.Recrawl {
 		return recrawlPlan{}, nil
 	}
-	p := recrawlPlan{on: true}
-	if cfg.RecrawlOlderThan <= 0 {
-		return p, nil
+	type history struct {
+		latest   *storage.Page
+		revisits int
+		changes  int
 	}
-	cutoff := now.Add(-cfg.RecrawlOlderThan)
-	p.recent = map[uint64]bool{}
+	urls := map[string]*history{}
 	err := db.PagesMeta(func(pg *storage.Page) error {
-		if !pg.FetchedAt.Before(cutoff) {
-			p.recent[pg.Seq] = true
+		h := urls[pg.URL]
+		if h == nil {
+			urls[pg.URL] = &history{latest: pg}
+			return nil
+		}
+		h.latest = pg
+		h.revisits++
+		if pg.Status != http.StatusNotModified {
+			h.changes++
 		}
 		return nil
 	})
 	if err != nil {
 		return recrawlPlan{}, fmt.Errorf("recrawl: %w", err)
 	}
+	p := recrawlPlan{on: true, rate: make(map[uint64]changeRate, len(urls))}
+	cutoff := now.Add(-cfg.RecrawlOlderThan)
+	for _, h := range urls {
+		if cfg.RecrawlOlderThan > 0 && !h.latest.FetchedAt.Before(cutoff) {
+			continue
+		}
+		p.rate[h.latest.Seq] = rateOf(h.revisits, h.changes)
+	}
 	return p, nil
 }
 
-// due reports whether the fetched URL r is to be revisited.
+// due reports whether the fetched URL r is to be revisited in this pass.
 func (p recrawlPlan) due(r frontier.URLRecord) bool {
-	return p.on && r.State == "fetched" && !p.recent[r.PageSeq]
+	if !p.on || r.State != "fetched" {
+		return false
+	}
+	rate, ok := p.rate[r.PageSeq]
+	return ok && rate == p.pass
 }
 
 // validators returns the validators to revisit a URL whose last visit stored page prev with,
@@ -68,4 +114,26 @@ func (c *Crawler) validators(prev uint64) (v fetch.Validators, base uint64) {
 		return v, 0
 	}
 	return v, p.Seq
+}
+
+// revise runs the frontier's Revise with revisit; with --recrawl, once per change rate, most
+// changing first, so that each host's queue holds the pages that change most at its front.
+func (c *Crawler) revise(fr *frontier.Frontier) (frontier.Revised, error) {
+	if !c.recrawl.on {
+		return fr.Revise(c.revisit)
+	}
+	var out frontier.Revised
+	for _, rate := range changeRates {
+		c.recrawl.pass = rate
+		rev, err := fr.Revise(c.revisit)
+		if err != nil {
+			return out, err
+		}
+		if out.RequeuedFailed == nil {
+			out = rev
+		} else {
+			out.Add(rev)
+		}
+	}
+	return out, nil
 }

@@ -160,3 +160,46 @@ func checkFetched(t *testing.T, dir string, n int) {
 		t.Errorf("frontier counts %+v, want %d fetched and nothing queued", cn, n)
 	}
 }
+
+// TestRecrawlOrder: a recrawl revisits first the pages that changed at their last revisits
+// (and those without validators, which count as changed), so a recrawl cut short by
+// --max-pages spends its budget on them.
+func TestRecrawlOrder(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 24, Revisions: true}}, &simweb.Options{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	runCrawl(t, cfg)
+	if err := web.Change("a", "/p4", "/p5", "/p6"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Seeds, cfg.Recrawl = nil, true
+	runCrawl(t, cfg)
+	want := map[string]bool{}
+	for _, u := range web.Expected()["a"] {
+		i := pageIndex(t, u)
+		if i == 4 || i == 5 || i == 6 || simweb.ValidatorsOf(i) == simweb.NoValidators {
+			want[u] = true
+		}
+	}
+	before := storedByURL(t, cfg.Dir)
+	cfg.MaxPages = len(want)
+	sum := runCrawl(t, cfg)
+	if sum.StopReason != "max-pages" {
+		t.Errorf("stop %q, want max-pages", sum.StopReason)
+	}
+	var got []string
+	for u, pages := range storedByURL(t, cfg.Dir) {
+		if len(pages) > len(before[u]) {
+			got = append(got, u)
+			if !want[u] {
+				t.Errorf("%s was revisited within the budget; it never changed", u)
+			}
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("revisited %d pages within a budget of %d: %q", len(got), len(want), got)
+	}
+}

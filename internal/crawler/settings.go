@@ -217,7 +217,7 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 	if c.recrawl, err = planRecrawl(&c.cfg, c.db, time.Now()); err != nil {
 		return nil, frontier.Revised{}, err
 	}
-	rev, err := fr.Revise(c.revisit)
+	rev, err := c.revise(fr)
 	if err != nil {
 		return nil, rev, err
 	}

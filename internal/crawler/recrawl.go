@@ -3,17 +3,22 @@ package crawler
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/sitemap"
+	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
 )
 
 // changeRate is a URL's estimated change rate, from its visits so far: a revisit answered 304
 // is no change, any other answer to a revisit a change (a page without validators counts as
 // changed at each visit). With r revisits and c changes, the estimate (c+1)/(r+2) is above,
-// at or below one half.
+// at or below one half. A stored sitemap's <lastmod> for the URL overrides it: later than the
+// last visit is "often", earlier "seldom".
 type changeRate int
 
 // Change rates, in the order --recrawl revisits them.
@@ -56,7 +61,11 @@ func planRecrawl(cfg *Config, db *storage.DB, now time.Time) (recrawlPlan, error
 		changes  int
 	}
 	urls := map[string]*history{}
+	var sitemaps []uint64 // stored answers that may be sitemaps
 	err := db.PagesMeta(func(pg *storage.Page) error {
+		if mayBeSitemap(pg) {
+			sitemaps = append(sitemaps, pg.Seq)
+		}
 		h := urls[pg.URL]
 		if h == nil {
 			urls[pg.URL] = &history{latest: pg}
@@ -72,15 +81,63 @@ func planRecrawl(cfg *Config, db *storage.DB, now time.Time) (recrawlPlan, error
 	if err != nil {
 		return recrawlPlan{}, fmt.Errorf("recrawl: %w", err)
 	}
+	lastMod, err := sitemapLastMods(db, sitemaps)
+	if err != nil {
+		return recrawlPlan{}, fmt.Errorf("recrawl: %w", err)
+	}
 	p := recrawlPlan{on: true, rate: make(map[uint64]changeRate, len(urls))}
 	cutoff := now.Add(-cfg.RecrawlOlderThan)
-	for _, h := range urls {
+	for u, h := range urls {
 		if cfg.RecrawlOlderThan > 0 && !h.latest.FetchedAt.Before(cutoff) {
 			continue
 		}
-		p.rate[h.latest.Seq] = rateOf(h.revisits, h.changes)
+		rate := rateOf(h.revisits, h.changes)
+		if t, ok := lastMod[u]; ok {
+			rate = changesSeldom // a sitemap says when the page last changed: trust it
+			if t.After(h.latest.FetchedAt) {
+				rate = changesOften
+			}
+		}
+		p.rate[h.latest.Seq] = rate
 	}
 	return p, nil
+}
+
+// mayBeSitemap reports whether the stored answer p may hold a sitemap: a 2xx that is not HTML.
+func mayBeSitemap(p *storage.Page) bool {
+	return p.Status >= 200 && p.Status < 300 && p.ContentType != "text/html" && p.ContentType != "application/xhtml+xml" &&
+		!strings.HasPrefix(p.ContentType, "image/") && !strings.HasPrefix(p.ContentType, "font/") && p.ContentType != "text/css"
+}
+
+// sitemapLastMods reads the stored answers seqs that are sitemaps (urlsets) and returns the
+// <lastmod> each lists for its URLs (normalized as links are), the latest when several do.
+func sitemapLastMods(db *storage.DB, seqs []uint64) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for _, seq := range seqs {
+		p, err := db.Page(seq)
+		if err != nil {
+			return nil, err
+		}
+		kind, entries, _ := sitemap.Parse(p.Body, sitemap.Limits{}) // what a broken file lists before its break counts
+		base, err := url.Parse(p.URL)
+		if kind != sitemap.URLSet || err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.LastMod.IsZero() {
+				continue
+			}
+			u, err := urlnorm.Resolve(base, e.Loc)
+			if err != nil {
+				continue
+			}
+			u.User = nil
+			if k := u.String(); e.LastMod.After(out[k]) {
+				out[k] = e.LastMod
+			}
+		}
+	}
+	return out, nil
 }
 
 // due reports whether the fetched URL r is to be revisited in this pass.

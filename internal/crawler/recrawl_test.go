@@ -1,7 +1,10 @@
 package crawler
 
 import (
+	"fmt"
+	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,5 +204,58 @@ func TestRecrawlOrder(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("revisited %d pages within a budget of %d: %q", len(got), len(want), got)
+	}
+}
+
+// TestRecrawlSitemapLastMod: a stored sitemap's <lastmod> orders revisits: a page it says
+// changed after the last visit goes first, one it says has not changed goes last.
+func TestRecrawlSitemapLastMod(t *testing.T) {
+	var base string
+	sm := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>%[1]sp8</loc><lastmod>2100-01-01</lastmod></url>
+<url><loc>%[1]sp3</loc><lastmod>2000-01-01</lastmod></url>
+</urlset>`, base)
+	})
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 12, Revisions: true,
+		Extra: map[string]http.Handler{"/sitemap.xml": sm}}}, &simweb.Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	base = web.URL("a")
+	cfg := testConfig(t, web)
+	cfg.Sitemaps = true
+	runCrawl(t, cfg)
+	total := 0
+	for _, pages := range storedByURL(t, cfg.Dir) {
+		total += len(pages)
+	}
+	revisited := func(n int) []string {
+		before := storedByURL(t, cfg.Dir)
+		cfg.Seeds, cfg.Recrawl, cfg.MaxPages = nil, true, n
+		runCrawl(t, cfg)
+		var got []string
+		for u, pages := range storedByURL(t, cfg.Dir) {
+			if len(pages) > len(before[u]) {
+				got = append(got, u)
+			}
+		}
+		return got
+	}
+	if got := revisited(1); len(got) != 1 || got[0] != base+"p8" {
+		t.Errorf("with a budget of one page the recrawl revisited %q, want the page the sitemap says changed", got)
+	}
+	// The rest are still queued from that recrawl: finish it. Now every page has one revisit:
+	// the pages without validators (p3, p7, p11) changed at it, the others answered 304; but
+	// the sitemap vouches that p3 did not change, and that p8 did.
+	cfg.Recrawl, cfg.MaxPages = false, 0
+	runCrawl(t, cfg)
+	got := revisited(3)
+	slices.Sort(got)
+	if want := []string{base + "p11", base + "p7", base + "p8"}; !slices.Equal(got, want) {
+		t.Errorf("with a budget of three pages the recrawl revisited %q, want %q", got, want)
 	}
 }

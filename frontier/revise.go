@@ -301,7 +301,7 @@ func (t *txn) unqueue(r revision, reason, detail string, out *Revised) error {
 // public is what State reports of r.
 func (r record) public() URLState {
 	return URLState{State: stateNames[r.state], Reason: r.reason, Detail: r.detail, Status: r.status,
-		Attempts: r.attempts, Depth: r.depth, Parent: r.parent, Host: r.host, PageSeq: r.pageSeq}
+		Attempts: r.attempts, Depth: r.depth, Parent: r.parent, Host: r.host, PageSeq: r.pageSeq, Role: r.role}
 }
 
 // Walk calls fn for every URL of the seen-set, in key order, in one read transaction, until fn

@@ -25,10 +25,12 @@ type Ref struct {
 }
 
 // Refs returns the references of stylesheet b in document order. It never fails: what does not
-// tokenize as a reference is skipped, as a browser skips it.
+// tokenize as a reference is skipped, as a browser skips it. It does not write to b.
 func Refs(b []byte) []Ref {
 	var out []Ref
-	lx := css.NewLexer(parse.NewInputBytes(b))
+	// The lexer writes a NUL after its input when the slice has room for it: with the capacity
+	// cut to the length it copies instead, so b (and whatever shares its array) is never written.
+	lx := css.NewLexer(parse.NewInputBytes(b[:len(b):len(b)]))
 	pos := 0
 	// expect says what a string token means at this point: an @import's target, or a
 	// candidate of image-set(); depth counts the open blocks and functions since image-set(.

@@ -46,6 +46,16 @@ func TestRefSpans(t *testing.T) {
 	}
 }
 
+// TestRefsLeaveTheArrayAlone: the byte after the stylesheet in its array is not touched (the
+// lexer's NUL sentinel would otherwise land there).
+func TestRefsLeaveTheArrayAlone(t *testing.T) {
+	buf := []byte(`a{b:url(x.png)}<rest`)
+	Refs(buf[:15])
+	if string(buf) != `a{b:url(x.png)}<rest` {
+		t.Errorf("the array now holds %q", buf)
+	}
+}
+
 func FuzzRefs(f *testing.F) {
 	f.Add(`@import "a.css"; a{b:url(x) image-set("y" 1x)}`)
 	f.Fuzz(func(t *testing.T, s string) {

@@ -41,6 +41,8 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	fs.StringVar(&cfg.Scope, "scope", cfg.Scope, "what is in scope: host (the seeds' hosts) or domain (their registrable domains)")
 	fs.IntVar(&cfg.MaxDepth, "max-depth", cfg.MaxDepth, "most link hops from a seed (-1: unlimited)")
 	fs.BoolVar(&cfg.Sitemaps, "sitemaps", false, "also crawl the URLs each host's sitemaps list (robots.txt Sitemap lines, /sitemap.xml)")
+	fs.BoolVar(&cfg.Requisites, "requisites", false, "also fetch what each page needs to be shown: stylesheets, scripts, images, icons, fonts (not counted as link hops; their links not followed)")
+	fs.StringVar(&cfg.RequisitesScope, "requisites-scope", cfg.RequisitesScope, "hosts requisites are fetched from: any, or host (the crawl's scope)")
 	fs.IntVar(&cfg.MaxPages, "max-pages", cfg.MaxPages, "stop after this many pages fetched, all runs together (0: unlimited)")
 	fs.IntVar(&cfg.MaxHostPages, "max-host-pages", cfg.MaxHostPages, "most URLs of one host queued for fetching, all runs together; further links to it are excluded as limit (0: unlimited)")
 	fs.StringVar(&cfg.UserAgent, "user-agent", cfg.UserAgent, "User-Agent header; its first word is the robots.txt product token")

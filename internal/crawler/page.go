@@ -93,8 +93,11 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		c.follow(&res, l, resp.Location)
 	case resp.Status >= 300 && resp.Status < 400 && resp.LocationErr != nil:
 		unusable(&res, l.URL, resp.Header.Get("Location"), resp.LocationErr, l.Depth, l.Hops+1)
+	case resp.Status >= 200 && resp.Status < 300 && l.Role == frontier.RoleRequisite:
+		c.requisites(&res, l, u, resp) // a stylesheet's own requisites; no links are followed
 	case resp.Status >= 200 && resp.Status < 300 && c.sitemapLinks(&res, l, u, resp):
 	case resp.Status >= 200 && resp.Status < 300:
+		c.requisites(&res, l, u, resp)
 		links := fetch.ExtractLinks(u, resp.Header, resp.ContentType, resp.Body, c.agent)
 		p.NoIndex = links.NoIndex
 		for _, lk := range links.Links {
@@ -113,7 +116,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 // robots, dedup and the target host's gate like any other URL; Hops bounds chains.
 func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL) {
 	target.User = nil // credentials in a Location are not followed, nor stored
-	e := frontier.Entry{URL: target.String(), Host: urlnorm.HostKey(target), Depth: l.Depth, Parent: l.URL, Hops: l.Hops + 1}
+	e := frontier.Entry{URL: target.String(), Host: urlnorm.HostKey(target), Depth: l.Depth, Parent: l.URL, Hops: l.Hops + 1, Role: l.Role}
 	if e.Hops > c.cfg.MaxRedirects {
 		res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: "limit",
 			Detail: fmt.Sprintf("more than %d redirects", c.cfg.MaxRedirects)})
@@ -124,7 +127,7 @@ func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL
 
 // consider sorts one discovered URL into the links to enqueue or the exclusions to record.
 func (c *Crawler) consider(res *frontier.Result, e frontier.Entry, u *url.URL, nofollow bool) {
-	reason, detail := c.admit(u, e.Depth)
+	reason, detail := c.admit(u, e.Depth, e.Role)
 	switch {
 	case nofollow:
 		reason, detail = "nofollow", ""

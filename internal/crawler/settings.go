@@ -242,7 +242,7 @@ func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 	if err != nil {
 		return frontier.Verdict{}
 	}
-	reason, detail := c.admit(u, r.Depth)
+	reason, detail := c.admit(u, r.Depth, r.Role)
 	requeue := frontier.Verdict{Action: frontier.Requeue}
 	switch {
 	case r.State == "queued" && reason != "":
@@ -262,10 +262,18 @@ func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 	return frontier.Verdict{}
 }
 
-// admit returns "" when the settings admit u at depth, else the exclusion reason (scope,
-// filter, depth) and its detail.
-func (c *Crawler) admit(u *url.URL, depth int) (reason, detail string) {
-	if reason := c.scope.Check(u); reason != "" {
+// admit returns "" when the settings admit u at depth in role, else the exclusion reason
+// (scope, filter, depth) and its detail. A requisite is admitted only with --requisites, and
+// on the hosts --requisites-scope names.
+func (c *Crawler) admit(u *url.URL, depth int, role frontier.Role) (reason, detail string) {
+	if role == frontier.RoleRequisite {
+		if !c.cfg.Requisites {
+			return frontier.ReasonScope, "a page requisite, and --requisites is off"
+		}
+		if reason := c.scope.CheckRequisite(u, c.cfg.RequisitesScope != RequisitesScopeHost); reason != "" {
+			return reason, ""
+		}
+	} else if reason := c.scope.Check(u); reason != "" {
 		return reason, ""
 	}
 	if c.cfg.MaxDepth >= 0 && depth > c.cfg.MaxDepth {

@@ -1,0 +1,110 @@
+package crawler
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// TestRequisites: with Requisites, a page's stylesheet, icon and images (srcset too) are
+// fetched, and the stylesheet's own @import and url() image; they are requisites at the
+// page's depth, so --max-depth 0 still gets them, while links one hop away are excluded by
+// depth. Without Requisites none is fetched.
+func TestRequisites(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 6, Assets: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	assets := []string{simweb.AssetCSS + "?" + simweb.AssetCSSQuery, simweb.AssetCSS2, simweb.AssetIcon, simweb.AssetLogo,
+		simweb.AssetLogo2x, simweb.AssetBg}
+	base := strings.TrimSuffix(web.URL("a"), "/")
+
+	for _, on := range []bool{true, false} {
+		cfg := testConfig(t, web)
+		cfg.MaxDepth, cfg.Requisites = 0, on
+		runCrawl(t, cfg)
+		stored := storedByURL(t, cfg.Dir)
+		for _, a := range assets {
+			pages := stored[base+a]
+			if on && (len(pages) != 1 || pages[0].Status != 200 || pages[0].Depth != 0 || pages[0].Parent == "") {
+				t.Errorf("--requisites: %s stored %d times (%+v), want once, at depth 0, with its parent", a, len(pages), pages)
+			}
+			if !on && len(pages) != 0 {
+				t.Errorf("without --requisites, %s was fetched", a)
+			}
+		}
+		if on && len(stored) != 1+len(assets) {
+			t.Errorf("--requisites --max-depth 0 stored %d URLs, want the seed and its %d requisites", len(stored), len(assets))
+		}
+		if on {
+			checkRoles(t, cfg.Dir, base, assets)
+		}
+	}
+}
+
+// checkRoles verifies that the frontier knows the assets as requisites and the seed as a page.
+func checkRoles(t *testing.T, dir, base string, assets []string) {
+	t.Helper()
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fr, err := frontier.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := fr.State(base + "/"); err != nil || st.Role != frontier.RolePage {
+		t.Errorf("seed: %+v, %v", st, err)
+	}
+	for _, a := range assets {
+		if st, _, err := fr.State(base + a); err != nil || st.Role != frontier.RoleRequisite || st.State != "fetched" {
+			t.Errorf("%s: %+v, %v", a, st, err)
+		}
+	}
+}
+
+// TestAdmitRequisite: a requisite is admitted on any host unless --requisites-scope host,
+// --exclude applies to it and --include does not, and none is admitted without --requisites.
+func TestAdmitRequisite(t *testing.T) {
+	c := &Crawler{cfg: Defaults()}
+	c.scope.Mode = "host"
+	c.scope.AddSeed(mustParse(t, "http://a.example/"))
+	c.scope.Include = []*regexp.Regexp{regexp.MustCompile(`/docs/`)}
+	c.scope.Exclude = []*regexp.Regexp{regexp.MustCompile(`\.mp4$`)}
+	for _, tt := range []struct {
+		url   string
+		on    bool
+		scope string
+		role  frontier.Role
+		want  string
+	}{
+		{"http://cdn.example/s.css", true, RequisitesScopeAny, frontier.RoleRequisite, ""},
+		{"http://cdn.example/s.css", true, RequisitesScopeHost, frontier.RoleRequisite, "scope"},
+		{"http://a.example/s.css", true, RequisitesScopeHost, frontier.RoleRequisite, ""},
+		{"http://a.example/v.mp4", true, RequisitesScopeAny, frontier.RoleRequisite, "filter"},
+		{"http://cdn.example/s.css", false, RequisitesScopeAny, frontier.RoleRequisite, "scope"},
+		{"http://a.example/s.css", true, RequisitesScopeAny, frontier.RolePage, "filter"},
+		{"http://a.example/docs/", true, RequisitesScopeAny, frontier.RolePage, ""},
+	} {
+		c.cfg.Requisites, c.cfg.RequisitesScope = tt.on, tt.scope
+		if got, _ := c.admit(mustParse(t, tt.url), 0, tt.role); got != tt.want {
+			t.Errorf("admit(%s, requisites %v, scope %s, %v) = %q, want %q", tt.url, tt.on, tt.scope, tt.role, got, tt.want)
+		}
+	}
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/crawl-project/crawl/internal/mirrorcheck"
 	"github.com/crawl-project/crawl/internal/simweb"
 )
 
@@ -20,17 +19,7 @@ func TestRequisitesMirror(t *testing.T) {
 	}
 	defer web.Close()
 	dir := crawlSite(t, web, "--requisites")
-	out := filepath.Join(t.TempDir(), "mirror")
-	if code, _, stderr := runExport(t, "--data", dir, "--format", "mirror", "--out", out); code != exitOK {
-		t.Fatalf("export: exit %d: %s", code, stderr)
-	}
-	rep, err := mirrorcheck.Check(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Broken) > 0 {
-		t.Errorf("broken links offline: %q", rep.Broken)
-	}
+	out, rep, _ := exportMirror(t, dir)
 	for _, a := range rep.Absolute {
 		if !strings.Contains(a, simweb.AssetMissing) {
 			t.Errorf("left absolute: %s", a)

@@ -3,7 +3,6 @@ package crawler
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +17,7 @@ import (
 // pageIndex returns the simweb page number of an ordinary page URL ("/" is 0, "/p7" is 7).
 func pageIndex(t *testing.T, raw string) int {
 	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := mustParse(t, raw)
 	if u.Path == "/" {
 		return 0
 	}
@@ -150,18 +146,24 @@ func TestRecrawl(t *testing.T) {
 // checkFetched verifies that the store's frontier counts n URLs fetched and none queued.
 func checkFetched(t *testing.T, dir string, n int) {
 	t.Helper()
+	if cn := readFrontier(t, dir).Counts(); cn.Fetched != n || cn.Queued != 0 {
+		t.Errorf("frontier counts %+v, want %d fetched and nothing queued", cn, n)
+	}
+}
+
+// readFrontier opens the frontier of the store in dir read-only, closed at cleanup.
+func readFrontier(t *testing.T, dir string) *frontier.Frontier {
+	t.Helper()
 	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	fr, err := frontier.Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cn := fr.Counts(); cn.Fetched != n || cn.Queued != 0 {
-		t.Errorf("frontier counts %+v, want %d fetched and nothing queued", cn, n)
-	}
+	return fr
 }
 
 // TestRecrawlOrder: a recrawl revisits first the pages that changed at their last revisits

@@ -8,7 +8,6 @@ import (
 
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/simweb"
-	"github.com/crawl-project/crawl/storage"
 )
 
 // TestRequisites: with Requisites, a page's stylesheet, icon and images (srcset too) are
@@ -51,15 +50,7 @@ func TestRequisites(t *testing.T) {
 // checkRoles verifies that the frontier knows the assets as requisites and the seed as a page.
 func checkRoles(t *testing.T, dir, base string, assets []string) {
 	t.Helper()
-	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	fr, err := frontier.Open(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fr := readFrontier(t, dir)
 	if st, _, err := fr.State(base + "/"); err != nil || st.Role != frontier.RolePage {
 		t.Errorf("seed: %+v, %v", st, err)
 	}

@@ -7,14 +7,16 @@ import (
 	"testing"
 )
 
-// getWith sends a GET with header h.
+// getWith sends a GET with header h (none if nil).
 func getWith(t *testing.T, c *http.Client, url string, h http.Header) reply {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header = h
+	if h != nil {
+		req.Header = h
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)

@@ -12,7 +12,9 @@ import (
 // requisites sorts what the page or stylesheet of lease l needs to be shown into res, when
 // --requisites is set: each is a URL of role RoleRequisite at l's depth (a requisite is no link
 // hop), through the requisite scope, filters and robots.txt like a link, and fetched through
-// its host's gate like any URL. Unusable references are recorded as links' are.
+// its host's gate like any URL. Unusable references are recorded as links' are. Of a
+// requisite, only a stylesheet's are taken: an HTML page fetched as a requisite (an <object>,
+// a mistyped <img>) would otherwise lead on, page by page, at the same depth.
 func (c *Crawler) requisites(res *frontier.Result, l frontier.Lease, u *url.URL, resp *fetch.Response) {
 	if !c.cfg.Requisites {
 		return

@@ -1,9 +1,13 @@
 package crawler
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/crawl-project/crawl/frontier"
@@ -98,4 +102,42 @@ func mustParse(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestRequisiteLinksNotFollowed: a requisite that turns out to be an HTML page is stored,
+// but neither its links nor its own requisites are queued; a redirect of a requisite stays a
+// requisite.
+func TestRequisiteLinksNotFollowed(t *testing.T) {
+	var mu sync.Mutex
+	asked := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<html><img src="/pic"><img src="/moved"></html>`)
+		case "/pic":
+			fmt.Fprint(w, `<html><a href="/secret">s</a><img src="/deeper.png"></html>`)
+		case "/moved":
+			http.Redirect(w, r, "/img.png", http.StatusFound)
+		case "/img.png":
+			w.Header().Set("Content-Type", "image/png")
+			fmt.Fprint(w, "PNG")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir, cfg.Seeds, cfg.Requisites, cfg.InitialRate = t.TempDir(), []string{srv.URL + "/"}, true, 50
+	runCrawl(t, cfg)
+	mu.Lock()
+	defer mu.Unlock()
+	if asked["/pic"] != 1 || asked["/moved"] != 1 || asked["/img.png"] != 1 || asked["/secret"] != 0 || asked["/deeper.png"] != 0 {
+		t.Errorf("requests %v: want /pic, /moved and /img.png once, never /secret nor /deeper.png", asked)
+	}
+	if st, _, err := readFrontier(t, cfg.Dir).State(srv.URL + "/img.png"); err != nil || st.Role != frontier.RoleRequisite {
+		t.Errorf("a requisite's redirect target: %+v, %v", st, err)
+	}
 }

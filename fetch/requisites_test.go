@@ -9,7 +9,7 @@ func TestExtractRequisites(t *testing.T) {
 	base := mustURL(t, "http://a.example/dir/page.html")
 	for _, tt := range []struct {
 		name, ctype, body string
-		want            []string
+		want              []string
 	}{
 		{"head", "text/html", `<head><link rel="stylesheet" href="s.css"><link rel="shortcut icon" href="/favicon.ico">
 <link rel=preload as=image href=hero.png imagesrcset="hero.png 1x, hero@2x.png 2x"><link rel=canonical href=/other>

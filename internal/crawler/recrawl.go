@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"net/url"
 	"strings"
@@ -55,23 +56,28 @@ func planRecrawl(cfg *Config, db *storage.DB, now time.Time) (recrawlPlan, error
 	if !cfg.Recrawl {
 		return recrawlPlan{}, nil
 	}
-	type history struct {
-		latest   *storage.Page
-		revisits int
-		changes  int
+	type history struct { // of one URL; small, as there is one per URL of the store
+		latestSeq uint64
+		latestAt  time.Time
+		revisits  int
+		changes   int
 	}
-	urls := map[string]*history{}
+	// Keyed by a 64-bit hash of the URL, not the URL: two URLs sharing one (probability about
+	// n²/2^65 for n URLs) share a history, which only orders their revisits.
+	seed := maphash.MakeSeed()
+	urls := map[uint64]*history{}
 	var sitemaps []uint64 // stored answers that may be sitemaps
 	err := db.PagesMeta(func(pg *storage.Page) error {
 		if mayBeSitemap(pg) {
 			sitemaps = append(sitemaps, pg.Seq)
 		}
-		h := urls[pg.URL]
+		k := maphash.String(seed, pg.URL)
+		h := urls[k]
 		if h == nil {
-			urls[pg.URL] = &history{latest: pg}
+			urls[k] = &history{latestSeq: pg.Seq, latestAt: pg.FetchedAt}
 			return nil
 		}
-		h.latest = pg
+		h.latestSeq, h.latestAt = pg.Seq, pg.FetchedAt
 		h.revisits++
 		if pg.Status != http.StatusNotModified {
 			h.changes++
@@ -81,24 +87,24 @@ func planRecrawl(cfg *Config, db *storage.DB, now time.Time) (recrawlPlan, error
 	if err != nil {
 		return recrawlPlan{}, fmt.Errorf("recrawl: %w", err)
 	}
-	lastMod, err := sitemapLastMods(db, sitemaps)
+	lastMod, err := sitemapLastMods(db, sitemaps, seed)
 	if err != nil {
 		return recrawlPlan{}, fmt.Errorf("recrawl: %w", err)
 	}
 	p := recrawlPlan{on: true, rate: make(map[uint64]changeRate, len(urls))}
 	cutoff := now.Add(-cfg.RecrawlOlderThan)
-	for u, h := range urls {
-		if cfg.RecrawlOlderThan > 0 && !h.latest.FetchedAt.Before(cutoff) {
+	for k, h := range urls {
+		if cfg.RecrawlOlderThan > 0 && !h.latestAt.Before(cutoff) {
 			continue
 		}
 		rate := rateOf(h.revisits, h.changes)
-		if t, ok := lastMod[u]; ok {
+		if t, ok := lastMod[k]; ok {
 			rate = changesSeldom // a sitemap says when the page last changed: trust it
-			if t.After(h.latest.FetchedAt) {
+			if t.After(h.latestAt) {
 				rate = changesOften
 			}
 		}
-		p.rate[h.latest.Seq] = rate
+		p.rate[h.latestSeq] = rate
 	}
 	return p, nil
 }
@@ -110,9 +116,10 @@ func mayBeSitemap(p *storage.Page) bool {
 }
 
 // sitemapLastMods reads the stored answers seqs that are sitemaps (urlsets) and returns the
-// <lastmod> each lists for its URLs (normalized as links are), the latest when several do.
-func sitemapLastMods(db *storage.DB, seqs []uint64) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
+// <lastmod> each lists for its URLs (normalized as links are), the latest when several do, by
+// the URL's hash with seed.
+func sitemapLastMods(db *storage.DB, seqs []uint64, seed maphash.Seed) (map[uint64]time.Time, error) {
+	out := map[uint64]time.Time{}
 	for _, seq := range seqs {
 		p, err := db.Page(seq)
 		if err != nil {
@@ -132,7 +139,7 @@ func sitemapLastMods(db *storage.DB, seqs []uint64) (map[string]time.Time, error
 				continue
 			}
 			u.User = nil
-			if k := u.String(); e.LastMod.After(out[k]) {
+			if k := maphash.String(seed, u.String()); e.LastMod.After(out[k]) {
 				out[k] = e.LastMod
 			}
 		}

@@ -60,6 +60,10 @@ func marshalPage(p *Page) ([]byte, error) {
 		b = append(b, `,"revisit_of":`...)
 		b = strconv.AppendUint(b, p.RevisitOf, 10)
 	}
+	if p.SameAs != 0 {
+		b = append(b, `,"same_as":`...)
+		b = strconv.AppendUint(b, p.SameAs, 10)
+	}
 	return append(b, '}'), nil
 }
 

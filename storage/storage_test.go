@@ -217,12 +217,16 @@ func TestOpenEmptyFile(t *testing.T) {
 
 func testPage(i int) *Page {
 	body := bytes.Repeat([]byte("<p>hello "+strings.Repeat("x", i)+"</p>\n"), 50)
-	revisitOf := uint64(0)
-	if i == 2 { // a 304 confirming page 1
+	revisitOf, sameAs := uint64(0), uint64(0)
+	switch i {
+	case 2: // a 304 confirming page 1
 		body, revisitOf = nil, 1
+	case 4: // the same body as page 3
+		sameAs = 3
 	}
 	return &Page{
 		RevisitOf:   revisitOf,
+		SameAs:      sameAs,
 		URL:         "http://a.test/" + strings.Repeat("p", i),
 		FinalURL:    "http://a.test/final",
 		Status:      200,
@@ -313,7 +317,7 @@ func samePage(a, b *Page, body bool) bool {
 		a.StatusLine != b.StatusLine || a.Proto != b.Proto || a.ReqMethod != b.ReqMethod ||
 		!a.FetchedAt.Equal(b.FetchedAt) || a.Duration != b.Duration || a.Depth != b.Depth ||
 		a.Parent != b.Parent || a.ContentType != b.ContentType || a.Truncated != b.Truncated ||
-		a.DecodedFrom != b.DecodedFrom || a.RemoteAddr != b.RemoteAddr || a.RevisitOf != b.RevisitOf ||
+		a.DecodedFrom != b.DecodedFrom || a.RemoteAddr != b.RemoteAddr || a.RevisitOf != b.RevisitOf || a.SameAs != b.SameAs ||
 		a.Header.Get("Content-Type") != b.Header.Get("Content-Type") ||
 		a.ReqHeader.Get("User-Agent") != b.ReqHeader.Get("User-Agent") {
 		return false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -22,13 +21,12 @@ import (
 // gate, and commits the result: page + done + links in one frontier transaction, or a retry,
 // or a failure. A request cut short by shutdown gives its lease back instead.
 func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t *hostlimit.Ticket) error {
-	var v fetch.Validators
-	var base uint64 // the stored 2xx page a 304 would confirm
+	var last lastVersion // a revisit's last version: what it asks about and compares with
 	if l.Prev != 0 {
-		v, base = c.validators(l.Prev)
+		last = c.lastVersionOf(l.Prev)
 	}
 	sent := time.Now()
-	resp, err := c.client.GetIfChanged(ctx, u, v)
+	resp, err := c.client.GetIfChanged(ctx, u, last.v)
 	now := time.Now()
 	if ctx.Err() != nil {
 		t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
@@ -36,8 +34,8 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		return nil
 	}
 	res := c.decide(l, u, resp, err, sent, now, t)
-	if res.Page != nil && res.Page.Status == http.StatusNotModified {
-		res.Page.RevisitOf = base
+	if res.Page != nil {
+		c.markRevisit(res.Page, last)
 	}
 	if cerr := c.fr.Complete(l, res); cerr != nil {
 		return fmt.Errorf("committing %s: %w", l.URL, cerr)

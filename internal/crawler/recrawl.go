@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
 	"net/http"
@@ -15,9 +16,8 @@ import (
 	"github.com/crawl-project/crawl/storage"
 )
 
-// changeRate is a URL's estimated change rate, from its visits so far: a revisit answered 304
-// is no change, any other answer to a revisit a change (a page without validators counts as
-// changed at each visit). With r revisits and c changes, the estimate (c+1)/(r+2) is above,
+// changeRate is a URL's estimated change rate, from its visits so far: a revisit answered 304,
+// or 2xx with the same body as before, is no change, any other answer a change. With r revisits and c changes, the estimate (c+1)/(r+2) is above,
 // at or below one half. A stored sitemap's <lastmod> for the URL overrides it: later than the
 // last visit is "often", earlier "seldom".
 type changeRate int
@@ -79,7 +79,7 @@ func planRecrawl(cfg *Config, db *storage.DB, now time.Time) (recrawlPlan, error
 		}
 		h.latestSeq, h.latestAt = pg.Seq, pg.FetchedAt
 		h.revisits++
-		if pg.Status != http.StatusNotModified {
+		if pg.RevisitOf == 0 && pg.SameAs == 0 {
 			h.changes++
 		}
 		return nil
@@ -156,28 +156,50 @@ func (p recrawlPlan) due(r frontier.URLRecord) bool {
 	return ok && rate == p.pass
 }
 
-// validators returns the validators to revisit a URL whose last visit stored page prev with,
-// and the Seq of the 2xx page they belong to (a 304 answer confirms that page: its RevisitOf).
-// A last visit that stored no 2xx page, or a page without ETag and Last-Modified, gives none
-// and base 0: the revisit is a plain GET.
-func (c *Crawler) validators(prev uint64) (v fetch.Validators, base uint64) {
+// lastVersion is what a revisit needs of a URL's last stored 2xx answer.
+type lastVersion struct {
+	v    fetch.Validators // its ETag and Last-Modified, to ask whether it changed
+	seq  uint64           // its Seq; 0: the URL has no usable 2xx answer stored
+	root uint64           // the Seq of the first of the identical answers it ends (storage.Page.SameAs), else seq
+}
+
+// lastVersionOf returns the last 2xx version of a URL whose last visit stored page prev (a
+// 304's RevisitOf leads to it). A last visit that stored no 2xx page, or a truncated one,
+// gives the zero lastVersion: the revisit is a plain GET compared with nothing.
+func (c *Crawler) lastVersionOf(prev uint64) lastVersion {
 	p, err := c.db.PageMeta(prev)
 	if err == nil && p.RevisitOf != 0 {
 		p, err = c.db.PageMeta(p.RevisitOf)
 	}
 	if err != nil {
 		c.log.Warn("revisit without conditions: its last page cannot be read", "seq", prev, "err", err)
-		return fetch.Validators{}, 0
+		return lastVersion{}
 	}
 	if p.Status < 200 || p.Status > 299 || p.Truncated {
-		return fetch.Validators{}, 0
+		return lastVersion{}
 	}
 	h := http.Header(p.Header)
-	v = fetch.Validators{ETag: h.Get("ETag"), LastModified: h.Get("Last-Modified")}
-	if v == (fetch.Validators{}) {
-		return v, 0
+	lv := lastVersion{v: fetch.Validators{ETag: h.Get("ETag"), LastModified: h.Get("Last-Modified")}, seq: p.Seq, root: p.Seq}
+	if p.SameAs != 0 {
+		lv.root = p.SameAs
 	}
-	return v, p.Seq
+	return lv
+}
+
+// markRevisit records on the page of a revisit what it is to the last version lv: a 304 to a
+// conditional GET confirms it (RevisitOf, the first of its identical answers, which holds the
+// body); a whole 2xx body equal to lv's is the same again (SameAs; it is stored all the same).
+func (c *Crawler) markRevisit(p *storage.Page, lv lastVersion) {
+	switch {
+	case lv.seq == 0:
+	case p.Status == http.StatusNotModified && lv.v != (fetch.Validators{}):
+		p.RevisitOf = lv.root
+	case p.Status >= 200 && p.Status < 300 && !p.Truncated:
+		last, err := c.db.Page(lv.seq)
+		if err == nil && bytes.Equal(last.Body, p.Body) {
+			p.SameAs = lv.root
+		}
+	}
 }
 
 // revise runs the frontier's Revise with revisit; with --recrawl, once per change rate, most

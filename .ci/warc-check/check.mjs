@@ -16,11 +16,12 @@
 //   - for application/http blocks (request, response): the HTTP header parses (warcio's
 //     StatusAndHeadersParser) and ends in CRLF CRLF; WARC-Payload-Digest, required on responses,
 //     equals the digest of the bytes after it; a Content-Length in the HTTP header equals the
-//     payload length and a response carries no Transfer-Encoding (the exporter stores decoded,
-//     unchunked bodies);
+//     payload length (but for a revisit, which keeps no payload) and a response carries no
+//     Transfer-Encoding (the exporter stores decoded, unchunked bodies);
 //   - a revisit record names a WARC 1.1 revisit profile, a WARC-Refers-To-Target-URI (its own
 //     target for server-not-modified) and, if any, a WARC-Refers-To-Date no later than its own;
-//     its block is an HTTP response header;
+//     its block is an HTTP response header; with identical-payload-digest it has no payload and
+//     its WARC-Payload-Digest (the earlier payload's) is well formed;
 //   - every WARC-Concurrent-To names a record of the same file that names this one back, and
 //     every WARC-Warcinfo-ID names a warcinfo record of the same file;
 // and per file:
@@ -169,11 +170,16 @@ async function checkFile(path, allIDs) {
           if (r.type === "request" && !/^[A-Z]+ \S+ HTTP\/\d(\.\d)?$/.test(line)) bad(`bad HTTP request line ${show(line)}`);
           if (offset < 4 || !block.subarray(offset - 4, offset).equals(CRLFCRLF)) bad("HTTP header does not end with CRLF CRLF");
           const hcl = parsed.headers.get("Content-Length");
-          if (hcl !== null && hcl !== String(payload.length)) bad(`HTTP Content-Length ${hcl}, payload is ${payload.length} bytes`);
+          // A revisit keeps the answer's header but not its payload (gowarc marks it WARC-Truncated).
+          if (hcl !== null && r.type !== "revisit" && hcl !== String(payload.length)) bad(`HTTP Content-Length ${hcl}, payload is ${payload.length} bytes`);
           if (r.type === "response" && parsed.headers.get("Transfer-Encoding") !== null) bad("response keeps a Transfer-Encoding header");
         }
         if (!payloadDigest) {
           if (r.type === "response") bad("no WARC-Payload-Digest");
+        } else if (r.type === "revisit" && (h.get("WARC-Profile") || "").endsWith("/identical-payload-digest")) {
+          // The digest is the earlier record's payload's, which this record leaves out.
+          if (payload.length !== 0) bad(`an identical-payload-digest revisit carries ${payload.length} payload bytes`);
+          if (!/^[A-Za-z0-9-]+:[A-Za-z0-9=]+$/.test(payloadDigest)) bad(`malformed WARC-Payload-Digest ${show(payloadDigest)}`);
         } else {
           const why = digestMismatch(payloadDigest, payload);
           if (why) bad(`WARC-Payload-Digest mismatch: ${why}`);

@@ -147,7 +147,8 @@ func (w *WARCWriter) Stats() Stats { return w.stats }
 
 // Write writes p as a request record and a response record, starting a new file first if the
 // pair would take the current one past MaxSize. A 304 confirming a stored page (p.RevisitOf)
-// is a revisit record instead of a response, with the profile server-not-modified.
+// is a revisit record instead of a response, with the profile server-not-modified; a 2xx with
+// the same body as a stored page (p.SameAs) one with the profile identical-payload-digest.
 func (w *WARCWriter) Write(p *storage.Page) error {
 	if w.closed {
 		return ErrClosed
@@ -223,6 +224,16 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 		return err
 	}
 	defer func() { _ = resp.Close() }()
+	if p.SameAs != 0 && p.Status >= 200 && p.Status < 300 {
+		// The same payload as an earlier answer: an identical-payload-digest revisit, made by
+		// gowarc from the response (its WARC-Payload-Digest kept, the block cut to the header).
+		rev, err := resp.ToRevisitRecord(w.revisitRef(gowarc.ProfileIdenticalPayloadDigestV1_1, p.SameAs, target))
+		if err != nil {
+			return fmt.Errorf("export: warc: revisit record for %s: %w", p.URL, err)
+		}
+		defer func() { _ = rev.Close() }()
+		resp = rev
+	}
 
 	// Both records are built (and valid) before either is written, so that a page gowarc
 	// rejects leaves no half pair behind.
@@ -238,14 +249,24 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 // refersTo adds the header fields of a server-not-modified revisit record of p, a 304 that
 // confirms the stored page p.RevisitOf of the same URL.
 func (w *WARCWriter) refersTo(rb gowarc.WarcRecordBuilder, p *storage.Page, target string) {
-	rb.AddWarcHeader(gowarc.WarcProfile, gowarc.ProfileServerNotModifiedV1_1)
-	rb.AddWarcHeader(gowarc.WarcRefersToTargetURI, target)
-	if w.original == nil {
-		return
+	ref := w.revisitRef(gowarc.ProfileServerNotModifiedV1_1, p.RevisitOf, target)
+	rb.AddWarcHeader(gowarc.WarcProfile, ref.Profile)
+	rb.AddWarcHeader(gowarc.WarcRefersToTargetURI, ref.TargetUri)
+	if ref.TargetDate != "" {
+		rb.AddWarcHeader(gowarc.WarcRefersToDate, ref.TargetDate)
 	}
-	if o, err := w.original(p.RevisitOf); err == nil {
-		rb.AddWarcHeader(gowarc.WarcRefersToDate, o.FetchedAt.UTC().Format(warcDateLayout))
+}
+
+// revisitRef is what a revisit record of profile refers to: the stored page seq of the same
+// target, by URI and, when Original finds it, date.
+func (w *WARCWriter) revisitRef(profile string, seq uint64, target string) *gowarc.RevisitRef {
+	ref := &gowarc.RevisitRef{Profile: profile, TargetUri: target}
+	if w.original != nil {
+		if o, err := w.original(seq); err == nil {
+			ref.TargetDate = o.FetchedAt.UTC().Format(warcDateLayout)
+		}
 	}
+	return ref
 }
 
 // Close finishes the current file. It is safe to call more than once.

@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"net/http"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,9 +25,12 @@ func TestWARCRevisit(t *testing.T) {
 	again := &storage.Page{Seq: 2, URL: first.URL, FinalURL: first.URL, Status: 304, StatusLine: "HTTP/1.1 304 Not Modified",
 		Proto: "HTTP/1.1", ReqMethod: "GET", FetchedAt: baseTime.Add(24 * time.Hour), Header: http.Header{"Etag": {`"v1"`}},
 		ReqHeader: http.Header{"User-Agent": {"crawl-test"}, "If-None-Match": {`"v1"`}}, RevisitOf: 1}
+	same := &storage.Page{Seq: 4, URL: first.URL, FinalURL: first.URL, Status: 200, StatusLine: "HTTP/1.1 200 OK",
+		Proto: "HTTP/1.1", ReqMethod: "GET", FetchedAt: baseTime.Add(48 * time.Hour), Header: first.Header,
+		ReqHeader: first.ReqHeader, ContentType: "text/html", Body: first.Body, SameAs: 1}
 	lone := &storage.Page{Seq: 3, URL: "http://a.example/q", FinalURL: "http://a.example/q", Status: 304,
 		StatusLine: "HTTP/1.1 304 Not Modified", Proto: "HTTP/1.1", ReqMethod: "GET", FetchedAt: baseTime.Add(time.Hour)}
-	pages := []*storage.Page{first, again, lone}
+	pages := []*storage.Page{first, again, lone, same}
 	original := func(seq uint64) (*storage.Page, error) {
 		for _, p := range pages {
 			if p.Seq == seq {
@@ -43,8 +47,17 @@ func TestWARCRevisit(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := readRawWARC(t, w.Files()[0])
-	if len(recs) != 7 {
-		t.Fatalf("%d records, want 7", len(recs))
+	if len(recs) != 9 {
+		t.Fatalf("%d records, want 9", len(recs))
+	}
+	dup := recs[8]
+	if dup.get("WARC-Type") != "revisit" || dup.get("WARC-Profile") != "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest" ||
+		dup.get("WARC-Refers-To-Target-URI") != first.URL || dup.get("WARC-Refers-To-Date") != "2024-05-01T12:30:45.123456Z" ||
+		dup.get("WARC-Payload-Digest") != recs[2].get("WARC-Payload-Digest") || dup.get("WARC-Payload-Digest") != sha1B32(first.Body) {
+		t.Errorf("identical-payload revisit header %v", dup.fields)
+	}
+	if head, payload := httpPayload(dup.block); len(payload) != 0 || !strings.HasPrefix(head, "HTTP/1.1 200 OK") {
+		t.Errorf("identical-payload revisit block %q", dup.block)
 	}
 	rev := recs[4]
 	if rev.get("WARC-Type") != "revisit" || rev.get("WARC-Profile") != "http://netpreserve.org/warc/1.1/revisit/server-not-modified" ||
@@ -74,7 +87,7 @@ func TestWARCRevisit(t *testing.T) {
 		}
 		types += rec.Type().String() + " "
 	}
-	if types != "warcinfo request response request revisit request response " {
+	if types != "warcinfo request response request revisit request response request revisit " {
 		t.Errorf("gowarc read %q", types)
 	}
 }

@@ -3,8 +3,8 @@ package export
 import (
 	"context"
 	"net/http"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 

@@ -175,15 +175,29 @@ func (c *Client) CloseIdle() { c.hc.CloseIdleConnections() }
 // record it; the *Error says why it is incomplete. A body cut at MaxBody is
 // not a failure: Truncated is set and the error is nil.
 func (c *Client) Get(ctx context.Context, u *url.URL) (*Response, error) {
-	return c.GetAccepting(ctx, u, nil)
+	return c.GetWith(ctx, u, GetOptions{})
 }
 
-// GetAccepting is Get, but a 2xx response whose Content-Type header names a media type
-// acceptType refuses has its body left unread: the connection is closed after the headers, and
-// the Response has Body nil, ContentType that type and BodyState BodyRefused. A response
-// without a usable Content-Type is read (its type can only be sniffed from the body). A nil
-// acceptType accepts every type.
-func (c *Client) GetAccepting(ctx context.Context, u *url.URL, acceptType func(mediaType string) bool) (*Response, error) {
+// Validators are what a stored answer offers to ask whether it changed since: its ETag and
+// Last-Modified header values, "" when absent.
+type Validators struct{ ETag, LastModified string }
+
+// GetOptions shape one GET. The zero value is a plain Get.
+type GetOptions struct {
+	// If makes the request conditional: If-None-Match carries If.ETag and If-Modified-Since
+	// If.LastModified, each only when set. A 304 Not Modified answer says the stored answer is
+	// current. The conditions are part of Response.ReqHeader.
+	If Validators
+	// AcceptType, if not nil, refuses media types: a 2xx response whose Content-Type names a
+	// type it refuses has its body left unread (the connection is closed after the headers), and
+	// the Response has Body nil, ContentType that type and BodyState BodyRefused. A response
+	// without a usable Content-Type is read (its type can only be sniffed from the body).
+	AcceptType func(mediaType string) bool
+}
+
+// GetWith is Get shaped by o.
+func (c *Client) GetWith(ctx context.Context, u *url.URL, o GetOptions) (*Response, error) {
+	v, acceptType := o.If, o.AcceptType
 	rawURL := u.String()
 	started := time.Now()
 
@@ -248,6 +262,12 @@ func (c *Client) GetAccepting(ctx context.Context, u *url.URL, acceptType func(m
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept", accept)
 	req.Header.Set("Accept-Encoding", acceptEncoding)
+	if v.ETag != "" {
+		req.Header.Set("If-None-Match", v.ETag)
+	}
+	if v.LastModified != "" {
+		req.Header.Set("If-Modified-Since", v.LastModified)
+	}
 	reqHeader := req.Header.Clone() // before the credentials: what is stored never holds them
 	reqHeader.Set("Host", req.Host)
 	if ui := c.cfg.BasicAuth[urlnorm.HostKey(u)]; ui != nil {

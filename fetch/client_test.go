@@ -117,6 +117,51 @@ func TestGet(t *testing.T) {
 	}
 }
 
+// TestGetIfChanged: GetOptions.If: the validators given are sent as conditions (only those set), recorded in
+// ReqHeader, and a 304 comes back as a Response; Get sends none.
+func TestGetIfChanged(t *testing.T) {
+	var inm, ims []string
+	s := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		inm, ims = r.Header.Values("If-None-Match"), r.Header.Values("If-Modified-Since")
+		if len(inm) > 0 || len(ims) > 0 {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		fmt.Fprint(w, "<p>hello</p>")
+	})
+	c := newClient(t, Config{})
+	u := mustURL(t, s.URL+"/page")
+	const lm = "Wed, 01 Jan 2020 00:00:00 GMT"
+	for _, tc := range []struct {
+		name     string
+		v        Validators
+		wantINM  string
+		wantIMS  string
+		wantCode int
+	}{
+		{"both", Validators{ETag: `"v1"`, LastModified: lm}, `"v1"`, lm, 304},
+		{"etag", Validators{ETag: `W/"v1"`}, `W/"v1"`, "", 304},
+		{"last-modified", Validators{LastModified: lm}, "", lm, 304},
+		{"none", Validators{}, "", "", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := c.GetWith(context.Background(), u, GetOptions{If: tc.v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(inm, ",") != tc.wantINM || strings.Join(ims, ",") != tc.wantIMS {
+				t.Errorf("server saw If-None-Match %q If-Modified-Since %q", inm, ims)
+			}
+			if r.Status != tc.wantCode || r.ReqHeader.Get("If-None-Match") != tc.wantINM || r.ReqHeader.Get("If-Modified-Since") != tc.wantIMS {
+				t.Errorf("status %d, ReqHeader %v", r.Status, r.ReqHeader)
+			}
+		})
+	}
+	if _, err := c.Get(context.Background(), u); err != nil || len(inm)+len(ims) != 0 {
+		t.Errorf("Get sent conditions %q %q (%v)", inm, ims, err)
+	}
+}
+
 func TestDefaultUserAgent(t *testing.T) {
 	var got string
 	s := serve(t, func(w http.ResponseWriter, r *http.Request) { got = r.UserAgent() })

@@ -17,6 +17,11 @@
 // (github.com/miekg/dns speaks the protocol; net.Resolver does not tell TTLs).
 // Config.DialControl still sees every address dialled.
 //
+// ExtractRequisites is pure too: what a browser loads to show an HTML page or a stylesheet
+// (stylesheets, scripts, images, icons, fonts, media), for a crawl that keeps pages whole.
+// It walks the HTML with golang.org/x/net/html's tokenizer, a second pass that only a crawl
+// asking for requisites pays, and reads CSS with internal/cssref.
+//
 // ExtractLinks is pure: bytes and headers in, links and robots directives
 // (meta robots, X-Robots-Tag) out. The links, <base> and <meta> it needs are
 // all start tags, so it finds them in one pass over the bytes, which splits

@@ -46,7 +46,7 @@ type Response struct {
 	Location    *url.URL
 	LocationErr error
 
-	// BodyState says whether the body was read (GetAccepting).
+	// BodyState says whether the body was read (GetOptions.AcceptType).
 	BodyState BodyState
 }
 

@@ -1,6 +1,7 @@
 // Package frontier keeps the crawl's to-do list: per-host FIFO queues of URLs and the seen-set
 // that gives every URL ever learned exactly one state, queued → fetched | failed | excluded, in
-// storage's bbolt file.
+// storage's bbolt file. Revise may put a URL back in the queue: a failed or excluded one to try
+// again, a fetched one to revisit (its stored page kept, named by the Lease).
 //
 // The contract is crash safety. A URL handed out by Lease is leased in memory only: it stays in
 // the on-disk queue until the one write transaction of Complete, which stores the page, marks the

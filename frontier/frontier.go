@@ -13,6 +13,22 @@ import (
 	"go.etcd.io/bbolt"
 )
 
+// Role is what a URL is fetched for; it is kept with the URL from the moment it is learned.
+type Role uint8
+
+// Roles of a URL.
+const (
+	RolePage      Role = iota // a page: its links are followed
+	RoleRequisite             // a page requisite (stylesheet, image, script, font …): fetched for the page that needs it, its links not followed
+)
+
+func (r Role) String() string {
+	if r == RoleRequisite {
+		return "requisite"
+	}
+	return "page"
+}
+
 // Entry is a URL to crawl.
 type Entry struct {
 	URL    string // normalized URL
@@ -20,6 +36,7 @@ type Entry struct {
 	Depth  int    // link hops from a seed
 	Hops   int    // redirect hops that led to this URL (0 unless it is a redirect's target)
 	Parent string // URL of the page that linked here (or redirected here), "" for a seed
+	Role   Role
 }
 
 // Exclusion is a URL recorded as excluded instead of queued. Its Host may be empty (a mailto:
@@ -47,8 +64,11 @@ const (
 // on-disk queue until Complete (or is leasable again after Release, or after a restart).
 type Lease struct {
 	Entry
-	Attempts int    // attempts already made: how many times this URL was completed with Retry
-	key      string // queue key
+	Attempts int // attempts already made: how many times this URL was completed with Retry
+	// Prev is the storage sequence number of the page stored at the URL's last visit, when it
+	// is queued again to be revisited (Revise's Revisit); 0 for a URL never fetched.
+	Prev uint64
+	key  string // queue key
 }
 
 // Kind is the outcome of a leased URL.
@@ -142,6 +162,7 @@ type URLState struct {
 	Parent   string // page that linked here
 	Host     string
 	PageSeq  uint64 // fetched: storage sequence number of the page (0 if none was stored)
+	Role     Role
 }
 
 // Frontier is the crawl's queue and seen-set. It is safe for concurrent use by multiple

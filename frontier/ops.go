@@ -209,7 +209,7 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 	if err := t.queue.Put(qk, queueValue(e.Host, e.URL)); err != nil {
 		return false, err
 	}
-	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, parent: e.Parent}
+	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, parent: e.Parent, role: e.Role}
 	t.add(sk, r.encode())
 	t.d.host(e.Host).Queued++
 	return true, nil
@@ -222,7 +222,7 @@ func (t *txn) exclude(x Exclusion) (bool, error) {
 		return false, nil
 	}
 	r := record{state: stExcluded, depth: x.Depth, hops: x.Hops, host: x.Host, parent: x.Parent, reason: x.Reason,
-		detail: truncate(x.Detail, maxDetail)}
+		detail: truncate(x.Detail, maxDetail), role: x.Role}
 	t.add(sk, r.encode())
 	t.d.host(x.Host).Excluded++
 	t.d.excludedBy[x.Reason]++
@@ -230,7 +230,7 @@ func (t *txn) exclude(x Exclusion) (bool, error) {
 }
 
 func validEntry(e Entry) error {
-	if e.URL == "" || e.Host == "" || len(e.Host) > maxHost || strings.IndexByte(e.Host, 0) >= 0 || e.Depth < 0 || e.Hops < 0 {
+	if e.URL == "" || e.Host == "" || len(e.Host) > maxHost || strings.IndexByte(e.Host, 0) >= 0 || e.Depth < 0 || e.Hops < 0 || e.Role > RoleRequisite {
 		return fmt.Errorf("%w: entry URL %q host %q depth %d", ErrInvalid, e.URL, e.Host, e.Depth)
 	}
 	return nil
@@ -368,7 +368,7 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 			if err != nil || r.state != stQueued || !bytes.Equal(r.qkey, k) {
 				return fmt.Errorf("%w: queue entry %q of %s has no matching queued record (%v)", ErrCorrupt, k, url, err)
 			}
-			l = Lease{Entry: Entry{URL: url, Host: host, Depth: r.depth, Hops: r.hops, Parent: r.parent}, Attempts: r.attempts, key: string(k)}
+			l = Lease{Entry: Entry{URL: url, Host: host, Depth: r.depth, Hops: r.hops, Parent: r.parent, Role: r.role}, Attempts: r.attempts, Prev: r.pageSeq, key: string(k)}
 			found = true
 			return nil
 		}

@@ -119,14 +119,17 @@ type record struct {
 	parent   string
 	reason   string
 	detail   string
+	role     Role
 }
 
 // Record versions: 1 stores the queue key and the parent as they are; 2 (written since) stores
 // a queue key of the record's own host as its sequence number alone, and the parent with
-// hostRelative.
+// hostRelative; 3 is 2 followed by one byte, the URL's Role, and is written only for a Role
+// other than RolePage (a version 2 record is a page's).
 const (
 	recordVersion1 = 1
 	recordVersion  = 2
+	recordVersion3 = 3
 )
 
 // Kinds of queue key in a version 2 record.
@@ -138,7 +141,11 @@ const (
 
 func (r *record) encode() []byte {
 	b := make([]byte, 0, 24+len(r.host)+len(r.parent)+len(r.reason)+len(r.detail))
-	b = append(b, recordVersion, r.state)
+	version := byte(recordVersion)
+	if r.role != RolePage {
+		version = recordVersion3
+	}
+	b = append(b, version, r.state)
 	b = binary.AppendUvarint(b, uint64(r.depth))
 	b = binary.AppendUvarint(b, uint64(r.attempts))
 	b = binary.AppendUvarint(b, uint64(r.status))
@@ -161,6 +168,9 @@ func (r *record) encode() []byte {
 	for _, s := range []string{r.reason, r.detail} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
+	}
+	if version == recordVersion3 {
+		b = append(b, byte(r.role))
 	}
 	return b
 }
@@ -238,10 +248,10 @@ var errBadRecord = errors.New("bad URL record")
 // decodeRecord parses b, copying everything out of it (b is bbolt memory).
 func decodeRecord(b []byte) (record, error) {
 	var r record
-	if len(b) < 2 || (b[0] != recordVersion && b[0] != recordVersion1) || b[1] < stQueued || b[1] > stExcluded {
+	if len(b) < 2 || b[0] < recordVersion1 || b[0] > recordVersion3 || b[1] < stQueued || b[1] > stExcluded {
 		return r, errBadRecord
 	}
-	if b[0] == recordVersion {
+	if b[0] >= recordVersion {
 		return decodeRecord2(b)
 	}
 	r.state = b[1]
@@ -276,7 +286,7 @@ func decodeRecord(b []byte) (record, error) {
 	return r, nil
 }
 
-// decodeRecord2 parses a version 2 record.
+// decodeRecord2 parses a version 2 or 3 record.
 func decodeRecord2(b []byte) (record, error) {
 	var r record
 	d := decoder{b: b[2:]}
@@ -301,6 +311,11 @@ func decodeRecord2(b []byte) (record, error) {
 	host := d.bytes()
 	parent := d.bytes()
 	reason, detail := d.bytes(), d.bytes()
+	if b[0] == recordVersion3 {
+		if r.role = Role(d.byte()); r.role == RolePage || r.role > RoleRequisite {
+			d.bad = true
+		}
+	}
 	if d.bad || len(d.b) != 0 {
 		return record{}, errBadRecord
 	}

@@ -17,10 +17,15 @@ func TestRecordRoundTrip(t *testing.T) {
 		{state: stFetched, depth: 3, attempts: 2, status: 200, pageSeq: 1 << 40, host: "b:8080"},
 		{state: stFailed, attempts: 5, status: 503, host: "c", reason: "http-status", detail: "503 é"},
 		{state: stExcluded, host: "d", reason: "robots", detail: "Disallow: /"},
+		{state: stQueued, qkey: queueKey("e", 1), host: "e", parent: "http://e/", role: RoleRequisite},
 	}
 	for _, want := range tests {
-		got, err := decodeRecord(want.encode())
-		if err != nil || got.state != want.state || got.depth != want.depth || got.attempts != want.attempts ||
+		b := want.encode()
+		if wantV := map[Role]byte{RolePage: recordVersion, RoleRequisite: recordVersion3}[want.role]; b[0] != wantV {
+			t.Errorf("%+v encoded as version %d, want %d", want, b[0], wantV)
+		}
+		got, err := decodeRecord(b)
+		if err != nil || got.role != want.role || got.state != want.state || got.depth != want.depth || got.attempts != want.attempts ||
 			got.status != want.status || got.pageSeq != want.pageSeq || !bytes.Equal(got.qkey, want.qkey) ||
 			got.host != want.host || got.parent != want.parent || got.reason != want.reason || got.detail != want.detail {
 			t.Errorf("decode(encode(%+v)) = %+v, %v", want, got, err)
@@ -51,9 +56,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add((&record{state: stFailed, host: "a", reason: "x", qkey: []byte{1}}).encode())
 	f.Add((&hostCounts{Queued: 1, LastError: "e"}).encode())
 	f.Add([]byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add((&record{state: stQueued, host: "a", qkey: queueKey("a", 1), role: RoleRequisite}).encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, err := decodeRecord(b); err == nil {
-			if r2, err := decodeRecord(r.encode()); err != nil || r2.host != r.host || r2.detail != r.detail {
+			if r2, err := decodeRecord(r.encode()); err != nil || r2.host != r.host || r2.detail != r.detail || r2.role != r.role {
 				t.Errorf("record does not round trip: %+v", r)
 			}
 		}

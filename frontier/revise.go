@@ -22,6 +22,9 @@ const (
 	Keep    Action = iota // leave the URL as it is
 	Requeue               // a failed or excluded URL: queue it again, with no attempts made
 	Exclude               // a queued URL: record it excluded with Verdict.Reason
+	// Revisit queues a fetched URL again, with no attempts made, keeping its page: the Lease
+	// names that page (Lease.Prev) so that the fetch can ask whether it changed.
+	Revisit
 )
 
 // Verdict is a Revise callback's decision about one URL.
@@ -37,6 +40,7 @@ type Revised struct {
 	RequeuedFailed   map[string]int // failed URLs queued again
 	RequeuedExcluded map[string]int // excluded URLs queued again
 	Excluded         map[string]int // queued URLs excluded, by their new reason
+	Revisited        int            // fetched URLs queued again (Revisit)
 }
 
 // Total is how many URLs Revise changed.
@@ -47,7 +51,18 @@ func (r Revised) Total() int {
 			n += v
 		}
 	}
-	return n
+	return n + r.Revisited
+}
+
+// Add adds the counts of o to r, whose maps must not be nil (as Revise returns them).
+func (r *Revised) Add(o Revised) {
+	for _, p := range [][2]map[string]int{{r.RequeuedFailed, o.RequeuedFailed},
+		{r.RequeuedExcluded, o.RequeuedExcluded}, {r.Excluded, o.Excluded}} {
+		for k, v := range p[1] {
+			p[0][k] += v
+		}
+	}
+	r.Revisited += o.Revisited
 }
 
 // ErrLeased is returned by Revise when URLs are leased: Revise runs before a crawl hands any
@@ -57,17 +72,17 @@ var ErrLeased = errors.New("frontier: cannot revise while URLs are leased")
 // reviseChunk is how many URL records one Revise transaction looks at.
 var reviseChunk = 5000 // a variable for tests
 
-// Revise asks decide about every queued, failed and excluded URL (never a fetched one) and
-// applies its verdicts: Requeue puts a failed or excluded URL at the back of its host's queue
-// with its attempts reset, Exclude records a queued (or delayed) URL as excluded; a verdict that
-// does not fit the URL's state is ignored. Under Options.HostBudget, an excluded URL is not
+// Revise asks decide about every URL and applies its verdicts: Requeue puts a failed or
+// excluded URL at the back of its host's queue with its attempts reset, Revisit does so with a
+// fetched URL (keeping its page), Exclude records a queued (or delayed) URL as excluded; a
+// verdict that does not fit the URL's state is ignored. Under Options.HostBudget, an excluded URL is not
 // queued again past its host's budget, and a host's queued URLs past its budget are excluded
 // with ReasonLimit (a budget lowered since they were queued).
 //
 // Records are visited in key order, reviseChunk per transaction, so a crash part way leaves
 // every URL in exactly one state; calling Revise again with the same decide finishes the job.
-// decide runs inside a transaction: it must not call the Frontier. Failed and excluded URLs over
-// 1,024 bytes are not visited: the seen-set keeps only their hash.
+// decide runs inside a transaction: it must not call the Frontier. Fetched, failed and excluded
+// URLs over 1,024 bytes are not visited: the seen-set keeps only their hash.
 // Revise must not run while URLs are leased (ErrLeased).
 func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
 	out := Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
@@ -100,12 +115,7 @@ func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
 		f.mu.Lock()
 		f.apply(d)
 		f.mu.Unlock()
-		for _, p := range [][2]map[string]int{{out.RequeuedFailed, chunk.RequeuedFailed},
-			{out.RequeuedExcluded, chunk.RequeuedExcluded}, {out.Excluded, chunk.Excluded}} {
-			for k, v := range p[1] {
-				p[0][k] += v
-			}
-		}
+		out.Add(chunk)
 		if next == nil {
 			return out, nil
 		}
@@ -144,9 +154,6 @@ func reviseChunkTx(tx *bbolt.Tx, d *delta, budget int, after []byte, decide func
 		rec, err := decodeRecord(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
-		}
-		if rec.state == stFetched {
-			continue
 		}
 		url, err := t.recordURL(k, rec)
 		if err != nil {
@@ -216,6 +223,8 @@ func (t *txn) revise(r revision, out *Revised) error {
 			}
 		}
 		return t.requeue(r, out)
+	case r.v.Action == Revisit && rec.state == stFetched && rec.host != "":
+		return t.requeue(r, out)
 	case rec.state != stQueued:
 		return nil
 	case r.v.Action == Exclude && r.v.Reason != "":
@@ -232,7 +241,8 @@ func (t *txn) revise(r revision, out *Revised) error {
 	return nil
 }
 
-// requeue moves a failed or excluded URL to the back of its host's queue, attempts reset.
+// requeue moves a failed, excluded or fetched URL to the back of its host's queue, attempts
+// reset; a fetched URL keeps its page sequence number and status.
 func (t *txn) requeue(r revision, out *Revised) error {
 	rec := r.rec
 	seq, err := t.queue.NextSequence()
@@ -244,17 +254,23 @@ func (t *txn) requeue(r revision, out *Revised) error {
 		return err
 	}
 	hd := t.d.host(rec.host)
-	if rec.state == stFailed {
+	switch rec.state {
+	case stFetched:
+		hd.Fetched--
+		out.Revisited++
+	case stFailed:
 		hd.Failed--
 		t.d.failedBy[rec.reason]--
 		out.RequeuedFailed[rec.reason]++
-	} else {
+		rec.status = 0
+	default:
 		hd.Excluded--
 		t.d.excludedBy[rec.reason]--
 		out.RequeuedExcluded[rec.reason]++
+		rec.status = 0
 	}
 	hd.Queued++
-	rec.state, rec.qkey, rec.attempts, rec.status, rec.reason, rec.detail = stQueued, qk, 0, 0, "", ""
+	rec.state, rec.qkey, rec.attempts, rec.reason, rec.detail = stQueued, qk, 0, "", ""
 	return t.seen.Put(r.sk, rec.encode())
 }
 
@@ -285,7 +301,7 @@ func (t *txn) unqueue(r revision, reason, detail string, out *Revised) error {
 // public is what State reports of r.
 func (r record) public() URLState {
 	return URLState{State: stateNames[r.state], Reason: r.reason, Detail: r.detail, Status: r.status,
-		Attempts: r.attempts, Depth: r.depth, Parent: r.parent, Host: r.host, PageSeq: r.pageSeq}
+		Attempts: r.attempts, Depth: r.depth, Parent: r.parent, Host: r.host, PageSeq: r.pageSeq, Role: r.role}
 }
 
 // Walk calls fn for every URL of the seen-set, in key order, in one read transaction, until fn

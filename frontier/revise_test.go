@@ -8,7 +8,7 @@ import (
 )
 
 // TestRevise: a failed and an excluded URL are queued again with no attempts, a queued and a
-// delayed URL are excluded, fetched URLs are never shown to decide, counters follow (Check
+// delayed URL are excluded, a fetched URL given Keep stays fetched, counters follow (Check
 // verifies them at cleanup), and work proceeds from the revised queue. Small chunks make it
 // take several transactions.
 func TestRevise(t *testing.T) {
@@ -43,7 +43,7 @@ func TestRevise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "http://a/deep excluded|http://a/drop queued|http://a/fail failed|http://a/keep queued|http://a/retry queued"; strings.Join(seen, "|") != want {
+	if want := "http://a/deep excluded|http://a/done fetched|http://a/drop queued|http://a/fail failed|http://a/keep queued|http://a/retry queued"; strings.Join(seen, "|") != want {
 		t.Errorf("decide saw %q, want %q", strings.Join(seen, "|"), want)
 	}
 	if got.RequeuedFailed["connection"] != 1 || got.RequeuedExcluded[ReasonDepth] != 1 || got.Excluded[ReasonFilter] != 2 || got.Total() != 4 {
@@ -68,6 +68,52 @@ func TestRevise(t *testing.T) {
 	}
 	if want := "http://a/keep http://a/deep http://a/fail"; strings.Join(order, " ") != want {
 		t.Errorf("leased %q after Revise, want %q", strings.Join(order, " "), want)
+	}
+}
+
+// TestReviseRevisit: Revisit queues fetched URLs again keeping their page, which the lease
+// names in Prev; other states ignore it; a revisit that is fetched again points at its new
+// page; a long fetched URL (keyed by its hash) is not visited.
+func TestReviseRevisit(t *testing.T) {
+	tf := newTestFrontier(t)
+	long := "http://a/" + strings.Repeat("x", 1500)
+	tf.add("http://a/1", "http://a/2", long, "http://a/fail")
+	seqs := map[string]uint64{}
+	for range 3 {
+		l := tf.lease(t0, "a")
+		p := page(l.URL)
+		tf.complete(l, Result{Kind: Fetched, Page: p})
+		seqs[l.URL] = p.Seq
+	}
+	tf.complete(tf.lease(t0, "a"), Result{Kind: Failed, Reason: "connection"})
+	var visited []string
+	got, err := tf.Revise(func(r URLRecord) Verdict {
+		visited = append(visited, r.URL)
+		return Verdict{Action: Revisit}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revisited != 2 || got.Total() != 2 || len(visited) != 3 {
+		t.Fatalf("Revised = %+v after visiting %q; want the two short fetched URLs revisited", got, visited)
+	}
+	if cn := tf.Counts(); cn.Queued != 2 || cn.Fetched != 1 || cn.Failed != 1 {
+		t.Errorf("counts after Revisit: %+v", cn)
+	}
+	tf.reopen()
+	for _, u := range []string{"http://a/1", "http://a/2"} {
+		l := tf.lease(t0, "a")
+		if l.URL != u || l.Prev != seqs[u] || l.Attempts != 0 {
+			t.Fatalf("lease %+v, want %s with Prev %d", l, u, seqs[u])
+		}
+		p := page(u)
+		tf.complete(l, Result{Kind: Fetched, Page: p})
+		if s := tf.state(u); s.State != "fetched" || s.PageSeq != p.Seq || p.Seq == seqs[u] {
+			t.Errorf("%s after its revisit: %+v (new page %d)", u, s, p.Seq)
+		}
+	}
+	if l, ok, err := tf.Lease(t0, "a"); ok || err != nil {
+		t.Errorf("a third lease: %+v %v", l, err)
 	}
 }
 

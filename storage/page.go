@@ -27,5 +27,12 @@ type Page struct {
 	DecodedFrom string        `json:"decoded_from"` // Content-Encoding that was removed ("" if none)
 	RemoteAddr  string        `json:"remote_addr"`  // IP:port dialled, if known
 	NoIndex     bool          `json:"noindex"`      // the page asked not to be indexed (meta robots / X-Robots-Tag)
-	Body        []byte        `json:"-"`            // decoded body (not part of the JSON metadata)
+	// RevisitOf is, for a 304 Not Modified answer to a conditional GET, the Seq of the stored
+	// 2xx page it confirms unchanged (the page's body is that one's); 0 for any other answer.
+	RevisitOf uint64 `json:"revisit_of,omitempty"`
+	// SameAs is, for a 2xx answer to a revisit whose body is byte for byte that of the URL's
+	// previous 2xx answer, the Seq of the first of those identical answers; 0 otherwise. The
+	// body is stored all the same.
+	SameAs uint64 `json:"same_as,omitempty"`
+	Body   []byte `json:"-"` // decoded body (not part of the JSON metadata)
 }

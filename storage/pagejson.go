@@ -56,6 +56,14 @@ func marshalPage(p *Page) ([]byte, error) {
 	b = appendString(b, p.RemoteAddr)
 	b = append(b, `,"noindex":`...)
 	b = strconv.AppendBool(b, p.NoIndex)
+	if p.RevisitOf != 0 {
+		b = append(b, `,"revisit_of":`...)
+		b = strconv.AppendUint(b, p.RevisitOf, 10)
+	}
+	if p.SameAs != 0 {
+		b = append(b, `,"same_as":`...)
+		b = strconv.AppendUint(b, p.SameAs, 10)
+	}
 	return append(b, '}'), nil
 }
 

@@ -89,7 +89,12 @@ func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 
 // Page returns the page with sequence number seq, body included, or an error wrapping
 // ErrNotFound.
-func (db *DB) Page(seq uint64) (*Page, error) {
+func (db *DB) Page(seq uint64) (*Page, error) { return db.page(seq, true) }
+
+// PageMeta is Page without the body (Page.Body is nil).
+func (db *DB) PageMeta(seq uint64) (*Page, error) { return db.page(seq, false) }
+
+func (db *DB) page(seq uint64, body bool) (*Page, error) {
 	var p *Page
 	err := db.bolt.View(func(tx *bbolt.Tx) error {
 		pages := tx.Bucket(bucketPages)
@@ -101,7 +106,7 @@ func (db *DB) Page(seq uint64) (*Page, error) {
 			return ErrNotFound
 		}
 		var err error
-		p, err = decodePage(seq, v, tx.Bucket(bucketBodies), true)
+		p, err = decodePage(seq, v, tx.Bucket(bucketBodies), body)
 		return err
 	})
 	if err != nil {

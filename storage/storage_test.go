@@ -217,10 +217,16 @@ func TestOpenEmptyFile(t *testing.T) {
 
 func testPage(i int) *Page {
 	body := bytes.Repeat([]byte("<p>hello "+strings.Repeat("x", i)+"</p>\n"), 50)
-	if i == 2 {
-		body = nil
+	revisitOf, sameAs := uint64(0), uint64(0)
+	switch i {
+	case 2: // a 304 confirming page 1
+		body, revisitOf = nil, 1
+	case 4: // the same body as page 3
+		sameAs = 3
 	}
 	return &Page{
+		RevisitOf:   revisitOf,
+		SameAs:      sameAs,
 		URL:         "http://a.test/" + strings.Repeat("p", i),
 		FinalURL:    "http://a.test/final",
 		Status:      200,
@@ -282,6 +288,10 @@ func TestPages(t *testing.T) {
 		if err != nil || !samePage(p, want[i], true) {
 			t.Errorf("Page(%d) = %+v, %v", want[i].Seq, p, err)
 		}
+		p, err = db.PageMeta(want[i].Seq)
+		if err != nil || !samePage(p, want[i], false) || p.Body != nil {
+			t.Errorf("PageMeta(%d) = %+v, %v", want[i].Seq, p, err)
+		}
 	}
 	got = nil
 	if err := db.PagesMeta(func(p *Page) error { got = append(got, p); return nil }); err != nil {
@@ -307,7 +317,7 @@ func samePage(a, b *Page, body bool) bool {
 		a.StatusLine != b.StatusLine || a.Proto != b.Proto || a.ReqMethod != b.ReqMethod ||
 		!a.FetchedAt.Equal(b.FetchedAt) || a.Duration != b.Duration || a.Depth != b.Depth ||
 		a.Parent != b.Parent || a.ContentType != b.ContentType || a.Truncated != b.Truncated ||
-		a.DecodedFrom != b.DecodedFrom || a.RemoteAddr != b.RemoteAddr ||
+		a.DecodedFrom != b.DecodedFrom || a.RemoteAddr != b.RemoteAddr || a.RevisitOf != b.RevisitOf || a.SameAs != b.SameAs ||
 		a.Header.Get("Content-Type") != b.Header.Get("Content-Type") ||
 		a.ReqHeader.Get("User-Agent") != b.ReqHeader.Get("User-Agent") {
 		return false

@@ -16,8 +16,12 @@
 //   - for application/http blocks (request, response): the HTTP header parses (warcio's
 //     StatusAndHeadersParser) and ends in CRLF CRLF; WARC-Payload-Digest, required on responses,
 //     equals the digest of the bytes after it; a Content-Length in the HTTP header equals the
-//     payload length and a response carries no Transfer-Encoding (the exporter stores decoded,
-//     unchunked bodies);
+//     payload length (but for a revisit, which keeps no payload) and a response carries no
+//     Transfer-Encoding (the exporter stores decoded, unchunked bodies);
+//   - a revisit record names a WARC 1.1 revisit profile, a WARC-Refers-To-Target-URI (its own
+//     target for server-not-modified) and, if any, a WARC-Refers-To-Date no later than its own;
+//     its block is an HTTP response header; with identical-payload-digest it has no payload and
+//     its WARC-Payload-Digest (the earlier payload's) is well formed;
 //   - every WARC-Concurrent-To names a record of the same file that names this one back, and
 //     every WARC-Warcinfo-ID names a warcinfo record of the same file;
 // and per file:
@@ -34,6 +38,10 @@ import { gzipMembers } from "./gzip-members.mjs";
 
 const WARC_TYPES = new Set([
   "warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion", "continuation",
+]);
+const REVISIT_PROFILES = new Set([
+  "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
+  "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
 ]);
 const CRLFCRLF = Buffer.from("\r\n\r\n");
 const MAX_LISTED = 50; // problems printed per file; all are counted
@@ -120,7 +128,17 @@ async function checkFile(path, allIDs) {
       r.cl = /^\d+$/.test(clText || "") ? Number(clText) : -1;
       if (r.cl < 0) bad(clText ? `malformed Content-Length ${show(clText)}` : "no Content-Length");
       if (r.cl > 0 && !h.get("Content-Type")) bad("no Content-Type for a non-empty block");
-      if (r.type === "request" || r.type === "response") {
+      if (r.type === "revisit") {
+        const profile = h.get("WARC-Profile") || "";
+        if (!REVISIT_PROFILES.has(profile)) bad(`WARC-Profile ${show(profile)}, want a WARC 1.1 revisit profile`);
+        const ref = h.get("WARC-Refers-To-Target-URI") || "";
+        if (/\s|^<|>$/.test(ref) || !URL.canParse(ref)) bad(`WARC-Refers-To-Target-URI is not an absolute URL: ${show(ref)}`);
+        else if (profile.endsWith("/server-not-modified") && ref !== r.uri) bad(`a server-not-modified revisit refers to another URI ${show(ref)}`);
+        const refDate = h.get("WARC-Refers-To-Date");
+        if (refDate !== null && (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$/.test(refDate) || Number.isNaN(Date.parse(refDate)))) bad(`malformed WARC-Refers-To-Date ${show(refDate)}`);
+        else if (refDate !== null && Date.parse(refDate) > Date.parse(h.get("WARC-Date") || "")) bad(`WARC-Refers-To-Date ${refDate} is after the revisit's WARC-Date`);
+      }
+      if (r.type === "request" || r.type === "response" || r.type === "revisit") {
         if (!r.uri) bad("no WARC-Target-URI");
         else if (/\s|^<|>$/.test(r.uri) || !URL.canParse(r.uri)) bad(`WARC-Target-URI is not an absolute URL: ${show(r.uri)}`);
       }
@@ -148,15 +166,20 @@ async function checkFile(path, allIDs) {
         if (!parsed) bad("HTTP block has no status line");
         else {
           const line = parsed.statusline;
-          if (r.type === "response" && !/^HTTP\/\d(\.\d)? \d{3}( |$)/.test(line)) bad(`bad HTTP status line ${show(line)}`);
+          if ((r.type === "response" || r.type === "revisit") && !/^HTTP\/\d(\.\d)? \d{3}( |$)/.test(line)) bad(`bad HTTP status line ${show(line)}`);
           if (r.type === "request" && !/^[A-Z]+ \S+ HTTP\/\d(\.\d)?$/.test(line)) bad(`bad HTTP request line ${show(line)}`);
           if (offset < 4 || !block.subarray(offset - 4, offset).equals(CRLFCRLF)) bad("HTTP header does not end with CRLF CRLF");
           const hcl = parsed.headers.get("Content-Length");
-          if (hcl !== null && hcl !== String(payload.length)) bad(`HTTP Content-Length ${hcl}, payload is ${payload.length} bytes`);
+          // A revisit keeps the answer's header but not its payload (gowarc marks it WARC-Truncated).
+          if (hcl !== null && r.type !== "revisit" && hcl !== String(payload.length)) bad(`HTTP Content-Length ${hcl}, payload is ${payload.length} bytes`);
           if (r.type === "response" && parsed.headers.get("Transfer-Encoding") !== null) bad("response keeps a Transfer-Encoding header");
         }
         if (!payloadDigest) {
           if (r.type === "response") bad("no WARC-Payload-Digest");
+        } else if (r.type === "revisit" && (h.get("WARC-Profile") || "").endsWith("/identical-payload-digest")) {
+          // The digest is the earlier record's payload's, which this record leaves out.
+          if (payload.length !== 0) bad(`an identical-payload-digest revisit carries ${payload.length} payload bytes`);
+          if (!/^[A-Za-z0-9-]+:[A-Za-z0-9=]+$/.test(payloadDigest)) bad(`malformed WARC-Payload-Digest ${show(payloadDigest)}`);
         } else {
           const why = digestMismatch(payloadDigest, payload);
           if (why) bad(`WARC-Payload-Digest mismatch: ${why}`);

@@ -30,6 +30,7 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("data", "", "data directory for the demo crawl (default: a new temporary directory)")
 	out := outputFlags(fs)
 	cfg := crawlFlags(fs)
+	recrawl := fs.Bool("recrawl", false, "after the crawl, change some pages of the simulated web and recrawl it with conditional GETs")
 	if pos, code, ok := flags.parse(args, stdout, stderr); !ok {
 		return code
 	} else if len(pos) > 0 {
@@ -49,6 +50,9 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 		*dir = d
 	}
 	specs := simweb.DemoWeb()
+	for i := range specs {
+		specs[i].Revisions = *recrawl
+	}
 	web, err := simweb.Start(specs, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl demo: starting the simulated web: %v\n", err)
@@ -66,6 +70,9 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	code := crawl(*cfg, out, stdout, stderr)
 	printWebStats(stdout, web)
+	if *recrawl && code == exitOK {
+		code = demoRecrawl(*cfg, out, web, stdout, stderr)
+	}
 	if path, err := writeReport(*dir, filepath.Join(*dir, "report.html")); err != nil {
 		fmt.Fprintf(stderr, "crawl demo: report: %v\n", err)
 	} else {

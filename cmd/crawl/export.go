@@ -101,7 +101,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	)
 	switch *format {
 	case "warc":
-		w, err = export.NewWARC(*out, &export.WARCOptions{MaxSize: maxBytes, Date: time.Now()})
+		w, err = export.NewWARC(*out, &export.WARCOptions{MaxSize: maxBytes, Date: time.Now(), Original: db.PageMeta})
 	case "mirror":
 		w, err = export.NewMirror(*out, db.PagesMeta, &export.MirrorOptions{Filter: filter, KeepLinks: !*convertLinks})
 	case "jsonl":

@@ -32,20 +32,9 @@ func TestMirrorBrowsesOffline(t *testing.T) {
 	}
 	defer web.Close()
 	dir := crawlSite(t, web)
-	out := filepath.Join(t.TempDir(), "mirror")
-	code, _, stderr := runExport(t, "--data", dir, "--format", "mirror", "--out", out)
-	if code != exitOK {
-		t.Fatalf("export: exit %d: %s", code, stderr)
-	}
+	out, rep, stderr := exportMirror(t, dir)
 	if !strings.Contains(stderr, "without a file") {
 		t.Errorf("the 404 is not reported as left out: %s", stderr)
-	}
-	rep, err := mirrorcheck.Check(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Broken) > 0 {
-		t.Errorf("broken links offline: %q", rep.Broken)
 	}
 	// Every page link is a relative path; only what was not fetched stays absolute.
 	for _, a := range rep.Absolute {
@@ -65,4 +54,23 @@ func TestMirrorBrowsesOffline(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, host, "missing.html")); err == nil {
 		t.Error("the 404 body was written as a page")
 	}
+}
+
+// exportMirror exports the store in dir as a mirror and checks it offline: it fails the test
+// on broken links, and returns the mirror's path, the check's report and export's stderr.
+func exportMirror(t *testing.T, dir string) (string, mirrorcheck.Report, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "mirror")
+	code, _, stderr := runExport(t, "--data", dir, "--format", "mirror", "--out", out)
+	if code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	rep, err := mirrorcheck.Check(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Broken) > 0 {
+		t.Errorf("broken links offline: %q", rep.Broken)
+	}
+	return out, rep, stderr
 }

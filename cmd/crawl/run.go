@@ -55,6 +55,8 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	fs.StringVar(&cfg.Scope, "scope", cfg.Scope, "what is in scope: host (the seeds' hosts) or domain (their registrable domains)")
 	fs.IntVar(&cfg.MaxDepth, "max-depth", cfg.MaxDepth, "most link hops from a seed (-1: unlimited)")
 	fs.BoolVar(&cfg.Sitemaps, "sitemaps", false, "also crawl the URLs each host's sitemaps list (robots.txt Sitemap lines, /sitemap.xml)")
+	fs.BoolVar(&cfg.Requisites, "requisites", false, "also fetch what each page needs to be shown: stylesheets, scripts, images, icons, fonts (not counted as link hops; their links not followed)")
+	fs.StringVar(&cfg.RequisitesScope, "requisites-scope", cfg.RequisitesScope, "hosts requisites are fetched from: any, or host (the crawl's scope)")
 	fs.IntVar(&cfg.MaxPages, "max-pages", cfg.MaxPages, "stop after this many pages fetched, all runs together (0: unlimited)")
 	fs.IntVar(&cfg.MaxHostPages, "max-host-pages", cfg.MaxHostPages, "most URLs of one host queued for fetching, all runs together; further links to it are excluded as limit (0: unlimited)")
 	fs.StringVar(&cfg.UserAgent, "user-agent", cfg.UserAgent, "User-Agent header; its product (MyBot in \"Mozilla/5.0 (compatible; MyBot/1.0; +URL)\") is the robots.txt product token")
@@ -101,6 +103,8 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	var maxTime time.Duration
 	durationVar(fs, &maxTime, "max-time", 0, "stop the run after this `duration`, as if interrupted, and exit 0 (0: no limit); run again to go on")
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
+	fs.BoolVar(&cfg.Recrawl, "recrawl", false, "revisit the fetched pages with conditional GETs (If-None-Match, If-Modified-Since): an unchanged page answers 304 and keeps its stored copy, a changed one is stored anew")
+	fs.DurationVar(&cfg.RecrawlOlderThan, "older-than", 0, "with --recrawl, revisit only the pages last visited at least this long ago (e.g. 24h)")
 	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
 	argSeeds, code, ok := flags.parse(args, stdout, stderr)

@@ -54,6 +54,9 @@ func printChanges(w io.Writer, changes []crawler.Change, rev frontier.Revised) {
 	if n := sum(rev.Excluded); n > 0 {
 		parts = append(parts, fmt.Sprintf("excluded %d queued %s (%s)", n, plural(n, "URL", "URLs"), byReason(rev.Excluded)))
 	}
+	if n := rev.Revisited; n > 0 {
+		parts = append(parts, fmt.Sprintf("revisiting %d fetched %s", n, plural(n, "page", "pages")))
+	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "crawl: %s\n", strings.Join(parts, "; "))
 	}

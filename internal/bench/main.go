@@ -11,6 +11,7 @@
 //	go run ./internal/bench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
 //	go run ./internal/bench -scenario broad -hosts 10 -host-pages 1   # mostly the two-host crawl: CPU per 12 KB page
 //	go run ./internal/bench -scenario links -links 6,40,150 -max-pages 30000   # CPU per discovered link
+//	go run ./internal/bench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
 //
 // The broad and links scenarios run the crawl binary (built from ./cmd/crawl, so run the bench from the
 // repository's root) as a separate process, so that its peak RSS and CPU time are its own.
@@ -40,10 +41,10 @@ import (
 var tune func(*crawler.Config)
 
 func main() {
-	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky, broad, links or all (all but broad and links)")
+	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky, broad, links, recrawl or all (all but broad, links and recrawl)")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
-	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts)")
+	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts); recrawl: pages of its one host")
 	data := flag.String("data", "", "throughput: keep the crawl store in this directory (default: a temporary one, removed)")
 	scale := flag.Int("scale", 1, "politeness: multiply every host's page count by this (longer crawls: start-up costs weigh less, steady-state riding more)")
 	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
@@ -90,6 +91,8 @@ func main() {
 		err = flaky(os.Stdout, *seed)
 	case "broad":
 		err = broad(os.Stdout, bc)
+	case "recrawl":
+		err = recrawl(os.Stdout, *seed, *pages)
 	case "links":
 		err = linkCosts(os.Stdout, bc.crawlBin, lc, bc.crawlFlags, bc.timeout, *seed)
 	case "all":

@@ -72,6 +72,18 @@ type Config struct {
 	// attempts when the crawl opens (--retry failed,excluded).
 	RetryFailed, RetryExcluded bool
 
+	// Requisites fetches what each page needs to be shown (stylesheets, scripts, images,
+	// icons, fonts, and what stylesheets load) as requisites of the page: at its depth, their
+	// own links not followed (--requisites). RequisitesScope says on which hosts.
+	Requisites      bool
+	RequisitesScope string // RequisitesScopeAny (default) or RequisitesScopeHost
+
+	// Recrawl queues the fetched URLs again when the crawl opens, to be revisited with
+	// conditional GETs (--recrawl); with RecrawlOlderThan > 0 only those whose last visit is at
+	// least that old (--older-than).
+	Recrawl          bool
+	RecrawlOlderThan time.Duration
+
 	// URLLog, if set, receives one JSON line for each URL that is fetched, fails or is
 	// excluded when its turn comes, as it happens (--log-urls).
 	URLLog io.Writer
@@ -110,6 +122,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Scope:           "host",
+		RequisitesScope: RequisitesScopeAny,
 		MaxDepth:        -1,
 		UserAgent:       DefaultUserAgent,
 		Workers:         32,
@@ -128,6 +141,12 @@ func Defaults() Config {
 		StatusEvery:     time.Second,
 	}
 }
+
+// Values of Config.RequisitesScope (--requisites-scope).
+const (
+	RequisitesScopeAny  = "any"  // requisites on any host
+	RequisitesScopeHost = "host" // only on the hosts (or domains) of the crawl's scope
+)
 
 // maxWorkers bounds --workers and --host-concurrency: far above what one process can use, low
 // enough that what is sized by them stays small.
@@ -182,6 +201,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--deny-ext takes file extensions such as pdf or zip, not %q", badExt(c.DenyExt))
 	case c.DNSServer != "" && !validAddrPort(c.DNSServer):
 		return fmt.Errorf("--dns-server must be an IP address and port (e.g. 127.0.0.1:53), not %q", c.DNSServer)
+	case c.RequisitesScope != RequisitesScopeAny && c.RequisitesScope != RequisitesScopeHost:
+		return fmt.Errorf("--requisites-scope must be any or host, not %q", c.RequisitesScope)
+	case c.RecrawlOlderThan < 0:
+		return fmt.Errorf("--older-than must not be negative, not %v", c.RecrawlOlderThan)
+	case c.RecrawlOlderThan > 0 && !c.Recrawl:
+		return errors.New("--older-than needs --recrawl")
 	case c.Retry.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
 	}

@@ -86,6 +86,7 @@ type Crawler struct {
 
 	changes []Change         // settings this run changed from the stored ones (settings.go)
 	revised frontier.Revised // what the changes did to URLs already seen
+	recrawl recrawlPlan      // which fetched URLs settle revisits
 	failed  failedHosts      // hosts whose failure was announced (failures.go)
 }
 

@@ -22,8 +22,12 @@ import (
 // gate, and commits the result: page + done + links in one frontier transaction, or a retry,
 // or a failure. A request cut short by shutdown gives its lease back instead.
 func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t *hostlimit.Ticket) error {
+	var last lastVersion // a revisit's last version: what it asks about and compares with
+	if l.Prev != 0 {
+		last = c.lastVersionOf(l.Prev)
+	}
 	sent := time.Now()
-	resp, err := c.client.GetAccepting(ctx, u, c.acceptType())
+	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{If: last.v, AcceptType: c.acceptType()})
 	now := time.Now()
 	if ctx.Err() != nil {
 		t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
@@ -31,6 +35,9 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		return nil
 	}
 	res := c.decide(l, u, resp, err, sent, now, t)
+	if res.Page != nil {
+		c.markRevisit(res.Page, last)
+	}
 	if cerr := c.fr.Complete(l, res); cerr != nil {
 		return fmt.Errorf("committing %s: %w", l.URL, cerr)
 	}
@@ -89,8 +96,13 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		c.follow(&res, l, resp.Location)
 	case resp.Status >= 300 && resp.Status < 400 && resp.LocationErr != nil:
 		unusable(&res, l.URL, resp.Header.Get("Location"), resp.LocationErr, l.Depth, l.Hops+1)
+	case resp.Status >= 200 && resp.Status < 300 && l.Role == frontier.RoleRequisite:
+		if resp.ContentType == "text/css" { // what a stylesheet loads; nothing a requisite links to
+			c.requisites(&res, l, u, resp)
+		}
 	case resp.Status >= 200 && resp.Status < 300 && c.sitemapLinks(&res, l, u, resp):
 	case resp.Status >= 200 && resp.Status < 300:
+		c.requisites(&res, l, u, resp)
 		links := fetch.ExtractLinks(u, resp.Header, resp.ContentType, resp.Body, c.agent)
 		p.NoIndex = links.NoIndex
 		for _, lk := range links.Links {
@@ -109,7 +121,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 // robots, dedup and the target host's gate like any other URL; Hops bounds chains.
 func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL) {
 	target.User = nil // credentials in a Location are not followed, nor stored
-	e := frontier.Entry{URL: target.String(), Host: urlnorm.HostKey(target), Depth: l.Depth, Parent: l.URL, Hops: l.Hops + 1}
+	e := frontier.Entry{URL: target.String(), Host: urlnorm.HostKey(target), Depth: l.Depth, Parent: l.URL, Hops: l.Hops + 1, Role: l.Role}
 	if e.Hops > c.cfg.MaxRedirects {
 		res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: "limit",
 			Detail: fmt.Sprintf("more than %d redirects", c.cfg.MaxRedirects)})
@@ -120,7 +132,7 @@ func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL
 
 // consider sorts one discovered URL into the links to enqueue or the exclusions to record.
 func (c *Crawler) consider(res *frontier.Result, e frontier.Entry, u *url.URL, nofollow bool) {
-	reason, detail := c.admit(u, e.Depth)
+	reason, detail := c.admit(u, e.Depth, e.Role)
 	switch {
 	case nofollow:
 		reason, detail = "nofollow", ""

@@ -39,10 +39,24 @@ func (s *Scope) Check(u *url.URL) string {
 	if !s.Allowed[s.key(u)] {
 		return "scope"
 	}
+	return s.filter(u, s.Include)
+}
+
+// CheckRequisite is Check for a page requisite: on any host when anyHost is set, else on the
+// hosts (or domains) of the scope; --exclude applies, --include (which picks pages) does not.
+func (s *Scope) CheckRequisite(u *url.URL, anyHost bool) string {
+	if !anyHost && !s.Allowed[s.key(u)] {
+		return "scope"
+	}
+	return s.filter(u, nil)
+}
+
+// filter returns "filter" when u matches no include (if there are any) or an exclude.
+func (s *Scope) filter(u *url.URL, include []*regexp.Regexp) string {
 	str := u.String()
-	if len(s.Include) > 0 {
+	if len(include) > 0 {
 		ok := false
-		for _, re := range s.Include {
+		for _, re := range include {
 			if re.MatchString(str) {
 				ok = true
 				break

@@ -213,7 +213,7 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 		return nil, frontier.Revised{}, fmt.Errorf("store %s: %w", c.cfg.Dir, err)
 	}
 	var changes []Change
-	revise := old.RevisePending || c.cfg.RetryFailed || c.cfg.RetryExcluded
+	revise := old.RevisePending || c.cfg.RetryFailed || c.cfg.RetryExcluded || c.cfg.Recrawl
 	if ok {
 		changes = diff(old.Settings, now)
 		for _, ch := range changes {
@@ -227,7 +227,10 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 	if err := saveSettings(c.db, settingsMeta{Settings: now, RevisePending: true}); err != nil {
 		return nil, frontier.Revised{}, err
 	}
-	rev, err := fr.Revise(c.revisit)
+	if c.recrawl, err = planRecrawl(&c.cfg, c.db, time.Now()); err != nil {
+		return nil, frontier.Revised{}, err
+	}
+	rev, err := c.revise(fr)
 	if err != nil {
 		return nil, rev, err
 	}
@@ -248,18 +251,21 @@ var retryReasons = []string{frontier.ReasonRobots, frontier.ReasonPrivateAddress
 // the settings exclude is excluded; a URL excluded for scope, filter, depth or host budget that
 // they admit is queued again (a redirect chain over the limit stays excluded; robots.txt is
 // checked again when it is leased); with --retry, failed URLs they admit, and URLs excluded by
-// robots.txt or a private address, are queued again.
+// robots.txt or a private address, are queued again; with --recrawl, fetched URLs they admit
+// are revisited (all, or those --older-than names).
 func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 	u, err := url.Parse(r.URL)
 	if err != nil {
 		return frontier.Verdict{}
 	}
-	reason, detail := c.admit(u, r.Depth)
+	reason, detail := c.admit(u, r.Depth, r.Role)
 	requeue := frontier.Verdict{Action: frontier.Requeue}
 	switch {
 	case r.State == "queued" && reason != "":
 		return frontier.Verdict{Action: frontier.Exclude, Reason: reason, Detail: detail}
 	case reason != "":
+	case c.recrawl.due(r):
+		return frontier.Verdict{Action: frontier.Revisit}
 	case r.State == "failed" && c.cfg.RetryFailed:
 		return requeue
 	case r.State != "excluded":
@@ -274,10 +280,18 @@ func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 	return frontier.Verdict{}
 }
 
-// admit returns "" when the settings admit u at depth, else the exclusion reason (scope,
-// filter, depth) and its detail.
-func (c *Crawler) admit(u *url.URL, depth int) (reason, detail string) {
-	if reason := c.scope.Check(u); reason != "" {
+// admit returns "" when the settings admit u at depth in role, else the exclusion reason
+// (scope, filter, depth) and its detail. A requisite is admitted only with --requisites, and
+// on the hosts --requisites-scope names.
+func (c *Crawler) admit(u *url.URL, depth int, role frontier.Role) (reason, detail string) {
+	if role == frontier.RoleRequisite {
+		if !c.cfg.Requisites {
+			return frontier.ReasonScope, "a page requisite, and --requisites is off"
+		}
+		if reason := c.scope.CheckRequisite(u, c.cfg.RequisitesScope != RequisitesScopeHost); reason != "" {
+			return reason, ""
+		}
+	} else if reason := c.scope.Check(u); reason != "" {
 		return reason, ""
 	}
 	if c.cfg.MaxDepth >= 0 && depth > c.cfg.MaxDepth {

@@ -20,7 +20,12 @@
 // same file; only a page larger than MaxSize on its own makes a file exceed it. Each file
 // starts with a warcinfo record; every page then becomes a request record followed by a
 // response record (redirects and error statuses included), linked both ways by
-// WARC-Concurrent-To and pointing at the file's warcinfo with WARC-Warcinfo-ID.
+// WARC-Concurrent-To and pointing at the file's warcinfo with WARC-Warcinfo-ID. A 304 that
+// confirms a stored page (storage.Page.RevisitOf, a recrawl's conditional GET) is a revisit
+// record instead of a response: profile server-not-modified, WARC-Refers-To-Target-URI, and
+// WARC-Refers-To-Date when WARCOptions.Original finds the page; so is a 2xx with the same body
+// as a stored page (storage.Page.SameAs), with profile identical-payload-digest, made by
+// gowarc's ToRevisitRecord from the response (payload digest kept, payload left out).
 //
 // Storage keeps bodies decoded (Content-Encoding removed, see storage.Page.DecodedFrom), so the
 // response record holds the decoded body and an HTTP header that is correct for it: when a

@@ -126,6 +126,10 @@ func (m *MirrorWriter) Write(p *storage.Page) error {
 		body = refreshPage(m.link(e.rel, e.target))
 	case !m.opts.KeepLinks && isHTMLType(e.ctype):
 		body = m.convertHTML(p, e.rel)
+	case !m.opts.KeepLinks && e.ctype == "text/css":
+		if base, err := url.Parse(pageURL(p)); err == nil {
+			body = m.convertCSS(p.Body, base, e.rel)
+		}
 	}
 	if err := m.checkLocal([]string{e.rel}); err != nil {
 		return err

@@ -32,15 +32,15 @@ func sitePages() []*storage.Page {
 		`<a href="/docs/">docs</a> <a href=/old>old</a> <a href="/gone">gone</a> <a href="/docs/#top">top</a>`+
 		`<img src="img.png" srcset="/img.png 1x, /img.png?big 2x"><a href="mailto:x@s.test">m</a>`+
 		`<a href="/not-crawled?a=1&amp;b=2">nc</a><a href="http://other.test/">o</a><a href="#here">h</a></body></html>`)
-	add("http://s.test/s?v=2", 200, "text/css", `body{color:red}`)
+	add("http://s.test/s?v=2", 200, "text/css", `@import "/gone"; body{color:red;background:url( img.png )} /* url(x.png) */`)
 	add("http://s.test/favicon.ico", 200, "image/x-icon", "ICO")
 	add("http://s.test/old", 301, "text/html", "<h1>301 Moved Permanently</h1>", "Location", "/older")
 	add("http://s.test/older", 302, "", "", "Location", "http://s.test/docs/")
 	add("http://s.test/gone", 404, "text/html", "<h1>404</h1>")
 	add("http://s.test/img.png", 200, "image/png", "PNG")
 	add("http://s.test/img.png?big", 200, "image/png", "BIGPNG")
-	add("http://s.test/docs/", 200, "text/html", `<html><head><base href="/docs/x/"></head><body>`+
-		`<a href="../../">home</a><a href="l1">latin</a></body></html>`)
+	add("http://s.test/docs/", 200, "text/html", `<html><head><base href="/docs/x/"><style>b{background:url(/img.png)}</style></head><body>`+
+		`<a href="../../">home</a><a href="l1" style='background:url("../../img.png?big")'>latin</a></body></html>`)
 	add("http://s.test/docs/x/l1", 200, "text/html; charset=iso-8859-1", "<html><head><title>caf\xe9</title></head><body><a href=\"/\">\xe9</a></body></html>")
 	add("http://s.test/docs/x/l1", 200, "text/html; charset=iso-8859-1", "<html><head><title>caf\xe9 2</title></head><body><a href=\"/\">\xe9</a></body></html>")
 	return pages
@@ -55,8 +55,9 @@ func TestMirrorConvertLinks(t *testing.T) {
 			`<a href="docs/index.html">docs</a> <a href="docs/index.html">old</a> <a href="http://s.test/gone">gone</a> <a href="docs/index.html#top">top</a>` +
 			`<img src="img.png" srcset="img.png 1x, img~` + shortHash("?big", 10) + `.png 2x"><a href="mailto:x@s.test">m</a>` +
 			`<a href="http://s.test/not-crawled?a=1&amp;b=2">nc</a><a href="http://other.test/">o</a><a href="#here">h</a></body></html>`,
-		"s.test/s~" + shortHash("?v=2", 10) + ".css": `body{color:red}`,
-		"s.test/docs/index.html":                     `<html><head><base href="index.html"></head><body><a href="../index.html">home</a><a href="x/l1.html">latin</a></body></html>`,
+		"s.test/s~" + shortHash("?v=2", 10) + ".css": `@import "http://s.test/gone"; body{color:red;background:url( img.png )} /* url(x.png) */`, // img.png: already right
+		"s.test/docs/index.html": `<html><head><base href="index.html"><style>b{background:url("../img.png")}</style></head><body>` +
+			`<a href="../index.html">home</a><a href="x/l1.html" style="background:url(&#34;../img~` + shortHash("?big", 10) + `.png&#34;)">latin</a></body></html>`,
 		// The latest version, its bytes kept, its charset declared for a reader without headers.
 		"s.test/docs/x/l1.html": "<html><head><meta charset=\"iso-8859-1\"><title>caf\xe9 2</title></head><body><a href=\"../../index.html\">\xe9</a></body></html>",
 	} {

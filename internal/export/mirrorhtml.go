@@ -40,9 +40,9 @@ var urlAttrs = map[string][]string{
 // srcsetTags are the elements whose srcset lists image candidates.
 var srcsetTags = map[string]bool{"img": true, "source": true}
 
-// convertHTML returns p's body with every http(s) URL in a link or requisite attribute made
-// a relative path to its mirrored file (for the file at rel), or absolute when the URL is not
-// mirrored. Everything else keeps its bytes: the body is split into tokens by
+// convertHTML returns p's body with every http(s) URL in a link or requisite attribute, a
+// style attribute or a <style> element made a relative path to its mirrored file (for the file
+// at rel), or absolute when the URL is not mirrored. Everything else keeps its bytes: the body is split into tokens by
 // golang.org/x/net/html's tokenizer and only the value of a rewritten attribute changes, and
 // the new values are ASCII, so a page in another charset stays in it. A <base href> is
 // honoured while resolving and then pointed at the file itself. When the response header
@@ -65,6 +65,7 @@ func (m *MirrorWriter) convertHTML(p *storage.Page, rel string) []byte {
 	}
 	out := make([]byte, 0, len(p.Body)+len(p.Body)/8)
 	z := xhtml.NewTokenizer(bytes.NewReader(p.Body))
+	inStyle := false // in the raw text of a <style> element
 	for {
 		tt := z.Next()
 		raw := z.Raw()
@@ -72,12 +73,18 @@ func (m *MirrorWriter) convertHTML(p *storage.Page, rel string) []byte {
 			out = append(out, raw...)
 			break
 		}
+		if tt == xhtml.TextToken && inStyle {
+			out = append(out, m.convertCSS(raw, base, rel)...)
+			continue
+		}
 		if tt != xhtml.StartTagToken && tt != xhtml.SelfClosingTagToken {
+			inStyle = false
 			out = append(out, raw...)
 			continue
 		}
 		name, _ := z.TagName()
 		tag := string(name)
+		inStyle = tag == "style" && tt == xhtml.StartTagToken
 		if charset != "" && tag != "html" && tag != "head" {
 			out = fmt.Appendf(out, `<meta charset="%s">`, html.EscapeString(charset))
 			charset = ""
@@ -98,7 +105,7 @@ func (m *MirrorWriter) rewriteTag(out, raw []byte, tag string, base *url.URL, re
 	if tag == "base" {
 		names = []string{"href"}
 	}
-	if len(names) == 0 && !srcsetTags[tag] {
+	if len(names) == 0 && !srcsetTags[tag] && !bytes.Contains(bytes.ToLower(raw), []byte("style")) {
 		return append(out, raw...)
 	}
 	attrs := scanAttrs(raw)
@@ -119,6 +126,8 @@ func (m *MirrorWriter) rewriteTag(out, raw []byte, tag string, base *url.URL, re
 			nv = rewriteSrcset(val, func(u string) string { return m.rewriteURL(u, base, rel) })
 		case contains(names, a.name):
 			nv = m.rewriteURL(val, base, rel)
+		case a.name == "style":
+			nv = string(m.convertCSS([]byte(val), base, rel))
 		default:
 			continue
 		}

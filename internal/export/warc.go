@@ -53,6 +53,12 @@ type WARCOptions struct {
 
 	// Software is written to the warcinfo record's "software" field. Empty means "crawl".
 	Software string
+
+	// Original returns the stored page of a sequence number (storage.DB.PageMeta has its
+	// shape): a 304 that confirms a stored page (storage.Page.RevisitOf) is written as a
+	// revisit record whose WARC-Refers-To-Date is that page's fetch time. Nil, or an error,
+	// leaves WARC-Refers-To-Date out; WARC-Refers-To-Target-URI is written either way.
+	Original func(seq uint64) (*storage.Page, error)
 }
 
 // WARCWriter writes gzip-compressed WARC/1.1 files; see the package documentation for the
@@ -64,6 +70,7 @@ type WARCWriter struct {
 	date      time.Time
 	rand      io.Reader
 	software  string
+	original  func(seq uint64) (*storage.Page, error)
 
 	serial  int // number of the next file
 	f       *os.File
@@ -129,6 +136,7 @@ func NewWARC(out string, opts *WARCOptions) (*WARCWriter, error) {
 		date:     o.Date,
 		rand:     o.Rand,
 		software: o.Software,
+		original: o.Original,
 		gz:       gz,
 	}
 	if err := w.openFile(); err != nil {
@@ -144,7 +152,9 @@ func (w *WARCWriter) Files() []string { return slices.Clone(w.files) }
 func (w *WARCWriter) Stats() Stats { return w.stats }
 
 // Write writes p as a request record and a response record, starting a new file first if the
-// pair would take the current one past MaxSize.
+// pair would take the current one past MaxSize. A 304 confirming a stored page (p.RevisitOf)
+// is a revisit record instead of a response, with the profile server-not-modified; a 2xx with
+// the same body as a stored page (p.SameAs) one with the profile identical-payload-digest.
 func (w *WARCWriter) Write(p *storage.Page) error {
 	if w.closed {
 		return ErrClosed
@@ -195,8 +205,14 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 	}
 	defer func() { _ = req.Close() }()
 
-	rb = gowarc.NewRecordBuilder(gowarc.Response, recordOptions()...)
-	common(rb, respID, reqID)
+	if p.RevisitOf != 0 && p.Status == http.StatusNotModified {
+		rb = gowarc.NewRecordBuilder(gowarc.Revisit, recordOptions()...)
+		common(rb, respID, reqID)
+		w.refersTo(rb, p, target)
+	} else {
+		rb = gowarc.NewRecordBuilder(gowarc.Response, recordOptions()...)
+		common(rb, respID, reqID)
+	}
 	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
 	if p.DecodedFrom != "" {
 		rb.AddWarcHeader(decodedField, headerValue(p.DecodedFrom))
@@ -214,6 +230,16 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 		return err
 	}
 	defer func() { _ = resp.Close() }()
+	if p.SameAs != 0 && p.Status >= 200 && p.Status < 300 {
+		// The same payload as an earlier answer: an identical-payload-digest revisit, made by
+		// gowarc from the response (its WARC-Payload-Digest kept, the block cut to the header).
+		rev, err := resp.ToRevisitRecord(w.revisitRef(gowarc.ProfileIdenticalPayloadDigestV1_1, p.SameAs, target))
+		if err != nil {
+			return fmt.Errorf("export: warc: revisit record for %s: %w", p.URL, err)
+		}
+		defer func() { _ = rev.Close() }()
+		resp = rev
+	}
 	spellDecoded(resp)
 
 	// Both records are built (and valid) before either is written, so that a page gowarc
@@ -225,6 +251,29 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 	}
 	w.stats.Pages++
 	return nil
+}
+
+// refersTo adds the header fields of a server-not-modified revisit record of p, a 304 that
+// confirms the stored page p.RevisitOf of the same URL.
+func (w *WARCWriter) refersTo(rb gowarc.WarcRecordBuilder, p *storage.Page, target string) {
+	ref := w.revisitRef(gowarc.ProfileServerNotModifiedV1_1, p.RevisitOf, target)
+	rb.AddWarcHeader(gowarc.WarcProfile, ref.Profile)
+	rb.AddWarcHeader(gowarc.WarcRefersToTargetURI, ref.TargetUri)
+	if ref.TargetDate != "" {
+		rb.AddWarcHeader(gowarc.WarcRefersToDate, ref.TargetDate)
+	}
+}
+
+// revisitRef is what a revisit record of profile refers to: the stored page seq of the same
+// target, by URI and, when Original finds it, date.
+func (w *WARCWriter) revisitRef(profile string, seq uint64, target string) *gowarc.RevisitRef {
+	ref := &gowarc.RevisitRef{Profile: profile, TargetUri: target}
+	if w.original != nil {
+		if o, err := w.original(seq); err == nil {
+			ref.TargetDate = o.FetchedAt.UTC().Format(warcDateLayout)
+		}
+	}
+	return ref
 }
 
 // Close finishes the current file. It is safe to call more than once.

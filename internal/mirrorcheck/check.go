@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/crawl-project/crawl/internal/cssref"
 )
 
 // Report is what Check found.
@@ -26,7 +28,7 @@ type Report struct {
 // linkAttrs are the attributes holding a URL that a browser follows or loads.
 var linkAttrs = map[string]bool{"href": true, "src": true, "poster": true, "data": true, "background": true}
 
-// Check walks the mirror under root and checks the links of every .html file.
+// Check walks the mirror under root and checks the links of every .html and .css file.
 func Check(root string) (Report, error) {
 	var r Report
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -34,7 +36,8 @@ func Check(root string) (Report, error) {
 			return err
 		}
 		r.Files++
-		if !strings.HasSuffix(p, ".html") && !strings.HasSuffix(p, ".htm") {
+		isCSS := strings.HasSuffix(p, ".css")
+		if !isCSS && !strings.HasSuffix(p, ".html") && !strings.HasSuffix(p, ".htm") {
 			return nil
 		}
 		rel, err := filepath.Rel(root, p)
@@ -46,7 +49,11 @@ func Check(root string) (Report, error) {
 		if err != nil {
 			return err
 		}
-		for _, ref := range htmlRefs(body) {
+		refs := htmlRefs(body)
+		if isCSS {
+			refs = cssRefs(body)
+		}
+		for _, ref := range refs {
 			r.check(root, rel, ref)
 		}
 		return nil
@@ -84,24 +91,32 @@ func (r *Report) check(root, rel, ref string) {
 }
 
 // htmlRefs returns the URLs of an HTML document's link and requisite attributes, srcset
-// candidates included.
+// candidates included, and of its style attributes and <style> elements.
 func htmlRefs(body []byte) []string {
 	var refs []string
 	z := html.NewTokenizer(bytes.NewReader(body))
+	inStyle := false
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
 			return refs
 		}
+		if tt == html.TextToken && inStyle {
+			refs = append(refs, cssRefs(z.Text())...)
+		}
 		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			inStyle = false
 			continue
 		}
 		t := z.Token()
+		inStyle = t.Data == "style" && tt == html.StartTagToken
 		if t.Data == "base" || t.Data == "form" {
 			continue
 		}
 		for _, a := range t.Attr {
 			switch {
+			case a.Key == "style":
+				refs = append(refs, cssRefs([]byte(a.Val))...)
 			case linkAttrs[a.Key]:
 				refs = append(refs, a.Val)
 			case a.Key == "srcset":
@@ -113,4 +128,14 @@ func htmlRefs(body []byte) []string {
 			}
 		}
 	}
+}
+
+// cssRefs returns the URLs a stylesheet loads: url()s and @imports (internal/cssref tokenizes;
+// the rewriting the checker judges is the mirror's own).
+func cssRefs(b []byte) []string {
+	var refs []string
+	for _, r := range cssref.Refs(b) {
+		refs = append(refs, r.URL)
+	}
+	return refs
 }

@@ -17,6 +17,8 @@
 //     ordinary pages, so a robots.txt violation is always possible and always detected.
 //   - Links to the roots and pages of the hosts named in CrossLinks (absolute URLs).
 //   - /robots.txt with a "User-agent: *" group holding the Disallow rules, or RobotsStatus.
+//   - With HostSpec.Revisions, pages that send ETag, Last-Modified, both or neither, answer a
+//     matching conditional GET with 304, and change when Web.Change gives them a new revision.
 //   - HostSpec.Extra handlers at their exact paths; everything else is 404.
 //
 // Every request, robots.txt included, first meets a server-side token bucket

@@ -1,7 +1,6 @@
 package simweb
 
 import (
-	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -68,14 +67,5 @@ type reply struct {
 
 func get(t *testing.T, c *http.Client, url string) reply {
 	t.Helper()
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: body: %v", url, err)
-	}
-	return reply{resp.StatusCode, resp.Header, string(b)}
+	return getWith(t, c, url, nil)
 }

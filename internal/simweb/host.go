@@ -24,8 +24,9 @@ type host struct {
 	sem    chan struct{} // nil when spec.Workers == 0
 	flaky  *rand.Rand    // HostSpec.Flaky's draws; guarded by mu
 
-	mu sync.Mutex
-	st hostState
+	mu        sync.Mutex
+	st        hostState
+	revisions map[string]int // HostSpec.Revisions: page path -> revision (Web.Change); kept by reset
 }
 
 // hostState is everything a request can change. hostState requires host.mu to be held.
@@ -207,6 +208,8 @@ func (h *host) done(served bool, latency time.Duration, status int, pageURL stri
 	switch {
 	case status >= 200 && status < 300:
 		s.stats.OK++
+	case status == http.StatusNotModified:
+		s.stats.NotModified++
 	case status == http.StatusNotFound:
 		s.stats.NotFound++
 	}
@@ -363,11 +366,19 @@ func (h *host) respond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if i, ok := h.site.byPath[p]; ok {
+		rev, revising := h.revision(p)
+		if revising {
+			h.countConditional(r)
+			if notModified(w, r, i, rev) {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
 		body := h.site.pages[i].body
 		if body == nil { // a lazy web
 			body = renderPage(h.web.sites, h.web.specs, h.web.bases, h.index, i)
 		}
-		writeBody(w, "text/html; charset=utf-8", body)
+		writeBody(w, "text/html; charset=utf-8", revised(body, rev))
 		return
 	}
 	http.NotFound(w, r)

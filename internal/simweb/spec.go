@@ -123,6 +123,12 @@ type HostSpec struct {
 	// page nothing links to. They are not part of Expected.
 	Sitemaps bool
 
+	// Revisions makes the ordinary pages revalidatable and changeable: page i sends the
+	// validators ValidatorsOf(i) names (revisions.go), answers a conditional GET that matches its
+	// current revision with 304 Not Modified, and gets a new revision (body, ETag,
+	// Last-Modified) from Web.Change.
+	Revisions bool
+
 	// Extra serves custom exact paths (not "/robots.txt", not a page path). Requests to them pass
 	// through the same bucket, worker pool and counters; 2xx answers count as OK. They are not
 	// linked from pages and are not part of Expected.

@@ -24,6 +24,11 @@ type HostStats struct {
 	OK       int // admitted requests answered 2xx (pages, robots.txt, Extra)
 	NotFound int // admitted requests answered 404
 
+	// Conditional counts page requests carrying If-None-Match or If-Modified-Since to a host
+	// with Revisions; NotModified the answers 304 Not Modified.
+	Conditional int
+	NotModified int
+
 	OverLimit int // requests refused by the token bucket (429 or 503)
 	// InRetryAfter counts requests that arrived before the latest Retry-After deadline the host
 	// had announced (whether or not the bucket then had a token), except those arriving within

@@ -1,0 +1,143 @@
+package crawler
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/simweb"
+)
+
+// TestRequisites: with Requisites, a page's stylesheet, icon and images (srcset too) are
+// fetched, and the stylesheet's own @import and url() image; they are requisites at the
+// page's depth, so --max-depth 0 still gets them, while links one hop away are excluded by
+// depth. Without Requisites none is fetched.
+func TestRequisites(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 6, Assets: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	assets := []string{simweb.AssetCSS + "?" + simweb.AssetCSSQuery, simweb.AssetCSS2, simweb.AssetIcon, simweb.AssetLogo,
+		simweb.AssetLogo2x, simweb.AssetBg}
+	base := strings.TrimSuffix(web.URL("a"), "/")
+
+	for _, on := range []bool{true, false} {
+		cfg := testConfig(t, web)
+		cfg.MaxDepth, cfg.Requisites = 0, on
+		runCrawl(t, cfg)
+		stored := storedByURL(t, cfg.Dir)
+		for _, a := range assets {
+			pages := stored[base+a]
+			if on && (len(pages) != 1 || pages[0].Status != 200 || pages[0].Depth != 0 || pages[0].Parent == "") {
+				t.Errorf("--requisites: %s stored %d times (%+v), want once, at depth 0, with its parent", a, len(pages), pages)
+			}
+			if !on && len(pages) != 0 {
+				t.Errorf("without --requisites, %s was fetched", a)
+			}
+		}
+		if on && len(stored) != 1+len(assets) {
+			t.Errorf("--requisites --max-depth 0 stored %d URLs, want the seed and its %d requisites", len(stored), len(assets))
+		}
+		if on {
+			checkRoles(t, cfg.Dir, base, assets)
+		}
+	}
+}
+
+// checkRoles verifies that the frontier knows the assets as requisites and the seed as a page.
+func checkRoles(t *testing.T, dir, base string, assets []string) {
+	t.Helper()
+	fr := readFrontier(t, dir)
+	if st, _, err := fr.State(base + "/"); err != nil || st.Role != frontier.RolePage {
+		t.Errorf("seed: %+v, %v", st, err)
+	}
+	for _, a := range assets {
+		if st, _, err := fr.State(base + a); err != nil || st.Role != frontier.RoleRequisite || st.State != "fetched" {
+			t.Errorf("%s: %+v, %v", a, st, err)
+		}
+	}
+}
+
+// TestAdmitRequisite: a requisite is admitted on any host unless --requisites-scope host,
+// --exclude applies to it and --include does not, and none is admitted without --requisites.
+func TestAdmitRequisite(t *testing.T) {
+	c := &Crawler{cfg: Defaults()}
+	c.scope.Mode = "host"
+	c.scope.AddSeed(mustParse(t, "http://a.example/"))
+	c.scope.Include = []*regexp.Regexp{regexp.MustCompile(`/docs/`)}
+	c.scope.Exclude = []*regexp.Regexp{regexp.MustCompile(`\.mp4$`)}
+	for _, tt := range []struct {
+		url   string
+		on    bool
+		scope string
+		role  frontier.Role
+		want  string
+	}{
+		{"http://cdn.example/s.css", true, RequisitesScopeAny, frontier.RoleRequisite, ""},
+		{"http://cdn.example/s.css", true, RequisitesScopeHost, frontier.RoleRequisite, "scope"},
+		{"http://a.example/s.css", true, RequisitesScopeHost, frontier.RoleRequisite, ""},
+		{"http://a.example/v.mp4", true, RequisitesScopeAny, frontier.RoleRequisite, "filter"},
+		{"http://cdn.example/s.css", false, RequisitesScopeAny, frontier.RoleRequisite, "scope"},
+		{"http://a.example/s.css", true, RequisitesScopeAny, frontier.RolePage, "filter"},
+		{"http://a.example/docs/", true, RequisitesScopeAny, frontier.RolePage, ""},
+	} {
+		c.cfg.Requisites, c.cfg.RequisitesScope = tt.on, tt.scope
+		if got, _ := c.admit(mustParse(t, tt.url), 0, tt.role); got != tt.want {
+			t.Errorf("admit(%s, requisites %v, scope %s, %v) = %q, want %q", tt.url, tt.on, tt.scope, tt.role, got, tt.want)
+		}
+	}
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestRequisiteLinksNotFollowed: a requisite that turns out to be an HTML page is stored,
+// but neither its links nor its own requisites are queued; a redirect of a requisite stays a
+// requisite.
+func TestRequisiteLinksNotFollowed(t *testing.T) {
+	var mu sync.Mutex
+	asked := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprint(w, `<html><img src="/pic"><img src="/moved"></html>`)
+		case "/pic":
+			fmt.Fprint(w, `<html><a href="/secret">s</a><img src="/deeper.png"></html>`)
+		case "/moved":
+			http.Redirect(w, r, "/img.png", http.StatusFound)
+		case "/img.png":
+			w.Header().Set("Content-Type", "image/png")
+			fmt.Fprint(w, "PNG")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir, cfg.Seeds, cfg.Requisites, cfg.InitialRate = t.TempDir(), []string{srv.URL + "/"}, true, 50
+	runCrawl(t, cfg)
+	mu.Lock()
+	defer mu.Unlock()
+	if asked["/pic"] != 1 || asked["/moved"] != 1 || asked["/img.png"] != 1 || asked["/secret"] != 0 || asked["/deeper.png"] != 0 {
+		t.Errorf("requests %v: want /pic, /moved and /img.png once, never /secret nor /deeper.png", asked)
+	}
+	if st, _, err := readFrontier(t, cfg.Dir).State(srv.URL + "/img.png"); err != nil || st.Role != frontier.RoleRequisite {
+		t.Errorf("a requisite's redirect target: %+v, %v", st, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/export"
+	"github.com/crawl-project/crawl/storage"
 )
 
 // exportLockTimeout is how long export waits for the store's lock before it reports that a
@@ -30,7 +31,7 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
+const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--text] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
 	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.")
@@ -39,6 +40,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	format := flags.String("format", "", "output format: warc, jsonl or mirror")
 	out := flags.String("out", "", "warc: X.warc.gz (then X-00001.warc.gz … if it must split), a prefix (PREFIX-00000.warc.gz, ...) or a directory; jsonl: file, or - for stdout; mirror: empty or new directory")
 	noBody := flags.Bool("no-body", false, "jsonl: leave the bodies out")
+	text := flags.Bool("text", false, "jsonl: add each HTML page's visible text")
 	var hosts stringList
 	flags.Var(&hosts, "host", "only pages of this host: every port of it, or host:port for one (repeatable, or a comma separated list)")
 	status := flags.String("status", "", "only these statuses: codes, classes or ranges, e.g. 200,301 or 2xx or 400-499")
@@ -66,6 +68,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *noBody && *format != "jsonl" {
 		return usageErr("--no-body applies to --format jsonl only")
+	}
+	if *text && *format != "jsonl" {
+		return usageErr("--text applies to --format jsonl only")
 	}
 	if *out == "-" && *format != "jsonl" {
 		return usageErr("--out - (stdout) applies to --format jsonl only")
@@ -105,8 +110,16 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case "mirror":
 		w, err = export.NewMirror(*out, db.PagesMeta, &export.MirrorOptions{Filter: filter, KeepLinks: !*convertLinks})
 	case "jsonl":
+		opts := &export.JSONLOptions{NoBody: *noBody, Text: *text}
 		if *noBody {
 			src = db.PagesMeta
+			opts.Body = func(p *storage.Page) ([]byte, error) { // HTML only, for title and the like
+				full, err := db.Page(p.Seq)
+				if err != nil {
+					return nil, err
+				}
+				return full.Body, nil
+			}
 		}
 		jw := stdout
 		if *out == "-" {
@@ -119,7 +132,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 			jw = jf
 		}
 		if err == nil {
-			w = export.NewJSONL(jw, &export.JSONLOptions{NoBody: *noBody})
+			w = export.NewJSONL(jw, opts)
 		}
 	}
 	if err != nil {

@@ -53,7 +53,9 @@
 //
 // # JSON Lines
 //
-// NewJSONL writes one JSON object per page per line; SCHEMA.md describes the fields.
+// NewJSONL writes one JSON object per page per line; SCHEMA.md describes the fields. It keeps
+// one map entry per redirect it has seen, to give a redirect's target the referrer of the
+// redirect.
 //
 // # Mirror
 //

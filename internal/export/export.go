@@ -34,6 +34,12 @@ type Stats struct {
 	Bytes   int64 // bytes written to the output, after compression
 }
 
+// Skipper is implemented by a Writer that needs to see the pages the Filter leaves out (they
+// are not written): Run calls Skip for each, in fetch order with the written ones.
+type Skipper interface {
+	Skip(p *storage.Page)
+}
+
 // Source calls fn for every page in fetch order and stops at the first error fn returns,
 // returning it. storage.DB.Pages and storage.DB.PagesMeta are Sources.
 type Source func(fn func(p *storage.Page) error) error
@@ -49,6 +55,9 @@ func Run(ctx context.Context, src Source, w Writer, f *Filter) (Stats, error) {
 		}
 		if !f.Match(p) {
 			skipped++
+			if s, ok := w.(Skipper); ok {
+				s.Skip(p)
+			}
 			return nil
 		}
 		return w.Write(p)

@@ -7,14 +7,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding"
 
+	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -24,9 +30,14 @@ const jsonTimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 // JSONLOptions configure NewJSONL. A nil *JSONLOptions means the zero value.
 type JSONLOptions struct {
 	// NoBody leaves "body" and "body_base64" out of every line; the pages may then come from
-	// storage.DB.PagesMeta, which does not read the bodies at all. "title" is taken from the
-	// body, so it is written only for pages that come with their body.
+	// storage.DB.PagesMeta, which does not read the bodies at all.
 	NoBody bool
+	// Body, if set, is called for an HTML page that comes without its body (Page.Body nil,
+	// as from storage.DB.PagesMeta) to read that body, so that "title", "charset", "outlinks" and "text" are
+	// written with NoBody too. Without it such pages get none of these fields.
+	Body func(p *storage.Page) ([]byte, error)
+	// Text adds "text", the visible text, to every HTML page.
+	Text bool
 }
 
 // JSONLWriter writes one JSON object per page per line (schema: SCHEMA.md). It is not safe
@@ -36,8 +47,12 @@ type JSONLWriter struct {
 	cw     *countWriter
 	enc    *json.Encoder
 	noBody bool
-	stats  Stats
-	closed bool
+	opts   JSONLOptions
+	// redirects maps the URL of each redirect (3xx) written or skipped so far to its referrer,
+	// so that the target of a redirect gets the page that linked to the redirect as referrer.
+	redirects map[string]string
+	stats     Stats
+	closed    bool
 }
 
 // jsonPage is one line. Field order is the order of the schema.
@@ -55,7 +70,12 @@ type jsonPage struct {
 	DecodedFrom string      `json:"decoded_from"`
 	Body        *string     `json:"body,omitempty"`
 	BodyBase64  bool        `json:"body_base64,omitempty"`
-	Title       *string     `json:"title,omitempty"` // added after the first release: stays last
+	// Added after the first release, in this order, after all others.
+	Title    *string `json:"title,omitempty"`
+	Charset  *string `json:"charset,omitempty"`
+	Outlinks *int    `json:"outlinks,omitempty"`
+	Referrer string  `json:"referrer"`
+	Text     *string `json:"text,omitempty"`
 }
 
 // NewJSONL returns a writer of JSON Lines to w. Close flushes but does not close w.
@@ -68,7 +88,7 @@ func NewJSONL(w io.Writer, opts *JSONLOptions) *JSONLWriter {
 	bw := bufio.NewWriterSize(cw, 256<<10)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	return &JSONLWriter{bw: bw, cw: cw, enc: enc, noBody: o.NoBody, stats: Stats{Files: 1}}
+	return &JSONLWriter{bw: bw, cw: cw, enc: enc, noBody: o.NoBody, opts: o, redirects: map[string]string{}, stats: Stats{Files: 1}}
 }
 
 // Write writes p as one line.
@@ -102,10 +122,35 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 		}
 		line.Body = &s
 	}
-	if isHTMLType(p.ContentType) {
-		if t, ok := htmlTitle(p.Body, p.Header.Get("Content-Type")); ok {
+	line.Referrer = w.referrer(p)
+	body, haveBody := p.Body, p.Body != nil || !w.noBody
+	if !haveBody && w.opts.Body != nil && isHTMLType(p.ContentType) {
+		b, err := w.opts.Body(p)
+		if err != nil {
+			return fmt.Errorf("export: jsonl: %s: %w", p.URL, err)
+		}
+		body, haveBody = b, true
+	}
+	switch {
+	case isHTMLType(p.ContentType) && haveBody:
+		d := newHTMLDecoder(body, p.Header.Get("Content-Type"))
+		cs := d.charset()
+		line.Charset = &cs
+		if t, ok := d.title(); ok {
 			line.Title = &t
 		}
+		if base := linkBase(p); base != nil && p.Status >= 200 && p.Status < 300 {
+			n := len(fetch.ExtractLinks(base, p.Header, p.ContentType, body, "").Links)
+			line.Outlinks = &n
+		}
+		if w.opts.Text {
+			t := d.text()
+			line.Text = &t
+		}
+	case isHTMLType(p.ContentType): // no body to read: charset may come from a <meta>
+	case IsTextual(p.ContentType):
+		cs := headerCharset(p.Header.Get("Content-Type"))
+		line.Charset = &cs
 	}
 	if err := w.enc.Encode(&line); err != nil { // Encode appends the newline
 		return fmt.Errorf("export: jsonl: %s: %w", p.URL, err)
@@ -113,6 +158,43 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 	w.stats.Pages++
 	w.stats.Bytes = w.cw.n + int64(w.bw.Buffered())
 	return nil
+}
+
+// referrer returns the page that linked to p: p.Parent, or, when p.Parent is a redirect seen
+// earlier in the export, that redirect's referrer. It records p if p is a redirect.
+func (w *JSONLWriter) referrer(p *storage.Page) string {
+	ref := p.Parent
+	if r, ok := w.redirects[ref]; ok {
+		ref = r
+	}
+	if p.Status >= 300 && p.Status < 400 {
+		w.redirects[p.URL] = ref
+	} else {
+		delete(w.redirects, p.URL) // a URL that stopped redirecting
+	}
+	return ref
+}
+
+// Skip implements Skipper: a redirect left out of the export still passes its referrer on.
+func (w *JSONLWriter) Skip(p *storage.Page) { w.referrer(p) }
+
+// linkBase is the URL links in p resolve against; nil if it does not parse.
+func linkBase(p *storage.Page) *url.URL {
+	u, err := url.Parse(pageURL(p))
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+// headerCharset returns the charset parameter of a Content-Type header value, lowercased,
+// or "" if there is none.
+func headerCharset(contentType string) string {
+	_, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSpace(params["charset"]))
 }
 
 // Close flushes the buffered lines. It is safe to call more than once.
@@ -162,39 +244,83 @@ func isHTMLType(ct string) bool {
 	return ct == "text/html" || ct == "application/xhtml+xml"
 }
 
+// htmlDecoder reads an HTML body in the charset a browser would use: BOM, the charset
+// parameter of the Content-Type header value, a <meta> charset in the first 1024 bytes, else
+// UTF-8 if the bytes are valid UTF-8, else windows-1252. Bytes that are valid UTF-8 are read as
+// UTF-8 even against a <meta> charset (only a BOM or the header are taken as certain): a legacy
+// charset that happens to be valid UTF-8 is rare, a mislabelled UTF-8 page is not.
+type htmlDecoder struct {
+	body    []byte // UTF-16 already decoded to UTF-8
+	enc     encoding.Encoding
+	name    string // WHATWG name of enc; "utf-8" once UTF-16 is decoded
+	found   string // name before that
+	certain bool
+	bad     bool // UTF-16 that did not decode
+}
+
+func newHTMLDecoder(body []byte, contentType string) *htmlDecoder {
+	d := &htmlDecoder{body: body}
+	d.enc, d.name, d.certain = charset.DetermineEncoding(body, contentType)
+	d.found = d.name
+	if strings.HasPrefix(d.name, "utf-16") { // not ASCII-compatible: decode before searching
+		b, err := d.enc.NewDecoder().Bytes(body)
+		if err != nil {
+			d.bad = true
+			return d
+		}
+		d.body, d.name, d.certain = b, "utf-8", true
+	}
+	return d
+}
+
+// charset is the WHATWG name of the encoding the page is read in ("utf-8", "windows-1252",
+// "shift_jis", "utf-16le", ...).
+func (d *htmlDecoder) charset() string {
+	switch {
+	case d.found != d.name: // UTF-16
+		return d.found
+	case !d.certain && utf8.Valid(d.body):
+		return "utf-8"
+	}
+	return d.name
+}
+
+// utf8 returns b, a prefix of d.body, decoded to UTF-8.
+func (d *htmlDecoder) utf8(b []byte) ([]byte, bool) {
+	if d.bad {
+		return nil, false
+	}
+	if d.name != "utf-8" && !(!d.certain && utf8.Valid(b)) { // undeclared but valid UTF-8: UTF-8
+		dec, err := d.enc.NewDecoder().Bytes(b)
+		if err != nil {
+			return nil, false
+		}
+		b = dec
+	}
+	return b, true
+}
+
 // htmlTitle returns the text of an HTML document's title as document.title gives it: the
 // first title element in the HTML namespace (not an SVG <title>, not one inside a <template>),
-// its text with ASCII whitespace stripped and collapsed. ok is false if there is none.
-//
-// The bytes are decoded as a browser would: BOM, the charset parameter of contentType (the
-// Content-Type header value), a <meta> charset in the first 1024 bytes, else UTF-8 if the bytes
-// are valid UTF-8, else windows-1252. Bytes that are valid UTF-8 are read as UTF-8 even against
-// a <meta> charset (only a BOM or the header are taken as certain): a legacy charset that
-// happens to be valid UTF-8 is rare, a mislabelled UTF-8 page is not. The title is in UTF-8.
-//
-// goquery parses only as far as the end of the first "</title>" when the title is found there,
-// which is where it nearly always is, so a large page costs a small DOM; only when that prefix
-// holds no title (the first "</title" was inside a comment or script, or belonged to an SVG
-// title) is the whole page parsed.
+// its text with ASCII whitespace stripped and collapsed, in UTF-8. ok is false if there is none.
+// contentType is the Content-Type header value; the body is decoded as htmlDecoder says.
 func htmlTitle(body []byte, contentType string) (title string, ok bool) {
-	enc, name, certain := charset.DetermineEncoding(body, contentType)
-	if strings.HasPrefix(name, "utf-16") { // not ASCII-compatible: decode before searching
-		b, err := enc.NewDecoder().Bytes(body)
-		if err != nil {
-			return "", false
-		}
-		body, name, certain = b, "utf-8", true
-	}
-	if !containsFold(body, []byte("<title")) {
+	return newHTMLDecoder(body, contentType).title()
+}
+
+// title is htmlTitle. goquery parses only as far as the end of the first "</title>" when the
+// title is found there, which is where it nearly always is, so a large page costs a small DOM;
+// only when that prefix holds no title (the first "</title" was inside a comment or script, or
+// belonged to an SVG title) is the whole page parsed.
+func (d *htmlDecoder) title() (string, bool) {
+	body := d.body
+	if d.bad || !containsFold(body, []byte("<title")) {
 		return "", false
 	}
 	parse := func(b []byte) (string, bool) {
-		if name != "utf-8" && !(!certain && utf8.Valid(b)) { // undeclared but valid UTF-8: UTF-8
-			d, err := enc.NewDecoder().Bytes(b)
-			if err != nil {
-				return "", false
-			}
-			b = d
+		b, ok := d.utf8(b)
+		if !ok {
+			return "", false
 		}
 		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(b))
 		if err != nil {
@@ -206,7 +332,7 @@ func htmlTitle(body []byte, contentType string) (title string, ok bool) {
 		if sel.Length() == 0 {
 			return "", false
 		}
-		return strings.ToValidUTF8(strings.Join(strings.FieldsFunc(sel.Text(), isASCIISpace), " "), "\uFFFD"), true
+		return collapse(sel.Text()), true
 	}
 	if cut := endOfFirstTitle(body); cut > 0 && cut < len(body) {
 		if t, ok := parse(body[:cut]); ok {
@@ -215,6 +341,70 @@ func htmlTitle(body []byte, contentType string) (title string, ok bool) {
 	}
 	return parse(body)
 }
+
+// collapse strips and collapses ASCII whitespace and makes s valid UTF-8.
+func collapse(s string) string {
+	return strings.ToValidUTF8(strings.Join(strings.FieldsFunc(s, isASCIISpace), " "), "\uFFFD")
+}
+
+// text returns the page's visible text: the text of the document outside <head>, <script>,
+// <style>, <noscript>, <template>, and elements with the hidden attribute, with a space
+// between blocks (any element but a phrasing one such as <a>, <b> or <span>) and ASCII
+// whitespace collapsed as a browser renders it. "" if the body does not decode.
+func (d *htmlDecoder) text() string {
+	b, ok := d.utf8(d.body)
+	if !ok {
+		return ""
+	}
+	b = bytes.TrimPrefix(b, []byte("\uFEFF")) // a byte-order mark is not text
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(b))
+	if err != nil {
+		return ""
+	}
+	var sb strings.Builder
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		switch n.Type {
+		case html.TextNode:
+			sb.WriteString(n.Data)
+			return
+		case html.ElementNode:
+			if n.Namespace == "" && hiddenElements[n.DataAtom] {
+				return
+			}
+			for _, a := range n.Attr {
+				if a.Namespace == "" && a.Key == "hidden" {
+					return
+				}
+			}
+			if !phrasingElements[n.DataAtom] {
+				sb.WriteByte(' ')
+				defer sb.WriteByte(' ')
+			}
+		case html.CommentNode, html.DoctypeNode:
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	for _, n := range doc.Nodes {
+		walk(n)
+	}
+	return collapse(sb.String())
+}
+
+// hiddenElements are never rendered.
+var hiddenElements = map[atom.Atom]bool{atom.Head: true, atom.Script: true, atom.Style: true,
+	atom.Noscript: true, atom.Template: true, atom.Title: true}
+
+// phrasingElements flow inline with the text around them: no space is added at their edges.
+var phrasingElements = map[atom.Atom]bool{atom.A: true, atom.Abbr: true, atom.B: true,
+	atom.Bdi: true, atom.Bdo: true, atom.Cite: true, atom.Code: true, atom.Data: true,
+	atom.Dfn: true, atom.Em: true, atom.Font: true, atom.I: true, atom.Kbd: true,
+	atom.Label: true, atom.Mark: true, atom.Q: true, atom.S: true, atom.Samp: true,
+	atom.Small: true, atom.Span: true, atom.Strong: true, atom.Sub: true, atom.Sup: true,
+	atom.Time: true, atom.U: true, atom.Var: true, atom.Ins: true, atom.Del: true}
 
 // endOfFirstTitle returns the offset just past the first "</title" end tag (up to its '>'),
 // or -1 if there is none.

@@ -32,9 +32,10 @@ type JSONLOptions struct {
 	// NoBody leaves "body" and "body_base64" out of every line; the pages may then come from
 	// storage.DB.PagesMeta, which does not read the bodies at all.
 	NoBody bool
-	// Body, if set, is called for an HTML page that comes without its body (Page.Body nil,
-	// as from storage.DB.PagesMeta) to read that body, so that "title", "charset", "outlinks" and "text" are
-	// written with NoBody too. Without it such pages get none of these fields.
+	// Body, if set, is called with NoBody for an HTML page that comes without its body
+	// (Page.Body nil, as from storage.DB.PagesMeta) to read that body, so that "title",
+	// "charset", "outlinks" and "text" are written with NoBody too. Without it such pages get
+	// none of these fields.
 	Body func(p *storage.Page) ([]byte, error)
 	// Text adds "text", the visible text, to every HTML page.
 	Text bool

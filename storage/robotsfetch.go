@@ -20,7 +20,9 @@ type robotsFetch struct {
 // its own, apart from the pages'. Robots.txt fetches are not pages: Pages, PageMeta and
 // Stats never see them. PutRobots, not this, holds the rules the crawl uses.
 func (db *DB) PutRobotsFetch(p *Page) error {
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	// Batch: concurrent robots.txt fetches share one commit. A failed batch is rolled back,
+	// sequence included, before fn runs again, so running it twice keeps one record.
+	err := db.bolt.Batch(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketRobotsFetches)
 		seq, err := b.NextSequence()
 		if err != nil {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"go.etcd.io/bbolt"
@@ -73,5 +74,32 @@ func TestRobotsFetchesOldStore(t *testing.T) {
 	}
 	if err := rw.RobotsFetches(func(*Page) error { n++; return nil }); err != nil || n != 1 {
 		t.Errorf("old store opened for writing: %d robots.txt fetches, %v", n, err)
+	}
+}
+
+// TestRobotsFetchesConcurrent: fetches kept at once (one commit) each get one record and a
+// distinct Seq.
+func TestRobotsFetchesConcurrent(t *testing.T) {
+	db, _ := newTestDB(t)
+	const n = 20
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			p := testPage(1)
+			p.URL = fmt.Sprintf("http://h%d.test/robots.txt", i)
+			errs <- db.PutRobotsFetch(p)
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	seqs, urls := map[uint64]bool{}, map[string]bool{}
+	if err := db.RobotsFetches(func(p *Page) error { seqs[p.Seq], urls[p.URL] = true, true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(seqs) != n || len(urls) != n {
+		t.Errorf("%d distinct Seqs and %d URLs kept, want %d each", len(seqs), len(urls), n)
 	}
 }

@@ -38,9 +38,12 @@ var (
 	bucketHostState = []byte("hoststate") // host -> opaque bytes (hostlimit's encoding)
 	bucketRobots    = []byte("robots")    // host -> RobotsEntry (JSON)
 	bucketMeta      = []byte("meta")      // key -> bytes
+	// seq (8 bytes big-endian, the bucket's own sequence) -> robots.txt response (JSON, body
+	// inline); absent from stores created before it, until they are next opened for writing.
+	bucketRobotsFetches = []byte("robotsfetches")
 )
 
-var storageBuckets = [][]byte{bucketPages, bucketBodies, bucketHostState, bucketRobots, bucketMeta}
+var storageBuckets = [][]byte{bucketPages, bucketBodies, bucketHostState, bucketRobots, bucketMeta, bucketRobotsFetches}
 
 // Options configure Open. A nil *Options means the zero value: read-write, synced, 100ms lock
 // timeout.

@@ -143,7 +143,12 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	st, err := export.Run(ctx, src, w, filter)
+	var st export.Stats
+	if ww, ok := w.(*export.WARCWriter); ok {
+		st, err = export.RunWARC(ctx, src, db.RobotsFetches, ww, filter)
+	} else {
+		st, err = export.Run(ctx, src, w, filter)
+	}
 	if jf != nil {
 		if serr := jf.Sync(); err == nil && serr != nil {
 			err = serr
@@ -161,8 +166,12 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	} else if *format == "mirror" {
 		dst = fmt.Sprintf("%d %s under %s", st.Files, plural(st.Files, "file", "files"), dst)
 	}
-	fmt.Fprintf(stderr, "crawl export: %d pages written (%d filtered out%s) to %s, %s, %.1fs\n",
-		st.Pages, st.Skipped, omitted, dst, formatBytes(st.Bytes), time.Since(start).Seconds())
+	robots := ""
+	if st.Robots > 0 {
+		robots = fmt.Sprintf(" and %d robots.txt %s", st.Robots, plural(int(st.Robots), "fetch", "fetches"))
+	}
+	fmt.Fprintf(stderr, "crawl export: %d pages%s written (%d filtered out%s) to %s, %s, %.1fs\n",
+		st.Pages, robots, st.Skipped, omitted, dst, formatBytes(st.Bytes), time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")

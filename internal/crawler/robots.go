@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/retry"
@@ -201,7 +202,8 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	c.mu.Unlock()
 	prev := rs.failures()
 	e := storage.RobotsEntry{Host: host}
-	final := false // the failure is one a retry would meet again
+	final := false    // the failure is one a retry would meet again
+	var keepErr error // the first response that could not be kept for export
 	for hop := 0; ; hop++ {
 		sent := time.Now()
 		resp, err := c.client.Get(ctx, u)
@@ -245,6 +247,9 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		}
 		c.endRequest(t, now, responseOutcome(signal, sent, resp, pause))
 		c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, Status: resp.Status, Latency: now.Sub(sent)})
+		if err := c.keepRobotsFetch(resp); err != nil && keepErr == nil {
+			keepErr = err
+		}
 		e.Status = resp.Status
 		e.Body = resp.Body
 		if len(e.Body) > robotsMaxBytes {
@@ -279,7 +284,22 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	rules := rs.rules
 	rs.mu.Unlock()
 	c.discoverSitemaps(host, scheme, rules)
-	return c.db.PutRobots(e)
+	return errors.Join(keepErr, c.db.PutRobots(e))
+}
+
+// keepRobotsFetch stores one robots.txt response as received (body cut as the parser sees it),
+// for the WARC export; the rules themselves are kept by PutRobots.
+func (c *Crawler) keepRobotsFetch(resp *fetch.Response) error {
+	body, truncated := resp.Body, resp.Truncated
+	if len(body) > robotsMaxBytes {
+		body, truncated = body[:robotsMaxBytes], true
+	}
+	return c.db.PutRobotsFetch(&storage.Page{
+		URL: resp.URL.String(), FinalURL: resp.URL.String(), Status: resp.Status, StatusLine: resp.StatusLine,
+		Proto: resp.Proto, Header: resp.Header, ReqHeader: resp.ReqHeader, ReqMethod: "GET",
+		FetchedAt: resp.Started, Duration: resp.Duration, ContentType: resp.ContentType,
+		Truncated: truncated, DecodedFrom: resp.DecodedFrom, RemoteAddr: resp.RemoteAddr, Body: body,
+	})
 }
 
 func firstNonEmpty(s ...string) string {

@@ -27,6 +27,15 @@
 // as a stored page (storage.Page.SameAs), with profile identical-payload-digest, made by
 // gowarc's ToRevisitRecord from the response (payload digest kept, payload left out).
 //
+// RunWARC also records robots.txt: every robots.txt response the crawl received (each redirect
+// hop its own, storage.DB.RobotsFetches) becomes a request and a response record like a page's,
+// with its own fetch time as WARC-Date, written after all the pages, in the order the fetches
+// ended. After, not merged by time: the pages stream from the store in their own order and no
+// other, so the robots.txt records (one or a few per host) are appended rather than interleaved
+// by a second ordering of the whole export; a reader indexes records by URI and date anyway
+// (CDX), not by position. The filters apply to them as to pages; a fetch that got no response
+// (a network error) has nothing to record.
+//
 // Storage keeps bodies decoded (Content-Encoding removed, see storage.Page.DecodedFrom), so the
 // response record holds the decoded body and an HTTP header that is correct for it: when a
 // Content-Encoding was removed, the Content-Encoding header is dropped and the removed coding

@@ -28,6 +28,7 @@ type Writer interface {
 // Stats counts what an export wrote.
 type Stats struct {
 	Pages   int64 // pages written
+	Robots  int64 // WARC: robots.txt responses written (RunWARC)
 	Skipped int64 // pages the Filter left out (set by Run)
 	Omitted int64 // mirror: pages that get no file (error statuses, versions a later one replaced)
 	Files   int   // output files created (JSONL: the one stream)
@@ -48,8 +49,25 @@ type Source func(fn func(p *storage.Page) error) error
 // It stops at the first error, including ctx being cancelled (checked before each page), and
 // returns the stats so far with that error.
 func Run(ctx context.Context, src Source, w Writer, f *Filter) (Stats, error) {
-	var skipped int64
-	err := src(func(p *storage.Page) error {
+	skipped, err := stream(ctx, src, w.Write, f)
+	return finish(w, skipped, err)
+}
+
+// RunWARC is Run for a WARC file that also records robots.txt: after the pages of src it writes
+// the robots.txt responses of robots (storage.DB.RobotsFetches) that f matches, in the order they
+// were stored (each as its fetch ended), then closes w. Stats.Skipped counts the pages f left out, not robots.txt.
+func RunWARC(ctx context.Context, src, robots Source, w *WARCWriter, f *Filter) (Stats, error) {
+	skipped, err := stream(ctx, src, w.Write, f)
+	if err == nil && robots != nil {
+		_, err = stream(ctx, robots, w.WriteRobots, f)
+	}
+	return finish(w, skipped, err)
+}
+
+// stream calls write for every page of src that f matches, checking ctx before each, and
+// returns how many f left out.
+func stream(ctx context.Context, src Source, write func(*storage.Page) error, f *Filter) (skipped int64, err error) {
+	err = src(func(p *storage.Page) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -60,8 +78,13 @@ func Run(ctx context.Context, src Source, w Writer, f *Filter) (Stats, error) {
 			}
 			return nil
 		}
-		return w.Write(p)
+		return write(p)
 	})
+	return skipped, err
+}
+
+// finish closes w after an export and returns its stats with skipped, and the first error.
+func finish(w Writer, skipped int64, err error) (Stats, error) {
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

@@ -156,6 +156,24 @@ func (w *WARCWriter) Stats() Stats { return w.stats }
 // is a revisit record instead of a response, with the profile server-not-modified; a 2xx with
 // the same body as a stored page (p.SameAs) one with the profile identical-payload-digest.
 func (w *WARCWriter) Write(p *storage.Page) error {
+	if err := w.write(p); err != nil {
+		return err
+	}
+	w.stats.Pages++
+	return nil
+}
+
+// WriteRobots writes a robots.txt response (storage.DB.RobotsFetches) as a request record and a
+// response record, as Write does a page, counted in Stats.Robots rather than Stats.Pages.
+func (w *WARCWriter) WriteRobots(p *storage.Page) error {
+	if err := w.write(p); err != nil {
+		return err
+	}
+	w.stats.Robots++
+	return nil
+}
+
+func (w *WARCWriter) write(p *storage.Page) error {
 	if w.closed {
 		return ErrClosed
 	}
@@ -249,7 +267,6 @@ func (w *WARCWriter) Write(p *storage.Page) error {
 			return w.fail(err)
 		}
 	}
-	w.stats.Pages++
 	return nil
 }
 

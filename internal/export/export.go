@@ -49,32 +49,40 @@ type Source func(fn func(p *storage.Page) error) error
 // It stops at the first error, including ctx being cancelled (checked before each page), and
 // returns the stats so far with that error.
 func Run(ctx context.Context, src Source, w Writer, f *Filter) (Stats, error) {
-	skipped, err := stream(ctx, src, w.Write, f)
+	skipped, err := stream(ctx, src, w.Write, skipOf(w), f)
 	return finish(w, skipped, err)
+}
+
+// skipOf returns w's Skip, if w is a Skipper, else nil.
+func skipOf(w Writer) func(*storage.Page) {
+	if s, ok := w.(Skipper); ok {
+		return s.Skip
+	}
+	return nil
 }
 
 // RunWARC is Run for a WARC file that also records robots.txt: after the pages of src it writes
 // the robots.txt responses of robots (storage.DB.RobotsFetches) that f matches, in the order they
 // were stored (each as its fetch ended), then closes w. Stats.Skipped counts the pages f left out, not robots.txt.
 func RunWARC(ctx context.Context, src, robots Source, w *WARCWriter, f *Filter) (Stats, error) {
-	skipped, err := stream(ctx, src, w.Write, f)
+	skipped, err := stream(ctx, src, w.Write, skipOf(w), f)
 	if err == nil && robots != nil {
-		_, err = stream(ctx, robots, w.WriteRobots, f)
+		_, err = stream(ctx, robots, w.WriteRobots, nil, f)
 	}
 	return finish(w, skipped, err)
 }
 
-// stream calls write for every page of src that f matches, checking ctx before each, and
-// returns how many f left out.
-func stream(ctx context.Context, src Source, write func(*storage.Page) error, f *Filter) (skipped int64, err error) {
+// stream calls write for every page of src that f matches, checking ctx before each, and skip
+// (if not nil) for the others; it returns how many f left out.
+func stream(ctx context.Context, src Source, write func(*storage.Page) error, skip func(*storage.Page), f *Filter) (skipped int64, err error) {
 	err = src(func(p *storage.Page) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if !f.Match(p) {
 			skipped++
-			if s, ok := w.(Skipper); ok {
-				s.Skip(p)
+			if skip != nil {
+				skip(p)
 			}
 			return nil
 		}

@@ -350,8 +350,9 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 	printFailedHosts(w, s.Hosts, s.HostsFailed)
 }
 
-// failedHostRows is how many hosts whose every request failed the summary names.
-const failedHostRows = 15
+// failedHostRows is how many hosts whose every request failed the summary names: those the
+// crawl's snapshot keeps listed however little they were used.
+const failedHostRows = crawler.FailedListed
 
 // printFailedHosts names the hosts that served nothing and failed, with the last cause; total
 // counts them all, listed or not (Status.HostsFailed).

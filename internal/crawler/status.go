@@ -42,7 +42,7 @@ type Status struct {
 	// running crawl lists its busiest few hundred.
 	HostsNotListed int `json:"hosts_not_listed,omitempty"`
 	// HostsFailed counts the hosts contacted that served nothing and failed (every request
-	// failed, or the last error is all there is); Hosts lists at least 15 of them, if there are.
+	// failed, or the last error is all there is); Hosts lists at least FailedListed of them, if there are.
 	HostsFailed int `json:"hosts_failed,omitempty"`
 	// Run holds the running crawl's request counters since it started (absent when no crawl
 	// process made requests: crawl status on a stopped store).
@@ -121,9 +121,9 @@ func ReadStatusFile(dir string) (Status, error) {
 // crawl has 100,000 hosts. crawl status on a stopped store lists them all.
 var listedHosts = 200
 
-// failedListed is how many hosts whose every request failed a snapshot lists at least (if there
-// are as many), however little they were used.
-const failedListed = 15
+// FailedListed is how many hosts whose every request failed a snapshot lists at least (if there
+// are as many), however little they were used: as many as a run's summary names.
+const FailedListed = 15
 
 // snapshot reports the crawl: the frontier's counts and the hosts contacted, busiest first, at
 // most list of them (0: all), with their gates' figures.
@@ -239,9 +239,9 @@ func (c *Crawler) listHosts(running bool, list int, gates map[string]hostlimit.H
 		return busier(ha.Fetched+ha.Failed, hb.Fetched+hb.Failed, a.req, b.req, ha.Host, hb.Host)
 	})
 	if list > 0 && len(picks) > list {
-		// The least busy left out, but the first failedListed that failed stay: the summary
+		// The least busy left out, but the first FailedListed that failed stay: the summary
 		// names them.
-		kept, room := picks[:list], failedListed
+		kept, room := picks[:list], FailedListed
 		for _, p := range kept {
 			if p.failed {
 				room--

@@ -29,10 +29,11 @@ type Page struct {
 	NoIndex     bool          `json:"noindex"`      // the page asked not to be indexed (meta robots / X-Robots-Tag)
 	// RevisitOf is, for a 304 Not Modified answer to a conditional GET, the Seq of the stored
 	// 2xx page it confirms unchanged (the page's body is that one's); 0 for any other answer.
+	// Such a 304 is stored without a body.
 	RevisitOf uint64 `json:"revisit_of,omitempty"`
 	// SameAs is, for a 2xx answer to a revisit whose body is byte for byte that of the URL's
 	// previous 2xx answer, the Seq of the first of those identical answers; 0 otherwise. The
-	// body is stored all the same.
+	// body is not stored again: reading the page reads that one's.
 	SameAs uint64 `json:"same_as,omitempty"`
 	Body   []byte `json:"-"` // decoded body (not part of the JSON metadata)
 }

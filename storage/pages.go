@@ -59,15 +59,23 @@ func seqKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(nil, seq)
 }
 
+// appendFill is the fill percent of the pages and bodies buckets: their keys are sequence
+// numbers, so every put appends at the end and a page that splits off is never written again;
+// bbolt's default (half) would leave each of them half empty for good.
+const appendFill = 1.0
+
 // PutPage stores p inside the caller's write transaction tx (so that the frontier can mark the
 // URL done in the same commit), assigning p.Seq the next fetch sequence number, which it also
-// returns. The metadata is stored as JSON, the body compressed with zstd. If tx is rolled back,
-// nothing is stored and the sequence number is reused.
+// returns. The metadata is stored as JSON, the body compressed with zstd. A revisit's page
+// that names the version it confirms is stored without a body (see Page.RevisitOf and
+// Page.SameAs; a SameAs naming a page that holds no body of its own is stored with its body).
+// If tx is rolled back, nothing is stored and the sequence number is reused.
 func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 	pages, bodies := tx.Bucket(bucketPages), tx.Bucket(bucketBodies)
 	if pages == nil || bodies == nil {
 		return 0, fmt.Errorf("storage: put page: %w (page buckets missing)", ErrNotStore)
 	}
+	pages.FillPercent, bodies.FillPercent = appendFill, appendFill
 	seq, err = pages.NextSequence()
 	if err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
@@ -81,14 +89,30 @@ func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 	if err := pages.Put(key, meta); err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}
+	if bodiless(p, bodies) {
+		return seq, nil
+	}
 	if err := bodies.Put(key, compress(p.Body)); err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}
 	return seq, nil
 }
 
+// bodiless reports whether p is stored without a body: a 304 confirming page RevisitOf (it
+// has none), or an answer whose body is that of page SameAs, when that page holds it.
+func bodiless(p *Page, bodies *bbolt.Bucket) bool {
+	switch {
+	case p.RevisitOf != 0:
+		return len(p.Body) == 0
+	case p.SameAs != 0:
+		return bodies.Get(seqKey(p.SameAs)) != nil
+	}
+	return false
+}
+
 // Page returns the page with sequence number seq, body included, or an error wrapping
-// ErrNotFound.
+// ErrNotFound. The body of a page stored without one (see PutPage) is that of the page its
+// SameAs names, or none for a 304 naming the page it confirms (RevisitOf).
 func (db *DB) Page(seq uint64) (*Page, error) { return db.page(seq, true) }
 
 // PageMeta is Page without the body (Page.Body is nil).
@@ -115,7 +139,7 @@ func (db *DB) page(seq uint64, body bool) (*Page, error) {
 	return p, nil
 }
 
-// Pages calls fn for every stored page in fetch (Seq) order, bodies decompressed, stopping at
+// Pages calls fn for every stored page in fetch (Seq) order, bodies decompressed (as Page reads them), stopping at
 // the first error fn returns (which Pages returns). All pages come from one read transaction, a
 // consistent snapshot; it is held open while Pages runs, which keeps a concurrent writer from
 // growing the file in place, so fn should not take long per page when a crawl is running in the
@@ -184,8 +208,14 @@ func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, e
 	var z []byte
 	if bodies != nil {
 		z = bodies.Get(seqKey(seq))
+		if z == nil && p.SameAs != 0 {
+			z = bodies.Get(seqKey(p.SameAs))
+		}
 	}
-	if z == nil {
+	switch {
+	case z == nil && p.RevisitOf != 0:
+		return p, nil // a 304 stored bodiless
+	case z == nil:
 		return nil, fmt.Errorf("page %d: body missing", seq)
 	}
 	_, dec := codec()
@@ -197,4 +227,24 @@ func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, e
 		p.Body = b
 	}
 	return p, nil
+}
+
+// StoredBodies returns how many page bodies the store holds and their size as stored
+// (compressed). A page stored without a body of its own (see PutPage) counts in neither.
+func (db *DB) StoredBodies() (n int, size int64, err error) {
+	err = db.bolt.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketBodies)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			n++
+			size += int64(len(v))
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("storage: bodies in %s: %w", db.path, err)
+	}
+	return n, size, nil
 }

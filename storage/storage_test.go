@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,10 +221,10 @@ func testPage(i int) *Page {
 	body := bytes.Repeat([]byte("<p>hello "+strings.Repeat("x", i)+"</p>\n"), 50)
 	revisitOf, sameAs := uint64(0), uint64(0)
 	switch i {
-	case 2: // a 304 confirming page 1
-		body, revisitOf = nil, 1
-	case 4: // the same body as page 3
-		sameAs = 3
+	case 2: // a 304 confirming page 1 (seq 2)
+		body, revisitOf = nil, 2
+	case 4: // the same body as page 3 (seq 4)
+		body, sameAs = testPage(3).Body, 4
 	}
 	return &Page{
 		RevisitOf:   revisitOf,
@@ -309,6 +311,66 @@ func TestPages(t *testing.T) {
 	}
 	if _, err := db.Page(99); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Page(99): err = %v, want ErrNotFound", err)
+	}
+}
+
+// TestPagesBodiless: a 304 naming the page it confirms and a 200 the same as an earlier page
+// are stored without a body; reading the 200 reads the earlier page's body. A SameAs naming a
+// page without a body of its own keeps its body.
+func TestPagesBodiless(t *testing.T) {
+	db, _ := newTestDB(t)
+	first := testPage(1)
+	first.Truncated = false
+	notModified := &Page{URL: first.URL, Status: 304, RevisitOf: 1}
+	same := &Page{URL: first.URL, Status: 200, Header: http.Header{"Etag": {`"new"`}}, Body: first.Body, SameAs: 1}
+	odd := &Page{URL: first.URL, Status: 200, Body: []byte("kept"), SameAs: 2} // names the 304
+	err := db.Bolt().Update(func(tx *bbolt.Tx) error {
+		for _, p := range []*Page{first, notModified, same, odd} {
+			if _, err := PutPage(tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []uint64
+	err = db.Bolt().View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketBodies).ForEach(func(k, _ []byte) error {
+			stored = append(stored, binary.BigEndian.Uint64(k))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(stored, []uint64{1, 4}) {
+		t.Errorf("bodies stored for pages %v, want [1 4]", stored)
+	}
+	if n, size, err := db.StoredBodies(); err != nil || n != 2 || size != int64(len(compress(first.Body))+len(compress(odd.Body))) {
+		t.Errorf("StoredBodies = %d, %d bytes, %v; want 2 bodies", n, size, err)
+	}
+	want := map[uint64][]byte{1: first.Body, 2: nil, 3: first.Body, 4: []byte("kept")}
+	n := 0
+	err = db.Pages(func(p *Page) error {
+		n++
+		if !bytes.Equal(p.Body, want[p.Seq]) {
+			t.Errorf("Pages: page %d has a body of %d bytes, want %d", p.Seq, len(p.Body), len(want[p.Seq]))
+		}
+		return nil
+	})
+	if err != nil || n != 4 {
+		t.Fatalf("Pages: %d pages, %v", n, err)
+	}
+	for seq, body := range want {
+		p, err := db.Page(seq)
+		if err != nil || !bytes.Equal(p.Body, body) {
+			t.Errorf("Page(%d): %v, body of %d bytes, want %d", seq, err, len(p.Body), len(body))
+		}
+	}
+	if p, err := db.Page(3); err != nil || p.Header.Get("ETag") != `"new"` || p.Status != 200 || p.SameAs != 1 {
+		t.Errorf("Page(3) = %+v, %v: want its own status and headers", p, err)
 	}
 }
 

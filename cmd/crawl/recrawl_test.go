@@ -2,10 +2,20 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nlnwa/gowarc"
+
 	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
 )
 
 // TestRecrawl: crawl run --recrawl revisits a finished crawl's pages with conditional GETs and
@@ -49,4 +59,168 @@ func TestRecrawl(t *testing.T) {
 	if code, stderr := recrawl("--older-than", "1h"); code != exitUsage || !strings.Contains(stderr, "--older-than needs --recrawl") {
 		t.Errorf("--older-than without --recrawl: exit %d\n%s", code, stderr)
 	}
+}
+
+// TestRecrawlStoresChangesOnly: a recrawl where pages answer 304, 200 with the body they had
+// (pages without validators) or 200 with a new body stores only the new bodies; the exports
+// still see every page's body: JSON Lines gives the unchanged 200s their body, the mirror
+// holds each page as the site now serves it, and WARC writes a server-not-modified revisit
+// record per 304 and an identical-payload-digest one, with the first answer's payload digest,
+// per unchanged 200.
+func TestRecrawlStoresChangesOnly(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 12, Revisions: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := crawlSite(t, web)
+	urls := web.Expected()["a"]
+	bodies := storedBodies(t, dir)
+	if bodies != len(urls) {
+		t.Fatalf("the first crawl stored %d bodies for %d pages", bodies, len(urls))
+	}
+	// /p1 sends validators, /p3 none (simweb.ValidatorsOf).
+	if err := web.Change("a", "/p1", "/p3"); err != nil {
+		t.Fatal(err)
+	}
+	web.Reset()
+	var out, errb bytes.Buffer
+	if code := runCmd([]string{"--data", dir, "--quiet", "--initial-rate", "1000", "--recrawl"}, &out, &errb); code != exitOK {
+		t.Fatalf("--recrawl: exit %d\n%s", code, errb.String())
+	}
+	plain := len(urls) / 4 // pages 3, 7, 11
+	st := web.Stats()["a"]
+	if st.PageRequests != len(urls) || st.Conditional != len(urls)-plain || st.NotModified != len(urls)-plain-1 {
+		t.Fatalf("--recrawl: %d page requests, %d conditional, %d 304s; want %d, %d, %d", st.PageRequests, st.Conditional,
+			st.NotModified, len(urls), len(urls)-plain, len(urls)-plain-1)
+	}
+	if got := storedBodies(t, dir); got != bodies+2 {
+		t.Errorf("the recrawl stored %d bodies, want 2 (the changed pages')", got-bodies)
+	}
+	current := map[string][]byte{} // what the site serves now
+	for _, u := range urls {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		current[u], err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d, %v", u, resp.StatusCode, err)
+		}
+	}
+
+	// JSON Lines: every 200 line has its body, the latest of each URL the one served now.
+	jsonl := filepath.Join(t.TempDir(), "pages.jsonl")
+	if code, _, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", jsonl); code != exitOK {
+		t.Fatalf("export jsonl: exit %d: %s", code, stderr)
+	}
+	latest := map[string]string{}
+	for _, line := range readLines(t, jsonl) {
+		var l struct {
+			URL    string
+			Status int
+			Body   string
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Status == 200 {
+			if l.Body == "" {
+				t.Errorf("jsonl: a 200 of %s without its body", l.URL)
+			}
+			latest[l.URL] = l.Body
+		}
+	}
+	for u, body := range current {
+		if latest[u] != string(body) {
+			t.Errorf("jsonl: the last 200 of %s has a body of %d bytes, not the %d served now", u, len(latest[u]), len(body))
+		}
+	}
+
+	// The mirror, as stored: one file per page, with the body served now.
+	mirror := filepath.Join(t.TempDir(), "mirror")
+	if code, _, stderr := runExport(t, "--data", dir, "--format", "mirror", "--out", mirror, "--convert-links=false"); code != exitOK {
+		t.Fatalf("export mirror: exit %d: %s", code, stderr)
+	}
+	files := map[string]bool{}
+	err = filepath.WalkDir(mirror, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		files[string(b)] = true
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, body := range current {
+		if !files[string(body)] {
+			t.Errorf("mirror: no file holds %s as served now", u)
+		}
+	}
+	if len(files) != len(urls) {
+		t.Errorf("mirror: %d distinct files for %d pages", len(files), len(urls))
+	}
+
+	// WARC: a revisit record per unchanged page, of the profile its answer calls for.
+	warc := filepath.Join(t.TempDir(), "all.warc.gz")
+	if code, _, stderr := runExport(t, "--data", dir, "--format", "warc", "--out", warc); code != exitOK {
+		t.Fatalf("export warc: exit %d: %s", code, stderr)
+	}
+	r, err := gowarc.NewWarcFileReader(warc, 0, gowarc.WithStrictValidation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	digest := map[string]string{} // the first response's payload digest of each URL
+	profiles := map[string]int{}
+	responses := 0
+	for {
+		rec, _, v, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil || !v.Valid() {
+			t.Fatalf("%v %v", err, v)
+		}
+		h := rec.WarcHeader()
+		target := h.Get(gowarc.WarcTargetURI)
+		switch rec.Type() {
+		case gowarc.Response:
+			if !strings.HasSuffix(target, "/robots.txt") {
+				responses++
+			}
+			if digest[target] == "" {
+				digest[target] = h.Get(gowarc.WarcPayloadDigest)
+			}
+		case gowarc.Revisit:
+			profile := h.Get(gowarc.WarcProfile)
+			profiles[profile]++
+			if strings.HasSuffix(profile, "/identical-payload-digest") && h.Get(gowarc.WarcPayloadDigest) != digest[target] {
+				t.Errorf("warc: the revisit of %s has payload digest %s, its first response %s", target, h.Get(gowarc.WarcPayloadDigest), digest[target])
+			}
+		}
+		rec.Close()
+	}
+	want := map[string]int{gowarc.ProfileServerNotModifiedV1_1: len(urls) - plain - 1, gowarc.ProfileIdenticalPayloadDigestV1_1: plain - 1}
+	if !maps.Equal(profiles, want) || responses != len(urls)+2 {
+		t.Errorf("warc: revisit records by profile %v, %d responses; want %v, %d", profiles, responses, want, len(urls)+2)
+	}
+}
+
+// storedBodies returns how many page bodies the store in dir holds.
+func storedBodies(t *testing.T, dir string) int {
+	t.Helper()
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, _, err := db.StoredBodies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

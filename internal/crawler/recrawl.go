@@ -188,14 +188,15 @@ func (c *Crawler) lastVersionOf(prev uint64) lastVersion {
 
 // markRevisit records on the page of a revisit what it is to the last version lv: a 304 to a
 // conditional GET confirms it (RevisitOf, the first of its identical answers, which holds the
-// body); a whole 2xx body equal to lv's is the same again (SameAs; it is stored all the same).
+// body); a whole 2xx body equal to lv's is the same again (SameAs, naming that first answer
+// too). Either way the store keeps no body for p (storage.PutPage).
 func (c *Crawler) markRevisit(p *storage.Page, lv lastVersion) {
 	switch {
 	case lv.seq == 0:
 	case p.Status == http.StatusNotModified && lv.v != (fetch.Validators{}):
 		p.RevisitOf = lv.root
 	case p.Status >= 200 && p.Status < 300 && !p.Truncated:
-		last, err := c.db.Page(lv.seq)
+		last, err := c.db.Page(lv.root)
 		if err == nil && bytes.Equal(last.Body, p.Body) {
 			p.SameAs = lv.root
 		}

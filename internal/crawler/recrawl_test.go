@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"slices"
@@ -77,6 +78,7 @@ func TestRecrawl(t *testing.T) {
 		return false
 	}
 	first := storedByURL(t, cfg.Dir)
+	bodies := storedBodies(t, cfg.Dir)
 
 	web.Reset()
 	cfg.Seeds, cfg.Recrawl = nil, true
@@ -91,7 +93,11 @@ func TestRecrawl(t *testing.T) {
 		t.Errorf("recrawl: %d conditional, %d 304s, %d 200s; want %d, %d, %d (+ robots.txt)", st.Conditional, st.NotModified, st.OK,
 			conditional, conditional-3, plain+3)
 	}
+	if got := storedBodies(t, cfg.Dir); got != bodies+len(changed) {
+		t.Errorf("the recrawl stored %d bodies, want %d (the changed pages' only)", got-bodies, len(changed))
+	}
 	second := storedByURL(t, cfg.Dir)
+	checkBodies(t, cfg.Dir, second)
 	for _, u := range expected {
 		pages := second[u]
 		if len(pages) != 2 {
@@ -117,13 +123,24 @@ func TestRecrawl(t *testing.T) {
 	}
 
 	// Again: every page with validators is unchanged now, whether its last visit was a 200 or
-	// a 304.
+	// a 304, and every page without is the same as at its last visit.
 	web.Reset()
+	bodies = storedBodies(t, cfg.Dir)
 	runCrawl(t, cfg)
 	st = web.Stats()["a"]
 	if st.PageRequests != len(expected) || st.Conditional != conditional || st.NotModified != conditional {
 		t.Errorf("third run: %d page requests, %d conditional, %d 304s; want %d, %d, %d", st.PageRequests, st.Conditional,
 			st.NotModified, len(expected), conditional, conditional)
+	}
+	if got := storedBodies(t, cfg.Dir); got != bodies {
+		t.Errorf("a recrawl of an unchanged site stored %d bodies", got-bodies)
+	}
+	third := storedByURL(t, cfg.Dir)
+	checkBodies(t, cfg.Dir, third)
+	for _, u := range expected {
+		if v := third[u]; simweb.ValidatorsOf(pageIndex(t, u)) == simweb.NoValidators && isChanged(u) && v[2].SameAs != v[1].Seq {
+			t.Errorf("%s: third visit SameAs %d, want the changed version %d", u, v[2].SameAs, v[1].Seq)
+		}
 	}
 
 	// Every page was visited within the hour: --older-than 1h revisits none.
@@ -146,6 +163,56 @@ func TestRecrawl(t *testing.T) {
 		t.Errorf("--older-than 1ns: %d page requests, want %d", st.PageRequests, len(expected))
 	}
 	checkFetched(t, cfg.Dir, len(expected))
+}
+
+// storedBodies returns how many bodies the store in dir holds.
+func storedBodies(t *testing.T, dir string) int {
+	t.Helper()
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, _, err := db.StoredBodies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkBodies verifies that every page of byURL stored the same as an earlier one reads with
+// that one's body, and that every 304 confirming one reads with none.
+func checkBodies(t *testing.T, dir string, byURL map[string][]*storage.Page) {
+	t.Helper()
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for u, pages := range byURL {
+		for _, p := range pages {
+			if p.SameAs == 0 && p.RevisitOf == 0 {
+				continue
+			}
+			got, err := db.Page(p.Seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []byte
+			if p.SameAs != 0 {
+				orig, err := db.Page(p.SameAs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want = orig.Body; len(want) == 0 || orig.URL != u {
+					t.Errorf("%s: page %d is the same as page %d of %s, %d bytes", u, p.Seq, p.SameAs, orig.URL, len(want))
+				}
+			}
+			if !bytes.Equal(got.Body, want) {
+				t.Errorf("%s: page %d (SameAs %d, RevisitOf %d) reads with %d bytes, want %d", u, p.Seq, p.SameAs, p.RevisitOf, len(got.Body), len(want))
+			}
+		}
+	}
 }
 
 // checkFetched verifies that the store's frontier counts n URLs fetched and none queued.

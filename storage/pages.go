@@ -66,7 +66,7 @@ const appendFill = 1.0
 
 // PutPage stores p inside the caller's write transaction tx (so that the frontier can mark the
 // URL done in the same commit), assigning p.Seq the next fetch sequence number, which it also
-// returns. The metadata is stored as JSON, the body compressed with zstd. A revisit's page
+// returns. The metadata (JSON) and the body are stored compressed with zstd. A revisit's page
 // that names the version it confirms is stored without a body (see Page.RevisitOf and
 // Page.SameAs; a SameAs naming a page that holds no body of its own is stored with its body).
 // If tx is rolled back, nothing is stored and the sequence number is reused.
@@ -86,7 +86,7 @@ func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}
 	key := seqKey(seq)
-	if err := pages.Put(key, meta); err != nil {
+	if err := pages.Put(key, compress(meta)); err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
 	}
 	if bodiless(p, bodies) {
@@ -197,6 +197,13 @@ func (db *DB) pages(body bool, fn func(p *Page) error) error {
 // decodePage decodes the metadata v of page seq and, if body, its body from bodies. It copies
 // everything out of bbolt's memory.
 func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, error) {
+	_, dec := codec()
+	if len(v) > 0 && v[0] != '{' { // compressed; a store written before keeps plain JSON
+		var err error
+		if v, err = dec.DecodeAll(v, nil); err != nil {
+			return nil, fmt.Errorf("page %d: metadata: %w", seq, err)
+		}
+	}
 	p := new(Page)
 	if err := json.Unmarshal(v, p); err != nil {
 		return nil, fmt.Errorf("page %d: metadata: %w", seq, err)
@@ -218,7 +225,6 @@ func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, e
 	case z == nil:
 		return nil, fmt.Errorf("page %d: body missing", seq)
 	}
-	_, dec := codec()
 	b, err := dec.DecodeAll(z, nil)
 	if err != nil {
 		return nil, fmt.Errorf("page %d: body: %w", seq, err)

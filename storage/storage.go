@@ -33,7 +33,7 @@ var (
 
 // Buckets owned by storage. The frontier creates its own buckets in the same file.
 var (
-	bucketPages     = []byte("pages")     // seq (8 bytes big-endian) -> page metadata (JSON)
+	bucketPages     = []byte("pages")     // seq (8 bytes big-endian) -> page metadata (JSON, zstd-compressed; plain in older stores)
 	bucketBodies    = []byte("bodies")    // seq -> zstd-compressed body
 	bucketHostState = []byte("hoststate") // host -> opaque bytes (hostlimit's encoding)
 	bucketRobots    = []byte("robots")    // host -> RobotsEntry (JSON)

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -494,5 +495,39 @@ func TestTrimRSS(t *testing.T) {
 	}
 	if p, err := db.Page(want[42].Seq); err != nil || !samePage(p, want[42], true) {
 		t.Fatalf("Page after TrimRSS: %v", err)
+	}
+}
+
+// TestPlainMetadata: page metadata is stored compressed, and metadata stored as plain JSON (by
+// an earlier version) reads alike.
+func TestPlainMetadata(t *testing.T) {
+	db, _ := newTestDB(t)
+	p := testPage(1)
+	plain, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Bolt().Update(func(tx *bbolt.Tx) error {
+		if _, err := PutPage(tx, p); err != nil {
+			return err
+		}
+		if v := tx.Bucket(bucketPages).Get(seqKey(1)); len(v) >= len(plain) || v[0] == '{' {
+			t.Errorf("metadata stored in %d bytes, as JSON %d", len(v), len(plain))
+		}
+		if err := tx.Bucket(bucketPages).Put(seqKey(2), plain); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketBodies).Put(seqKey(2), compress(p.Body))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{1, 2} {
+		got, err := db.Page(seq)
+		want := *p
+		want.Seq = seq
+		if err != nil || !samePage(got, &want, true) {
+			t.Errorf("Page(%d) = %+v, %v", seq, got, err)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/simweb"
 )
 
 // treeSite serves a binary tree of pages: "/" links to /d1/0 and /d1/1, and /dN/i links to
@@ -161,5 +162,54 @@ func TestResumeWidensHostBudgetAndScope(t *testing.T) {
 	}
 	if st := statusJSON(t, dir); st.Fetched != 7 || st.ExcludedBy["limit"] != 8 || st.Settings.Scope != "domain" {
 		t.Errorf("--max-host-pages 7: fetched %d, excluded %v, settings %+v", st.Fetched, st.ExcludedBy, st.Settings)
+	}
+}
+
+// TestResumeKeepsRequisitesAndSitemaps: --requisites, --requisites-scope and --sitemaps are
+// stored like the other settings: a resume without them still reads sitemaps and fetches
+// requisites (the mirror browses offline), and one that names another value changes the
+// setting and says so.
+func TestResumeKeepsRequisitesAndSitemaps(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 20, Assets: true, Sitemaps: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := crawlSite(t, web, "--requisites", "--requisites-scope", "host", "--sitemaps", "--max-pages", "3")
+	if st := statusJSON(t, dir); st.Queued == 0 || st.Settings == nil || !st.Settings.Requisites ||
+		st.Settings.RequisitesScope != "host" || !st.Settings.Sitemaps {
+		t.Fatalf("after the first run: %d queued, settings %+v", st.Queued, st.Settings)
+	}
+	out := runOK(t, "--data", dir, "--max-pages", "0")
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.Contains(line, "instead of") && (strings.Contains(line, "requisites") || strings.Contains(line, "sitemaps")) {
+			t.Errorf("a resume without the flags reported a change: %s", line)
+		}
+	}
+	_, rep, _ := exportMirror(t, dir)
+	for _, a := range rep.Absolute {
+		if !strings.Contains(a, simweb.AssetMissing) {
+			t.Errorf("left absolute after a resume without --requisites: %s", a)
+		}
+	}
+	code, jsonl, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", "-", "--no-body")
+	if code != exitOK {
+		t.Fatalf("export: %s", stderr)
+	}
+	for _, p := range []string{simweb.OrphanNews, simweb.OrphanPages} {
+		if !strings.Contains(jsonl, `"url":"`+web.URL("a")+strings.TrimPrefix(p, "/")+`"`) {
+			t.Errorf("%s, listed only in a sitemap, was not fetched after a resume without --sitemaps", p)
+		}
+	}
+
+	out = runOK(t, "--data", dir, "--requisites=false", "--requisites-scope", "any", "--sitemaps=false")
+	for _, want := range []string{"--requisites=false instead of --requisites as stored",
+		"--requisites-scope any instead of --requisites-scope host as stored", "--sitemaps=false instead of --sitemaps as stored"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("changing run's output lacks %q:\n%s", want, out)
+		}
+	}
+	if st := statusJSON(t, dir); st.Settings.Requisites || st.Settings.RequisitesScope != "any" || st.Settings.Sitemaps {
+		t.Errorf("after the change: settings %+v", st.Settings)
 	}
 }

@@ -28,6 +28,9 @@ type Settings struct {
 	Exclude          []string      `json:"exclude,omitempty"`
 	AcceptType       []string      `json:"accept_type,omitempty"`
 	DenyExt          []string      `json:"deny_ext,omitempty"`
+	Requisites       bool          `json:"requisites,omitempty"`
+	RequisitesScope  string        `json:"requisites_scope,omitempty"` // "" in a store from before it was kept: the default
+	Sitemaps         bool          `json:"sitemaps,omitempty"`
 	MaxPages         int           `json:"max_pages"`
 	MaxHostPages     int           `json:"max_host_pages"`
 	UserAgent        string        `json:"user_agent"`
@@ -48,6 +51,7 @@ func SettingsOf(c *Config) Settings {
 	return Settings{
 		Scope: c.Scope, MaxDepth: c.MaxDepth, Include: patterns(c.Include), Exclude: patterns(c.Exclude),
 		AcceptType: c.AcceptTypes, DenyExt: c.DenyExt,
+		Requisites: c.Requisites, RequisitesScope: c.RequisitesScope, Sitemaps: c.Sitemaps,
 		MaxPages: c.MaxPages, MaxHostPages: c.MaxHostPages, UserAgent: c.UserAgent,
 		RobotsAgent:     c.RobotsAgent,
 		HostConcurrency: c.HostConcurrency, Timeout: c.Timeout, MaxBody: c.MaxBody,
@@ -69,12 +73,19 @@ func patterns(res []*regexp.Regexp) []string {
 type Setting struct {
 	Flag   string
 	Values []string
+	Bool   bool // a boolean flag: shown as "--sitemaps" or "--sitemaps=false"
 }
 
-// String is the setting as flags: "--max-depth 1", "--include a --include b".
+// String is the setting as flags: "--max-depth 1", "--include a --include b", "--sitemaps".
 func (s Setting) String() string {
 	if len(s.Values) == 0 {
 		return "no --" + s.Flag
+	}
+	if s.Bool && len(s.Values) == 1 {
+		if s.Values[0] == "true" {
+			return "--" + s.Flag
+		}
+		return "--" + s.Flag + "=" + s.Values[0]
 	}
 	parts := make([]string, len(s.Values))
 	for i, v := range s.Values {
@@ -96,26 +107,34 @@ func (s Settings) Flags() []Setting {
 	f := func(v float64) []string { return []string{strconv.FormatFloat(v, 'g', -1, 64)} }
 	i := func(v int) []string { return []string{strconv.Itoa(v)} }
 	return []Setting{
-		{"scope", []string{s.Scope}},
-		{"max-depth", i(s.MaxDepth)},
-		{"include", s.Include},
-		{"exclude", s.Exclude},
-		{"accept-type", s.AcceptType},
-		{"deny-ext", s.DenyExt},
-		{"max-pages", i(s.MaxPages)},
-		{"max-host-pages", i(s.MaxHostPages)},
-		{"user-agent", []string{s.UserAgent}},
-		{"robots-agent", nonEmpty(s.RobotsAgent)},
-		{"host-concurrency", i(s.HostConcurrency)},
-		{"timeout", []string{s.Timeout.String()}},
-		{"max-body", []string{strconv.FormatInt(s.MaxBody, 10)}},
-		{"initial-rate", f(s.InitialRate)},
-		{"min-rate", f(s.MinRate)},
-		{"max-rate", f(s.MaxRate)},
-		{"ignore-crawl-delay", []string{strconv.FormatBool(s.IgnoreCrawlDelay)}},
-		{"robots-ttl", []string{s.RobotsTTL.String()}},
-		{"max-attempts", i(s.MaxAttempts)},
+		{Flag: "scope", Values: []string{s.Scope}},
+		{Flag: "max-depth", Values: i(s.MaxDepth)},
+		{Flag: "include", Values: s.Include},
+		{Flag: "exclude", Values: s.Exclude},
+		{Flag: "accept-type", Values: s.AcceptType},
+		{Flag: "deny-ext", Values: s.DenyExt},
+		{Flag: "max-pages", Values: i(s.MaxPages)},
+		{Flag: "max-host-pages", Values: i(s.MaxHostPages)},
+		{Flag: "user-agent", Values: []string{s.UserAgent}},
+		{Flag: "robots-agent", Values: nonEmpty(s.RobotsAgent)},
+		{Flag: "host-concurrency", Values: i(s.HostConcurrency)},
+		{Flag: "timeout", Values: []string{s.Timeout.String()}},
+		{Flag: "max-body", Values: []string{strconv.FormatInt(s.MaxBody, 10)}},
+		{Flag: "initial-rate", Values: f(s.InitialRate)},
+		{Flag: "min-rate", Values: f(s.MinRate)},
+		{Flag: "max-rate", Values: f(s.MaxRate)},
+		boolSetting("ignore-crawl-delay", s.IgnoreCrawlDelay),
+		{Flag: "robots-ttl", Values: []string{s.RobotsTTL.String()}},
+		{Flag: "max-attempts", Values: i(s.MaxAttempts)},
+		boolSetting("requisites", s.Requisites),
+		{Flag: "requisites-scope", Values: nonEmpty(s.RequisitesScope)},
+		boolSetting("sitemaps", s.Sitemaps),
 	}
+}
+
+// boolSetting is the setting of a boolean flag.
+func boolSetting(flag string, v bool) Setting {
+	return Setting{Flag: flag, Values: []string{strconv.FormatBool(v)}, Bool: true}
 }
 
 // nonEmpty is v as a setting's values: none for "".
@@ -173,6 +192,9 @@ func loadSettings(db *storage.DB) (settingsMeta, bool, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, false, fmt.Errorf("bad settings record: %w", err)
 	}
+	if m.Settings.RequisitesScope == "" { // stored before it was kept: the default applied
+		m.Settings.RequisitesScope = RequisitesScopeAny
+	}
 	return m, true, nil
 }
 
@@ -200,7 +222,8 @@ func ReadSettings(dir string) (Settings, bool, error) {
 }
 
 // revisingFlags are the settings whose change re-queues or excludes URLs already seen.
-var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "deny-ext", "accept-type", "max-host-pages"}
+var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "deny-ext", "accept-type", "max-host-pages",
+	"requisites", "requisites-scope"}
 
 // settle compares the settings of this run with the stored ones, stores this run's, and when a
 // change concerns URLs already seen (scope, depth, filters, host budget) revises the frontier:

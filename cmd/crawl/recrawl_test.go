@@ -15,7 +15,6 @@ import (
 	"github.com/nlnwa/gowarc"
 
 	"github.com/crawl-project/crawl/internal/simweb"
-	"github.com/crawl-project/crawl/storage"
 )
 
 // TestRecrawl: crawl run --recrawl revisits a finished crawl's pages with conditional GETs and
@@ -75,7 +74,7 @@ func TestRecrawlStoresChangesOnly(t *testing.T) {
 	defer web.Close()
 	dir := crawlSite(t, web)
 	urls := web.Expected()["a"]
-	bodies := storedBodies(t, dir)
+	bodies := storedBodies(dir)
 	if bodies != len(urls) {
 		t.Fatalf("the first crawl stored %d bodies for %d pages", bodies, len(urls))
 	}
@@ -94,7 +93,7 @@ func TestRecrawlStoresChangesOnly(t *testing.T) {
 		t.Fatalf("--recrawl: %d page requests, %d conditional, %d 304s; want %d, %d, %d", st.PageRequests, st.Conditional,
 			st.NotModified, len(urls), len(urls)-plain, len(urls)-plain-1)
 	}
-	if got := storedBodies(t, dir); got != bodies+2 {
+	if got := storedBodies(dir); got != bodies+2 {
 		t.Errorf("the recrawl stored %d bodies, want 2 (the changed pages')", got-bodies)
 	}
 	current := map[string][]byte{} // what the site serves now
@@ -208,19 +207,4 @@ func TestRecrawlStoresChangesOnly(t *testing.T) {
 	if !maps.Equal(profiles, want) || responses != len(urls)+2 {
 		t.Errorf("warc: revisit records by profile %v, %d responses; want %v, %d", profiles, responses, want, len(urls)+2)
 	}
-}
-
-// storedBodies returns how many page bodies the store in dir holds.
-func storedBodies(t *testing.T, dir string) int {
-	t.Helper()
-	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	n, _, err := db.StoredBodies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

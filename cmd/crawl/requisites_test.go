@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,5 +38,45 @@ func TestRequisitesMirror(t *testing.T) {
 	css, err := os.ReadFile(sheets[0])
 	if err != nil || !strings.Contains(string(css), `@import "print.css"`) || !strings.Contains(string(css), `url("../img/bg.png")`) {
 		t.Errorf("mirrored stylesheet %q, %v", css, err)
+	}
+}
+
+// TestRequisitesMaxPages: with --requisites, --max-pages counts pages only: a budget of 5
+// gives 5 pages and every requisite they need, so the mirror browses offline; the pages left
+// are set aside as excluded "limit", and a larger budget on a resume queues them again.
+func TestRequisitesMaxPages(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 20, Assets: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	const requisites = 6 // two stylesheets, the icon, three images
+	dir := crawlSite(t, web, "--requisites", "--max-pages", "5")
+	st := statusJSON(t, dir)
+	if st.Fetched != 5+requisites || st.Queued != 0 || st.ExcludedBy["limit"] == 0 {
+		t.Fatalf("--requisites --max-pages 5: %d fetched, %d queued, excluded %v; want 5 pages and %d requisites",
+			st.Fetched, st.Queued, st.ExcludedBy, requisites)
+	}
+	_, rep, _ := exportMirror(t, dir)
+	for _, a := range rep.Absolute {
+		for _, p := range []string{"/static/", "/img/", simweb.AssetIcon} {
+			if strings.Contains(a, p) {
+				t.Errorf("a requisite left absolute: %s", a)
+			}
+		}
+	}
+	setAside := st.ExcludedBy["limit"]
+
+	out := runOK(t, "--data", dir, "--max-pages", "10")
+	want := fmt.Sprintf("re-queued %d excluded URLs (limit %d)", setAside, setAside)
+	if !strings.Contains(out, "--max-pages 10 instead of --max-pages 5") || !strings.Contains(out, want) {
+		t.Errorf("raising the budget: output lacks the change or %q:\n%s", want, out)
+	}
+	if st := statusJSON(t, dir); st.Fetched != 10+requisites || st.Queued != 0 {
+		t.Errorf("--max-pages 10: %d fetched, %d queued; want 10 pages and %d requisites", st.Fetched, st.Queued, requisites)
+	}
+	runOK(t, "--data", dir)
+	if st := statusJSON(t, dir); st.Fetched != 10+requisites {
+		t.Errorf("a resume with the budget spent fetched more: %d", st.Fetched)
 	}
 }

@@ -176,9 +176,9 @@ func TestResumeKeepsRequisitesAndSitemaps(t *testing.T) {
 	}
 	defer web.Close()
 	dir := crawlSite(t, web, "--requisites", "--requisites-scope", "host", "--sitemaps", "--max-pages", "3")
-	if st := statusJSON(t, dir); st.Queued == 0 || st.Settings == nil || !st.Settings.Requisites ||
+	if st := statusJSON(t, dir); st.ExcludedBy["limit"] == 0 || st.Settings == nil || !st.Settings.Requisites ||
 		st.Settings.RequisitesScope != "host" || !st.Settings.Sitemaps {
-		t.Fatalf("after the first run: %d queued, settings %+v", st.Queued, st.Settings)
+		t.Fatalf("after the first run: excluded %v, settings %+v", st.ExcludedBy, st.Settings)
 	}
 	out := runOK(t, "--data", dir, "--max-pages", "0")
 	for line := range strings.SplitSeq(out, "\n") {

@@ -78,9 +78,10 @@ type Crawler struct {
 
 	// dispatcher-owned
 	inflight int
-	fetching int       // page fetches in flight, for --max-pages
-	sched    *schedule // the hosts with ready work, and when to ask them
-	held     []string  // gates whose rate alone refused a ready request in this pass
+	fetching int        // page fetches in flight, for --max-pages
+	pages    pageBudget // what counts against --max-pages (requisites.go)
+	sched    *schedule  // the hosts with ready work, and when to ask them
+	held     []string   // gates whose rate alone refused a ready request in this pass
 
 	ob observation // counters, samples and events for watching the crawl (observe.go)
 
@@ -365,6 +366,9 @@ type run struct {
 // finish for up to cfg.Grace, then cancels them; their URLs stay queued. It returns
 // ErrInterrupted in that case.
 func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
+	if err := c.countRequisites(); err != nil {
+		return nil, err
+	}
 	r := c.startRun()
 	defer r.close()
 	c.publishStatus(true)
@@ -422,7 +426,11 @@ func (c *Crawler) pass(ctx context.Context, r *run) bool {
 	switch {
 	case c.inflight == 0 && pages == 0:
 		r.reason = "max-pages"
-		return false
+		set, err := c.spendPageBudget()
+		if err != nil {
+			r.fatal = err
+		}
+		return set && err == nil // with requisites queued, go on with them
 	case c.inflight == 0 && c.fr.Idle():
 		return false
 	case started > 0 && c.inflight < c.cfg.Workers:
@@ -481,10 +489,10 @@ func (r *run) mustStop(ctx context.Context) bool {
 // pagesLeft is how many page fetches dispatch may still start under --max-pages (-1: no
 // limit).
 func (c *Crawler) pagesLeft() int {
-	if c.cfg.MaxPages <= 0 {
+	if c.cfg.MaxPages <= 0 || c.pages.spent {
 		return -1
 	}
-	return max(c.cfg.MaxPages-c.fr.Counts().Fetched-c.fetching, 0)
+	return max(c.cfg.MaxPages-c.pagesFetched()-c.fetching, 0)
 }
 
 // wait blocks until a job reports, wakeAt comes (in a second when it is zero), the status
@@ -753,7 +761,7 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 			return c.fr.Complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "robots", Detail: ruleDetail(v)})
 		}}, time.Time{}, nil
 	}
-	return job{page: true, run: func() error { return c.fetchPage(fetchCtx, l, u, t) }}, time.Time{}, nil
+	return job{page: c.countsAgainstBudget(l), run: func() error { return c.fetchPage(fetchCtx, l, u, t) }}, time.Time{}, nil
 }
 
 // giveBack returns an admitted ticket whose request was never sent.

@@ -41,6 +41,7 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 	if cerr := c.fr.Complete(l, res); cerr != nil {
 		return fmt.Errorf("committing %s: %w", l.URL, cerr)
 	}
+	c.stored(l, res)
 	return nil
 }
 

@@ -1,8 +1,10 @@
 package crawler
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
@@ -38,4 +40,76 @@ func (c *Crawler) requisites(res *frontier.Result, l frontier.Lease, u *url.URL,
 func hasScheme(ref, scheme string) bool {
 	ref = strings.TrimLeft(ref, " \t\n\r\f")
 	return len(ref) > len(scheme) && ref[len(scheme)] == ':' && strings.EqualFold(ref[:len(scheme)], scheme)
+}
+
+// pageBudget applies --max-pages to pages alone when --requisites is set, so that a budget of
+// N pages gives N pages that can be shown offline: a requisite is not counted, and once N pages
+// are fetched the pages still queued are set aside (excluded with reason "limit", which a later
+// run with a larger --max-pages queues again) and the run goes on to fetch the requisites of
+// the pages it fetched, and what their stylesheets load, and no more. Without --requisites
+// every fetch counts and the run stops at the budget, the rest left queued; so it does with a
+// frontier that cannot be walked and revised (one shared by a fleet of crawlers).
+type pageBudget struct {
+	fr         budgetFrontier // nil: every fetch counts
+	requisites atomic.Int64   // requisites fetched, all runs together: counted by countRequisites, then as they are stored
+	spent      bool           // the pages still queued were set aside: only requisites are fetched now (dispatcher-owned)
+}
+
+// budgetFrontier is what pageBudget needs of the frontier besides Frontier.
+type budgetFrontier interface {
+	Walk(fn func(frontier.URLRecord) error) error
+	Revise(decide func(frontier.URLRecord) frontier.Verdict) (frontier.Revised, error)
+}
+
+// countRequisites counts the requisites fetched by earlier runs, when they are left out of a
+// --max-pages budget. It is called by Run before it starts.
+func (c *Crawler) countRequisites() error {
+	c.pages.requisites.Store(0)
+	c.pages.spent, c.pages.fr = false, nil
+	fr, ok := c.fr.(budgetFrontier)
+	if c.cfg.MaxPages <= 0 || !c.cfg.Requisites || !ok {
+		return nil
+	}
+	c.pages.fr = fr
+	return fr.Walk(func(r frontier.URLRecord) error {
+		if r.State == "fetched" && r.Role == frontier.RoleRequisite {
+			c.pages.requisites.Add(1)
+		}
+		return nil
+	})
+}
+
+// countsAgainstBudget reports whether fetching the URL of lease l counts against --max-pages.
+func (c *Crawler) countsAgainstBudget(l frontier.Lease) bool {
+	return c.pages.fr == nil || l.Role != frontier.RoleRequisite
+}
+
+// pagesFetched is how many fetched URLs count against --max-pages.
+func (c *Crawler) pagesFetched() int {
+	return c.fr.Counts().Fetched - int(c.pages.requisites.Load())
+}
+
+// stored notes that the result res of lease l was committed.
+func (c *Crawler) stored(l frontier.Lease, res frontier.Result) {
+	if res.Kind == frontier.Fetched && !c.countsAgainstBudget(l) {
+		c.pages.requisites.Add(1)
+	}
+}
+
+// spendPageBudget sets the pages still queued aside once the page budget is spent, so that the
+// queued requisites can be leased, and reports whether it did (once per run, with --requisites
+// only). No URL may be leased meanwhile.
+func (c *Crawler) spendPageBudget() (bool, error) {
+	if c.pages.fr == nil || c.pages.spent {
+		return false, nil
+	}
+	c.pages.spent = true
+	detail := fmt.Sprintf("--max-pages %d reached", c.cfg.MaxPages)
+	_, err := c.pages.fr.Revise(func(r frontier.URLRecord) frontier.Verdict {
+		if r.State == "queued" && r.Role != frontier.RoleRequisite {
+			return frontier.Verdict{Action: frontier.Exclude, Reason: frontier.ReasonLimit, Detail: detail}
+		}
+		return frontier.Verdict{}
+	})
+	return true, err
 }

@@ -221,9 +221,10 @@ func ReadSettings(dir string) (Settings, bool, error) {
 	return m.Settings, ok, nil
 }
 
-// revisingFlags are the settings whose change re-queues or excludes URLs already seen.
+// revisingFlags are the settings whose change re-queues or excludes URLs already seen
+// (--max-pages: the pages a spent budget set aside, see pageBudget).
 var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "deny-ext", "accept-type", "max-host-pages",
-	"requisites", "requisites-scope"}
+	"max-pages", "requisites", "requisites-scope"}
 
 // settle compares the settings of this run with the stored ones, stores this run's, and when a
 // change concerns URLs already seen (scope, depth, filters, host budget) revises the frontier:

@@ -17,8 +17,8 @@ import (
 
 // recrawl crawls one unlimited host of pages pages whose pages send validators (simweb
 // Revisions: a quarter send none), then recrawls it unchanged with Recrawl, and prints what
-// each run cost: wall time, requests, 304s, body bytes received and the store's growth, then
-// where the store's bytes are after each run (storeUse).
+// each run cost: wall time, requests, 304s, body bytes received, bodies stored (compressed),
+// and the store's growth, then where the store's bytes are after each run (storeUse).
 func recrawl(w io.Writer, seed int64, pages int) error {
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "site", Pages: pages, Revisions: true}}, &simweb.Options{Seed: seed})
 	if err != nil {
@@ -31,9 +31,10 @@ func recrawl(w io.Writer, seed int64, pages int) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(w, "recrawl: one unlimited host of %d pages (1 in 4 without ETag or Last-Modified), unchanged between runs\n", pages)
-	fmt.Fprintf(w, "%-8s %9s %9s %7s %7s %14s %14s %14s\n", "run", "seconds", "requests", "304s", "200s", "body bytes", "file growth", "data growth")
+	fmt.Fprintf(w, "%-8s %9s %9s %7s %7s %14s %14s %14s %14s\n", "run", "seconds", "requests", "304s", "200s", "body bytes", "bodies stored",
+		"file growth", "data growth")
 	var lastSeq uint64
-	var size, data int64
+	var size, data, stored int64
 	var uses []storeUse
 	for i, recrawl := range []bool{false, true} {
 		web.Reset()
@@ -57,9 +58,9 @@ func recrawl(w io.Writer, seed int64, pages int) error {
 		}
 		uses = append(uses, use)
 		st := web.Stats()["site"]
-		fmt.Fprintf(w, "%-8s %9.2f %9d %7d %7d %14d %14d %14d\n", []string{"first", "recrawl"}[i], elapsed.Seconds(), st.PageRequests,
-			st.NotModified, st.OK-st.RobotsRequests, body, use.file-size, use.data-data)
-		lastSeq, size, data = last, use.file, use.data
+		fmt.Fprintf(w, "%-8s %9.2f %9d %7d %7d %14d %14d %14d %14d\n", []string{"first", "recrawl"}[i], elapsed.Seconds(), st.PageRequests,
+			st.NotModified, st.OK-st.RobotsRequests, body, use.bodies-stored, use.file-size, use.data-data)
+		lastSeq, size, data, stored = last, use.file, use.data, use.bodies
 	}
 	fmt.Fprintf(w, "\nstore after each run: bytes in pages allocated (in use by keys and values)\n")
 	printStoreUse(w, uses)
@@ -72,6 +73,7 @@ func recrawl(w io.Writer, seed int64, pages int) error {
 // data is free pages, the freelist and the two meta pages.
 type storeUse struct {
 	file, data int64
+	bodies     int64 // compressed bytes of the stored bodies (storage.DB.StoredBodies)
 	alloc      map[string]int64
 	inuse      map[string]int64
 }
@@ -84,6 +86,17 @@ func measureStore(dir string) (storeUse, error) {
 		return storeUse{}, err
 	}
 	u := storeUse{file: fi.Size(), alloc: map[string]int64{}, inuse: map[string]int64{}}
+	sdb, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		return storeUse{}, err
+	}
+	_, u.bodies, err = sdb.StoredBodies()
+	if cerr := sdb.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return storeUse{}, err
+	}
 	db, err := bbolt.Open(path, 0o644, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		return storeUse{}, err

@@ -141,3 +141,91 @@ func TestRequisiteLinksNotFollowed(t *testing.T) {
 		t.Errorf("a requisite's redirect target: %+v, %v", st, err)
 	}
 }
+
+// TestRequisitesPageBudget: with Requisites, MaxPages counts pages only: a chain of pages, each
+// with an image of its own and a shared stylesheet loading a font, crawled with a budget of 3
+// fetches 3 pages and exactly their images, the stylesheet and its font; the pages left are
+// excluded "limit" and nothing of theirs is fetched. A second run with a budget of 5 queues
+// them again and fetches 2 more pages and their images. Without Requisites every fetch counts.
+func TestRequisitesPageBudget(t *testing.T) {
+	var mu sync.Mutex
+	asked := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path]++
+		mu.Unlock()
+		var i int
+		switch {
+		case r.URL.Path == "/site.css":
+			w.Header().Set("Content-Type", "text/css")
+			fmt.Fprint(w, `@font-face { src: url("/font.woff2") }`)
+		case r.URL.Path == "/font.woff2" || strings.HasPrefix(r.URL.Path, "/img/"):
+			w.Header().Set("Content-Type", "image/png")
+			fmt.Fprint(w, "PNG")
+		case r.URL.Path == "/":
+			fmt.Fprint(w, `<html><link rel=stylesheet href="/site.css"><img src="/img/0.png"><a href="/p1">1</a><a href="/p2">2</a></html>`)
+		default:
+			if _, err := fmt.Sscanf(r.URL.Path, "/p%d", &i); err != nil || i > 9 {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprintf(w, `<html><link rel=stylesheet href="/site.css"><img src="/img/%d.png"><a href="/p%d">next</a><a href="/p%d">next</a></html>`,
+				i, 2*i+1, 2*i+2)
+		}
+	}))
+	defer srv.Close()
+	fetched := func(dir string) (pages, images, other []string) {
+		for u, versions := range storedByURL(t, dir) {
+			if len(versions) != 1 {
+				t.Errorf("%s stored %d times", u, len(versions))
+			}
+			p := strings.TrimPrefix(u, srv.URL)
+			switch {
+			case strings.HasPrefix(p, "/img/"):
+				images = append(images, p)
+			case p == "/site.css" || p == "/font.woff2":
+				other = append(other, p)
+			default:
+				pages = append(pages, p)
+			}
+		}
+		return pages, images, other
+	}
+	imagesOf := func(pages []string) map[string]bool {
+		out := map[string]bool{}
+		for _, p := range pages {
+			if p == "/" {
+				out["/img/0.png"] = true
+			} else {
+				out["/img/"+strings.TrimPrefix(p, "/p")+".png"] = true
+			}
+		}
+		return out
+	}
+
+	cfg := Defaults()
+	cfg.Dir, cfg.Seeds, cfg.Requisites, cfg.InitialRate, cfg.MaxPages = t.TempDir(), []string{srv.URL + "/"}, true, 50, 3
+	for _, budget := range []int{3, 5} {
+		cfg.MaxPages = budget
+		if sum := runCrawl(t, cfg); sum.StopReason != "max-pages" || sum.Queued != 0 || sum.ExcludedBy[frontier.ReasonLimit] == 0 {
+			t.Errorf("budget %d: stop %q, %d queued, excluded %v; want max-pages, none queued, the rest excluded limit",
+				budget, sum.StopReason, sum.Queued, sum.ExcludedBy)
+		}
+		pages, images, other := fetched(cfg.Dir)
+		want := imagesOf(pages)
+		if len(pages) != budget || len(images) != len(want) || len(other) != 2 {
+			t.Errorf("budget %d: fetched pages %q, images %q, others %q; want %d pages, their images, the stylesheet and its font",
+				budget, pages, images, other, budget)
+		}
+		for _, im := range images {
+			if !want[im] {
+				t.Errorf("budget %d: %s fetched, the image of a page not fetched", budget, im)
+			}
+		}
+	}
+
+	cfg.Dir, cfg.Requisites, cfg.MaxPages = t.TempDir(), false, 3
+	if sum := runCrawl(t, cfg); sum.StopReason != "max-pages" || sum.Fetched != 3 || sum.Queued == 0 {
+		t.Errorf("without requisites: stop %q, %d fetched, %d queued; want max-pages, 3, the rest queued", sum.StopReason, sum.Fetched, sum.Queued)
+	}
+}

@@ -489,7 +489,7 @@ func (r *run) mustStop(ctx context.Context) bool {
 // pagesLeft is how many page fetches dispatch may still start under --max-pages (-1: no
 // limit).
 func (c *Crawler) pagesLeft() int {
-	if c.cfg.MaxPages <= 0 || c.pages.spent {
+	if c.cfg.MaxPages <= 0 || c.pages.mode == budgetSpent {
 		return -1
 	}
 	return max(c.cfg.MaxPages-c.pagesFetched()-c.fetching, 0)

@@ -50,10 +50,19 @@ func hasScheme(ref, scheme string) bool {
 // every fetch counts and the run stops at the budget, the rest left queued; so it does with a
 // frontier that cannot be walked and revised (one shared by a fleet of crawlers).
 type pageBudget struct {
-	fr         budgetFrontier // nil: every fetch counts
+	mode       budgetMode     // set by countRequisites before Run starts; then only the dispatcher changes it
+	fr         budgetFrontier // with budgetPages and budgetSpent
 	requisites atomic.Int64   // requisites fetched, all runs together: counted by countRequisites, then as they are stored
-	spent      bool           // the pages still queued were set aside: only requisites are fetched now (dispatcher-owned)
 }
+
+// budgetMode is how --max-pages counts.
+type budgetMode uint8
+
+const (
+	budgetAll   budgetMode = iota // every fetch counts; at the budget the run stops
+	budgetPages                   // pages count, requisites do not
+	budgetSpent                   // the pages are spent and the queued ones set aside: requisites only
+)
 
 // budgetFrontier is what pageBudget needs of the frontier besides Frontier.
 type budgetFrontier interface {
@@ -61,16 +70,16 @@ type budgetFrontier interface {
 	Revise(decide func(frontier.URLRecord) frontier.Verdict) (frontier.Revised, error)
 }
 
-// countRequisites counts the requisites fetched by earlier runs, when they are left out of a
-// --max-pages budget. It is called by Run before it starts.
+// countRequisites sets how --max-pages counts in this run and counts the requisites fetched by
+// earlier runs when they are left out. It is called by Run before it starts.
 func (c *Crawler) countRequisites() error {
 	c.pages.requisites.Store(0)
-	c.pages.spent, c.pages.fr = false, nil
+	c.pages.mode, c.pages.fr = budgetAll, nil
 	fr, ok := c.fr.(budgetFrontier)
 	if c.cfg.MaxPages <= 0 || !c.cfg.Requisites || !ok {
 		return nil
 	}
-	c.pages.fr = fr
+	c.pages.mode, c.pages.fr = budgetPages, fr
 	return fr.Walk(func(r frontier.URLRecord) error {
 		if r.State == "fetched" && r.Role == frontier.RoleRequisite {
 			c.pages.requisites.Add(1)
@@ -97,13 +106,13 @@ func (c *Crawler) stored(l frontier.Lease, res frontier.Result) {
 }
 
 // spendPageBudget sets the pages still queued aside once the page budget is spent, so that the
-// queued requisites can be leased, and reports whether it did (once per run, with --requisites
-// only). No URL may be leased meanwhile.
+// queued requisites can be leased, and reports whether it did (once per run, in budgetPages
+// mode). No URL may be leased meanwhile.
 func (c *Crawler) spendPageBudget() (bool, error) {
-	if c.pages.fr == nil || c.pages.spent {
+	if c.pages.mode != budgetPages {
 		return false, nil
 	}
-	c.pages.spent = true
+	c.pages.mode = budgetSpent
 	detail := fmt.Sprintf("--max-pages %d reached", c.cfg.MaxPages)
 	_, err := c.pages.fr.Revise(func(r frontier.URLRecord) frontier.Verdict {
 		if r.State == "queued" && r.Role != frontier.RoleRequisite {

@@ -131,17 +131,10 @@ func benchQueue(b *testing.B, batch int) {
 		if c := f.Counts(); c.Queued != urls-completes || c.Fetched != completes {
 			b.Fatalf("Counts = %+v", c)
 		}
-		var frontierBytes int
-		if err := db.Bolt().View(func(tx *bbolt.Tx) error {
-			for _, name := range allBuckets {
-				st := tx.Bucket(name).Stats()
-				frontierBytes += st.BranchAlloc + st.LeafAlloc
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
+		frontierBytes, records, queue := frontierBytes(b, db)
 		b.ReportMetric(float64(frontierBytes)/float64(urls), "frontier-B/URL")
+		b.ReportMetric(float64(records)/float64(urls), "records-B/URL")
+		b.ReportMetric(float64(queue)/float64(urls), "queue-B/URL")
 		b.ReportMetric(float64(f.seen.size()), "fingerprints")
 		start = time.Now()
 		if _, err := Open(db, nil); err != nil { // rebuilds the in-memory seen-set
@@ -150,6 +143,28 @@ func benchQueue(b *testing.B, batch int) {
 		b.ReportMetric(time.Since(start).Seconds(), "open-s")
 		db.Close()
 	}
+}
+
+// frontierBytes returns the bytes of the pages (branch and leaf) the frontier's buckets take
+// in db's file, and of them those of the URL records (both formats) and of the queue.
+func frontierBytes(b *testing.B, db *storage.DB) (all, records, queue int) {
+	if err := db.Bolt().View(func(tx *bbolt.Tx) error {
+		for _, name := range allBuckets {
+			st := tx.Bucket(name).Stats()
+			n := st.BranchAlloc + st.LeafAlloc
+			all += n
+			switch string(name) {
+			case string(bucketURLs), string(bucketSeen):
+				records += n
+			case string(bucketQueue):
+				queue += n
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return all, records, queue
 }
 
 // procStatus returns the kB figures of /proc/self/status (Linux only).

@@ -1,20 +1,13 @@
 package frontier
 
 import (
-	"hash/maphash"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"sync"
 
 	"go.etcd.io/bbolt"
 )
-
-// fpSeed keys the fingerprints of one process: the set is rebuilt from the store at each Open,
-// so fingerprints never leave memory.
-var fpSeed = maphash.MakeSeed()
-
-// fingerprint is the 8-byte fingerprint of a seen-set key.
-func fingerprint(sk []byte) uint64 { return maphash.Bytes(fpSeed, sk) }
 
 // Answer is what the in-memory seen-set says about a fingerprint.
 type answer uint8
@@ -60,19 +53,31 @@ func newSeenSet(fps []uint64, max int, state completeness) *seenSet {
 	return s
 }
 
-// loadSeen returns a set of the fingerprints of the keys of tx's seen bucket, bounded to
-// limit; urls is about how many keys there are.
-func loadSeen(tx *bbolt.Tx, limit, urls int) *seenSet {
+// loadSeen returns a set of the fingerprints of tx's URL records, bounded to limit: the keys
+// of bucketURLs, and the fingerprints of the URL keys of the legacy bucket (not of its hashed
+// keys, which a lookup of a long URL reads on disk). urls is about how many records there are.
+func loadSeen(tx *bbolt.Tx, key fpKey, limit, urls int) *seenSet {
 	fps := make([]uint64, 0, min(max(urls, 0), limit))
 	state := setComplete
-	if b := tx.Bucket(bucketSeen); b != nil {
+	add := func(fp uint64) bool {
+		if len(fps) == limit {
+			state = setPartial
+			return false
+		}
+		fps = append(fps, fp)
+		return true
+	}
+	if b := tx.Bucket(bucketURLs); b != nil {
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && add(binary.BigEndian.Uint64(k)); k, _ = c.Next() {
+		}
+	}
+	if b := tx.Bucket(bucketSeen); b != nil && state == setComplete {
 		c := b.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if len(fps) == limit {
-				state = setPartial
+			if k[0] != 0xff && !add(sum(key, k)) {
 				break
 			}
-			fps = append(fps, fingerprint(k))
 		}
 	}
 	return newSeenSet(fps, limit, state)

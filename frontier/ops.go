@@ -101,18 +101,18 @@ func addCounter(b *bbolt.Bucket, name string, n int) error {
 
 // txn is one transaction's view of the frontier's buckets.
 type txn struct {
-	tx                          *bbolt.Tx
-	urls                        *bbolt.Bucket // nil on a read-only store without it
-	seen                        *bbolt.Bucket // legacy records; nil on a read-only store without it
-	queue, delayed, hosts       *bbolt.Bucket
-	hostIDs                     *bbolt.Bucket
-	ids                         map[string]uint32 // host IDs read or given in this transaction
-	names                       map[uint32]string // and the other way round
-	key                         fpKey
-	legacy                      legacy
-	d                           *delta
-	budget                      int                   // Options.HostBudget; 0: none
-	stored                      map[string]hostCounts // host counters on disk, read once per transaction
+	tx                    *bbolt.Tx
+	urls                  *bbolt.Bucket // nil on a read-only store without it
+	seen                  *bbolt.Bucket // legacy records; nil on a read-only store without it
+	queue, delayed, hosts *bbolt.Bucket
+	hostIDs               *bbolt.Bucket
+	ids                   map[string]uint32 // host IDs read or given in this transaction
+	names                 map[uint32]string // and the other way round
+	key                   fpKey
+	legacy                legacy
+	d                     *delta
+	budget                int                   // Options.HostBudget; 0: none
+	stored                map[string]hostCounts // host counters on disk, read once per transaction
 	// added holds the records of new URLs by fingerprint until flush writes them in key order:
 	// bbolt inserts into a node's sorted slice, so a page's many links put in document order
 	// would cost time quadratic in their number (a page with 100 000 links took seconds).

@@ -86,7 +86,7 @@ func (f *Frontier) Check() error {
 					if err != nil || h != r.host || !matches(b, k, url, durl) {
 						bad("queued %q: delayed entry %x is for %q (%v)", k, r.qkey, durl, err)
 					}
-				} else if ev := queue.Get(r.qkey); ev != nil {
+				} else if ev := rt.qGet(r.qkey); ev != nil {
 					fp, isFP := queueRef(ev)
 					var qurl string
 					if !isFP {
@@ -123,15 +123,31 @@ func (f *Frontier) Check() error {
 				}
 			}
 		}
-		if err := queue.ForEach(func(k, v []byte) error {
-			switch {
-			case len(k) == 13 && k[0] == 0:
-				name, err := rt.hostName(binary.BigEndian.Uint32(k[1:5]))
-				if err != nil {
-					bad("queue key %x: %v", k, err)
+		if qs := tx.Bucket(bucketQueues); qs != nil {
+			if err := qs.ForEach(func(k, v []byte) error {
+				b := qs.Bucket(k)
+				if len(k) != 4 || b == nil {
+					bad("queue %x", k)
 					return nil
 				}
-				host(name).queue++
+				name, err := rt.hostName(binary.BigEndian.Uint32(k))
+				if err != nil {
+					bad("queue %x: %v", k, err)
+					return nil
+				}
+				return b.ForEach(func(k, v []byte) error {
+					if len(k) != 8 {
+						bad("queue of %q: key %x", name, k)
+					}
+					host(name).queue++
+					return nil
+				})
+			}); err != nil {
+				return err
+			}
+		}
+		if err := queue.ForEach(func(k, v []byte) error {
+			switch {
 			case len(k) < 10 || k[len(k)-9] != 0 || k[0] == 0:
 				bad("queue key %x", k)
 			default:
@@ -268,9 +284,10 @@ func (f *Frontier) Check() error {
 
 	if err := f.bolt.View(func(tx *bbolt.Tx) error {
 		q := tx.Bucket(bucketQueue)
+		rt := f.reader(tx)
 		for name, keys := range leasedKeys {
 			for _, k := range keys {
-				if q == nil || q.Get([]byte(k)) == nil {
+				if q == nil || rt.qGet([]byte(k)) == nil {
 					bad("lease %q of host %q is not in the queue", k, name)
 				}
 			}

@@ -105,9 +105,11 @@ type txn struct {
 	urls                  *bbolt.Bucket // nil on a read-only store without it
 	seen                  *bbolt.Bucket // legacy records; nil on a read-only store without it
 	queue, delayed, hosts *bbolt.Bucket
+	queues                *bbolt.Bucket // nil on a read-only store without it
 	hostIDs               *bbolt.Bucket
 	ids                   map[string]uint32 // host IDs read or given in this transaction
 	names                 map[uint32]string // and the other way round
+	refs                  map[string][]byte // parentRef of the parents looked up in this transaction
 	key                   fpKey
 	legacy                legacy
 	d                     *delta
@@ -124,15 +126,51 @@ type txn struct {
 // reader returns a view of tx's buckets for reading (no counters).
 func (f *Frontier) reader(tx *bbolt.Tx) *txn {
 	return &txn{tx: tx, urls: tx.Bucket(bucketURLs), seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue),
-		delayed: tx.Bucket(bucketDelayed), hosts: tx.Bucket(bucketHosts), hostIDs: tx.Bucket(bucketHostIDs), key: f.key, legacy: f.legacy}
+		queues: tx.Bucket(bucketQueues), delayed: tx.Bucket(bucketDelayed), hosts: tx.Bucket(bucketHosts), hostIDs: tx.Bucket(bucketHostIDs), key: f.key, legacy: f.legacy}
 }
 
-// record parses a record of either bucket, naming its host.
+// record parses a record of either bucket, naming its host and its parent.
 func (t *txn) record(v []byte) (record, error) {
-	if len(v) > 0 && v[0] == recordVersion4 {
-		return decodeRecord4(v, t.hostName)
+	if len(v) == 0 || v[0] != recordVersion4 {
+		return decodeRecord(v)
 	}
-	return decodeRecord(v)
+	r, err := decodeRecord4(v, t.hostName)
+	if err != nil || r.parentRef == nil {
+		return r, err
+	}
+	pv := t.urls.Get(r.parentRef)
+	if pv == nil {
+		return record{}, fmt.Errorf("%w: no parent record %x", ErrCorrupt, r.parentRef)
+	}
+	p, err := decodeRecord4(pv, t.hostName)
+	if err != nil {
+		return record{}, fmt.Errorf("%w: parent record %x: %v", ErrCorrupt, r.parentRef, err)
+	}
+	r.parent = p.url
+	return r, nil
+}
+
+// parentRef returns the key of the record of parent in bucketURLs, or nil if it has none there.
+func (t *txn) parentRef(parent string) ([]byte, error) {
+	if parent == "" {
+		return nil, nil
+	}
+	if ref, ok := t.refs[parent]; ok {
+		return ref, nil
+	}
+	at, _, found, err := t.find(parent)
+	if err != nil {
+		return nil, err
+	}
+	var ref []byte
+	if found && at.bucket == inURLs {
+		ref = at.key
+	}
+	if t.refs == nil {
+		t.refs = make(map[string][]byte)
+	}
+	t.refs[parent] = ref
+	return ref, nil
 }
 
 // hostName returns the host of ID id.
@@ -195,12 +233,74 @@ func (t *txn) hostID(host string) (uint32, error) {
 	return id, nil
 }
 
-// queueKeyOf returns the queue key of sequence number seq for r, whose record is at p.
-func queueKeyOf(p place, r *record, seq uint64) []byte {
-	if p.bucket == inURLs {
-		return idQueueKey(r.hostID, seq)
+// hostQueue returns the bucket of queue key k (bucketQueue for a legacy key, a host's bucket
+// in bucketQueues for an idQueueKey, created if create) and k's key in it; a nil bucket if
+// there is none.
+func (t *txn) hostQueue(k []byte, create bool) (*bbolt.Bucket, []byte, error) {
+	name, seq, ok := splitIDQueueKey(k)
+	if len(k) == 5 && k[0] == 0 { // an idQueuePrefix
+		name, ok = k[1:], true
 	}
-	return queueKey(r.host, seq)
+	if !ok {
+		return t.queue, k, nil
+	}
+	if t.queues == nil {
+		return nil, nil, nil
+	}
+	b := t.queues.Bucket(name)
+	if b == nil && create {
+		var err error
+		if b, err = t.queues.CreateBucket(name); err != nil {
+			return nil, nil, err
+		}
+	}
+	if b != nil && t.d != nil {
+		b.FillPercent = 1 // entries are appended (seq grows) and taken from the front
+	}
+	return b, seq, nil
+}
+
+// qGet returns the value of queue entry k, nil if there is none.
+func (t *txn) qGet(k []byte) []byte {
+	b, key, _ := t.hostQueue(k, false)
+	if b == nil {
+		return nil
+	}
+	return b.Get(key)
+}
+
+// qPut writes queue entry k.
+func (t *txn) qPut(k, v []byte) error {
+	b, key, err := t.hostQueue(k, true)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, v)
+}
+
+// qDelete deletes queue entry k.
+func (t *txn) qDelete(k []byte) error {
+	b, key, err := t.hostQueue(k, false)
+	if err != nil || b == nil {
+		return err
+	}
+	return b.Delete(key)
+}
+
+// nextQueueKey returns the key at the back of the queue of a URL of host (of ID id) whose
+// record is in bucket b: a legacy record goes to the legacy queue (bucketQueue), a format 3
+// record to its host's bucket in bucketQueues, whose sequence numbers are its own.
+func (t *txn) nextQueueKey(b recordBucket, id uint32, host string) ([]byte, error) {
+	if b == inSeen {
+		seq, err := t.queue.NextSequence()
+		return queueKey(host, seq), err
+	}
+	q, _, err := t.hostQueue(idQueuePrefix(id), true)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := q.NextSequence()
+	return idQueueKey(id, seq), err
 }
 
 // newTxn returns a view of the write transaction tx that adds its counter changes to d.
@@ -412,15 +512,18 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	seq, err := t.queue.NextSequence()
+	qk, err := t.nextQueueKey(inURLs, id, e.Host)
 	if err != nil {
 		return false, err
 	}
-	qk := idQueueKey(id, seq)
-	if err := t.queue.Put(qk, fpQueueValue(fp)); err != nil {
+	if err := t.qPut(qk, fpQueueValue(fp)); err != nil {
 		return false, err
 	}
-	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, hostID: id, url: e.URL, parent: e.Parent, role: e.Role}
+	ref, err := t.parentRef(e.Parent)
+	if err != nil {
+		return false, err
+	}
+	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, hostID: id, url: e.URL, parent: e.Parent, parentRef: ref, role: e.Role}
 	t.add(fp, r.encode4())
 	t.d.host(e.Host).Queued++
 	return true, nil
@@ -436,7 +539,11 @@ func (t *txn) exclude(x Exclusion) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	r := record{state: stExcluded, depth: x.Depth, hops: x.Hops, host: x.Host, hostID: id, url: x.URL, parent: x.Parent, reason: x.Reason,
+	ref, err := t.parentRef(x.Parent)
+	if err != nil {
+		return false, err
+	}
+	r := record{state: stExcluded, depth: x.Depth, hops: x.Hops, host: x.Host, hostID: id, url: x.URL, parent: x.Parent, parentRef: ref, reason: x.Reason,
 		detail: truncate(x.Detail, maxDetail), role: x.Role}
 	t.add(fp, r.encode4())
 	t.d.host(x.Host).Excluded++
@@ -560,9 +667,6 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 	var found bool
 	err := f.bolt.View(func(tx *bbolt.Tx) error {
 		t := f.reader(tx)
-		if t.queue == nil {
-			return nil // a read-only store the frontier never wrote to
-		}
 		id, err := t.lookupHostID(host)
 		if err != nil {
 			return err
@@ -571,12 +675,30 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 			testHookLeaseScan() // the snapshot is taken; let a test commit behind its back
 		}
 		// Legacy records' entries first: they were queued before any of the host's others.
-		for _, prefix := range [][]byte{hostPrefix(host), idQueuePrefix(id)} {
-			if id == 0 && prefix[0] == 0 {
-				break
+		var c *bbolt.Cursor
+		if t.queue != nil {
+			c = t.queue.Cursor()
+		}
+		prefix := hostPrefix(host)
+		for _, q := range []string{"legacy", "ids"} {
+			var k, v []byte
+			switch {
+			case q == "legacy" && c != nil:
+				k, v = c.Seek(prefix)
+			case q == "ids" && id != 0 && t.queues != nil:
+				b := t.queues.Bucket(hostIDKey(id))
+				if b == nil {
+					continue
+				}
+				c, prefix = b.Cursor(), nil
+				k, v = c.First()
+			default:
+				continue
 			}
-			c := t.queue.Cursor()
-			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				if prefix == nil {
+					k = idQueueKey(id, binary.BigEndian.Uint64(k))
+				}
 				f.mu.Lock()
 				_, leased := h.leased[string(k)]
 				f.mu.Unlock()
@@ -721,14 +843,14 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 func (t *txn) complete(l Lease, r Result) error {
 	d := t.d
 	key := []byte(l.key)
-	if t.queue.Get(key) == nil {
+	if t.qGet(key) == nil {
 		return ErrNotLeased // completed concurrently by another call with the same lease
 	}
 	at, rec, found, err := t.find(l.URL)
 	if err != nil || !found || rec.state != stQueued || !bytes.Equal(rec.qkey, key) {
 		return fmt.Errorf("%w: leased URL has no matching queued record (%v)", ErrCorrupt, err)
 	}
-	if err := t.queue.Delete(key); err != nil {
+	if err := t.qDelete(key); err != nil {
 		return err
 	}
 	hd := d.host(l.Host)
@@ -833,12 +955,10 @@ func (f *Frontier) promote(now time.Time) error {
 				if err != nil || !found || rec.state != stQueued || !bytes.Equal(rec.qkey, k) {
 					return fmt.Errorf("%w: delayed %s has no matching queued record (%v)", ErrCorrupt, url, err)
 				}
-				seq, err := t.queue.NextSequence()
-				if err != nil {
+				if rec.qkey, err = t.nextQueueKey(at.bucket, rec.hostID, host); err != nil {
 					return err
 				}
-				rec.qkey = queueKeyOf(at, &rec, seq)
-				if err := t.queue.Put(rec.qkey, t.queueValue(at, host, url)); err != nil {
+				if err := t.qPut(rec.qkey, t.queueValue(at, host, url)); err != nil {
 					return err
 				}
 				if err := t.put(at, &rec); err != nil {

@@ -13,8 +13,9 @@ import (
 //
 //	frontier/urls     fingerprint(URL) (8, BE)  -> record with the URL: the one state of every URL learned since format 3
 //	frontier/seen     seenKey(URL)              -> record: the same, for URLs learned before format 3 (legacy)
-//	frontier/queue    0x00 hostID(4, BE) seq(8) -> 0x03 and the fingerprint of the URL's record (format 3)
-//	                  host 0x00 seq(8, BE)      -> the URL, of a legacy record (no host contains 0x00)
+//	frontier/queues   hostID(4, BE)             -> the host's queue of format 3 records: a bucket of
+//	                                               seq(8, BE) -> 0x03 and the fingerprint of the URL's record
+//	frontier/queue    host 0x00 seq(8, BE)      -> the URL, of a legacy record (format 1 and 2 queues)
 //	frontier/delayed  notBefore(8, BE) seq(8)   -> uvarint(len host) host URL   (retries waiting)
 //	frontier/hosts    host                      -> hostCounts and the host's ID (0 until it has a format 3 record)
 //	frontier/hostids  hostID(4, BE)             -> host (IDs from 1; a format 3 record names its host by ID)
@@ -23,7 +24,9 @@ import (
 //	frontier/meta     "fingerprint-key"         -> the store's fpKey (16 bytes)
 //
 // A queued URL's record holds the key of its queue or delayed entry, so each entry and each
-// queued record point at each other (Check verifies it).
+// queued record point at each other (Check verifies it). The key of an entry in frontier/queues
+// is written idQueueKey(hostID, seq) (0x00, which no host starts with, hostID, seq) wherever a
+// queue key is kept: in records and leases.
 //
 // Format versions (docs/frontier.md): a URL learned since format 3 has a version 4 record in
 // frontier/urls. Records of formats 1 and 2 stay in frontier/seen, where they are read and
@@ -36,11 +39,12 @@ var (
 	bucketMeta    = []byte("frontier/meta")
 	bucketSeen    = []byte("frontier/seen")
 	bucketQueue   = []byte("frontier/queue")
+	bucketQueues  = []byte("frontier/queues")
 	bucketDelayed = []byte("frontier/delayed")
 	bucketHosts   = []byte("frontier/hosts")
 	bucketHostIDs = []byte("frontier/hostids")
 	bucketCounts  = []byte("frontier/counts")
-	allBuckets    = [][]byte{bucketURLs, bucketMeta, bucketSeen, bucketQueue, bucketDelayed, bucketHosts, bucketHostIDs, bucketCounts}
+	allBuckets    = [][]byte{bucketURLs, bucketMeta, bucketSeen, bucketQueue, bucketQueues, bucketDelayed, bucketHosts, bucketHostIDs, bucketCounts}
 )
 
 // maxKeyURL is the longest URL used as a seen-set key as is; longer ones are keyed by a hash
@@ -65,8 +69,8 @@ func queueKey(host string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
-// idQueueKey is the queue key of a URL of host ID id with a format 3 record: host IDs start
-// with 0x00, which no host does, so they sort before the queues of legacy records.
+// idQueueKey is the queue key of a URL of host ID id with a format 3 record: entry seq of the
+// host's bucket in frontier/queues.
 func idQueueKey(id uint32, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(idQueuePrefix(id), seq)
 }
@@ -75,7 +79,16 @@ func idQueuePrefix(id uint32) []byte {
 	return binary.BigEndian.AppendUint32(append(make([]byte, 0, 13), 0), id)
 }
 
-// hostIDKey is the key of host ID id in bucketHostIDs.
+// splitIDQueueKey returns the host ID bucket name and the seq key of an idQueueKey, and whether
+// k is one.
+func splitIDQueueKey(k []byte) (name, seq []byte, ok bool) {
+	if len(k) != 13 || k[0] != 0 {
+		return nil, nil, false
+	}
+	return k[1:5], k[5:], true
+}
+
+// hostIDKey is the key of host ID id in bucketHostIDs (and its queue's name in bucketQueues).
 func hostIDKey(id uint32) []byte { return binary.BigEndian.AppendUint32(nil, id) }
 
 func hostPrefix(host string) []byte {
@@ -141,9 +154,13 @@ type record struct {
 	hostID   uint32 // host's ID, in a version 4 record only (0: host is "")
 	url      string // the URL, in a version 4 record only (a legacy record is keyed by it)
 	parent   string
-	reason   string
-	detail   string
-	role     Role
+	// parentRef, in a version 4 record, is the key in bucketURLs of the parent's record, which
+	// holds the parent's URL: written instead of the parent when it has one (and parent then
+	// holds that URL once the record is read by txn.record).
+	parentRef []byte
+	reason    string
+	detail    string
+	role      Role
 }
 
 // Record versions: 1 stores the queue key and the parent as they are; 2 (written since) stores
@@ -388,7 +405,8 @@ func decodeRecord2(b []byte) (record, error) {
 const (
 	v4StateMask = 0x07
 	v4Requisite = 0x08
-	v4QkeyShift = 4 // qkeyNone, qkeyQueue or qkeyVerbatim
+	v4QkeyShift = 4    // qkeyNone, qkeyQueue or qkeyVerbatim
+	v4ParentRef = 0x40 // the parent is a parentRef: 8 bytes follow instead of the URL
 )
 
 // Bits of a version 4 record's third byte: which of the fields that are mostly zero follow.
@@ -407,7 +425,7 @@ const (
 // version, state byte (state, role, kind of queue key), presence byte, then the present numbers
 // (uvarint: depth, attempts, status, pageSeq, hops), the queue key (as in version 2, a queue
 // key being idQueueKey(hostID, seq)), uvarint hostID, the URL and the present parent relative to
-// the host (appendHostRelative), and the present reason and detail. A field is present if it is
+// the host (appendHostRelative) or its parentRef, and the present reason and detail. A field is present if it is
 // not zero, so the encoding of a record is unique.
 func (r *record) encode4() []byte {
 	b := make([]byte, 3, 24+len(r.url)+len(r.parent)+len(r.reason)+len(r.detail))
@@ -441,7 +459,12 @@ func (r *record) encode4() []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(r.hostID))
 	b = appendHostRelative(b, r.host, r.url)
-	if r.parent != "" {
+	switch {
+	case len(r.parentRef) == 8:
+		flags |= v4Parent
+		b[1] |= v4ParentRef
+		b = append(b, r.parentRef...)
+	case r.parent != "":
 		flags |= v4Parent
 		b = appendHostRelative(b, r.host, r.parent)
 	}
@@ -465,7 +488,7 @@ func decodeRecord4(b []byte, hostName func(uint32) (string, error)) (record, err
 	d := decoder{b: b[3:]}
 	r.state = b[1] & v4StateMask
 	flags := b[2]
-	kind := b[1] >> v4QkeyShift
+	kind := b[1] >> v4QkeyShift & 3
 	if r.state < stQueued || r.state > stExcluded || kind > qkeyVerbatim {
 		return record{}, errBadRecord
 	}
@@ -503,11 +526,23 @@ func decodeRecord4(b []byte, hostName func(uint32) (string, error)) (record, err
 	url := d.bytes()
 	var strs [3][]byte
 	for i := range strs {
-		if flags&(v4Parent<<i) != 0 {
+		switch {
+		case flags&(v4Parent<<i) == 0:
+		case i == 0 && b[1]&v4ParentRef != 0:
+			if len(d.b) < 8 {
+				d.bad = true
+				break
+			}
+			r.parentRef = bytes.Clone(d.b[:8])
+			d.b = d.b[8:]
+		default:
 			if strs[i] = d.bytes(); len(strs[i]) == 0 {
 				d.bad = true
 			}
 		}
+	}
+	if b[1]&v4ParentRef != 0 && r.parentRef == nil || b[1]&0x80 != 0 {
+		d.bad = true
 	}
 	if d.bad || len(d.b) != 0 || len(url) == 0 {
 		return record{}, errBadRecord

@@ -85,7 +85,7 @@ func testHostNames(id uint32) (string, error) { return testHostName(id), nil }
 func sameRecord(a, b record) bool {
 	return a.role == b.role && a.state == b.state && a.depth == b.depth && a.attempts == b.attempts && a.hops == b.hops &&
 		a.status == b.status && a.pageSeq == b.pageSeq && bytes.Equal(a.qkey, b.qkey) && a.host == b.host &&
-		a.hostID == b.hostID && a.url == b.url && a.parent == b.parent && a.reason == b.reason && a.detail == b.detail
+		a.hostID == b.hostID && a.url == b.url && bytes.Equal(a.parentRef, b.parentRef) && a.parent == b.parent && a.reason == b.reason && a.detail == b.detail
 }
 
 // FuzzDecode feeds arbitrary bytes to the decoders of on-disk values: they must return an error

@@ -201,7 +201,7 @@ func (t *txn) recordURL(b recordBucket, k []byte, rec record) (string, error) {
 	if rec.state != stQueued {
 		return "", nil
 	}
-	if v := t.queue.Get(rec.qkey); v != nil {
+	if v := t.qGet(rec.qkey); v != nil {
 		url, err := queueURL(rec.host, v)
 		if err != nil {
 			return "", fmt.Errorf("%w: queue entry %x: %v", ErrCorrupt, rec.qkey, err)
@@ -255,12 +255,11 @@ func (t *txn) revise(r revision, out *Revised) error {
 // reset; a fetched URL keeps its page sequence number and status.
 func (t *txn) requeue(r revision, out *Revised) error {
 	rec := r.rec
-	seq, err := t.queue.NextSequence()
+	qk, err := t.nextQueueKey(r.at.bucket, rec.hostID, rec.host)
 	if err != nil {
 		return err
 	}
-	qk := queueKeyOf(r.at, &rec, seq)
-	if err := t.queue.Put(qk, t.queueValue(r.at, rec.host, r.url)); err != nil {
+	if err := t.qPut(qk, t.queueValue(r.at, rec.host, r.url)); err != nil {
 		return err
 	}
 	hd := t.d.host(rec.host)
@@ -288,8 +287,8 @@ func (t *txn) requeue(r revision, out *Revised) error {
 func (t *txn) unqueue(r revision, reason, detail string, out *Revised) error {
 	rec := r.rec
 	hd := t.d.host(rec.host)
-	if t.queue.Get(rec.qkey) != nil {
-		if err := t.queue.Delete(rec.qkey); err != nil {
+	if t.qGet(rec.qkey) != nil {
+		if err := t.qDelete(rec.qkey); err != nil {
 			return err
 		}
 	} else if t.delayed.Get(rec.qkey) != nil {

@@ -255,7 +255,7 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 			limit = opts.SeenInMemory
 		}
 		if err := f.bolt.View(func(tx *bbolt.Tx) error {
-			f.seen = loadSeen(tx, f.key, limit, f.total.Queued+f.total.Fetched+f.total.Failed+f.total.Excluded)
+			f.seen = loadSeen(tx, f.key, limit)
 			return nil
 		}); err != nil {
 			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)

@@ -44,43 +44,52 @@ type seenSet struct {
 	state   completeness
 }
 
-// newSeenSet returns a set holding fps (which it sorts and keeps), bounded to max fingerprints.
-func newSeenSet(fps []uint64, max int, state completeness) *seenSet {
-	s := &seenSet{max: max, state: state, delta: make(map[uint64]struct{}), pending: make(map[uint64]int32)}
-	slices.Sort(fps)
-	s.base = slices.Compact(fps)
+// newSeenSet returns an empty set bounded to max fingerprints: fill it with add, then call
+// sorted.
+func newSeenSet(max int) *seenSet {
+	s := &seenSet{max: max, delta: make(map[uint64]struct{}), pending: make(map[uint64]int32)}
+	s.base = reserveFPs(s, max)
+	return s
+}
+
+// add appends fp to an unsorted set not yet shared, and reports false (marking the set
+// partial) if it is full.
+func (s *seenSet) add(fp uint64) bool {
+	if len(s.base) == s.max {
+		s.state = setPartial
+		return false
+	}
+	s.base = append(s.base, fp)
+	return true
+}
+
+// sorted sorts what add added and makes the set ready for use.
+func (s *seenSet) sorted() *seenSet {
+	slices.Sort(s.base)
+	s.base = slices.Compact(s.base)
 	s.index()
 	return s
 }
 
 // loadSeen returns a set of the fingerprints of tx's URL records, bounded to limit: the keys
 // of bucketURLs, and the fingerprints of the URL keys of the legacy bucket (not of its hashed
-// keys, which a lookup of a long URL reads on disk). urls is about how many records there are.
-func loadSeen(tx *bbolt.Tx, key fpKey, limit, urls int) *seenSet {
-	fps := make([]uint64, 0, min(max(urls, 0), limit))
-	state := setComplete
-	add := func(fp uint64) bool {
-		if len(fps) == limit {
-			state = setPartial
-			return false
-		}
-		fps = append(fps, fp)
-		return true
-	}
+// keys, which a lookup of a long URL reads on disk).
+func loadSeen(tx *bbolt.Tx, key fpKey, limit int) *seenSet {
+	s := newSeenSet(limit)
 	if b := tx.Bucket(bucketURLs); b != nil {
 		c := b.Cursor()
-		for k, _ := c.First(); k != nil && add(binary.BigEndian.Uint64(k)); k, _ = c.Next() {
+		for k, _ := c.First(); k != nil && s.add(binary.BigEndian.Uint64(k)); k, _ = c.Next() {
 		}
 	}
-	if b := tx.Bucket(bucketSeen); b != nil && state == setComplete {
+	if b := tx.Bucket(bucketSeen); b != nil && s.state == setComplete {
 		c := b.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if k[0] != 0xff && !add(sum(key, k)) {
+			if k[0] != 0xff && !s.add(sum(key, k)) {
 				break
 			}
 		}
 	}
-	return newSeenSet(fps, limit, state)
+	return s.sorted()
 }
 
 // index rebuilds dir for base; s.mu must be held (or s not yet shared).
@@ -169,7 +178,7 @@ func (s *seenSet) end(fps []uint64, committed bool) {
 		}
 		s.delta[fp] = struct{}{}
 	}
-	if len(s.delta) >= max(1<<14, len(s.base)/8) {
+	if len(s.delta) >= max(1<<14, len(s.base)/64) {
 		s.merge()
 	}
 }

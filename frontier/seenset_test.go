@@ -18,7 +18,11 @@ func TestSeenSetAnswers(t *testing.T) {
 				initial[i] = rng.Uint64()
 				model[initial[i]] = true
 			}
-			s := newSeenSet(append([]uint64(nil), initial...), limit, setComplete)
+			s := newSeenSet(limit)
+			for _, fp := range initial {
+				s.add(fp)
+			}
+			s.sorted()
 			for round := range 200 {
 				c := &claims{set: s}
 				var fps []uint64

@@ -118,12 +118,12 @@ type Options struct {
 	HostBudget int
 
 	// SeenInMemory bounds how many URLs have their fingerprint in the in-memory seen-set (about
-	// 9 to 12 bytes each, see docs/frontier.md); 0 means DefaultSeenInMemory. Past the bound, a
-	// URL the set does not hold is looked up in the store.
+	// 9 bytes each, see docs/frontier.md); 0 means DefaultSeenInMemory. Past the bound, a URL
+	// the set does not hold is looked up in the store.
 	SeenInMemory int
 }
 
-// DefaultSeenInMemory is Options.SeenInMemory's default: 16M URLs, 150 to 200 MB.
+// DefaultSeenInMemory is Options.SeenInMemory's default: 16M URLs, about 150 MB.
 const DefaultSeenInMemory = 1 << 24
 
 // Counts are the frontier's totals. Every URL ever learned is counted in exactly one of

@@ -28,7 +28,7 @@ const (
 
 // seenSet holds the fingerprints of the URLs the store's seen-set holds, so that a link already
 // seen is answered without touching the store (see docs/frontier.md for the layout and its cost,
-// about 9–12 bytes per URL). Fingerprints claimed by a write transaction are pending until it
+// about 9 bytes per URL). Fingerprints claimed by a write transaction are pending until it
 // commits (then they join the set) or rolls back (then they are released); a pending one is
 // answered answerAsk, so a transaction never trusts a fingerprint that may not be on disk.
 //

@@ -12,7 +12,8 @@
 //
 // Memory stays bounded whatever the size of the queue: the seen-set and the queues live on disk;
 // in memory there are the per-host counters and the leases, O(hosts + leases), and the 8-byte
-// fingerprint of each seen URL, up to Options.SeenInMemory of them (about 9 bytes per URL in all), which answers most seen-set checks without reading the store: a fingerprint joins it
+// fingerprint of each seen URL, up to Options.SeenInMemory of them (about 9 bytes per URL in
+// all), which answers most seen-set checks without reading the store: a fingerprint joins it
 // only once the transaction that wrote its URL committed (docs/frontier.md). A fingerprint is
 // SipHash-2-4 of the URL under a random key kept in the store, and is the key of the URL's
 // record on disk. Two URLs with the same fingerprint are taken for one: the second is never

@@ -1,6 +1,13 @@
 package frontier
 
-import "testing"
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.etcd.io/bbolt"
+)
 
 // TestSipHash checks sum against the reference vectors of SipHash-2-4 (Aumasson and Bernstein,
 // "SipHash: a fast short-input PRF", test.c): key 00 01 … 0f, message 00 01 … n-1.
@@ -41,4 +48,49 @@ func BenchmarkFingerprint(b *testing.B) {
 	for b.Loop() {
 		sum(k, url)
 	}
+}
+
+// TestFingerprintCollision makes two URLs collide, as two URLs with the same fingerprint would,
+// by moving one's record under the other's fingerprint: the second is then taken as seen (not
+// queued, in memory and on disk alike), State says it was never seen, and the record stays the
+// first one's. Check reports the record that is not under its own fingerprint.
+func TestFingerprintCollision(t *testing.T) {
+	tf := newTestFrontier(t)
+	tf.add("http://a/x")
+	err := tf.db.Bolt().Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketURLs)
+		k := fpBytes(sum(tf.key, "http://a/x"))
+		v := bytes.Clone(b.Get(k))
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		return b.Put(fpBytes(sum(tf.key, "http://a/y")), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf.seen.end([]uint64{sum(tf.key, "http://a/y")}, true) // as Open would load it
+	for _, reopen := range []bool{false, true} {
+		if reopen {
+			if err := tf.db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tf.open()
+		}
+		if n := tf.add("http://a/y"); n != 0 {
+			t.Errorf("a URL whose fingerprint is taken was queued (reopened %v)", reopen)
+		}
+		if _, ok, err := tf.State("http://a/y"); ok || err != nil {
+			t.Errorf("State of the colliding URL: seen %v, %v", ok, err)
+		}
+		var urls []string
+		if err := tf.Walk(func(r URLRecord) error { urls = append(urls, r.URL+" "+r.State); return nil }); err != nil || len(urls) != 1 || urls[0] != "http://a/x queued" {
+			t.Errorf("Walk: %q, %v; want the first URL's record alone", urls, err)
+		}
+	}
+	if err := tf.Check(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "whose fingerprint is another") {
+		t.Errorf("Check: %v", err)
+	}
+	tf.db.Close()
+	tf.db = nil // the store is inconsistent on purpose: no Check at cleanup
 }

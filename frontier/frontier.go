@@ -254,10 +254,8 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 		if opts != nil && opts.SeenInMemory > 0 {
 			limit = opts.SeenInMemory
 		}
-		if err := f.bolt.View(func(tx *bbolt.Tx) error {
-			f.seen = loadSeen(tx, f.key, limit)
-			return nil
-		}); err != nil {
+		var err error
+		if f.seen, err = loadSeen(db, f.key, limit); err != nil {
 			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 		}
 	}

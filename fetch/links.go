@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unsafe"
 
 	"github.com/crawl-project/crawl/internal/urlnorm"
 )
@@ -84,7 +85,7 @@ func extractLinks(base *url.URL, header http.Header, contentType string, body []
 	if !isHTML(contentType) {
 		return out
 	}
-	e := extractor{out: &out, base: findBase(base, body), agent: agent, max: maxLinks, seen: make(map[string]int)}
+	e := extractor{out: &out, resolve: urlnorm.NewResolver(findBase(base, body)), agent: agent, max: maxLinks, seen: make(map[string]int)}
 	e.scan(body)
 	if out.NoFollow {
 		for i := range out.Links {
@@ -137,11 +138,12 @@ func mayContainBase(body []byte) bool {
 }
 
 type extractor struct {
-	out   *Links
-	base  *url.URL
-	agent string
-	max   int            // cap on len(out.Links)
-	seen  map[string]int // normalized URL -> index in out.Links
+	out *Links
+	// resolve resolves references against the document's base URL.
+	resolve resolver
+	agent   string
+	max     int            // cap on len(out.Links)
+	seen    map[string]int // normalized URL -> index in out.Links
 }
 
 func (e *extractor) scan(body []byte) {
@@ -150,16 +152,16 @@ func (e *extractor) scan(body []byte) {
 		case tagA:
 			if href, ok := s.attr(attrHref); ok {
 				rel, _ := s.attr(attrRel)
-				e.add(string(href), hasToken(rel, "nofollow"))
+				e.add(view(href), hasToken(rel, "nofollow"))
 			}
 		case tagFrame:
 			if src, ok := s.attr(attrSrc); ok {
-				e.add(string(src), false)
+				e.add(view(src), false)
 			}
 		case tagLink:
 			rel, _ := s.attr(attrRel)
 			if href, ok := s.attr(attrHref); ok && (hasToken(rel, "canonical") || hasToken(rel, "next") || hasToken(rel, "prev")) {
-				e.add(string(href), hasToken(rel, "nofollow"))
+				e.add(view(href), hasToken(rel, "nofollow"))
 			}
 		case tagMeta:
 			name, hasName := s.attr(attrName)
@@ -174,25 +176,42 @@ func (e *extractor) scan(body []byte) {
 	}
 }
 
+// view returns b as a string without copying it: b must not change while the string is in
+// use, and the string must not be kept (add copies what it keeps of a reference). The body
+// ExtractLinks reads does not change while it runs.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// resolver is what extractor needs of a urlnorm.Resolver (its tests put the old
+// urlnorm.Resolve behind it).
+type resolver interface {
+	Normalize(ref string) ([]byte, error)
+	URL() (*url.URL, string, error)
+}
+
+// add resolves ref and keeps the link it gives (or the reason it gives none); it keeps a copy
+// of ref, never ref itself.
 func (e *extractor) add(ref string, nofollow bool) {
 	if len(e.out.Links) >= e.max {
 		e.out.Dropped++
 		return
 	}
-	u, err := urlnorm.Resolve(e.base, ref)
+	b, err := e.resolve.Normalize(ref)
+	if err == nil {
+		if i, ok := e.seen[string(b)]; ok {
+			// A link followed anywhere on the page is followed.
+			e.out.Links[i].NoFollow = e.out.Links[i].NoFollow && nofollow
+			return
+		}
+	}
+	var u *url.URL
+	var key string
+	if err == nil {
+		u, key, err = e.resolve.URL()
+	}
 	if err != nil {
 		if len(e.out.Skipped) < MaxSkipped {
-			if len(ref) > maxSkipRef {
-				ref = strings.Clone(ref[:maxSkipRef])
-			}
-			e.out.Skipped = append(e.out.Skipped, Skip{Ref: ref, Err: err})
+			e.out.Skipped = append(e.out.Skipped, Skip{Ref: strings.Clone(ref[:min(len(ref), maxSkipRef)]), Err: err})
 		}
-		return
-	}
-	key := u.String()
-	if i, ok := e.seen[key]; ok {
-		// A link followed anywhere on the page is followed.
-		e.out.Links[i].NoFollow = e.out.Links[i].NoFollow && nofollow
 		return
 	}
 	e.seen[key] = len(e.out.Links)

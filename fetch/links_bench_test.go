@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,10 +12,10 @@ import (
 )
 
 // simwebPages returns up to n pages of a simulated host whose pages carry about text bytes of
-// text each (0: simweb's 1–4 KB), with their URLs.
-func simwebPages(tb testing.TB, n, text int) ([]*url.URL, [][]byte) {
+// text each (0: simweb's 1–4 KB) and links links (0: simweb's few), with their URLs.
+func simwebPages(tb testing.TB, n, text, links int) ([]*url.URL, [][]byte) {
 	tb.Helper()
-	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: n, TextSize: text}}, &simweb.Options{Seed: 1})
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: n, TextSize: text, Links: links}}, &simweb.Options{Seed: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -40,9 +41,16 @@ func simwebPages(tb testing.TB, n, text int) ([]*url.URL, [][]byte) {
 	return urls, bodies
 }
 
-// BenchmarkExtractLinks reads 12 KB simulated pages (the two-host throughput bench's).
+// BenchmarkExtractLinks reads 12 KB simulated pages (the two-host throughput bench's), with
+// simweb's few links and with 40 and 150 (the link-rich bench's).
 func BenchmarkExtractLinks(b *testing.B) {
-	urls, bodies := simwebPages(b, 64, 12*1024-700)
+	for _, n := range []int{0, 40, 150} {
+		b.Run(fmt.Sprintf("links=%d", n), func(b *testing.B) { benchExtractLinks(b, n) })
+	}
+}
+
+func benchExtractLinks(b *testing.B, n int) {
+	urls, bodies := simwebPages(b, 64, 12*1024-700, n)
 	size := 0
 	for _, body := range bodies {
 		size += len(body)

@@ -1,8 +1,8 @@
 package fetch
 
-// refExtractLinks is ExtractLinks as it was written on golang.org/x/net/html's Tokenizer, kept
-// as the oracle the tag scanner is checked against: both must find the same links, skips and
-// directives in any input.
+// refExtractLinks is ExtractLinks as it was written on golang.org/x/net/html's Tokenizer and
+// urlnorm.Resolve, kept as the oracle the tag scanner and urlnorm.Resolver are checked against:
+// both must find the same links, skips and directives in any input.
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func refExtractLinks(base *url.URL, header http.Header, contentType string, body
 	if !isHTML(contentType) {
 		return out
 	}
-	e := extractor{out: &out, base: refFindBase(base, body), agent: agent, max: maxLinks, seen: make(map[string]int)}
+	e := extractor{out: &out, resolve: refResolve(refFindBase(base, body)), agent: agent, max: maxLinks, seen: make(map[string]int)}
 	refScan(&e, body)
 	if out.NoFollow {
 		for i := range out.Links {
@@ -34,6 +34,26 @@ func refExtractLinks(base *url.URL, header http.Header, contentType string, body
 	}
 	return out
 }
+
+// refResolver resolves references against base as ExtractLinks did before urlnorm.Resolver:
+// with urlnorm.Resolve, and String() of its URL.
+type refResolver struct {
+	base *url.URL
+	u    *url.URL
+}
+
+func refResolve(base *url.URL) *refResolver { return &refResolver{base: base} }
+
+func (r *refResolver) Normalize(ref string) ([]byte, error) {
+	u, err := urlnorm.Resolve(r.base, ref)
+	if err != nil {
+		return nil, err
+	}
+	r.u = u
+	return []byte(u.String()), nil
+}
+
+func (r *refResolver) URL() (*url.URL, string, error) { return r.u, r.u.String(), nil }
 
 func refFindBase(page *url.URL, body []byte) *url.URL {
 	if !mayContainBase(body) {

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/crawl-project/crawl/internal/cssref"
+	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
 // ExtractRequisites returns what a browser fetches to show a response, as Links (NoFollow is
@@ -25,10 +26,10 @@ func ExtractRequisites(base *url.URL, contentType string, body []byte) Links {
 	mt = strings.ToLower(strings.TrimSpace(mt))
 	switch {
 	case mt == "text/css":
-		e := extractor{out: &out, base: base, max: MaxLinks, seen: make(map[string]int)}
+		e := extractor{out: &out, resolve: urlnorm.NewResolver(base), max: MaxLinks, seen: make(map[string]int)}
 		e.css(body)
 	case isHTML(mt):
-		e := extractor{out: &out, base: findBase(base, body), max: MaxLinks, seen: make(map[string]int)}
+		e := extractor{out: &out, resolve: urlnorm.NewResolver(findBase(base, body)), max: MaxLinks, seen: make(map[string]int)}
 		e.requisites(body)
 	}
 	return out

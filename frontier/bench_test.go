@@ -3,11 +3,14 @@ package frontier
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,17 +134,10 @@ func benchQueue(b *testing.B, batch int) {
 		if c := f.Counts(); c.Queued != urls-completes || c.Fetched != completes {
 			b.Fatalf("Counts = %+v", c)
 		}
-		var frontierBytes int
-		if err := db.Bolt().View(func(tx *bbolt.Tx) error {
-			for _, name := range allBuckets {
-				st := tx.Bucket(name).Stats()
-				frontierBytes += st.BranchAlloc + st.LeafAlloc
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
+		frontierBytes, records, queue := frontierBytes(b, db)
 		b.ReportMetric(float64(frontierBytes)/float64(urls), "frontier-B/URL")
+		b.ReportMetric(float64(records)/float64(urls), "records-B/URL")
+		b.ReportMetric(float64(queue)/float64(urls), "queue-B/URL")
 		b.ReportMetric(float64(f.seen.size()), "fingerprints")
 		start = time.Now()
 		if _, err := Open(db, nil); err != nil { // rebuilds the in-memory seen-set
@@ -150,6 +146,28 @@ func benchQueue(b *testing.B, batch int) {
 		b.ReportMetric(time.Since(start).Seconds(), "open-s")
 		db.Close()
 	}
+}
+
+// frontierBytes returns the bytes of the pages (branch and leaf) the frontier's buckets take
+// in db's file, and of them those of the URL records (both formats) and of the queue.
+func frontierBytes(b *testing.B, db *storage.DB) (all, records, queue int) {
+	if err := db.Bolt().View(func(tx *bbolt.Tx) error {
+		for _, name := range allBuckets {
+			st := tx.Bucket(name).Stats()
+			n := st.BranchAlloc + st.LeafAlloc
+			all += n
+			switch string(name) {
+			case string(bucketURLs), string(bucketSeen):
+				records += n
+			case string(bucketQueue), string(bucketQueues):
+				queue += n
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return all, records, queue
 }
 
 // procStatus returns the kB figures of /proc/self/status (Linux only).
@@ -168,4 +186,152 @@ func procStatus(b *testing.B) map[string]int {
 		}
 	}
 	return m
+}
+
+// BenchmarkQueue10M queues 10,000,000 URLs as a crawl does: 4 workers lease URLs of 10,000
+// hosts and complete each with 50 links, 40 of them new (32 to the page's own host, 8 to
+// others) and 10 already seen, until 10 million URLs are learned; no page is stored. It
+// reports the store's bytes per queued URL (the file, and the frontier's buckets), the peak RSS
+// of the process (VmHWM) and its anonymous and file-backed peaks, the peak Go heap, the rate,
+// and how long Open takes to load the in-memory seen-set. It takes minutes and about 2 GB of
+// disk in the temporary directory; run it alone:
+//
+//	go test -run '^$' -bench BenchmarkQueue10M -benchtime 1x -timeout 60m ./frontier
+func BenchmarkQueue10M(b *testing.B) {
+	if testing.Short() {
+		b.Skip("queues ten million URLs")
+	}
+	const target, hosts, workers, newLinks, seenLinks = 10_000_000, 10_000, 4, 40, 10
+	for range b.N {
+		runtime.GC()
+		os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+		dir := b.TempDir()
+		db, err := storage.Open(dir, &storage.Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := Open(db, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var peakAnon, peakFile int
+		var peakHeap uint64
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for n := 0; ; n++ {
+				st := procStatus(b)
+				peakAnon, peakFile = max(peakAnon, st["RssAnon"]), max(peakFile, st["RssFile"])
+				if n%20 == 0 {
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					peakHeap = max(peakHeap, ms.HeapInuse)
+				}
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		hostName := func(h int) string { return fmt.Sprintf("www.host%05d.example", h) }
+		var next atomic.Int64 // number of the next new URL
+		newURL := func(h int) Entry {
+			n := next.Add(1)
+			host := hostName(h)
+			return Entry{URL: fmt.Sprintf("http://%s/section/%d/page-%08d.html", host, n%97, n), Host: host, Depth: 2}
+		}
+		seeds := make([]Entry, hosts)
+		for h := range seeds {
+			seeds[h] = Entry{URL: "http://" + hostName(h) + "/", Host: hostName(h)}
+		}
+		if _, err := f.Add(seeds); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		now := time.Now()
+		var turn atomic.Int64
+		var failed atomic.Value
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(w), 1))
+				for failed.Load() == nil {
+					if c := f.Counts(); c.Queued+c.Fetched >= target {
+						return
+					}
+					h := int(turn.Add(1) % hosts)
+					l, ok, err := f.Lease(now, hostName(h))
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+					if !ok {
+						continue
+					}
+					links := make([]Entry, 0, newLinks+seenLinks)
+					for i := range newLinks {
+						lh := h
+						if i%5 == 4 {
+							lh = rng.IntN(hosts)
+						}
+						e := newURL(lh)
+						e.Parent = l.URL
+						links = append(links, e)
+					}
+					for range seenLinks {
+						s := seeds[rng.IntN(hosts)]
+						s.Parent = l.URL
+						links = append(links, s)
+					}
+					if err := f.Complete(l, Result{Kind: Fetched, Links: links}); err != nil {
+						failed.Store(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+		dur := time.Since(start)
+		close(stop)
+		<-stopped
+		st := procStatus(b)
+		c := f.Counts()
+		all, records, queue := frontierBytes(b, db)
+		fi, _ := os.Stat(filepath.Join(dir, storage.FileName))
+		learned := c.Queued + c.Fetched + c.Failed + c.Excluded
+		b.ReportMetric(float64(learned), "URLs")
+		b.ReportMetric(float64(c.Queued), "queued")
+		b.ReportMetric(float64(learned)/dur.Seconds(), "URLs/s")
+		b.ReportMetric(float64(fi.Size())/float64(c.Queued), "file-B/queued")
+		b.ReportMetric(float64(all)/float64(learned), "frontier-B/URL")
+		b.ReportMetric(float64(records)/float64(learned), "records-B/URL")
+		b.ReportMetric(float64(queue)/float64(c.Queued), "queue-B/queued")
+		b.ReportMetric(float64(st["VmHWM"])/1024, "peak-RSS-MB")
+		b.ReportMetric(float64(peakAnon)/1024, "peak-anon-MB")
+		b.ReportMetric(float64(peakFile)/1024, "peak-file-MB")
+		b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(fi.Size())/(1<<20), "file-MB")
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+		start = time.Now()
+		db, err = storage.Open(dir, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Open(db, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "open-s")
+		b.ReportMetric(float64(procStatus(b)["VmHWM"])/1024, "open-peak-RSS-MB")
+		db.Close()
+	}
 }

@@ -54,14 +54,27 @@ func (f *Frontier) Check() error {
 		if seen == nil || queue == nil || delayed == nil || hb == nil || cb == nil {
 			return nil // never opened for writing: nothing to check
 		}
-		if err := seen.ForEach(func(k, v []byte) error {
-			if !f.seen.holds(fingerprint(k)) {
-				bad("%q is not in the in-memory seen-set", k)
-			}
-			r, err := decodeRecord(v)
+		rt := f.reader(tx)
+		checkRecord := func(b recordBucket, k, v []byte) {
+			r, err := rt.record(v)
 			if err != nil {
 				bad("record %q: %v", k, err)
-				return nil
+				return
+			}
+			switch {
+			case b == inURLs && (len(k) != 8 || r.url == "" || !bytes.Equal(fpBytes(sum(f.key, r.url)), k)):
+				bad("record %x is of %q, whose fingerprint is another", k, r.url)
+			case b == inURLs && f.legacy == legacySome && seen.Get(seenKey(r.url)) != nil:
+				bad("%q has a record of each format", r.url)
+			case b == inSeen && r.url != "":
+				bad("legacy record %q holds a URL", k)
+			}
+			if fp, ok := f.recordFP(b, k, r); ok && !f.seen.holds(fp) {
+				bad("%q is not in the in-memory seen-set", k)
+			}
+			url := r.url
+			if b == inSeen && k[0] != 0xff {
+				url = string(k) // else "": its entries' URLs are checked against the hashed key
 			}
 			t := host(r.host)
 			switch r.state {
@@ -69,14 +82,23 @@ func (f *Frontier) Check() error {
 				t.rec.Queued++
 				if ev := delayed.Get(r.qkey); ev != nil {
 					t.rec.Delayed++
-					_, h, url, err := parseDelayed(r.qkey, ev)
-					if err != nil || h != r.host || !bytes.Equal(seenKey(url), k) {
-						bad("queued %q: delayed entry %x is for %q (%v)", k, r.qkey, url, err)
+					_, h, durl, err := parseDelayed(r.qkey, ev)
+					if err != nil || h != r.host || !matches(b, k, url, durl) {
+						bad("queued %q: delayed entry %x is for %q (%v)", k, r.qkey, durl, err)
 					}
-				} else if ev := queue.Get(r.qkey); ev != nil {
-					url, err := queueURL(r.host, ev)
-					if err != nil || !bytes.Equal(seenKey(url), k) || !bytes.HasPrefix(r.qkey, hostPrefix(r.host)) {
-						bad("queued %q: queue entry %x is for %q (%v)", k, r.qkey, url, err)
+				} else if ev := rt.qGet(r.qkey); ev != nil {
+					fp, isFP := queueRef(ev)
+					var qurl string
+					if !isFP {
+						qurl, err = queueURL(r.host, ev)
+					}
+					switch {
+					case b == inURLs && !bytes.HasPrefix(r.qkey, idQueuePrefix(r.hostID)), b == inSeen && !bytes.HasPrefix(r.qkey, hostPrefix(r.host)):
+						bad("queued %q: queue entry %x is not of host %q", k, r.qkey, r.host)
+					case b == inURLs && !bytes.Equal(fp, k):
+						bad("queued %q: queue entry %x holds %q", k, r.qkey, ev)
+					case b == inSeen && (isFP || err != nil || !matches(b, k, url, qurl)):
+						bad("queued %q: queue entry %x is for %q (%v)", k, r.qkey, qurl, err)
 					}
 				} else {
 					bad("queued %q: no queue or delayed entry %x", k, r.qkey)
@@ -93,16 +115,44 @@ func (f *Frontier) Check() error {
 			if r.state != stQueued && r.qkey != nil {
 				bad("%s %q still has a queue key", stateNames[r.state], k)
 			}
-			return nil
-		}); err != nil {
-			return err
+		}
+		for _, b := range []recordBucket{inSeen, inURLs} {
+			if rb := rt.bucket(b); rb != nil {
+				if err := rb.ForEach(func(k, v []byte) error { checkRecord(b, k, v); return nil }); err != nil {
+					return err
+				}
+			}
+		}
+		if qs := tx.Bucket(bucketQueues); qs != nil {
+			if err := qs.ForEach(func(k, v []byte) error {
+				b := qs.Bucket(k)
+				if len(k) != 4 || b == nil {
+					bad("queue %x", k)
+					return nil
+				}
+				name, err := rt.hostName(binary.BigEndian.Uint32(k))
+				if err != nil {
+					bad("queue %x: %v", k, err)
+					return nil
+				}
+				return b.ForEach(func(k, v []byte) error {
+					if len(k) != 8 {
+						bad("queue of %q: key %x", name, k)
+					}
+					host(name).queue++
+					return nil
+				})
+			}); err != nil {
+				return err
+			}
 		}
 		if err := queue.ForEach(func(k, v []byte) error {
-			if len(k) < 10 || k[len(k)-9] != 0 {
+			switch {
+			case len(k) < 10 || k[len(k)-9] != 0 || k[0] == 0:
 				bad("queue key %x", k)
-				return nil
+			default:
+				host(string(k[:len(k)-9])).queue++
 			}
-			host(string(k[:len(k)-9])).queue++
 			return nil
 		}); err != nil {
 			return err
@@ -121,11 +171,25 @@ func (f *Frontier) Check() error {
 		}); err != nil {
 			return err
 		}
+		if ib := tx.Bucket(bucketHostIDs); ib != nil {
+			if err := ib.ForEach(func(k, v []byte) error {
+				_, id, err := decodeHost(hb.Get(v))
+				if len(k) != 4 || err != nil || id != binary.BigEndian.Uint32(k) {
+					bad("host ID %x is of %q, whose ID is %d (%v)", k, v, id, err)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
 		if err := hb.ForEach(func(k, v []byte) error {
-			c, err := decodeHostCounts(v)
+			c, id, err := decodeHost(v)
 			if err != nil {
 				bad("host %q counters: %v", k, err)
 				return nil
+			}
+			if name, err := rt.hostName(id); id != 0 && (err != nil || name != string(k)) {
+				bad("host %q has ID %d, of %q (%v)", k, id, name, err)
 			}
 			t := host(hostFromBucketKey(k))
 			t.disk = c
@@ -220,9 +284,10 @@ func (f *Frontier) Check() error {
 
 	if err := f.bolt.View(func(tx *bbolt.Tx) error {
 		q := tx.Bucket(bucketQueue)
+		rt := f.reader(tx)
 		for name, keys := range leasedKeys {
 			for _, k := range keys {
-				if q == nil || q.Get([]byte(k)) == nil {
+				if q == nil || rt.qGet([]byte(k)) == nil {
 					bad("lease %q of host %q is not in the queue", k, name)
 				}
 			}
@@ -235,4 +300,25 @@ func (f *Frontier) Check() error {
 		return fmt.Errorf("%w: %s", ErrCorrupt, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// matches reports whether url, the URL an entry holds, is the one of the record under key k of
+// bucket b whose URL is recordURL ("" for a legacy record keyed by a hash).
+func matches(b recordBucket, k []byte, recordURL, url string) bool {
+	if b == inSeen && recordURL == "" {
+		return bytes.Equal(seenKey(url), k)
+	}
+	return url == recordURL
+}
+
+// recordFP returns the fingerprint of the URL of record r under key k of bucket b, unless it is
+// a legacy record keyed by a hash.
+func (f *Frontier) recordFP(b recordBucket, k []byte, r record) (uint64, bool) {
+	switch {
+	case b == inURLs && len(k) == 8:
+		return binary.BigEndian.Uint64(k), true
+	case b == inSeen && len(k) > 0 && k[0] != 0xff:
+		return sum(f.key, k), true
+	}
+	return 0, false
 }

@@ -11,15 +11,16 @@
 // reason) are updated in the same transactions, so `crawl status` reads them without a scan.
 //
 // Memory stays bounded whatever the size of the queue: the seen-set and the queues live on disk;
-// in memory there are the per-host counters and the leases, O(hosts + leases), and an 8-byte
-// fingerprint of each seen URL, up to Options.SeenInMemory of them (9 to 12.5 bytes per URL in
+// in memory there are the per-host counters and the leases, O(hosts + leases), and the 8-byte
+// fingerprint of each seen URL, up to Options.SeenInMemory of them (about 9 bytes per URL in
 // all), which answers most seen-set checks without reading the store: a fingerprint joins it
-// only once the transaction that wrote its URL committed (docs/frontier.md). Two URLs with the
-// same fingerprint are taken for one: the second is never queued (probability n/2^64 per new URL
-// with n URLs seen).
+// only once the transaction that wrote its URL committed (docs/frontier.md). A fingerprint is
+// SipHash-2-4 of the URL under a random key kept in the store, and is the key of the URL's
+// record on disk. Two URLs with the same fingerprint are taken for one: the second is never
+// queued (probability n/2^64 per new URL with n URLs seen).
 //
-// Records written since format 2 leave the URL's "http(s)://HOST" out where they can; stores of
-// format 1 are read as they are (docs/frontier.md).
+// Format 3 (docs/frontier.md) keys records by fingerprint, names hosts by ID and keeps a queue
+// per host; records and queues of formats 1 and 2 are read and updated where they are.
 //
 // Concurrent Complete calls are coalesced into one commit (one fsync) by bbolt's DB.Batch.
 //

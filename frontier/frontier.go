@@ -118,12 +118,12 @@ type Options struct {
 	HostBudget int
 
 	// SeenInMemory bounds how many URLs have their fingerprint in the in-memory seen-set (about
-	// 9 to 12 bytes each, see docs/frontier.md); 0 means DefaultSeenInMemory. Past the bound, a
-	// URL the set does not hold is looked up in the store.
+	// 9 bytes each, see docs/frontier.md); 0 means DefaultSeenInMemory. Past the bound, a URL
+	// the set does not hold is looked up in the store.
 	SeenInMemory int
 }
 
-// DefaultSeenInMemory is Options.SeenInMemory's default: 16M URLs, 150 to 200 MB.
+// DefaultSeenInMemory is Options.SeenInMemory's default: 16M URLs, about 150 MB.
 const DefaultSeenInMemory = 1 << 24
 
 // Counts are the frontier's totals. Every URL ever learned is counted in exactly one of
@@ -176,6 +176,8 @@ type Frontier struct {
 	readOnly bool
 	budget   int      // Options.HostBudget
 	seen     *seenSet // fingerprints of the seen-set's URLs; nil on a read-only store
+	key      fpKey    // of the store's fingerprints (zero on a read-only store without bucketURLs)
+	legacy   legacy   // whether records of formats 1 and 2 are to be looked up too
 
 	leaseMu   sync.Mutex   // serializes Lease (no two leases pick the same key) against Complete's unlease (no lease picks a key from a snapshot older than its completion); taken before mu
 	promoteMu sync.Mutex   // serializes promotions of delayed URLs
@@ -235,6 +237,10 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 					return err
 				}
 			}
+			if m := tx.Bucket(bucketMeta); m.Get(fpKeyName) == nil {
+				_, b := newFPKey()
+				return m.Put(fpKeyName, b)
+			}
 			return nil
 		}); err != nil {
 			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
@@ -248,10 +254,8 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 		if opts != nil && opts.SeenInMemory > 0 {
 			limit = opts.SeenInMemory
 		}
-		if err := f.bolt.View(func(tx *bbolt.Tx) error {
-			f.seen = loadSeen(tx, limit, f.total.Queued+f.total.Fetched+f.total.Failed+f.total.Excluded)
-			return nil
-		}); err != nil {
+		var err error
+		if f.seen, err = loadSeen(db, f.key, limit); err != nil {
 			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 		}
 	}
@@ -261,8 +265,32 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 // claims returns an empty set of claims for one write transaction.
 func (f *Frontier) claims() *claims { return &claims{set: f.seen} }
 
-// load reads the counters from disk into memory.
+// legacy says whether the store holds records of formats 1 and 2 (bucketSeen), which lookups
+// of a URL must then try too. Nothing adds a URL to them, so it does not change while the store
+// is open.
+type legacy uint8
+
+const (
+	legacyNone legacy = iota // no record in bucketSeen
+	legacySome               // records in bucketSeen
+)
+
+// load reads the fingerprint key and the counters from disk into memory.
 func (f *Frontier) load(tx *bbolt.Tx) error {
+	if m := tx.Bucket(bucketMeta); m != nil {
+		k, err := parseFPKey(m.Get(fpKeyName))
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		f.key = k
+	} else if tx.Bucket(bucketURLs) != nil {
+		return fmt.Errorf("%w: fingerprinted URLs without a fingerprint key", ErrCorrupt)
+	}
+	if b := tx.Bucket(bucketSeen); b != nil {
+		if k, _ := b.Cursor().First(); k != nil {
+			f.legacy = legacySome
+		}
+	}
 	if b := tx.Bucket(bucketHosts); b != nil {
 		if err := b.ForEach(func(k, v []byte) error {
 			c, err := decodeHostCounts(v)
@@ -453,17 +481,9 @@ func (f *Frontier) State(url string) (URLState, bool, error) {
 	var s URLState
 	var ok bool
 	err := f.bolt.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketSeen)
-		if b == nil {
-			return nil
-		}
-		v := b.Get(seenKey(url))
-		if v == nil {
-			return nil
-		}
-		r, err := decodeRecord(v)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrCorrupt, url, err)
+		_, r, found, err := f.reader(tx).find(url)
+		if err != nil || !found {
+			return err
 		}
 		ok = true
 		s = r.public()

@@ -2,8 +2,11 @@ package frontier
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
-	"sort"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,12 +24,13 @@ const maxHost = 1024
 // in memory after it committed.
 type delta struct {
 	hosts      map[string]*hostCounts
+	ids        map[string]uint32 // IDs given to hosts in the transaction
 	failedBy   map[string]int
 	excludedBy map[string]int
 }
 
 func newDelta() *delta {
-	return &delta{hosts: make(map[string]*hostCounts), failedBy: make(map[string]int), excludedBy: make(map[string]int)}
+	return &delta{hosts: make(map[string]*hostCounts), ids: make(map[string]uint32), failedBy: make(map[string]int), excludedBy: make(map[string]int)}
 }
 
 func (d *delta) host(name string) *hostCounts {
@@ -42,13 +46,19 @@ func (d *delta) host(name string) *hostCounts {
 func (d *delta) write(tx *bbolt.Tx) error {
 	hb, cb := tx.Bucket(bucketHosts), tx.Bucket(bucketCounts)
 	var tot hostCounts
+	for name := range d.ids {
+		d.host(name) // written below with its new ID
+	}
 	for name, hd := range d.hosts {
-		c, err := decodeHostCounts(hb.Get(hostBucketKey(name)))
+		c, id, err := decodeHost(hb.Get(hostBucketKey(name)))
 		if err != nil {
 			return fmt.Errorf("%w: host %q: %v", ErrCorrupt, name, err)
 		}
 		c.add(hd)
-		if err := hb.Put(hostBucketKey(name), c.encode()); err != nil {
+		if n := d.ids[name]; n != 0 {
+			id = n
+		}
+		if err := hb.Put(hostBucketKey(name), c.encode(id)); err != nil {
 			return err
 		}
 		tot.add(&hostCounts{Queued: hd.Queued, Delayed: hd.Delayed, Fetched: hd.Fetched, Failed: hd.Failed, Excluded: hd.Excluded})
@@ -89,37 +99,336 @@ func addCounter(b *bbolt.Bucket, name string, n int) error {
 	return b.Put([]byte(name), counterBytes(cur+n))
 }
 
-// txn is one write transaction's view of the frontier's buckets.
+// txn is one transaction's view of the frontier's buckets.
 type txn struct {
-	tx                          *bbolt.Tx
-	seen, queue, delayed, hosts *bbolt.Bucket
-	d                           *delta
-	budget                      int                   // Options.HostBudget; 0: none
-	stored                      map[string]hostCounts // host counters on disk, read once per transaction
-	// added holds the seen records of new URLs until flush writes them in key order: bbolt
-	// inserts into a node's sorted slice, so a page's many links put in document order would
-	// cost time quadratic in their number (a page with 100 000 links took seconds).
-	added map[string][]byte
+	tx                    *bbolt.Tx
+	urls                  *bbolt.Bucket // nil on a read-only store without it
+	seen                  *bbolt.Bucket // legacy records; nil on a read-only store without it
+	queue, delayed, hosts *bbolt.Bucket
+	queues                *bbolt.Bucket // nil on a read-only store without it
+	hostIDs               *bbolt.Bucket
+	ids                   map[string]uint32 // host IDs read or given in this transaction
+	names                 map[uint32]string // and the other way round
+	refs                  map[string][]byte // parentRef of the parents looked up in this transaction
+	key                   fpKey
+	legacy                legacy
+	d                     *delta
+	budget                int                   // Options.HostBudget; 0: none
+	stored                map[string]hostCounts // host counters on disk, read once per transaction
+	// added holds the records of new URLs by fingerprint until flush writes them in key order:
+	// bbolt inserts into a node's sorted slice, so a page's many links put in document order
+	// would cost time quadratic in their number (a page with 100 000 links took seconds).
+	added map[uint64][]byte
 	// claims collects the fingerprints of the URLs the transaction adds; nil: none kept.
 	claims *claims
 }
 
-// known reports whether the URL of seen-set key sk is known: added by this transaction, in
-// the in-memory seen-set, or on disk (read only when the in-memory set cannot tell). A URL it
-// reports unknown has its fingerprint claimed for this transaction.
-func (t *txn) known(sk []byte) bool {
-	if _, ok := t.added[string(sk)]; ok {
+// reader returns a view of tx's buckets for reading (no counters).
+func (f *Frontier) reader(tx *bbolt.Tx) *txn {
+	return &txn{tx: tx, urls: tx.Bucket(bucketURLs), seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue),
+		queues: tx.Bucket(bucketQueues), delayed: tx.Bucket(bucketDelayed), hosts: tx.Bucket(bucketHosts), hostIDs: tx.Bucket(bucketHostIDs), key: f.key, legacy: f.legacy}
+}
+
+// record parses a record of either bucket, naming its host and its parent.
+func (t *txn) record(v []byte) (record, error) {
+	if len(v) == 0 || v[0] != recordVersion4 {
+		return decodeRecord(v)
+	}
+	r, err := decodeRecord4(v, t.hostName)
+	if err != nil || r.parentRef == nil {
+		return r, err
+	}
+	pv := t.urls.Get(r.parentRef)
+	if pv == nil {
+		return record{}, fmt.Errorf("%w: no parent record %x", ErrCorrupt, r.parentRef)
+	}
+	p, err := decodeRecord4(pv, t.hostName)
+	if err != nil {
+		return record{}, fmt.Errorf("%w: parent record %x: %v", ErrCorrupt, r.parentRef, err)
+	}
+	r.parent = p.url
+	return r, nil
+}
+
+// parentRef returns the key of the record of parent in bucketURLs, or nil if it has none there.
+func (t *txn) parentRef(parent string) ([]byte, error) {
+	if parent == "" {
+		return nil, nil
+	}
+	if ref, ok := t.refs[parent]; ok {
+		return ref, nil
+	}
+	at, _, found, err := t.find(parent)
+	if err != nil {
+		return nil, err
+	}
+	var ref []byte
+	if found && at.bucket == inURLs {
+		ref = at.key
+	}
+	if t.refs == nil {
+		t.refs = make(map[string][]byte)
+	}
+	t.refs[parent] = ref
+	return ref, nil
+}
+
+// hostName returns the host of ID id.
+func (t *txn) hostName(id uint32) (string, error) {
+	if name, ok := t.names[id]; ok {
+		return name, nil
+	}
+	var v []byte
+	if t.hostIDs != nil {
+		v = t.hostIDs.Get(hostIDKey(id))
+	}
+	if v == nil {
+		return "", fmt.Errorf("%w: no host of ID %d", ErrCorrupt, id)
+	}
+	t.remember(string(v), id)
+	return string(v), nil
+}
+
+func (t *txn) remember(host string, id uint32) {
+	if t.ids == nil {
+		t.ids, t.names = make(map[string]uint32), make(map[uint32]string)
+	}
+	t.ids[host], t.names[id] = id, host
+}
+
+// lookupHostID returns host's ID, 0 if it has none (or host is "").
+func (t *txn) lookupHostID(host string) (uint32, error) {
+	if id, ok := t.ids[host]; ok || host == "" || t.hosts == nil {
+		return id, nil
+	}
+	_, id, err := decodeHost(t.hosts.Get(hostBucketKey(host)))
+	if err != nil {
+		return 0, fmt.Errorf("%w: host %q: %v", ErrCorrupt, host, err)
+	}
+	if id != 0 {
+		t.remember(host, id)
+	}
+	return id, nil
+}
+
+// hostID returns host's ID, giving it one if it has none (0 for the host "").
+func (t *txn) hostID(host string) (uint32, error) {
+	id, err := t.lookupHostID(host)
+	if err != nil || id != 0 || host == "" {
+		return id, err
+	}
+	seq, err := t.hostIDs.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	if seq > math.MaxUint32 {
+		return 0, fmt.Errorf("frontier: more than %d hosts", uint32(math.MaxUint32))
+	}
+	id = uint32(seq)
+	if err := t.hostIDs.Put(hostIDKey(id), []byte(host)); err != nil {
+		return 0, err
+	}
+	t.d.ids[host] = id
+	t.remember(host, id)
+	return id, nil
+}
+
+// hostQueue returns the bucket of queue key k (bucketQueue for a legacy key, a host's bucket
+// in bucketQueues for an idQueueKey, created if create) and k's key in it; a nil bucket if
+// there is none.
+func (t *txn) hostQueue(k []byte, create bool) (*bbolt.Bucket, []byte, error) {
+	name, seq, ok := splitIDQueueKey(k)
+	if len(k) == 5 && k[0] == 0 { // an idQueuePrefix
+		name, ok = k[1:], true
+	}
+	if !ok {
+		return t.queue, k, nil
+	}
+	if t.queues == nil {
+		return nil, nil, nil
+	}
+	b := t.queues.Bucket(name)
+	if b == nil && create {
+		var err error
+		if b, err = t.queues.CreateBucket(name); err != nil {
+			return nil, nil, err
+		}
+	}
+	if b != nil && t.d != nil {
+		b.FillPercent = 1 // entries are appended (seq grows) and taken from the front
+	}
+	return b, seq, nil
+}
+
+// qGet returns the value of queue entry k, nil if there is none.
+func (t *txn) qGet(k []byte) []byte {
+	b, key, _ := t.hostQueue(k, false)
+	if b == nil {
+		return nil
+	}
+	return b.Get(key)
+}
+
+// qPut writes queue entry k.
+func (t *txn) qPut(k, v []byte) error {
+	b, key, err := t.hostQueue(k, true)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, v)
+}
+
+// qDelete deletes queue entry k.
+func (t *txn) qDelete(k []byte) error {
+	b, key, err := t.hostQueue(k, false)
+	if err != nil || b == nil {
+		return err
+	}
+	return b.Delete(key)
+}
+
+// nextQueueKey returns the key at the back of the queue of a URL of host (of ID id) whose
+// record is in bucket b: a legacy record goes to the legacy queue (bucketQueue), a format 3
+// record to its host's bucket in bucketQueues, whose sequence numbers are its own.
+func (t *txn) nextQueueKey(b recordBucket, id uint32, host string) ([]byte, error) {
+	if b == inSeen {
+		seq, err := t.queue.NextSequence()
+		return queueKey(host, seq), err
+	}
+	q, _, err := t.hostQueue(idQueuePrefix(id), true)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := q.NextSequence()
+	return idQueueKey(id, seq), err
+}
+
+// newTxn returns a view of the write transaction tx that adds its counter changes to d.
+func (f *Frontier) newTxn(tx *bbolt.Tx, d *delta) *txn {
+	t := f.reader(tx)
+	t.d, t.budget = d, f.budget
+	// Keys of the queue (per host) and of the delayed set (by time) mostly grow: pack their
+	// pages fuller than the default half when they split. (The setting lasts one transaction.)
+	t.queue.FillPercent, t.delayed.FillPercent = appendFill, appendFill
+	return t
+}
+
+const appendFill = 0.9
+
+// recordBucket names the bucket a record is kept in.
+type recordBucket uint8
+
+const (
+	inURLs recordBucket = iota // bucketURLs, under the URL's fingerprint (version 4 records)
+	inSeen                     // bucketSeen, under seenKey(URL) (legacy records)
+)
+
+// place is where a URL's record is kept.
+type place struct {
+	bucket recordBucket
+	key    []byte
+}
+
+func (t *txn) bucket(b recordBucket) *bbolt.Bucket {
+	if b == inURLs {
+		return t.urls
+	}
+	return t.seen
+}
+
+// find returns the record of url and where it is, and whether there is one: under url's
+// fingerprint if that record is url's, else under url's key in the legacy bucket. The record's
+// url field is set.
+func (t *txn) find(url string) (place, record, bool, error) {
+	if t.urls != nil {
+		k := fpBytes(sum(t.key, url))
+		if v := t.urls.Get(k); v != nil {
+			r, err := t.record(v)
+			if err != nil {
+				return place{}, record{}, false, fmt.Errorf("%w: record of %s: %v", ErrCorrupt, url, err)
+			}
+			if r.url == url {
+				return place{inURLs, k}, r, true, nil
+			}
+		}
+	}
+	if t.legacy == legacySome && t.seen != nil {
+		k := seenKey(url)
+		if v := t.seen.Get(k); v != nil {
+			r, err := decodeRecord(v)
+			if err != nil {
+				return place{}, record{}, false, fmt.Errorf("%w: record of %s: %v", ErrCorrupt, url, err)
+			}
+			r.url = url
+			return place{inSeen, k}, r, true, nil
+		}
+	}
+	return place{}, record{}, false, nil
+}
+
+// put writes r at p, in the record version of p's bucket.
+func (t *txn) put(p place, r *record) error {
+	if p.bucket == inURLs {
+		return t.urls.Put(p.key, r.encode4())
+	}
+	return t.seen.Put(p.key, r.encode())
+}
+
+// queueValue returns the queue value for host's url whose record is at p.
+func (t *txn) queueValue(p place, host, url string) []byte {
+	if p.bucket == inURLs {
+		return append([]byte{queueFP}, p.key...)
+	}
+	return queueValue(host, url)
+}
+
+// entry returns where the record of host's queue entry k, v is and the record (url set); an
+// error wrapping ErrCorrupt if there is none, or it is not queued with key k.
+func (t *txn) entry(host string, k, v []byte) (place, record, error) {
+	var p place
+	var r record
+	found := false
+	var err error
+	if fp, ok := queueRef(v); ok {
+		if t.urls != nil {
+			if rv := t.urls.Get(fp); rv != nil {
+				p, found = place{inURLs, bytes.Clone(fp)}, true
+				r, err = t.record(rv)
+			}
+		}
+	} else {
+		var url string
+		if url, err = queueURL(host, v); err == nil {
+			p, r, found, err = t.find(url)
+		}
+	}
+	if err != nil || !found || r.state != stQueued || !bytes.Equal(r.qkey, k) {
+		return place{}, record{}, fmt.Errorf("%w: queue entry %q (%q) has no matching queued record (%v)", ErrCorrupt, k, v, err)
+	}
+	return p, r, nil
+}
+
+// known reports whether url, of fingerprint fp, is known: added by this transaction, in the
+// in-memory seen-set, or on disk (read only when the in-memory set cannot tell). A URL it
+// reports unknown has its fingerprint claimed for this transaction. A URL whose fingerprint is
+// another known URL's is known (docs/frontier.md).
+func (t *txn) known(url string, fp uint64) bool {
+	if _, ok := t.added[fp]; ok {
 		return true
 	}
 	if t.claims == nil {
-		return t.seen.Get(sk) != nil
+		return t.onDisk(url, fp)
 	}
-	fp := fingerprint(sk)
 	switch t.claims.set.lookup(fp) {
 	case answerSeen:
 		return true
 	case answerAsk:
-		if t.seen.Get(sk) != nil {
+		if t.onDisk(url, fp) {
+			return true
+		}
+	case answerNew:
+		// The set holds no fingerprint of a legacy record keyed by a hash: read those.
+		if len(url) > maxKeyURL && t.inLegacy(url) {
 			return true
 		}
 	}
@@ -128,40 +437,38 @@ func (t *txn) known(sk []byte) bool {
 	return false
 }
 
-// add records a new URL's seen record, to be written by flush.
-func (t *txn) add(sk, v []byte) {
-	if t.added == nil {
-		t.added = make(map[string][]byte)
-	}
-	t.added[string(sk)] = v
+// onDisk reports whether a record has fingerprint fp, or is url's legacy record.
+func (t *txn) onDisk(url string, fp uint64) bool {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], fp)
+	return t.urls.Get(k[:]) != nil || t.inLegacy(url)
 }
 
-// flush writes the added seen records in key order; call it once, before the counters.
-func (t *txn) flush() error {
-	keys := make([]string, 0, len(t.added))
-	for k := range t.added {
-		keys = append(keys, k)
+func (t *txn) inLegacy(url string) bool {
+	return t.legacy == legacySome && t.seen.Get(seenKey(url)) != nil
+}
+
+// add records a new URL's record, to be written by flush.
+func (t *txn) add(fp uint64, v []byte) {
+	if t.added == nil {
+		t.added = make(map[uint64][]byte)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := t.seen.Put([]byte(k), t.added[k]); err != nil {
+	t.added[fp] = v
+}
+
+// flush writes the added records in key order; call it once, before the counters.
+func (t *txn) flush() error {
+	fps := slices.Sorted(maps.Keys(t.added))
+	keys := make([]byte, 0, 8*len(fps)) // bbolt keeps the keys until the commit
+	for _, fp := range fps {
+		keys = binary.BigEndian.AppendUint64(keys, fp)
+		if err := t.urls.Put(keys[len(keys)-8:], t.added[fp]); err != nil {
 			return err
 		}
 	}
 	t.added = nil
 	return nil
 }
-
-func newTxn(tx *bbolt.Tx, d *delta) *txn {
-	t := &txn{tx: tx, seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), delayed: tx.Bucket(bucketDelayed),
-		hosts: tx.Bucket(bucketHosts), d: d}
-	// Keys of the queue (per host) and of the delayed set (by time) mostly grow: pack their
-	// pages fuller than the default half when they split. (The setting lasts one transaction.)
-	t.queue.FillPercent, t.delayed.FillPercent = appendFill, appendFill
-	return t
-}
-
-const appendFill = 0.9
 
 // used returns how much of its budget host has spent: its queued, fetched and failed URLs, as
 // stored before this transaction plus what the transaction changed so far.
@@ -186,8 +493,8 @@ func (t *txn) used(host string) (int, error) {
 // enqueue records e as queued and appends it to its host's queue, unless it was seen before.
 // Over the host budget, e is recorded as excluded (ReasonLimit) instead and false is returned.
 func (t *txn) enqueue(e Entry) (bool, error) {
-	sk := seenKey(e.URL)
-	if t.known(sk) {
+	fp := sum(t.key, e.URL)
+	if t.known(e.URL, fp) {
 		return false, nil
 	}
 	if t.budget > 0 {
@@ -201,29 +508,44 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 			return false, err
 		}
 	}
-	seq, err := t.queue.NextSequence()
+	id, err := t.hostID(e.Host)
 	if err != nil {
 		return false, err
 	}
-	qk := queueKey(e.Host, seq)
-	if err := t.queue.Put(qk, queueValue(e.Host, e.URL)); err != nil {
+	qk, err := t.nextQueueKey(inURLs, id, e.Host)
+	if err != nil {
 		return false, err
 	}
-	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, parent: e.Parent, role: e.Role}
-	t.add(sk, r.encode())
+	if err := t.qPut(qk, fpQueueValue(fp)); err != nil {
+		return false, err
+	}
+	ref, err := t.parentRef(e.Parent)
+	if err != nil {
+		return false, err
+	}
+	r := record{state: stQueued, depth: e.Depth, hops: e.Hops, qkey: qk, host: e.Host, hostID: id, url: e.URL, parent: e.Parent, parentRef: ref, role: e.Role}
+	t.add(fp, r.encode4())
 	t.d.host(e.Host).Queued++
 	return true, nil
 }
 
 // exclude records x as excluded, unless its URL was seen before.
 func (t *txn) exclude(x Exclusion) (bool, error) {
-	sk := seenKey(x.URL)
-	if t.known(sk) {
+	fp := sum(t.key, x.URL)
+	if t.known(x.URL, fp) {
 		return false, nil
 	}
-	r := record{state: stExcluded, depth: x.Depth, hops: x.Hops, host: x.Host, parent: x.Parent, reason: x.Reason,
+	id, err := t.hostID(x.Host)
+	if err != nil {
+		return false, err
+	}
+	ref, err := t.parentRef(x.Parent)
+	if err != nil {
+		return false, err
+	}
+	r := record{state: stExcluded, depth: x.Depth, hops: x.Hops, host: x.Host, hostID: id, url: x.URL, parent: x.Parent, parentRef: ref, reason: x.Reason,
 		detail: truncate(x.Detail, maxDetail), role: x.Role}
-	t.add(sk, r.encode())
+	t.add(fp, r.encode4())
 	t.d.host(x.Host).Excluded++
 	t.d.excludedBy[x.Reason]++
 	return true, nil
@@ -260,8 +582,8 @@ func (f *Frontier) Add(entries []Entry) (added int, err error) {
 	err = f.bolt.Update(func(tx *bbolt.Tx) error {
 		c.reset()
 		d, added = newDelta(), 0
-		t := newTxn(tx, d)
-		t.budget, t.claims = f.budget, c
+		t := f.newTxn(tx, d)
+		t.claims = c
 		for _, e := range entries {
 			ok, err := t.enqueue(e)
 			if err != nil {
@@ -299,7 +621,7 @@ func (f *Frontier) Exclude(ex []Exclusion) error {
 	err := f.bolt.Update(func(tx *bbolt.Tx) error {
 		c.reset()
 		d = newDelta()
-		t := newTxn(tx, d)
+		t := f.newTxn(tx, d)
 		t.claims = c
 		for _, x := range ex {
 			if _, err := t.exclude(x); err != nil {
@@ -344,33 +666,53 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 	var l Lease
 	var found bool
 	err := f.bolt.View(func(tx *bbolt.Tx) error {
-		q, seen := tx.Bucket(bucketQueue), tx.Bucket(bucketSeen)
-		if q == nil || seen == nil {
-			return nil // a read-only store the frontier never wrote to
+		t := f.reader(tx)
+		id, err := t.lookupHostID(host)
+		if err != nil {
+			return err
 		}
-		prefix := hostPrefix(host)
 		if testHookLeaseScan != nil {
 			testHookLeaseScan() // the snapshot is taken; let a test commit behind its back
 		}
-		c := q.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			f.mu.Lock()
-			_, leased := h.leased[string(k)]
-			f.mu.Unlock()
-			if leased {
+		// Legacy records' entries first: they were queued before any of the host's others.
+		var c *bbolt.Cursor
+		if t.queue != nil {
+			c = t.queue.Cursor()
+		}
+		prefix := hostPrefix(host)
+		for _, q := range []string{"legacy", "ids"} {
+			var k, v []byte
+			switch {
+			case q == "legacy" && c != nil:
+				k, v = c.Seek(prefix)
+			case q == "ids" && id != 0 && t.queues != nil:
+				b := t.queues.Bucket(hostIDKey(id))
+				if b == nil {
+					continue
+				}
+				c, prefix = b.Cursor(), nil
+				k, v = c.First()
+			default:
 				continue
 			}
-			url, err := queueURL(host, v)
-			if err != nil {
-				return fmt.Errorf("%w: queue entry %q: %v", ErrCorrupt, k, err)
+			for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+				if prefix == nil {
+					k = idQueueKey(id, binary.BigEndian.Uint64(k))
+				}
+				f.mu.Lock()
+				_, leased := h.leased[string(k)]
+				f.mu.Unlock()
+				if leased {
+					continue
+				}
+				_, r, err := t.entry(host, k, v)
+				if err != nil {
+					return err
+				}
+				l = Lease{Entry: Entry{URL: r.url, Host: host, Depth: r.depth, Hops: r.hops, Parent: r.parent, Role: r.role}, Attempts: r.attempts, Prev: r.pageSeq, key: string(k)}
+				found = true
+				return nil
 			}
-			r, err := decodeRecord(seen.Get(seenKey(url)))
-			if err != nil || r.state != stQueued || !bytes.Equal(r.qkey, k) {
-				return fmt.Errorf("%w: queue entry %q of %s has no matching queued record (%v)", ErrCorrupt, k, url, err)
-			}
-			l = Lease{Entry: Entry{URL: url, Host: host, Depth: r.depth, Hops: r.hops, Parent: r.parent, Role: r.role}, Attempts: r.attempts, Prev: r.pageSeq, key: string(k)}
-			found = true
-			return nil
 		}
 		return nil
 	})
@@ -458,8 +800,8 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 	fn := func(tx *bbolt.Tx) error {
 		c.reset()
 		d = newDelta()
-		t := newTxn(tx, d)
-		t.budget, t.claims = f.budget, c
+		t := f.newTxn(tx, d)
+		t.claims = c
 		return t.complete(l, r)
 	}
 	var err error
@@ -501,15 +843,14 @@ func (f *Frontier) Complete(l Lease, r Result) error {
 func (t *txn) complete(l Lease, r Result) error {
 	d := t.d
 	key := []byte(l.key)
-	if t.queue.Get(key) == nil {
+	if t.qGet(key) == nil {
 		return ErrNotLeased // completed concurrently by another call with the same lease
 	}
-	sk := seenKey(l.URL)
-	rec, err := decodeRecord(t.seen.Get(sk))
-	if err != nil || rec.state != stQueued || !bytes.Equal(rec.qkey, key) {
+	at, rec, found, err := t.find(l.URL)
+	if err != nil || !found || rec.state != stQueued || !bytes.Equal(rec.qkey, key) {
 		return fmt.Errorf("%w: leased URL has no matching queued record (%v)", ErrCorrupt, err)
 	}
-	if err := t.queue.Delete(key); err != nil {
+	if err := t.qDelete(key); err != nil {
 		return err
 	}
 	hd := d.host(l.Host)
@@ -565,7 +906,7 @@ func (t *txn) complete(l Lease, r Result) error {
 		}
 		hd.Delayed++
 	}
-	if err := t.seen.Put(sk, rec.encode()); err != nil {
+	if err := t.put(at, &rec); err != nil {
 		return err
 	}
 	if err := t.flush(); err != nil {
@@ -598,7 +939,7 @@ func (f *Frontier) promote(now time.Time) error {
 		var next time.Time
 		err := f.bolt.Update(func(tx *bbolt.Tx) error {
 			d, next = newDelta(), time.Time{}
-			t := newTxn(tx, d)
+			t := f.newTxn(tx, d)
 			c := t.delayed.Cursor()
 			n := 0
 			for k, v := c.First(); k != nil; k, v = c.First() {
@@ -610,20 +951,17 @@ func (f *Frontier) promote(now time.Time) error {
 					next = keyTime(nb)
 					break
 				}
-				sk := seenKey(url)
-				rec, err := decodeRecord(t.seen.Get(sk))
-				if err != nil || rec.state != stQueued || !bytes.Equal(rec.qkey, k) {
+				at, rec, found, err := t.find(url)
+				if err != nil || !found || rec.state != stQueued || !bytes.Equal(rec.qkey, k) {
 					return fmt.Errorf("%w: delayed %s has no matching queued record (%v)", ErrCorrupt, url, err)
 				}
-				seq, err := t.queue.NextSequence()
-				if err != nil {
+				if rec.qkey, err = t.nextQueueKey(at.bucket, rec.hostID, host); err != nil {
 					return err
 				}
-				rec.qkey = queueKey(host, seq)
-				if err := t.queue.Put(rec.qkey, queueValue(host, url)); err != nil {
+				if err := t.qPut(rec.qkey, t.queueValue(at, host, url)); err != nil {
 					return err
 				}
-				if err := t.seen.Put(sk, rec.encode()); err != nil {
+				if err := t.put(at, &rec); err != nil {
 					return err
 				}
 				if err := c.Delete(); err != nil {

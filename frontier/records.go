@@ -11,27 +11,40 @@ import (
 
 // On-disk layout, all in storage's bbolt file:
 //
-//	frontier/seen     seenKey(URL)              -> record: the one state of every URL ever learned
-//	frontier/queue    host 0x00 seq(8, BE)      -> queueValue(host, URL)   (FIFO per host by a cursor Seek on the prefix)
+//	frontier/urls     fingerprint(URL) (8, BE)  -> record with the URL: the one state of every URL learned since format 3
+//	frontier/seen     seenKey(URL)              -> record: the same, for URLs learned before format 3 (legacy)
+//	frontier/queues   hostID(4, BE)             -> the host's queue of format 3 records: a bucket of
+//	                                               seq(8, BE) -> 0x03 and the fingerprint of the URL's record
+//	frontier/queue    host 0x00 seq(8, BE)      -> the URL, of a legacy record (format 1 and 2 queues)
 //	frontier/delayed  notBefore(8, BE) seq(8)   -> uvarint(len host) host URL   (retries waiting)
-//	frontier/hosts    host                      -> hostCounts
+//	frontier/hosts    host                      -> hostCounts and the host's ID (0 until it has a format 3 record)
+//	frontier/hostids  hostID(4, BE)             -> host (IDs from 1; a format 3 record names its host by ID)
 //	frontier/counts   name                      -> int64 (8, BE): totals, "failed\x00reason", "excluded\x00reason"
 //
-// A queued URL's record holds the key of its queue or delayed entry, so each entry and each
-// queued record point at each other (Check verifies it).
+//	frontier/meta     "fingerprint-key"         -> the store's fpKey (16 bytes)
 //
-// Format versions: records and queue values written before format 2 (record version 1, queue
-// values holding the whole URL) are read as they are and rewritten in format 2 whenever the
-// URL's record changes; nothing is migrated at Open. Format 2 writes a URL in a queue value,
-// and a parent in a record, without its "http://HOST" or "https://HOST" prefix when HOST is
-// the host key (see hostRelative).
+// A queued URL's record holds the key of its queue or delayed entry, so each entry and each
+// queued record point at each other (Check verifies it). The key of an entry in frontier/queues
+// is written idQueueKey(hostID, seq) (0x00, which no host starts with, hostID, seq) wherever a
+// queue key is kept: in records and leases.
+//
+// Format versions (docs/frontier.md): a URL learned since format 3 has a version 4 record in
+// frontier/urls. Records of formats 1 and 2 stay in frontier/seen, where they are read and
+// rewritten (in version 2 or 3) whenever the URL changes state; nothing is migrated at Open, and
+// no new record is written there. Format 2 writes a URL in a queue value, and a parent in a
+// record, without its "http://HOST" or "https://HOST" prefix when HOST is the host key (see
+// hostRelative).
 var (
+	bucketURLs    = []byte("frontier/urls")
+	bucketMeta    = []byte("frontier/meta")
 	bucketSeen    = []byte("frontier/seen")
 	bucketQueue   = []byte("frontier/queue")
+	bucketQueues  = []byte("frontier/queues")
 	bucketDelayed = []byte("frontier/delayed")
 	bucketHosts   = []byte("frontier/hosts")
+	bucketHostIDs = []byte("frontier/hostids")
 	bucketCounts  = []byte("frontier/counts")
-	allBuckets    = [][]byte{bucketSeen, bucketQueue, bucketDelayed, bucketHosts, bucketCounts}
+	allBuckets    = [][]byte{bucketURLs, bucketMeta, bucketSeen, bucketQueue, bucketQueues, bucketDelayed, bucketHosts, bucketHostIDs, bucketCounts}
 )
 
 // maxKeyURL is the longest URL used as a seen-set key as is; longer ones are keyed by a hash
@@ -55,6 +68,28 @@ func queueKey(host string, seq uint64) []byte {
 	k = append(k, 0)
 	return binary.BigEndian.AppendUint64(k, seq)
 }
+
+// idQueueKey is the queue key of a URL of host ID id with a format 3 record: entry seq of the
+// host's bucket in frontier/queues.
+func idQueueKey(id uint32, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(idQueuePrefix(id), seq)
+}
+
+func idQueuePrefix(id uint32) []byte {
+	return binary.BigEndian.AppendUint32(append(make([]byte, 0, 13), 0), id)
+}
+
+// splitIDQueueKey returns the host ID bucket name and the seq key of an idQueueKey, and whether
+// k is one.
+func splitIDQueueKey(k []byte) (name, seq []byte, ok bool) {
+	if len(k) != 13 || k[0] != 0 {
+		return nil, nil, false
+	}
+	return k[1:5], k[5:], true
+}
+
+// hostIDKey is the key of host ID id in bucketHostIDs (and its queue's name in bucketQueues).
+func hostIDKey(id uint32) []byte { return binary.BigEndian.AppendUint32(nil, id) }
 
 func hostPrefix(host string) []byte {
 	return append([]byte(host), 0)
@@ -116,10 +151,16 @@ type record struct {
 	pageSeq  uint64 // storage sequence number of the page (fetched)
 	qkey     []byte // key of the queue or delayed entry (queued)
 	host     string
+	hostID   uint32 // host's ID, in a version 4 record only (0: host is "")
+	url      string // the URL, in a version 4 record only (a legacy record is keyed by it)
 	parent   string
-	reason   string
-	detail   string
-	role     Role
+	// parentRef, in a version 4 record, is the key in bucketURLs of the parent's record, which
+	// holds the parent's URL: written instead of the parent when it has one (and parent then
+	// holds that URL once the record is read by txn.record).
+	parentRef []byte
+	reason    string
+	detail    string
+	role      Role
 }
 
 // Record versions: 1 stores the queue key and the parent as they are; 2 (written since) stores
@@ -130,6 +171,7 @@ const (
 	recordVersion1 = 1
 	recordVersion  = 2
 	recordVersion3 = 3
+	recordVersion4 = 4 // in frontier/urls: holds the URL; see encode4
 )
 
 // Kinds of queue key in a version 2 record.
@@ -235,8 +277,28 @@ func queueValue(host, url string) []byte {
 	return append([]byte{form}, rest...)
 }
 
-// queueURL returns the URL of host's queue entry value v.
+// queueFP is the form byte of a queue value that holds a fingerprint: the key of its record in
+// bucketURLs. (A value of form relHTTP or relHTTPS, or a whole URL, names a legacy record.)
+const queueFP = 3
+
+// fpQueueValue is the queue value of the record under fingerprint fp.
+func fpQueueValue(fp uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(make([]byte, 0, 9), queueFP), fp)
+}
+
+// queueRef returns the fingerprint a queue value holds, and whether it holds one.
+func queueRef(v []byte) ([]byte, bool) {
+	if len(v) == 9 && v[0] == queueFP {
+		return v[1:], true
+	}
+	return nil, false
+}
+
+// queueURL returns the URL of host's queue entry value v, which must not hold a fingerprint.
 func queueURL(host string, v []byte) (string, error) {
+	if _, ok := queueRef(v); ok {
+		return "", errBadRecord
+	}
 	if len(v) > 0 && v[0] < 'A' {
 		return fromHostRelative(host, v[0], v[1:])
 	}
@@ -245,9 +307,13 @@ func queueURL(host string, v []byte) (string, error) {
 
 var errBadRecord = errors.New("bad URL record")
 
-// decodeRecord parses b, copying everything out of it (b is bbolt memory).
+// decodeRecord parses a legacy record (versions 1 to 3), copying everything out of b (b is
+// bbolt memory).
 func decodeRecord(b []byte) (record, error) {
 	var r record
+	if len(b) >= 2 && b[0] == recordVersion4 {
+		return r, errBadRecord // read by decodeRecord4
+	}
 	if len(b) < 2 || b[0] < recordVersion1 || b[0] > recordVersion3 || b[1] < stQueued || b[1] > stExcluded {
 		return r, errBadRecord
 	}
@@ -335,6 +401,176 @@ func decodeRecord2(b []byte) (record, error) {
 	return r, nil
 }
 
+// Bits of a version 4 record's second byte: the state (1 to 4), the role, the kind of queue key.
+const (
+	v4StateMask = 0x07
+	v4Requisite = 0x08
+	v4QkeyShift = 4    // qkeyNone, qkeyQueue or qkeyVerbatim
+	v4ParentRef = 0x40 // the parent is a parentRef: 8 bytes follow instead of the URL
+)
+
+// Bits of a version 4 record's third byte: which of the fields that are mostly zero follow.
+const (
+	v4Depth = 1 << iota
+	v4Attempts
+	v4Status
+	v4PageSeq
+	v4Hops
+	v4Parent
+	v4Reason
+	v4Detail
+)
+
+// encode4 returns r as a version 4 record, which holds r.url and names its host by r.hostID:
+// version, state byte (state, role, kind of queue key), presence byte, then the present numbers
+// (uvarint: depth, attempts, status, pageSeq, hops), the queue key (as in version 2, a queue
+// key being idQueueKey(hostID, seq)), uvarint hostID, the URL and the present parent relative to
+// the host (appendHostRelative) or its parentRef, and the present reason and detail. A field is present if it is
+// not zero, so the encoding of a record is unique.
+func (r *record) encode4() []byte {
+	b := make([]byte, 3, 24+len(r.url)+len(r.parent)+len(r.reason)+len(r.detail))
+	b[0] = recordVersion4
+	p := idQueuePrefix(r.hostID)
+	kind := byte(qkeyNone)
+	switch {
+	case r.qkey == nil:
+	case len(r.qkey) == len(p)+8 && bytes.HasPrefix(r.qkey, p):
+		kind = qkeyQueue
+	default:
+		kind = qkeyVerbatim
+	}
+	b[1] = r.state | kind<<v4QkeyShift
+	if r.role == RoleRequisite {
+		b[1] |= v4Requisite
+	}
+	var flags byte
+	for i, n := range []uint64{uint64(r.depth), uint64(r.attempts), uint64(r.status), r.pageSeq, uint64(r.hops)} {
+		if n != 0 {
+			flags |= 1 << i
+			b = binary.AppendUvarint(b, n)
+		}
+	}
+	switch kind {
+	case qkeyQueue:
+		b = binary.AppendUvarint(b, binary.BigEndian.Uint64(r.qkey[len(p):]))
+	case qkeyVerbatim:
+		b = binary.AppendUvarint(b, uint64(len(r.qkey)))
+		b = append(b, r.qkey...)
+	}
+	b = binary.AppendUvarint(b, uint64(r.hostID))
+	b = appendHostRelative(b, r.host, r.url)
+	switch {
+	case len(r.parentRef) == 8:
+		flags |= v4Parent
+		b[1] |= v4ParentRef
+		b = append(b, r.parentRef...)
+	case r.parent != "":
+		flags |= v4Parent
+		b = appendHostRelative(b, r.host, r.parent)
+	}
+	for i, s := range []string{r.reason, r.detail} {
+		if s != "" {
+			flags |= v4Reason << i
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		}
+	}
+	b[2] = flags
+	return b
+}
+
+// decodeRecord4 parses a version 4 record, taking the name of its host ID from hostName.
+func decodeRecord4(b []byte, hostName func(uint32) (string, error)) (record, error) {
+	var r record
+	if len(b) < 3 {
+		return r, errBadRecord
+	}
+	d := decoder{b: b[3:]}
+	r.state = b[1] & v4StateMask
+	flags := b[2]
+	kind := b[1] >> v4QkeyShift & 3
+	if r.state < stQueued || r.state > stExcluded || kind > qkeyVerbatim {
+		return record{}, errBadRecord
+	}
+	if b[1]&v4Requisite != 0 {
+		r.role = RoleRequisite
+	}
+	var nums [5]uint64
+	for i := range nums {
+		if flags&(1<<i) != 0 {
+			if nums[i] = d.uvarint(); nums[i] == 0 {
+				d.bad = true
+			}
+		}
+	}
+	for _, i := range []int{0, 1, 2, 4} {
+		if nums[i] > math.MaxInt32 {
+			d.bad = true
+		}
+	}
+	r.depth, r.attempts, r.status, r.pageSeq, r.hops = int(nums[0]), int(nums[1]), int(nums[2]), nums[3], int(nums[4])
+	var qseq uint64
+	var qkey []byte
+	switch kind {
+	case qkeyQueue:
+		qseq = d.uvarint()
+	case qkeyVerbatim:
+		if qkey = d.bytes(); len(qkey) == 0 {
+			d.bad = true
+		}
+	}
+	id := d.uvarint()
+	if id > math.MaxUint32 {
+		d.bad = true
+	}
+	url := d.bytes()
+	var strs [3][]byte
+	for i := range strs {
+		switch {
+		case flags&(v4Parent<<i) == 0:
+		case i == 0 && b[1]&v4ParentRef != 0:
+			if len(d.b) < 8 {
+				d.bad = true
+				break
+			}
+			r.parentRef = bytes.Clone(d.b[:8])
+			d.b = d.b[8:]
+		default:
+			if strs[i] = d.bytes(); len(strs[i]) == 0 {
+				d.bad = true
+			}
+		}
+	}
+	if b[1]&v4ParentRef != 0 && r.parentRef == nil || b[1]&0x80 != 0 {
+		d.bad = true
+	}
+	if d.bad || len(d.b) != 0 || len(url) == 0 {
+		return record{}, errBadRecord
+	}
+	r.hostID, r.reason, r.detail = uint32(id), string(strs[1]), string(strs[2])
+	var err error
+	if r.hostID != 0 {
+		if r.host, err = hostName(r.hostID); err != nil {
+			return record{}, err
+		}
+	}
+	switch kind {
+	case qkeyQueue:
+		r.qkey = idQueueKey(r.hostID, qseq)
+	case qkeyVerbatim:
+		r.qkey = bytes.Clone(qkey)
+	}
+	if r.url, err = fromHostRelative(r.host, url[0], url[1:]); err != nil || r.url == "" {
+		return record{}, errBadRecord
+	}
+	if strs[0] != nil {
+		if r.parent, err = fromHostRelative(r.host, strs[0][0], strs[0][1:]); err != nil {
+			return record{}, err
+		}
+	}
+	return r, nil
+}
+
 // decoder reads the fields of a version 2 record; bad is set by the first malformed one.
 type decoder struct {
 	b   []byte
@@ -403,11 +639,16 @@ type hostCounts struct {
 	LastError                                  string
 }
 
-// hostCountsVersion is the format of hostCounts on disk.
-const hostCountsVersion = 1
+// Versions of a host's value in bucketHosts: 1 holds the counters, 2 also the host's ID.
+const (
+	hostCountsVersion1 = 1
+	hostCountsVersion  = 2
+)
 
-func (c *hostCounts) encode() []byte {
+// encode returns c and the host's id as a version 2 value.
+func (c *hostCounts) encode(id uint32) []byte {
 	b := []byte{hostCountsVersion}
+	b = binary.AppendUvarint(b, uint64(id))
 	for _, n := range []int{c.Queued, c.Delayed, c.Fetched, c.Failed, c.Excluded} {
 		b = binary.AppendVarint(b, int64(n))
 	}
@@ -418,27 +659,42 @@ func (c *hostCounts) encode() []byte {
 var errBadHost = errors.New("bad host counters")
 
 func decodeHostCounts(b []byte) (hostCounts, error) {
+	c, _, err := decodeHost(b)
+	return c, err
+}
+
+// decodeHost parses a host's value: its counters and its ID (0 if it has none yet).
+func decodeHost(b []byte) (hostCounts, uint32, error) {
 	var c hostCounts
+	var id uint32
 	if b == nil {
-		return c, nil
+		return c, 0, nil
 	}
-	if len(b) < 1 || b[0] != hostCountsVersion {
-		return c, errBadHost
+	if len(b) < 1 || b[0] != hostCountsVersion1 && b[0] != hostCountsVersion {
+		return c, 0, errBadHost
 	}
+	version := b[0]
 	b = b[1:]
+	if version == hostCountsVersion {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > math.MaxUint32 {
+			return c, 0, errBadHost
+		}
+		id, b = uint32(n), b[w:]
+	}
 	for _, p := range []*int{&c.Queued, &c.Delayed, &c.Fetched, &c.Failed, &c.Excluded} {
 		n, w := binary.Varint(b)
 		if w <= 0 || n < math.MinInt32 || n > math.MaxInt32 {
-			return c, errBadHost
+			return c, 0, errBadHost
 		}
 		*p, b = int(n), b[w:]
 	}
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n != uint64(len(b)-w) {
-		return c, errBadHost
+		return c, 0, errBadHost
 	}
 	c.LastError = string(b[w:])
-	return c, nil
+	return c, id, nil
 }
 
 func (c *hostCounts) add(d *hostCounts) {

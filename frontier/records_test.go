@@ -2,12 +2,19 @@ package frontier
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/storage"
 	"go.etcd.io/bbolt"
 )
 
@@ -31,9 +38,29 @@ func TestRecordRoundTrip(t *testing.T) {
 			t.Errorf("decode(encode(%+v)) = %+v, %v", want, got, err)
 		}
 	}
+	for i, want := range tests {
+		want.hostID = uint32(i + 1)
+		want.host = testHostName(want.hostID)
+		if want.qkey != nil && want.state == stQueued {
+			want.qkey = idQueueKey(want.hostID, uint64(i))
+		}
+		for _, url := range []string{"http://" + want.host + "/p?q", "https://x.org/", "mailto:x@y"} {
+			want.url = url
+			got, err := decodeRecord4(want.encode4(), testHostNames)
+			if err != nil || !sameRecord(got, want) {
+				t.Errorf("version 4: decode(encode4(%+v)) = %+v, %v", want, got, err)
+			}
+		}
+	}
 	c := hostCounts{Queued: 5, Delayed: 1, Fetched: 1 << 30, Failed: 2, Excluded: 3, LastError: "dns: no such host"}
-	if got, err := decodeHostCounts(c.encode()); err != nil || got != c {
-		t.Errorf("host counts round trip: %+v, %v", got, err)
+	for _, id := range []uint32{0, 1, 1 << 31} {
+		if got, gotID, err := decodeHost(c.encode(id)); err != nil || got != c || gotID != id {
+			t.Errorf("host counts round trip: %+v %d, %v", got, gotID, err)
+		}
+	}
+	v1 := append([]byte{hostCountsVersion1}, c.encode(0)[2:]...) // format 1 and 2 stores: no ID
+	if got, id, err := decodeHost(v1); err != nil || got != c || id != 0 {
+		t.Errorf("version 1 host counts: %+v %d, %v", got, id, err)
 	}
 	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
 	nb, host, url, err := parseDelayed(delayedKey(at, 9), delayedValue("h:1", "http://h:1/x"))
@@ -50,21 +77,39 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 }
 
+// testHostName names host IDs in tests that decode records without a store.
+func testHostName(id uint32) string { return fmt.Sprintf("h%d.example", id) }
+
+func testHostNames(id uint32) (string, error) { return testHostName(id), nil }
+
+func sameRecord(a, b record) bool {
+	return a.role == b.role && a.state == b.state && a.depth == b.depth && a.attempts == b.attempts && a.hops == b.hops &&
+		a.status == b.status && a.pageSeq == b.pageSeq && bytes.Equal(a.qkey, b.qkey) && a.host == b.host &&
+		a.hostID == b.hostID && a.url == b.url && bytes.Equal(a.parentRef, b.parentRef) && a.parent == b.parent && a.reason == b.reason && a.detail == b.detail
+}
+
 // FuzzDecode feeds arbitrary bytes to the decoders of on-disk values: they must return an error
 // or a value that encodes back to the same bytes, never panic.
 func FuzzDecode(f *testing.F) {
 	f.Add((&record{state: stFailed, host: "a", reason: "x", qkey: []byte{1}}).encode())
-	f.Add((&hostCounts{Queued: 1, LastError: "e"}).encode())
+	f.Add((&hostCounts{Queued: 1, LastError: "e"}).encode(3))
 	f.Add([]byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add((&record{state: stQueued, host: "a", qkey: queueKey("a", 1), role: RoleRequisite}).encode())
+	f.Add((&record{state: stQueued, host: testHostName(2), hostID: 2, url: "http://h2.example/x", qkey: idQueueKey(2, 1), depth: 2, parent: "http://b/"}).encode4())
+	f.Add((&record{state: stExcluded, url: "mailto:x", reason: "scheme", detail: "d", role: RoleRequisite}).encode4())
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if r, err := decodeRecord4(b, testHostNames); err == nil {
+			if r2, err := decodeRecord4(r.encode4(), testHostNames); err != nil || !sameRecord(r, r2) {
+				t.Errorf("version 4 record does not round trip: %+v, %+v", r, r2)
+			}
+		}
 		if r, err := decodeRecord(b); err == nil {
 			if r2, err := decodeRecord(r.encode()); err != nil || r2.host != r.host || r2.detail != r.detail || r2.role != r.role {
 				t.Errorf("record does not round trip: %+v", r)
 			}
 		}
-		if c, err := decodeHostCounts(b); err == nil && b != nil {
-			if c2, err := decodeHostCounts(c.encode()); err != nil || c2 != c {
+		if c, id, err := decodeHost(b); err == nil && b != nil {
+			if c2, id2, err := decodeHost(c.encode(id)); err != nil || c2 != c || id2 != id {
 				t.Errorf("host counts do not round trip: %+v", c)
 			}
 		}
@@ -127,53 +172,187 @@ func TestRecordFormats(t *testing.T) {
 	}
 }
 
-// TestOpensFormat1Store rewrites a frontier's records and queue values in format 1, as older
-// stores hold them, and checks that it opens, passes Check, and crawls on.
-func TestOpensFormat1Store(t *testing.T) {
-	tf := newTestFrontier(t)
-	if _, err := tf.Add([]Entry{{URL: "http://a/", Host: "a"}, {URL: "https://a/s", Host: "a"}, {URL: "http://b/", Host: "b"}}); err != nil {
-		t.Fatal(err)
-	}
-	l := tf.lease(t0, "a")
-	tf.complete(l, Result{Kind: Fetched, Links: []Entry{{URL: "http://a/x", Host: "a", Parent: l.URL, Depth: 1}}})
-	tf.complete(tf.lease(t0, "a"), Result{Kind: Retry, NotBefore: t0.Add(time.Second)})
-	err := tf.db.Bolt().Update(func(tx *bbolt.Tx) error {
-		seen, queue := tx.Bucket(bucketSeen), tx.Bucket(bucketQueue)
-		if err := seen.ForEach(func(k, v []byte) error {
-			r, err := decodeRecord(v)
-			if err != nil {
-				return err
-			}
-			return seen.Put(k, encodeV1(&r))
-		}); err != nil {
-			return err
-		}
-		return queue.ForEach(func(k, v []byte) error {
-			url, err := queueURL(string(k[:len(k)-9]), v)
-			if err != nil {
-				return err
-			}
-			return queue.Put(k, []byte(url))
-		})
-	})
+// fixtureStore copies testdata/format2-store.db.gz (testdata/README.md) into a new directory,
+// lets change rewrite it (if not nil), and returns the directory.
+func fixtureStore(t *testing.T, change func(tx *bbolt.Tx) error) string {
+	t.Helper()
+	fh, err := os.Open(filepath.Join("testdata", "format2-store.db.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tf.reopen()
-	if got := tf.state("http://a/x"); got.State != "queued" || got.Parent != "http://a/" {
-		t.Errorf("state of a format 1 record: %+v", got)
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
 	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, storage.FileName), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if change != nil {
+		db, err := storage.Open(dir, &storage.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Bolt().Update(change)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// toFormat1 rewrites a store's legacy records and queue values in format 1.
+func toFormat1(tx *bbolt.Tx) error {
+	seen, queue := tx.Bucket(bucketSeen), tx.Bucket(bucketQueue)
+	if err := seen.ForEach(func(k, v []byte) error {
+		r, err := decodeRecord(v)
+		if err != nil {
+			return err
+		}
+		return seen.Put(k, encodeV1(&r))
+	}); err != nil {
+		return err
+	}
+	return queue.ForEach(func(k, v []byte) error {
+		url, err := queueURL(string(k[:len(k)-9]), v)
+		if err != nil {
+			return err
+		}
+		return queue.Put(k, []byte(url))
+	})
+}
+
+// fixtureStates are the states of the fixture's URLs (testdata/README.md).
+var fixtureStates = map[string]string{
+	"http://a.example/": "fetched", "http://a.example/q1": "fetched", fixtureLong: "fetched",
+	"http://a.example/q2": "queued", "https://b.example/": "queued", "https://b.example/x": "queued", fixtureLong2: "queued",
+	"http://a.example/retry": "queued", "http://a.example/fail": "failed", "http://a.example/style.css": "excluded",
+	"http://c.example/": "excluded", "mailto:x@a.example": "excluded",
+}
+
+var (
+	fixtureLong  = "http://a.example/" + strings.Repeat("l", 1100)
+	fixtureLong2 = "http://a.example/" + strings.Repeat("m", 1100)
+	fixtureNow   = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+)
+
+// TestOpensFormat2Store opens a store written in format 2 (records keyed by the URL) read-only
+// and then for writing, and checks that every URL keeps its state, that Walk, State and Check
+// read it, and that the crawl goes on: old URLs are still seen, new ones get format 3 records,
+// legacy records are leased, completed, delayed and revised in place.
+func TestOpensFormat2Store(t *testing.T) {
+	for _, format := range []struct {
+		name   string
+		change func(*bbolt.Tx) error
+	}{{"format2", nil}, {"format1", toFormat1}} {
+		t.Run(format.name, func(t *testing.T) { testOpensOldStore(t, fixtureStore(t, format.change), format.change == nil) })
+	}
+}
+
+func testOpensOldStore(t *testing.T, dir string, roles bool) {
+	states := func(f *Frontier) map[string]string {
+		got := map[string]string{}
+		if err := f.Walk(func(r URLRecord) error { got[r.URL] = r.State; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// Read-only, as `crawl urls` and `crawl status` open it: no fingerprint bucket yet.
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := maps.Clone(fixtureStates)
+	delete(want, fixtureLong) // a fetched URL keyed by its hash is not walked
+	if got := states(ro); !maps.Equal(got, want) {
+		t.Errorf("read-only Walk: %v, want %v", got, want)
+	}
+	if s, ok, err := ro.State("http://a.example/fail"); err != nil || !ok || s.State != "failed" || s.Status != 503 || s.Parent != "http://a.example/" {
+		t.Errorf("read-only State: %+v %v %v", s, ok, err)
+	}
+	if s, ok, err := ro.State(fixtureLong); err != nil || !ok || s.State != "fetched" {
+		t.Errorf("read-only State of a long URL: %+v %v %v", s, ok, err)
+	}
+	if err := ro.Check(); err != nil {
+		t.Error(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tf := &testFrontier{t: t, dir: dir}
+	tf.open()
+	t.Cleanup(func() { tf.check(); tf.db.Close() })
+	tf.check()
+	for u, st := range fixtureStates {
+		if got := tf.state(u); got.State != st {
+			t.Errorf("%.30s: %+v, want %s", u, got, st)
+		}
+	}
+	if s := tf.state("http://a.example/style.css"); roles && s.Role != RoleRequisite || s.Reason != ReasonRobots {
+		t.Errorf("requisite: %+v", s)
+	}
+	if n := tf.add("http://a.example/q1", fixtureLong, fixtureLong2, "mailto:x@a.example", "http://a.example/new"); n != 1 {
+		t.Errorf("Add of 4 old URLs and a new one added %d", n)
+	}
+	// Lease the legacy queue entries (FIFO: q2, then the long one, then the retry, promoted into
+	// the legacy queue; the host's format 3 entries come after its legacy ones) and crawl on.
+	now := fixtureNow.Add(2 * time.Hour) // the retry is due
 	var leased []string
-	for _, host := range []string{"a", "a", "b"} {
-		l := tf.lease(t0.Add(time.Minute), host)
+	for range 4 {
+		l := tf.lease(now, "a.example")
 		leased = append(leased, l.URL)
-		tf.complete(l, Result{Kind: Fetched, Links: []Entry{{URL: "http://a/", Host: "a"}, {URL: "http://a/y", Host: "a", Parent: l.URL}}})
+		tf.complete(l, Result{Kind: Fetched, Page: page(l.URL), Links: []Entry{
+			{URL: "http://a.example/fail", Host: "a.example"}, {URL: fixtureLong, Host: "a.example"},
+			{URL: "http://a.example/from-" + l.URL[len(l.URL)-3:], Host: "a.example", Parent: l.URL}}})
 	}
-	slices.Sort(leased)
-	if want := []string{"http://a/x", "http://b/", "https://a/s"}; !slices.Equal(leased, want) {
-		t.Errorf("leased %q, want %q", leased, want)
+	if want := []string{"http://a.example/q2", fixtureLong2, "http://a.example/retry", "http://a.example/new"}; !slices.Equal(leased, want) {
+		t.Errorf("leased %.40q, want %.40q", leased, want)
 	}
-	if c := tf.Counts(); c.Queued != 1 || c.Fetched != 4 {
-		t.Errorf("counts %+v: want 1 queued (http://a/y), 4 fetched", c)
+	if c := tf.Counts(); c.Queued != 6 || c.Fetched != 3+4 || c.Failed != 1 || c.Excluded != 3 {
+		t.Errorf("counts %+v", c)
+	}
+	tf.reopen()
+	// Revise requeues the legacy failed URL, in place, and revisits a fetched one.
+	rev, err := tf.Revise(func(r URLRecord) Verdict {
+		switch {
+		case r.State == "failed":
+			return Verdict{Action: Requeue}
+		case r.URL == "http://a.example/q1" || r.URL == "http://a.example/new":
+			return Verdict{Action: Revisit}
+		}
+		return Verdict{}
+	})
+	if err != nil || rev.RequeuedFailed["status"] != 1 || rev.Revisited != 2 {
+		t.Fatalf("Revise: %+v, %v", rev, err)
+	}
+	got := map[string]bool{}
+	for range 4 + 3 { // the 4 URLs found above, then the 3 requeued
+		l := tf.lease(now, "a.example")
+		got[l.URL] = true
+		tf.complete(l, Result{Kind: Failed, Reason: "gone"})
+	}
+	for _, u := range []string{"http://a.example/fail", "http://a.example/q1", "http://a.example/new"} {
+		if !got[u] {
+			t.Errorf("%s not leased after Revise (leased %v)", u, got)
+		}
+		if s := tf.state(u); s.State != "failed" || s.Reason != "gone" {
+			t.Errorf("%s: %+v", u, s)
+		}
+	}
+	if n := len(states(tf.Frontier)); n != len(fixtureStates)-1+4 {
+		t.Errorf("Walk lists %d URLs", n)
 	}
 }

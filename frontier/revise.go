@@ -82,7 +82,7 @@ var reviseChunk = 5000 // a variable for tests
 // Records are visited in key order, reviseChunk per transaction, so a crash part way leaves
 // every URL in exactly one state; calling Revise again with the same decide finishes the job.
 // decide runs inside a transaction: it must not call the Frontier. Fetched, failed and excluded
-// URLs over 1,024 bytes are not visited: the seen-set keeps only their hash.
+// URLs over 1,024 bytes learned before format 3 are not visited: their records keep only a hash.
 // Revise must not run while URLs are leased (ErrLeased).
 func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
 	out := Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
@@ -97,48 +97,54 @@ func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
 	if leases > 0 {
 		return out, ErrLeased
 	}
-	var after []byte
-	for {
-		var d *delta
-		var next []byte
-		var chunk Revised
-		err := f.bolt.Update(func(tx *bbolt.Tx) error {
-			d = newDelta()
-			chunk = Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
-			var err error
-			next, err = reviseChunkTx(tx, d, f.budget, after, decide, &chunk)
-			return err
-		})
-		if err != nil {
-			return out, fmt.Errorf("frontier: revise: %w", err)
+	for _, b := range []recordBucket{inSeen, inURLs} {
+		var after []byte
+		for {
+			var d *delta
+			var next []byte
+			var chunk Revised
+			err := f.bolt.Update(func(tx *bbolt.Tx) error {
+				d = newDelta()
+				chunk = Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
+				var err error
+				next, err = reviseChunkTx(f.newTxn(tx, d), b, after, decide, &chunk)
+				return err
+			})
+			if err != nil {
+				return out, fmt.Errorf("frontier: revise: %w", err)
+			}
+			f.mu.Lock()
+			f.apply(d)
+			f.mu.Unlock()
+			out.Add(chunk)
+			if next == nil {
+				break
+			}
+			after = next
 		}
-		f.mu.Lock()
-		f.apply(d)
-		f.mu.Unlock()
-		out.Add(chunk)
-		if next == nil {
-			return out, nil
-		}
-		after = next
 	}
+	return out, nil
 }
 
 // revision is one URL Revise looked at, with what it decided.
 type revision struct {
-	sk  []byte
+	at  place
 	url string
 	rec record
 	v   Verdict
 }
 
-// reviseChunkTx is one Revise transaction: the records after key after (from the first when
-// nil), at most reviseChunk of them. It returns the last key looked at, or nil at the end.
-func reviseChunkTx(tx *bbolt.Tx, d *delta, budget int, after []byte, decide func(URLRecord) Verdict, out *Revised) ([]byte, error) {
-	t := newTxn(tx, d)
-	t.budget = budget
+// reviseChunkTx is one Revise transaction: the records of bucket b after key after (from the
+// first when nil), at most reviseChunk of them. It returns the last key looked at, or nil at the
+// end of the bucket.
+func reviseChunkTx(t *txn, b recordBucket, after []byte, decide func(URLRecord) Verdict, out *Revised) ([]byte, error) {
 	var todo []revision
 	var last []byte
-	c := t.seen.Cursor()
+	rb := t.bucket(b)
+	if rb == nil {
+		return nil, nil
+	}
+	c := rb.Cursor()
 	k, v := c.First()
 	if after != nil {
 		k, v = c.Seek(after)
@@ -151,11 +157,11 @@ func reviseChunkTx(tx *bbolt.Tx, d *delta, budget int, after []byte, decide func
 			break
 		}
 		last = append([]byte(nil), k...)
-		rec, err := decodeRecord(v)
+		rec, err := t.record(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
 		}
-		url, err := t.recordURL(k, rec)
+		url, err := t.recordURL(b, k, rec)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +169,7 @@ func reviseChunkTx(tx *bbolt.Tx, d *delta, budget int, after []byte, decide func
 			continue
 		}
 		verdict := decide(URLRecord{URL: url, URLState: rec.public()})
-		todo = append(todo, revision{sk: last, url: url, rec: rec, v: verdict})
+		todo = append(todo, revision{at: place{b, last}, url: url, rec: rec, v: verdict})
 	}
 	for _, r := range todo {
 		if err := t.revise(r, out); err != nil {
@@ -173,7 +179,7 @@ func reviseChunkTx(tx *bbolt.Tx, d *delta, budget int, after []byte, decide func
 	if err := t.flush(); err != nil {
 		return nil, err
 	}
-	if err := d.write(tx); err != nil {
+	if err := t.d.write(t.tx); err != nil {
 		return nil, err
 	}
 	if k == nil {
@@ -182,16 +188,20 @@ func reviseChunkTx(tx *bbolt.Tx, d *delta, budget int, after []byte, decide func
 	return last, nil
 }
 
-// recordURL returns the URL of the seen record rec under key k: the key itself, or for a
-// hashed key the URL its queue or delayed entry holds ("" for a failed or excluded one).
-func (t *txn) recordURL(k []byte, rec record) (string, error) {
+// recordURL returns the URL of record rec under key k of bucket b: the one it holds, or a legacy
+// record's key, or for a hashed legacy key the URL its queue or delayed entry holds ("" for a
+// failed or excluded one).
+func (t *txn) recordURL(b recordBucket, k []byte, rec record) (string, error) {
+	if b == inURLs {
+		return rec.url, nil
+	}
 	if len(k) == 0 || k[0] != 0xff {
 		return string(k), nil
 	}
 	if rec.state != stQueued {
 		return "", nil
 	}
-	if v := t.queue.Get(rec.qkey); v != nil {
+	if v := t.qGet(rec.qkey); v != nil {
 		url, err := queueURL(rec.host, v)
 		if err != nil {
 			return "", fmt.Errorf("%w: queue entry %x: %v", ErrCorrupt, rec.qkey, err)
@@ -245,12 +255,11 @@ func (t *txn) revise(r revision, out *Revised) error {
 // reset; a fetched URL keeps its page sequence number and status.
 func (t *txn) requeue(r revision, out *Revised) error {
 	rec := r.rec
-	seq, err := t.queue.NextSequence()
+	qk, err := t.nextQueueKey(r.at.bucket, rec.hostID, rec.host)
 	if err != nil {
 		return err
 	}
-	qk := queueKey(rec.host, seq)
-	if err := t.queue.Put(qk, queueValue(rec.host, r.url)); err != nil {
+	if err := t.qPut(qk, t.queueValue(r.at, rec.host, r.url)); err != nil {
 		return err
 	}
 	hd := t.d.host(rec.host)
@@ -271,15 +280,15 @@ func (t *txn) requeue(r revision, out *Revised) error {
 	}
 	hd.Queued++
 	rec.state, rec.qkey, rec.attempts, rec.reason, rec.detail = stQueued, qk, 0, "", ""
-	return t.seen.Put(r.sk, rec.encode())
+	return t.put(r.at, &rec)
 }
 
 // unqueue records a queued or delayed URL as excluded for reason.
 func (t *txn) unqueue(r revision, reason, detail string, out *Revised) error {
 	rec := r.rec
 	hd := t.d.host(rec.host)
-	if t.queue.Get(rec.qkey) != nil {
-		if err := t.queue.Delete(rec.qkey); err != nil {
+	if t.qGet(rec.qkey) != nil {
+		if err := t.qDelete(rec.qkey); err != nil {
 			return err
 		}
 	} else if t.delayed.Get(rec.qkey) != nil {
@@ -295,7 +304,7 @@ func (t *txn) unqueue(r revision, reason, detail string, out *Revised) error {
 	t.d.excludedBy[reason]++
 	out.Excluded[reason]++
 	rec.state, rec.qkey, rec.reason, rec.detail = stExcluded, nil, reason, truncate(detail, maxDetail)
-	return t.seen.Put(r.sk, rec.encode())
+	return t.put(r.at, &rec)
 }
 
 // public is what State reports of r.
@@ -304,30 +313,34 @@ func (r record) public() URLState {
 		Attempts: r.attempts, Depth: r.depth, Parent: r.parent, Host: r.host, PageSeq: r.pageSeq, Role: r.role}
 }
 
-// Walk calls fn for every URL of the seen-set, in key order, in one read transaction, until fn
-// returns an error (which Walk returns). URLs over 1,024 bytes are visited only while queued
-// (the seen-set keeps only their hash). fn must not call the Frontier.
+// Walk calls fn for every URL of the seen-set, in one read transaction, until fn returns an
+// error (which Walk returns): the URLs learned before format 3 in URL order, then the others in
+// no particular order (of their fingerprints). Legacy records of URLs over 1,024 bytes are
+// visited only while queued (their key is a hash of the URL). fn must not call the Frontier.
 func (f *Frontier) Walk(fn func(URLRecord) error) error {
 	return f.bolt.View(func(tx *bbolt.Tx) error {
-		t := &txn{seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue), delayed: tx.Bucket(bucketDelayed)}
-		if t.seen == nil {
-			return nil
-		}
-		c := t.seen.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			rec, err := decodeRecord(v)
-			if err != nil {
-				return fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
-			}
-			url, err := t.recordURL(k, rec)
-			if err != nil {
-				return err
-			}
-			if url == "" {
+		t := f.reader(tx)
+		for _, b := range []recordBucket{inSeen, inURLs} {
+			rb := t.bucket(b)
+			if rb == nil {
 				continue
 			}
-			if err := fn(URLRecord{URL: url, URLState: rec.public()}); err != nil {
-				return err
+			c := rb.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				rec, err := t.record(v)
+				if err != nil {
+					return fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
+				}
+				url, err := t.recordURL(b, k, rec)
+				if err != nil {
+					return err
+				}
+				if url == "" {
+					continue
+				}
+				if err := fn(URLRecord{URL: url, URLState: rec.public()}); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

@@ -1,20 +1,15 @@
 package frontier
 
 import (
-	"hash/maphash"
+	"bytes"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"sync"
 
+	"github.com/crawl-project/crawl/storage"
 	"go.etcd.io/bbolt"
 )
-
-// fpSeed keys the fingerprints of one process: the set is rebuilt from the store at each Open,
-// so fingerprints never leave memory.
-var fpSeed = maphash.MakeSeed()
-
-// fingerprint is the 8-byte fingerprint of a seen-set key.
-func fingerprint(sk []byte) uint64 { return maphash.Bytes(fpSeed, sk) }
 
 // Answer is what the in-memory seen-set says about a fingerprint.
 type answer uint8
@@ -35,7 +30,7 @@ const (
 
 // seenSet holds the fingerprints of the URLs the store's seen-set holds, so that a link already
 // seen is answered without touching the store (see docs/frontier.md for the layout and its cost,
-// about 9–12 bytes per URL). Fingerprints claimed by a write transaction are pending until it
+// about 9 bytes per URL). Fingerprints claimed by a write transaction are pending until it
 // commits (then they join the set) or rolls back (then they are released); a pending one is
 // answered answerAsk, so a transaction never trusts a fingerprint that may not be on disk.
 //
@@ -51,31 +46,85 @@ type seenSet struct {
 	state   completeness
 }
 
-// newSeenSet returns a set holding fps (which it sorts and keeps), bounded to max fingerprints.
-func newSeenSet(fps []uint64, max int, state completeness) *seenSet {
-	s := &seenSet{max: max, state: state, delta: make(map[uint64]struct{}), pending: make(map[uint64]int32)}
-	slices.Sort(fps)
-	s.base = slices.Compact(fps)
+// newSeenSet returns an empty set bounded to max fingerprints: fill it with add, then call
+// sorted.
+func newSeenSet(max int) *seenSet {
+	s := &seenSet{max: max, delta: make(map[uint64]struct{}), pending: make(map[uint64]int32)}
+	s.base = reserveFPs(s, max)
+	return s
+}
+
+// add appends fp to an unsorted set not yet shared, and reports false (marking the set
+// partial) if it is full.
+func (s *seenSet) add(fp uint64) bool {
+	if len(s.base) == s.max {
+		s.state = setPartial
+		return false
+	}
+	s.base = append(s.base, fp)
+	return true
+}
+
+// sorted sorts what add added and makes the set ready for use.
+func (s *seenSet) sorted() *seenSet {
+	slices.Sort(s.base)
+	s.base = slices.Compact(s.base)
 	s.index()
 	return s
 }
 
-// loadSeen returns a set of the fingerprints of the keys of tx's seen bucket, bounded to
-// limit; urls is about how many keys there are.
-func loadSeen(tx *bbolt.Tx, limit, urls int) *seenSet {
-	fps := make([]uint64, 0, min(max(urls, 0), limit))
-	state := setComplete
-	if b := tx.Bucket(bucketSeen); b != nil {
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if len(fps) == limit {
-				state = setPartial
-				break
+// loadChunk is how many keys loadSeen reads per read transaction.
+var loadChunk = 1 << 18 // a variable for tests
+
+// loadSeen returns a set of the fingerprints of db's URL records, bounded to limit: the keys
+// of bucketURLs, and the fingerprints of the URL keys of the legacy bucket (not of its hashed
+// keys, which a lookup of a long URL reads on disk). It reads loadChunk keys per transaction
+// and gives the pages it read back to the kernel after each (storage.DB.TrimRSS), so that
+// loading a big store does not map all of it at once. Nothing may write the frontier meanwhile.
+func loadSeen(db *storage.DB, key fpKey, limit int) (*seenSet, error) {
+	s := newSeenSet(limit)
+	for _, name := range [][]byte{bucketURLs, bucketSeen} {
+		legacy := bytes.Equal(name, bucketSeen)
+		var after []byte
+		for more := true; more && s.state == setComplete; {
+			err := db.Bolt().View(func(tx *bbolt.Tx) error {
+				b := tx.Bucket(name)
+				if b == nil {
+					more = false
+					return nil
+				}
+				c := b.Cursor()
+				k, _ := c.First()
+				if after != nil {
+					if k, _ = c.Seek(after); bytes.Equal(k, after) {
+						k, _ = c.Next()
+					}
+				}
+				n := 0
+				for ; k != nil && n < loadChunk; k, _ = c.Next() {
+					n++
+					after = k
+					switch {
+					case !legacy:
+						if !s.add(binary.BigEndian.Uint64(k)) {
+							return nil
+						}
+					case k[0] != 0xff:
+						if !s.add(sum(key, k)) {
+							return nil
+						}
+					}
+				}
+				after, more = bytes.Clone(after), k != nil
+				return nil
+			})
+			if err != nil {
+				return nil, err
 			}
-			fps = append(fps, fingerprint(k))
+			_ = db.TrimRSS() // best effort: only memory is at stake
 		}
 	}
-	return newSeenSet(fps, limit, state)
+	return s.sorted(), nil
 }
 
 // index rebuilds dir for base; s.mu must be held (or s not yet shared).
@@ -164,7 +213,7 @@ func (s *seenSet) end(fps []uint64, committed bool) {
 		}
 		s.delta[fp] = struct{}{}
 	}
-	if len(s.delta) >= max(1<<14, len(s.base)/8) {
+	if len(s.delta) >= max(1<<14, len(s.base)/64) {
 		s.merge()
 	}
 }

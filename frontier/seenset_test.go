@@ -18,7 +18,11 @@ func TestSeenSetAnswers(t *testing.T) {
 				initial[i] = rng.Uint64()
 				model[initial[i]] = true
 			}
-			s := newSeenSet(append([]uint64(nil), initial...), limit, setComplete)
+			s := newSeenSet(limit)
+			for _, fp := range initial {
+				s.add(fp)
+			}
+			s.sorted()
 			for round := range 200 {
 				c := &claims{set: s}
 				var fps []uint64
@@ -93,5 +97,31 @@ func TestSeenSetBound(t *testing.T) {
 	}
 	if c := tf.Counts(); c.Queued != 8 {
 		t.Errorf("%d queued, want 8", c.Queued)
+	}
+}
+
+// TestLoadSeenInChunks reopens stores, legacy records included, whose records take several of
+// loadSeen's transactions: Check (at each reopen) finds every record in the set; with a bound
+// the set is partial and still answers right.
+func TestLoadSeenInChunks(t *testing.T) {
+	defer func(n int) { loadChunk = n }(loadChunk)
+	loadChunk = 3
+	tf := &testFrontier{t: t, dir: fixtureStore(t, nil)}
+	tf.open()
+	t.Cleanup(func() { tf.check(); tf.db.Close() })
+	for i := range 10 {
+		tf.add(fmt.Sprintf("http://a.example/n%d", i))
+	}
+	tf.reopen()
+	if n, want := tf.seen.size(), 10+len(fixtureStates)-2; n != want { // the fixture's two long URLs are keyed by a hash
+		t.Errorf("set of %d fingerprints, want %d", n, want)
+	}
+	tf.opts = &Options{SeenInMemory: 7}
+	tf.reopen()
+	if tf.seen.size() != 7 || tf.seen.state != setPartial {
+		t.Errorf("bounded set: %d fingerprints, state %d", tf.seen.size(), tf.seen.state)
+	}
+	if n := tf.add("http://a.example/n3", "http://a.example/q1", "http://a.example/n10"); n != 1 {
+		t.Errorf("added %d of 2 seen URLs and a new one", n)
 	}
 }

@@ -28,7 +28,8 @@ type linksConfig struct {
 // linkCosts runs the crawl binary on two unlimited hosts whose pages carry cfg.links[i] links
 // each, for every figure in turn (cfg.rounds times, interleaved, so that a noisy machine weighs
 // on every figure alike), and prints pages/s, CPU per page, CPU per discovered link (an href on
-// a fetched page) and what the frontier's buckets take on disk per URL they hold.
+// a fetched page) and what the frontier's buckets take on disk per URL they hold and per
+// queued URL.
 func linkCosts(w io.Writer, bin string, cfg linksConfig, crawlFlags []string, timeout time.Duration, seed int64) error {
 	tmp, err := os.MkdirTemp("", "crawl-links-")
 	if err != nil {
@@ -42,7 +43,7 @@ func linkCosts(w io.Writer, bin string, cfg linksConfig, crawlFlags []string, ti
 	}
 	text := max(cfg.pageKB*1024-pageMarkup, 1)
 	fmt.Fprintf(w, "links: 2 unlimited hosts × %d pages of ~%d KB, --max-pages %d, %d round(s)\n", cfg.pages, cfg.pageKB, cfg.maxPages, cfg.rounds)
-	fmt.Fprintf(w, "%6s %8s %9s %9s %9s %9s %10s %11s %9s %8s\n", "links", "pages", "pages/s", "CPU ms/p", "sys ms/p", "µs/link", "URLs", "frontier", "B/URL", "RSS MB")
+	fmt.Fprintf(w, "%6s %8s %9s %9s %9s %9s %10s %11s %9s %9s %8s\n", "links", "pages", "pages/s", "CPU ms/p", "sys ms/p", "µs/link", "URLs", "frontier", "B/URL", "B/queued", "RSS MB")
 	for round := range cfg.rounds {
 		for _, n := range cfg.links {
 			specs := []simweb.HostSpec{{Name: "free1", Pages: cfg.pages, TextSize: text, Links: n},
@@ -64,15 +65,16 @@ func linkCosts(w io.Writer, bin string, cfg linksConfig, crawlFlags []string, ti
 				return err
 			}
 			pages := tally(web).pages
-			urls, frontierBytes, err := frontierSize(filepath.Join(dir, "data"))
+			urls, queued, frontierBytes, err := frontierSize(filepath.Join(dir, "data"))
 			if err != nil {
 				return err
 			}
 			links := perPage * float64(pages)
-			fmt.Fprintf(w, "%6d %8d %9.0f %9.3f %9.3f %9.2f %10d %8.1f MB %9.0f %8.1f%s\n", n, pages,
+			fmt.Fprintf(w, "%6d %8d %9.0f %9.3f %9.3f %9.2f %10d %8.1f MB %9.0f %9.0f %8.1f%s\n", n, pages,
 				float64(pages)/run.wall.Seconds(), 1000*run.cpu.Seconds()/float64(max(pages, 1)),
 				1000*run.sys.Seconds()/float64(max(pages, 1)), 1e6*run.cpu.Seconds()/max(links, 1),
-				urls, float64(frontierBytes)/(1<<20), float64(frontierBytes)/float64(max(urls, 1)), run.peakMB, exitNote(run))
+				urls, float64(frontierBytes)/(1<<20), float64(frontierBytes)/float64(max(urls, 1)),
+				float64(frontierBytes)/float64(max(queued, 1)), run.peakMB, exitNote(run))
 			os.RemoveAll(dir)
 		}
 	}
@@ -91,19 +93,19 @@ func buildCrawl(dir string) (string, error) {
 }
 
 // frontierSize opens the store in dir read-only and returns how many URLs its frontier has
-// learned and the bytes of the file's pages its buckets (frontier/…) take.
-func frontierSize(dir string) (urls int, size int64, err error) {
+// learned, how many are queued, and the bytes of the file's pages its buckets (frontier/…) take.
+func frontierSize(dir string) (urls, queued int, size int64, err error) {
 	db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer db.Close()
 	f, err := frontier.Open(db, nil)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	c := f.Counts()
-	urls = c.Queued + c.Fetched + c.Failed + c.Excluded
+	urls, queued = c.Queued+c.Fetched+c.Failed+c.Excluded, c.Queued
 	err = db.Bolt().View(func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 			if bytes.HasPrefix(name, []byte("frontier/")) {
@@ -113,5 +115,5 @@ func frontierSize(dir string) (urls int, size int64, err error) {
 			return nil
 		})
 	})
-	return urls, size, err
+	return urls, queued, size, err
 }

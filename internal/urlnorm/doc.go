@@ -31,5 +31,6 @@
 // normalize the result. The final string is still handed to url.Parse, so
 // every *url.URL this package returns round-trips through String().
 //
-// Every function is pure and safe for concurrent use.
+// Every function is pure and safe for concurrent use. A Resolver, which resolves the many links
+// of one page against its base with fewer allocations, is not; it returns what Resolve does.
 package urlnorm

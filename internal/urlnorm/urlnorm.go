@@ -26,6 +26,7 @@ type ref struct {
 	scheme    string // lowercased; "" if absent
 	hasAuth   bool
 	authority string
+	dir       string // Resolver only: a merged path's directory, ending with '/', before path
 	path      string
 	hasQuery  bool
 	query     string
@@ -261,6 +262,9 @@ func splitHostPort(hp string) (host, port string, err error) {
 	n, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || n == 0 {
 		return "", "", fmt.Errorf("%w: bad port %q", ErrParse, clip(port))
+	}
+	if port[0] != '0' {
+		return host, port, nil // canonical already
 	}
 	return host, strconv.FormatUint(n, 10), nil
 }

@@ -1,0 +1,683 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+)
+
+// FrontierOptions configure a Frontier; zero fields take the defaults.
+type FrontierOptions struct {
+	Refresh  time.Duration // how often Run forwards outboxes, lists hosts and reads counts (default 100 ms)
+	Timeout  time.Duration // bound on each Redis call (default 2 s)
+	Patience time.Duration // how long Add and Exclude retry while Redis is unreachable (default 2 min)
+	Log      *slog.Logger  // refused results, Redis lost and back (nil: nothing logged)
+}
+
+func (o FrontierOptions) withDefaults() FrontierOptions {
+	if o.Refresh <= 0 {
+		o.Refresh = 100 * time.Millisecond
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+	if o.Patience <= 0 {
+		o.Patience = 2 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Frontier is a shared crawl as one worker sees it: the URLs of the hosts of the partitions
+// its Keeper holds, in the form internal/crawler's loop uses (crawler.Frontier). Run keeps it
+// current; the other methods are safe for concurrent use.
+//
+// A partition that is lost, lapses or is surplus is dropped at once: the contexts HostContext
+// gave for its hosts are cancelled, its hosts are no longer ready, and the results of its
+// leases go to Redis under the ownership they were leased with, where fencing refuses them
+// once another worker holds the partition (Complete then returns nil: the URL is the new
+// owner's). Complete stores no page: the caller stores it locally first.
+//
+// Times the loop passes in are local; times in Redis are Redis' (Store.Now): the offset between
+// the two is measured on every round of Run.
+type Frontier struct {
+	s    *Store
+	k    *Keeper
+	opts FrontierOptions
+
+	mu      sync.Mutex
+	parts   map[int]*held        // partitions in use
+	hosts   map[string]*hostView // hosts of the partitions in use that had work
+	fresh   []string             // hosts that became ready since TakeReady
+	leases  map[string]leased    // URLs in flight, by URL
+	putBack []leased             // leases Release could not hand back (Redis unreachable)
+	counts  Partitions           // the last read (nil before the first)
+	dirty   bool                 // counts predate an Add or Exclude of this worker
+	offset  time.Duration        // Redis' clock minus the local clock
+	link    linkState
+	stats   FrontierStats
+}
+
+// FrontierStats count what happened to this worker's results.
+type FrontierStats struct {
+	Refused     int // results refused: the partition is another worker's (fenced) or the URL was reclaimed
+	Dropped     int // partitions given up: lost, lapsed or surplus
+	Outages     int // times Redis became unreachable
+	Reacquired  int // partitions acquired
+	LastRefused string
+}
+
+// linkState is whether Redis answered the last call.
+type linkState int
+
+const (
+	linkUp linkState = iota
+	linkDown
+)
+
+// held is a partition in use.
+type held struct {
+	o      Ownership
+	ctx    context.Context // requests to the partition's hosts; cancelled when it is dropped
+	cancel context.CancelFunc
+	parent context.Context // ctx's parent (HostContext's argument)
+}
+
+// hostReadiness is what the worker knows of a host's queue.
+type hostReadiness int
+
+const (
+	hostReady   hostReadiness = iota + 1 // may have a URL ready: Lease asks Redis
+	hostWaiting                          // nothing ready before at (a retry's time, or a back-off)
+	hostDrained                          // nothing queued or delayed when last asked
+)
+
+type hostView struct {
+	part  int
+	state hostReadiness
+	at    time.Time // hostWaiting: local time
+}
+
+// leased is a URL in flight with the ownership it was leased under.
+type leased struct {
+	Lease
+	o Ownership
+}
+
+// NewFrontier returns the Frontier of k's worker. Call Run in a goroutine of its own.
+func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
+	return &Frontier{
+		s: k.s, k: k, opts: opts.withDefaults(),
+		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
+		dirty: true,
+	}
+}
+
+// Stats returns the counts of refused results, dropped partitions and Redis outages.
+func (f *Frontier) Stats() FrontierStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+// Run keeps the frontier current until ctx is cancelled: it ticks the Keeper about every sixth
+// of the lease TTL (so renewals, due at a third, are never late by more than that), drops the
+// partitions that lapsed, were lost or are surplus (releasing the surplus), forwards the
+// outboxes of the partitions held, reads the crawl's counters and lists the hosts with work.
+// While Redis is unreachable it retries with a back-off up to 2 s; partitions lapse meanwhile
+// and are acquired again (their in-flight URLs reclaimed) when it is back.
+func (f *Frontier) Run(ctx context.Context) {
+	tickEvery := max(f.s.opts.LeaseTTL/6, 10*time.Millisecond)
+	var nextTick time.Time
+	t := time.NewTimer(0)
+	defer t.Stop()
+	backoff := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		tick := !now.Before(nextTick)
+		if tick {
+			nextTick = now.Add(tickEvery)
+		}
+		err := f.round(ctx, now, tick)
+		if ctx.Err() != nil {
+			return
+		}
+		delay := f.opts.Refresh
+		if err != nil {
+			backoff = min(max(2*backoff, 50*time.Millisecond), 2*time.Second)
+			delay = backoff
+			nextTick = time.Time{}
+			f.linkFailed(err)
+		} else {
+			backoff = 0
+			f.linkOK()
+		}
+		t.Reset(delay)
+	}
+}
+
+func (f *Frontier) linkFailed(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.link == linkUp {
+		f.link = linkDown
+		f.stats.Outages++
+		f.opts.Log.Warn("Redis unreachable: fetching stops when the partitions' leases run out; retrying", "err", err)
+	}
+}
+
+func (f *Frontier) linkOK() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.link == linkDown {
+		f.link = linkUp
+		f.opts.Log.Warn("Redis reachable again")
+	}
+}
+
+// round is one round of Run at local time now.
+func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
+	f.dropLapsed(now)
+	if tick {
+		tctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+		ch, err := f.k.Tick(tctx, now)
+		cancel()
+		f.sync(ctx, time.Now(), ch)
+		if err != nil {
+			return err
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+	if err := f.measureClock(rctx); err != nil {
+		return err
+	}
+	f.retryPutBacks(rctx)
+	f.mu.Lock()
+	var forward []Ownership
+	for p, h := range f.parts {
+		if f.counts == nil || f.counts[p].Outbox > 0 {
+			forward = append(forward, h.o)
+		}
+	}
+	f.mu.Unlock()
+	for _, o := range forward {
+		if _, err := f.s.Forward(rctx, o); err != nil && !errors.Is(err, ErrFenced) {
+			return err
+		}
+	}
+	if err := f.readCounts(rctx); err != nil {
+		return err
+	}
+	return f.scanHosts(rctx, time.Now())
+}
+
+// dropLapsed drops the partitions whose lease may have run out at now.
+func (f *Frontier) dropLapsed(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p, h := range f.parts {
+		if h.o.StateAt(now) == Lapsed {
+			f.dropLocked(p, "lapsed")
+		}
+	}
+}
+
+// sync makes the partitions in use those the keeper holds after a Tick that changed ch, and
+// releases the surplus once dropped.
+func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
+	owned := map[int]Ownership{}
+	for _, o := range f.k.Owned(now) {
+		owned[o.Partition] = o
+	}
+	f.mu.Lock()
+	for _, p := range ch.Surplus {
+		delete(owned, p)
+	}
+	for p := range f.parts {
+		if _, ok := owned[p]; !ok {
+			f.dropLocked(p, "lost or surplus")
+		}
+	}
+	for p, o := range owned {
+		if h := f.parts[p]; h != nil && h.o.Epoch == o.Epoch {
+			h.o = o // renewed
+			continue
+		} else if h != nil {
+			f.dropLocked(p, "acquired again")
+		}
+		f.parts[p] = &held{o: o}
+		f.stats.Reacquired++
+	}
+	f.mu.Unlock()
+	for _, p := range ch.Surplus {
+		rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+		if err := f.k.Release(rctx, p); err != nil {
+			f.opts.Log.Warn("cannot release a surplus partition; its lease will run out", "partition", p, "err", err)
+		}
+		cancel()
+	}
+}
+
+// dropLocked stops using partition p (f.mu held): its requests are cancelled and its hosts
+// forgotten. Leases of p stay recorded: Complete sends their results, which fencing refuses
+// if another worker holds p by then.
+func (f *Frontier) dropLocked(p int, why string) {
+	h := f.parts[p]
+	if h == nil {
+		return
+	}
+	if h.cancel != nil {
+		h.cancel()
+	}
+	delete(f.parts, p)
+	for name, v := range f.hosts {
+		if v.part == p {
+			delete(f.hosts, name)
+		}
+	}
+	f.stats.Dropped++
+	f.opts.Log.Debug("partition dropped", "partition", p, "why", why)
+}
+
+// measureClock sets the offset of Redis' clock from the local one (the round trip's midpoint).
+func (f *Frontier) measureClock(ctx context.Context) error {
+	sent := time.Now()
+	rt, err := f.s.Now(ctx)
+	if err != nil {
+		return err
+	}
+	got := time.Now()
+	mid := sent.Add(got.Sub(sent) / 2)
+	f.mu.Lock()
+	f.offset = rt.Sub(mid)
+	f.mu.Unlock()
+	return nil
+}
+
+// readCounts reads the crawl's counters.
+func (f *Frontier) readCounts(ctx context.Context) error {
+	f.mu.Lock()
+	f.dirty = false // an Add from now on marks it again
+	f.mu.Unlock()
+	ps, err := f.s.PartitionCounts(ctx)
+	if err != nil {
+		f.mu.Lock()
+		f.dirty = true
+		f.mu.Unlock()
+		return err
+	}
+	f.mu.Lock()
+	f.counts = ps
+	f.mu.Unlock()
+	return nil
+}
+
+// scanHosts lists the hosts with work of the partitions in use that have URLs not in flight,
+// and makes ready those new to the worker or drained before (new URLs came).
+func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
+	f.mu.Lock()
+	var ps []Ownership
+	for p, h := range f.parts {
+		if c := f.counts[p]; c.Queued > c.InFlight {
+			ps = append(ps, h.o)
+		}
+	}
+	f.mu.Unlock()
+	if len(ps) == 0 {
+		return nil
+	}
+	pipe := f.s.rdb.Pipeline()
+	cmds := make([]interface{ Val() []string }, len(ps))
+	for i, o := range ps {
+		cmds[i] = pipe.SMembers(ctx, f.s.k.hosts(o.Partition))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, o := range ps {
+		if h := f.parts[o.Partition]; h == nil || h.o.Epoch != o.Epoch {
+			continue // dropped meanwhile
+		}
+		for _, name := range cmds[i].Val() {
+			v := f.hosts[name]
+			switch {
+			case v == nil:
+				f.hosts[name] = &hostView{part: o.Partition, state: hostReady}
+			case v.state == hostDrained:
+				v.state = hostReady
+			default:
+				continue
+			}
+			f.fresh = append(f.fresh, name)
+		}
+	}
+	return nil
+}
+
+// retryPutBacks hands back the leases an earlier Release could not.
+func (f *Frontier) retryPutBacks(ctx context.Context) {
+	f.mu.Lock()
+	pending := f.putBack
+	f.putBack = nil
+	f.mu.Unlock()
+	for i, l := range pending {
+		err := f.s.PutBack(ctx, l.o, l.Lease)
+		if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
+			f.mu.Lock()
+			f.putBack = append(f.putBack, pending[i:]...)
+			f.mu.Unlock()
+			return
+		}
+	}
+}
+
+// HostContext returns the context requests to host run under: derived from ctx (the same ctx
+// on every call of one crawl run), and cancelled when host's partition is dropped. For a host
+// of a partition not in use it returns a cancelled context.
+func (f *Frontier) HostContext(ctx context.Context, host string) context.Context {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.parts[PartitionOf(host, f.s.opts.Partitions)]
+	if h == nil || h.o.StateAt(time.Now()) == Lapsed {
+		c, cancel := context.WithCancel(ctx)
+		cancel()
+		return c
+	}
+	if h.ctx == nil || h.parent != ctx {
+		if h.cancel != nil {
+			h.cancel()
+		}
+		h.ctx, h.cancel = context.WithCancel(ctx)
+		h.parent = ctx
+	}
+	return h.ctx
+}
+
+// Add queues the entries not seen before, in whichever partitions they belong to. While Redis
+// is unreachable it retries for up to FrontierOptions.Patience.
+func (f *Frontier) Add(entries []frontier.Entry) (int, error) {
+	var n int
+	err := f.retry(func(ctx context.Context) error {
+		var err error
+		n, err = f.s.Add(ctx, entries)
+		return err
+	})
+	return n, err
+}
+
+// Exclude records the exclusions not seen before, retrying as Add does.
+func (f *Frontier) Exclude(ex []frontier.Exclusion) error {
+	return f.retry(func(ctx context.Context) error { return f.s.Exclude(ctx, ex) })
+}
+
+// retry runs an idempotent call until it succeeds or Patience has passed.
+func (f *Frontier) retry(call func(ctx context.Context) error) error {
+	deadline := time.Now().Add(f.opts.Patience)
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+		err := call(ctx)
+		cancel()
+		if err == nil {
+			f.mu.Lock()
+			f.dirty = true
+			f.mu.Unlock()
+			return nil
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		sleep(backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// sleep waits d (the only blocking waits of this file are Redis' back-offs).
+func sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	<-t.C
+}
+
+// TakeReady returns the hosts that became ready since the last call: new to the worker, with
+// new URLs, or whose wait is over at now.
+func (f *Frontier) TakeReady(now time.Time) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name, v := range f.hosts {
+		if v.state == hostWaiting && !now.Before(v.at) {
+			v.state = hostReady
+			f.fresh = append(f.fresh, name)
+		}
+	}
+	out := f.fresh
+	f.fresh = nil
+	return out
+}
+
+// Ready reports whether host may have a URL ready to lease.
+func (f *Frontier) Ready(host string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := f.hosts[host]
+	return v != nil && v.state == hostReady
+}
+
+// NextAt returns when a waiting host's wait ends, or the next round of Run when the crawl is
+// not over (hosts may gain work there), whichever comes first; zero when neither.
+func (f *Frontier) NextAt(now time.Time) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var at time.Time
+	for _, v := range f.hosts {
+		if v.state == hostWaiting && (at.IsZero() || v.at.Before(at)) {
+			at = v.at
+		}
+	}
+	if !f.idleLocked() {
+		if poll := now.Add(f.opts.Refresh); at.IsZero() || poll.Before(at) {
+			at = poll
+		}
+	}
+	return at
+}
+
+// Lease takes host's next URL from Redis. It returns no lease, and no error, when the host's
+// partition is not in use (or lapsed), when the host has nothing ready, and when Redis cannot
+// be reached (the host then waits a second).
+func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, error) {
+	p := PartitionOf(host, f.s.opts.Partitions)
+	f.mu.Lock()
+	h := f.parts[p]
+	if h != nil && h.o.StateAt(now) == Lapsed {
+		f.dropLocked(p, "lapsed")
+		h = nil
+	}
+	if h == nil {
+		delete(f.hosts, host)
+		f.mu.Unlock()
+		return frontier.Lease{}, false, nil
+	}
+	o := h.o
+	f.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+	l, ok, next, err := f.s.Take(ctx, o, host)
+	cancel()
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := f.hosts[host]
+	if v == nil {
+		v = &hostView{part: p, state: hostReady}
+		f.hosts[host] = v
+	}
+	switch {
+	case errors.Is(err, ErrFenced):
+		f.dropLocked(p, "fenced")
+		return frontier.Lease{}, false, nil
+	case err != nil:
+		v.state, v.at = hostWaiting, time.Now().Add(time.Second)
+		return frontier.Lease{}, false, nil
+	case !ok && next.IsZero():
+		v.state = hostDrained
+		return frontier.Lease{}, false, nil
+	case !ok:
+		v.state, v.at = hostWaiting, next.Add(-f.offset)
+		return frontier.Lease{}, false, nil
+	}
+	if cur := f.parts[p]; cur == nil || cur.o.Epoch != o.Epoch {
+		// dropped while Take ran: the URL stays in flight until the next owner reclaims it
+		return frontier.Lease{}, false, nil
+	}
+	f.leases[l.URL] = leased{Lease: l, o: o}
+	return l.Lease, true, nil
+}
+
+// Complete records the result of l in Redis under the ownership l was leased with. A result
+// refused because the partition is another worker's (fenced) or the URL was reclaimed is
+// counted in Stats and returns nil. While Redis is unreachable it retries, for as long as the
+// partition may still be this worker's. A Retry's NotBefore is a local time.
+func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
+	f.mu.Lock()
+	l, ok := f.leases[fl.URL]
+	if r.Kind == frontier.Retry && !r.NotBefore.IsZero() {
+		r.NotBefore = r.NotBefore.Add(f.offset)
+	}
+	f.mu.Unlock()
+	if !ok {
+		f.refused(fl.URL, "not leased")
+		return nil
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+		err := f.s.Complete(ctx, l.o, l.Lease, r)
+		cancel()
+		switch {
+		case err == nil:
+			f.forget(l, true)
+			return nil
+		case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
+			f.forget(l, false)
+			f.refused(l.URL, err.Error())
+			return nil
+		}
+		if !f.mayHold(l.o, time.Now().Add(backoff)) {
+			f.forget(l, false)
+			f.refused(l.URL, "partition lapsed while Redis was unreachable: "+err.Error())
+			return nil
+		}
+		sleep(backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// mayHold reports whether o's partition may still be this worker's at local time at.
+func (f *Frontier) mayHold(o Ownership, at time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.parts[o.Partition]
+	return h != nil && h.o.Epoch == o.Epoch && h.o.StateAt(at) != Lapsed
+}
+
+func (f *Frontier) forget(l leased, completed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.leases, l.URL)
+	if completed {
+		f.dirty = true
+	}
+}
+
+func (f *Frontier) refused(url, why string) {
+	f.mu.Lock()
+	f.stats.Refused++
+	f.stats.LastRefused = url + ": " + why
+	f.mu.Unlock()
+	f.opts.Log.Warn("result refused: the URL is another worker's now", "url", url, "why", why)
+}
+
+// Release hands l back to its host's queue unchanged. When Redis cannot take it now, Run
+// retries while the partition is this worker's.
+func (f *Frontier) Release(fl frontier.Lease) {
+	f.mu.Lock()
+	l, ok := f.leases[fl.URL]
+	delete(f.leases, fl.URL)
+	if v := f.hosts[fl.Host]; v != nil && ok {
+		if v.state != hostReady {
+			f.fresh = append(f.fresh, fl.Host)
+		}
+		v.state = hostReady
+	}
+	f.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+	err := f.s.PutBack(ctx, l.o, l.Lease)
+	cancel()
+	if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
+		f.mu.Lock()
+		f.putBack = append(f.putBack, l)
+		f.mu.Unlock()
+	}
+}
+
+// Counts returns the crawl's counters (all workers), as of Run's last round, or read now if
+// this worker added URLs since.
+func (f *Frontier) Counts() frontier.Counts {
+	f.mu.Lock()
+	dirty := f.dirty
+	f.mu.Unlock()
+	if dirty {
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+		_ = f.readCounts(ctx) // on failure the last counts serve
+		cancel()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts.Sum()
+}
+
+// Hosts returns the hosts of the partitions in use, with the URLs of each this worker has in
+// flight (the crawl's per-host counters are not kept in Redis).
+func (f *Frontier) Hosts() []frontier.HostCount {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	inflight := map[string]int{}
+	for _, l := range f.leases {
+		inflight[l.Host]++
+	}
+	out := make([]frontier.HostCount, 0, len(f.hosts))
+	for name := range f.hosts {
+		out = append(out, frontier.HostCount{Host: name, InFlight: inflight[name]})
+	}
+	return out
+}
+
+// Idle reports whether the whole crawl is over: at Run's last round nothing was queued, delayed,
+// in flight or in an outbox in any partition, and this worker holds no lease.
+func (f *Frontier) Idle() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.idleLocked()
+}
+
+func (f *Frontier) idleLocked() bool {
+	return f.counts != nil && !f.dirty && f.counts.Idle() && len(f.leases) == 0 && len(f.putBack) == 0
+}

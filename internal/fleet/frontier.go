@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/redis/go-redis/v9"
 )
 
 // FrontierOptions configure a Frontier; zero fields take the defaults.
@@ -38,11 +40,14 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 // its Keeper holds, in the form internal/crawler's loop uses (crawler.Frontier). Run keeps it
 // current; the other methods are safe for concurrent use.
 //
-// A partition that is lost, lapses or is surplus is dropped at once: the contexts HostContext
-// gave for its hosts are cancelled, its hosts are no longer ready, and the results of its
-// leases go to Redis under the ownership they were leased with, where fencing refuses them
-// once another worker holds the partition (Complete then returns nil: the URL is the new
-// owner's). Complete stores no page: the caller stores it locally first.
+// A partition that is lost or lapses is dropped at once: the contexts HostContext gave for its
+// hosts are cancelled, its hosts are no longer ready, and the results of its leases go to
+// Redis under the ownership they were leased with, where fencing refuses them once another
+// worker holds the partition (Complete then returns nil: the URL is the new owner's). A
+// surplus partition (another worker joined) drains instead: it leases nothing more, and is
+// released once its leases have ended (or after a lease TTL, its requests then cancelled), so
+// that a rebalance fetches nothing twice. Complete stores no page: the caller stores it
+// locally first.
 //
 // Times the loop passes in are local; times in Redis are Redis' (Store.Now): the offset between
 // the two is measured on every round of Run.
@@ -62,12 +67,13 @@ type Frontier struct {
 	offset  time.Duration        // Redis' clock minus the local clock
 	link    linkState
 	stats   FrontierStats
+	done    map[string]*frontier.HostCount // results this worker recorded, by host
 }
 
 // FrontierStats count what happened to this worker's results.
 type FrontierStats struct {
-	Refused     int // results refused: the partition is another worker's (fenced) or the URL was reclaimed
-	Dropped     int // partitions given up: lost, lapsed or surplus
+	Refused     int // results and releases refused: the partition is another worker's (fenced) or the URL was reclaimed
+	Dropped     int // partitions given up: lost, lapsed or released as surplus
 	Outages     int // times Redis became unreachable
 	Reacquired  int // partitions acquired
 	LastRefused string
@@ -81,9 +87,19 @@ const (
 	linkDown
 )
 
+// partUse is what the worker does with a partition it holds.
+type partUse int
+
+const (
+	partActive   partUse = iota // leases its URLs
+	partDraining                // surplus: leases nothing more, lets its requests finish, then releases it
+)
+
 // held is a partition in use.
 type held struct {
 	o      Ownership
+	use    partUse
+	since  time.Time       // partDraining: local time the draining began
 	ctx    context.Context // requests to the partition's hosts; cancelled when it is dropped
 	cancel context.CancelFunc
 	parent context.Context // ctx's parent (HostContext's argument)
@@ -115,7 +131,7 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
 		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
-		dirty: true,
+		dirty: true, done: map[string]*frontier.HostCount{},
 	}
 }
 
@@ -128,7 +144,7 @@ func (f *Frontier) Stats() FrontierStats {
 
 // Run keeps the frontier current until ctx is cancelled: it ticks the Keeper about every sixth
 // of the lease TTL (so renewals, due at a third, are never late by more than that), drops the
-// partitions that lapsed, were lost or are surplus (releasing the surplus), forwards the
+// partitions that lapsed or were lost, drains and releases the surplus, forwards the
 // outboxes of the partitions held, reads the crawl's counters and lists the hosts with work.
 // While Redis is unreachable it retries with a back-off up to 2 s; partitions lapse meanwhile
 // and are acquired again (their in-flight URLs reclaimed) when it is back.
@@ -198,6 +214,7 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 			return err
 		}
 	}
+	f.releaseDrained(ctx, time.Now())
 	rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
 	if err := f.measureClock(rctx); err != nil {
@@ -220,7 +237,59 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 	if err := f.readCounts(rctx); err != nil {
 		return err
 	}
+	if err := f.returnOrphans(rctx); err != nil {
+		return err
+	}
 	return f.scanHosts(rctx, time.Now())
+}
+
+// orphanAge is how long a URL may sit in the in-flight set of a partition this worker holds
+// without being one of its leases before returnOrphans puts it back: a Take whose reply was
+// lost (Redis went away mid-call) left it there.
+const orphanAge = 10 * time.Second
+
+// returnOrphans puts back the URLs in flight in held partitions that this worker does not know
+// it leased, once they are orphanAge old (an in-flight URL's score is its deadline, Take's time
+// plus the URL lease TTL, on Redis' clock).
+func (f *Frontier) returnOrphans(ctx context.Context) error {
+	f.mu.Lock()
+	mine := map[int]int{}
+	for _, l := range f.leases {
+		mine[l.Partition]++
+	}
+	var suspect []Ownership
+	for p, h := range f.parts {
+		if f.counts[p].InFlight > mine[p] {
+			suspect = append(suspect, h.o)
+		}
+	}
+	offset := f.offset
+	f.mu.Unlock()
+	takenBefore := time.Now().Add(offset).Add(-orphanAge).Add(f.s.opts.URLLeaseTTL)
+	for _, o := range suspect {
+		old, err := f.s.rdb.ZRangeByScore(ctx, f.s.k.inflight(o.Partition),
+			&redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(takenBefore.UnixMilli(), 10)}).Result()
+		if err != nil {
+			return err
+		}
+		for _, m := range old {
+			it, err := decodeItem(m)
+			if err != nil {
+				return err
+			}
+			f.mu.Lock()
+			_, leasedHere := f.leases[it.URL]
+			f.mu.Unlock()
+			if leasedHere {
+				continue
+			}
+			l := Lease{Lease: frontier.Lease{Entry: it.entry(), Attempts: it.Attempts}, Partition: o.Partition, member: m}
+			if err := f.s.PutBack(ctx, o, l); err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dropLapsed drops the partitions whose lease may have run out at now.
@@ -235,7 +304,7 @@ func (f *Frontier) dropLapsed(now time.Time) {
 }
 
 // sync makes the partitions in use those the keeper holds after a Tick that changed ch, and
-// releases the surplus once dropped.
+// starts draining the surplus.
 func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 	owned := map[int]Ownership{}
 	for _, o := range f.k.Owned(now) {
@@ -243,7 +312,14 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 	}
 	f.mu.Lock()
 	for _, p := range ch.Surplus {
-		delete(owned, p)
+		if h := f.parts[p]; h != nil && h.use == partActive {
+			h.use, h.since = partDraining, now
+			for name, v := range f.hosts {
+				if v.part == p {
+					delete(f.hosts, name)
+				}
+			}
+		}
 	}
 	for p := range f.parts {
 		if _, ok := owned[p]; !ok {
@@ -261,7 +337,25 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 		f.stats.Reacquired++
 	}
 	f.mu.Unlock()
-	for _, p := range ch.Surplus {
+}
+
+// releaseDrained releases the draining partitions whose requests have all ended, or which
+// have drained for a lease TTL (their requests are then cancelled).
+func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
+	f.mu.Lock()
+	busy := map[int]bool{}
+	for _, l := range f.leases {
+		busy[l.Partition] = true
+	}
+	var release []int
+	for p, h := range f.parts {
+		if h.use == partDraining && (!busy[p] || now.Sub(h.since) >= f.s.opts.LeaseTTL) {
+			f.dropLocked(p, "surplus")
+			release = append(release, p)
+		}
+	}
+	f.mu.Unlock()
+	for _, p := range release {
 		rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 		if err := f.k.Release(rctx, p); err != nil {
 			f.opts.Log.Warn("cannot release a surplus partition; its lease will run out", "partition", p, "err", err)
@@ -330,7 +424,7 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 	f.mu.Lock()
 	var ps []Ownership
 	for p, h := range f.parts {
-		if c := f.counts[p]; c.Queued > c.InFlight {
+		if c := f.counts[p]; c.Queued > c.InFlight && h.use == partActive {
 			ps = append(ps, h.o)
 		}
 	}
@@ -349,8 +443,8 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, o := range ps {
-		if h := f.parts[o.Partition]; h == nil || h.o.Epoch != o.Epoch {
-			continue // dropped meanwhile
+		if h := f.parts[o.Partition]; h == nil || h.o.Epoch != o.Epoch || h.use != partActive {
+			continue // dropped or draining meanwhile
 		}
 		for _, name := range cmds[i].Val() {
 			v := f.hosts[name]
@@ -376,7 +470,10 @@ func (f *Frontier) retryPutBacks(ctx context.Context) {
 	f.mu.Unlock()
 	for i, l := range pending {
 		err := f.s.PutBack(ctx, l.o, l.Lease)
-		if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
+		switch {
+		case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
+			f.refused(l.URL, err.Error())
+		case err != nil:
 			f.mu.Lock()
 			f.putBack = append(f.putBack, pending[i:]...)
 			f.mu.Unlock()
@@ -507,7 +604,7 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		f.dropLocked(p, "lapsed")
 		h = nil
 	}
-	if h == nil {
+	if h == nil || h.use != partActive {
 		delete(f.hosts, host)
 		f.mu.Unlock()
 		return frontier.Lease{}, false, nil
@@ -544,6 +641,7 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		// dropped while Take ran: the URL stays in flight until the next owner reclaims it
 		return frontier.Lease{}, false, nil
 	}
+	// (a partition that began draining while Take ran keeps this lease until it ends)
 	f.leases[l.URL] = leased{Lease: l, o: o}
 	return l.Lease, true, nil
 }
@@ -571,6 +669,7 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 		switch {
 		case err == nil:
 			f.forget(l, true)
+			f.count(l.Host, r)
 			return nil
 		case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
 			f.forget(l, false)
@@ -604,6 +703,26 @@ func (f *Frontier) forget(l leased, completed bool) {
 	}
 }
 
+// count adds a result this worker recorded to its host's counters.
+func (f *Frontier) count(host string, r frontier.Result) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.done[host]
+	if c == nil {
+		c = &frontier.HostCount{Host: host}
+		f.done[host] = c
+	}
+	switch r.Kind {
+	case frontier.Fetched:
+		c.Fetched++
+	case frontier.Failed:
+		c.Failed++
+		c.LastError = r.Detail
+	case frontier.Excluded:
+		c.Excluded++
+	}
+}
+
 func (f *Frontier) refused(url, why string) {
 	f.mu.Lock()
 	f.stats.Refused++
@@ -631,7 +750,10 @@ func (f *Frontier) Release(fl frontier.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
 	err := f.s.PutBack(ctx, l.o, l.Lease)
 	cancel()
-	if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
+	switch {
+	case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
+		f.refused(l.URL, err.Error())
+	case err != nil:
 		f.mu.Lock()
 		f.putBack = append(f.putBack, l)
 		f.mu.Unlock()
@@ -654,18 +776,30 @@ func (f *Frontier) Counts() frontier.Counts {
 	return f.counts.Sum()
 }
 
-// Hosts returns the hosts of the partitions in use, with the URLs of each this worker has in
-// flight (the crawl's per-host counters are not kept in Redis).
+// Hosts returns the hosts this worker crawled or holds, with the results it recorded for each
+// and the URLs it has in flight (the crawl's per-host counters are not kept in Redis).
 func (f *Frontier) Hosts() []frontier.HostCount {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	inflight := map[string]int{}
-	for _, l := range f.leases {
-		inflight[l.Host]++
+	m := make(map[string]frontier.HostCount, len(f.done)+len(f.hosts))
+	for name, c := range f.done {
+		m[name] = *c
 	}
-	out := make([]frontier.HostCount, 0, len(f.hosts))
 	for name := range f.hosts {
-		out = append(out, frontier.HostCount{Host: name, InFlight: inflight[name]})
+		if _, ok := m[name]; !ok {
+			m[name] = frontier.HostCount{Host: name}
+		}
+	}
+	for _, l := range f.leases {
+		c := m[l.Host]
+		c.Host = l.Host
+		c.InFlight++
+		c.Queued++
+		m[l.Host] = c
+	}
+	out := make([]frontier.HostCount, 0, len(m))
+	for _, c := range m {
+		out = append(out, c)
 	}
 	return out
 }

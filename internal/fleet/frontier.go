@@ -595,7 +595,9 @@ func (f *Frontier) NextAt(now time.Time) time.Time {
 
 // Lease takes host's next URL from Redis. It returns no lease, and no error, when the host's
 // partition is not in use (or lapsed), when the host has nothing ready, and when Redis cannot
-// be reached (the host then waits a second).
+// be reached (the host then waits a second). When it returns no lease, Ready(host) is false
+// until TakeReady names the host again: a caller that waits for a ready host never waits on
+// one that has nothing for it.
 func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, error) {
 	p := PartitionOf(host, f.s.opts.Partitions)
 	f.mu.Lock()
@@ -638,7 +640,9 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		return frontier.Lease{}, false, nil
 	}
 	if cur := f.parts[p]; cur == nil || cur.o.Epoch != o.Epoch {
-		// dropped while Take ran: the URL stays in flight until the next owner reclaims it
+		// dropped (and perhaps acquired again) while Take ran: the URL stays in flight until
+		// the partition's next Acquire reclaims it; the host is asked again at the next round
+		v.state, v.at = hostWaiting, time.Now().Add(f.opts.Refresh)
 		return frontier.Lease{}, false, nil
 	}
 	// (a partition that began draining while Take ran keeps this lease until it ends)

@@ -360,6 +360,15 @@ func TestFleetThreeWorkers(t *testing.T) {
 			t.Errorf("%s: no summary:\n%s", w.name, w.out)
 		}
 	}
+	// A worker joining the finished crawl without seeds learns it is over; one with another
+	// --scope mode is refused.
+	late := []string{"run", "--data", t.TempDir(), "--redis", f.srv.URL(), "--crawl", "t", "--partitions", "64"}
+	if code, out := crawlOutput(t, f.ctx, late...); code != exitOK || !strings.Contains(out, "crawl done") {
+		t.Errorf("a worker joining the finished crawl: exit %d, want 0:\n%s", code, out)
+	}
+	if code, out := crawlOutput(t, f.ctx, append(late, "--scope", "domain")...); code != exitUsage || !strings.Contains(out, "--scope host") {
+		t.Errorf("a worker with another --scope: exit %d, want %d naming the crawl's --scope host:\n%s", code, exitUsage, out)
+	}
 }
 
 // A worker killed mid-crawl and started again on its store: nothing is lost; only the URLs it

@@ -113,7 +113,7 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 		var took time.Duration
 		var hosts []string
 		args := append([]string{"--seeds", seeds, "--redis", rs.url(), "--crawl", "bench", "--lease-ttl", cfg.leaseTTL.String()}, cfg.flags...)
-		_, _, err := runWorkers(bin, tmp, "handover"+sig.String(), 2, args, cfg.timeout, func(procs []*exec.Cmd) error {
+		_, _, err := runWorkers(bin, tmp, "handover"+sig.String(), 2, args, cfg.timeout, func(procs []*worker) error {
 			took, hosts, err = handover(web, rs.rdb, procs, sig, want/4)
 			return err
 		})
@@ -126,8 +126,9 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 }
 
 // handover waits until the web served after pages, stops the worker owning the first host's
-// partition with sig, and returns how long until one of its hosts got a request again.
-func handover(web *simweb.Web, rdb *redis.Client, procs []*exec.Cmd, sig syscall.Signal, after int) (time.Duration, []string, error) {
+// partition with sig, and returns how long from the signal until one of its hosts got a
+// request that came after the worker exited.
+func handover(web *simweb.Web, rdb *redis.Client, procs []*worker, sig syscall.Signal, after int) (time.Duration, []string, error) {
 	for servedPages(web) < after {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -144,13 +145,14 @@ func handover(web *simweb.Web, rdb *redis.Client, procs []*exec.Cmd, sig syscall
 	}
 	for tok, hosts := range owners {
 		for _, c := range procs {
-			if !strings.Contains(tok, fmt.Sprintf("-%d-", c.Process.Pid)) {
+			if !strings.Contains(tok, fmt.Sprintf("-%d-", c.cmd.Process.Pid)) {
 				continue
 			}
-			if err := c.Process.Signal(sig); err != nil {
+			if err := c.cmd.Process.Signal(sig); err != nil {
 				return 0, nil, err
 			}
 			t0 := time.Now()
+			<-c.exited // its requests all arrived before
 			stats := web.Stats()
 			base := map[string]int{}
 			for _, h := range hosts {
@@ -174,10 +176,11 @@ func handover(web *simweb.Web, rdb *redis.Client, procs []*exec.Cmd, sig syscall
 // runWorkers runs n `crawl run` processes with args (each with its own --data under tmp) to
 // their end and returns them and the wall time until the last exited. during, if not nil, runs
 // once they started; a process it stopped need not exit 0.
-func runWorkers(bin, tmp, name string, n int, args []string, timeout time.Duration, during func([]*exec.Cmd) error) ([]*exec.Cmd, time.Duration, error) {
+func runWorkers(bin, tmp, name string, n int, args []string, timeout time.Duration, during func([]*worker) error) ([]*exec.Cmd, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var procs []*exec.Cmd
+	var ws []*worker
 	var outs []*strings.Builder
 	start := time.Now()
 	for i := range n {
@@ -190,14 +193,17 @@ func runWorkers(bin, tmp, name string, n int, args []string, timeout time.Durati
 		if err := c.Start(); err != nil {
 			return nil, 0, err
 		}
-		procs, outs = append(procs, c), append(outs, out)
+		w := &worker{cmd: c, exited: make(chan struct{})}
+		go func() { w.err = c.Wait(); close(w.exited) }()
+		procs, ws, outs = append(procs, c), append(ws, w), append(outs, out)
 	}
 	var duringErr error
 	if during != nil {
-		duringErr = during(procs)
+		duringErr = during(ws)
 	}
-	for i, c := range procs {
-		err := c.Wait()
+	for i, w := range ws {
+		<-w.exited
+		err := w.err
 		if ctx.Err() != nil {
 			return nil, 0, fmt.Errorf("%s worker %d: crawl killed after %s: %s", name, i, timeout, outs[i])
 		}
@@ -206,6 +212,13 @@ func runWorkers(bin, tmp, name string, n int, args []string, timeout time.Durati
 		}
 	}
 	return procs, time.Since(start), duringErr
+}
+
+// worker is a running `crawl run` process.
+type worker struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd.Wait returned
+	err    error         // what it returned
 }
 
 // cpuOf is the user + system CPU time the processes used.

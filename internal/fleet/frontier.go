@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -62,7 +63,9 @@ type Frontier struct {
 	fresh   []string             // hosts that became ready since TakeReady
 	leases  map[string]leased    // URLs in flight, by URL
 	putBack []leased             // leases Release could not hand back (Redis unreachable)
-	counts  Partitions           // the last read (nil before the first)
+	counts  Partitions           // every partition's, read at one instant (nil before the first read)
+	full    time.Time            // when counts was read
+	held    map[int]PartCounts   // the partitions in use, read at the last round
 	dirty   bool                 // counts predate an Add or Exclude of this worker
 	offset  time.Duration        // Redis' clock minus the local clock
 	link    linkState
@@ -131,7 +134,7 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
 		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
-		dirty: true, done: map[string]*frontier.HostCount{},
+		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{},
 	}
 }
 
@@ -145,7 +148,8 @@ func (f *Frontier) Stats() FrontierStats {
 // Run keeps the frontier current until ctx is cancelled: it ticks the Keeper about every sixth
 // of the lease TTL (so renewals, due at a third, are never late by more than that), drops the
 // partitions that lapsed or were lost, drains and releases the surplus, forwards the
-// outboxes of the partitions held, reads the crawl's counters and lists the hosts with work.
+// outboxes of the partitions held, reads the counters of those (and every second, or every round when
+// it has nothing in flight, every partition's) and lists the hosts with work.
 // While Redis is unreachable it retries with a back-off up to 2 s; partitions lapse meanwhile
 // and are acquired again (their in-flight URLs reclaimed) when it is back.
 func (f *Frontier) Run(ctx context.Context) {
@@ -221,10 +225,13 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 		return err
 	}
 	f.retryPutBacks(rctx)
+	if err := f.readHeld(rctx); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	var forward []Ownership
 	for p, h := range f.parts {
-		if f.counts == nil || f.counts[p].Outbox > 0 {
+		if f.held[p].Outbox > 0 {
 			forward = append(forward, h.o)
 		}
 	}
@@ -234,8 +241,13 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 			return err
 		}
 	}
-	if err := f.readCounts(rctx); err != nil {
-		return err
+	f.mu.Lock()
+	due := f.counts == nil || f.dirty || len(f.leases) == 0 || now.Sub(f.full) >= fullEvery
+	f.mu.Unlock()
+	if due {
+		if err := f.readCounts(rctx); err != nil {
+			return err
+		}
 	}
 	if err := f.returnOrphans(rctx); err != nil {
 		return err
@@ -259,7 +271,7 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 	}
 	var suspect []Ownership
 	for p, h := range f.parts {
-		if f.counts[p].InFlight > mine[p] {
+		if f.held[p].InFlight > mine[p] {
 			suspect = append(suspect, h.o)
 		}
 	}
@@ -400,6 +412,47 @@ func (f *Frontier) measureClock(ctx context.Context) error {
 	return nil
 }
 
+// fullEvery is how often a worker with URLs in flight (which cannot be idle) reads every
+// partition's counters, for Counts; one with none reads them at every round, to learn
+// promptly that the crawl is over.
+const fullEvery = time.Second
+
+// readHeld reads the counters of the partitions in use.
+func (f *Frontier) readHeld(ctx context.Context) error {
+	f.mu.Lock()
+	ps := make([]int, 0, len(f.parts))
+	for p := range f.parts {
+		ps = append(ps, p)
+	}
+	f.mu.Unlock()
+	held := make(map[int]PartCounts, len(ps))
+	if len(ps) > 0 {
+		pipe := f.s.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, len(ps))
+		for i, p := range ps {
+			cmds[i] = pipe.HMGet(ctx, f.s.k.counts(p), "queued", "inflight", "outbox")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("fleet: read counts: %w", err)
+		}
+		for i, p := range ps {
+			var n [3]int
+			for j, v := range cmds[i].Val() {
+				if s, ok := v.(string); ok {
+					n[j], _ = strconv.Atoi(s)
+				}
+			}
+			var c PartCounts
+			c.Queued, c.InFlight, c.Outbox = n[0], n[1], n[2]
+			held[p] = c
+		}
+	}
+	f.mu.Lock()
+	f.held = held
+	f.mu.Unlock()
+	return nil
+}
+
 // readCounts reads the crawl's counters.
 func (f *Frontier) readCounts(ctx context.Context) error {
 	f.mu.Lock()
@@ -413,7 +466,7 @@ func (f *Frontier) readCounts(ctx context.Context) error {
 		return err
 	}
 	f.mu.Lock()
-	f.counts = ps
+	f.counts, f.full = ps, time.Now()
 	f.mu.Unlock()
 	return nil
 }
@@ -424,7 +477,7 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 	f.mu.Lock()
 	var ps []Ownership
 	for p, h := range f.parts {
-		if c := f.counts[p]; c.Queued > c.InFlight && h.use == partActive {
+		if c := f.held[p]; c.Queued > c.InFlight && h.use == partActive {
 			ps = append(ps, h.o)
 		}
 	}
@@ -672,16 +725,16 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 		cancel()
 		switch {
 		case err == nil:
-			f.forget(l, true)
+			f.forget(l)
 			f.count(l.Host, r)
 			return nil
 		case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
-			f.forget(l, false)
+			f.forget(l)
 			f.refused(l.URL, err.Error())
 			return nil
 		}
 		if !f.mayHold(l.o, time.Now().Add(backoff)) {
-			f.forget(l, false)
+			f.forget(l)
 			f.refused(l.URL, "partition lapsed while Redis was unreachable: "+err.Error())
 			return nil
 		}
@@ -698,13 +751,10 @@ func (f *Frontier) mayHold(o Ownership, at time.Time) bool {
 	return h != nil && h.o.Epoch == o.Epoch && h.o.StateAt(at) != Lapsed
 }
 
-func (f *Frontier) forget(l leased, completed bool) {
+func (f *Frontier) forget(l leased) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.leases, l.URL)
-	if completed {
-		f.dirty = true
-	}
 }
 
 // count adds a result this worker recorded to its host's counters.
@@ -764,8 +814,8 @@ func (f *Frontier) Release(fl frontier.Lease) {
 	}
 }
 
-// Counts returns the crawl's counters (all workers), as of Run's last round, or read now if
-// this worker added URLs since.
+// Counts returns the crawl's counters (all workers) as of Run's last read of every partition
+// (at most a second old), or read now if this worker added URLs since.
 func (f *Frontier) Counts() frontier.Counts {
 	f.mu.Lock()
 	dirty := f.dirty
@@ -808,8 +858,9 @@ func (f *Frontier) Hosts() []frontier.HostCount {
 	return out
 }
 
-// Idle reports whether the whole crawl is over: at Run's last round nothing was queued, delayed,
-// in flight or in an outbox in any partition, and this worker holds no lease.
+// Idle reports whether the whole crawl is over: at Run's last read of every partition nothing
+// was queued, delayed, in flight or in an outbox in any of them, this worker added nothing
+// since, and it holds no lease.
 func (f *Frontier) Idle() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,7 @@ type Frontier struct {
 	mu      sync.Mutex
 	parts   map[int]*held        // partitions in use
 	hosts   map[string]*hostView // hosts of the partitions in use that had work
+	waiting waitHeap             // hosts waiting, earliest first; entries of hosts since changed are stale
 	fresh   []string             // hosts that became ready since TakeReady
 	leases  map[string]leased    // URLs in flight, by URL
 	putBack []leased             // leases Release could not hand back (Redis unreachable)
@@ -608,15 +610,42 @@ func sleep(d time.Duration) {
 func (f *Frontier) TakeReady(now time.Time) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for name, v := range f.hosts {
-		if v.state == hostWaiting && !now.Before(v.at) {
+	for len(f.waiting) > 0 && !now.Before(f.waiting[0].at) {
+		w := heap.Pop(&f.waiting).(waitEntry)
+		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && v.at.Equal(w.at) {
 			v.state = hostReady
-			f.fresh = append(f.fresh, name)
+			f.fresh = append(f.fresh, w.host)
 		}
 	}
 	out := f.fresh
 	f.fresh = nil
 	return out
+}
+
+// waitLocked makes host (view v) wait until at (f.mu held).
+func (f *Frontier) waitLocked(host string, v *hostView, at time.Time) {
+	v.state, v.at = hostWaiting, at
+	heap.Push(&f.waiting, waitEntry{at: at, host: host})
+}
+
+// waitEntry is a host waiting until at.
+type waitEntry struct {
+	at   time.Time
+	host string
+}
+
+// waitHeap is a min-heap of waiting hosts by time (container/heap).
+type waitHeap []waitEntry
+
+func (h waitHeap) Len() int           { return len(h) }
+func (h waitHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *waitHeap) Push(x any)        { *h = append(*h, x.(waitEntry)) }
+func (h *waitHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 // Ready reports whether host may have a URL ready to lease.
@@ -633,10 +662,13 @@ func (f *Frontier) NextAt(now time.Time) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var at time.Time
-	for _, v := range f.hosts {
-		if v.state == hostWaiting && (at.IsZero() || v.at.Before(at)) {
-			at = v.at
+	for len(f.waiting) > 0 {
+		w := f.waiting[0]
+		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && v.at.Equal(w.at) {
+			at = w.at
+			break
 		}
+		heap.Pop(&f.waiting) // stale
 	}
 	if !f.idleLocked() {
 		if poll := now.Add(f.opts.Refresh); at.IsZero() || poll.Before(at) {
@@ -683,19 +715,19 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		f.dropLocked(p, "fenced")
 		return frontier.Lease{}, false, nil
 	case err != nil:
-		v.state, v.at = hostWaiting, time.Now().Add(time.Second)
+		f.waitLocked(host, v, time.Now().Add(time.Second))
 		return frontier.Lease{}, false, nil
 	case !ok && next.IsZero():
 		v.state = hostDrained
 		return frontier.Lease{}, false, nil
 	case !ok:
-		v.state, v.at = hostWaiting, next.Add(-f.offset)
+		f.waitLocked(host, v, next.Add(-f.offset))
 		return frontier.Lease{}, false, nil
 	}
 	if cur := f.parts[p]; cur == nil || cur.o.Epoch != o.Epoch {
 		// dropped (and perhaps acquired again) while Take ran: the URL stays in flight until
 		// the partition's next Acquire reclaims it; the host is asked again at the next round
-		v.state, v.at = hostWaiting, time.Now().Add(f.opts.Refresh)
+		f.waitLocked(host, v, time.Now().Add(f.opts.Refresh))
 		return frontier.Lease{}, false, nil
 	}
 	// (a partition that began draining while Take ran keeps this lease until it ends)

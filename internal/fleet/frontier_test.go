@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -247,5 +248,48 @@ func TestFrontierDrainsSurplus(t *testing.T) {
 	}
 	if c := a.Counts(); c.Fetched != 6 || c.Queued != 0 {
 		t.Errorf("counts %+v; want 6 fetched once each", c)
+	}
+}
+
+// A URL completed as Retry waits for its time, on Redis' clock: its host is not ready before,
+// TakeReady names it again after, and the lease then counts the attempt.
+func TestFrontierRetryWaits(t *testing.T) {
+	rdb := newRedis(t)
+	s := newStore(t, rdb, "a", &Options{Partitions: 4, LeaseTTL: 2 * time.Second})
+	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond})
+	runFrontier(t, f)
+	if _, err := f.Add(entries("h", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitOwned(t, f, 4)
+	l := leaseOne(t, f, "h")
+	f.TakeReady(time.Now()) // the news of h so far
+	const wait = 400 * time.Millisecond
+	if err := f.Complete(l, frontier.Result{Kind: frontier.Retry, NotBefore: time.Now().Add(wait)}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, ok, err := f.Lease(time.Now(), "h"); ok || err != nil {
+		t.Fatalf("leased a URL waiting for its retry: ok %v, err %v", ok, err)
+	}
+	if f.Ready("h") {
+		t.Error("host ready while its only URL waits")
+	}
+	for {
+		now := time.Now()
+		if slices.Contains(f.TakeReady(now), "h") {
+			if now.Sub(start) < wait-100*time.Millisecond {
+				t.Errorf("host ready again after %v, before its retry time (%v)", now.Sub(start), wait)
+			}
+			break
+		}
+		if now.Sub(start) > 10*time.Second {
+			t.Fatal("host never ready again")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	l2 := leaseOne(t, f, "h")
+	if l2.URL != l.URL || l2.Attempts != 1 {
+		t.Errorf("lease after the retry: %s attempts %d; want %s attempts 1", l2.URL, l2.Attempts, l.URL)
 	}
 }

@@ -159,12 +159,19 @@ func (f *fleetRun) wait(w *worker) int {
 	case <-w.exited:
 	case <-f.ctx.Done():
 		dump := f.dump()
+		var others strings.Builder
+		for _, o := range f.all() {
+			if o != w {
+				out := o.out.String()
+				fmt.Fprintf(&others, "%s:\n%s\n", o.name, out[max(0, len(out)-4000):])
+			}
+		}
 		w.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, to see where it waits
 		select {
 		case <-w.exited:
 		case <-time.After(5 * time.Second):
 		}
-		f.t.Fatalf("%s did not exit in time:\n%s\nRedis:\n%s", w.name, w.out, dump)
+		f.t.Fatalf("%s did not exit in time:\n%s\nRedis:\n%s\nthe other workers:\n%s", w.name, w.out, dump, &others)
 	}
 	return w.cmd.ProcessState.ExitCode()
 }

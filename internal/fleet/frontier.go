@@ -712,7 +712,11 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 	}
 	switch {
 	case errors.Is(err, ErrFenced):
-		f.dropLocked(p, "fenced")
+		if cur := f.parts[p]; cur != nil && cur.o.Epoch == o.Epoch {
+			f.dropLocked(p, "fenced")
+		} else { // acquired again meanwhile: ask again at the next round
+			f.waitLocked(host, v, time.Now().Add(f.opts.Refresh))
+		}
 		return frontier.Lease{}, false, nil
 	case err != nil:
 		f.waitLocked(host, v, time.Now().Add(time.Second))

@@ -474,7 +474,8 @@ func (f *Frontier) readCounts(ctx context.Context) error {
 }
 
 // scanHosts lists the hosts with work of the partitions in use that have URLs not in flight,
-// and makes ready those new to the worker or drained before (new URLs came).
+// and makes ready those new to the worker, drained before (new URLs came), or waiting for a
+// retry while new URLs came to their queue.
 func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 	f.mu.Lock()
 	var ps []Ownership
@@ -488,15 +489,19 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	pipe := f.s.rdb.Pipeline()
-	cmds := make([]interface{ Val() []string }, len(ps))
+	cmds := make([]*redis.StringSliceCmd, len(ps))
 	for i, o := range ps {
 		cmds[i] = pipe.SMembers(ctx, f.s.k.hosts(o.Partition))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
+	type waiting struct {
+		host string
+		o    Ownership
+	}
+	var asked []waiting
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for i, o := range ps {
 		if h := f.parts[o.Partition]; h == nil || h.o.Epoch != o.Epoch || h.use != partActive {
 			continue // dropped or draining meanwhile
@@ -508,10 +513,33 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 				f.hosts[name] = &hostView{part: o.Partition, state: hostReady}
 			case v.state == hostDrained:
 				v.state = hostReady
+			case v.state == hostWaiting:
+				asked = append(asked, waiting{name, o})
+				continue
 			default:
 				continue
 			}
 			f.fresh = append(f.fresh, name)
+		}
+	}
+	f.mu.Unlock()
+	if len(asked) == 0 {
+		return nil
+	}
+	pipe = f.s.rdb.Pipeline()
+	lens := make([]*redis.IntCmd, len(asked))
+	for i, w := range asked {
+		lens[i] = pipe.LLen(ctx, f.s.k.queue(w.o.Partition, w.host))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, w := range asked {
+		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && lens[i].Val() > 0 {
+			v.state = hostReady
+			f.fresh = append(f.fresh, w.host)
 		}
 	}
 	return nil

@@ -293,3 +293,35 @@ func TestFrontierRetryWaits(t *testing.T) {
 		t.Errorf("lease after the retry: %s attempts %d; want %s attempts 1", l2.URL, l2.Attempts, l.URL)
 	}
 }
+
+// A host whose only URL waits for a distant retry is ready again as soon as a new URL of it
+// is queued: the retry does not hold the host's other URLs back.
+func TestFrontierNewURLOvertakesRetry(t *testing.T) {
+	rdb := newRedis(t)
+	s := newStore(t, rdb, "a", &Options{Partitions: 4, LeaseTTL: 2 * time.Second})
+	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond})
+	runFrontier(t, f)
+	if _, err := f.Add(entries("h", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitOwned(t, f, 4)
+	l := leaseOne(t, f, "h")
+	if err := f.Complete(l, frontier.Result{Kind: frontier.Retry, NotBefore: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := f.Lease(time.Now(), "h"); ok || err != nil {
+		t.Fatalf("leased a URL waiting an hour for its retry: ok %v, err %v", ok, err)
+	}
+	f.TakeReady(time.Now())
+	if _, err := f.Add([]frontier.Entry{{URL: "http://h/new", Host: "h", Depth: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); !slices.Contains(f.TakeReady(time.Now()), "h"); time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("a host waiting for a retry is not ready when a new URL of it is queued")
+		}
+	}
+	if l := leaseOne(t, f, "h"); l.URL != "http://h/new" {
+		t.Errorf("leased %s, want the new URL", l.URL)
+	}
+}

@@ -88,7 +88,12 @@ const runSynopsis = `usage: crawl run [URL...] [--seeds FILE|-] --data DIR [flag
 
 Crawls from the seeds (URLs given as arguments, a seed file, or stdin with --seeds -) until
 nothing in scope is left. On a DIR that holds a crawl, resumes it with its stored settings;
-seeds are then optional. A bare host name (www.example.com) is crawled as https://.`
+seeds are then optional. A bare host name (www.example.com) is crawled as https://.
+
+With --redis redis://HOST:PORT/DB, the process is one worker of the crawl --crawl NAME shared
+through Redis: it joins it (or starts it; seeds are optional when joining), crawls the hosts
+of its share of the partitions, keeps its pages in its own --data DIR, and exits 0 when the
+whole shared crawl is done.`
 
 func runCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("run", runSynopsis)

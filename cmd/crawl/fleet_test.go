@@ -356,6 +356,10 @@ func (f *fleetRun) busiest() *worker {
 func TestFleetThreeWorkers(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, fleetWeb(), steadyLease)
+	// A worker given no seeds for a shared crawl that has none: a usage error.
+	if code, out := crawlOutput(t, f.ctx, "run", "--data", t.TempDir(), "--redis", f.srv.URL(), "--crawl", "empty"); code != exitUsage || !strings.Contains(out, "shared crawl holds no URL") {
+		t.Errorf("a worker without seeds on an empty crawl: exit %d, want %d:\n%s", code, exitUsage, out)
+	}
 	start := time.Now()
 	ws := []*worker{f.start(""), f.start(""), f.start("")}
 	f.finish(ws...)

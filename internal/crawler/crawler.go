@@ -170,7 +170,11 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 	if cn := c.fr.Counts(); cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
 		// e.g. the first run was killed before its seeds were committed
 		db.Close()
-		return nil, fmt.Errorf("%s holds no URL to resume; give seed URLs or --seeds FILE (%w)", cfg.Dir, ErrUsage)
+		where := cfg.Dir
+		if sh != nil {
+			where = "the shared crawl"
+		}
+		return nil, fmt.Errorf("%s holds no URL to resume; give seed URLs or --seeds FILE (%w)", where, ErrUsage)
 	}
 	return c, nil
 }

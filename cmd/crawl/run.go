@@ -88,7 +88,12 @@ const runSynopsis = `usage: crawl run [URL...] [--seeds FILE|-] --data DIR [flag
 
 Crawls from the seeds (URLs given as arguments, a seed file, or stdin with --seeds -) until
 nothing in scope is left. On a DIR that holds a crawl, resumes it with its stored settings;
-seeds are then optional. A bare host name (www.example.com) is crawled as https://.`
+seeds are then optional. A bare host name (www.example.com) is crawled as https://.
+
+With --redis redis://HOST:PORT/DB, the process is one worker of the crawl --crawl NAME shared
+through Redis: it joins it (or starts it; seeds are optional when joining), crawls the hosts
+of its share of the partitions, keeps its pages in its own --data DIR, and exits 0 when the
+whole shared crawl is done.`
 
 func runCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("run", runSynopsis)
@@ -107,6 +112,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.RecrawlOlderThan, "older-than", 0, "with --recrawl, revisit only the pages last visited at least this long ago (e.g. 24h)")
 	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
+	shared := fleetFlags(fs)
 	argSeeds, code, ok := flags.parse(args, stdout, stderr)
 	if !ok {
 		return code
@@ -116,6 +122,12 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Dir = *dir
+	if shared.redisURL != "" {
+		if bad := sharedUnsupported(fs); len(bad) > 0 {
+			fmt.Fprintf(stderr, "crawl run: %s cannot be used with --redis (a shared crawl does not revise URLs already seen)\n", strings.Join(bad, ", "))
+			return exitUsage
+		}
+	}
 	if err := applyStored(fs, *dir); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitRuntime
@@ -127,7 +139,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		cfg.Seeds = urls
-	} else if !storeExists(*dir) {
+	} else if !storeExists(*dir) && shared.redisURL == "" {
 		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give seed URLs or --seeds FILE to start one\n", *dir)
 		return exitUsage
 	}
@@ -175,7 +187,11 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	out.beforeClose = prof.writeHeap
 	defer gcfloor.Start(gcFloor)()
-	code = crawl(*cfg, out, stdout, stderr)
+	if shared.redisURL != "" {
+		code = crawlShared(*cfg, shared, out, stdout, stderr)
+	} else {
+		code = crawl(*cfg, out, stdout, stderr)
+	}
 	if err := stop(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 	}
@@ -244,6 +260,12 @@ func setRetry(cfg *crawler.Config, v string) error {
 
 // crawl runs one crawl to its end with signal handling and prints the summary.
 func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int {
+	return crawlWith(cfg, out, stdout, stderr, crawler.Open)
+}
+
+// crawlWith is crawl with the crawler opened by open (crawler.Open, or a worker of a shared
+// crawl).
+func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer, open func(crawler.Config) (*crawler.Crawler, error)) int {
 	sigCtx, stop := interruptible(stderr)
 	defer stop()
 	ctx := sigCtx
@@ -258,7 +280,7 @@ func crawl(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer) int
 		return exitRuntime
 	}
 	defer w.close()
-	c, err := crawler.Open(cfg)
+	c, err := open(cfg)
 	if errors.Is(err, crawler.ErrUsage) {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return exitUsage

@@ -12,6 +12,7 @@
 //	go run ./internal/bench -scenario broad -hosts 10 -host-pages 1   # mostly the two-host crawl: CPU per 12 KB page
 //	go run ./internal/bench -scenario links -links 6,40,150 -max-pages 30000   # CPU per discovered link
 //	go run ./internal/bench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
+//	go run ./internal/bench -scenario fleet -workers 1,2,3   # shared crawls through redis-server against bbolt, and handover times
 //
 // The broad and links scenarios run the crawl binary (built from ./cmd/crawl, so run the bench from the
 // repository's root) as a separate process, so that its peak RSS and CPU time are its own.
@@ -41,7 +42,7 @@ import (
 var tune func(*crawler.Config)
 
 func main() {
-	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky, broad, links, recrawl or all (all but broad, links and recrawl)")
+	scenario := flag.String("scenario", "politeness", "politeness, throughput, flaky, broad, links, recrawl, fleet or all (all but broad, links, recrawl and fleet)")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts); recrawl: pages of its one host")
@@ -56,8 +57,8 @@ func main() {
 	flag.DurationVar(&bc.dnsDelay, "dns-delay", 0, "broad: the loopback DNS server holds each answer this long")
 	flag.IntVar(&bc.thrPages, "throughput-pages", 4000, "broad: pages per host of the two-host unlimited crawl that measures the crawler's pages/s")
 	flag.IntVar(&bc.pageKB, "page-kb", 12, "broad: about how big the two-host crawl's pages are, in KB (0: simweb's own, 1–4 KB of text, ~3 KB)")
-	flag.StringVar(&bc.crawlBin, "crawl", "", "broad: the crawl binary to run (default: go build ./cmd/crawl)")
-	crawlFlags := flag.String("crawl-flags", "", "broad: more flags for both `crawl run`s, space-separated (e.g. \"--workers 64\")")
+	flag.StringVar(&bc.crawlBin, "crawl", "", "broad, links, fleet: the crawl binary to run (default: go build ./cmd/crawl)")
+	crawlFlags := flag.String("crawl-flags", "", "broad, fleet: more flags for every `crawl run`, space-separated (e.g. \"--workers 64\")")
 	thrFlags := flag.String("throughput-flags", "", "broad: more flags for the two-host `crawl run` only (e.g. \"--cpuprofile /tmp/cpu.prof\")")
 	flag.DurationVar(&bc.timeout, "timeout", 30*time.Minute, "broad, links: each crawl is killed after this")
 	var lc linksConfig
@@ -65,7 +66,20 @@ func main() {
 	flag.IntVar(&lc.pages, "link-host-pages", 200_000, "links: pages per host of the two hosts")
 	flag.IntVar(&lc.maxPages, "max-pages", 30_000, "links: --max-pages of each crawl")
 	flag.IntVar(&lc.rounds, "rounds", 1, "links: crawls of each figure, interleaved")
+	var fc fleetConfig
+	workersList := flag.String("workers", "1,2,3", "fleet: worker processes of each shared crawl")
+	flag.IntVar(&fc.hosts, "fleet-hosts", 8, "fleet: unlimited hosts in the web")
+	flag.IntVar(&fc.pages, "fleet-pages", 1500, "fleet: pages per host")
+	flag.DurationVar(&fc.leaseTTL, "lease-ttl", 2*time.Second, "fleet: the workers' --lease-ttl (a killed worker's hosts move after it)")
 	flag.Parse()
+	for _, f := range strings.Split(*workersList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -workers: %q is not a number of workers\n", f)
+			os.Exit(2)
+		}
+		fc.workers = append(fc.workers, n)
+	}
 	bc.crawlFlags = strings.Fields(*crawlFlags)
 	lc.pageKB = max(bc.pageKB, 1)
 	for _, f := range strings.Split(*linksList, ",") {
@@ -95,6 +109,9 @@ func main() {
 		err = recrawl(os.Stdout, *seed, *pages)
 	case "links":
 		err = linkCosts(os.Stdout, bc.crawlBin, lc, bc.crawlFlags, bc.timeout, *seed)
+	case "fleet":
+		fc.crawlBin, fc.flags, fc.timeout, fc.seed = bc.crawlBin, bc.crawlFlags, bc.timeout, *seed
+		err = fleetBench(os.Stdout, fc)
 	case "all":
 		if err = politeness(os.Stdout, *seed, *grace, *scale); err == nil {
 			err = throughput(os.Stdout, *seed, *pages, *data)

@@ -55,6 +55,7 @@ type Crawler struct {
 	log    *slog.Logger
 	db     *storage.DB
 	fr     Frontier
+	shared *Shared // nil: the frontier, host state and scope are the store's own
 	reg    *hostlimit.Registry
 	client *fetch.Client
 	agent  string // robots.txt product token from the user agent
@@ -93,7 +94,13 @@ type Crawler struct {
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
 // them. Seeds already seen are not enqueued again, so Open on an existing store resumes.
-func Open(cfg Config) (*Crawler, error) {
+func Open(cfg Config) (*Crawler, error) { return open(cfg, nil) }
+
+// OpenShared opens a worker of a crawl shared by several (see Shared): the store in cfg.Dir
+// keeps this worker's pages, sh the rest. cfg.Seeds, if any, are added to the shared crawl.
+func OpenShared(cfg Config, sh *Shared) (*Crawler, error) { return open(cfg, sh) }
+
+func open(cfg Config, sh *Shared) (*Crawler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,10 +108,16 @@ func Open(cfg Config) (*Crawler, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr, err := frontier.Open(db, &frontier.Options{HostBudget: cfg.MaxHostPages})
-	if err != nil {
+	var fr Frontier
+	var local *frontier.Frontier
+	var states hostlimit.StateStore = db
+	if sh != nil {
+		fr, states = storePages(sh.Frontier, db), sh.HostStates
+	} else if local, err = frontier.Open(db, &frontier.Options{HostBudget: cfg.MaxHostPages}); err != nil {
 		db.Close()
 		return nil, err
+	} else {
+		fr = local
 	}
 	res := fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer})
 	c := &Crawler{
@@ -112,6 +125,7 @@ func Open(cfg Config) (*Crawler, error) {
 		log:    cfg.logger(),
 		db:     db,
 		fr:     fr,
+		shared: sh,
 		agent:  cmp.Or(cfg.RobotsAgent, robots.AgentToken(cfg.UserAgent)),
 		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
@@ -126,8 +140,8 @@ func Open(cfg Config) (*Crawler, error) {
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
-	}, DemandByCaller: true, IdleEvict: hostIdle, MaxWindowOf: maxWindows(cfg)}, db)
-	if err := c.loadScope(fr); err != nil {
+	}, DemandByCaller: true, IdleEvict: hostIdle, MaxWindowOf: maxWindows(cfg)}, states)
+	if err := c.loadScope(local); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -145,14 +159,23 @@ func Open(cfg Config) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
-	if c.changes, c.revised, err = c.settle(fr); err != nil {
+	if sh == nil {
+		c.changes, c.revised, err = c.settle(local)
+	} else if len(cfg.Seeds) == 0 {
+		err = c.saveScope() // learn the scope the other workers' seeds set
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	if cn := fr.Counts(); cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
+	if cn := c.fr.Counts(); cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
 		// e.g. the first run was killed before its seeds were committed
 		db.Close()
-		return nil, fmt.Errorf("%s holds no URL to resume; give seed URLs or --seeds FILE (%w)", cfg.Dir, ErrUsage)
+		where := cfg.Dir
+		if sh != nil {
+			where = "the shared crawl"
+		}
+		return nil, fmt.Errorf("%s holds no URL to resume; give seed URLs or --seeds FILE (%w)", where, ErrUsage)
 	}
 	return c, nil
 }
@@ -162,6 +185,9 @@ func Open(cfg Config) (*Crawler, error) {
 // --allow-private-networks is given.
 func (c *Crawler) guard(seeds []string) (*netguard.Guard, error) {
 	g := &netguard.Guard{AllowAll: c.cfg.AllowPrivate}
+	if c.shared != nil {
+		return c.sharedGuard(g, seeds)
+	}
 	var saved []string
 	if b, ok, err := c.db.Meta("private-ranges"); err != nil {
 		return nil, err
@@ -247,6 +273,9 @@ type scopeMeta struct {
 // seeds: their registrable domains, or their hosts.
 func (c *Crawler) loadScope(fr *frontier.Frontier) error {
 	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, DenyExt: c.cfg.DenyExt, Allowed: map[string]bool{}}
+	if c.shared != nil {
+		return nil // saveScope merges this worker's seeds with the shared crawl's
+	}
 	b, ok, err := c.db.Meta("scope")
 	if err != nil || !ok {
 		return err
@@ -271,8 +300,12 @@ func (c *Crawler) loadScope(fr *frontier.Frontier) error {
 	return nil
 }
 
-// saveScope stores the scope, for the next run.
+// saveScope stores the scope, for the next run (a shared crawl's: merges it with the other
+// workers').
 func (c *Crawler) saveScope() error {
+	if c.shared != nil {
+		return c.mergeScope()
+	}
 	m := scopeMeta{Mode: c.scope.Mode}
 	for k := range c.scope.Allowed {
 		m.Allowed = append(m.Allowed, k)
@@ -679,6 +712,9 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	gate, ok := c.gates.key(host)
 	if !ok { // its address is being looked up (--key-by-ip): look again shortly
 		return job{}, now.Add(50 * time.Millisecond), nil
+	}
+	if c.shared != nil && c.shared.HostContext != nil {
+		fetchCtx = c.shared.HostContext(fetchCtx, host)
 	}
 	rs, err := c.robotsFor(host)
 	if err != nil {

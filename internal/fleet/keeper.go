@@ -17,7 +17,7 @@ import (
 // in-flight URLs) or by naming its surplus. A worker is alive while its heartbeat is younger
 // than the lease TTL, on Redis' clock.
 //
-// One goroutine ticks a Keeper, about every third of the lease TTL; Owned, Release and the
+// One goroutine ticks a Keeper, at least every third of the lease TTL; Owned, Release and the
 // HostStates store may be used from others (mu is held for the whole of a Tick).
 type Keeper struct {
 	s     *Store

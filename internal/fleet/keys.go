@@ -67,3 +67,7 @@ func validName(name string) error {
 	}
 	return nil
 }
+
+// shared names a crawl-wide setting every worker reads (Store.Union, Store.Settle): one key of
+// its own, outside any partition.
+func (k keys) shared(name string) string { return "crawl:" + k.crawl + ":shared:" + name }

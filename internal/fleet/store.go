@@ -62,20 +62,21 @@ type Lease struct {
 
 // item is a queued URL as stored in a queue, the delayed set and the in-flight set.
 type item struct {
-	URL      string `json:"u"`
-	Host     string `json:"o"`
-	Depth    int    `json:"d,omitempty"`
-	Hops     int    `json:"h,omitempty"`
-	Parent   string `json:"p,omitempty"`
-	Attempts int    `json:"a,omitempty"`
+	URL      string        `json:"u"`
+	Host     string        `json:"o"`
+	Depth    int           `json:"d,omitempty"`
+	Hops     int           `json:"h,omitempty"`
+	Parent   string        `json:"p,omitempty"`
+	Role     frontier.Role `json:"r,omitempty"`
+	Attempts int           `json:"a,omitempty"`
 }
 
 func itemOf(e frontier.Entry, attempts int) item {
-	return item{URL: e.URL, Host: e.Host, Depth: e.Depth, Hops: e.Hops, Parent: e.Parent, Attempts: attempts}
+	return item{URL: e.URL, Host: e.Host, Depth: e.Depth, Hops: e.Hops, Parent: e.Parent, Role: e.Role, Attempts: attempts}
 }
 
 func (it item) entry() frontier.Entry {
-	return frontier.Entry{URL: it.URL, Host: it.Host, Depth: it.Depth, Hops: it.Hops, Parent: it.Parent}
+	return frontier.Entry{URL: it.URL, Host: it.Host, Depth: it.Depth, Hops: it.Hops, Parent: it.Parent, Role: it.Role}
 }
 
 func (it item) encode() string {
@@ -433,41 +434,90 @@ func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bo
 // Idle reports whether the whole crawl has nothing left to do: no URL queued, delayed or in
 // flight, and no links waiting in an outbox, in any partition.
 func (s *Store) Idle(ctx context.Context) (bool, error) {
-	c, outbox, err := s.counts(ctx)
-	return c.Queued == 0 && outbox == 0, err
+	ps, err := s.PartitionCounts(ctx)
+	return ps.Idle(), err
 }
 
-// Counts sums the partitions' counters (one pipelined read), with the failed and excluded
-// URLs by reason.
+// Counts sums the partitions' counters (one transaction), with the failed and excluded URLs by
+// reason.
 func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
-	c, _, err := s.counts(ctx)
-	return c, err
+	ps, err := s.PartitionCounts(ctx)
+	return ps.Sum(), err
 }
 
-// counts sums the partitions' counters and their outbox lengths.
-func (s *Store) counts(ctx context.Context) (c frontier.Counts, outbox int, err error) {
-	pipe := s.rdb.Pipeline()
+// PartCounts are the counters of one partition.
+type PartCounts struct {
+	frontier.Counts
+	Outbox int // payloads waiting for Forward
+}
+
+// Partitions are the counters of every partition, indexed by partition, read at one instant.
+type Partitions []PartCounts
+
+// Idle reports whether nothing is queued, delayed, in flight or in an outbox in any partition.
+func (ps Partitions) Idle() bool {
+	for _, p := range ps {
+		if p.Queued != 0 || p.Outbox != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Sum adds the partitions' counters up.
+func (ps Partitions) Sum() frontier.Counts {
+	c := frontier.Counts{FailedBy: map[string]int{}, ExcludedBy: map[string]int{}}
+	for _, p := range ps {
+		c.Queued += p.Queued
+		c.Delayed += p.Delayed
+		c.InFlight += p.InFlight
+		c.Fetched += p.Fetched
+		c.Failed += p.Failed
+		c.Excluded += p.Excluded
+		for r, n := range p.FailedBy {
+			c.FailedBy[r] += n
+		}
+		for r, n := range p.ExcludedBy {
+			c.ExcludedBy[r] += n
+		}
+	}
+	return c
+}
+
+// PartitionCounts reads every partition's counters in one MULTI/EXEC, so that the totals are
+// those of one instant: a Forward between two reads cannot hide the links it moves from one
+// partition to another. (On a Redis Cluster, where a transaction holds one slot, this read
+// would have to be split and checked twice.)
+func (s *Store) PartitionCounts(ctx context.Context) (Partitions, error) {
+	pipe := s.rdb.TxPipeline()
 	cmds := make([]*redis.MapStringStringCmd, s.opts.Partitions)
 	for p := range cmds {
 		cmds[p] = pipe.HGetAll(ctx, s.k.counts(p))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return c, 0, fmt.Errorf("fleet: read counts: %w", err)
+		return nil, fmt.Errorf("fleet: read counts: %w", err)
 	}
-	fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
-		"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &outbox}
-	c.FailedBy, c.ExcludedBy = map[string]int{}, map[string]int{}
-	for _, cmd := range cmds {
+	ps := make(Partitions, len(cmds))
+	for i, cmd := range cmds {
+		c := &ps[i]
+		fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
+			"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &c.Outbox}
 		for name, v := range cmd.Val() {
 			n, _ := strconv.Atoi(v)
 			if f := fields[name]; f != nil {
 				*f += n
-			} else if reason, ok := strings.CutPrefix(name, "failed:"); ok {
+			} else if reason, ok := strings.CutPrefix(name, "failed:"); ok && n != 0 {
+				if c.FailedBy == nil {
+					c.FailedBy = map[string]int{}
+				}
 				c.FailedBy[reason] += n
-			} else if reason, ok := strings.CutPrefix(name, "excluded:"); ok {
+			} else if reason, ok := strings.CutPrefix(name, "excluded:"); ok && n != 0 {
+				if c.ExcludedBy == nil {
+					c.ExcludedBy = map[string]int{}
+				}
 				c.ExcludedBy[reason] += n
 			}
 		}
 	}
-	return c, outbox, nil
+	return ps, nil
 }

@@ -1,0 +1,523 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/redistest"
+	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
+	"github.com/redis/go-redis/v9"
+)
+
+// These tests run real `crawl run --redis` worker processes against a real redis-server
+// (internal/redistest: they fail rather than skip without one under CI=true) over the
+// simulated web, whose servers count every request, duplicate fetch and the most requests to a
+// host in flight at once.
+
+// shortLease is short so that a dead or stopped worker's hosts move within a test; steadyLease
+// is long enough that no lease lapses while 2 cores run several tests' workers under -race
+// (a lapse hands a host over, and the requests it cut short are fetched again).
+const (
+	shortLease  = time.Second
+	steadyLease = 5 * time.Second
+)
+
+// fleetHostConcurrency is each worker's --host-concurrency; simweb's PeakInFlight of a host
+// must never exceed it across the fleet (one owner at a time).
+const fleetHostConcurrency = 2
+
+// fleetWeb is a small web whose hosts are rate-limited or slow, so that a crawl takes a few
+// seconds and signals land mid-crawl, with requests in flight on every worker.
+func fleetWeb() []simweb.HostSpec {
+	var specs []simweb.HostSpec
+	for i := range 9 {
+		s := simweb.HostSpec{Name: fmt.Sprintf("h%d", i), Pages: 40, CrossLinks: []string{fmt.Sprintf("h%d", (i+1)%9)}}
+		switch i % 3 {
+		case 0:
+			s.Limit, s.Burst, s.Reply = 30, 2, simweb.Reply429Seconds
+		case 1:
+			s.Workers, s.Service = 4, 40*time.Millisecond
+		case 2:
+			s.Service = 20 * time.Millisecond
+			s.Disallow = []string{"/p3"}
+		}
+		specs = append(specs, s)
+	}
+	return specs
+}
+
+// fleet is one shared crawl under test: its Redis, its web, its seed file, its workers.
+type fleetRun struct {
+	t     *testing.T
+	ctx   context.Context
+	srv   *redistest.Server
+	rdb   *redis.Client
+	web   *simweb.Web
+	seeds string
+	args  []string
+	ttl   time.Duration // the workers' --lease-ttl
+
+	mu      sync.Mutex
+	workers []*worker
+}
+
+// worker is one `crawl run --redis` process.
+type worker struct {
+	name   string
+	dir    string
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan struct{} // closed when the process has exited (cmd.ProcessState is then set)
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writes and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newFleet(t *testing.T, specs []simweb.HostSpec, ttl time.Duration, extra ...string) *fleetRun {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	web, err := simweb.Start(specs, &simweb.Options{Seed: 7, Grace: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(web.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	f := &fleetRun{t: t, ctx: ctx, srv: srv, rdb: rdb, web: web, seeds: writeSeeds(t, web.Seeds()), ttl: ttl}
+	f.args = append([]string{"--redis", srv.URL(), "--crawl", "t", "--quiet", "--workers", "8",
+		"--host-concurrency", strconv.Itoa(fleetHostConcurrency), "--initial-rate", "20",
+		"--lease-ttl", ttl.String(), "--partitions", "64", "--seeds", f.seeds}, extra...)
+	t.Cleanup(func() {
+		for _, w := range f.all() {
+			w.cmd.Process.Signal(syscall.SIGCONT)
+			w.cmd.Process.Kill()
+			<-w.exited
+		}
+	})
+	return f
+}
+
+// start starts a worker on data directory dir (a new one if "").
+func (f *fleetRun) start(dir string) *worker {
+	f.t.Helper()
+	if dir == "" {
+		dir = f.t.TempDir()
+	}
+	out := &syncBuffer{}
+	cmd := exec.Command(os.Args[0], append([]string{"run", "--data", dir}, f.args...)...)
+	cmd.Env = append(os.Environ(), "CRAWL_AS_MAIN=1")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := &worker{name: fmt.Sprintf("worker %d (pid %d)", len(f.workers), cmd.Process.Pid), dir: dir, cmd: cmd, out: out, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(w.exited) }()
+	f.workers = append(f.workers, w)
+	return w
+}
+
+func (f *fleetRun) all() []*worker {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*worker(nil), f.workers...)
+}
+
+// wait waits for w to exit and returns its exit code (-1 for a death by signal).
+func (f *fleetRun) wait(w *worker) int {
+	f.t.Helper()
+	select {
+	case <-w.exited:
+	case <-f.ctx.Done():
+		dump := f.dump()
+		var others strings.Builder
+		for _, o := range f.all() {
+			if o != w {
+				out := o.out.String()
+				fmt.Fprintf(&others, "%s:\n%s\n", o.name, out[max(0, len(out)-4000):])
+			}
+		}
+		w.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, to see where it waits
+		select {
+		case <-w.exited:
+		case <-time.After(5 * time.Second):
+		}
+		f.t.Fatalf("%s did not exit in time:\n%s\nRedis:\n%s\nthe other workers:\n%s", w.name, w.out, dump, &others)
+	}
+	return w.cmd.ProcessState.ExitCode()
+}
+
+// finish waits for the workers still running to exit 0.
+func (f *fleetRun) finish(ws ...*worker) {
+	f.t.Helper()
+	for _, w := range ws {
+		if code := f.wait(w); code != exitOK {
+			f.t.Errorf("%s exited %d, want 0:\n%s", w.name, code, w.out)
+		}
+	}
+}
+
+// dump describes the partitions with work left, for a test that failed.
+func (f *fleetRun) dump() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var b strings.Builder
+	keys, _ := f.rdb.Keys(ctx, "crawl:t:{*}:counts").Result()
+	for _, k := range keys {
+		m, _ := f.rdb.HGetAll(ctx, k).Result()
+		if m["queued"] == "0" && m["outbox"] == "0" {
+			continue
+		}
+		p := strings.TrimSuffix(k, "counts")
+		owner, _ := f.rdb.Get(ctx, p+"owner").Result()
+		inflight, _ := f.rdb.ZRangeWithScores(ctx, p+"inflight", 0, -1).Result()
+		hosts, _ := f.rdb.SMembers(ctx, p+"hosts").Result()
+		fmt.Fprintf(&b, "%s %v owner %q hosts %v in flight %v\n", k, m, owner, hosts, inflight)
+	}
+	workers, _ := f.rdb.ZRangeWithScores(ctx, "crawl:t:workers", 0, -1).Result()
+	fmt.Fprintf(&b, "workers %v\n", workers)
+	return b.String()
+}
+
+// served is how many page 200s the web has served so far.
+func (f *fleetRun) served() int {
+	n := 0
+	for _, s := range f.web.Stats() {
+		for _, c := range s.Fetched {
+			n += c
+		}
+	}
+	return n
+}
+
+// expected is how many pages the crawl must store.
+func (f *fleetRun) expected() int {
+	n := 0
+	for _, urls := range f.web.Expected() {
+		n += len(urls)
+	}
+	return n
+}
+
+// waitServed waits until the web has served at least n pages.
+func (f *fleetRun) waitServed(n int) {
+	f.t.Helper()
+	for f.served() < n {
+		select {
+		case <-f.ctx.Done():
+			f.t.Fatalf("the web served %d pages, waited for %d", f.served(), n)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// stored returns how many times each URL is stored with a 2xx status in the workers' stores.
+func (f *fleetRun) stored() map[string]int {
+	f.t.Helper()
+	pages := map[string]int{}
+	seen := map[string]bool{}
+	for _, w := range f.all() {
+		if seen[w.dir] {
+			continue
+		}
+		seen[w.dir] = true
+		db, err := storage.Open(w.dir, &storage.Options{ReadOnly: true, Timeout: 5 * time.Second})
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			f.t.Fatalf("%s: store: %v", w.name, err)
+		}
+		err = db.PagesMeta(func(p *storage.Page) error {
+			if p.Status >= 200 && p.Status < 300 {
+				pages[p.URL]++
+			}
+			return nil
+		})
+		db.Close()
+		if err != nil {
+			f.t.Fatalf("%s: %v", w.name, err)
+		}
+	}
+	return pages
+}
+
+// checkComplete fails the test unless every page of the web is stored in some worker's store,
+// and more than once only up to dups URLs; it checks the servers' own counts agree, and that no
+// host ever had more requests in flight than one worker allows.
+func (f *fleetRun) checkComplete(dups int) {
+	f.t.Helper()
+	pages := f.stored()
+	want, twice := 0, 0
+	for _, urls := range f.web.Expected() {
+		want += len(urls)
+		for _, u := range urls {
+			switch n := pages[u]; {
+			case n == 0:
+				f.t.Errorf("%s never stored", u)
+			case n > 1:
+				twice++
+			}
+		}
+	}
+	served := 0
+	for name, s := range f.web.Stats() {
+		served += s.Duplicates
+		if s.PeakInFlight > fleetHostConcurrency {
+			f.t.Errorf("host %s: %d requests in flight at once; one worker at a time allows %d", name, s.PeakInFlight, fleetHostConcurrency)
+		}
+		if s.RobotsViolations > 0 {
+			f.t.Errorf("host %s: %d requests for paths robots.txt disallows", name, s.RobotsViolations)
+		}
+	}
+	if twice > dups || served > dups {
+		f.t.Errorf("%d pages stored twice, the servers served %d twice; at most %d were in flight at the disruptions", twice, served, dups)
+	}
+	f.t.Logf("%d pages stored; %d stored twice, %d served twice (bound %d)", want, twice, served, dups)
+}
+
+// idleInRedis fails the test unless the shared crawl in Redis is over.
+func (f *fleetRun) idleInRedis() {
+	f.t.Helper()
+	keys, err := f.rdb.Keys(f.ctx, "crawl:t:{*}:counts").Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, k := range keys {
+		m, err := f.rdb.HGetAll(f.ctx, k).Result()
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if m["queued"] != "0" && m["queued"] != "" || m["outbox"] != "0" && m["outbox"] != "" {
+			f.t.Errorf("%s: %v; want nothing queued or waiting in the outbox", k, m)
+		}
+	}
+}
+
+// busiest returns the running worker owning the partition with the most URLs in flight.
+func (f *fleetRun) busiest() *worker {
+	f.t.Helper()
+	for {
+		keys, err := f.rdb.Keys(f.ctx, "crawl:t:{*}:inflight").Result()
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		best, most := "", int64(0)
+		for _, k := range keys {
+			n, _ := f.rdb.ZCard(f.ctx, k).Result()
+			if n > most {
+				owner, _ := f.rdb.Get(f.ctx, strings.TrimSuffix(k, "inflight")+"owner").Result()
+				best, most = owner, n
+			}
+		}
+		for _, w := range f.all() {
+			if best != "" && strings.Contains(best, fmt.Sprintf("-%d-", w.cmd.Process.Pid)) {
+				return w
+			}
+		}
+		select {
+		case <-f.ctx.Done():
+			f.t.Fatal("no worker had URLs in flight")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// Three workers share the crawl: every page is fetched once, and all exit 0 when it is over.
+func TestFleetThreeWorkers(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetWeb(), steadyLease)
+	// A worker given no seeds for a shared crawl that has none: a usage error.
+	if code, out := crawlOutput(t, f.ctx, "run", "--data", t.TempDir(), "--redis", f.srv.URL(), "--crawl", "empty"); code != exitUsage || !strings.Contains(out, "shared crawl holds no URL") {
+		t.Errorf("a worker without seeds on an empty crawl: exit %d, want %d:\n%s", code, exitUsage, out)
+	}
+	start := time.Now()
+	ws := []*worker{f.start(""), f.start(""), f.start("")}
+	f.finish(ws...)
+	t.Logf("3 workers: %d pages in %v", f.expected(), time.Since(start).Round(time.Millisecond))
+	f.checkComplete(0)
+	f.idleInRedis()
+	for _, w := range ws {
+		if !strings.Contains(w.out.String(), "crawl done") {
+			t.Errorf("%s: no summary:\n%s", w.name, w.out)
+		}
+	}
+	// A worker joining the finished crawl without seeds learns it is over; one with another
+	// --scope mode is refused.
+	late := []string{"run", "--data", t.TempDir(), "--redis", f.srv.URL(), "--crawl", "t", "--partitions", "64"}
+	if code, out := crawlOutput(t, f.ctx, late...); code != exitOK || !strings.Contains(out, "crawl done") {
+		t.Errorf("a worker joining the finished crawl: exit %d, want 0:\n%s", code, out)
+	}
+	if code, out := crawlOutput(t, f.ctx, append(late, "--scope", "domain")...); code != exitUsage || !strings.Contains(out, "--scope host") {
+		t.Errorf("a worker with another --scope: exit %d, want %d naming the crawl's --scope host:\n%s", code, exitUsage, out)
+	}
+}
+
+// A worker killed mid-crawl and started again on its store: nothing is lost; only the URLs it
+// had in flight (at most its --workers) are fetched twice.
+func TestFleetWorkerKilled(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetWeb(), shortLease)
+	ws := []*worker{f.start(""), f.start(""), f.start("")}
+	f.waitServed(f.expected() / 3)
+	victim := f.busiest()
+	victim.cmd.Process.Signal(syscall.SIGKILL)
+	f.wait(victim)
+	again := f.start(victim.dir)
+	for _, w := range ws {
+		if w != victim {
+			f.finish(w)
+		}
+	}
+	f.finish(again)
+	f.checkComplete(8)
+	f.idleInRedis()
+}
+
+// redis-server killed mid-crawl and restarted on its append-only file: the workers stop,
+// wait for it, and finish the crawl.
+func TestFleetRedisKilled(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetWeb(), shortLease)
+	ws := []*worker{f.start(""), f.start(""), f.start("")}
+	f.waitServed(f.expected() / 3)
+	if err := f.srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	before := f.served()
+	time.Sleep(2 * f.ttl)
+	if during := f.served() - before; during > 3*8 {
+		t.Errorf("%d pages served while Redis was down; the workers should stop fetching", during)
+	}
+	if err := f.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	f.finish(ws...)
+	noticed := 0
+	for _, w := range ws {
+		if strings.Contains(w.out.String(), "Redis unreachable") {
+			noticed++
+		}
+	}
+	if noticed == 0 { // a worker whose calls all waited through the outage may not notice it
+		t.Errorf("no worker said Redis was lost:\n%s", ws[0].out)
+	}
+	// Redis' appendfsync everysec may lose the last second of writes: those pages are
+	// fetched again, as are those in flight.
+	f.checkComplete(3*8 + f.expected()/2)
+	f.idleInRedis()
+}
+
+// A worker stopped (SIGSTOP) past its lease and continued: the others take its hosts over,
+// its results are refused (fenced), and no host ever has two owners' requests at once.
+func TestFleetWorkerStopped(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetWeb(), shortLease)
+	ws := []*worker{f.start(""), f.start(""), f.start("")}
+	f.waitServed(f.expected() / 3)
+	victim := f.busiest()
+	victim.cmd.Process.Signal(syscall.SIGSTOP)
+	time.Sleep(3 * f.ttl)
+	victim.cmd.Process.Signal(syscall.SIGCONT)
+	f.finish(ws...)
+	if !strings.Contains(victim.out.String(), "ownership lost (fenced)") {
+		t.Errorf("%s: no write refused by fencing after the stop:\n%s", victim.name, victim.out)
+	}
+	// the victim's requests in flight at the stop (at most its --workers), and those of any
+	// partition that lapsed on a loaded machine
+	f.checkComplete(2 * 8)
+	f.idleInRedis()
+}
+
+// Workers scaled 3 → 5 → 4 mid-crawl: partitions move to the new ones and back, and the
+// crawl finishes.
+func TestFleetScales(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetWeb(), shortLease)
+	ws := []*worker{f.start(""), f.start(""), f.start("")}
+	f.waitServed(f.expected() / 5)
+	ws = append(ws, f.start(""), f.start(""))
+	f.waitServed(f.expected() / 2)
+	leaver := ws[1]
+	leaver.cmd.Process.Signal(syscall.SIGTERM)
+	if code := f.wait(leaver); code != exitInterrupted {
+		t.Errorf("%s exited %d after SIGTERM, want %d:\n%s", leaver.name, code, exitInterrupted, leaver.out)
+	}
+	f.finish(ws[0], ws[2], ws[3], ws[4])
+	// a request to a host whose partition moved is cancelled, and may have been served
+	f.checkComplete(5 * 8)
+	f.idleInRedis()
+	n, err := f.rdb.ZCard(f.ctx, "crawl:t:workers").Result()
+	if err != nil || n != 0 {
+		t.Errorf("%d workers still registered (err %v); each hands its partitions back at exit", n, err)
+	}
+}
+
+// Redis unreachable at the start: exit 2 with the address and the cause.
+func TestFleetRedisUnreachable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code, out := crawlOutput(t, ctx, "run", "--data", t.TempDir(), "--redis", "redis://127.0.0.1:1/0", "https://example.invalid/")
+	if code != exitUsage || !strings.Contains(out, "127.0.0.1:1") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+		t.Errorf("exit %d, output %q; want exit %d and one line naming 127.0.0.1:1 and the cause", code, out, exitUsage)
+	}
+}
+
+// Fleet-wide politeness on the politeness web (hosts with hidden limits and every reply style,
+// a ban after 10 strikes): three workers together stay within 1% over-limit replies, are never
+// banned, and never have more requests in flight to a host than one worker allows.
+func TestFleetPoliteness(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, simweb.PolitenessBench(), steadyLease, "--initial-rate", "2", "--workers", "32")
+	start := time.Now()
+	ws := []*worker{f.start(""), f.start(""), f.start("")}
+	f.finish(ws...)
+	pages, over, inRA := 0, 0, 0
+	for name, s := range f.web.Stats() {
+		pages += len(s.Fetched)
+		over += s.OverLimit
+		inRA += s.InRetryAfter
+		if s.Banned {
+			t.Errorf("host %s banned the fleet", name)
+		}
+		if s.PeakInFlight > fleetHostConcurrency {
+			t.Errorf("host %s: %d requests in flight at once; one worker at a time allows %d", name, s.PeakInFlight, fleetHostConcurrency)
+		}
+	}
+	t.Logf("3 workers, politeness web: %d pages in %v, %d over-limit replies (%.2f%%), %d inside Retry-After",
+		pages, time.Since(start).Round(time.Millisecond), over, 100*float64(over)/float64(pages), inRA)
+	if over*100 > pages {
+		t.Errorf("%d over-limit replies for %d pages: more than 1%%", over, pages)
+	}
+	f.checkComplete(0)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/fleet"
+	"github.com/redis/go-redis/v9"
+)
+
+// fleetOptions are run's flags for a crawl shared through Redis.
+type fleetOptions struct {
+	redisURL   string
+	crawl      string
+	leaseTTL   time.Duration
+	partitions int
+}
+
+func fleetFlags(fs *flag.FlagSet) *fleetOptions {
+	o := &fleetOptions{}
+	fs.StringVar(&o.redisURL, "redis", "", "share the crawl with other workers through Redis or Valkey at this `URL` (redis://HOST:PORT/DB); pages stay in --data")
+	fs.StringVar(&o.crawl, "crawl", "default", "with --redis: the `name` of the shared crawl to join or start")
+	durationVar(fs, &o.leaseTTL, "lease-ttl", 10*time.Second, "with --redis: how long a worker's hold on its hosts lasts without renewal; a dead worker's hosts move after it (a `duration`, the same for every worker)")
+	fs.IntVar(&o.partitions, "partitions", 1024, "with --redis: host partitions, fixed when the shared crawl is created")
+	return o
+}
+
+// sharedUnsupported names the flags a shared crawl does not take: they revise URLs already
+// seen, which the shared frontier does not do.
+func sharedUnsupported(fs *flag.FlagSet) []string {
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "retry", "recrawl", "older-than", "max-host-pages":
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	return bad
+}
+
+// workerID names this process in the fleet: host name, PID and a random suffix, so that a
+// restarted worker with a reused PID is a new worker.
+func workerID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", strings.ReplaceAll(host, " ", "_"), os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// crawlShared runs cfg as a worker of the shared crawl o names: it joins the crawl in Redis,
+// keeps its share of partitions while the crawl loop runs on them, and at the end (the crawl
+// over, or a signal) hands its partitions back at once.
+func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout, stderr io.Writer) int {
+	opt, err := redis.ParseURL(o.redisURL)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl run: --redis %s: %v\n", o.redisURL, err)
+		return exitUsage
+	}
+	redis.SetLogger(quietRedis{}) // its pool's dial errors would repeat what the crawl reports
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		fmt.Fprintf(stderr, "crawl run: cannot reach Redis at %s: %v\n", opt.Addr, err)
+		return exitUsage
+	}
+	store, err := fleet.Open(ctx, rdb, o.crawl, workerID(), &fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL})
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	keeper := store.NewKeeper()
+	fr := fleet.NewFrontier(keeper, fleet.FrontierOptions{Log: log})
+	runCtx, stopRun := context.WithCancel(context.Background())
+	running := make(chan struct{})
+	go func() { defer close(running); fr.Run(runCtx) }()
+	states := checkpoints{keeper.HostStates(2 * time.Second), log}
+	sh := &crawler.Shared{Frontier: fr, HostStates: states, Settings: fr, HostContext: fr.HostContext}
+	code := crawlWith(cfg, out, stdout, stderr, func(cfg crawler.Config) (*crawler.Crawler, error) {
+		return crawler.OpenShared(cfg, sh)
+	})
+	stopRun()
+	<-running
+	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer rcancel()
+	if err := keeper.ReleaseAll(rctx); err != nil {
+		fmt.Fprintf(stderr, "crawl: cannot hand the partitions back (they move when their leases run out): %v\n", err)
+	}
+	if st := fr.Stats(); st.Refused > 0 || st.Outages > 0 {
+		fmt.Fprintf(stderr, "crawl: shared crawl %q: %d results refused (their hosts had moved to another worker: fenced), %d Redis outages, %d partitions dropped\n",
+			o.crawl, st.Refused, st.Outages, st.Dropped)
+	}
+	return code
+}
+
+// quietRedis drops go-redis' own log lines.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+// checkpoints is a shared crawl's store of hosts' learned state, whose saves are checkpoints:
+// one that Redis cannot take (it is unreachable) is logged and skipped, not a reason to stop
+// the crawl as a failing local store would be; the next one saves the state again.
+type checkpoints struct {
+	hostlimit.StateStore
+	log *slog.Logger
+}
+
+func (c checkpoints) SaveHostStates(states map[string][]byte) error {
+	if err := c.StateStore.SaveHostStates(states); err != nil {
+		c.log.Warn("hosts' learned state not saved to Redis; the next checkpoint will", "err", err)
+	}
+	return nil
+}

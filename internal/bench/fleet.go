@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/fleet"
+	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/redis/go-redis/v9"
+)
+
+// fleetConfig is what -scenario fleet measures.
+type fleetConfig struct {
+	workers  []int // worker processes of each shared crawl
+	hosts    int   // unlimited hosts in the web
+	pages    int   // pages per host
+	leaseTTL time.Duration
+	crawlBin string
+	flags    []string // more flags for every `crawl run`
+	timeout  time.Duration
+	seed     int64
+}
+
+// fleetBench crawls a web of unlimited hosts with the crawl binary: once on its own (bbolt),
+// then as shared crawls of 1, 2, 3… worker processes on one redis-server, and reports pages/s
+// and CPU per page (the workers', and Redis' own). Then it measures handovers: a worker of two
+// is killed (SIGKILL) or stopped (SIGTERM) mid-crawl, and the time until its hosts get a
+// request from the other.
+func fleetBench(w io.Writer, cfg fleetConfig) error {
+	tmp, err := os.MkdirTemp("", "crawl-fleet-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := cfg.crawlBin
+	if bin == "" {
+		if bin, err = buildCrawl(tmp); err != nil {
+			return err
+		}
+	}
+	var specs []simweb.HostSpec
+	for i := range cfg.hosts {
+		specs = append(specs, simweb.HostSpec{Name: fmt.Sprintf("free%d", i), Pages: cfg.pages,
+			CrossLinks: []string{fmt.Sprintf("free%d", (i+1)%cfg.hosts)}})
+	}
+	web, err := simweb.Start(specs, &simweb.Options{Seed: cfg.seed})
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	seeds := filepath.Join(tmp, "seeds.txt")
+	if err := os.WriteFile(seeds, []byte(strings.Join(web.Seeds(), "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	rs, err := startRedis(filepath.Join(tmp, "redis"))
+	if err != nil {
+		return err
+	}
+	defer rs.stop()
+	want := 0
+	for _, urls := range web.Expected() {
+		want += len(urls)
+	}
+
+	fmt.Fprintf(w, "fleet: %d unlimited hosts × %d pages (%d pages), %s, flags %q\n\n", cfg.hosts, cfg.pages, want, rs.version, cfg.flags)
+	fmt.Fprintf(w, "%-10s %7s %9s %8s %16s %16s %16s\n", "crawl", "pages", "wall", "pages/s", "workers ms/page", "redis ms/page", "total ms/page")
+	row := func(name string, pages int, wall, cpu, redisCPU time.Duration) {
+		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(max(pages, 1)) }
+		fmt.Fprintf(w, "%-10s %7d %9s %8.0f %16.3f %16.3f %16.3f\n", name, pages, wall.Round(time.Millisecond),
+			float64(pages)/wall.Seconds(), per(cpu), per(redisCPU), per(cpu+redisCPU))
+	}
+
+	web.Reset()
+	runs, wall, err := runWorkers(bin, tmp, "bbolt", 1, append([]string{"--seeds", seeds}, cfg.flags...), cfg.timeout, nil)
+	if err != nil {
+		return err
+	}
+	row("bbolt", servedPages(web), wall, cpuOf(runs), 0)
+	for _, n := range cfg.workers {
+		web.Reset()
+		if err := rs.rdb.FlushAll(context.Background()).Err(); err != nil {
+			return err
+		}
+		before := rs.cpu()
+		args := append([]string{"--seeds", seeds, "--redis", rs.url(), "--crawl", "bench", "--lease-ttl", cfg.leaseTTL.String()}, cfg.flags...)
+		runs, wall, err := runWorkers(bin, tmp, fmt.Sprintf("fleet%d", n), n, args, cfg.timeout, nil)
+		if err != nil {
+			return err
+		}
+		row(fmt.Sprintf("%d worker%s", n, map[bool]string{true: "s"}[n > 1]), servedPages(web), wall, cpuOf(runs), rs.cpu()-before)
+	}
+	if got := servedPages(web); got != want {
+		fmt.Fprintf(w, "warning: the last crawl fetched %d distinct pages of %d\n", got, want)
+	}
+
+	fmt.Fprintf(w, "\nhandover (2 workers, --lease-ttl %s): time from the stop of one to the first request its hosts get from the other\n", cfg.leaseTTL)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		web.Reset()
+		if err := rs.rdb.FlushAll(context.Background()).Err(); err != nil {
+			return err
+		}
+		var took time.Duration
+		var hosts []string
+		args := append([]string{"--seeds", seeds, "--redis", rs.url(), "--crawl", "bench", "--lease-ttl", cfg.leaseTTL.String()}, cfg.flags...)
+		_, _, err := runWorkers(bin, tmp, "handover"+sig.String(), 2, args, cfg.timeout, func(procs []*worker) error {
+			took, hosts, err = handover(web, rs.rdb, procs, sig, want/4)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  %-8v %d hosts moved: first request after %s\n", sig, len(hosts), took.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// handover waits until the web served after pages, stops the worker owning the first host's
+// partition with sig, and returns how long from the signal until one of its hosts got a
+// request that came after the worker exited.
+func handover(web *simweb.Web, rdb *redis.Client, procs []*worker, sig syscall.Signal, after int) (time.Duration, []string, error) {
+	for servedPages(web) < after {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx := context.Background()
+	owners := map[string][]string{} // worker token → host names
+	for _, name := range web.Names() {
+		u, _ := url.Parse(web.URL(name))
+		p := fleet.PartitionOf(urlnorm.HostKey(u), 1024)
+		tok, err := rdb.Get(ctx, fmt.Sprintf("crawl:bench:{%d}:owner", p)).Result()
+		if err != nil {
+			continue // between owners, or done
+		}
+		owners[tok] = append(owners[tok], name)
+	}
+	for tok, hosts := range owners {
+		for _, c := range procs {
+			if !strings.Contains(tok, fmt.Sprintf("-%d-", c.cmd.Process.Pid)) {
+				continue
+			}
+			if err := c.cmd.Process.Signal(sig); err != nil {
+				return 0, nil, err
+			}
+			t0 := time.Now()
+			<-c.exited // its requests all arrived before
+			stats := web.Stats()
+			base := map[string]int{}
+			for _, h := range hosts {
+				base[h] = stats[h].Requests
+			}
+			for time.Since(t0) < time.Minute {
+				now := web.Stats()
+				for _, h := range hosts {
+					if now[h].Requests > base[h] {
+						return time.Since(t0), hosts, nil
+					}
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			return 0, hosts, fmt.Errorf("hosts %v got no request for a minute after %v", hosts, sig)
+		}
+	}
+	return 0, nil, fmt.Errorf("no worker owned a host of the web")
+}
+
+// runWorkers runs n `crawl run` processes with args (each with its own --data under tmp) to
+// their end and returns them and the wall time until the last exited. during, if not nil, runs
+// once they started; a process it stopped need not exit 0.
+func runWorkers(bin, tmp, name string, n int, args []string, timeout time.Duration, during func([]*worker) error) ([]*exec.Cmd, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var procs []*exec.Cmd
+	var ws []*worker
+	var outs []*strings.Builder
+	start := time.Now()
+	for i := range n {
+		dir := filepath.Join(tmp, fmt.Sprintf("%s-%d", name, i))
+		c := exec.CommandContext(ctx, bin, append([]string{"run", "--data", dir, "--quiet"}, args...)...)
+		out := &strings.Builder{}
+		c.Stdout, c.Stderr = io.Discard, out
+		c.Cancel = func() error { return c.Process.Signal(syscall.SIGQUIT) } // its stacks, to see where it waited
+		c.WaitDelay = 5 * time.Second
+		if err := c.Start(); err != nil {
+			return nil, 0, err
+		}
+		w := &worker{cmd: c, exited: make(chan struct{})}
+		go func() { w.err = c.Wait(); close(w.exited) }()
+		procs, ws, outs = append(procs, c), append(ws, w), append(outs, out)
+	}
+	var duringErr error
+	if during != nil {
+		duringErr = during(ws)
+	}
+	for i, w := range ws {
+		<-w.exited
+		err := w.err
+		if ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("%s worker %d: crawl killed after %s: %s", name, i, timeout, outs[i])
+		}
+		if err != nil && during == nil {
+			return nil, 0, fmt.Errorf("%s worker %d: %v: %s", name, i, err, outs[i])
+		}
+	}
+	return procs, time.Since(start), duringErr
+}
+
+// worker is a running `crawl run` process.
+type worker struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd.Wait returned
+	err    error         // what it returned
+}
+
+// cpuOf is the user + system CPU time the processes used.
+func cpuOf(procs []*exec.Cmd) time.Duration {
+	var d time.Duration
+	for _, c := range procs {
+		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			d += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return d
+}
+
+// servedPages is how many distinct pages the web answered 200.
+func servedPages(web *simweb.Web) int {
+	n := 0
+	for _, s := range web.Stats() {
+		n += len(s.Fetched)
+	}
+	return n
+}
+
+// redisServer is a redis-server the bench started on a free loopback port.
+type redisServer struct {
+	cmd     *exec.Cmd
+	addr    string
+	rdb     *redis.Client
+	version string
+}
+
+func startRedis(dir string) (*redisServer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir, "--maxmemory-policy", "noeviction")
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	rs := &redisServer{cmd: cmd, addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	rs.rdb = redis.NewClient(&redis.Options{Addr: rs.addr})
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		info, err := rs.rdb.Info(context.Background(), "server").Result()
+		if err == nil {
+			for _, line := range strings.Split(info, "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+					rs.version = "redis-server " + v
+				}
+			}
+			return rs, nil
+		}
+		if time.Now().After(end) {
+			rs.stop()
+			return nil, fmt.Errorf("redis-server on %s: %w", rs.addr, err)
+		}
+	}
+}
+
+func (rs *redisServer) url() string { return "redis://" + rs.addr + "/0" }
+
+// cpu is the server's user + system CPU time so far, from /proc (clock ticks of 10 ms).
+func (rs *redisServer) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", rs.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+func (rs *redisServer) stop() {
+	rs.rdb.Close()
+	rs.cmd.Process.Signal(syscall.SIGTERM)
+	rs.cmd.Wait()
+}

@@ -1,0 +1,128 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// sharedFake stands in for a shared crawl (internal/fleet's Frontier, tested against Redis
+// there and in cmd/crawl): the URLs in a bbolt frontier of a store of its own, the settings in
+// memory. Its Complete checks the crawler stored a Fetched page before (PutPage set its Seq),
+// and stores no page itself.
+type sharedFake struct {
+	*frontier.Frontier
+	mu       sync.Mutex
+	sets     map[string][]string
+	values   map[string]string
+	unstored []string // Fetched results whose page was not stored before Complete
+}
+
+func newSharedFake(t *testing.T) (*sharedFake, *storage.DB) {
+	t.Helper()
+	db, err := storage.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	fr, err := frontier.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sharedFake{Frontier: fr, sets: map[string][]string{}, values: map[string]string{}}, db
+}
+
+func (s *sharedFake) Complete(l frontier.Lease, r frontier.Result) error {
+	if r.Kind == frontier.Fetched && r.Page != nil {
+		if r.Page.Seq == 0 {
+			s.mu.Lock()
+			s.unstored = append(s.unstored, l.URL)
+			s.mu.Unlock()
+		}
+		r.Page = nil
+	}
+	return s.Frontier.Complete(l, r)
+}
+
+func (s *sharedFake) Union(name string, members []string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range members {
+		if !slices.Contains(s.sets[name], m) {
+			s.sets[name] = append(s.sets[name], m)
+		}
+	}
+	return slices.Clone(s.sets[name]), nil
+}
+
+func (s *sharedFake) Settle(name, value string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.values[name]; ok {
+		return v, nil
+	}
+	s.values[name] = value
+	return value, nil
+}
+
+// A worker of a shared crawl runs the whole crawl loop on the injected frontier, stores every
+// page in its own store before the frontier's Complete, and takes the scope from the shared
+// settings: a second worker given no seeds joins the finished crawl with the first one's
+// scope, and a worker with another --scope mode is refused.
+func TestSharedCrawl(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	sh, sdb := newSharedFake(t)
+	shared := &Shared{Frontier: sh, HostStates: sdb, Settings: sh}
+	cfg := testConfig(t, web)
+	c, err := OpenShared(cfg, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sum, err := c.Run(ctx)
+	if cerr := c.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || sum.StopReason != "done" {
+		t.Fatalf("Run: %v, %+v", err, sum)
+	}
+	checkComplete(t, web, cfg.Dir, 0)
+	if len(sh.unstored) > 0 {
+		t.Errorf("pages completed before they were stored: %v", sh.unstored)
+	}
+	if got := sh.sets["scope-allowed"]; len(got) != 3 {
+		t.Errorf("shared scope %v; want the 3 seed hosts", got)
+	}
+
+	late := testConfig(t, web)
+	late.Seeds = nil
+	c2, err := OpenShared(late, shared)
+	if err != nil {
+		t.Fatalf("a worker without seeds: %v", err)
+	}
+	if len(c2.scope.Allowed) != 3 {
+		t.Errorf("a worker without seeds has scope %v; want the shared one", c2.scope.Allowed)
+	}
+	if sum, err := c2.Run(ctx); err != nil || sum.StopReason != "done" || sum.Fetched != len(storedOK(t, cfg.Dir)) {
+		t.Errorf("a worker joining the finished crawl: %v, %+v", err, sum)
+	}
+	c2.Close()
+
+	other := testConfig(t, web)
+	other.Scope = "domain"
+	if _, err := OpenShared(other, shared); !errors.Is(err, ErrUsage) {
+		t.Errorf("a worker with --scope domain on a host-scoped crawl: %v, want ErrUsage", err)
+	}
+}

@@ -1,0 +1,936 @@
+package fleet
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/redis/go-redis/v9"
+)
+
+// FrontierOptions configure a Frontier; zero fields take the defaults.
+type FrontierOptions struct {
+	Refresh  time.Duration // how often Run forwards outboxes, lists hosts and reads counts (default 100 ms)
+	Timeout  time.Duration // bound on each Redis call (default 2 s)
+	Patience time.Duration // how long Add and Exclude retry while Redis is unreachable (default 2 min)
+	Log      *slog.Logger  // refused results, Redis lost and back (nil: nothing logged)
+}
+
+func (o FrontierOptions) withDefaults() FrontierOptions {
+	if o.Refresh <= 0 {
+		o.Refresh = 100 * time.Millisecond
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+	if o.Patience <= 0 {
+		o.Patience = 2 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Frontier is a shared crawl as one worker sees it: the URLs of the hosts of the partitions
+// its Keeper holds, in the form internal/crawler's loop uses (crawler.Frontier). Run keeps it
+// current; the other methods are safe for concurrent use.
+//
+// A partition that is lost or lapses is dropped at once: the contexts HostContext gave for its
+// hosts are cancelled, its hosts are no longer ready, and the results of its leases go to
+// Redis under the ownership they were leased with, where fencing refuses them once another
+// worker holds the partition (Complete then returns nil: the URL is the new owner's). A
+// surplus partition (another worker joined) drains instead: it leases nothing more, and is
+// released once its leases have ended (or after a lease TTL, its requests then cancelled), so
+// that a rebalance fetches nothing twice. Complete stores no page: the caller stores it
+// locally first.
+//
+// Times the loop passes in are local; times in Redis are Redis' (Store.Now): the offset between
+// the two is measured on every round of Run.
+type Frontier struct {
+	s    *Store
+	k    *Keeper
+	opts FrontierOptions
+
+	mu      sync.Mutex
+	parts   map[int]*held        // partitions in use
+	hosts   map[string]*hostView // hosts of the partitions in use that had work
+	waiting waitHeap             // hosts waiting, earliest first; entries of hosts since changed are stale
+	fresh   []string             // hosts that became ready since TakeReady
+	leases  map[string]leased    // URLs in flight, by URL
+	putBack []leased             // leases Release could not hand back (Redis unreachable)
+	counts  Partitions           // every partition's, read at one instant (nil before the first read)
+	full    time.Time            // when counts was read
+	held    map[int]PartCounts   // the partitions in use, read at the last round
+	dirty   bool                 // counts predate an Add or Exclude of this worker
+	offset  time.Duration        // Redis' clock minus the local clock
+	link    linkState
+	stats   FrontierStats
+	done    map[string]*frontier.HostCount // results this worker recorded, by host
+}
+
+// FrontierStats count what happened to this worker's results.
+type FrontierStats struct {
+	Refused     int // results and releases refused: the partition is another worker's (fenced) or the URL was reclaimed
+	Dropped     int // partitions given up: lost, lapsed or released as surplus
+	Outages     int // times Redis became unreachable
+	Reacquired  int // partitions acquired
+	LastRefused string
+}
+
+// linkState is whether Redis answered the last call.
+type linkState int
+
+const (
+	linkUp linkState = iota
+	linkDown
+)
+
+// partUse is what the worker does with a partition it holds.
+type partUse int
+
+const (
+	partActive   partUse = iota // leases its URLs
+	partDraining                // surplus: leases nothing more, lets its requests finish, then releases it
+)
+
+// held is a partition in use.
+type held struct {
+	o      Ownership
+	use    partUse
+	since  time.Time       // partDraining: local time the draining began
+	ctx    context.Context // requests to the partition's hosts; cancelled when it is dropped
+	cancel context.CancelFunc
+	parent context.Context // ctx's parent (HostContext's argument)
+}
+
+// hostReadiness is what the worker knows of a host's queue.
+type hostReadiness int
+
+const (
+	hostReady   hostReadiness = iota + 1 // may have a URL ready: Lease asks Redis
+	hostWaiting                          // nothing ready before at (a retry's time, or a back-off)
+	hostDrained                          // nothing queued or delayed when last asked
+)
+
+type hostView struct {
+	part  int
+	state hostReadiness
+	at    time.Time // hostWaiting: local time
+}
+
+// leased is a URL in flight with the ownership it was leased under.
+type leased struct {
+	Lease
+	o Ownership
+}
+
+// NewFrontier returns the Frontier of k's worker. Call Run in a goroutine of its own.
+func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
+	return &Frontier{
+		s: k.s, k: k, opts: opts.withDefaults(),
+		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
+		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{},
+	}
+}
+
+// Stats returns the counts of refused results, dropped partitions and Redis outages.
+func (f *Frontier) Stats() FrontierStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+// Run keeps the frontier current until ctx is cancelled: it ticks the Keeper about every sixth
+// of the lease TTL (so renewals, due at a third, are never late by more than that), drops the
+// partitions that lapsed or were lost, drains and releases the surplus, forwards the
+// outboxes of the partitions held, reads the counters of those (and every second, or every round when
+// it has nothing in flight, every partition's) and lists the hosts with work.
+// While Redis is unreachable it retries with a back-off up to 2 s; partitions lapse meanwhile
+// and are acquired again (their in-flight URLs reclaimed) when it is back.
+func (f *Frontier) Run(ctx context.Context) {
+	tickEvery := max(f.s.opts.LeaseTTL/6, 10*time.Millisecond)
+	var nextTick time.Time
+	t := time.NewTimer(0)
+	defer t.Stop()
+	backoff := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		tick := !now.Before(nextTick)
+		if tick {
+			nextTick = now.Add(tickEvery)
+		}
+		err := f.round(ctx, now, tick)
+		if ctx.Err() != nil {
+			return
+		}
+		delay := f.opts.Refresh
+		if err != nil {
+			backoff = min(max(2*backoff, 50*time.Millisecond), 2*time.Second)
+			delay = backoff
+			nextTick = time.Time{}
+			f.linkFailed(err)
+		} else {
+			backoff = 0
+			f.linkOK()
+		}
+		t.Reset(delay)
+	}
+}
+
+func (f *Frontier) linkFailed(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.link == linkUp {
+		f.link = linkDown
+		f.stats.Outages++
+		f.opts.Log.Warn("Redis unreachable: fetching stops when the partitions' leases run out; retrying", "err", err)
+	}
+}
+
+func (f *Frontier) linkOK() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.link == linkDown {
+		f.link = linkUp
+		f.opts.Log.Warn("Redis reachable again")
+	}
+}
+
+// round is one round of Run at local time now.
+func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
+	f.dropLapsed(now)
+	if tick {
+		tctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+		ch, err := f.k.Tick(tctx, now)
+		cancel()
+		f.sync(ctx, time.Now(), ch)
+		if err != nil {
+			return err
+		}
+	}
+	f.releaseDrained(ctx, time.Now())
+	rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+	if err := f.measureClock(rctx); err != nil {
+		return err
+	}
+	f.retryPutBacks(rctx)
+	if err := f.readHeld(rctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	var forward []Ownership
+	for p, h := range f.parts {
+		if f.held[p].Outbox > 0 {
+			forward = append(forward, h.o)
+		}
+	}
+	f.mu.Unlock()
+	for _, o := range forward {
+		if _, err := f.s.Forward(rctx, o); err != nil && !errors.Is(err, ErrFenced) {
+			return err
+		}
+	}
+	f.mu.Lock()
+	due := f.counts == nil || f.dirty || len(f.leases) == 0 || now.Sub(f.full) >= fullEvery
+	f.mu.Unlock()
+	if due {
+		if err := f.readCounts(rctx); err != nil {
+			return err
+		}
+	}
+	if err := f.returnOrphans(rctx); err != nil {
+		return err
+	}
+	return f.scanHosts(rctx, time.Now())
+}
+
+// orphanAge is how long a URL may sit in the in-flight set of a partition this worker holds
+// without being one of its leases before returnOrphans puts it back: a Take whose reply was
+// lost (Redis went away mid-call) left it there.
+const orphanAge = 10 * time.Second
+
+// returnOrphans puts back the URLs in flight in held partitions that this worker does not know
+// it leased, once they are orphanAge old (an in-flight URL's score is its deadline, Take's time
+// plus the URL lease TTL, on Redis' clock).
+func (f *Frontier) returnOrphans(ctx context.Context) error {
+	f.mu.Lock()
+	mine := map[int]int{}
+	for _, l := range f.leases {
+		mine[l.Partition]++
+	}
+	var suspect []Ownership
+	for p, h := range f.parts {
+		if f.held[p].InFlight > mine[p] {
+			suspect = append(suspect, h.o)
+		}
+	}
+	offset := f.offset
+	f.mu.Unlock()
+	takenBefore := time.Now().Add(offset).Add(-orphanAge).Add(f.s.opts.URLLeaseTTL)
+	for _, o := range suspect {
+		old, err := f.s.rdb.ZRangeByScore(ctx, f.s.k.inflight(o.Partition),
+			&redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(takenBefore.UnixMilli(), 10)}).Result()
+		if err != nil {
+			return err
+		}
+		for _, m := range old {
+			it, err := decodeItem(m)
+			if err != nil {
+				return err
+			}
+			f.mu.Lock()
+			_, leasedHere := f.leases[it.URL]
+			f.mu.Unlock()
+			if leasedHere {
+				continue
+			}
+			l := Lease{Lease: frontier.Lease{Entry: it.entry(), Attempts: it.Attempts}, Partition: o.Partition, member: m}
+			if err := f.s.PutBack(ctx, o, l); err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dropLapsed drops the partitions whose lease may have run out at now.
+func (f *Frontier) dropLapsed(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for p, h := range f.parts {
+		if h.o.StateAt(now) == Lapsed {
+			f.dropLocked(p, "lapsed")
+		}
+	}
+}
+
+// sync makes the partitions in use those the keeper holds after a Tick that changed ch, and
+// starts draining the surplus.
+func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
+	owned := map[int]Ownership{}
+	for _, o := range f.k.Owned(now) {
+		owned[o.Partition] = o
+	}
+	f.mu.Lock()
+	for _, p := range ch.Surplus {
+		if h := f.parts[p]; h != nil && h.use == partActive {
+			h.use, h.since = partDraining, now
+			for name, v := range f.hosts {
+				if v.part == p {
+					delete(f.hosts, name)
+				}
+			}
+		}
+	}
+	for p := range f.parts {
+		if _, ok := owned[p]; !ok {
+			f.dropLocked(p, "lost or surplus")
+		}
+	}
+	for p, o := range owned {
+		if h := f.parts[p]; h != nil && h.o.Epoch == o.Epoch {
+			h.o = o // renewed
+			continue
+		} else if h != nil {
+			f.dropLocked(p, "acquired again")
+		}
+		f.parts[p] = &held{o: o}
+		f.stats.Reacquired++
+	}
+	f.mu.Unlock()
+}
+
+// releaseDrained releases the draining partitions whose requests have all ended, or which
+// have drained for a lease TTL (their requests are then cancelled).
+func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
+	f.mu.Lock()
+	busy := map[int]bool{}
+	for _, l := range f.leases {
+		busy[l.Partition] = true
+	}
+	var release []int
+	for p, h := range f.parts {
+		if h.use == partDraining && (!busy[p] || now.Sub(h.since) >= f.s.opts.LeaseTTL) {
+			f.dropLocked(p, "surplus")
+			release = append(release, p)
+		}
+	}
+	f.mu.Unlock()
+	for _, p := range release {
+		rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+		if err := f.k.Release(rctx, p); err != nil {
+			f.opts.Log.Warn("cannot release a surplus partition; its lease will run out", "partition", p, "err", err)
+		}
+		cancel()
+	}
+}
+
+// dropLocked stops using partition p (f.mu held): its requests are cancelled and its hosts
+// forgotten. Leases of p stay recorded: Complete sends their results, which fencing refuses
+// if another worker holds p by then.
+func (f *Frontier) dropLocked(p int, why string) {
+	h := f.parts[p]
+	if h == nil {
+		return
+	}
+	if h.cancel != nil {
+		h.cancel()
+	}
+	delete(f.parts, p)
+	for name, v := range f.hosts {
+		if v.part == p {
+			delete(f.hosts, name)
+		}
+	}
+	f.stats.Dropped++
+	f.opts.Log.Debug("partition dropped", "partition", p, "why", why)
+}
+
+// measureClock sets the offset of Redis' clock from the local one (the round trip's midpoint).
+func (f *Frontier) measureClock(ctx context.Context) error {
+	sent := time.Now()
+	rt, err := f.s.Now(ctx)
+	if err != nil {
+		return err
+	}
+	got := time.Now()
+	mid := sent.Add(got.Sub(sent) / 2)
+	f.mu.Lock()
+	f.offset = rt.Sub(mid)
+	f.mu.Unlock()
+	return nil
+}
+
+// fullEvery is how often a worker with URLs in flight (which cannot be idle) reads every
+// partition's counters, for Counts; one with none reads them at every round, to learn
+// promptly that the crawl is over.
+const fullEvery = time.Second
+
+// readHeld reads the counters of the partitions in use.
+func (f *Frontier) readHeld(ctx context.Context) error {
+	f.mu.Lock()
+	ps := make([]int, 0, len(f.parts))
+	for p := range f.parts {
+		ps = append(ps, p)
+	}
+	f.mu.Unlock()
+	held := make(map[int]PartCounts, len(ps))
+	if len(ps) > 0 {
+		pipe := f.s.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, len(ps))
+		for i, p := range ps {
+			cmds[i] = pipe.HMGet(ctx, f.s.k.counts(p), "queued", "inflight", "outbox")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("fleet: read counts: %w", err)
+		}
+		for i, p := range ps {
+			var n [3]int
+			for j, v := range cmds[i].Val() {
+				if s, ok := v.(string); ok {
+					n[j], _ = strconv.Atoi(s)
+				}
+			}
+			var c PartCounts
+			c.Queued, c.InFlight, c.Outbox = n[0], n[1], n[2]
+			held[p] = c
+		}
+	}
+	f.mu.Lock()
+	f.held = held
+	f.mu.Unlock()
+	return nil
+}
+
+// readCounts reads the crawl's counters.
+func (f *Frontier) readCounts(ctx context.Context) error {
+	f.mu.Lock()
+	f.dirty = false // an Add from now on marks it again
+	f.mu.Unlock()
+	ps, err := f.s.PartitionCounts(ctx)
+	if err != nil {
+		f.mu.Lock()
+		f.dirty = true
+		f.mu.Unlock()
+		return err
+	}
+	f.mu.Lock()
+	f.counts, f.full = ps, time.Now()
+	f.mu.Unlock()
+	return nil
+}
+
+// scanHosts lists the hosts with work of the partitions in use that have URLs not in flight,
+// and makes ready those new to the worker, drained before (new URLs came), or waiting for a
+// retry while new URLs came to their queue.
+func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
+	f.mu.Lock()
+	var ps []Ownership
+	for p, h := range f.parts {
+		if c := f.held[p]; c.Queued > c.InFlight && h.use == partActive {
+			ps = append(ps, h.o)
+		}
+	}
+	f.mu.Unlock()
+	if len(ps) == 0 {
+		return nil
+	}
+	pipe := f.s.rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(ps))
+	for i, o := range ps {
+		cmds[i] = pipe.SMembers(ctx, f.s.k.hosts(o.Partition))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	type waiting struct {
+		host string
+		o    Ownership
+	}
+	var asked []waiting
+	f.mu.Lock()
+	for i, o := range ps {
+		if h := f.parts[o.Partition]; h == nil || h.o.Epoch != o.Epoch || h.use != partActive {
+			continue // dropped or draining meanwhile
+		}
+		for _, name := range cmds[i].Val() {
+			v := f.hosts[name]
+			switch {
+			case v == nil:
+				f.hosts[name] = &hostView{part: o.Partition, state: hostReady}
+			case v.state == hostDrained:
+				v.state = hostReady
+			case v.state == hostWaiting:
+				asked = append(asked, waiting{name, o})
+				continue
+			default:
+				continue
+			}
+			f.fresh = append(f.fresh, name)
+		}
+	}
+	f.mu.Unlock()
+	if len(asked) == 0 {
+		return nil
+	}
+	pipe = f.s.rdb.Pipeline()
+	lens := make([]*redis.IntCmd, len(asked))
+	for i, w := range asked {
+		lens[i] = pipe.LLen(ctx, f.s.k.queue(w.o.Partition, w.host))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, w := range asked {
+		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && lens[i].Val() > 0 {
+			v.state = hostReady
+			f.fresh = append(f.fresh, w.host)
+		}
+	}
+	return nil
+}
+
+// retryPutBacks hands back the leases an earlier Release could not.
+func (f *Frontier) retryPutBacks(ctx context.Context) {
+	f.mu.Lock()
+	pending := f.putBack
+	f.putBack = nil
+	f.mu.Unlock()
+	for i, l := range pending {
+		err := f.s.PutBack(ctx, l.o, l.Lease)
+		switch {
+		case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
+			f.refused(l.URL, err.Error())
+		case err != nil:
+			f.mu.Lock()
+			f.putBack = append(f.putBack, pending[i:]...)
+			f.mu.Unlock()
+			return
+		}
+	}
+}
+
+// HostContext returns the context requests to host run under: derived from ctx (the same ctx
+// on every call of one crawl run), and cancelled when host's partition is dropped. For a host
+// of a partition not in use it returns a cancelled context.
+func (f *Frontier) HostContext(ctx context.Context, host string) context.Context {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.parts[PartitionOf(host, f.s.opts.Partitions)]
+	if h == nil || h.o.StateAt(time.Now()) == Lapsed {
+		c, cancel := context.WithCancel(ctx)
+		cancel()
+		return c
+	}
+	if h.ctx == nil || h.parent != ctx {
+		if h.cancel != nil {
+			h.cancel()
+		}
+		h.ctx, h.cancel = context.WithCancel(ctx)
+		h.parent = ctx
+	}
+	return h.ctx
+}
+
+// Add queues the entries not seen before, in whichever partitions they belong to. While Redis
+// is unreachable it retries for up to FrontierOptions.Patience.
+func (f *Frontier) Add(entries []frontier.Entry) (int, error) {
+	var n int
+	err := f.retry(func(ctx context.Context) error {
+		var err error
+		n, err = f.s.Add(ctx, entries)
+		return err
+	})
+	return n, err
+}
+
+// Exclude records the exclusions not seen before, retrying as Add does.
+func (f *Frontier) Exclude(ex []frontier.Exclusion) error {
+	return f.retry(func(ctx context.Context) error { return f.s.Exclude(ctx, ex) })
+}
+
+// retry runs an idempotent call until it succeeds or Patience has passed.
+func (f *Frontier) retry(call func(ctx context.Context) error) error {
+	deadline := time.Now().Add(f.opts.Patience)
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+		err := call(ctx)
+		cancel()
+		if err == nil {
+			f.mu.Lock()
+			f.dirty = true
+			f.mu.Unlock()
+			return nil
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		sleep(backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// sleep waits d (the only blocking waits of this file are Redis' back-offs).
+func sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	<-t.C
+}
+
+// TakeReady returns the hosts that became ready since the last call: new to the worker, with
+// new URLs, or whose wait is over at now.
+func (f *Frontier) TakeReady(now time.Time) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for len(f.waiting) > 0 && !now.Before(f.waiting[0].at) {
+		w := heap.Pop(&f.waiting).(waitEntry)
+		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && v.at.Equal(w.at) {
+			v.state = hostReady
+			f.fresh = append(f.fresh, w.host)
+		}
+	}
+	out := f.fresh
+	f.fresh = nil
+	return out
+}
+
+// waitLocked makes host (view v) wait until at (f.mu held).
+func (f *Frontier) waitLocked(host string, v *hostView, at time.Time) {
+	v.state, v.at = hostWaiting, at
+	heap.Push(&f.waiting, waitEntry{at: at, host: host})
+}
+
+// waitEntry is a host waiting until at.
+type waitEntry struct {
+	at   time.Time
+	host string
+}
+
+// waitHeap is a min-heap of waiting hosts by time (container/heap).
+type waitHeap []waitEntry
+
+func (h waitHeap) Len() int           { return len(h) }
+func (h waitHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *waitHeap) Push(x any)        { *h = append(*h, x.(waitEntry)) }
+func (h *waitHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// Ready reports whether host may have a URL ready to lease.
+func (f *Frontier) Ready(host string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := f.hosts[host]
+	return v != nil && v.state == hostReady
+}
+
+// NextAt returns when a waiting host's wait ends, or the next round of Run when the crawl is
+// not over (hosts may gain work there), whichever comes first; zero when neither.
+func (f *Frontier) NextAt(now time.Time) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var at time.Time
+	for len(f.waiting) > 0 {
+		w := f.waiting[0]
+		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && v.at.Equal(w.at) {
+			at = w.at
+			break
+		}
+		heap.Pop(&f.waiting) // stale
+	}
+	if !f.idleLocked() {
+		if poll := now.Add(f.opts.Refresh); at.IsZero() || poll.Before(at) {
+			at = poll
+		}
+	}
+	return at
+}
+
+// Lease takes host's next URL from Redis. It returns no lease, and no error, when the host's
+// partition is not in use (or lapsed), when the host has nothing ready, and when Redis cannot
+// be reached (the host then waits a second). When it returns no lease, Ready(host) is false
+// until TakeReady names the host again: a caller that waits for a ready host never waits on
+// one that has nothing for it.
+func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, error) {
+	p := PartitionOf(host, f.s.opts.Partitions)
+	f.mu.Lock()
+	h := f.parts[p]
+	if h != nil && h.o.StateAt(now) == Lapsed {
+		f.dropLocked(p, "lapsed")
+		h = nil
+	}
+	if h == nil || h.use != partActive {
+		delete(f.hosts, host)
+		f.mu.Unlock()
+		return frontier.Lease{}, false, nil
+	}
+	o := h.o
+	f.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+	l, ok, next, err := f.s.Take(ctx, o, host)
+	cancel()
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := f.hosts[host]
+	if v == nil {
+		v = &hostView{part: p, state: hostReady}
+		f.hosts[host] = v
+	}
+	switch {
+	case errors.Is(err, ErrFenced):
+		if cur := f.parts[p]; cur != nil && cur.o.Epoch == o.Epoch {
+			f.dropLocked(p, "fenced")
+		} else { // acquired again meanwhile: ask again at the next round
+			f.waitLocked(host, v, time.Now().Add(f.opts.Refresh))
+		}
+		return frontier.Lease{}, false, nil
+	case err != nil:
+		f.waitLocked(host, v, time.Now().Add(time.Second))
+		return frontier.Lease{}, false, nil
+	case !ok && next.IsZero():
+		v.state = hostDrained
+		return frontier.Lease{}, false, nil
+	case !ok:
+		f.waitLocked(host, v, next.Add(-f.offset))
+		return frontier.Lease{}, false, nil
+	}
+	if cur := f.parts[p]; cur == nil || cur.o.Epoch != o.Epoch {
+		// dropped (and perhaps acquired again) while Take ran: the URL stays in flight until
+		// the partition's next Acquire reclaims it; the host is asked again at the next round
+		f.waitLocked(host, v, time.Now().Add(f.opts.Refresh))
+		return frontier.Lease{}, false, nil
+	}
+	// (a partition that began draining while Take ran keeps this lease until it ends)
+	f.leases[l.URL] = leased{Lease: l, o: o}
+	return l.Lease, true, nil
+}
+
+// Complete records the result of l in Redis under the ownership l was leased with. A result
+// refused because the partition is another worker's (fenced) or the URL was reclaimed is
+// counted in Stats and returns nil. While Redis is unreachable it retries, for as long as the
+// partition may still be this worker's. A Retry's NotBefore is a local time.
+func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
+	f.mu.Lock()
+	l, ok := f.leases[fl.URL]
+	if r.Kind == frontier.Retry && !r.NotBefore.IsZero() {
+		r.NotBefore = r.NotBefore.Add(f.offset)
+	}
+	f.mu.Unlock()
+	if !ok {
+		f.refused(fl.URL, "not leased")
+		return nil
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+		err := f.s.Complete(ctx, l.o, l.Lease, r)
+		cancel()
+		switch {
+		case err == nil:
+			f.forget(l)
+			f.count(l.Host, r)
+			return nil
+		case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
+			f.forget(l)
+			f.refused(l.URL, err.Error())
+			return nil
+		}
+		if !f.mayHold(l.o, time.Now().Add(backoff)) {
+			f.forget(l)
+			f.refused(l.URL, "partition lapsed while Redis was unreachable: "+err.Error())
+			return nil
+		}
+		sleep(backoff)
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// mayHold reports whether o's partition may still be this worker's at local time at.
+func (f *Frontier) mayHold(o Ownership, at time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.parts[o.Partition]
+	return h != nil && h.o.Epoch == o.Epoch && h.o.StateAt(at) != Lapsed
+}
+
+func (f *Frontier) forget(l leased) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.leases, l.URL)
+}
+
+// count adds a result this worker recorded to its host's counters.
+func (f *Frontier) count(host string, r frontier.Result) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.done[host]
+	if c == nil {
+		c = &frontier.HostCount{Host: host}
+		f.done[host] = c
+	}
+	switch r.Kind {
+	case frontier.Fetched:
+		c.Fetched++
+	case frontier.Failed:
+		c.Failed++
+		c.LastError = r.Detail
+	case frontier.Excluded:
+		c.Excluded++
+	}
+}
+
+func (f *Frontier) refused(url, why string) {
+	f.mu.Lock()
+	f.stats.Refused++
+	f.stats.LastRefused = url + ": " + why
+	f.mu.Unlock()
+	f.opts.Log.Warn("result refused: the URL is another worker's now", "url", url, "why", why)
+}
+
+// Release hands l back to its host's queue unchanged. When Redis cannot take it now, Run
+// retries while the partition is this worker's.
+func (f *Frontier) Release(fl frontier.Lease) {
+	f.mu.Lock()
+	l, ok := f.leases[fl.URL]
+	delete(f.leases, fl.URL)
+	if v := f.hosts[fl.Host]; v != nil && ok {
+		if v.state != hostReady {
+			f.fresh = append(f.fresh, fl.Host)
+		}
+		v.state = hostReady
+	}
+	f.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+	err := f.s.PutBack(ctx, l.o, l.Lease)
+	cancel()
+	switch {
+	case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
+		f.refused(l.URL, err.Error())
+	case err != nil:
+		f.mu.Lock()
+		f.putBack = append(f.putBack, l)
+		f.mu.Unlock()
+	}
+}
+
+// Counts returns the crawl's counters (all workers) as of Run's last read of every partition
+// (at most a second old), or read now if this worker added URLs since.
+func (f *Frontier) Counts() frontier.Counts {
+	f.mu.Lock()
+	dirty := f.dirty
+	f.mu.Unlock()
+	if dirty {
+		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+		_ = f.readCounts(ctx) // on failure the last counts serve
+		cancel()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts.Sum()
+}
+
+// Hosts returns the hosts this worker crawled or holds, with the results it recorded for each
+// and the URLs it has in flight (the crawl's per-host counters are not kept in Redis).
+func (f *Frontier) Hosts() []frontier.HostCount {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string]frontier.HostCount, len(f.done)+len(f.hosts))
+	for name, c := range f.done {
+		m[name] = *c
+	}
+	for name := range f.hosts {
+		if _, ok := m[name]; !ok {
+			m[name] = frontier.HostCount{Host: name}
+		}
+	}
+	for _, l := range f.leases {
+		c := m[l.Host]
+		c.Host = l.Host
+		c.InFlight++
+		c.Queued++
+		m[l.Host] = c
+	}
+	out := make([]frontier.HostCount, 0, len(m))
+	for _, c := range m {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Idle reports whether the whole crawl is over: at Run's last read of every partition nothing
+// was queued, delayed, in flight or in an outbox in any of them, this worker added nothing
+// since, and it holds no lease.
+func (f *Frontier) Idle() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.idleLocked()
+}
+
+func (f *Frontier) idleLocked() bool {
+	return f.counts != nil && !f.dirty && f.counts.Idle() && len(f.leases) == 0 && len(f.putBack) == 0
+}

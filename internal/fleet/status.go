@@ -51,6 +51,17 @@ func (s WorkerState) String() string {
 // MarshalText writes the state's name.
 func (s WorkerState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a state's name.
+func (s *WorkerState) UnmarshalText(b []byte) error {
+	for _, c := range []WorkerState{WorkerAlive, WorkerGone} {
+		if string(b) == c.String() {
+			*s = c
+			return nil
+		}
+	}
+	return fmt.Errorf("fleet: unknown worker state %q", b)
+}
+
 // WorkerView is one worker in the View: every worker that holds a partition, sent a heartbeat
 // that is not yet forgotten, or reported within ReportTTL.
 type WorkerView struct {

@@ -27,12 +27,12 @@ import (
 // and queue key), then per URL only seen (the same URLs given to Exclude in another empty
 // crawl: the seen-set alone), then per host (the politeness state a registry saves, and the
 // extra cost of the same URLs spread over ten times as many hosts). Each is done at the
-// default 4,096 seen-set buckets per partition and at 8, the count that puts about a hundred
-// URLs in each bucket at this size. Then a completion loop (Take, Complete with links, and
+// default 4,096 seen-set buckets per partition, at 8, the count that puts about a hundred
+// URLs in each bucket at this size, and at 1 (about a thousand: past Redis' compact encoding). Then a completion loop (Take, Complete with links, and
 // Forward after every page, or after every forwardBatch pages of a partition) counts the Redis
 // commands per page from INFO commandstats.
 func BenchmarkRedisMemory(b *testing.B) {
-	for _, buckets := range []int{4096, 8} {
+	for _, buckets := range []int{4096, 8, 1} {
 		b.Run("buckets="+strconv.Itoa(buckets), func(b *testing.B) {
 			for range b.N {
 				m := measureMemory(b, buckets)
@@ -51,6 +51,7 @@ func BenchmarkRedisMemory(b *testing.B) {
 				b.ReportMetric(o.scripts, "scripts/page")
 				b.ReportMetric(o.commands, "commands/page")
 				b.ReportMetric(o.pagesPerSec, "pages/s")
+				b.ReportMetric(o.cpuPerPage, "redis-CPU-µs/page")
 			}
 		})
 	}
@@ -145,7 +146,7 @@ func measureMemory(b *testing.B, buckets int) memoryFigures {
 	return m
 }
 
-type opsFigures struct{ roundTrips, scripts, commands, pagesPerSec float64 }
+type opsFigures struct{ roundTrips, scripts, commands, pagesPerSec, cpuPerPage float64 }
 
 // countHook counts what the client sends: round trips (a pipeline is one) and commands.
 type countHook struct{ trips, cmds int }
@@ -209,7 +210,14 @@ func measureOps(b *testing.B, forwardEvery int) opsFigures {
 	hook.trips, hook.cmds = 0, 0
 	start := time.Now()
 	pages := 0
-	done := map[int]int{} // pages completed per partition
+	pending := map[int]int{} // outbox payloads per partition (one per completed page)
+	forward := func(o Ownership) {
+		if _, err := s.Forward(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+		pending[o.Partition] -= min(pending[o.Partition], forwardBatch)
+	}
+	cpu0 := redisCPU(b, rdb)
 	for pages < opsPages {
 		progress := false
 		for _, o := range owned {
@@ -236,11 +244,9 @@ func measureOps(b *testing.B, forwardEvery int) opsFigures {
 				if err := s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched, Links: links}); err != nil {
 					b.Fatal(err)
 				}
-				done[o.Partition]++
-				if done[o.Partition]%forwardEvery == 0 {
-					if _, err := s.Forward(ctx, o); err != nil {
-						b.Fatal(err)
-					}
+				pending[o.Partition]++
+				if pending[o.Partition] >= forwardEvery {
+					forward(o)
 				}
 				pages++
 				progress = true
@@ -248,13 +254,17 @@ func measureOps(b *testing.B, forwardEvery int) opsFigures {
 		}
 		if !progress { // the links wait in outboxes: deliver them
 			for _, o := range owned {
-				if _, err := s.Forward(ctx, o); err != nil {
-					b.Fatal(err)
-				}
+				forward(o)
 			}
 		}
 	}
+	for _, o := range owned { // deliver every link found, so that each page's work is counted
+		for pending[o.Partition] > 0 {
+			forward(o)
+		}
+	}
 	elapsed := time.Since(start)
+	cpu := redisCPU(b, rdb) - cpu0
 	trips, cmds := hook.trips, hook.cmds
 	stats, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
@@ -279,13 +289,35 @@ func measureOps(b *testing.B, forwardEvery int) opsFigures {
 		lines = append(lines, fmt.Sprintf("%s %.2f", name, float64(n)/float64(pages)))
 	}
 	slices.Sort(lines)
-	b.Logf("%d pages (%d links each, %d new) in %v: %.2f round trips, %.2f commands sent, %.2f scripts, %.2f commands executed per page; per command: %s",
-		pages, opsLinks, opsNew, elapsed.Round(time.Millisecond), float64(trips)/float64(pages), float64(cmds)/float64(pages),
+	b.Logf("%d pages (%d links each, %d new), forward every %d: %v, Redis CPU %.1f µs per page: %.2f round trips, %.2f commands sent, %.2f scripts, %.2f commands executed per page; per command: %s",
+		pages, opsLinks, opsNew, forwardEvery, elapsed.Round(time.Millisecond), cpu.Seconds()*1e6/float64(pages), float64(trips)/float64(pages), float64(cmds)/float64(pages),
 		float64(scripts)/float64(pages), float64(executed)/float64(pages), strings.Join(lines, ", "))
 	return opsFigures{
 		roundTrips:  float64(trips) / float64(pages),
 		scripts:     float64(scripts) / float64(pages),
 		commands:    float64(executed) / float64(pages),
 		pagesPerSec: float64(pages) / elapsed.Seconds(),
+		cpuPerPage:  cpu.Seconds() * 1e6 / float64(pages),
 	}
+}
+
+// redisCPU is the server's CPU time so far (used_cpu_user + used_cpu_sys of INFO cpu).
+func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, k := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }

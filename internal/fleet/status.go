@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -119,7 +120,16 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 	}
 	beats := pipe.ZRangeWithScores(ctx, s.k.workers(), 0, -1)
 	reported := pipe.ZRange(ctx, s.k.reports(), 0, -1)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	pipe.Exec(ctx) // errors are checked per command: a missing owner key (redis.Nil) is no error
+	for p := range owners {
+		if err := owners[p].Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return v, fmt.Errorf("fleet: read owner of partition %d: %w", p, err)
+		}
+		if err := hosts[p].Err(); err != nil {
+			return v, fmt.Errorf("fleet: read hosts of partition %d: %w", p, err)
+		}
+	}
+	if err := cmp.Or(beats.Err(), reported.Err()); err != nil {
 		return v, fmt.Errorf("fleet: read workers: %w", err)
 	}
 	byID := map[string]*WorkerView{}

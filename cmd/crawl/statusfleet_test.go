@@ -42,7 +42,7 @@ func TestStatusRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	opts := &fleet.Options{Partitions: 4}
+	opts := &fleet.Options{Partitions: 4, LeaseTTL: time.Minute} // alive through a slow run
 	a, err := fleet.Open(ctx, rdb, "shared", "worker-a", opts)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,12 +32,13 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR --format warc|jsonl|mirror --out PATH [--no-body] [--text] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
+const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|mirror --out PATH [--no-body] [--text] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
-	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.")
+	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.\nWith several --data (the stores of the workers of a shared crawl), each URL comes from the store that fetched it last.")
 	flags := cf.FlagSet
-	dir := flags.String("data", "", "data directory of the crawl (read only)")
+	var dirs stringList
+	flags.Var(&dirs, "data", "data directory of the crawl (read only); repeat it to export the stores of several workers as one")
 	format := flags.String("format", "", "output format: warc, jsonl or mirror")
 	out := flags.String("out", "", "warc: X.warc.gz (then X-00001.warc.gz … if it must split), a prefix (PREFIX-00000.warc.gz, ...) or a directory; jsonl: file, or - for stdout; mirror: empty or new directory")
 	noBody := flags.Bool("no-body", false, "jsonl: leave the bodies out")
@@ -58,8 +60,11 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, exportUsage)
 		return exitUsage
 	}
-	if *dir == "" || *out == "" || *format == "" || len(pos) > 0 {
+	if len(dirs) == 0 || slices.Contains(dirs, "") || *out == "" || *format == "" || len(pos) > 0 {
 		return usageErr("")
+	}
+	if a, b, dup := sameDirs(dirs); dup {
+		return usageErr(fmt.Sprintf("--data %s and --data %s are the same store", a, b))
 	}
 	switch *format {
 	case "warc", "jsonl", "mirror":
@@ -92,11 +97,20 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return usageErr(fmt.Sprintf("--warc-max-size: %v", err))
 	}
 
-	db, ok := openStopped("crawl export", *dir, stderr)
-	if !ok {
+	stores := make([]export.Store, len(dirs))
+	for i, dir := range dirs {
+		db, ok := openStopped("crawl export", dir, stderr)
+		if !ok {
+			return exitRuntime
+		}
+		defer db.Close()
+		stores[i] = db
+	}
+	db, err := export.Merge(stores...)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl export: %v\n", err)
 		return exitRuntime
 	}
-	defer db.Close()
 
 	var (
 		w   export.Writer
@@ -170,8 +184,12 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	if st.Robots > 0 {
 		robots = fmt.Sprintf(" and %d robots.txt %s", st.Robots, plural(int(st.Robots), "fetch", "fetches"))
 	}
-	fmt.Fprintf(stderr, "crawl export: %d pages%s written (%d filtered out%s) to %s, %s, %.1fs\n",
-		st.Pages, robots, st.Skipped, omitted, dst, formatBytes(st.Bytes), time.Since(start).Seconds())
+	superseded := ""
+	if n := db.Superseded(); n > 0 {
+		superseded = fmt.Sprintf(", %d %s of URLs another store fetched later", n, plural(int(n), "fetch", "fetches"))
+	}
+	fmt.Fprintf(stderr, "crawl export: %d pages%s written (%d filtered out%s%s) to %s, %s, %.1fs\n",
+		st.Pages, robots, st.Skipped, omitted, superseded, dst, formatBytes(st.Bytes), time.Since(start).Seconds())
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")
@@ -181,6 +199,22 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	return exitOK
+}
+
+// sameDirs reports the first two of dirs that are one directory (the same store given twice).
+func sameDirs(dirs []string) (a, b string, same bool) {
+	for i := range dirs {
+		fi, err := os.Stat(dirs[i])
+		if err != nil {
+			continue // openStopped reports it
+		}
+		for _, d := range dirs[:i] {
+			if fj, err := os.Stat(d); err == nil && os.SameFile(fi, fj) {
+				return d, dirs[i], true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // filesList names files: "a" for one, "N files: a, b, c" for a few, "N files: a … z" for many.

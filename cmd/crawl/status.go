@@ -16,9 +16,11 @@ func init() {
 }
 
 const statusSynopsis = `usage: crawl status --data DIR [--json] [--hosts N | --all]
+       crawl status --redis redis://HOST:PORT/DB [--crawl NAME] [--json]
 
 Prints the settings in force, URL counts by state and reason, and per host the learned rate,
-window, latency and last error; it works while a crawl runs.`
+window, latency and last error; it works while a crawl runs. With --redis: the shared crawl's
+counts across all its workers, and each worker's partitions, pages and last heartbeat.`
 
 func statusCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("status", statusSynopsis)
@@ -27,11 +29,16 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the stable JSON form (see README); it lists every host contacted")
 	rows := fs.Int("hosts", defaultHostRows, "list at most this many hosts, busiest first")
 	all := fs.Bool("all", false, "list every host contacted (overrides --hosts)")
+	redisURL := fs.String("redis", "", "the Redis (or Valkey) of a crawl shared by several workers, as redis://HOST:PORT/DB: show the fleet's view")
+	crawlName := fs.String("crawl", "default", "with --redis: the shared crawl's name")
 	pos, code, ok := flags.parse(args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if *dir == "" || len(pos) > 0 || *rows < 0 {
+	if *redisURL != "" && *dir == "" && len(pos) == 0 {
+		return fleetStatusCmd(*redisURL, *crawlName, *asJSON, stdout, stderr)
+	}
+	if *dir == "" || *redisURL != "" || len(pos) > 0 || *rows < 0 {
 		fmt.Fprintln(stderr, strings.SplitN(statusSynopsis, "\n", 2)[0])
 		return exitUsage
 	}

@@ -2,10 +2,15 @@
 // as a mirror of files on disk. It only re-reads what storage holds; it never fetches.
 //
 // There are only a few types: a Writer per format (WARCWriter, JSONLWriter, MirrorWriter), a
-// Filter, and Run, which streams a Source (storage.DB.Pages or PagesMeta have its shape)
-// through a Filter into a Writer. Pages are handled one at a time, so memory stays flat
+// Filter, Stores (several stores read as one), and Run, which streams a Source
+// (storage.DB.Pages or PagesMeta have its shape) through a Filter into a Writer. Pages are handled one at a time, so memory stays flat
 // whatever the size of the crawl. Writers are not safe for concurrent use: one goroutine
 // feeds one Writer, in fetch order.
+//
+// Merge reads several stores as one Store (Stores): the workers of a crawl shared by a fleet
+// each keep their own store, and an export of them all writes each URL from the store that
+// fetched it last, with that store's versions of it, in one stream merged by fetch time and
+// with sequence numbers renumbered to stay unique. Over one store it is that store.
 //
 // Every writer refuses to overwrite: an output file (or a non-empty mirror directory) that
 // already exists is an error wrapping ErrOutputExists.

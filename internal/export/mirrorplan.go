@@ -76,10 +76,7 @@ func buildPlan(src Source, f *Filter) (*mirrorPlan, error) {
 		if p.Status >= 300 && p.Status < 400 {
 			v.target = redirectTarget(p)
 		}
-		if old, ok := latest[v.url]; ok && old.seq > v.seq {
-			return nil
-		}
-		latest[v.url] = v
+		latest[v.url] = v // pages come in fetch order: the last one seen is the latest
 		order = append(order, v)
 		return nil
 	})

@@ -31,5 +31,7 @@
 // its partition to the next owner.
 //
 // There are few types: Store (one worker's handle), Keeper (its share of partitions), Ownership
-// (a held partition, with its LeaseState) and Lease (a URL in flight). docs/fleet.md explains the design and what remains.
+// (a held partition, with its LeaseState) and Lease (a URL in flight). ReadView reads the
+// fleet's state for an operator (View: the summed counters and each worker, from the owner
+// keys, the heartbeats and the reports workers send with Store.Report). docs/fleet.md explains the design and what remains.
 package fleet

@@ -22,4 +22,7 @@ var (
 	// ErrWrongPartition is returned when a host given to a write does not belong to the
 	// Ownership's partition.
 	ErrWrongPartition = errors.New("fleet: host not in the ownership's partition")
+
+	// ErrNoCrawl is returned by ReadView when Redis holds no crawl of that name.
+	ErrNoCrawl = errors.New("fleet: no such crawl")
 )

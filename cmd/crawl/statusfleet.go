@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/fleet"
+)
+
+// fleetStatus is `crawl status --redis --json`: the keys of crawl status (crawler.Status)
+// with the fleet's totals, plus the crawl's name, its partitions and its workers. Hosts is
+// empty: per-host figures live in each worker (crawl status --data DIR on its machine).
+type fleetStatus struct {
+	crawler.Status
+	Crawl          string             `json:"crawl"`
+	Partitions     int                `json:"partitions"`
+	PartitionsFree int                `json:"partitions_free"` // held by no worker
+	Outbox         int                `json:"outbox"`          // completed pages whose links are not yet forwarded
+	HostsQueued    int                `json:"hosts_queued"`    // hosts with URLs queued or delayed
+	Workers        []fleet.WorkerView `json:"workers"`
+	WorkersAlive   int                `json:"workers_alive"`
+}
+
+// redisTimeout bounds how long crawl status waits for Redis before it reports it unreachable.
+const redisTimeout = 5 * time.Second
+
+// fleetStatusCmd prints the fleet view of crawl in the Redis at rawURL. Redis unreachable or
+// a bad URL: exit 2, naming the address and the cause.
+func fleetStatusCmd(rawURL, crawl string, asJSON bool, stdout, stderr io.Writer) int {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl status: --redis %q: %v (want redis://HOST:PORT/DB)\n", rawURL, err)
+		return exitUsage
+	}
+	opt.MaxRetries = -1 // one attempt: an unreachable server is reported, not retried
+	opt.DialTimeout = redisTimeout
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*redisTimeout)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		fmt.Fprintf(stderr, "crawl status: Redis at %s unreachable: %v\n", opt.Addr, err)
+		return exitUsage
+	}
+	v, err := fleet.ReadView(ctx, rdb, crawl)
+	switch {
+	case errors.Is(err, fleet.ErrNoCrawl):
+		fmt.Fprintf(stderr, "crawl status: no crawl %q in the Redis at %s (database %d)\n", crawl, opt.Addr, opt.DB)
+		return exitRuntime
+	case errors.Is(err, fleet.ErrCrawlName):
+		fmt.Fprintf(stderr, "crawl status: --crawl %q: a name is 1 to 64 letters, digits, '.', '_' or '-'\n", crawl)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "crawl status: Redis at %s: %s\n", opt.Addr, strings.TrimPrefix(err.Error(), "fleet: "))
+		return exitRuntime
+	}
+	st := fleetStatusOf(v)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			fmt.Fprintf(stderr, "crawl status: %v\n", err)
+			return exitRuntime
+		}
+		return exitOK
+	}
+	printFleetStatus(stdout, st, opt)
+	return exitOK
+}
+
+// fleetStatusOf turns the fleet view into crawl status's form.
+func fleetStatusOf(v fleet.View) fleetStatus {
+	st := fleetStatus{
+		Status: crawler.Status{
+			UpdatedAt: v.Now,
+			Fetched:   v.Counts.Fetched, Failed: v.Counts.Failed, Excluded: v.Counts.Excluded,
+			Queued: v.Counts.Queued, InFlight: v.Counts.InFlight,
+			FailedBy: v.Counts.FailedBy, ExcludedBy: v.Counts.ExcludedBy,
+			Hosts: []crawler.HostStatus{},
+		},
+		Crawl: v.Crawl, Partitions: v.Partitions, PartitionsFree: v.PartitionsFree,
+		Outbox: v.Outbox, HostsQueued: v.HostsQueued, Workers: v.Workers,
+	}
+	if st.Workers == nil {
+		st.Workers = []fleet.WorkerView{}
+	}
+	for _, w := range v.Workers {
+		if w.State == fleet.WorkerAlive {
+			st.WorkersAlive++
+		}
+	}
+	st.Running = st.WorkersAlive > 0
+	return st
+}
+
+// printFleetStatus prints st for a reader: the totals, then one line per worker.
+func printFleetStatus(w io.Writer, st fleetStatus, opt *redis.Options) {
+	state := "stopped (no worker alive)"
+	if st.Running {
+		state = fmt.Sprintf("running (%d %s alive)", st.WorkersAlive, plural(st.WorkersAlive, "worker", "workers"))
+	}
+	fmt.Fprintf(w, "crawl %q in the Redis at %s (database %d): %s\n", st.Crawl, opt.Addr, opt.DB, state)
+	fmt.Fprintf(w, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
+	fmt.Fprintf(w, "%d %s with URLs queued; %d %s waiting to be forwarded; %d partitions, %d held by no worker\n",
+		st.HostsQueued, plural(st.HostsQueued, "host", "hosts"), st.Outbox, plural(st.Outbox, "page's links", "pages' links"), st.Partitions, st.PartitionsFree)
+	printReasons(w, "failed", st.FailedBy)
+	printReasons(w, "excluded", st.ExcludedBy)
+	if len(st.Workers) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%-24s %-5s %10s %8s %14s  %s\n", "worker", "state", "partitions", "pages", "last heartbeat", "where")
+	for _, wv := range st.Workers {
+		beat := "-"
+		if wv.Heartbeat != nil {
+			beat = fmt.Sprintf("%.1fs ago", st.UpdatedAt.Sub(*wv.Heartbeat).Seconds())
+		}
+		where := strings.Trim(wv.Host+":"+wv.Data, ":")
+		fmt.Fprintf(w, "%-24s %-5s %10d %8d %14s  %s\n", wv.ID, wv.State, len(wv.Partitions), wv.Pages, beat, dash(where))
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -370,6 +371,29 @@ func TestFleetThreeWorkers(t *testing.T) {
 		if !strings.Contains(w.out.String(), "crawl done") {
 			t.Errorf("%s: no summary:\n%s", w.name, w.out)
 		}
+	}
+	// The fleet view lists the three workers, gone now, and their pages add up to the crawl's.
+	code, out := crawlOutput(t, f.ctx, "status", "--redis", f.srv.URL(), "--crawl", "t", "--json")
+	var view struct {
+		Fetched int `json:"fetched"`
+		Workers []struct {
+			Pages int    `json:"pages"`
+			State string `json:"state"`
+			Data  string `json:"data"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal([]byte(out), &view); code != exitOK || err != nil {
+		t.Fatalf("crawl status --redis --json: exit %d, %v:\n%s", code, err, out)
+	}
+	pages := 0
+	for _, w := range view.Workers {
+		pages += w.Pages
+		if w.State != "gone" || w.Data == "" {
+			t.Errorf("worker after the crawl: state %q, data %q; want gone with its --data", w.State, w.Data)
+		}
+	}
+	if len(view.Workers) != 3 || pages != view.Fetched || pages == 0 {
+		t.Errorf("fleet view: %d workers reporting %d pages, the crawl fetched %d; want 3 workers whose pages add up", len(view.Workers), pages, view.Fetched)
 	}
 	// A worker joining the finished crawl without seeds learns it is over; one with another
 	// --scope mode is refused.

@@ -82,7 +82,8 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	keeper := store.NewKeeper()
-	fr := fleet.NewFrontier(keeper, fleet.FrontierOptions{Log: log})
+	machine, _ := os.Hostname()
+	fr := fleet.NewFrontier(keeper, fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir})
 	runCtx, stopRun := context.WithCancel(context.Background())
 	running := make(chan struct{})
 	go func() { defer close(running); fr.Run(runCtx) }()

@@ -117,7 +117,7 @@ func versionLine() string {
 // the user runs crawl, not its packages. Each Write is one message or log line.
 type plainErrors struct{ w io.Writer }
 
-var packagePrefix = regexp.MustCompile(`\b(storage|frontier|fetch|urlnorm|hostlimit|export|metrics|crawler|robots|retry|aimd|netguard|report): `)
+var packagePrefix = regexp.MustCompile(`\b(storage|frontier|fetch|urlnorm|hostlimit|export|metrics|crawler|robots|retry|aimd|netguard|report|fleet): `)
 
 func (p *plainErrors) Write(b []byte) (int, error) {
 	locs := packagePrefix.FindAllIndex(b, -1)

@@ -20,6 +20,9 @@ type FrontierOptions struct {
 	Timeout  time.Duration // bound on each Redis call (default 2 s)
 	Patience time.Duration // how long Add and Exclude retry while Redis is unreachable (default 2 min)
 	Log      *slog.Logger  // refused results, Redis lost and back (nil: nothing logged)
+	// Machine and Data name the worker in its reports to the fleet view (Store.Report, sent
+	// by Run about once a second): the machine it runs on and its local store.
+	Machine, Data string
 }
 
 func (o FrontierOptions) withDefaults() FrontierOptions {
@@ -73,6 +76,7 @@ type Frontier struct {
 	link    linkState
 	stats   FrontierStats
 	done    map[string]*frontier.HostCount // results this worker recorded, by host
+	pages   int64                          // pages this worker fetched and completed
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -160,13 +164,19 @@ func (f *Frontier) Run(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	backoff := time.Duration(0)
+	var reported time.Time
 	for {
 		select {
 		case <-ctx.Done():
+			f.report(context.WithoutCancel(ctx)) // the last figures, kept for ReportTTL
 			return
 		case <-t.C:
 		}
 		now := time.Now()
+		if now.Sub(reported) >= reportEvery {
+			reported = now
+			f.report(ctx)
+		}
 		tick := !now.Before(nextTick)
 		if tick {
 			nextTick = now.Add(tickEvery)
@@ -187,6 +197,20 @@ func (f *Frontier) Run(ctx context.Context) {
 		}
 		t.Reset(delay)
 	}
+}
+
+// reportEvery is how often Run reports the worker to the fleet view.
+const reportEvery = time.Second
+
+// report sends the worker's report (Store.Report); a failed one is left to the next round,
+// which sees Redis unreachable too.
+func (f *Frontier) report(ctx context.Context) {
+	f.mu.Lock()
+	r := WorkerReport{Pages: f.pages, Host: f.opts.Machine, Data: f.opts.Data}
+	f.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+	_ = f.s.Report(rctx, r)
 }
 
 func (f *Frontier) linkFailed(err error) {
@@ -833,6 +857,7 @@ func (f *Frontier) count(host string, r frontier.Result) {
 	switch r.Kind {
 	case frontier.Fetched:
 		c.Fetched++
+		f.pages++
 	case frontier.Failed:
 		c.Failed++
 		c.LastError = r.Detail

@@ -140,7 +140,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
 	if !o.ReadOnly {
-		db.trim.start(db, trimEvery)
+		db.trim.start(db)
 		// Best effort: the PID only names the holder in another process's ErrLocked.
 		_ = os.WriteFile(filepath.Join(dir, PIDFileName), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	}

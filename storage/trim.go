@@ -24,30 +24,52 @@ func trimTx(tx *bbolt.Tx) error {
 	return dropMapped(tx.DB().Info().Data, tx.Size())
 }
 
-// trimEvery is how often a store open for writing calls TrimRSS. Each page a transaction reads
-// maps its neighbours too (the kernel's fault-around), so a busy crawl pulls in hundreds of MB
-// a second; trimming this often keeps the file's share of the resident set to tens of MB, at
-// the cost of faulting the hot pages back in.
+// trimEvery is the longest a store open for writing goes without calling TrimRSS. Each page a
+// transaction reads maps its neighbours too (the kernel's fault-around, whole large folios on
+// recent kernels), so a busy store pulls in hundreds of MB a second; trimming this often keeps
+// the file's share of the resident set to tens of MB, at the cost of faulting the hot pages
+// back in.
 const trimEvery = 100 * time.Millisecond
 
-// trimmer calls TrimRSS on a timer until stopped. The zero value is stopped.
+// trimCheck is how often the trimmer reads the process's resident file pages, and trimGrowth
+// how much they may grow since the last trim before it trims early: with a big store and
+// random writes, 100 ms maps too much.
+const (
+	trimCheck  = 10 * time.Millisecond
+	trimGrowth = 32 << 20
+)
+
+// trimDue reports whether a trim is due at now, the last one at last having left resident
+// bytes of file pages mapped, now that resident bytes are (resident < 0: not known).
+func trimDue(now, last time.Time, leftResident, resident int64) bool {
+	return now.Sub(last) >= trimEvery || resident >= 0 && resident-leftResident >= trimGrowth
+}
+
+// trimmer calls TrimRSS when trimDue says so, until stopped. The zero value is stopped.
 type trimmer struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
 }
 
-func (t *trimmer) start(db *DB, every time.Duration) {
+func (t *trimmer) start(db *DB) {
 	quit := make(chan struct{})
 	t.quit = quit
 	t.wg.Go(func() {
-		tick := time.NewTicker(every)
+		res := openResident()
+		defer res.close()
+		tick := time.NewTicker(trimCheck)
 		defer tick.Stop()
+		last, left := time.Now(), res.read()
 		for {
 			select {
 			case <-quit:
 				return
-			case <-tick.C:
+			case now := <-tick.C:
+				if !trimDue(now, last, left, res.read()) {
+					continue
+				}
 				_ = db.TrimRSS() // best effort: only memory is at stake
+				last, left = time.Now(), res.read()
 			}
 		}
 	})

@@ -23,6 +23,7 @@ const (
 // Link is one outgoing link of a page.
 type Link struct {
 	URL *url.URL // normalized with urlnorm
+	Str string   // URL.String(), made once by ExtractLinks (empty from ExtractRequisites)
 	// NoFollow is set if every occurrence of the link carries
 	// rel="nofollow", or the page as a whole is nofollow.
 	NoFollow bool
@@ -215,7 +216,7 @@ func (e *extractor) add(ref string, nofollow bool) {
 		return
 	}
 	e.seen[key] = len(e.out.Links)
-	e.out.Links = append(e.out.Links, Link{URL: u, NoFollow: nofollow})
+	e.out.Links = append(e.out.Links, Link{URL: u, Str: key, NoFollow: nofollow})
 }
 
 // hasToken reports whether the space-separated list s contains tok, ignoring

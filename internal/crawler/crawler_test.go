@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -581,5 +582,36 @@ func TestBrokenPagesDoNotSlowTheHost(t *testing.T) {
 	got := storedOK(t, cfg.Dir)
 	if want := pages + pages/every; len(got) != want {
 		t.Errorf("%d pages stored 2xx, want %d", len(got), want)
+	}
+}
+
+// TestLinkCredentialsDropped: a link carrying user:password is followed without them, and the
+// server never sees them.
+func TestLinkCredentialsDropped(t *testing.T) {
+	var sawAuth atomic.Int32
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sawAuth.Add(1)
+		}
+		if r.URL.Path == "/" {
+			u, _ := url.Parse(srv.URL)
+			fmt.Fprintf(w, `<html><body><a href="http://user:secret@%s/b">b</a><a href="/c">c</a></body></html>`, u.Host)
+			return
+		}
+		fmt.Fprintln(w, "<html><body>leaf</body></html>")
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	runCrawl(t, cfg)
+	got := storedOK(t, cfg.Dir)
+	want := map[string]int{srv.URL + "/": 1, srv.URL + "/b": 1, srv.URL + "/c": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("stored %v, want %v", got, want)
+	}
+	if n := sawAuth.Load(); n != 0 {
+		t.Errorf("the server saw credentials %d times", n)
 	}
 }

@@ -107,8 +107,11 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		links := fetch.ExtractLinks(u, resp.Header, resp.ContentType, resp.Body, c.agent)
 		p.NoIndex = links.NoIndex
 		for _, lk := range links.Links {
-			lk.URL.User = nil // credentials in a link are not followed, nor stored
-			e := frontier.Entry{URL: lk.URL.String(), Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
+			if lk.URL.User != nil {
+				lk.URL.User = nil // credentials in a link are not followed, nor stored
+				lk.Str = lk.URL.String()
+			}
+			e := frontier.Entry{URL: lk.Str, Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
 			c.consider(&res, e, lk.URL, lk.NoFollow)
 		}
 		for _, sk := range links.Skipped {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,8 +55,10 @@ func TestRequisitesMaxPages(t *testing.T) {
 	dir := crawlSite(t, web, "--requisites", "--max-pages", "5")
 	st := statusJSON(t, dir)
 	if st.Fetched != 5+requisites || st.Queued != 0 || st.ExcludedBy["limit"] == 0 {
-		t.Fatalf("--requisites --max-pages 5: %d fetched, %d queued, excluded %v; want 5 pages and %d requisites",
-			st.Fetched, st.Queued, st.ExcludedBy, requisites)
+		var urls, errb bytes.Buffer
+		urlsCmd([]string{"--data", dir}, &urls, &errb)
+		t.Fatalf("--requisites --max-pages 5: %d fetched, %d queued, excluded %v; want 5 pages and %d requisites; the URLs:\n%s%s",
+			st.Fetched, st.Queued, st.ExcludedBy, requisites, urls.String(), errb.String())
 	}
 	_, rep, _ := exportMirror(t, dir)
 	for _, a := range rep.Absolute {

@@ -141,27 +141,9 @@ func (rs *Resolver) URL() (*url.URL, string, error) {
 // makes the rest. Together they return the same URL and error as build for every input
 // (TestResolverMatchesResolve, FuzzResolver).
 func (rs *Resolver) build(r ref) ([]byte, error) {
-	if !r.hasAuth {
-		return nil, fmt.Errorf("%w: %s URL without authority", ErrNoHost, r.scheme)
-	}
-	auth := r.authority
-	var userinfo string
-	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
-		userinfo, auth = auth[:i], auth[i+1:]
-	}
-	host, port, err := splitHostPort(auth)
+	userinfo, host, port, err := r.splitAuthority()
 	if err != nil {
 		return nil, err
-	}
-	if host == "" {
-		return nil, fmt.Errorf("%w in %q", ErrNoHost, clip(r.authority))
-	}
-	host, err = normHost(host)
-	if err != nil {
-		return nil, err
-	}
-	if (r.scheme == "http" && port == "80") || (r.scheme == "https" && port == "443") {
-		port = ""
 	}
 	b := append(rs.buf[:0], r.scheme...)
 	b = append(b, "://"...)

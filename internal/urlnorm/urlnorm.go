@@ -171,29 +171,37 @@ func schemeEnd(s string) int {
 	return -1
 }
 
-// build normalizes an absolute reference with an http(s) scheme.
-func build(r ref) (*url.URL, error) {
+// splitAuthority returns r's user information and its normalized host and port (none when it
+// is the scheme's default).
+func (r ref) splitAuthority() (userinfo, host, port string, err error) {
 	if !r.hasAuth {
-		return nil, fmt.Errorf("%w: %s URL without authority", ErrNoHost, r.scheme)
+		return "", "", "", fmt.Errorf("%w: %s URL without authority", ErrNoHost, r.scheme)
 	}
 	auth := r.authority
-	var userinfo string
 	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
 		userinfo, auth = auth[:i], auth[i+1:]
 	}
-	host, port, err := splitHostPort(auth)
+	host, port, err = splitHostPort(auth)
 	if err != nil {
-		return nil, err
+		return "", "", "", err
 	}
 	if host == "" {
-		return nil, fmt.Errorf("%w in %q", ErrNoHost, clip(r.authority))
+		return "", "", "", fmt.Errorf("%w in %q", ErrNoHost, clip(r.authority))
 	}
-	host, err = normHost(host)
-	if err != nil {
-		return nil, err
+	if host, err = normHost(host); err != nil {
+		return "", "", "", err
 	}
 	if (r.scheme == "http" && port == "80") || (r.scheme == "https" && port == "443") {
 		port = ""
+	}
+	return userinfo, host, port, nil
+}
+
+// build normalizes an absolute reference with an http(s) scheme.
+func build(r ref) (*url.URL, error) {
+	userinfo, host, port, err := r.splitAuthority()
+	if err != nil {
+		return nil, err
 	}
 
 	var b strings.Builder

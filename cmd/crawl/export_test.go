@@ -135,26 +135,36 @@ func TestExportWARC(t *testing.T) {
 	}
 	responses := 0
 	for _, f := range files {
-		r, err := gowarc.NewWarcFileReader(f, 0, gowarc.WithStrictValidation())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			rec, _, v, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil || !v.Valid() {
-				t.Fatalf("%s: %v %v", f, err, v)
-			}
+		eachWARCRecord(t, f, func(rec gowarc.WarcRecord) {
 			if rec.Type() == gowarc.Response {
 				responses++
 			}
-		}
-		r.Close()
+		})
 	}
 	if responses != 5 {
 		t.Errorf("%d response records, want 5", responses)
+	}
+}
+
+// eachWARCRecord calls fn for every record of the WARC file at path, in order, failing the test
+// unless each is valid under gowarc's strict validation. A record's block is readable until fn
+// returns.
+func eachWARCRecord(t *testing.T, path string, fn func(rec gowarc.WarcRecord)) {
+	t.Helper()
+	r, err := gowarc.NewWarcFileReader(path, 0, gowarc.WithStrictValidation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for {
+		rec, _, v, err := r.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil || !v.Valid() {
+			t.Fatalf("%s: %v %v", path, err, v)
+		}
+		fn(rec)
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,31 +133,19 @@ func TestExportSeveralStores(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
-		r, err := gowarc.NewWarcFileReader(out, 0, gowarc.WithStrictValidation())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
 		got := map[string][]time.Time{}
 		robots := map[string]int{}
 		responseDates := map[string]bool{} // URI and date of every response record
 		var refers []string                // URI and WARC-Refers-To-Date of every revisit
-		for {
-			rec, _, v, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil || !v.Valid() {
-				t.Fatalf("%v %v", err, v)
-			}
+		eachWARCRecord(t, out, func(rec gowarc.WarcRecord) {
 			h := rec.WarcHeader()
 			uri, date := h.Get(gowarc.WarcTargetURI), h.Get(gowarc.WarcDate)
 			if rec.Type() != gowarc.Response && rec.Type() != gowarc.Revisit {
-				continue
+				return
 			}
 			if strings.HasSuffix(uri, "/robots.txt") {
 				robots[uri]++
-				continue
+				return
 			}
 			at, err := time.Parse(time.RFC3339Nano, date)
 			if err != nil {
@@ -170,7 +157,7 @@ func TestExportSeveralStores(t *testing.T) {
 			} else {
 				refers = append(refers, uri+" "+h.Get(gowarc.WarcRefersToDate))
 			}
-		}
+		})
 		checkMerged(t, got, want)
 		if len(refers) == 0 {
 			t.Fatal("no revisit record: B's recrawl got no 304")

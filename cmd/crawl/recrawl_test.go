@@ -168,22 +168,10 @@ func TestRecrawlStoresChangesOnly(t *testing.T) {
 	if code, _, stderr := runExport(t, "--data", dir, "--format", "warc", "--out", warc); code != exitOK {
 		t.Fatalf("export warc: exit %d: %s", code, stderr)
 	}
-	r, err := gowarc.NewWarcFileReader(warc, 0, gowarc.WithStrictValidation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	digest := map[string]string{} // the first response's payload digest of each URL
 	profiles := map[string]int{}
 	responses := 0
-	for {
-		rec, _, v, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil || !v.Valid() {
-			t.Fatalf("%v %v", err, v)
-		}
+	eachWARCRecord(t, warc, func(rec gowarc.WarcRecord) {
 		h := rec.WarcHeader()
 		target := h.Get(gowarc.WarcTargetURI)
 		switch rec.Type() {
@@ -202,7 +190,7 @@ func TestRecrawlStoresChangesOnly(t *testing.T) {
 			}
 		}
 		rec.Close()
-	}
+	})
 	want := map[string]int{gowarc.ProfileServerNotModifiedV1_1: len(urls) - plain - 1, gowarc.ProfileIdenticalPayloadDigestV1_1: plain - 1}
 	if !maps.Equal(profiles, want) || responses != len(urls)+2 {
 		t.Errorf("warc: revisit records by profile %v, %d responses; want %v, %d", profiles, responses, want, len(urls)+2)

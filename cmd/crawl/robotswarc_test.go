@@ -45,19 +45,7 @@ func TestExportWARCRobots(t *testing.T) {
 	}
 	type record struct{ typ, target, id, concurrent, ip, block string }
 	var recs []record
-	r, err := gowarc.NewWarcFileReader(out, 0, gowarc.WithStrictValidation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	for {
-		rec, _, v, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil || !v.Valid() {
-			t.Fatalf("%v %v", err, v)
-		}
+	eachWARCRecord(t, out, func(rec gowarc.WarcRecord) {
 		h := rec.WarcHeader()
 		x := record{typ: rec.Type().String(), target: h.Get(gowarc.WarcTargetURI), id: h.Get(gowarc.WarcRecordID),
 			concurrent: h.Get(gowarc.WarcConcurrentTo), ip: h.Get(gowarc.WarcIPAddress)}
@@ -66,7 +54,7 @@ func TestExportWARCRobots(t *testing.T) {
 			x.block = string(b)
 		}
 		recs = append(recs, x)
-	}
+	})
 	var got []string
 	for _, x := range recs[1:] { // after the warcinfo
 		got = append(got, x.typ+" "+strings.TrimPrefix(x.target, site.URL))

@@ -14,8 +14,9 @@
 //
 // bbolt reads the file through a memory map, so the pages a process touches count in its
 // resident set (as file-backed memory) until the kernel reclaims them; TrimRSS gives them back
-// early: a store open for writing calls it every trimEvery, and Pages as it scans, so memory
-// stays bounded on big stores.
+// early: a store open for writing calls it at least every trimEvery, and sooner once the
+// process's resident file pages grew by trimGrowth (on Linux), and Pages as it scans, so
+// memory stays bounded on big stores.
 //
 // A DB is safe for concurrent use by multiple goroutines; so is PutPage within the rules of the
 // caller's transaction.

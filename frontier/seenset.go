@@ -74,7 +74,7 @@ func (s *seenSet) sorted() *seenSet {
 }
 
 // loadChunk is how many keys loadSeen reads per read transaction.
-var loadChunk = 1 << 18 // a variable for tests
+var loadChunk = 1 << 16 // a variable for tests
 
 // loadSeen returns a set of the fingerprints of db's URL records, bounded to limit: the keys
 // of bucketURLs, and the fingerprints of the URL keys of the legacy bucket (not of its hashed

@@ -40,6 +40,7 @@ func fleetStatusCmd(rawURL, crawl string, asJSON bool, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "crawl status: --redis %q: %v (want redis://HOST:PORT/DB)\n", rawURL, err)
 		return exitUsage
 	}
+	redis.SetLogger(quietRedis{}) // its pool's dial errors would repeat what status reports
 	opt.MaxRetries = -1 // one attempt: an unreachable server is reported, not retried
 	opt.DialTimeout = redisTimeout
 	rdb := redis.NewClient(opt)

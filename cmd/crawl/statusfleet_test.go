@@ -157,6 +157,9 @@ func TestStatusRedisUnreachable(t *testing.T) {
 	if code != exitUsage || out != "" || !strings.Contains(errOut, "Redis at "+addr+" unreachable") || !strings.Contains(errOut, "connection refused") {
 		t.Errorf("exit %d, stdout %q, stderr %q: want 2 naming %s and the refusal", code, out, errOut, addr)
 	}
+	if n := strings.Count(errOut, "\n"); n != 1 {
+		t.Errorf("stderr has %d lines, want the one that says it: %q", n, errOut)
+	}
 	code, _, errOut = crawlCmd(t, "", "status", "--redis", "http://"+addr)
 	if code != exitUsage || !strings.Contains(errOut, "--redis") {
 		t.Errorf("bad URL: exit %d, %q", code, errOut)

@@ -41,7 +41,7 @@ func fleetStatusCmd(rawURL, crawl string, asJSON bool, stdout, stderr io.Writer)
 		return exitUsage
 	}
 	redis.SetLogger(quietRedis{}) // its pool's dial errors would repeat what status reports
-	opt.MaxRetries = -1 // one attempt: an unreachable server is reported, not retried
+	opt.MaxRetries = -1           // one attempt: an unreachable server is reported, not retried
 	opt.DialTimeout = redisTimeout
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()

@@ -90,7 +90,11 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	states := checkpoints{keeper.HostStates(2 * time.Second), log}
 	sh := &crawler.Shared{Frontier: fr, HostStates: states, Settings: fr, HostContext: fr.HostContext}
 	code := crawlWith(cfg, out, stdout, stderr, func(cfg crawler.Config) (*crawler.Crawler, error) {
-		return crawler.OpenShared(cfg, sh)
+		c, err := crawler.OpenShared(cfg, sh)
+		if err == nil {
+			fr.BeforeRelease(c.SaveHostStates)
+		}
+		return c, err
 	})
 	stopRun()
 	<-running

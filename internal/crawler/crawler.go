@@ -253,6 +253,10 @@ func seedAddrs(res *fetch.Resolver, hosts map[string]bool) map[netip.Addr]bool {
 	return out
 }
 
+// SaveHostStates saves every in-memory host's learned state through the state store now. A
+// shared crawl's frontier calls it before it hands hosts to another worker.
+func (c *Crawler) SaveHostStates() error { return c.reg.Flush() }
+
 // Close saves learned host state and closes the store.
 func (c *Crawler) Close() error {
 	c.client.CloseIdle()

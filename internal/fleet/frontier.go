@@ -77,6 +77,7 @@ type Frontier struct {
 	stats   FrontierStats
 	done    map[string]*frontier.HostCount // results this worker recorded, by host
 	pages   int64                          // pages this worker fetched and completed
+	save    func() error                   // checkpoints hosts' learned state (BeforeRelease)
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -142,6 +143,16 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
 		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{},
 	}
+}
+
+// BeforeRelease sets save as what Run calls before it hands a surplus partition back, while
+// the partition is still this worker's: a checkpoint of the hosts' learned state (the
+// crawler's Registry.Flush through Keeper.HostStates), so that the next owner of its hosts
+// starts from their state now, not from the last periodic save.
+func (f *Frontier) BeforeRelease(save func() error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.save = save
 }
 
 // Stats returns the counts of refused results, dropped partitions and Redis outages.
@@ -392,7 +403,13 @@ func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
 			release = append(release, p)
 		}
 	}
+	save := f.save
 	f.mu.Unlock()
+	if len(release) > 0 && save != nil {
+		if err := save(); err != nil {
+			f.opts.Log.Warn("hosts' learned state not saved before a handover; the next owner starts from the last checkpoint", "err", err)
+		}
+	}
 	for _, p := range release {
 		rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 		if err := f.k.Release(rctx, p); err != nil {

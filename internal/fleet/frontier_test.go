@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,6 +210,14 @@ func TestFrontierDrainsSurplus(t *testing.T) {
 		}
 	}
 	waitOwned(t, a, 2)
+	// a's checkpoint before the handover saves a state for each host, as the crawler's
+	// registry does; only the partition a still holds may take it.
+	states := a.k.HostStates(time.Second)
+	var saves atomic.Int32
+	a.BeforeRelease(func() error {
+		saves.Add(1)
+		return states.SaveHostStates(map[string][]byte{host[0]: []byte("state 0"), host[1]: []byte("state 1")})
+	})
 	leases := []frontier.Lease{leaseOne(t, a, host[0]), leaseOne(t, a, host[1])}
 	b := NewFrontier(newStore(t, rdb, "b", opts).NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond})
 	runFrontier(t, b)
@@ -239,6 +248,15 @@ func TestFrontierDrainsSurplus(t *testing.T) {
 	}
 	waitOwned(t, a, 1)
 	waitOwned(t, b, 1)
+	if n := saves.Load(); n != 1 {
+		t.Errorf("a checkpointed %d times before its one handover, want 1", n)
+	}
+	for i, h := range host {
+		b, ok, err := states.LoadHostState(h)
+		if err != nil || !ok || string(b) != fmt.Sprintf("state %d", i) {
+			t.Errorf("%s: state %q, %v, %v after the handover; want the checkpoint's, saved while a held it", h, b, ok, err)
+		}
+	}
 	rest := crawlLoop(t, []*Frontier{a, b}, func(string) []frontier.Entry { return nil }, 30*time.Second)
 	if len(rest) != 4 {
 		t.Errorf("%d URLs completed after the drain, want the 4 left", len(rest))

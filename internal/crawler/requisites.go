@@ -93,9 +93,13 @@ func (c *Crawler) countsAgainstBudget(l frontier.Lease) bool {
 	return c.pages.fr == nil || l.Role != frontier.RoleRequisite
 }
 
-// pagesFetched is how many fetched URLs count against --max-pages.
+// pagesFetched is how many fetched URLs count against --max-pages, never fewer than were
+// committed: it reads the requisites first, each of which was committed (and is in Counts)
+// before stored counted it, so a requisite stored between the two reads can only make the
+// figure higher, never lower.
 func (c *Crawler) pagesFetched() int {
-	return c.fr.Counts().Fetched - int(c.pages.requisites.Load())
+	req := int(c.pages.requisites.Load())
+	return c.fr.Counts().Fetched - req
 }
 
 // stored notes that the result res of lease l was committed.

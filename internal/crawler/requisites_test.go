@@ -229,3 +229,34 @@ func TestRequisitesPageBudget(t *testing.T) {
 		t.Errorf("without requisites: stop %q, %d fetched, %d queued; want max-pages, 3, the rest queued", sum.StopReason, sum.Fetched, sum.Queued)
 	}
 }
+
+// countsThenStored is a frontier whose Counts sees fetched URLs, after which a requisite's job
+// commits and is noted (stored) before the caller goes on: the moment between the two reads
+// of pagesFetched.
+type countsThenStored struct {
+	Frontier
+	fetched int
+	after   func()
+}
+
+func (f *countsThenStored) Counts() frontier.Counts {
+	c := frontier.Counts{Fetched: f.fetched}
+	f.after()
+	return c
+}
+
+// TestPagesFetchedNeverUndercounts: a requisite stored while pagesFetched reads does not make
+// the pages fetched look fewer (which let the dispatcher start a page past --max-pages).
+func TestPagesFetchedNeverUndercounts(t *testing.T) {
+	fr := &countsThenStored{fetched: 3} // 2 pages and 1 requisite
+	c := &Crawler{fr: fr}
+	c.pages.mode = budgetPages
+	c.pages.requisites.Store(1)
+	fr.after = func() {
+		fr.fetched++
+		c.pages.requisites.Add(1)
+	}
+	if got := c.pagesFetched(); got < 2 {
+		t.Errorf("pagesFetched = %d with 2 pages committed", got)
+	}
+}

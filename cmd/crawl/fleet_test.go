@@ -290,9 +290,11 @@ func (f *fleetRun) checkComplete(dups int) {
 			}
 		}
 	}
-	served := 0
+	served, robots, hosts := 0, 0, 0
 	for name, s := range f.web.Stats() {
 		served += s.Duplicates
+		robots += s.RobotsRequests
+		hosts++
 		if s.PeakInFlight > fleetHostConcurrency {
 			f.t.Errorf("host %s: %d requests in flight at once; one worker at a time allows %d", name, s.PeakInFlight, fleetHostConcurrency)
 		}
@@ -303,7 +305,7 @@ func (f *fleetRun) checkComplete(dups int) {
 	if twice > dups || served > dups {
 		f.t.Errorf("%d pages stored twice, the servers served %d twice; at most %d were in flight at the disruptions", twice, served, dups)
 	}
-	f.t.Logf("%d pages stored; %d stored twice, %d served twice (bound %d)", want, twice, served, dups)
+	f.t.Logf("%d pages stored; %d stored twice, %d served twice (bound %d); robots.txt requested %d times for %d hosts", want, twice, served, dups, robots, hosts)
 }
 
 // idleInRedis fails the test unless the shared crawl in Redis is over.
@@ -500,6 +502,16 @@ func TestFleetScales(t *testing.T) {
 	// a request to a host whose partition moved is cancelled, and may have been served
 	f.checkComplete(5 * 8)
 	f.idleInRedis()
+	// Hosts moved twice, to the workers that joined and from the one that left; each new owner
+	// took the host's robots.txt from Redis (a request cancelled by a move may be made again).
+	robots, hosts := 0, 0
+	for _, s := range f.web.Stats() {
+		robots += s.RobotsRequests
+		hosts++
+	}
+	if robots > hosts+2 {
+		t.Errorf("robots.txt requested %d times for %d hosts; a host's next owner should use the one in Redis", robots, hosts)
+	}
 	n, err := f.rdb.ZCard(f.ctx, "crawl:t:workers").Result()
 	if err != nil || n != 0 {
 		t.Errorf("%d workers still registered (err %v); each hands its partitions back at exit", n, err)

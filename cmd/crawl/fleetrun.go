@@ -88,7 +88,8 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	running := make(chan struct{})
 	go func() { defer close(running); fr.Run(runCtx) }()
 	states := checkpoints{keeper.HostStates(2 * time.Second), log}
-	sh := &crawler.Shared{Frontier: fr, HostStates: states, Settings: fr, HostContext: fr.HostContext}
+	sh := &crawler.Shared{Frontier: fr, HostStates: states, Settings: fr, HostContext: fr.HostContext,
+		Robots: keeper.Robots(2 * time.Second)}
 	code := crawlWith(cfg, out, stdout, stderr, func(cfg crawler.Config) (*crawler.Crawler, error) {
 		c, err := crawler.OpenShared(cfg, sh)
 		if err == nil {

@@ -143,6 +143,9 @@ func (c *Crawler) robotsFor(host string) (*robotsState, error) {
 		if err != nil {
 			return nil, err
 		}
+		if se, shared := c.sharedRobots(host); shared && (!ok || se.FetchedAt.After(e.FetchedAt)) {
+			e, ok = se, true // another worker fetched it since
+		}
 		if ok && !c.cfg.RetryExcluded && !(c.cfg.RetryFailed && e.Failures > 0) {
 			rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 			c.applyCrawlDelay(host, rs)
@@ -284,6 +287,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	rules := rs.rules
 	rs.mu.Unlock()
 	c.discoverSitemaps(host, scheme, rules)
+	c.shareRobots(e)
 	return errors.Join(keepErr, c.db.PutRobots(e))
 }
 

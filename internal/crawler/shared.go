@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -27,10 +28,21 @@ type Shared struct {
 	Frontier   Frontier
 	HostStates hostlimit.StateStore // hosts' learned politeness, following a host to its next worker
 	Settings   SharedSettings       // the scope and private blocks every worker crawls with
+	// Robots, if set, shares hosts' robots.txt among the workers, so that a host's next owner
+	// does not fetch it again.
+	Robots SharedRobots
 	// HostContext returns the context requests to host run under, derived from ctx (the same
 	// ctx for every call of one Run) and cancelled when host stops being this worker's. Nil
 	// means ctx itself.
 	HostContext func(ctx context.Context, host string) context.Context
+}
+
+// SharedRobots is a robots.txt cache the workers of a shared crawl share: each host's
+// storage.RobotsEntry as JSON. The crawler treats it as a cache: an entry it cannot load is
+// fetched, one it cannot save is kept in its own store only.
+type SharedRobots interface {
+	LoadRobots(host string) ([]byte, bool, error)
+	SaveRobots(host string, b []byte) error
 }
 
 // SharedSettings are the settings the workers of a shared crawl agree on.
@@ -116,4 +128,27 @@ func (s *pageStorer) Complete(l frontier.Lease, r frontier.Result) error {
 		}
 	}
 	return s.Frontier.Complete(l, r)
+}
+
+// sharedRobots returns the shared cache's robots.txt entry of host, if it has a usable one.
+func (c *Crawler) sharedRobots(host string) (storage.RobotsEntry, bool) {
+	var e storage.RobotsEntry
+	if c.shared == nil || c.shared.Robots == nil {
+		return e, false
+	}
+	b, ok, err := c.shared.Robots.LoadRobots(host)
+	if err != nil || !ok || json.Unmarshal(b, &e) != nil || e.Host != host {
+		return storage.RobotsEntry{}, false
+	}
+	return e, true
+}
+
+// shareRobots saves host's robots.txt entry to the shared cache, if there is one.
+func (c *Crawler) shareRobots(e storage.RobotsEntry) {
+	if c.shared == nil || c.shared.Robots == nil {
+		return
+	}
+	if b, err := json.Marshal(e); err == nil {
+		_ = c.shared.Robots.SaveRobots(e.Host, b) // a cache: the entry is in the worker's own store
+	}
 }

@@ -126,3 +126,71 @@ func TestSharedCrawl(t *testing.T) {
 		t.Errorf("a worker with --scope domain on a host-scoped crawl: %v, want ErrUsage", err)
 	}
 }
+
+// robotsFake is a shared robots.txt cache in memory.
+type robotsFake struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (r *robotsFake) LoadRobots(host string) ([]byte, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.m[host]
+	return b, ok, nil
+}
+
+func (r *robotsFake) SaveRobots(host string, b []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[host] = b
+	return nil
+}
+
+// A host's robots.txt fetched by one worker of a shared crawl is used by the next without a
+// fetch of its own, and its rules hold there.
+func TestSharedRobots(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	robots := &robotsFake{m: map[string][]byte{}}
+	crawl := func() string {
+		sh, sdb := newSharedFake(t)
+		cfg := testConfig(t, web)
+		c, err := OpenShared(cfg, &Shared{Frontier: sh, HostStates: sdb, Settings: sh, Robots: robots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		sum, err := c.Run(ctx)
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil || sum.StopReason != "done" {
+			t.Fatalf("Run: %v, %+v", err, sum)
+		}
+		return cfg.Dir
+	}
+	robotsRequests := func() (n, violations int) {
+		for _, st := range web.Stats() {
+			n += st.RobotsRequests
+			violations += st.RobotsViolations
+		}
+		return n, violations
+	}
+	firstDir := crawl()
+	first, _ := robotsRequests()
+	if len(robots.m) != len(web.Seeds()) || first < len(robots.m) {
+		t.Fatalf("after the first worker: %d robots.txt shared, %d requested; want one per host (%d)", len(robots.m), first, len(web.Seeds()))
+	}
+	dir := crawl() // the next owner of every host
+	if got, want := len(storedOK(t, dir)), len(storedOK(t, firstDir)); got != want || got == 0 {
+		t.Errorf("the second worker stored %d pages, the first %d", got, want)
+	}
+	if n, violations := robotsRequests(); n != first || violations != 0 {
+		t.Errorf("the second worker requested robots.txt %d times and disallowed paths %d times; want 0 and 0", n-first, violations)
+	}
+}

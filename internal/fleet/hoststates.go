@@ -59,3 +59,42 @@ func (h *hostStates) SaveHostStates(states map[string][]byte) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Robots returns the crawl's shared robots.txt cache over the partitions k holds: a host's
+// owner saves the robots.txt it fetched, a later owner loads it instead of fetching it again.
+// Saves are made only while k holds the host's partition (otherwise, or fenced, they are
+// skipped without error); loads read whatever was saved last. Each Redis call is bounded by
+// timeout.
+func (k *Keeper) Robots(timeout time.Duration) *Robots {
+	return &Robots{k: k, timeout: timeout}
+}
+
+// Robots is a shared robots.txt cache (Keeper.Robots).
+type Robots struct {
+	k       *Keeper
+	timeout time.Duration
+}
+
+// LoadRobots returns the robots.txt last saved for host by any worker.
+func (r *Robots) LoadRobots(host string) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	return r.k.s.LoadRobots(ctx, host)
+}
+
+// SaveRobots saves host's robots.txt if k holds its partition.
+func (r *Robots) SaveRobots(host string, b []byte) error {
+	p := PartitionOf(host, r.k.s.opts.Partitions)
+	for _, o := range r.k.Owned(time.Now()) {
+		if o.Partition != p {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+		defer cancel()
+		if err := r.k.s.SaveRobots(ctx, o, host, b); err != nil && !errors.Is(err, ErrFenced) {
+			return err
+		}
+		return nil
+	}
+	return nil
+}

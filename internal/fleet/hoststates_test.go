@@ -48,3 +48,40 @@ func TestHostStateFollowsThePartition(t *testing.T) {
 		t.Fatalf("b's registry: ceiling %v (state error %q), want a's 0.5", st.Ceiling, st.StateError)
 	}
 }
+
+// A host's robots.txt moves with its partition: a saves it while it holds the partition, b
+// loads it after taking over; a's save once it no longer holds the partition is dropped.
+func TestRobotsFollowThePartition(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	if _, err := ka.Tick(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	host := "polite.example"
+	ra, rb := ka.Robots(5*time.Second), kb.Robots(5*time.Second)
+	if _, ok, err := rb.LoadRobots(host); ok || err != nil {
+		t.Fatalf("robots.txt before any save: %v, %v", ok, err)
+	}
+	if err := ra.SaveRobots(host, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ka.ReleaseAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.SaveRobots(host, []byte("after release")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kb.Tick(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := rb.LoadRobots(host); string(got) != "first" || !ok || err != nil {
+		t.Fatalf("b loads %q, %v, %v; want a's save while it held the partition", got, ok, err)
+	}
+	if err := rb.SaveRobots(host, []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := ra.LoadRobots(host); string(got) != "second" {
+		t.Fatalf("a loads %q, want b's save", got)
+	}
+}

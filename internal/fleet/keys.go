@@ -44,6 +44,7 @@ func (k keys) outbox(p int) string   { return k.part(p, "outbox") }
 func (k keys) queue(p int, host string) string   { return k.part(p, "q:"+host) }
 func (k keys) delayed(p int, host string) string { return k.part(p, "d:"+host) }
 func (k keys) state(p int, host string) string   { return k.part(p, "h:"+host) }
+func (k keys) robots(p int, host string) string  { return k.part(p, "r:"+host) }
 
 // seen returns the bucket key and the hash field of fingerprint fp in partition p. The field
 // is the fingerprint's 8 bytes, so the set is exact; buckets keep each hash small enough for

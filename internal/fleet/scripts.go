@@ -134,8 +134,9 @@ redis.call('HINCRBY', KEYS[3], 'outbox', -tonumber(ARGV[2]))
 return 1
 `)
 
-// save states: KEYS owner, then one state key per host; ARGV token, then the states.
-var saveStatesScript = redis.NewScript(fence + `
+// set fenced: KEYS owner, then the keys to set; ARGV token, then their values (hosts' states,
+// a host's robots.txt).
+var setFencedScript = redis.NewScript(fence + `
 for i = 2, #KEYS do redis.call('SET', KEYS[i], ARGV[i]) end
 return #KEYS - 1
 `)

@@ -412,7 +412,7 @@ func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[stri
 	if len(ks) == 1 {
 		return nil
 	}
-	err := saveStatesScript.Run(ctx, s.rdb, ks, args...).Err()
+	err := setFencedScript.Run(ctx, s.rdb, ks, args...).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: save host states of partition %d: %w", p, err)
 	}
@@ -427,6 +427,32 @@ func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bo
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("fleet: load state of %q: %w", host, err)
+	}
+	return b, true, nil
+}
+
+// SaveRobots stores host's cached robots.txt (opaque bytes) for the host's later owners, if o
+// is still the ownership of host's partition (ErrFenced otherwise).
+func (s *Store) SaveRobots(ctx context.Context, o Ownership, host string, b []byte) error {
+	p := o.Partition
+	if PartitionOf(host, s.opts.Partitions) != p {
+		return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, host, p)
+	}
+	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, b).Err()
+	if err = scriptErr(err); err != nil {
+		return fmt.Errorf("fleet: save robots.txt of %q: %w", host, err)
+	}
+	return nil
+}
+
+// LoadRobots returns the robots.txt last saved for host; ok is false when there is none.
+func (s *Store) LoadRobots(ctx context.Context, host string) (b []byte, ok bool, err error) {
+	b, err = s.rdb.Get(ctx, s.k.robots(PartitionOf(host, s.opts.Partitions), host)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("fleet: load robots.txt of %q: %w", host, err)
 	}
 	return b, true, nil
 }

@@ -72,19 +72,9 @@ func (s *sharedFake) Settle(name, value string) (string, error) {
 	return value, nil
 }
 
-// A worker of a shared crawl runs the whole crawl loop on the injected frontier, stores every
-// page in its own store before the frontier's Complete, and takes the scope from the shared
-// settings: a second worker given no seeds joins the finished crawl with the first one's
-// scope, and a worker with another --scope mode is refused.
-func TestSharedCrawl(t *testing.T) {
-	web, err := simweb.Start(simweb.Small(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-	sh, sdb := newSharedFake(t)
-	shared := &Shared{Frontier: sh, HostStates: sdb, Settings: sh}
-	cfg := testConfig(t, web)
+// runShared runs a worker of the shared crawl to its end and closes it.
+func runShared(t *testing.T, cfg Config, shared *Shared) {
+	t.Helper()
 	c, err := OpenShared(cfg, shared)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +88,22 @@ func TestSharedCrawl(t *testing.T) {
 	if err != nil || sum.StopReason != "done" {
 		t.Fatalf("Run: %v, %+v", err, sum)
 	}
+}
+
+// A worker of a shared crawl runs the whole crawl loop on the injected frontier, stores every
+// page in its own store before the frontier's Complete, and takes the scope from the shared
+// settings: a second worker given no seeds joins the finished crawl with the first one's
+// scope, and a worker with another --scope mode is refused.
+func TestSharedCrawl(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	sh, sdb := newSharedFake(t)
+	shared := &Shared{Frontier: sh, HostStates: sdb, Settings: sh}
+	cfg := testConfig(t, web)
+	runShared(t, cfg, shared)
 	checkComplete(t, web, cfg.Dir, 0)
 	if len(sh.unstored) > 0 {
 		t.Errorf("pages completed before they were stored: %v", sh.unstored)
@@ -115,6 +121,8 @@ func TestSharedCrawl(t *testing.T) {
 	if len(c2.scope.Allowed) != 3 {
 		t.Errorf("a worker without seeds has scope %v; want the shared one", c2.scope.Allowed)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	if sum, err := c2.Run(ctx); err != nil || sum.StopReason != "done" || sum.Fetched != len(storedOK(t, cfg.Dir)) {
 		t.Errorf("a worker joining the finished crawl: %v, %+v", err, sum)
 	}
@@ -159,19 +167,7 @@ func TestSharedRobots(t *testing.T) {
 	crawl := func() string {
 		sh, sdb := newSharedFake(t)
 		cfg := testConfig(t, web)
-		c, err := OpenShared(cfg, &Shared{Frontier: sh, HostStates: sdb, Settings: sh, Robots: robots})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		sum, err := c.Run(ctx)
-		if cerr := c.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil || sum.StopReason != "done" {
-			t.Fatalf("Run: %v, %+v", err, sum)
-		}
+		runShared(t, cfg, &Shared{Frontier: sh, HostStates: sdb, Settings: sh, Robots: robots})
 		return cfg.Dir
 	}
 	robotsRequests := func() (n, violations int) {

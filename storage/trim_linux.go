@@ -25,7 +25,7 @@ func dropMapped(addr uintptr, n int64) error {
 }
 
 // resident reads the process's resident file-backed and shared memory (the third figure of
-// /proc/self/statm), re-reading one open file without allocating.
+// /proc/self/statm), re-reading one open file.
 type resident struct {
 	f   *os.File
 	buf [128]byte

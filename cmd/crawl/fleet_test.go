@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -556,4 +557,42 @@ func TestFleetPoliteness(t *testing.T) {
 		t.Errorf("%d over-limit replies for %d pages: more than 1%%", over, pages)
 	}
 	f.checkComplete(0)
+}
+
+// --max-host-pages holds across the fleet: two workers queue at most that many URLs of each
+// host between them, and the rest are excluded as "limit".
+func TestFleetHostBudget(t *testing.T) {
+	t.Parallel()
+	const budget = 6
+	f := newFleet(t, fleetWeb(), steadyLease, "--max-host-pages", strconv.Itoa(budget))
+	f.finish(f.start(""), f.start(""))
+	perHost := map[string]int{}
+	for u, n := range f.stored() {
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perHost[pu.Host] += n
+	}
+	if len(perHost) != len(fleetWeb()) {
+		t.Errorf("pages stored for %d hosts, want %d", len(perHost), len(fleetWeb()))
+	}
+	for h, n := range perHost {
+		if n > budget {
+			t.Errorf("%s: %d pages stored, budget %d", h, n, budget)
+		}
+	}
+	limit := 0
+	keys, err := f.rdb.Keys(f.ctx, "crawl:t:{*}:counts").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		n, _ := f.rdb.HGet(f.ctx, k, "excluded:limit").Int()
+		limit += n
+	}
+	if limit == 0 {
+		t.Error("no URL excluded as limit")
+	}
+	f.idleInRedis()
 }

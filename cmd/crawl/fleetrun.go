@@ -41,7 +41,7 @@ func sharedUnsupported(fs *flag.FlagSet) []string {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "retry", "recrawl", "older-than", "max-host-pages":
+		case "retry", "recrawl", "older-than":
 			bad = append(bad, "--"+f.Name)
 		}
 	})
@@ -75,7 +75,7 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 		fmt.Fprintf(stderr, "crawl run: cannot reach Redis at %s: %v\n", opt.Addr, err)
 		return exitUsage
 	}
-	store, err := fleet.Open(ctx, rdb, o.crawl, workerID(), &fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL})
+	store, err := fleet.Open(ctx, rdb, o.crawl, workerID(), &fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage

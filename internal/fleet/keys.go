@@ -40,6 +40,7 @@ func (k keys) inflight(p int) string { return k.part(p, "inflight") }
 func (k keys) hosts(p int) string    { return k.part(p, "hosts") }
 func (k keys) counts(p int) string   { return k.part(p, "counts") }
 func (k keys) outbox(p int) string   { return k.part(p, "outbox") }
+func (k keys) used(p int) string     { return k.part(p, "used") }
 
 func (k keys) queue(p int, host string) string   { return k.part(p, "q:"+host) }
 func (k keys) delayed(p int, host string) string { return k.part(p, "d:"+host) }

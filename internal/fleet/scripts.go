@@ -38,21 +38,31 @@ return 1
 `)
 
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
-// KEYS hosts, counts, then per entry its seen bucket and its host's queue; ARGV per entry:
-// fingerprint field, state ('q' to queue, 'x' excluded), host, item, exclusion reason.
+// KEYS hosts, counts, used, then per entry its seen bucket and its host's queue; ARGV the host
+// budget (0: none), then per entry: fingerprint field, state ('q' to queue, 'x' excluded),
+// host, item, exclusion reason. With a budget, a host's URLs ever queued are counted in used,
+// and an unseen URL of a host at its budget is excluded ('limit') instead of queued.
 // Returns {queued, excluded}.
 var addScript = redis.NewScript(`
+local budget = tonumber(ARGV[1])
 local added, excluded = 0, 0
-for i = 0, (#KEYS - 2) / 2 - 1 do
-  local fp, st, host, item = ARGV[1+5*i], ARGV[2+5*i], ARGV[3+5*i], ARGV[4+5*i]
-  if redis.call('HSETNX', KEYS[3+2*i], fp, st) == 1 then
+for i = 0, (#KEYS - 3) / 2 - 1 do
+  local a = 2 + 5*i
+  local fp, st, host, item, reason = ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4]
+  local bucket, queue = KEYS[4+2*i], KEYS[5+2*i]
+  if st == 'q' and budget > 0 and redis.call('HEXISTS', bucket, fp) == 0
+      and tonumber(redis.call('HGET', KEYS[3], host) or '0') >= budget then
+    st, reason = 'x', 'limit'
+  end
+  if redis.call('HSETNX', bucket, fp, st) == 1 then
     if st == 'q' then
-      redis.call('RPUSH', KEYS[4+2*i], item)
+      redis.call('RPUSH', queue, item)
       redis.call('SADD', KEYS[1], host)
+      if budget > 0 then redis.call('HINCRBY', KEYS[3], host, 1) end
       added = added + 1
     else
       excluded = excluded + 1
-      redis.call('HINCRBY', KEYS[2], 'excluded:' .. ARGV[5+5*i], 1)
+      redis.call('HINCRBY', KEYS[2], 'excluded:' .. reason, 1)
     end
   end
 end

@@ -20,6 +20,10 @@ type Options struct {
 	SeenBuckets int           // seen-set hashes per partition (default 4096)
 	LeaseTTL    time.Duration // partition lease (default 10 s)
 	URLLeaseTTL time.Duration // in-flight deadline of a leased URL (default 5 min)
+	// HostBudget, if positive, caps the URLs of one host ever queued, as frontier.Options'
+	// does: further unseen URLs of the host are excluded (frontier.ReasonLimit). It is each
+	// worker's own; give every worker of a crawl the same from its start.
+	HostBudget int
 }
 
 func (o *Options) withDefaults() Options {
@@ -219,8 +223,9 @@ type seenWrite struct {
 func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
 	added := 0
 	for p, ws := range byPart {
-		ks := []string{s.k.hosts(p), s.k.counts(p)}
-		args := make([]any, 0, 5*len(ws))
+		ks := []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}
+		args := make([]any, 0, 1+5*len(ws))
+		args = append(args, max(s.opts.HostBudget, 0))
 		for _, w := range ws {
 			bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
 			ks = append(ks, bucket, s.k.queue(p, w.entry.Host))

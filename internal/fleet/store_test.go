@@ -384,3 +384,33 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 		t.Fatalf("counts %+v (%v); want 5 fetched, 3 queued", c, err)
 	}
 }
+
+// With a host budget, a host's URLs ever queued stop at the budget, across workers and calls:
+// the rest are excluded ("limit"); a URL already seen costs nothing; other hosts are unaffected.
+func TestHostBudget(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	opts := &Options{Partitions: 4, SeenBuckets: 2, HostBudget: 3}
+	a := newStore(t, rdb, "a", opts)
+	b := newStore(t, rdb, "b", opts)
+	big := entries("big.example", 5)
+	if n, err := a.Add(ctx, big[:2]); err != nil || n != 2 {
+		t.Fatalf("first add: %d, %v; want 2", n, err)
+	}
+	if n, err := b.Add(ctx, append(big[:2:2], big[2:]...)); err != nil || n != 1 {
+		t.Fatalf("second add, by another worker, of the 2 seen and 3 new: %d, %v; want 1 (the budget's last)", n, err)
+	}
+	if n, err := a.Add(ctx, entries("small.example", 2)); err != nil || n != 2 {
+		t.Fatalf("another host: %d, %v; want 2", n, err)
+	}
+	c, err := a.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Queued != 5 || c.Excluded != 2 || c.ExcludedBy[frontier.ReasonLimit] != 2 {
+		t.Fatalf("counts %+v; want 5 queued, 2 excluded by %q", c, frontier.ReasonLimit)
+	}
+	if n, err := a.Add(ctx, big[4:]); err != nil || n != 0 {
+		t.Fatalf("an excluded URL again: %d, %v; want 0", n, err)
+	}
+}

@@ -56,17 +56,11 @@ type childRun struct {
 // listener whose names a loopback DNS server resolves. It prints what the servers counted and
 // what the crawl process cost, and the wall time against pages ÷ throughput.
 func broad(w io.Writer, cfg broadConfig) error {
-	tmp, err := os.MkdirTemp("", "crawl-broad-")
+	tmp, bin, err := benchDir("crawl-broad-", cfg.crawlBin)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := cfg.crawlBin
-	if bin == "" {
-		if bin, err = buildCrawl(tmp); err != nil {
-			return err
-		}
-	}
 
 	// Two unlimited hosts: the crawler's own pages/s on loopback.
 	text := 0

@@ -38,17 +38,11 @@ type fleetConfig struct {
 // is killed (SIGKILL) or stopped (SIGTERM) mid-crawl, and the time until its hosts get a
 // request from the other.
 func fleetBench(w io.Writer, cfg fleetConfig) error {
-	tmp, err := os.MkdirTemp("", "crawl-fleet-")
+	tmp, bin, err := benchDir("crawl-fleet-", cfg.crawlBin)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := cfg.crawlBin
-	if bin == "" {
-		if bin, err = buildCrawl(tmp); err != nil {
-			return err
-		}
-	}
 	var specs []simweb.HostSpec
 	for i := range cfg.hosts {
 		specs = append(specs, simweb.HostSpec{Name: fmt.Sprintf("free%d", i), Pages: cfg.pages,

@@ -31,16 +31,11 @@ type linksConfig struct {
 // a fetched page) and what the frontier's buckets take on disk per URL they hold and per
 // queued URL.
 func linkCosts(w io.Writer, bin string, cfg linksConfig, crawlFlags []string, timeout time.Duration, seed int64) error {
-	tmp, err := os.MkdirTemp("", "crawl-links-")
+	tmp, bin, err := benchDir("crawl-links-", bin)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if bin == "" {
-		if bin, err = buildCrawl(tmp); err != nil {
-			return err
-		}
-	}
 	text := max(cfg.pageKB*1024-pageMarkup, 1)
 	fmt.Fprintf(w, "links: 2 unlimited hosts × %d pages of ~%d KB, --max-pages %d, %d round(s)\n", cfg.pages, cfg.pageKB, cfg.maxPages, cfg.rounds)
 	fmt.Fprintf(w, "%6s %8s %9s %9s %9s %9s %10s %11s %9s %9s %8s\n", "links", "pages", "pages/s", "CPU ms/p", "sys ms/p", "µs/link", "URLs", "frontier", "B/URL", "B/queued", "RSS MB")
@@ -82,6 +77,22 @@ func linkCosts(w io.Writer, bin string, cfg linksConfig, crawlFlags []string, ti
 }
 
 // buildCrawl builds ./cmd/crawl into dir and returns the binary's path.
+// benchDir makes a temporary directory (prefix names it) and, unless bin names a crawl binary
+// already, builds one into it. The caller removes the directory.
+func benchDir(prefix, bin string) (dir, crawlBin string, err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", err
+	}
+	if bin == "" {
+		if bin, err = buildCrawl(dir); err != nil {
+			os.RemoveAll(dir)
+			return "", "", err
+		}
+	}
+	return dir, bin, nil
+}
+
 func buildCrawl(dir string) (string, error) {
 	bin := filepath.Join(dir, "crawl")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/crawl")

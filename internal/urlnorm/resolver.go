@@ -196,7 +196,7 @@ func setPath(u *url.URL, p string) error {
 	return nil
 }
 
-// appendEscaped is escape appending to a byte slice.
+// appendEscaped appends s to b with normalized percent-encoding (see escape).
 func appendEscaped(b []byte, s string, allowed func(byte) bool) []byte {
 	const hexdig = "0123456789ABCDEF"
 	for i := 0; i < len(s); i++ {

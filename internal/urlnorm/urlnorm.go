@@ -355,37 +355,12 @@ func unescapeAll(s string) (string, bool) {
 	return b.String(), true
 }
 
-// escape writes s with normalized percent-encoding: valid escapes get
-// upper-case hex, escapes of unreserved characters are decoded, a stray '%'
-// becomes "%25", and bytes for which allowed is false are encoded.
+// escape writes s with normalized percent-encoding (appendEscaped): valid escapes get
+// upper-case hex, escapes of unreserved characters are decoded, a stray '%' becomes "%25", and
+// bytes for which allowed is false are encoded.
 func escape(b *strings.Builder, s string, allowed func(byte) bool) {
-	const hexdig = "0123456789ABCDEF"
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '%' {
-			if i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-				d := unhex(s[i+1])<<4 | unhex(s[i+2])
-				if isUnreserved(d) {
-					b.WriteByte(d)
-				} else {
-					b.WriteByte('%')
-					b.WriteByte(hexdig[d>>4])
-					b.WriteByte(hexdig[d&15])
-				}
-				i += 2
-				continue
-			}
-			b.WriteString("%25")
-			continue
-		}
-		if allowed(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hexdig[c>>4])
-		b.WriteByte(hexdig[c&15])
-	}
+	var buf [128]byte
+	b.Write(appendEscaped(buf[:0], s, allowed))
 }
 
 // removeDotSegments implements RFC 3986 §5.2.4 for a path that is empty or

@@ -54,13 +54,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 		if st.Hosts == nil {
 			st.Hosts = []crawler.HostStatus{}
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
-			fmt.Fprintf(stderr, "crawl status: %v\n", err)
-			return exitRuntime
-		}
-		return exitOK
+		return printStatusJSON(stdout, stderr, st)
 	}
 	state := "stopped"
 	if st.Running {
@@ -119,4 +113,15 @@ func printHostsLeftOut(w io.Writer, st crawler.Status, shown int, hint string) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// printStatusJSON writes v, a status, in its indented JSON form.
+func printStatusJSON(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(stderr, "crawl status: %v\n", err)
+		return exitRuntime
+	}
+	return exitOK
 }

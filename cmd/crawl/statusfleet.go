@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,13 +64,7 @@ func fleetStatusCmd(rawURL, crawl string, asJSON bool, stdout, stderr io.Writer)
 	}
 	st := fleetStatusOf(v)
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
-			fmt.Fprintf(stderr, "crawl status: %v\n", err)
-			return exitRuntime
-		}
-		return exitOK
+		return printStatusJSON(stdout, stderr, st)
 	}
 	printFleetStatus(stdout, st, opt)
 	return exitOK

@@ -53,22 +53,7 @@ func benchQueue(b *testing.B, batch int) {
 		}
 		// Sample the resident set every 2ms to split the peak into anonymous memory (Go heap,
 		// bbolt's transaction buffers) and file pages (bbolt's mmap).
-		var peakAnon, peakFile int
-		stop, stopped := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(stopped)
-			tick := time.NewTicker(2 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				st := procStatus(b)
-				peakAnon, peakFile = max(peakAnon, st["RssAnon"]), max(peakFile, st["RssFile"])
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
-			}
-		}()
+		peaks := samplePeaks(b, 2*time.Millisecond, 0)
 		var peakHeap uint64
 		sampleHeap := func() {
 			var ms runtime.MemStats
@@ -119,15 +104,14 @@ func benchQueue(b *testing.B, batch int) {
 		completeDur := time.Since(start)
 		sampleHeap()
 
-		close(stop)
-		<-stopped
+		peaks.end()
 		st := procStatus(b)
 		fi, _ := os.Stat(filepath.Join(dir, storage.FileName))
 		b.ReportMetric(float64(urls)/addDur.Seconds(), "add-urls/s")
 		b.ReportMetric(float64(completes)/completeDur.Seconds(), "completes/s")
 		b.ReportMetric(float64(st["VmHWM"])/1024, "peak-RSS-MB")
-		b.ReportMetric(float64(peakAnon)/1024, "peak-anon-MB")
-		b.ReportMetric(float64(peakFile)/1024, "peak-file-MB")
+		b.ReportMetric(float64(peaks.anon)/1024, "peak-anon-MB")
+		b.ReportMetric(float64(peaks.file)/1024, "peak-file-MB")
 		b.ReportMetric(float64(st["RssAnon"])/1024, "end-anon-MB")
 		b.ReportMetric(float64(st["RssFile"])/1024, "end-file-MB")
 		b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MB")
@@ -169,6 +153,46 @@ func frontierBytes(b *testing.B, db *storage.DB) (all, records, queue int) {
 		b.Fatal(err)
 	}
 	return all, records, queue
+}
+
+// peaks are the highest anonymous and file-backed resident set (kB) and Go heap in use (bytes)
+// samplePeaks saw; read them after end.
+type peaks struct {
+	anon, file    int
+	heap          uint64
+	stop, stopped chan struct{}
+}
+
+// samplePeaks samples /proc/self/status every interval, and the Go heap every heapEvery
+// samples (0: never), until end.
+func samplePeaks(b *testing.B, every time.Duration, heapEvery int) *peaks {
+	p := &peaks{stop: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(p.stopped)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			st := procStatus(b)
+			p.anon, p.file = max(p.anon, st["RssAnon"]), max(p.file, st["RssFile"])
+			if heapEvery > 0 && n%heapEvery == 0 {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				p.heap = max(p.heap, ms.HeapInuse)
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+// end stops the sampling and waits for it.
+func (p *peaks) end() {
+	close(p.stop)
+	<-p.stopped
 }
 
 // procStatus returns the kB figures of /proc/self/status (Linux only).
@@ -215,28 +239,7 @@ func BenchmarkQueue10M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var peakAnon, peakFile int
-		var peakHeap uint64
-		stop, stopped := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(stopped)
-			tick := time.NewTicker(5 * time.Millisecond)
-			defer tick.Stop()
-			for n := 0; ; n++ {
-				st := procStatus(b)
-				peakAnon, peakFile = max(peakAnon, st["RssAnon"]), max(peakFile, st["RssFile"])
-				if n%20 == 0 {
-					var ms runtime.MemStats
-					runtime.ReadMemStats(&ms)
-					peakHeap = max(peakHeap, ms.HeapInuse)
-				}
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
-			}
-		}()
+		peaks := samplePeaks(b, 5*time.Millisecond, 20)
 		hostName := func(h int) string { return fmt.Sprintf("www.host%05d.example", h) }
 		var next atomic.Int64 // number of the next new URL
 		newURL := func(h int) Entry {
@@ -299,8 +302,7 @@ func BenchmarkQueue10M(b *testing.B) {
 			b.Fatal(err)
 		}
 		dur := time.Since(start)
-		close(stop)
-		<-stopped
+		peaks.end()
 		st := procStatus(b)
 		c := f.Counts()
 		all, records, queue := frontierBytes(b, db)
@@ -314,9 +316,9 @@ func BenchmarkQueue10M(b *testing.B) {
 		b.ReportMetric(float64(records)/float64(learned), "records-B/URL")
 		b.ReportMetric(float64(queue)/float64(c.Queued), "queue-B/queued")
 		b.ReportMetric(float64(st["VmHWM"])/1024, "peak-RSS-MB")
-		b.ReportMetric(float64(peakAnon)/1024, "peak-anon-MB")
-		b.ReportMetric(float64(peakFile)/1024, "peak-file-MB")
-		b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MB")
+		b.ReportMetric(float64(peaks.anon)/1024, "peak-anon-MB")
+		b.ReportMetric(float64(peaks.file)/1024, "peak-file-MB")
+		b.ReportMetric(float64(peaks.heap)/(1<<20), "peak-heap-MB")
 		b.ReportMetric(float64(fi.Size())/(1<<20), "file-MB")
 		if err := db.Close(); err != nil {
 			b.Fatal(err)

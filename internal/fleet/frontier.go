@@ -184,10 +184,6 @@ func (f *Frontier) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		now := time.Now()
-		if now.Sub(reported) >= reportEvery {
-			reported = now
-			f.report(ctx)
-		}
 		tick := !now.Before(nextTick)
 		if tick {
 			nextTick = now.Add(tickEvery)
@@ -205,6 +201,10 @@ func (f *Frontier) Run(ctx context.Context) {
 		} else {
 			backoff = 0
 			f.linkOK()
+			if now.Sub(reported) >= reportEvery { // not while Redis is unreachable
+				reported = now
+				f.report(ctx)
+			}
 		}
 		t.Reset(delay)
 	}
@@ -213,8 +213,7 @@ func (f *Frontier) Run(ctx context.Context) {
 // reportEvery is how often Run reports the worker to the fleet view.
 const reportEvery = time.Second
 
-// report sends the worker's report (Store.Report); a failed one is left to the next round,
-// which sees Redis unreachable too.
+// report sends the worker's report (Store.Report); a failed one is left to the next second.
 func (f *Frontier) report(ctx context.Context) {
 	f.mu.Lock()
 	r := WorkerReport{Pages: f.pages, Host: f.opts.Machine, Data: f.opts.Data}

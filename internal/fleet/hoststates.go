@@ -84,17 +84,14 @@ func (r *Robots) LoadRobots(host string) ([]byte, bool, error) {
 
 // SaveRobots saves host's robots.txt if k holds its partition.
 func (r *Robots) SaveRobots(host string, b []byte) error {
-	p := PartitionOf(host, r.k.s.opts.Partitions)
-	for _, o := range r.k.Owned(time.Now()) {
-		if o.Partition != p {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-		defer cancel()
-		if err := r.k.s.SaveRobots(ctx, o, host, b); err != nil && !errors.Is(err, ErrFenced) {
-			return err
-		}
+	o, ok := r.k.holding(PartitionOf(host, r.k.s.opts.Partitions), time.Now())
+	if !ok {
 		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	if err := r.k.s.SaveRobots(ctx, o, host, b); err != nil && !errors.Is(err, ErrFenced) {
+		return err
 	}
 	return nil
 }

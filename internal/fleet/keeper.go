@@ -50,6 +50,14 @@ func (k *Keeper) Owned(now time.Time) []Ownership {
 	return os
 }
 
+// holding returns the ownership of partition p if it is usable at local time now.
+func (k *Keeper) holding(p int, now time.Time) (Ownership, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	o, ok := k.owned[p]
+	return o, ok && o.StateAt(now) != Lapsed
+}
+
 // Tick does one round of the keeper's work at local time now (taken just before the call).
 func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	k.mu.Lock()

@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/robots"
+	"github.com/crawl-project/crawl/storage"
 )
 
 // DefaultUserAgent names the project and leaves a placeholder for the operator's contact.
@@ -116,6 +119,24 @@ type Config struct {
 	Log *slog.Logger // nil: discard
 	// Progress, if set, is called about once a second with a fresh status snapshot.
 	Progress func(Status)
+
+	// Hooks are a Go program's functions the loop calls (the public package crawler).
+	Hooks Hooks
+}
+
+// Hooks are functions a Go program gives the loop. Each may be nil. They are called from the
+// fetch goroutines at once, so each must be safe for concurrent use, and the crawl waits for
+// them.
+type Hooks struct {
+	// InScope, if set, must also admit a URL (a link, a redirect's target, a sitemap's URL, a
+	// requisite) for it to be queued; false excludes it as "filter". Seeds are not asked.
+	InScope func(u *url.URL) bool
+	// Link, if set, is asked about each link of a fetched page that the crawl would follow;
+	// false excludes it as "filter".
+	Link func(from, to *url.URL, depth int) bool
+	// Stored is called with each fetched page once it is durable, before its URL is reported
+	// done to the run's counters.
+	Stored func(p *storage.Page, role frontier.Role)
 }
 
 // Defaults returns a Config with every default filled in; callers override fields.

@@ -41,6 +41,9 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 	if cerr := c.fr.Complete(l, res); cerr != nil {
 		return fmt.Errorf("committing %s: %w", l.URL, cerr)
 	}
+	if c.cfg.Hooks.Stored != nil && res.Kind == frontier.Fetched && res.Page != nil {
+		c.cfg.Hooks.Stored(res.Page, l.Role)
+	}
 	c.stored(l, res)
 	return nil
 }
@@ -112,6 +115,10 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 				lk.Str = lk.URL.String()
 			}
 			e := frontier.Entry{URL: lk.Str, Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
+			if c.cfg.Hooks.Link != nil && !lk.NoFollow && !c.cfg.Hooks.Link(u, lk.URL, e.Depth) {
+				res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: frontier.ReasonFilter, Detail: "dropped by the program (Hooks.Link)"})
+				continue
+			}
 			c.consider(&res, e, lk.URL, lk.NoFollow)
 		}
 		for _, sk := range links.Skipped {

@@ -318,6 +318,9 @@ func (c *Crawler) admit(u *url.URL, depth int, role frontier.Role) (reason, deta
 	} else if reason := c.scope.Check(u); reason != "" {
 		return reason, ""
 	}
+	if c.cfg.Hooks.InScope != nil && !c.cfg.Hooks.InScope(u) {
+		return frontier.ReasonFilter, "out of the program's scope (Hooks.InScope)"
+	}
 	if c.cfg.MaxDepth >= 0 && depth > c.cfg.MaxDepth {
 		return frontier.ReasonDepth, fmt.Sprintf("depth %d > --max-depth %d", depth, c.cfg.MaxDepth)
 	}

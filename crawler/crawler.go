@@ -1,0 +1,378 @@
+package crawler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/crawl-project/crawl/frontier"
+	engine "github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// ErrInterrupted is returned (wrapped) by Run when its context ended before the crawl did.
+// Everything fetched so far is kept; Run again on the same DataDir resumes.
+var ErrInterrupted = engine.ErrInterrupted
+
+// Scope says which hosts a crawl stays on.
+type Scope int
+
+const (
+	// ScopeHost keeps the crawl on the seeds' hosts (the zero value).
+	ScopeHost Scope = iota
+	// ScopeDomain keeps it on the seeds' registrable domains (example.com and its subdomains).
+	ScopeDomain
+)
+
+// Options say what to crawl and where to keep it. The zero value of every field but DataDir
+// works: a field left zero takes the default the crawl command has.
+type Options struct {
+	// Seeds are the URLs the crawl starts from; a URL without a scheme gets https. They may be
+	// empty when DataDir holds a crawl to resume.
+	Seeds []string
+	// DataDir is where the crawl is kept; required. It is created if missing.
+	DataDir string
+
+	Scope Scope
+	// InScope, if set, must also admit every URL the crawl would queue (links, redirects,
+	// sitemap URLs); it is asked from several goroutines at once.
+	InScope func(u *url.URL) bool
+	// MaxDepth caps link hops from a seed; 0 means no cap.
+	MaxDepth int
+	// MaxPages stops the crawl after this many fetched pages, all runs together; 0: no cap.
+	MaxPages int
+	// MaxHostPages caps the URLs of one host ever queued; 0: no cap.
+	MaxHostPages int
+
+	// UserAgent is sent with every request; "" sends the crawl command's default, which asks
+	// the operator to name themselves. Set it to name your crawler and a contact.
+	UserAgent string
+	// Workers caps requests in flight in all; 0 means 32.
+	Workers int
+	// HostConcurrency caps requests in flight to one host; 0 means 8.
+	HostConcurrency int
+	// InitialRate is each host's rate, requests/s, before anything is learned; 0 means 2.
+	InitialRate float64
+	// MaxRate caps every host's rate, requests/s; 0 means 1000.
+	MaxRate float64
+	// Timeout bounds one request, body included; 0 means 30 s.
+	Timeout time.Duration
+	// Hosts sets options for particular hosts, by host name ("example.com", "example.com:8080").
+	Hosts map[string]HostOptions
+
+	// Requisites also fetches what each page needs to be shown (stylesheets, scripts, images,
+	// fonts), as wget's --page-requisites does.
+	Requisites bool
+	// Sitemaps follows each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml).
+	Sitemaps bool
+
+	// Logger receives the crawl's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// HostOptions override the crawl's options for one host. The zero value changes nothing.
+type HostOptions struct {
+	// MaxRate caps the host's rate, requests/s, below what the crawl would learn; 0: no cap.
+	MaxRate float64
+	// MaxConcurrency caps the host's requests in flight; 0: no cap of its own.
+	MaxConcurrency int
+	// IgnoreRobots neither fetches nor obeys the host's robots.txt: for a host you own.
+	IgnoreRobots bool
+}
+
+// Crawler is one crawl over one DataDir. Set its hooks, then Run it; a Crawler is run once at a
+// time.
+type Crawler struct {
+	cfg engine.Config
+
+	mu      sync.Mutex // guards the fields below
+	hooks   hooks
+	running bool
+}
+
+// hooks are the functions a Crawler calls; Run takes a copy, so that setting one during a run
+// changes nothing until the next.
+type hooks struct {
+	call    *sync.Mutex // held while one of them runs: they are called one at a time
+	onPage  []func(*Page)
+	onLink  []func(*Link) bool
+	onEvent []func(Event)
+}
+
+// New checks o and returns a Crawler for it. It opens nothing: Run does.
+func New(o Options) (*Crawler, error) {
+	cfg := engine.Defaults()
+	if o.DataDir == "" {
+		return nil, errors.New("crawler: Options.DataDir is required")
+	}
+	cfg.Dir = o.DataDir
+	seeds, bad := engine.ParseSeedArgs(o.Seeds)
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("crawler: Options.Seeds: %v", bad[0])
+	}
+	cfg.Seeds = seeds
+	switch o.Scope {
+	case ScopeHost:
+		cfg.Scope = "host"
+	case ScopeDomain:
+		cfg.Scope = "domain"
+	default:
+		return nil, fmt.Errorf("crawler: Options.Scope %d is not ScopeHost or ScopeDomain", o.Scope)
+	}
+	if o.MaxDepth < 0 || o.MaxPages < 0 || o.MaxHostPages < 0 {
+		return nil, errors.New("crawler: Options.MaxDepth, MaxPages and MaxHostPages must not be negative")
+	}
+	if o.MaxDepth > 0 {
+		cfg.MaxDepth = o.MaxDepth
+	}
+	cfg.MaxPages = o.MaxPages
+	cfg.MaxHostPages = o.MaxHostPages
+	setIf(&cfg.UserAgent, o.UserAgent)
+	setIf(&cfg.Workers, o.Workers)
+	setIf(&cfg.HostConcurrency, o.HostConcurrency)
+	setIf(&cfg.InitialRate, o.InitialRate)
+	setIf(&cfg.MaxRate, o.MaxRate)
+	setIf(&cfg.Timeout, o.Timeout)
+	if cfg.InitialRate > cfg.MaxRate {
+		cfg.InitialRate = cfg.MaxRate
+	}
+	cfg.Requisites = o.Requisites
+	cfg.Sitemaps = o.Sitemaps
+	if o.Logger != nil {
+		cfg.Log = o.Logger
+	}
+	if len(o.Hosts) > 0 {
+		cfg.Hosts = make(map[string]engine.HostPolicy, len(o.Hosts))
+		for name, h := range o.Hosts {
+			key, err := hostKey(name)
+			if err != nil {
+				return nil, fmt.Errorf("crawler: Options.Hosts: %w", err)
+			}
+			p := engine.HostPolicy{MaxRate: h.MaxRate, MaxConcurrency: h.MaxConcurrency}
+			if h.IgnoreRobots {
+				p.Robots = engine.RobotsIgnored
+			}
+			cfg.Hosts[key] = p
+		}
+	}
+	cfg.Hooks.InScope = o.InScope
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("crawler: %w", err)
+	}
+	return &Crawler{cfg: cfg}, nil
+}
+
+func setIf[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
+}
+
+// hostKey turns a host name (with an optional port) into the crawl's host key.
+func hostKey(name string) (string, error) {
+	u, err := url.Parse("http://" + name + "/")
+	if err != nil || u.Host == "" || u.Path != "/" || u.User != nil {
+		return "", fmt.Errorf("%q is not a host name", name)
+	}
+	return urlnorm.HostKey(u), nil
+}
+
+// OnPage calls fn with each page fetched, once the page is stored. Functions set by OnPage,
+// OnLink and OnEvent are called one at a time, in the order they were set, and the crawl
+// waits for them; set them before Run (one set during a run applies from the next).
+func (c *Crawler) OnPage(fn func(*Page)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hooks.onPage = append(c.hooks.onPage, fn)
+}
+
+// OnLink asks fn about each link of a fetched page that the crawl would follow (in scope,
+// allowed, not nofollow): false drops it, recorded as excluded with reason "filter". A link
+// dropped is not asked about again when other pages link to it.
+func (c *Crawler) OnLink(fn func(*Link) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hooks.onLink = append(c.hooks.onLink, fn)
+}
+
+// OnEvent calls fn with the crawl's events, for metrics: each request that ended, each retry
+// scheduled, and about once a second the crawl's progress.
+func (c *Crawler) OnEvent(fn func(Event)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hooks.onEvent = append(c.hooks.onEvent, fn)
+}
+
+// Run crawls until nothing in scope is left, Options.MaxPages is reached, or ctx ends (then
+// it returns an error wrapping ErrInterrupted, and the next Run on DataDir resumes).
+func (c *Crawler) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.running {
+		c.mu.Unlock()
+		return errors.New("crawler: Run is already running")
+	}
+	c.running = true
+	cfg := c.cfg
+	h := hooks{call: new(sync.Mutex), onPage: slices.Clip(c.hooks.onPage),
+		onLink: slices.Clip(c.hooks.onLink), onEvent: slices.Clip(c.hooks.onEvent)}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
+	}()
+
+	if len(h.onPage) > 0 {
+		cfg.Hooks.Stored = h.stored
+	}
+	if len(h.onLink) > 0 {
+		cfg.Hooks.Link = h.link
+	}
+	e, err := engine.Open(cfg)
+	if err != nil {
+		return fmt.Errorf("crawler: %w", err)
+	}
+	if len(h.onEvent) > 0 {
+		e.SetObserver(observer{h})
+	}
+	_, runErr := e.Run(ctx)
+	if err := e.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr != nil {
+		return fmt.Errorf("crawler: %w", runErr)
+	}
+	return nil
+}
+
+func (h hooks) stored(p *storage.Page, role frontier.Role) {
+	h.call.Lock()
+	defer h.call.Unlock()
+	pg := &Page{URL: p.URL, FinalURL: p.FinalURL, Status: p.Status, Header: p.Header,
+		ContentType: p.ContentType, Body: p.Body, Depth: p.Depth, Parent: p.Parent,
+		FetchedAt: p.FetchedAt, Truncated: p.Truncated, Requisite: role == frontier.RoleRequisite}
+	for _, fn := range h.onPage {
+		fn(pg)
+	}
+}
+
+func (h hooks) link(from, to *url.URL, depth int) bool {
+	h.call.Lock()
+	defer h.call.Unlock()
+	l := &Link{From: from, URL: to, Depth: depth}
+	for _, fn := range h.onLink {
+		if !fn(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// Page is one fetched response: a page, a redirect, an error page or a requisite. It and its
+// Body may be kept after the OnPage call.
+type Page struct {
+	URL         string // the URL requested (normalized)
+	FinalURL    string // the URL answered: URL, unless the request was redirected inside fetch
+	Status      int
+	Header      http.Header
+	ContentType string // media type, lowercase, without parameters
+	// Body is the decoded body, cut at the crawl's body limit (then Truncated is true).
+	Body      []byte
+	Truncated bool
+	Depth     int    // link hops from a seed
+	Parent    string // the page that linked here; "" for a seed
+	FetchedAt time.Time
+	// Requisite says the URL was fetched as another page's requisite (Options.Requisites).
+	Requisite bool
+
+	once sync.Once
+	doc  *goquery.Document
+	err  error
+}
+
+// Doc parses the body as HTML, once: later calls return the same document. It is safe for
+// concurrent use.
+func (p *Page) Doc() (*goquery.Document, error) {
+	p.once.Do(func() {
+		p.doc, p.err = goquery.NewDocumentFromReader(bytes.NewReader(p.Body))
+		if p.err == nil {
+			if u, err := url.Parse(p.FinalURL); err == nil {
+				p.doc.Url = u
+			}
+		}
+	})
+	return p.doc, p.err
+}
+
+// Link is a link found on a fetched page.
+type Link struct {
+	From  *url.URL // the page it was found on
+	URL   *url.URL // where it leads (normalized; do not modify)
+	Depth int      // link hops from a seed to URL
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventRequest: a request ended (a page, a redirect hop or a robots.txt).
+	EventRequest EventKind = iota + 1
+	// EventRetry: a URL was scheduled for another attempt.
+	EventRetry
+	// EventProgress: the crawl's counts, about once a second and at the end.
+	EventProgress
+)
+
+// Event is something the crawl did, for metrics.
+type Event struct {
+	Kind EventKind
+	Host string // EventRequest, EventRetry: the host
+
+	// EventRequest:
+	Robots  bool          // a robots.txt request
+	Status  int           // HTTP status; 0 when the request ended without a response
+	ErrKind string        // when Status is 0: "timeout", "conn-refused", …
+	Latency time.Duration // from sending the request until its body was read
+
+	// EventRetry: why ("status-429", "timeout", …).
+	Reason string
+
+	// EventProgress: URL counts, all runs together.
+	Fetched, Failed, Excluded, Queued int
+}
+
+type observer struct{ h hooks }
+
+func (o observer) emit(e Event) {
+	o.h.call.Lock()
+	defer o.h.call.Unlock()
+	for _, fn := range o.h.onEvent {
+		fn(e)
+	}
+}
+
+func (o observer) Request(e engine.RequestEvent) {
+	o.emit(Event{Kind: EventRequest, Host: e.Host, Robots: e.Robots, Status: e.Status, ErrKind: e.ErrKind, Latency: e.Latency})
+}
+
+func (o observer) Retry(host, reason string) {
+	o.emit(Event{Kind: EventRetry, Host: host, Reason: reason})
+}
+
+func (observer) BudgetExhausted(string, string)    {}
+func (observer) LimiterWait(string, time.Duration) {}
+
+func (o observer) Tick(t engine.Tick) {
+	s := t.Status
+	o.emit(Event{Kind: EventProgress, Fetched: s.Fetched, Failed: s.Failed, Excluded: s.Excluded, Queued: s.Queued})
+}

@@ -1,0 +1,111 @@
+package crawler_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/crawler"
+	"github.com/crawl-project/crawl/internal/simweb"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestCrawlPoliteAndResumed crawls a web of three hosts (one rate-limited) through the public
+// API, stopping it by its context after a few pages and running it again on the same DataDir:
+// every page is handed to OnPage exactly once over both runs, the crawl is complete, and the
+// limited host refused few requests.
+func TestCrawlPoliteAndResumed(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := t.TempDir()
+	opts := crawler.Options{Seeds: web.Seeds(), DataDir: dir, InitialRate: 20}
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	run := func(stopAfter int) error {
+		c, err := crawler.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c.OnPage(func(p *crawler.Page) {
+			if p.Status != 200 {
+				return
+			}
+			doc, err := p.Doc()
+			if err != nil {
+				t.Errorf("%s: Doc: %v", p.URL, err)
+				return
+			}
+			if again, _ := p.Doc(); again != doc {
+				t.Errorf("%s: Doc parsed twice", p.URL)
+			}
+			mu.Lock()
+			seen[p.URL]++
+			if stopAfter > 0 && len(seen) >= stopAfter {
+				cancel()
+			}
+			mu.Unlock()
+		})
+		return c.Run(ctx)
+	}
+	if err := run(15); !errors.Is(err, crawler.ErrInterrupted) {
+		t.Fatalf("first run: %v, want ErrInterrupted", err)
+	}
+	first := len(seen)
+	opts.Seeds = nil // resumed from DataDir alone
+	if err := run(0); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	t.Logf("pages: %d in the first run, %d in all", first, len(seen))
+	want := 0
+	for host, urls := range web.Expected() {
+		want += len(urls)
+		for _, u := range urls {
+			if seen[u] != 1 {
+				t.Errorf("host %s: %s handed to OnPage %d times, want 1", host, u, seen[u])
+			}
+		}
+	}
+	if len(seen) != want {
+		t.Errorf("OnPage saw %d pages, want %d", len(seen), want)
+	}
+	for name, s := range web.Stats() {
+		if s.Banned || s.RobotsViolations > 0 {
+			t.Errorf("host %s: banned %v, robots violations %d", name, s.Banned, s.RobotsViolations)
+		}
+		if s.Requests > 0 && float64(s.OverLimit) > 0.01*float64(s.Requests)+1 {
+			t.Errorf("host %s: %d of %d requests refused", name, s.OverLimit, s.Requests)
+		}
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    crawler.Options
+		want string
+	}{
+		{"no data dir", crawler.Options{Seeds: []string{"http://example.com/"}}, "DataDir"},
+		{"bad seed", crawler.Options{DataDir: "d", Seeds: []string{"ftp://example.com/"}}, "Seeds"},
+		{"bad scope", crawler.Options{DataDir: "d", Scope: 9}, "Scope"},
+		{"negative", crawler.Options{DataDir: "d", MaxPages: -1}, "MaxPages"},
+		{"bad host", crawler.Options{DataDir: "d", Hosts: map[string]crawler.HostOptions{"a/b": {}}}, "a/b"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := crawler.New(tt.o)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New: %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}

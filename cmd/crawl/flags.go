@@ -53,12 +53,34 @@ func (fs *cmdFlags) parse(args []string, stdout, stderr io.Writer) (pos []string
 	}
 }
 
-// help writes the synopsis and the flags with their defaults to w.
+// help writes the synopsis and the flags with their defaults to w, each flag written as it is
+// typed (--name VALUE) and its text indented below it.
 func (fs *cmdFlags) help(w io.Writer) {
 	fmt.Fprintf(w, "%s\n\nflags:\n", strings.TrimRight(fs.synopsis, "\n"))
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		switch {
+		case isZeroDefault(f):
+		case name == "string":
+			usage += fmt.Sprintf(" (default %q)", f.DefValue)
+		default:
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+	})
+}
+
+// isZeroDefault reports whether f's default is its type's zero value, which help leaves out.
+func isZeroDefault(f *flag.Flag) bool {
+	switch f.DefValue {
+	case "", "0", "false", "0s", "[]":
+		return true
+	}
+	return false
 }
 
 var (

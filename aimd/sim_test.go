@@ -588,7 +588,7 @@ func TestSimUnlimited(t *testing.T) {
 	}
 }
 
-// TestSimShortCrawl mirrors the politeness benchmark (internal/bench): short crawls at a few
+// TestSimShortCrawl mirrors the politeness benchmark (bench/crawlbench): short crawls at a few
 // hidden limits, where every over-limit reply costs a whole-second Retry-After pause that is a
 // visible share of the makespan, and the rate starts at the crawler's default of 2 req/s.
 func TestSimShortCrawl(t *testing.T) {

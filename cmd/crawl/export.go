@@ -23,7 +23,7 @@ import (
 const exportLockTimeout = 200 * time.Millisecond
 
 func init() {
-	commands["export"] = command{summary: "write the fetched pages as WARC, JSON Lines or a mirror", run: exportCmd}
+	commands["export"] = command{summary: "write the fetched pages as WARC, JSON Lines, CSV or a mirror", run: exportCmd}
 }
 
 // stringList is a repeatable string flag.
@@ -32,17 +32,19 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|mirror --out PATH [--no-body] [--text] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
+const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror --out PATH [--no-body] [--text] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
 	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.\nWith several --data (the stores of the workers of a shared crawl), each URL comes from the store that fetched it last.")
 	flags := cf.FlagSet
 	var dirs stringList
 	flags.Var(&dirs, "data", "data directory of the crawl (read only); repeat it to export the stores of several workers as one")
-	format := flags.String("format", "", "output format: warc, jsonl or mirror")
-	out := flags.String("out", "", "warc: X.warc.gz (then X-00001.warc.gz … if it must split), a prefix (PREFIX-00000.warc.gz, ...) or a directory; jsonl: file, or - for stdout; mirror: empty or new directory")
+	format := flags.String("format", "", "output format: warc, jsonl, csv or mirror")
+	out := flags.String("out", "", "warc: X.warc.gz (then X-00001.warc.gz … if it must split), a prefix (PREFIX-00000.warc.gz, ...) or a directory; jsonl, csv: file, or - for stdout; mirror: empty or new directory")
 	noBody := flags.Bool("no-body", false, "jsonl: leave the bodies out")
 	text := flags.Bool("text", false, "jsonl: add each HTML page's visible text")
+	var fieldSpecs stringList
+	flags.Var(&fieldSpecs, "field", "jsonl, csv: extract NAME=SELECTOR from each HTML page (CSS; the first match's text, whitespace collapsed); NAME[]=SELECTOR for every match, as an array; SELECTOR@ATTR for an attribute (repeatable)")
 	var hosts stringList
 	flags.Var(&hosts, "host", "only pages of this host: every port of it, or host:port for one (repeatable, or a comma separated list)")
 	status := flags.String("status", "", "only these statuses: codes, classes or ranges, e.g. 200,301 or 2xx or 400-499")
@@ -67,7 +69,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return usageErr(fmt.Sprintf("--data %s and --data %s are the same store", a, b))
 	}
 	switch *format {
-	case "warc", "jsonl", "mirror":
+	case "warc", "jsonl", "csv", "mirror":
 	default:
 		return usageErr(fmt.Sprintf("unknown format %q", *format))
 	}
@@ -77,8 +79,20 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	if *text && *format != "jsonl" {
 		return usageErr("--text applies to --format jsonl only")
 	}
-	if *out == "-" && *format != "jsonl" {
-		return usageErr("--out - (stdout) applies to --format jsonl only")
+	if *out == "-" && *format != "jsonl" && *format != "csv" {
+		return usageErr("--out - (stdout) applies to --format jsonl and csv only")
+	}
+	if len(fieldSpecs) > 0 && *format != "jsonl" && *format != "csv" {
+		return usageErr("--field applies to --format jsonl and csv only")
+	}
+	fields, err := export.ParseFields(fieldSpecs)
+	if err != nil {
+		return usageErr("--field " + strings.TrimPrefix(err.Error(), export.ErrBadField.Error()+": "))
+	}
+	if *format == "csv" {
+		if _, err := export.NewCSV(io.Discard, fields, nil); err != nil { // a name the CSV cannot take
+			return usageErr("--field " + strings.TrimPrefix(err.Error(), export.ErrBadField.Error()+": "))
+		}
 	}
 	var sinceT time.Time
 	if *since != "" {
@@ -123,17 +137,16 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		w, err = export.NewWARC(*out, &export.WARCOptions{MaxSize: maxBytes, Date: time.Now(), Original: db.PageMeta})
 	case "mirror":
 		w, err = export.NewMirror(*out, db.PagesMeta, &export.MirrorOptions{Filter: filter, KeepLinks: !*convertLinks})
-	case "jsonl":
-		opts := &export.JSONLOptions{NoBody: *noBody, Text: *text}
-		if *noBody {
-			src = db.PagesMeta
-			opts.Body = func(p *storage.Page) ([]byte, error) { // HTML only, for title and the like
-				full, err := db.Page(p.Seq)
-				if err != nil {
-					return nil, err
-				}
-				return full.Body, nil
+	case "jsonl", "csv":
+		body := func(p *storage.Page) ([]byte, error) { // HTML only, for title, fields and the like
+			full, err := db.Page(p.Seq)
+			if err != nil {
+				return nil, err
 			}
+			return full.Body, nil
+		}
+		if *noBody || *format == "csv" {
+			src = db.PagesMeta
 		}
 		jw := stdout
 		if *out == "-" {
@@ -145,8 +158,14 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			jw = jf
 		}
-		if err == nil {
-			w = export.NewJSONL(jw, opts)
+		switch {
+		case err != nil:
+		case *format == "csv":
+			w, err = export.NewCSV(jw, fields, &export.CSVOptions{Body: body})
+		case *noBody:
+			w = export.NewJSONL(jw, &export.JSONLOptions{NoBody: true, Body: body, Text: *text, Fields: fields})
+		default:
+			w = export.NewJSONL(jw, &export.JSONLOptions{Text: *text, Fields: fields})
 		}
 	}
 	if err != nil {
@@ -172,7 +191,10 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	omitted := ""
-	if st.Omitted > 0 {
+	switch {
+	case st.Omitted > 0 && *format == "csv":
+		omitted = fmt.Sprintf(", %d without a row (not HTML)", st.Omitted)
+	case st.Omitted > 0:
 		omitted = fmt.Sprintf(", %d without a file (error statuses, older versions)", st.Omitted)
 	}
 	if ww, ok := w.(*export.WARCWriter); ok {

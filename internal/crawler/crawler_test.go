@@ -272,7 +272,7 @@ func TestLongRetryAfterDefers(t *testing.T) {
 // TestPolitenessOnLimitedHosts crawls hosts with hidden limits in every reply style plus one
 // that bans clients who keep hammering: the crawl must be complete, never send a request inside
 // an announced Retry-After window, never get banned, and draw few refusals. (Speed against the
-// ideal is measured by `go run ./internal/bench`, not asserted here: the machine is shared.)
+// ideal is measured by `go run -C bench ./crawlbench`, not asserted here: the machine is shared.)
 func TestPolitenessOnLimitedHosts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds of real-time crawling")

@@ -14,6 +14,10 @@ var (
 	// ErrBadFilter is returned by NewFilter for a malformed --status or --host value.
 	ErrBadFilter = errors.New("bad filter")
 
+	// ErrBadField is returned by ParseFields for a malformed --field: no name, a bad CSS
+	// selector or attribute, a name given twice, or (NewCSV) the name "url".
+	ErrBadField = errors.New("bad field")
+
 	// ErrUnsafePath is returned by MirrorWriter.Write if a computed path would leave the
 	// mirror root. The mapping is designed never to produce one; this is the safety net.
 	ErrUnsafePath = errors.New("unsafe mirror path")

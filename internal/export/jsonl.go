@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -39,6 +40,9 @@ type JSONLOptions struct {
 	Body func(p *storage.Page) ([]byte, error)
 	// Text adds "text", the visible text, to every HTML page.
 	Text bool
+	// Fields, if any, adds "fields" to every HTML page: an object of each field's value, in
+	// this order (ParseFields).
+	Fields []Field
 }
 
 // JSONLWriter writes one JSON object per page per line (schema: SCHEMA.md). It is not safe
@@ -72,11 +76,12 @@ type jsonPage struct {
 	Body        *string     `json:"body,omitempty"`
 	BodyBase64  bool        `json:"body_base64,omitempty"`
 	// Added after the first release, in this order, after all others.
-	Title    *string `json:"title,omitempty"`
-	Charset  *string `json:"charset,omitempty"`
-	Outlinks *int    `json:"outlinks,omitempty"`
-	Referrer string  `json:"referrer"`
-	Text     *string `json:"text,omitempty"`
+	Title    *string      `json:"title,omitempty"`
+	Charset  *string      `json:"charset,omitempty"`
+	Outlinks *int         `json:"outlinks,omitempty"`
+	Referrer string       `json:"referrer"`
+	Text     *string      `json:"text,omitempty"`
+	Fields   *fieldValues `json:"fields,omitempty"`
 }
 
 // NewJSONL returns a writer of JSON Lines to w. Close flushes but does not close w.
@@ -135,6 +140,9 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 	switch {
 	case isHTMLType(p.ContentType) && haveBody:
 		d := newHTMLDecoder(body, p.Header.Get("Content-Type"))
+		if w.opts.Text || len(w.opts.Fields) > 0 {
+			d.root() // the one parse; title then reads it instead of parsing a prefix
+		}
 		cs := d.charset()
 		line.Charset = &cs
 		if t, ok := d.title(); ok {
@@ -147,6 +155,10 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 		if w.opts.Text {
 			t := d.text()
 			line.Text = &t
+		}
+		if len(w.opts.Fields) > 0 {
+			fv := extractFields(w.opts.Fields, d.root())
+			line.Fields = &fv
 		}
 	case isHTMLType(p.ContentType): // no body to read: charset may come from a <meta>
 	case IsTextual(p.ContentType):
@@ -257,6 +269,10 @@ type htmlDecoder struct {
 	found   string // name before that
 	certain bool
 	bad     bool // UTF-16 that did not decode
+	// doc is the whole body parsed, once: by root, or by title when it had to (parsed tells
+	// which); nil with parsed set if the body does not decode.
+	doc    *html.Node
+	parsed bool
 }
 
 func newHTMLDecoder(body []byte, contentType string) *htmlDecoder {
@@ -309,38 +325,68 @@ func htmlTitle(body []byte, contentType string) (title string, ok bool) {
 	return newHTMLDecoder(body, contentType).title()
 }
 
-// title is htmlTitle. goquery parses only as far as the end of the first "</title>" when the
-// title is found there, which is where it nearly always is, so a large page costs a small DOM;
-// only when that prefix holds no title (the first "</title" was inside a comment or script, or
-// belonged to an SVG title) is the whole page parsed.
+// root returns the whole body parsed as an HTML document, parsing it on the first call only;
+// nil if the body does not decode. A leading byte-order mark is not part of the document.
+func (d *htmlDecoder) root() *html.Node {
+	if !d.parsed {
+		d.parsed = true
+		if b, ok := d.utf8(d.body); ok {
+			d.doc = parseHTML(bytes.TrimPrefix(b, []byte("\uFEFF")))
+		}
+	}
+	return d.doc
+}
+
+// htmlParses counts parseHTML's calls, so tests can check that a page is parsed at most once.
+var htmlParses atomic.Int64
+
+// parseHTML parses b (UTF-8) as an HTML document; nil if it cannot (the parser fails only on
+// read errors, which a byte slice has none of).
+func parseHTML(b []byte) *html.Node {
+	htmlParses.Add(1)
+	n, err := html.Parse(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
+	return n
+}
+
+// title is htmlTitle. With the whole body parsed already (root), it reads the title there.
+// Otherwise it parses only as far as the end of the first "</title>" when the title is found
+// there, which is where it nearly always is, so a large page costs a small DOM; only when that
+// prefix holds no title (the first "</title" was inside a comment or script, or belonged to an
+// SVG title) is the whole page parsed, through root, so a later root costs nothing.
 func (d *htmlDecoder) title() (string, bool) {
 	body := d.body
 	if d.bad || !containsFold(body, []byte("<title")) {
 		return "", false
 	}
-	parse := func(b []byte) (string, bool) {
-		b, ok := d.utf8(b)
-		if !ok {
-			return "", false
-		}
-		doc, err := goquery.NewDocumentFromReader(bytes.NewReader(b))
-		if err != nil {
-			return "", false
-		}
-		sel := doc.Find("title").FilterFunction(func(_ int, s *goquery.Selection) bool {
-			return s.Get(0).Namespace == "" && s.ParentsFiltered("template").Length() == 0
-		}).First()
-		if sel.Length() == 0 {
-			return "", false
-		}
-		return collapse(sel.Text()), true
-	}
-	if cut := endOfFirstTitle(body); cut > 0 && cut < len(body) {
-		if t, ok := parse(body[:cut]); ok {
-			return t, true
+	if !d.parsed {
+		if cut := endOfFirstTitle(body); cut > 0 && cut < len(body) {
+			if b, ok := d.utf8(body[:cut]); ok {
+				if t, ok := docTitle(parseHTML(b)); ok {
+					return t, true
+				}
+			}
 		}
 	}
-	return parse(body)
+	return docTitle(d.root())
+}
+
+// docTitle returns the text of the first title element in the HTML namespace that is not
+// inside a <template>, ASCII whitespace collapsed; ok is false if there is none.
+func docTitle(root *html.Node) (string, bool) {
+	if root == nil {
+		return "", false
+	}
+	doc := goquery.NewDocumentFromNode(root)
+	sel := doc.Find("title").FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return s.Get(0).Namespace == "" && s.ParentsFiltered("template").Length() == 0
+	}).First()
+	if sel.Length() == 0 {
+		return "", false
+	}
+	return collapse(sel.Text()), true
 }
 
 // collapse strips and collapses ASCII whitespace and makes s valid UTF-8.
@@ -353,13 +399,8 @@ func collapse(s string) string {
 // between blocks (any element but a phrasing one such as <a>, <b> or <span>) and ASCII
 // whitespace collapsed as a browser renders it. "" if the body does not decode.
 func (d *htmlDecoder) text() string {
-	b, ok := d.utf8(d.body)
-	if !ok {
-		return ""
-	}
-	b = bytes.TrimPrefix(b, []byte("\uFEFF")) // a byte-order mark is not text
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(b))
-	if err != nil {
+	root := d.root()
+	if root == nil {
 		return ""
 	}
 	var sb strings.Builder
@@ -389,9 +430,7 @@ func (d *htmlDecoder) text() string {
 			walk(c)
 		}
 	}
-	for _, n := range doc.Nodes {
-		walk(n)
-	}
+	walk(root)
 	return collapse(sb.String())
 }
 

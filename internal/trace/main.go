@@ -3,7 +3,7 @@
 // window its controller allows, the accepted rate it measures, its in-flight count, its
 // over-limit replies and whether it is paused; then the times (since the host's first request)
 // at which the simulated server answered over limit, and a one-line summary per host. It is a
-// tuning aid for aimd and hostlimit, faster than the full benchmark (internal/bench).
+// tuning aid for aimd and hostlimit, faster than the full benchmark (bench/crawlbench).
 //
 //	go run ./internal/trace -hosts sec429
 //	go run ./internal/trace -hosts drop,workers -every 500ms

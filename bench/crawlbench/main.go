@@ -1,21 +1,22 @@
-// Command bench crawls the simulated web with the real crawler and prints what the simulated
+// Command crawlbench crawls the simulated web with the real crawler and prints what the simulated
 // servers measured: politeness (over-limit replies, requests inside Retry-After windows, bans),
 // completeness, makespan against the ideal at each host's hidden limit, and throughput on
 // unlimited hosts. Figures are ratios measured within one run, so a noisy machine moves them
 // less than absolute times.
 //
-//	go run ./internal/bench -scenario politeness
-//	go run ./internal/bench -scenario politeness -scale 4   # 4× the pages per host
-//	go run ./internal/bench -scenario throughput
-//	go run ./internal/bench -scenario flaky      # hosts failing a share of requests at random
-//	go run ./internal/bench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
-//	go run ./internal/bench -scenario broad -hosts 10 -host-pages 1   # mostly the two-host crawl: CPU per 12 KB page
-//	go run ./internal/bench -scenario links -links 6,40,150 -max-pages 30000   # CPU per discovered link
-//	go run ./internal/bench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
-//	go run ./internal/bench -scenario fleet -workers 1,2,3   # shared crawls through redis-server against bbolt, and handover times
+//	go run -C bench ./crawlbench -scenario politeness
+//	go run -C bench ./crawlbench -scenario politeness -scale 4   # 4× the pages per host
+//	go run -C bench ./crawlbench -scenario throughput
+//	go run -C bench ./crawlbench -scenario flaky      # hosts failing a share of requests at random
+//	go run -C bench ./crawlbench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
+//	go run -C bench ./crawlbench -scenario broad -hosts 10 -host-pages 1   # mostly the two-host crawl: CPU per 12 KB page
+//	go run -C bench ./crawlbench -scenario links -links 6,40,150 -max-pages 30000   # CPU per discovered link
+//	go run -C bench ./crawlbench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
+//	go run -C bench ./crawlbench -scenario fleet -workers 1,2,3   # shared crawls through redis-server against bbolt, and handover times
 //
-// The broad and links scenarios run the crawl binary (built from ./cmd/crawl, so run the bench from the
-// repository's root) as a separate process, so that its peak RSS and CPU time are its own.
+// The broad, links and fleet scenarios run the crawl binary (built from the checkout's ./cmd/crawl,
+// the one bench/go.mod's replace names) as a separate process, so that its peak RSS and CPU time
+// are its own.
 package main
 
 import (

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
@@ -76,7 +77,6 @@ func linkCosts(w io.Writer, bin string, cfg linksConfig, crawlFlags []string, ti
 	return nil
 }
 
-// buildCrawl builds ./cmd/crawl into dir and returns the binary's path.
 // benchDir makes a temporary directory (prefix names it) and, unless bin names a crawl binary
 // already, builds one into it. The caller removes the directory.
 func benchDir(prefix, bin string) (dir, crawlBin string, err error) {
@@ -93,12 +93,20 @@ func benchDir(prefix, bin string) (dir, crawlBin string, err error) {
 	return dir, bin, nil
 }
 
+// buildCrawl builds the crawl command of the checkout this module replaces (go.mod's replace
+// directive) into dir and returns the binary's path.
 func buildCrawl(dir string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/crawl-project/crawl").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m github.com/crawl-project/crawl (run the bench inside the bench module, or give -crawl): %w", err)
+	}
+	root := strings.TrimSpace(string(out))
 	bin := filepath.Join(dir, "crawl")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/crawl")
+	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/crawl (run the bench from the repository's root, or give -crawl): %w", err)
+		return "", fmt.Errorf("go build ./cmd/crawl in %s (or give -crawl): %w", root, err)
 	}
 	return bin, nil
 }

@@ -11,8 +11,8 @@
 // It prints what the simulated server counted: completeness, 429s, requests inside a
 // Retry-After window, and the makespan against the ideal (pages / hidden limit).
 //
-//	go run ./internal/transportbench
-//	go run ./internal/transportbench -pages 4000
+//	go run -C bench ./transportbench
+//	go run -C bench ./transportbench -pages 4000
 //
 // colly is a dependency of this program only.
 package main

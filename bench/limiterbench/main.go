@@ -1,7 +1,7 @@
 // Command limiterbench crawls static sites served by a real nginx, each behind a real server's
 // rate limiter, and prints what the servers' access logs recorded: pages fetched, refusals,
 // makespan against the ideal at the configured limit, and latency. The simulated web
-// (internal/bench) is written by us and so shares our assumptions; these limiters are the ones
+// (bench/crawlbench) is written by us and so shares our assumptions; these limiters are the ones
 // real sites put in front of a crawler, each with its own arithmetic:
 //
 //   - nginx limit_req: a leaky bucket counted in milliseconds, with or without burst, nodelay or
@@ -27,10 +27,10 @@
 // two names (127.0.0.1 and localhost) whose limit applies to both together; compare a run with
 // -key-by-ip.
 //
-//	go run ./internal/limiterbench
-//	go run ./internal/limiterbench -only req10,hap10 -scale 2
-//	go run ./internal/limiterbench -only vhost10 -key-by-ip
-//	go run ./internal/limiterbench -delay 20ms -jitter 10ms
+//	go run -C bench ./limiterbench
+//	go run -C bench ./limiterbench -only req10,hap10 -scale 2
+//	go run -C bench ./limiterbench -only vhost10 -key-by-ip
+//	go run -C bench ./limiterbench -delay 20ms -jitter 10ms
 //
 // -delay and -jitter carry every connection over a simulated network path (link.go), so that
 // requests reach the limiter bunched and spread as they do across a real network.

@@ -1,0 +1,106 @@
+package export
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+
+	"github.com/crawl-project/crawl/storage"
+)
+
+// CSVOptions configure NewCSV. A nil *CSVOptions means the zero value.
+type CSVOptions struct {
+	// Body, if set, is called for an HTML page that comes without its body (Page.Body nil, as
+	// from storage.DB.PagesMeta) to read it. Without it such a page's fields are all empty.
+	Body func(p *storage.Page) ([]byte, error)
+}
+
+// CSVWriter writes one row per HTML page (text/html, application/xhtml+xml): its URL, then
+// the value of each field (RFC 4180 through encoding/csv, after a header row of "url" and the
+// field names). Other pages get no row; Stats counts them as Omitted. A field that matched
+// nothing is an empty cell; an array field (NAME[]) is a JSON array of strings. It is not safe
+// for concurrent use.
+type CSVWriter struct {
+	bw     *bufio.Writer
+	cw     *countWriter
+	csv    *csv.Writer
+	fields []Field
+	opts   CSVOptions
+	stats  Stats
+	closed bool
+}
+
+// NewCSV returns a writer of CSV rows to w, having buffered the header row. Close flushes but
+// does not close w. A field named "url" is an error wrapping ErrBadField (the first column).
+func NewCSV(w io.Writer, fields []Field, opts *CSVOptions) (*CSVWriter, error) {
+	header := []string{"url"}
+	for _, f := range fields {
+		if f.Name == "url" {
+			return nil, fmt.Errorf("%w: %q: the name url is the first column of the CSV", ErrBadField, f.Name+"="+f.Selector)
+		}
+		header = append(header, f.Name)
+	}
+	var o CSVOptions
+	if opts != nil {
+		o = *opts
+	}
+	cw := &countWriter{w: w}
+	bw := bufio.NewWriterSize(cw, 256<<10)
+	c := &CSVWriter{bw: bw, cw: cw, csv: csv.NewWriter(bw), fields: fields, opts: o, stats: Stats{Files: 1}}
+	if err := c.csv.Write(header); err != nil {
+		return nil, fmt.Errorf("export: csv: %w", err)
+	}
+	return c, nil
+}
+
+// Write writes p's row if p is an HTML page, else counts it as Omitted.
+func (c *CSVWriter) Write(p *storage.Page) error {
+	if c.closed {
+		return ErrClosed
+	}
+	if !isHTMLType(p.ContentType) {
+		c.stats.Omitted++
+		return nil
+	}
+	body := p.Body
+	if body == nil && c.opts.Body != nil {
+		b, err := c.opts.Body(p)
+		if err != nil {
+			return fmt.Errorf("export: csv: %s: %w", p.URL, err)
+		}
+		body = b
+	}
+	d := newHTMLDecoder(body, p.Header.Get("Content-Type"))
+	cells, err := extractFields(c.fields, d.root()).cells()
+	if err != nil {
+		return fmt.Errorf("export: csv: %s: %w", p.URL, err)
+	}
+	if err := c.csv.Write(append([]string{p.URL}, cells...)); err != nil {
+		return fmt.Errorf("export: csv: %s: %w", p.URL, err)
+	}
+	c.stats.Pages++
+	c.csv.Flush() // into bw, which buffers; Bytes then counts the row
+	c.stats.Bytes = c.cw.n + int64(c.bw.Buffered())
+	return c.csv.Error()
+}
+
+// Close flushes the buffered rows. It is safe to call more than once.
+func (c *CSVWriter) Close() error {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.csv.Flush()
+	if err := c.csv.Error(); err != nil {
+		return fmt.Errorf("export: csv: %w", err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return fmt.Errorf("export: csv: %w", err)
+	}
+	c.stats.Bytes = c.cw.n
+	return nil
+}
+
+// Stats implements Writer.
+func (c *CSVWriter) Stats() Stats { return c.stats }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -80,7 +81,7 @@ func (o *networkOptions) network() (crawler.Network, error) {
 		if err != nil {
 			return n, fmt.Errorf("proxy %q from the environment: %v", p, err)
 		}
-		n.Proxies = append(n.Proxies, u.Hostname())
+		n.Proxies = append(n.Proxies, net.JoinHostPort(u.Hostname(), proxyPort(u)))
 	}
 	if len(n.Proxies) > 0 {
 		f := pc.ProxyFunc()
@@ -131,6 +132,21 @@ func (o *networkOptions) network() (crawler.Network, error) {
 		n.TLS.RootCAs = pool
 	}
 	return n, nil
+}
+
+// proxyPort is the port a proxy URL is dialled on: its own, else its scheme's (as
+// http.Transport and x/net/proxy choose it).
+func proxyPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch u.Scheme {
+	case "https":
+		return "443"
+	case "socks5", "socks5h":
+		return "1080"
+	}
+	return "80"
 }
 
 // checkProxy reports what is wrong with a --proxy URL.

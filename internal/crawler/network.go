@@ -29,20 +29,21 @@ type Network struct {
 	Header  http.Header // added to every request
 	// HostHeader holds headers by host key, added to the requests to that host only.
 	HostHeader map[string]http.Header
-	// BasicAuth holds credentials by host key, sent to that host only. A seed URL's
+	// BasicAuth holds credentials by origin (urlnorm.Origin: scheme://host:port), sent to
+	// that origin only: never down from https to http, nor to another port. A seed URL's
 	// user:password@ is moved here (and out of the URL) when the crawl opens.
 	BasicAuth map[string]*url.Userinfo
 	Jar       http.CookieJar // cookies sent (and kept) per host; nil: none
 }
 
-// takeUser moves a URL's userinfo into auth under its host key, so that the URL, stored,
+// takeUser moves a URL's userinfo into auth under its origin, so that the URL, stored,
 // logged and exported, never carries credentials.
 func takeUser(u *url.URL, auth map[string]*url.Userinfo) {
 	if u.User == nil {
 		return
 	}
-	if _, given := auth[urlnorm.HostKey(u)]; !given && u.User.Username() != "" {
-		auth[urlnorm.HostKey(u)] = u.User
+	if _, given := auth[urlnorm.Origin(u)]; !given && u.User.Username() != "" {
+		auth[urlnorm.Origin(u)] = u.User
 	}
 	u.User = nil
 }

@@ -22,6 +22,24 @@ func HostKey(u *url.URL) string {
 	return host
 }
 
+// Origin returns u's lowercased scheme, host and port, the port always written:
+// "https://a.com:443", "http://[::1]:80". Unlike HostKey it tells http from https and the
+// default port from another: credentials are keyed by it, so that they reach only the scheme
+// and port they were given for.
+func Origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
 // Registrable returns the registrable domain (eTLD+1, from the public suffix
 // list in golang.org/x/net/publicsuffix) of host, lowercased: "www.a.co.uk"
 // gives "a.co.uk". A port is ignored. IP addresses, "localhost", single-label

@@ -250,6 +250,24 @@ func TestResolveMore(t *testing.T) {
 	}
 }
 
+// TestOrigin: the scheme and the port (default or not) are part of an origin, so http and
+// https of one host have two.
+func TestOrigin(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://A.com/", "http://a.com:80"},
+		{"https://a.com/x", "https://a.com:443"},
+		{"https://a.com:443/", "https://a.com:443"},
+		{"http://a.com:443/", "http://a.com:443"},
+		{"https://a.com:8443/", "https://a.com:8443"},
+		{"http://[::1]/", "http://[::1]:80"},
+	}
+	for _, tt := range tests {
+		if got := Origin(mustParse(t, tt.in)); got != tt.want {
+			t.Errorf("Origin(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestHostKey(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"http://A.com/", "a.com"},

@@ -81,7 +81,7 @@ func (o *networkOptions) network() (crawler.Network, error) {
 			u, err = url.Parse("http://" + p) // httpproxy reads a bare host:port this way
 		}
 		if err != nil {
-			return n, fmt.Errorf("proxy %q from the environment: %v", p, err)
+			return n, fmt.Errorf("proxy %q from the environment: %s", redactURL(p), urlError(p, err))
 		}
 		n.Proxies = append(n.Proxies, net.JoinHostPort(u.Hostname(), proxyPort(u)))
 	}
@@ -199,10 +199,18 @@ func redact(a string) string {
 	return a
 }
 
-// redactURL hides the password of a URL's user:password@.
+// redactURL hides the password of a URL's user:password@, even in text that does not parse
+// as a URL.
 func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
+	shown, _ := urlnorm.RedactPassword(s)
+	return shown
+}
+
+// urlError is err's text with the password of raw, a URL the user gave, hidden.
+func urlError(raw string, err error) string {
+	msg := err.Error()
+	if _, pass := urlnorm.RedactPassword(raw); pass != "" {
+		msg = strings.ReplaceAll(msg, pass, "…")
 	}
-	return s
+	return msg
 }

@@ -99,3 +99,29 @@ func AddrKey(host string, addrs []netip.Addr) string {
 	}
 	return net.JoinHostPort(best.String(), port)
 }
+
+// RedactPassword returns the URL text s with the password of its user:password@ (if it has
+// one) written as "…", and that password. It works on text that does not parse as a URL, so
+// that an error about a bad URL never shows its password: replace pass in the error's text too.
+func RedactPassword(s string) (shown, pass string) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s, ""
+	}
+	start := i + 3
+	end := len(s)
+	if j := strings.IndexAny(s[start:], "/?#"); j >= 0 {
+		end = start + j
+	}
+	at := strings.LastIndexByte(s[start:end], '@')
+	if at < 0 {
+		return s, ""
+	}
+	userinfo := s[start : start+at]
+	colon := strings.IndexByte(userinfo, ':')
+	if colon < 0 || colon == len(userinfo)-1 {
+		return s, ""
+	}
+	pass = userinfo[colon+1:]
+	return s[:start+colon+1] + "…" + s[start+at:], pass
+}

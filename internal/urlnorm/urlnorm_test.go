@@ -377,3 +377,19 @@ func BenchmarkResolve(b *testing.B) {
 		Resolve(base, "../other/path/to/thing?q=a%7eb")
 	}
 }
+
+func TestRedactPassword(t *testing.T) {
+	for _, tc := range []struct{ in, shown, pass string }{
+		{"http://bob:pw@host/", "http://bob:…@host/", "pw"},
+		{"redis://:hunter2@127.0.0.1:6379/0", "redis://:…@127.0.0.1:6379/0", "hunter2"},
+		{"http://bob:p@ss@exa mple.com/x@y", "http://bob:…@exa mple.com/x@y", "p@ss"},
+		{"http://bob@host/", "http://bob@host/", ""},
+		{"http://host/a:b@c", "http://host/a:b@c", ""},
+		{"not a url", "not a url", ""},
+	} {
+		shown, pass := RedactPassword(tc.in)
+		if shown != tc.shown || pass != tc.pass {
+			t.Errorf("RedactPassword(%q) = %q, %q; want %q, %q", tc.in, shown, pass, tc.shown, tc.pass)
+		}
+	}
+}

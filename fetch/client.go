@@ -70,9 +70,10 @@ type Config struct {
 	// HostHeader holds headers by host key (urlnorm.HostKey), added to the
 	// requests to that host only, over Header's of the same name.
 	HostHeader map[string]http.Header
-	// BasicAuth holds credentials by host key (urlnorm.HostKey): a request
-	// to that host, and only to it, carries them. They are left out of
-	// Response.ReqHeader, so they are never stored.
+	// BasicAuth holds credentials by origin (urlnorm.Origin: scheme, host
+	// and port): a request to that origin, and only to it, carries them;
+	// never to the same host over another scheme or port. They are left out
+	// of Response.ReqHeader, so they are never stored.
 	BasicAuth map[string]*url.Userinfo
 	// Jar, if set, sends its cookies with each request and keeps the ones
 	// responses set. Cookies are left out of Response.ReqHeader.
@@ -270,7 +271,7 @@ func (c *Client) GetWith(ctx context.Context, u *url.URL, o GetOptions) (*Respon
 	}
 	reqHeader := req.Header.Clone() // before the credentials: what is stored never holds them
 	reqHeader.Set("Host", req.Host)
-	if ui := c.cfg.BasicAuth[urlnorm.HostKey(u)]; ui != nil {
+	if ui := c.cfg.BasicAuth[urlnorm.Origin(u)]; ui != nil {
 		pass, _ := ui.Password()
 		req.SetBasicAuth(ui.Username(), pass)
 	}

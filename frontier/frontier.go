@@ -104,7 +104,7 @@ type Result struct {
 	Excluded  []Exclusion   // Fetched: recorded as excluded if unseen, in the same transaction
 	Status    int           // Failed: last HTTP status, if any
 	Reason    string        // Failed, Excluded: reason (required); Retry: why (optional)
-	Detail    string        // Excluded: e.g. the robots rule; Failed: the error text
+	Detail    string        // Excluded: e.g. the robots rule; Failed: the error text (kept escaped, cut)
 	NotBefore time.Time     // Retry: not leased again before this (persisted)
 }
 

@@ -544,7 +544,7 @@ func (t *txn) exclude(x Exclusion) (bool, error) {
 		return false, err
 	}
 	r := record{state: stExcluded, depth: x.Depth, hops: x.Hops, host: x.Host, hostID: id, url: x.URL, parent: x.Parent, parentRef: ref, reason: x.Reason,
-		detail: truncate(x.Detail, maxDetail), role: x.Role}
+		detail: keptDetail(x.Detail), role: x.Role}
 	t.add(fp, r.encode4())
 	t.d.host(x.Host).Excluded++
 	t.d.excludedBy[x.Reason]++
@@ -854,7 +854,7 @@ func (t *txn) complete(l Lease, r Result) error {
 		return err
 	}
 	hd := d.host(l.Host)
-	rec.qkey, rec.status, rec.reason, rec.detail = nil, r.Status, r.Reason, truncate(r.Detail, maxDetail)
+	rec.qkey, rec.status, rec.reason, rec.detail = nil, r.Status, r.Reason, keptDetail(r.Detail)
 	switch r.Kind {
 	case Fetched:
 		rec.state = stFetched

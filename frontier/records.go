@@ -7,6 +7,8 @@ import (
 	"errors"
 	"math"
 	"time"
+
+	"github.com/crawl-project/crawl/internal/termsafe"
 )
 
 // On-disk layout, all in storage's bbolt file:
@@ -53,6 +55,10 @@ const maxKeyURL = 1024
 
 // maxDetail caps the Detail text kept per URL.
 const maxDetail = 1024
+
+// keptDetail is a Detail as the store keeps it: server text can be in it, so its control
+// characters are escaped (termsafe), and it is cut to maxDetail bytes.
+func keptDetail(s string) string { return truncate(termsafe.Escape(s), maxDetail) }
 
 func seenKey(url string) []byte {
 	if len(url) <= maxKeyURL {

@@ -303,7 +303,7 @@ func (t *txn) unqueue(r revision, reason, detail string, out *Revised) error {
 	hd.Excluded++
 	t.d.excludedBy[reason]++
 	out.Excluded[reason]++
-	rec.state, rec.qkey, rec.reason, rec.detail = stExcluded, nil, reason, truncate(detail, maxDetail)
+	rec.state, rec.qkey, rec.reason, rec.detail = stExcluded, nil, reason, keptDetail(detail)
 	return t.put(r.at, &rec)
 }
 

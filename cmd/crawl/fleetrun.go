@@ -63,7 +63,7 @@ func workerID() string {
 func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout, stderr io.Writer) int {
 	opt, err := redis.ParseURL(o.redisURL)
 	if err != nil {
-		fmt.Fprintf(stderr, "crawl run: --redis %q: %v (want redis://HOST:PORT/DB)\n", o.redisURL, err)
+		fmt.Fprintf(stderr, "crawl run: --redis %q: %s (want redis://HOST:PORT/DB)\n", redactURL(o.redisURL), urlError(o.redisURL, err))
 		return exitUsage
 	}
 	redis.SetLogger(quietRedis{}) // its pool's dial errors would repeat what the crawl reports

@@ -5,15 +5,18 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http/httpproxy"
 
 	"github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
 // networkOptions are run's flags for how requests reach the hosts (crawler.Network).
@@ -30,7 +33,7 @@ func networkFlags(fs *flag.FlagSet) *networkOptions {
 	o := &networkOptions{}
 	fs.StringVar(&o.proxy, "proxy", "", "send requests through this proxy (http://, https:// or socks5:// URL); overrides HTTP_PROXY and HTTPS_PROXY, NO_PROXY still applies")
 	fs.Var(&o.headers, "header", "add this header to every request, 'Name: value' (repeatable)")
-	fs.Var(&o.auth, "auth", "basic auth for one host, HOST=USER:PASSWORD (HOST as host[:port]; repeatable)")
+	fs.Var(&o.auth, "auth", "basic auth for one host, HOST=USER:PASSWORD, sent only to that scheme and port: HOST as host[:port] for https, http://host[:port] to allow plain http (repeatable)")
 	fs.StringVar(&o.cookies, "cookies", "", "send the cookies of this Netscape cookie file (as curl and wget read)")
 	fs.BoolVar(&o.insecure, "insecure", false, "do not verify TLS certificates")
 	fs.StringVar(&o.caFile, "ca-file", "", "also trust the CA certificates in this PEM file")
@@ -78,9 +81,9 @@ func (o *networkOptions) network() (crawler.Network, error) {
 			u, err = url.Parse("http://" + p) // httpproxy reads a bare host:port this way
 		}
 		if err != nil {
-			return n, fmt.Errorf("proxy %q from the environment: %v", p, err)
+			return n, fmt.Errorf("proxy %q from the environment: %s", redactURL(p), urlError(p, err))
 		}
-		n.Proxies = append(n.Proxies, u.Hostname())
+		n.Proxies = append(n.Proxies, net.JoinHostPort(u.Hostname(), proxyPort(u)))
 	}
 	if len(n.Proxies) > 0 {
 		f := pc.ProxyFunc()
@@ -98,13 +101,14 @@ func (o *networkOptions) network() (crawler.Network, error) {
 	for _, a := range o.auth {
 		host, cred, ok := strings.Cut(a, "=")
 		user, pass, ok2 := strings.Cut(cred, ":")
-		if !ok || !ok2 || host == "" || user == "" || strings.ContainsAny(host, "/@") {
+		origin, err := authOrigin(host)
+		if !ok || !ok2 || user == "" || err != nil {
 			return n, fmt.Errorf("--auth %q: want HOST=USER:PASSWORD", redact(a))
 		}
 		if n.BasicAuth == nil {
 			n.BasicAuth = map[string]*url.Userinfo{}
 		}
-		n.BasicAuth[strings.ToLower(host)] = url.UserPassword(user, pass)
+		n.BasicAuth[origin] = url.UserPassword(user, pass)
 	}
 	if o.cookies != "" {
 		jar, err := readCookieFile(o.cookies)
@@ -133,6 +137,46 @@ func (o *networkOptions) network() (crawler.Network, error) {
 	return n, nil
 }
 
+// authOrigin is the origin (urlnorm.Origin) an --auth HOST stands for: host[:port] is https
+// (credentials never go over plain http unless given for it), http://host[:port] and
+// https://host[:port] are what they say.
+func authOrigin(host string) (string, error) {
+	u := &url.URL{Scheme: "https", Host: host}
+	if strings.Contains(host, "://") {
+		var err error
+		if u, err = url.Parse(host); err != nil {
+			return "", err
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.User != nil || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+			return "", fmt.Errorf("want http:// or https:// and a host")
+		}
+	}
+	if u.Hostname() == "" || strings.ContainsAny(u.Host, "/@?#") {
+		return "", fmt.Errorf("no host")
+	}
+	if p := u.Port(); p != "" {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return "", fmt.Errorf("bad port")
+		}
+	}
+	return urlnorm.Origin(u), nil
+}
+
+// proxyPort is the port a proxy URL is dialled on: its own, else its scheme's (as
+// http.Transport and x/net/proxy choose it).
+func proxyPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch u.Scheme {
+	case "https":
+		return "443"
+	case "socks5", "socks5h":
+		return "1080"
+	}
+	return "80"
+}
+
 // checkProxy reports what is wrong with a --proxy URL.
 func checkProxy(p string) error {
 	u, err := url.Parse(p)
@@ -155,10 +199,18 @@ func redact(a string) string {
 	return a
 }
 
-// redactURL hides the password of a URL's user:password@.
+// redactURL hides the password of a URL's user:password@, even in text that does not parse
+// as a URL.
 func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
+	shown, _ := urlnorm.RedactPassword(s)
+	return shown
+}
+
+// urlError is err's text with the password of raw, a URL the user gave, hidden.
+func urlError(raw string, err error) string {
+	msg := err.Error()
+	if _, pass := urlnorm.RedactPassword(raw); pass != "" {
+		msg = strings.ReplaceAll(msg, pass, "…")
 	}
-	return s
+	return msg
 }

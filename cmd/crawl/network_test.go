@@ -187,3 +187,54 @@ func TestMaxTime(t *testing.T) {
 		t.Errorf("after --max-time: fetched %d, queued %d; want some of each", st.Fetched, st.Queued)
 	}
 }
+
+// TestLoopbackProxyAllowsOnlyItself: a proxy on loopback lets the crawl dial exactly its
+// address and port. A page fetched through it names requisites on another loopback port, on
+// 127.0.0.2 and on localhost; those bypass the proxy (loopback is never proxied), so the guard
+// must refuse them: each ends excluded as private-address and the target sees no request.
+func TestLoopbackProxyAllowsOnlyItself(t *testing.T) {
+	var hits sync.Map
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Store(r.Host+r.URL.Path, true)
+		w.Write([]byte("secret"))
+	}))
+	defer target.Close()
+	port := target.URL[strings.LastIndexByte(target.URL, ':')+1:]
+	links := []string{
+		"http://127.0.0.1:" + port + "/img-0",
+		"http://127.0.0.2:" + port + "/img-1",
+		"http://localhost:" + port + "/img-2",
+	}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Host != "site.test" { // a forward proxy sees absolute URLs
+			http.Error(w, "unknown host", http.StatusBadGateway)
+			return
+		}
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		for _, l := range links {
+			w.Write([]byte(`<img src="` + l + `">`))
+		}
+	}))
+	defer proxy.Close()
+
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := runCmd([]string{"--quiet", "--data", dir, "--proxy", proxy.URL, "--requisites", "--requisites-scope", "any",
+		"http://site.test/"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	hits.Range(func(k, _ any) bool {
+		t.Errorf("the loopback target received %s directly", k)
+		return true
+	})
+	for _, l := range links {
+		if st := urlState(t, dir, l); st.State != "excluded" || st.Reason != "private-address" {
+			t.Errorf("%s: %s %s; want excluded private-address", l, st.State, st.Reason)
+		}
+	}
+}

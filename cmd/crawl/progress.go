@@ -11,6 +11,7 @@ import (
 
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/metrics"
+	"github.com/crawl-project/crawl/internal/termsafe"
 )
 
 // outputOptions are the flags of run and demo that decide what a crawl shows while it runs.
@@ -35,6 +36,19 @@ func (o *outputOptions) validate() error {
 		return fmt.Errorf("--log-format must be text or json, not %q", o.logFormat)
 	}
 	return nil
+}
+
+// escapeAttr escapes the control characters of a string or error value (termsafe) for the JSON
+// log handler, which escapes C0 controls but leaves C1 and bidi controls as they are; the text
+// handler quotes every value that has one.
+func escapeAttr(_ []string, a slog.Attr) slog.Attr {
+	switch v := a.Value.Any().(type) {
+	case string:
+		a.Value = slog.StringValue(termsafe.Escape(v))
+	case error:
+		a.Value = slog.StringValue(termsafe.Escape(v.Error()))
+	}
+	return a
 }
 
 // progressEvery is how often the progress is logged when stderr is not a terminal.
@@ -65,7 +79,7 @@ func (o *outputOptions) watch(cfg *crawler.Config, stderr io.Writer) (*watcher, 
 	lw := &lineWriter{w: stderr, tty: isTerminal(stderr), width: termWidth(stderr)}
 	var h slog.Handler = slog.NewTextHandler(lw, nil)
 	if o.logFormat == "json" {
-		h = slog.NewJSONHandler(lw, nil)
+		h = slog.NewJSONHandler(lw, &slog.HandlerOptions{ReplaceAttr: escapeAttr})
 	}
 	wt := &watcher{log: slog.New(h), w: lw, quiet: o.quiet, start: time.Now()}
 	cfg.Log = wt.log

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/gcfloor"
+	"github.com/crawl-project/crawl/internal/termsafe"
 )
 
 func init() {
@@ -366,7 +367,7 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 		fmt.Fprintf(w, "%-28s %7s %7s %7s %8s %8s %6s\n", "host", "pages", "failed", "queued", "rate/s", "p95 ms", "429s")
 	}
 	for _, h := range shown {
-		fmt.Fprintf(w, "%-28s %7d %7d %7d %8.1f %8.1f %6d\n", h.Host, h.Pages, h.Failed, h.Queued, h.Rate, h.P95Ms, h.OverLimit)
+		fmt.Fprintf(w, "%-28s %7d %7d %7d %8.1f %8.1f %6d\n", termsafe.Escape(h.Host), h.Pages, h.Failed, h.Queued, h.Rate, h.P95Ms, h.OverLimit)
 	}
 	printHostsLeftOut(w, s.Status, len(shown), "crawl status --data DIR --all lists them")
 	printFailedHosts(w, s.Hosts, s.HostsFailed)
@@ -385,7 +386,7 @@ func printFailedHosts(w io.Writer, hosts []crawler.HostStatus, total int) {
 			continue
 		}
 		if n++; n <= failedHostRows {
-			fmt.Fprintf(w, "every request to %s failed: %s\n", h.Host, cmp.Or(h.LastError, "no cause recorded"))
+			fmt.Fprintf(w, "every request to %s failed: %s\n", termsafe.Escape(h.Host), cmp.Or(termsafe.Escape(h.LastError), "no cause recorded"))
 		}
 	}
 	n = max(n, total)

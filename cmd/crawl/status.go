@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/termsafe"
 )
 
 func init() {
@@ -91,7 +92,7 @@ func printHostTable(w io.Writer, st crawler.Status, limit int) {
 			paused = h.PausedUntil.Local().Format("15:04:05.000")
 		}
 		fmt.Fprintf(w, "%-28s %7d %6d %6d %8.2f %6d %-11s %8.1f %8.1f %6d %-20s %s\n",
-			h.Host, h.Pages, h.Queued, h.Failed, h.Rate, h.Window, cmp.Or(h.Phase, "-"), h.P95Ms, h.BaselineMs, h.OverLimit, paused, h.LastError)
+			termsafe.Escape(h.Host), h.Pages, h.Queued, h.Failed, h.Rate, h.Window, cmp.Or(h.Phase, "-"), h.P95Ms, h.BaselineMs, h.OverLimit, paused, termsafe.Escape(h.LastError))
 	}
 	if len(shown) == 0 && len(st.Hosts)+st.HostsNotCrawled > 0 {
 		fmt.Fprintln(w)

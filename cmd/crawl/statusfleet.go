@@ -36,7 +36,7 @@ const redisTimeout = 5 * time.Second
 func fleetStatusCmd(rawURL, crawl string, asJSON bool, stdout, stderr io.Writer) int {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		fmt.Fprintf(stderr, "crawl status: --redis %q: %v (want redis://HOST:PORT/DB)\n", rawURL, err)
+		fmt.Fprintf(stderr, "crawl status: --redis %q: %s (want redis://HOST:PORT/DB)\n", redactURL(rawURL), urlError(rawURL, err))
 		return exitUsage
 	}
 	redis.SetLogger(quietRedis{}) // its pool's dial errors would repeat what status reports

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/termsafe"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -90,13 +91,15 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 		l := urlLine{URL: r.URL, State: r.State, Reason: r.Reason, Detail: r.Detail, Status: r.Status,
 			Attempts: r.Attempts, Depth: r.Depth, Parent: r.Parent}
 		if *asJSON {
+			l.Detail = termsafe.Escape(l.Detail) // JSON leaves C1 and bidi controls as they are
 			return enc.Encode(l)
 		}
 		status := "-"
 		if l.Status != 0 {
 			status = fmt.Sprint(l.Status)
 		}
-		_, err := fmt.Fprintf(w, "%-8s %-18s %6s %8d %5d  %s  %s\n", l.State, dash(l.Reason), status, l.Attempts, l.Depth, l.URL, dash(l.Parent))
+		_, err := fmt.Fprintf(w, "%-8s %-18s %6s %8d %5d  %s  %s\n", l.State, dash(l.Reason), status, l.Attempts, l.Depth,
+			termsafe.Escape(l.URL), termsafe.Escape(dash(l.Parent)))
 		return err
 	})
 	if err == nil {

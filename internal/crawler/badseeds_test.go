@@ -65,3 +65,17 @@ func TestParseSeedsBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestBadSeedPasswordHidden: a seed that does not parse is reported without its password,
+// in the seed's text and in the error's.
+func TestBadSeedPasswordHidden(t *testing.T) {
+	for _, s := range []string{"http://bob:s3cr3tpw@exa mple.com/", "https://bob:s3cr3tpw@example.com:99999/", "http://bob:s3cr3tpw@[::1/"} {
+		_, notes := ParseSeedArgs([]string{s})
+		if len(notes) != 1 {
+			t.Fatalf("%q: notes %v, want one", s, notes)
+		}
+		if msg := notes[0].Error(); strings.Contains(msg, "s3cr3tpw") || !strings.Contains(msg, "bob:…@") {
+			t.Errorf("%q: reported as %q; want the password hidden as bob:…@", s, msg)
+		}
+	}
+}

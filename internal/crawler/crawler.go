@@ -150,7 +150,10 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
-	c.allowProxies(guard)
+	if err := c.allowProxies(guard); err != nil {
+		db.Close()
+		return nil, err
+	}
 	auth := withAuth(cfg.Net.BasicAuth) // addSeeds adds the seeds' user:password@
 	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
 		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header, HostHeader: cfg.Net.HostHeader,

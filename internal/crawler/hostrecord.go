@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/retry"
+	"github.com/crawl-project/crawl/internal/termsafe"
 )
 
 // hostRecord is what the crawl keeps of one host (its urlnorm.HostKey) while it is crawled,
@@ -81,6 +82,6 @@ func (c *Crawler) budget(host string) *retry.Budget {
 
 func (c *Crawler) setLastErr(host, msg string) {
 	c.mu.Lock()
-	c.hostLocked(host).lastErr = msg
+	c.hostLocked(host).lastErr = termsafe.Escape(msg)
 	c.mu.Unlock()
 }

@@ -118,7 +118,12 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 			}
 			u, perr := urlnorm.Parse(s)
 			if perr != nil {
-				report(SeedError{name, n, fmt.Sprintf("%q: %v", truncate(s, 200), perr), SeedSkipped})
+				shown, pass := urlnorm.RedactPassword(s)
+				msg := perr.Error()
+				if pass != "" {
+					msg = strings.ReplaceAll(msg, pass, "…")
+				}
+				report(SeedError{name, n, fmt.Sprintf("%q: %s", truncate(shown, 200), msg), SeedSkipped})
 				break
 			}
 			if k := u.String(); !seen[k] {

@@ -14,31 +14,36 @@ import (
 
 // discoverSitemaps queues the sitemaps of host when Config.Sitemaps is set: the Sitemap lines
 // of its robots.txt and /sitemap.xml. They pass scope, filters and robots.txt like links and
-// are then fetched like pages, through the host's gate; sitemapLinks reads them. Sitemaps the
-// settings refuse are left out; a sitemap already seen is not queued again.
+// are then fetched like pages, through the host's gate; sitemapLinks reads them. A sitemap the
+// settings refuse (out of scope, filtered, robots.txt) or that is not a usable URL is recorded
+// as excluded, with its reason, like a link; a sitemap already seen is not queued again.
 func (c *Crawler) discoverSitemaps(host, scheme string, rules *robots.Robots) {
 	if !c.cfg.Sitemaps || rules == nil || rules.Unreachable() {
 		return
 	}
 	base := &url.URL{Scheme: scheme, Host: host, Path: "/"}
+	parent := base.String() + "robots.txt"
 	refs := append(rules.Sitemaps(), "/sitemap.xml")
-	var add []frontier.Entry
+	var res frontier.Result
 	for _, ref := range refs {
 		u, err := urlnorm.Resolve(base, ref)
 		if err != nil {
 			c.log.Warn("unusable sitemap in robots.txt", "host", host, "sitemap", ref, "err", err)
+			unusable(&res, parent, ref, err, 0, 0)
 			continue
 		}
 		u.User = nil
-		var res frontier.Result
-		c.consider(&res, frontier.Entry{URL: u.String(), Host: urlnorm.HostKey(u), Parent: base.String() + "robots.txt"}, u, false)
-		add = append(add, res.Links...)
+		c.consider(&res, frontier.Entry{URL: u.String(), Host: urlnorm.HostKey(u), Parent: parent}, u, false)
 	}
-	if len(add) == 0 {
-		return
+	if len(res.Excluded) > 0 {
+		if err := c.fr.Exclude(res.Excluded); err != nil {
+			c.log.Warn("cannot record the sitemaps left out", "host", host, "err", err)
+		}
 	}
-	if _, err := c.fr.Add(add); err != nil {
-		c.log.Warn("cannot queue sitemaps", "host", host, "err", err)
+	if len(res.Links) > 0 {
+		if _, err := c.fr.Add(res.Links); err != nil {
+			c.log.Warn("cannot queue sitemaps", "host", host, "err", err)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/termsafe"
 )
 
 // URLLogEntry is one line of --log-urls: a URL that reached its final state in this run. The
@@ -43,7 +44,7 @@ func (u *urlLogger) Complete(l frontier.Lease, r frontier.Result) error {
 	if err := u.Frontier.Complete(l, r); err != nil || r.Kind == frontier.Retry {
 		return err
 	}
-	e := URLLogEntry{Time: time.Now().UTC(), URL: l.URL, State: r.Kind.String(), Reason: r.Reason, Detail: r.Detail,
+	e := URLLogEntry{Time: time.Now().UTC(), URL: l.URL, State: r.Kind.String(), Reason: r.Reason, Detail: termsafe.Escape(r.Detail),
 		Status: r.Status, Attempts: l.Attempts, Depth: l.Depth, Parent: l.Parent}
 	if r.Kind != frontier.Excluded {
 		e.Attempts++

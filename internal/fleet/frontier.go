@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/termsafe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -876,7 +877,7 @@ func (f *Frontier) count(host string, r frontier.Result) {
 		f.pages++
 	case frontier.Failed:
 		c.Failed++
-		c.LastError = r.Detail
+		c.LastError = termsafe.Escape(r.Detail)
 	case frontier.Excluded:
 		c.Excluded++
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"syscall"
 )
 
@@ -30,10 +31,21 @@ var ranges = []netip.Prefix{
 	netip.MustParsePrefix("fc00::/7"),       // unique local
 	netip.MustParsePrefix("fe80::/10"),      // link-local
 	netip.MustParsePrefix("ff00::/8"),       // multicast
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64 (RFC 8215): never global
 }
 
-// Range returns the non-public block holding addr, or false if addr is public. IPv4-mapped
-// IPv6 addresses are judged as the IPv4 address they carry.
+// carriers are the IPv6 blocks whose addresses carry an IPv4 address in their last 32 bits and
+// may reach it: IPv4-compatible (deprecated, ::/96), IPv4-translated (SIIT, ::ffff:0:0:0/96) and
+// the well-known NAT64 prefix (RFC 6052, 64:ff9b::/96). IPv4-mapped addresses are Unmap's.
+var carriers = []netip.Prefix{
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"),
+	netip.MustParsePrefix("64:ff9b::/96"),
+}
+
+// Range returns the non-public block holding addr, or false if addr is public. An IPv6 address
+// that carries an IPv4 address (IPv4-mapped, IPv4-compatible, IPv4-translated, NAT64) is judged
+// as the IPv4 address it carries.
 func Range(addr netip.Addr) (netip.Prefix, bool) {
 	addr = addr.Unmap().WithZone("") // Prefix.Contains never matches a zoned address
 	for _, p := range ranges {
@@ -41,7 +53,24 @@ func Range(addr netip.Addr) (netip.Prefix, bool) {
 			return p, true
 		}
 	}
+	if v4, ok := carried(addr); ok {
+		return Range(v4)
+	}
 	return netip.Prefix{}, false
+}
+
+// carried returns the IPv4 address an IPv6 address of one of the carriers holds.
+func carried(addr netip.Addr) (netip.Addr, bool) {
+	if !addr.Is6() {
+		return netip.Addr{}, false
+	}
+	for _, p := range carriers {
+		if p.Contains(addr) {
+			b := addr.As16()
+			return netip.AddrFrom4([4]byte(b[12:])), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // Guard decides which addresses may be dialled. The zero value refuses every non-public
@@ -49,6 +78,17 @@ func Range(addr netip.Addr) (netip.Prefix, bool) {
 type Guard struct {
 	AllowAll bool           // --allow-private-networks: refuse nothing
 	Allowed  []netip.Prefix // non-public blocks in scope (those the seeds are on)
+	// Endpoints are single address:port pairs that may be dialled whatever their block: the
+	// proxies. Only Control sees ports, so only Control lets them through.
+	Endpoints []netip.AddrPort
+}
+
+// AllowEndpoint lets Control dial exactly ap (address and port), and nothing else of its block.
+func (g *Guard) AllowEndpoint(ap netip.AddrPort) {
+	ap = netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
+	if !slices.Contains(g.Endpoints, ap) {
+		g.Endpoints = append(g.Endpoints, ap)
+	}
 }
 
 // Allow puts the non-public block holding addr in scope; it does nothing for a public address.
@@ -93,6 +133,9 @@ func (g *Guard) Control(network, address string, _ syscall.RawConn) error {
 			return fmt.Errorf("%w: dial address %q is not an IP", ErrPrivateAddress, address)
 		}
 		return g.Check(a)
+	}
+	if len(g.Endpoints) > 0 && slices.Contains(g.Endpoints, netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())) {
+		return nil
 	}
 	return g.Check(ap.Addr())
 }

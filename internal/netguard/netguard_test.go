@@ -16,6 +16,11 @@ func TestCheck(t *testing.T) {
 		{"172.32.0.1", false}, {"192.168.1.1", true}, {"169.254.169.254", true}, {"100.64.0.1", true},
 		{"0.0.0.0", true}, {"::", true}, {"::1", true}, {"fd00::1", true}, {"fe80::1", true},
 		{"::ffff:127.0.0.1", true}, {"::ffff:169.254.169.254", true}, {"224.0.0.1", true}, {"255.255.255.255", true},
+		// IPv6 forms that carry an IPv4 address are judged by it
+		{"::a00:1", true}, {"::7f00:1", true}, {"::808:808", false},
+		{"64:ff9b::a00:1", true}, {"64:ff9b::a9fe:a9fe", true}, {"64:ff9b::808:808", false},
+		{"::ffff:0:a00:1", true}, {"::ffff:0:808:808", false},
+		{"64:ff9b:1::808:808", true}, {"64:ff9b:1:ffff::1", true}, // local-use NAT64: never global
 	}
 	var g Guard
 	for _, tc := range cases {
@@ -51,5 +56,25 @@ func TestControl(t *testing.T) {
 		if err := g.Control("tcp", addr, nil); (err != nil) != bad {
 			t.Errorf("Control(%q) = %v, want refused=%v", addr, err, bad)
 		}
+	}
+}
+
+// TestEndpoints: an allowed endpoint (a proxy) lets exactly its address and port through
+// Control; another port of the same address, and the rest of its block, stay refused.
+func TestEndpoints(t *testing.T) {
+	var g Guard
+	g.AllowEndpoint(netip.MustParseAddrPort("127.0.0.1:3128"))
+	g.AllowEndpoint(netip.MustParseAddrPort("[::ffff:127.0.0.1]:3128")) // the same, mapped
+	if len(g.Endpoints) != 1 {
+		t.Errorf("Endpoints = %v, want one", g.Endpoints)
+	}
+	for addr, bad := range map[string]bool{"127.0.0.1:3128": false, "[::ffff:127.0.0.1]:3128": false,
+		"127.0.0.1:8000": true, "127.0.0.2:3128": true, "[::1]:3128": true, "localhost:3128": true} {
+		if err := g.Control("tcp", addr, nil); (err != nil) != bad {
+			t.Errorf("Control(%q) = %v, want refused=%v", addr, err, bad)
+		}
+	}
+	if err := g.Check(netip.MustParseAddr("127.0.0.1")); err == nil {
+		t.Error("Check allowed the endpoint's address without its port")
 	}
 }

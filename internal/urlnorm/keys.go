@@ -22,6 +22,24 @@ func HostKey(u *url.URL) string {
 	return host
 }
 
+// Origin returns u's lowercased scheme, host and port, the port always written:
+// "https://a.com:443", "http://[::1]:80". Unlike HostKey it tells http from https and the
+// default port from another: credentials are keyed by it, so that they reach only the scheme
+// and port they were given for.
+func Origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
 // Registrable returns the registrable domain (eTLD+1, from the public suffix
 // list in golang.org/x/net/publicsuffix) of host, lowercased: "www.a.co.uk"
 // gives "a.co.uk". A port is ignored. IP addresses, "localhost", single-label
@@ -80,4 +98,30 @@ func AddrKey(host string, addrs []netip.Addr) string {
 		return best.String()
 	}
 	return net.JoinHostPort(best.String(), port)
+}
+
+// RedactPassword returns the URL text s with the password of its user:password@ (if it has
+// one) written as "…", and that password. It works on text that does not parse as a URL, so
+// that an error about a bad URL never shows its password: replace pass in the error's text too.
+func RedactPassword(s string) (shown, pass string) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return s, ""
+	}
+	start := i + 3
+	end := len(s)
+	if j := strings.IndexAny(s[start:], "/?#"); j >= 0 {
+		end = start + j
+	}
+	at := strings.LastIndexByte(s[start:end], '@')
+	if at < 0 {
+		return s, ""
+	}
+	userinfo := s[start : start+at]
+	colon := strings.IndexByte(userinfo, ':')
+	if colon < 0 || colon == len(userinfo)-1 {
+		return s, ""
+	}
+	pass = userinfo[colon+1:]
+	return s[:start+colon+1] + "…" + s[start+at:], pass
 }

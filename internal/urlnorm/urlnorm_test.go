@@ -250,6 +250,24 @@ func TestResolveMore(t *testing.T) {
 	}
 }
 
+// TestOrigin: the scheme and the port (default or not) are part of an origin, so http and
+// https of one host have two.
+func TestOrigin(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://A.com/", "http://a.com:80"},
+		{"https://a.com/x", "https://a.com:443"},
+		{"https://a.com:443/", "https://a.com:443"},
+		{"http://a.com:443/", "http://a.com:443"},
+		{"https://a.com:8443/", "https://a.com:8443"},
+		{"http://[::1]/", "http://[::1]:80"},
+	}
+	for _, tt := range tests {
+		if got := Origin(mustParse(t, tt.in)); got != tt.want {
+			t.Errorf("Origin(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestHostKey(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"http://A.com/", "a.com"},
@@ -357,5 +375,21 @@ func BenchmarkResolve(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Resolve(base, "../other/path/to/thing?q=a%7eb")
+	}
+}
+
+func TestRedactPassword(t *testing.T) {
+	for _, tc := range []struct{ in, shown, pass string }{
+		{"http://bob:pw@host/", "http://bob:…@host/", "pw"},
+		{"redis://:hunter2@127.0.0.1:6379/0", "redis://:…@127.0.0.1:6379/0", "hunter2"},
+		{"http://bob:p@ss@exa mple.com/x@y", "http://bob:…@exa mple.com/x@y", "p@ss"},
+		{"http://bob@host/", "http://bob@host/", ""},
+		{"http://host/a:b@c", "http://host/a:b@c", ""},
+		{"not a url", "not a url", ""},
+	} {
+		shown, pass := RedactPassword(tc.in)
+		if shown != tc.shown || pass != tc.pass {
+			t.Errorf("RedactPassword(%q) = %q, %q; want %q, %q", tc.in, shown, pass, tc.shown, tc.pass)
+		}
 	}
 }

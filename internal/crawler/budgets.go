@@ -8,7 +8,7 @@ import (
 
 // Sitemap budgets, per host and per run. A host's sitemaps may list millions of URLs, and an
 // index may list indexes without end: these bound what one host's sitemaps cost the crawl
-// (docs/guarantees.md).
+// (docs/guarantees.md). Config.Sitemap may set others.
 const (
 	// defaultSitemapDocs is how many sitemap documents of one host are read: those queued
 	// from its robots.txt (and /sitemap.xml) and from its indexes, and any other body that
@@ -21,14 +21,37 @@ const (
 	maxSitemapNesting = 2
 )
 
+// SitemapLimits bounds what one host's sitemaps add to a run; a field of 0 or less means its
+// default. They are no flags: the defaults bound the store (tests set smaller ones).
+type SitemapLimits struct {
+	Docs    int // sitemap documents read per host: defaultSitemapDocs
+	URLs    int // urlset entries taken per host: defaultSitemapURLs
+	Nesting int // index levels read below the sitemaps robots.txt names: maxSitemapNesting
+}
+
+// orDefaults returns l with its unset fields set to the defaults.
+func (l SitemapLimits) orDefaults() SitemapLimits {
+	if l.Docs <= 0 {
+		l.Docs = defaultSitemapDocs
+	}
+	if l.URLs <= 0 {
+		l.URLs = defaultSitemapURLs
+	}
+	if l.Nesting <= 0 {
+		l.Nesting = maxSitemapNesting
+	}
+	return l
+}
+
 // ReasonSitemapBudget is the exclusion reason of the part of a sitemap left unread because a
 // sitemap budget was spent, recorded once per sitemap with the count in its detail.
 const ReasonSitemapBudget = "sitemap-budget"
 
 // sitemapBudget is what the hosts' sitemaps spent in this run, and the nesting level of the
 // sitemaps queued and not yet read. It is safe for concurrent use. Its memory is bounded by
-// defaultSitemapDocs per host whose sitemaps are read.
+// lim.Docs per host whose sitemaps are read.
 type sitemapBudget struct {
+	lim   SitemapLimits // set by Open
 	mu    sync.Mutex
 	spent map[string]*sitemapSpend // by host key
 	level map[string]int           // sitemaps queued in this run, by URL: their nesting level
@@ -59,7 +82,7 @@ func (b *sitemapBudget) reserveDocs(host string, n int) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.spendLocked(host)
-	n = max(min(n, defaultSitemapDocs-s.docs), 0)
+	n = max(min(n, b.lim.Docs-s.docs), 0)
 	s.docs += n
 	return n
 }
@@ -98,7 +121,7 @@ func (b *sitemapBudget) read(host, url string) (level int, ok bool) {
 		delete(b.level, url)
 		return level, true
 	}
-	if s.docs >= defaultSitemapDocs {
+	if s.docs >= b.lim.Docs {
 		return 0, false
 	}
 	s.docs++
@@ -110,7 +133,7 @@ func (b *sitemapBudget) takeURLs(host string, n int) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.spendLocked(host)
-	n = max(min(n, defaultSitemapURLs-s.urls), 0)
+	n = max(min(n, b.lim.URLs-s.urls), 0)
 	s.urls += n
 	return n
 }

@@ -137,6 +137,7 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
 		res:    res,
 	}
+	c.sitemaps.lim = cfg.Sitemap.orDefaults()
 	if cfg.URLLog != nil {
 		c.fr = logURLs(fr, cfg.URLLog, c.log)
 	}

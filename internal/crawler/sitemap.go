@@ -24,7 +24,7 @@ func (c *Crawler) discoverSitemaps(host, scheme string, rules *robots.Robots) {
 	base := &url.URL{Scheme: scheme, Host: host, Path: "/"}
 	refs := append(rules.Sitemaps(), "/sitemap.xml")
 	if n := c.sitemaps.reserveDocs(host, len(refs)); n < len(refs) {
-		c.log.Warn("sitemaps over the host's budget not read", "host", host, "sitemaps", len(refs)-n, "budget", defaultSitemapDocs)
+		c.log.Warn("sitemaps over the host's budget not read", "host", host, "sitemaps", len(refs)-n, "budget", c.sitemaps.lim.Docs)
 		refs = refs[:n]
 	}
 	var add []frontier.Entry
@@ -77,15 +77,15 @@ func (c *Crawler) sitemapLinks(res *frontier.Result, l frontier.Lease, u *url.UR
 	var why string
 	switch {
 	case !readable:
-		why = fmt.Sprintf("the host's budget of %d sitemap documents was spent", defaultSitemapDocs)
-	case kind == sitemap.Index && level >= maxSitemapNesting:
-		why = fmt.Sprintf("an index nested %d deep lists no sitemap that is read (at most %d)", level, maxSitemapNesting)
+		why = fmt.Sprintf("the host's budget of %d sitemap documents was spent", c.sitemaps.lim.Docs)
+	case kind == sitemap.Index && level >= c.sitemaps.lim.Nesting:
+		why = fmt.Sprintf("an index nested %d deep lists no sitemap that is read (at most %d)", level, c.sitemaps.lim.Nesting)
 	case kind == sitemap.Index:
 		limit = c.sitemaps.reserveDocs(l.Host, sitemap.MaxURLs)
-		why = fmt.Sprintf("the host's budget of %d sitemap documents was spent", defaultSitemapDocs)
+		why = fmt.Sprintf("the host's budget of %d sitemap documents was spent", c.sitemaps.lim.Docs)
 	default:
 		limit = c.sitemaps.takeURLs(l.Host, sitemap.MaxURLs)
-		why = fmt.Sprintf("the host's budget of %d URLs from sitemaps was spent", defaultSitemapURLs)
+		why = fmt.Sprintf("the host's budget of %d URLs from sitemaps was spent", c.sitemaps.lim.URLs)
 	}
 	var entries []sitemap.Entry
 	var err error

@@ -50,7 +50,8 @@ const (
 )
 
 // hostileParallel is how many cases run at once, whatever -parallel says, so that the peak
-// resident set does not depend on the machine's cores.
+// resident set does not depend on the machine's cores; a heavy case (one that holds a hundred
+// MiB or more by design: a body of 18 MB, sitemaps of 4 MB) runs alone.
 const hostileParallel = 2
 
 // handler is one bad behaviour; done is closed when the test ends, so that handlers that dribble
@@ -72,6 +73,7 @@ type hostileCase struct {
 	links    []string           // linked from "/" besides "/ok"
 	noOK     bool               // "/ok" is not to be fetched (the case's settings exclude it)
 	stop     string             // the run's StopReason; "" means "done"
+	heavy    bool               // runs alone (see hostileParallel)
 	handlers map[string]handler // exact paths, or prefixes ending in "/"
 	robots   handler            // replaces the allow-all robots.txt
 	raw      func(done <-chan struct{}, c net.Conn)
@@ -89,12 +91,20 @@ func TestHostileServers(t *testing.T) {
 	rssReset := resetPeakRSS()
 	sampler := startHeapSampler()
 	slots := make(chan struct{}, hostileParallel)
+	var alone sync.RWMutex // a heavy case holds it to run alone; the others share it
 	t.Run("case", func(t *testing.T) {
 		for _, tc := range hostileCases() {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
-				slots <- struct{}{}
-				defer func() { <-slots }()
+				if tc.heavy {
+					alone.Lock()
+					defer alone.Unlock()
+				} else {
+					alone.RLock()
+					defer alone.RUnlock()
+					slots <- struct{}{}
+					defer func() { <-slots }()
+				}
 				runHostile(t, tc)
 			})
 		}
@@ -235,6 +245,7 @@ func hostileCases() []hostileCase {
 		},
 		{
 			name:     "page with a million links",
+			heavy:    true,
 			links:    []string{"/million"},
 			handlers: map[string]handler{"/million": serveBytes("", millionLinks)},
 			cfg:      func(c *Config) { c.MaxBody, c.Timeout = 24<<20, 20*time.Second }, // 18 MB, slow under -race
@@ -345,6 +356,7 @@ func hostileCases() []hostileCase {
 		},
 		{
 			name:     "nested sitemap indexes of 50,000 entries",
+			heavy:    true,
 			handlers: map[string]handler{"/sitemap.xml": sitemapBomb, "/smap/": sitemapBomb, "/p/": leaf},
 			cfg: func(c *Config) {
 				c.Sitemaps, c.Sitemap, c.MaxBody, c.Timeout = true, hostileSitemapLimits, 5<<20, 10*time.Second
@@ -354,6 +366,7 @@ func hostileCases() []hostileCase {
 		},
 		{
 			name:     "nested sitemap indexes with --max-depth 0 --max-host-pages 1000",
+			heavy:    true,
 			handlers: map[string]handler{"/sitemap.xml": sitemapBomb, "/smap/": sitemapBomb, "/p/": leaf},
 			noOK:     true, // one link hop away
 			cfg: func(c *Config) {

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/crawl-project/crawl/storage"
@@ -97,5 +98,33 @@ func TestHostBudgetRetryKeepsSlot(t *testing.T) {
 	tf.complete(l, Result{Kind: Retry, NotBefore: t0.Add(1)})
 	if n := tf.add("http://a/2"); n != 0 {
 		t.Errorf("added %d while a/1 waits for a retry, want 0", n)
+	}
+}
+
+// TestHostBudgetCountsPastRecords: a host over its budget has its over-budget URLs recorded as
+// excluded only until it has max(HostBudget, OverBudgetRecords) exclusions; the rest are
+// counted as dropped, in Add and in Complete alike, and the count survives a restart.
+func TestHostBudgetCountsPastRecords(t *testing.T) {
+	tf, reopen := newBudgetFrontier(t, 2)
+	urls := func(from, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("http://a/%d", from+i))
+		}
+		return out
+	}
+	tf.add(urls(0, OverBudgetRecords+2+300)...)
+	c := tf.Counts()
+	if c.Queued != 2 || c.Excluded != OverBudgetRecords || c.ExcludedBy[ReasonLimit] != OverBudgetRecords || c.Dropped != 300 {
+		t.Fatalf("counts %+v; want 2 queued, %d excluded as limit, 300 dropped", c, OverBudgetRecords)
+	}
+	if _, seen, _ := tf.State(fmt.Sprintf("http://a/%d", OverBudgetRecords+2+299)); seen {
+		t.Error("a dropped URL was recorded")
+	}
+	l := tf.lease(t0, "a")
+	tf.complete(l, Result{Kind: Fetched, Page: page(l.URL), Links: entries(urls(5000, 50)...)})
+	reopen()
+	if c := tf.Counts(); c.Dropped != 350 || c.Excluded != OverBudgetRecords || c.Fetched != 1 {
+		t.Errorf("after a page of 50 more links and a restart: %+v; want 350 dropped", c)
 	}
 }

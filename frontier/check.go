@@ -264,6 +264,9 @@ func (f *Frontier) Check() error {
 			bad("%q reasons: records %v, disk %v, memory %v", strings.TrimSuffix(c.prefix, "\x00"), c.records, disk, mem)
 		}
 	}
+	if diskCounts[countDropped] != f.dropped {
+		bad("dropped: %d on disk, %d in memory", diskCounts[countDropped], f.dropped)
+	}
 	if leases != f.leases {
 		bad("%d leases held, counter says %d", leases, f.leases)
 	}

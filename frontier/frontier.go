@@ -137,6 +137,10 @@ type Counts struct {
 	Excluded   int            // never to be fetched
 	FailedBy   map[string]int // Failed by reason
 	ExcludedBy map[string]int // Excluded by reason
+	// Dropped counts the URLs over their host's budget that were counted instead of recorded
+	// (OverBudgetRecords); they are in none of the states above. Each arrival counts: a URL
+	// linked from two pages counts twice.
+	Dropped int
 }
 
 // HostCount are the counters of one host.
@@ -192,6 +196,7 @@ type Frontier struct {
 	total      hostCounts          // sum over hosts (LastError unused)
 	failedBy   map[string]int
 	excludedBy map[string]int
+	dropped    int
 	leases     int
 	earliest   time.Time // lower bound of the first delayed NotBefore, if total.Delayed > 0
 	tracking   bool      // a promotion is running; retryMin collects NotBefores added meanwhile
@@ -322,6 +327,8 @@ func (f *Frontier) load(tx *bbolt.Tx) error {
 				f.total.Failed = n
 			case name == countExcluded:
 				f.total.Excluded = n
+			case name == countDropped:
+				f.dropped = n
 			case strings.HasPrefix(name, prefixFailed):
 				f.failedBy[name[len(prefixFailed):]] = n
 			case strings.HasPrefix(name, prefixExclude):
@@ -379,6 +386,7 @@ func (f *Frontier) apply(d *delta) {
 	for r, n := range d.excludedBy {
 		f.excludedBy[r] += n
 	}
+	f.dropped += d.dropped
 }
 
 // ReadyHosts returns, sorted, the hosts that have at least one unleased URL ready to be leased
@@ -440,7 +448,7 @@ func (f *Frontier) Counts() Counts {
 	c := Counts{
 		Queued: f.total.Queued, Delayed: f.total.Delayed, InFlight: f.leases,
 		Fetched: f.total.Fetched, Failed: f.total.Failed, Excluded: f.total.Excluded,
-		FailedBy: make(map[string]int), ExcludedBy: make(map[string]int),
+		FailedBy: make(map[string]int), ExcludedBy: make(map[string]int), Dropped: f.dropped,
 	}
 	for r, n := range f.failedBy {
 		if n != 0 {

@@ -27,6 +27,7 @@ type delta struct {
 	ids        map[string]uint32 // IDs given to hosts in the transaction
 	failedBy   map[string]int
 	excludedBy map[string]int
+	dropped    int // URLs over their host's budget counted, not recorded
 }
 
 func newDelta() *delta {
@@ -82,7 +83,7 @@ func (d *delta) write(tx *bbolt.Tx) error {
 			return err
 		}
 	}
-	return nil
+	return addCounter(cb, countDropped, d.dropped)
 }
 
 func addCounter(b *bbolt.Bucket, name string, n int) error {
@@ -470,14 +471,14 @@ func (t *txn) flush() error {
 	return nil
 }
 
-// used returns how much of its budget host has spent: its queued, fetched and failed URLs, as
-// stored before this transaction plus what the transaction changed so far.
-func (t *txn) used(host string) (int, error) {
+// counts returns host's counters as stored before this transaction plus what the transaction
+// changed so far.
+func (t *txn) counts(host string) (hostCounts, error) {
 	c, ok := t.stored[host]
 	if !ok {
 		var err error
 		if c, err = decodeHostCounts(t.hosts.Get(hostBucketKey(host))); err != nil {
-			return 0, fmt.Errorf("%w: host %q: %v", ErrCorrupt, host, err)
+			return c, fmt.Errorf("%w: host %q: %v", ErrCorrupt, host, err)
 		}
 		if t.stored == nil {
 			t.stored = make(map[string]hostCounts)
@@ -487,22 +488,40 @@ func (t *txn) used(host string) (int, error) {
 	if d := t.d.hosts[host]; d != nil {
 		c.add(d)
 	}
-	return c.Queued + c.Fetched + c.Failed, nil
+	return c, nil
 }
 
+// used returns how much of its budget host has spent: its queued, fetched and failed URLs, as
+// counts gives them.
+func (t *txn) used(host string) (int, error) {
+	c, err := t.counts(host)
+	return c.Queued + c.Fetched + c.Failed, err
+}
+
+// OverBudgetRecords is how many excluded URLs a host over its budget (Options.HostBudget) may
+// have recorded, at least: past max(HostBudget, OverBudgetRecords) excluded URLs of any reason,
+// its further over-budget URLs are counted (Counts.Dropped), not recorded, so that a host whose
+// pages link to millions of URLs costs the store a bounded number of records.
+const OverBudgetRecords = 1000
+
 // enqueue records e as queued and appends it to its host's queue, unless it was seen before.
-// Over the host budget, e is recorded as excluded (ReasonLimit) instead and false is returned.
+// Over the host budget, e is recorded as excluded (ReasonLimit) instead, or only counted as
+// dropped once the host has OverBudgetRecords exclusions, and false is returned.
 func (t *txn) enqueue(e Entry) (bool, error) {
 	fp := sum(t.key, e.URL)
 	if t.known(e.URL, fp) {
 		return false, nil
 	}
 	if t.budget > 0 {
-		n, err := t.used(e.Host)
+		c, err := t.counts(e.Host)
 		if err != nil {
 			return false, err
 		}
-		if n >= t.budget {
+		if c.Queued+c.Fetched+c.Failed >= t.budget {
+			if c.Excluded >= max(t.budget, OverBudgetRecords) {
+				t.d.dropped++
+				return false, nil
+			}
 			_, err := t.exclude(Exclusion{Entry: e, Reason: ReasonLimit,
 				Detail: fmt.Sprintf("host budget of %d URLs reached", t.budget)})
 			return false, err

@@ -721,6 +721,7 @@ const (
 	countFetched  = "fetched"
 	countFailed   = "failed"
 	countExcluded = "excluded"
+	countDropped  = "dropped"
 	prefixFailed  = "failed\x00"
 	prefixExclude = "excluded\x00"
 )

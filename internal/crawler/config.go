@@ -48,6 +48,8 @@ type Config struct {
 	// Sitemaps queues each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml) and
 	// follows the URLs they list (--sitemaps).
 	Sitemaps bool
+	// Sitemap bounds what each host's sitemaps add to a run (budgets.go); zero: the defaults.
+	Sitemap SitemapLimits
 
 	InitialRate      float64 // per host, req/s, before anything is learned
 	MinRate, MaxRate float64 // per-host floor and ceiling, req/s

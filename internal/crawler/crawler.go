@@ -86,6 +86,9 @@ type Crawler struct {
 
 	ob observation // counters, samples and events for watching the crawl (observe.go)
 
+	sitemaps sitemapBudget   // what the hosts' sitemaps spent in this run (budgets.go)
+	chains   requisiteChains // requisites taken from stylesheets in this run (budgets.go)
+
 	changes []Change         // settings this run changed from the stored ones (settings.go)
 	revised frontier.Revised // what the changes did to URLs already seen
 	recrawl recrawlPlan      // which fetched URLs settle revisits
@@ -134,6 +137,7 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
 		res:    res,
 	}
+	c.sitemaps.lim = cfg.Sitemap.orDefaults()
 	if cfg.URLLog != nil {
 		c.fr = logURLs(fr, cfg.URLLog, c.log)
 	}

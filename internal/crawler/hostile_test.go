@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"html"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -39,6 +41,19 @@ import (
 // one bomb alone would need 1 GiB.
 const hostileHeapLimit = 512 << 20
 
+// hostileRSSLimit bounds the peak resident set of the test process over the whole suite
+// (VmHWM, reset when the suite starts; Linux only, and not under the race detector, whose
+// shadow memory multiplies it), and hostileStoreLimit the store file of each case.
+const (
+	hostileRSSLimit   = 256 << 20
+	hostileStoreLimit = 100 << 20
+)
+
+// hostileParallel is how many cases run at once, whatever -parallel says, so that the peak
+// resident set does not depend on the machine's cores; a heavy case (one that holds a hundred
+// MiB or more by design: a body of 18 MB, sitemaps of 4 MB) runs alone.
+const hostileParallel = 2
+
 // handler is one bad behaviour; done is closed when the test ends, so that handlers that dribble
 // or hold connections return.
 type handler func(done <-chan struct{}, w http.ResponseWriter, r *http.Request)
@@ -54,7 +69,11 @@ type expect struct {
 
 type hostileCase struct {
 	name     string
+	head     string             // markup in the <head> of "/"
 	links    []string           // linked from "/" besides "/ok"
+	noOK     bool               // "/ok" is not to be fetched (the case's settings exclude it)
+	stop     string             // the run's StopReason; "" means "done"
+	heavy    bool               // runs alone (see hostileParallel)
 	handlers map[string]handler // exact paths, or prefixes ending in "/"
 	robots   handler            // replaces the allow-all robots.txt
 	raw      func(done <-chan struct{}, c net.Conn)
@@ -68,11 +87,24 @@ func TestHostileServers(t *testing.T) {
 		t.Skip("runs a crawl per hostile server")
 	}
 	ignore := goleak.IgnoreCurrent()
+	runtime.GC()
+	rssReset := resetPeakRSS()
 	sampler := startHeapSampler()
+	slots := make(chan struct{}, hostileParallel)
+	var alone sync.RWMutex // a heavy case holds it to run alone; the others share it
 	t.Run("case", func(t *testing.T) {
 		for _, tc := range hostileCases() {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
+				if tc.heavy {
+					alone.Lock()
+					defer alone.Unlock()
+				} else {
+					alone.RLock()
+					defer alone.RUnlock()
+					slots <- struct{}{}
+					defer func() { <-slots }()
+				}
 				runHostile(t, tc)
 			})
 		}
@@ -84,6 +116,12 @@ func TestHostileServers(t *testing.T) {
 	t.Logf("heap in use: peak %d MiB during the suite, %d MiB after it", peak>>20, ms.HeapInuse>>20)
 	if peak > hostileHeapLimit {
 		t.Errorf("heap in use peaked at %d MiB, want at most %d MiB", peak>>20, hostileHeapLimit>>20)
+	}
+	if rss, ok := peakRSS(); ok && rssReset {
+		t.Logf("resident set: peak %d MiB during the suite (race detector: %v)", rss>>20, raceEnabled)
+		if rss > hostileRSSLimit && !raceEnabled {
+			t.Errorf("resident set peaked at %d MiB, want at most %d MiB", rss>>20, hostileRSSLimit>>20)
+		}
 	}
 	goleak.VerifyNone(t, ignore)
 }
@@ -207,15 +245,19 @@ func hostileCases() []hostileCase {
 		},
 		{
 			name:     "page with a million links",
+			heavy:    true,
 			links:    []string{"/million"},
 			handlers: map[string]handler{"/million": serveBytes("", millionLinks)},
 			cfg:      func(c *Config) { c.MaxBody, c.Timeout = 24<<20, 20*time.Second }, // 18 MB, slow under -race
 			want:     []expect{{url: "/million", state: "fetched", status: 200}},
 			check: func(t *testing.T, r *hostileResult) {
 				h := r.hostCount(t)
-				// fetch.MaxLinks (100 000) links are kept; the budget queues 57 of them.
-				if used := h.Queued + h.Fetched + h.Failed; used != 60 || r.sum.ExcludedBy["limit"] < 99_000 {
-					t.Errorf("host used %d URLs, %d excluded as limit; want 60 and at least 99000", used, r.sum.ExcludedBy["limit"])
+				// fetch.MaxLinks (100 000) links are kept; the budget queues 57 of them, the next
+				// frontier.OverBudgetRecords are recorded as limit, the rest only counted.
+				limit := r.sum.ExcludedBy["limit"]
+				if used := h.Queued + h.Fetched + h.Failed; used != 60 || limit > frontier.OverBudgetRecords || limit+r.sum.Dropped < 99_000 {
+					t.Errorf("host used %d URLs, %d excluded as limit, %d dropped; want 60, at most %d and at least 99000 in all",
+						used, limit, r.sum.Dropped, frontier.OverBudgetRecords)
 				}
 			},
 		},
@@ -313,6 +355,63 @@ func hostileCases() []hostileCase {
 			want:     []expect{{url: "/silent", state: "failed", reason: "timeout"}},
 		},
 		{
+			name:     "nested sitemap indexes of 50,000 entries",
+			heavy:    true,
+			handlers: map[string]handler{"/sitemap.xml": sitemapBomb, "/smap/": sitemapBomb, "/p/": leaf},
+			cfg: func(c *Config) {
+				c.Sitemaps, c.Sitemap, c.MaxBody, c.Timeout = true, hostileSitemapLimits, 5<<20, 10*time.Second
+			},
+			want:  []expect{{url: "/sitemap.xml", state: "fetched", status: 200}},
+			check: checkSitemapBomb,
+		},
+		{
+			name:     "nested sitemap indexes with --max-depth 0 --max-host-pages 1000",
+			heavy:    true,
+			handlers: map[string]handler{"/sitemap.xml": sitemapBomb, "/smap/": sitemapBomb, "/p/": leaf},
+			noOK:     true, // one link hop away
+			cfg: func(c *Config) {
+				c.Sitemaps, c.Sitemap, c.MaxBody, c.Timeout = true, hostileSitemapLimits, 5<<20, 10*time.Second
+				c.MaxDepth, c.MaxHostPages = 0, 1000
+			},
+			want:  []expect{{url: "/sitemap.xml", state: "fetched", status: 200}, {url: "/ok", state: "excluded", reason: "depth"}},
+			check: checkSitemapBomb,
+		},
+		{
+			name:     "endless CSS @import chain with --max-depth 0",
+			head:     `<link rel="stylesheet" href="/css/0.css">`,
+			handlers: map[string]handler{"/css/": cssChain, "/img/": typed("image/png", "png")},
+			noOK:     true,
+			cfg:      func(c *Config) { c.Requisites, c.MaxDepth = true, 0 },
+			want:     cssChainWant(expect{url: "/ok", state: "excluded", reason: "depth"}),
+			check:    checkCSSChain,
+		},
+		{
+			name:     "endless CSS @import chain with --max-pages 1",
+			head:     `<link rel="stylesheet" href="/css/0.css">`,
+			handlers: map[string]handler{"/css/": cssChain, "/img/": typed("image/png", "png")},
+			noOK:     true,
+			cfg:      func(c *Config) { c.Requisites, c.MaxPages = true, 1 },
+			stop:     "max-pages",
+			want:     cssChainWant(expect{url: "/ok", state: "excluded", reason: "limit"}),
+			check:    checkCSSChain,
+		},
+		{
+			name:     "CSS that imports 200 new stylesheets each",
+			head:     `<link rel="stylesheet" href="/fan/r.css">`,
+			handlers: map[string]handler{"/fan/": cssFan},
+			cfg:      func(c *Config) { c.Requisites = true },
+			check: func(t *testing.T, r *hostileResult) {
+				// 2 pages fetched: at most requisiteBudgetPerPage stylesheets each taken from
+				// stylesheets, the rest cut and counted (one record per cut stylesheet).
+				if n := r.site.hitPrefix("/fan/"); n > 1+2*requisiteBudgetPerPage {
+					t.Errorf("%d stylesheets fetched, want at most %d", n, 1+2*requisiteBudgetPerPage)
+				}
+				if r.sum.ExcludedBy[ReasonRequisiteBudget] == 0 {
+					t.Errorf("excluded by %v, want the cut stylesheets recorded as %s", r.sum.ExcludedBy, ReasonRequisiteBudget)
+				}
+			},
+		},
+		{
 			name: "host that resets every connection",
 			raw: func(_ <-chan struct{}, c net.Conn) {
 				c.(*net.TCPConn).SetLinger(0)
@@ -380,10 +479,15 @@ func runHostile(t *testing.T, tc hostileCase) {
 		t.Fatalf("Run: %v (the crawl must end by itself)", err)
 	}
 	t.Logf("%v: fetched %d, failed %v, excluded %v", sum.Elapsed.Round(time.Millisecond), sum.Fetched, sum.FailedBy, sum.ExcludedBy)
-	if sum.StopReason != "done" || sum.Queued != 0 || sum.InFlight != 0 {
-		t.Errorf("stopped %q with %d queued, %d in flight; want done, 0, 0", sum.StopReason, sum.Queued, sum.InFlight)
+	if stop := cmp.Or(tc.stop, "done"); sum.StopReason != stop || sum.Queued != 0 || sum.InFlight != 0 {
+		t.Errorf("stopped %q with %d queued, %d in flight; want %s, 0, 0", sum.StopReason, sum.Queued, sum.InFlight, stop)
 	}
 
+	if fi, err := os.Stat(filepath.Join(cfg.Dir, storage.FileName)); err != nil {
+		t.Errorf("store: %v", err)
+	} else if t.Logf("store: %.1f MiB", float64(fi.Size())/(1<<20)); fi.Size() > hostileStoreLimit {
+		t.Errorf("store of %d MiB, want at most %d MiB", fi.Size()>>20, hostileStoreLimit>>20)
+	}
 	db, err := storage.Open(cfg.Dir, &storage.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("store does not reopen: %v", err)
@@ -398,7 +502,7 @@ func runHostile(t *testing.T, tc hostileCase) {
 	}
 	r := &hostileResult{sum: sum, base: base, host: strings.TrimPrefix(base, "http://"), site: site, db: db, fr: fr}
 	want := tc.want
-	if site != nil {
+	if site != nil && !tc.noOK {
 		want = append([]expect{{url: "/ok", state: "fetched", status: 200}}, want...) // the crawl went on
 	}
 	for _, w := range want {
@@ -447,11 +551,24 @@ func (s *hostileSite) hit(path string) int {
 	return s.hits[path]
 }
 
+// hitPrefix is how many requests had a path starting with prefix.
+func (s *hostileSite) hitPrefix(prefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for p, k := range s.hits {
+		if strings.HasPrefix(p, prefix) {
+			n += k
+		}
+	}
+	return n
+}
+
 func startSite(t *testing.T, tc hostileCase) *hostileSite {
 	done := make(chan struct{})
 	s := &hostileSite{hits: map[string]int{}}
 	var index strings.Builder
-	index.WriteString(`<html><head><title>index</title></head><body><a href="/ok">ok</a>`)
+	index.WriteString(`<html><head><title>index</title>` + tc.head + `</head><body><a href="/ok">ok</a>`)
 	for _, l := range tc.links {
 		fmt.Fprintf(&index, ` <a href="%s">%s</a>`, html.EscapeString(l), html.EscapeString(l))
 	}
@@ -700,6 +817,120 @@ func sessions() handler {
 	}
 }
 
+// hostileSitemapLimits are the sitemap budgets of the sitemap bombs: the defaults, but smaller
+// under the race detector, which makes reading a sitemap of 50,000 entries ten times slower.
+var hostileSitemapLimits = func() SitemapLimits {
+	if raceEnabled {
+		return SitemapLimits{Docs: 8, URLs: 20_000}
+	}
+	return SitemapLimits{}
+}()
+
+// sitemapEntries is how many entries each document of sitemapBomb lists: the protocol's most.
+const sitemapEntries = 50_000
+
+// sitemapBomb serves /sitemap.xml and /smap/…: every index lists sitemapEntries sitemaps,
+// even ones new indexes and odd ones urlsets of sitemapEntries new pages (/p/…), made up as
+// they are asked for.
+func sitemapBomb(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+	id, ok := strings.CutPrefix(r.URL.Path, "/smap/")
+	if r.URL.Path == "/sitemap.xml" {
+		id, ok = "ir", true
+	}
+	id, _ = strings.CutSuffix(id, ".xml")
+	if !ok || len(id) < 2 {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	b := make([]byte, 0, 64<<10)
+	flush := func() {
+		w.Write(b)
+		b = b[:0]
+	}
+	b = append(b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"...)
+	if id[0] == 'u' {
+		b = append(b, `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`...)
+		for i := range sitemapEntries {
+			b = append(b, "<url><loc>http://"+r.Host+"/p/"+id[1:]+"."...)
+			b = append(strconv.AppendInt(b, int64(i), 10), "</loc></url>\n"...)
+			if len(b) > 60<<10 {
+				flush()
+			}
+		}
+		b = append(b, "</urlset>"...)
+		flush()
+		return
+	}
+	b = append(b, `<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">`...)
+	for i := range sitemapEntries {
+		kind := "i"
+		if i%2 == 1 {
+			kind = "u"
+		}
+		b = append(b, "<sitemap><loc>http://"+r.Host+"/smap/"+kind+id[1:]+"."...)
+		b = append(strconv.AppendInt(b, int64(i), 10), ".xml</loc></sitemap>\n"...)
+		if len(b) > 60<<10 {
+			flush()
+		}
+	}
+	b = append(b, "</sitemapindex>"...)
+	flush()
+}
+
+// checkSitemapBomb: the sitemap documents fetched and the URLs taken from them stay within the
+// host's sitemap budgets, and what was cut is recorded once per sitemap, not once per URL.
+func checkSitemapBomb(t *testing.T, r *hostileResult) {
+	lim := hostileSitemapLimits.orDefaults()
+	docs := r.site.hit("/sitemap.xml") + r.site.hitPrefix("/smap/")
+	if docs > lim.Docs {
+		t.Errorf("%d sitemap documents fetched, want at most %d", docs, lim.Docs)
+	}
+	h := r.hostCount(t)
+	if n := h.Queued + h.Fetched + h.Failed + h.Excluded; n > lim.URLs+2*lim.Docs+frontier.OverBudgetRecords {
+		t.Errorf("%d URLs recorded for the host, want at most %d", n, lim.URLs+2*lim.Docs+frontier.OverBudgetRecords)
+	}
+	if r.sum.ExcludedBy[ReasonSitemapBudget] == 0 {
+		t.Errorf("excluded by %v, want the cut parts of the sitemaps recorded as %s", r.sum.ExcludedBy, ReasonSitemapBudget)
+	}
+}
+
+// cssChain serves /css/N.css, which imports /css/N+1.css and loads /img/N.png.
+func cssChain(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/css/"), ".css"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/css")
+	fmt.Fprintf(w, "@import \"/css/%d.css\";\nbody { background: url(/img/%d.png) }\n", n+1, n)
+}
+
+// cssChainWant is what the store must say of an endless @import chain: the stylesheets up to
+// MaxRequisiteHops hops from the page fetched, the next one excluded as limit.
+func cssChainWant(more ...expect) []expect {
+	want := append([]expect{}, more...)
+	for n := range maxRequisiteHops {
+		want = append(want, expect{url: fmt.Sprintf("/css/%d.css", n), state: "fetched", status: 200})
+	}
+	return append(want, expect{url: fmt.Sprintf("/css/%d.css", maxRequisiteHops), state: "excluded", reason: "limit"})
+}
+
+func checkCSSChain(t *testing.T, r *hostileResult) {
+	if n := r.site.hitPrefix("/css/"); n != maxRequisiteHops {
+		t.Errorf("%d stylesheets of the chain fetched, want %d", n, maxRequisiteHops)
+	}
+}
+
+// cssFan serves /fan/X.css, which imports 200 new stylesheets /fan/X-i.css.
+func cssFan(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/fan/"), ".css")
+	w.Header().Set("Content-Type", "text/css")
+	for i := range 200 {
+		fmt.Fprintf(w, "@import \"/fan/%s-%d.css\";\n", id, i)
+	}
+}
+
 // growing links every page to a URL 300 bytes longer.
 func growing(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html")
@@ -785,6 +1016,28 @@ func startHeapSampler() *heapSampler {
 		}
 	}()
 	return s
+}
+
+// resetPeakRSS resets the process's peak resident set (VmHWM) and reports whether it could.
+func resetPeakRSS() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// peakRSS returns the process's peak resident set (VmHWM) in bytes, if /proc tells it.
+func peakRSS() (uint64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if n, err := strconv.ParseUint(f[0], 10, 64); err == nil && len(f) == 2 && f[1] == "kB" {
+				return n << 10, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func (s *heapSampler) stop() uint64 {

@@ -138,6 +138,9 @@ func (c *Crawler) follow(res *frontier.Result, l frontier.Lease, target *url.URL
 			Detail: fmt.Sprintf("more than %d redirects", c.cfg.MaxRedirects)})
 		return
 	}
+	if l.Role == frontier.RoleRequisite {
+		c.chains.redirected(l.URL, e.URL)
+	}
 	c.consider(res, e, target, false)
 }
 

@@ -16,17 +16,42 @@ import (
 // hop), through the requisite scope, filters and robots.txt like a link, and fetched through
 // its host's gate like any URL. Unusable references are recorded as links' are. Of a
 // requisite, only a stylesheet's are taken: an HTML page fetched as a requisite (an <object>,
-// a mistyped <img>) would otherwise lead on, page by page, at the same depth.
+// a mistyped <img>) would otherwise lead on, page by page, at the same depth. What a
+// stylesheet loads is bounded (budgets.go): a requisite more than maxRequisiteHops from its
+// page is excluded as "limit", and past the run's budget of requisites from stylesheets the
+// rest of a stylesheet's are recorded once, as ReasonRequisiteBudget with their count.
 func (c *Crawler) requisites(res *frontier.Result, l frontier.Lease, u *url.URL, resp *fetch.Response) {
 	if !c.cfg.Requisites {
 		return
 	}
 	found := fetch.ExtractRequisites(u, resp.ContentType, resp.Body)
-	for _, lk := range found.Links {
+	links, hops := found.Links, 1
+	if l.Role == frontier.RoleRequisite {
+		hops = c.chains.hopsOf(l.URL) + 1
+		if take := c.chains.take(len(links)); take < len(links) {
+			res.Excluded = append(res.Excluded, frontier.Exclusion{
+				Entry:  frontier.Entry{URL: l.URL + " (requisites over the budget)", Host: l.Host, Depth: l.Depth, Parent: l.URL, Role: frontier.RoleRequisite},
+				Reason: ReasonRequisiteBudget,
+				Detail: fmt.Sprintf("stylesheet %s: %d of its %d requisites not taken: the run's budget of %d requisites from stylesheets per page fetched was spent",
+					l.URL, len(links)-take, len(links), requisiteBudgetPerPage),
+			})
+			links = links[:take]
+		}
+	}
+	for _, lk := range links {
 		lk.URL.User = nil
 		e := frontier.Entry{URL: lk.URL.String(), Host: urlnorm.HostKey(lk.URL), Depth: l.Depth, Parent: l.URL,
 			Role: frontier.RoleRequisite}
+		if hops > maxRequisiteHops {
+			res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: frontier.ReasonLimit,
+				Detail: fmt.Sprintf("more than %d requisite hops from its page (a stylesheet's, %d deep)", maxRequisiteHops, hops)})
+			continue
+		}
+		n := len(res.Links)
 		c.consider(res, e, lk.URL, false)
+		if hops > 1 && len(res.Links) > n {
+			c.chains.queued(e.URL, hops)
+		}
 	}
 	for _, sk := range found.Skipped {
 		if !hasScheme(sk.Ref, "data") { // inline images and fonts need no fetch
@@ -106,6 +131,9 @@ func (c *Crawler) pagesFetched() int {
 func (c *Crawler) stored(l frontier.Lease, res frontier.Result) {
 	if res.Kind == frontier.Fetched && !c.countsAgainstBudget(l) {
 		c.pages.requisites.Add(1)
+	}
+	if res.Kind == frontier.Fetched {
+		c.chains.fetched(l.URL, l.Role == frontier.RoleRequisite)
 	}
 }
 

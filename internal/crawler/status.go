@@ -29,6 +29,9 @@ type Status struct {
 	InFlight   int            `json:"in_flight"` // leased to a fetcher right now
 	FailedBy   map[string]int `json:"failed_by"`
 	ExcludedBy map[string]int `json:"excluded_by"`
+	// Dropped counts the URLs over their host's --max-host-pages that were counted, not
+	// recorded (frontier.Counts.Dropped): in none of the states above.
+	Dropped int `json:"dropped,omitempty"`
 	// Hosts are the hosts contacted (see snapshot), busiest first: most pages fetched plus failed,
 	// then most requests in this run, then by name. The hosts only linked to are counted in
 	// HostsNotCrawled, not listed.
@@ -133,7 +136,7 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 	st := Status{
 		Running: running, UpdatedAt: now,
 		Fetched: cn.Fetched, Failed: cn.Failed, Excluded: cn.Excluded, Queued: cn.Queued, InFlight: cn.InFlight,
-		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy,
+		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy, Dropped: cn.Dropped,
 	}
 	st.Run = c.ob.run(running)
 	if c.cfg.Dir != "" {

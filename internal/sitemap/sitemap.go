@@ -54,6 +54,56 @@ type Limits struct {
 // IsGzip reports whether body starts with the gzip magic bytes.
 func IsGzip(body []byte) bool { return len(body) >= 2 && body[0] == 0x1f && body[1] == 0x8b }
 
+// Sniff returns the kind of sitemap body is by its root element alone (0 if it is none),
+// without reading its entries: what a caller needs to know before deciding how many to read.
+func Sniff(body []byte) Kind {
+	d, _, _, err := newDecoder(body, MaxBytes)
+	if err != nil {
+		return 0
+	}
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return 0
+		}
+		if t, ok := tok.(xml.StartElement); ok {
+			switch t.Name.Local {
+			case "urlset":
+				return URLSet
+			case "sitemapindex":
+				return Index
+			}
+			return 0
+		}
+	}
+}
+
+// newDecoder returns an XML decoder of body (decompressed if it is gzip), reading at most n
+// bytes through lr, and badCharset, set while a charset other than UTF-8 is declared.
+func newDecoder(body []byte, n int64) (d *xml.Decoder, lr *limitedReader, badCharset *bool, err error) {
+	var r io.Reader = bytes.NewReader(body)
+	if IsGzip(body) {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: gzip: %v", ErrMalformed, err)
+		}
+		r = zr
+	}
+	lr = &limitedReader{r: r, n: n}
+	d = xml.NewDecoder(lr)
+	d.Strict = false
+	badCharset = new(bool)
+	d.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
+		*badCharset = true
+		if l := strings.ToLower(label); l == "utf-8" || l == "us-ascii" || l == "ascii" {
+			*badCharset = false
+			return in, nil
+		}
+		return nil, fmt.Errorf("charset %q (sitemaps are UTF-8)", label)
+	}
+	return d, lr, badCharset, nil
+}
+
 // Parse reads one sitemap file. It returns the file's kind and its entries in order. On
 // ErrTooBig or ErrMalformed the entries before the problem are returned too.
 func Parse(body []byte, lim Limits) (Kind, []Entry, error) {
@@ -63,25 +113,9 @@ func Parse(body []byte, lim Limits) (Kind, []Entry, error) {
 	if lim.Bytes <= 0 {
 		lim.Bytes = MaxBytes
 	}
-	var r io.Reader = bytes.NewReader(body)
-	if IsGzip(body) {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%w: gzip: %v", ErrMalformed, err)
-		}
-		r = zr
-	}
-	lr := &limitedReader{r: r, n: lim.Bytes}
-	d := xml.NewDecoder(lr)
-	d.Strict = false
-	badCharset := false
-	d.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
-		badCharset = true
-		if l := strings.ToLower(label); l == "utf-8" || l == "us-ascii" || l == "ascii" {
-			badCharset = false
-			return in, nil
-		}
-		return nil, fmt.Errorf("charset %q (sitemaps are UTF-8)", label)
+	d, lr, badCharset, err := newDecoder(body, lim.Bytes)
+	if err != nil {
+		return 0, nil, err
 	}
 	var (
 		kind    Kind
@@ -105,7 +139,7 @@ func Parse(body []byte, lim Limits) (Kind, []Entry, error) {
 			return kind, entries, nil
 		}
 		if err != nil {
-			if kind == 0 && !lr.over && !badCharset && !IsGzip(body) {
+			if kind == 0 && !lr.over && !*badCharset && !IsGzip(body) {
 				return 0, nil, fmt.Errorf("%w: %v", ErrNotSitemap, err)
 			}
 			return fail(err)

@@ -82,3 +82,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestSniff: the kind by the root element alone, gzip or not; 0 for anything else.
+func TestSniff(t *testing.T) {
+	for name, tc := range map[string]struct {
+		body []byte
+		want Kind
+	}{
+		"urlset":         {[]byte(urlset(3)), URLSet},
+		"gzip urlset":    {gz(urlset(3)), URLSet},
+		"index":          {[]byte(`<?xml version="1.0"?><!-- c --><sitemapindex><sitemap><loc>x</loc></sitemap>`), Index},
+		"cut after root": {[]byte(`<urlset><url><loc>http://s.test/`), URLSet},
+		"html":           {[]byte("<!DOCTYPE html><html></html>"), 0},
+		"garbage":        {[]byte("\x00\x01not xml"), 0},
+		"bad gzip":       {gz(urlset(3))[:5], 0},
+	} {
+		if got := Sniff(tc.body); got != tc.want {
+			t.Errorf("%s: Sniff = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -90,6 +90,10 @@ type Crawler struct {
 	revised frontier.Revised // what the changes did to URLs already seen
 	recrawl recrawlPlan      // which fetched URLs settle revisits
 	failed  failedHosts      // hosts whose failure was announced (failures.go)
+
+	unreachable   failedHosts     // hosts whose unreachable robots.txt was announced (failures.go)
+	robotsWaiting map[string]bool // dispatcher-owned: hosts waiting to check an unreachable robots.txt again
+	idleTold      map[string]bool // dispatcher-owned: hosts the crawl was told it waits for, with nothing else left
 }
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
@@ -130,9 +134,12 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 		hosts:  map[string]*hostRecord{},
-		sched:  newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
-		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
-		res:    res,
+
+		robotsWaiting: map[string]bool{},
+		idleTold:      map[string]bool{},
+		sched:         newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
+		gates:         newGateKeys(cfg.KeyByIP, res.LookupNetIP),
+		res:           res,
 	}
 	if cfg.URLLog != nil {
 		c.fr = logURLs(fr, cfg.URLLog, c.log)
@@ -480,6 +487,9 @@ func (c *Crawler) pass(ctx context.Context, r *run) bool {
 		r.reason, r.deferredUntil = "deferred", wakeAt
 		return false
 	}
+	if started == 0 && c.onlyUnreachableLeft() && c.settleUnreachable(now) {
+		return true // their URLs fail in the next pass
+	}
 	c.wait(ctx, r, now, wakeAt)
 	return true
 }
@@ -726,11 +736,15 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	}
 	var j job
 	var readyAt time.Time
-	switch st, at := rs.state(now); st {
+	st, at := rs.state(now)
+	if st == robotsWait {
+		c.robotsWaiting[host] = true
+		return job{}, at, nil
+	}
+	delete(c.robotsWaiting, host)
+	switch st {
 	case robotsPending:
 		return job{}, time.Time{}, nil
-	case robotsWait:
-		return job{}, at, nil
 	case robotsGaveUp:
 		j, readyAt, err = c.robotsUnreachableJob(now, host, rs)
 	case robotsNeeded:

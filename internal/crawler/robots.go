@@ -51,6 +51,8 @@ type robotsState struct {
 	entry   storage.RobotsEntry
 	rules   *robots.Robots
 	next    time.Time // when to fetch again
+	since   time.Time // while unreachable: when the current streak of failures began
+	given   bool      // while unreachable: given up on in this run (giveUp), whatever the failures
 }
 
 func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
@@ -61,7 +63,7 @@ func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
 		return robotsPending, time.Time{}
 	case rs.rules == nil:
 		return robotsNeeded, time.Time{}
-	case rs.rules.Unreachable() && rs.entry.Failures >= robotsMaxFailures:
+	case rs.rules.Unreachable() && (rs.entry.Failures >= robotsMaxFailures || rs.given):
 		return robotsGaveUp, time.Time{}
 	case now.Before(rs.next) && rs.rules.Unreachable():
 		return robotsWait, rs.next
@@ -108,7 +110,7 @@ func (rs *robotsState) test(agent string, u *url.URL) robots.Verdict {
 func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.entry, rs.loaded, rs.pending = e, true, false
+	rs.entry, rs.loaded, rs.pending, rs.given = e, true, false, false
 	if e.Err != "" {
 		rs.rules = robots.DisallowAll()
 	} else {
@@ -116,9 +118,28 @@ func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 	}
 	if rs.rules.Unreachable() {
 		rs.next = e.FetchedAt.Add(min(retry<<min(max(e.Failures-1, 0), 20), robotsMaxBackoff))
+		if e.Failures <= 1 || rs.since.IsZero() {
+			rs.since = e.FetchedAt
+		}
 	} else {
 		rs.next = e.FetchedAt.Add(ttl)
+		rs.since = time.Time{}
 	}
+}
+
+// unreachableSince returns, for a host whose robots.txt is unreachable, when its failures
+// began and when it is checked next.
+func (rs *robotsState) unreachableSince() (since, next time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.since, rs.next
+}
+
+// giveUp stops checking an unreachable robots.txt in this run: the host's queued URLs fail.
+func (rs *robotsState) giveUp() {
+	rs.mu.Lock()
+	rs.given = true
+	rs.mu.Unlock()
 }
 
 // robotsFor returns the host's robots state, loading a cached copy from the store the first
@@ -279,7 +300,11 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		}
 		cause := "robots.txt: " + firstNonEmpty(e.Err, fmt.Sprintf("status %d", e.Status))
 		c.setLastErr(host, cause)
-		c.hostFailed(host, cause)
+		if e.Failures >= robotsMaxFailures {
+			c.hostFailed(host, cause)
+		} else {
+			c.hostUnreachable(host, cause)
+		}
 	}
 	rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 	c.applyCrawlDelay(host, rs)

@@ -782,7 +782,7 @@ func (c *Crawler) robotsJob(fetchCtx context.Context, now time.Time, host, gate 
 	}
 	c.fr.Release(l)
 	scheme := "http"
-	if u, err := url.Parse(l.URL); err == nil {
+	if u, err := url.Parse(l.URL); err == nil && !rs.httpOnly() {
 		scheme = u.Scheme
 	}
 	rs.setPending()
@@ -809,6 +809,10 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 			return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
 		}}, time.Time{}, nil
 	}
+	if u.Scheme == "https" && rs.httpOnly() {
+		giveBack(t, now)
+		return job{run: func() error { return c.overHTTP(l, u) }}, time.Time{}, nil
+	}
 	if v := rs.test(c.agent, u); !v.Allowed {
 		giveBack(t, now)
 		return job{run: func() error {
@@ -816,6 +820,20 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 		}}, time.Time{}, nil
 	}
 	return job{page: c.countsAgainstBudget(l), run: func() error { return c.fetchPage(fetchCtx, l, u, t) }}, time.Time{}, nil
+}
+
+// overHTTP queues the http twin of l, an https URL of a host that answers over http only
+// (storage.RobotsEntry.HTTPOnly), and records l as excluded for it.
+func (c *Crawler) overHTTP(l frontier.Lease, u *url.URL) error {
+	twin := *u
+	twin.Scheme = "http"
+	e := l.Entry
+	e.URL = twin.String()
+	if _, err := c.fr.Add([]frontier.Entry{e}); err != nil {
+		return err
+	}
+	return c.fr.Complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "http-fallback",
+		Detail: "https does not answer; crawled as " + e.URL})
 }
 
 // giveBack returns an admitted ticket whose request was never sent.

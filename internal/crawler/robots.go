@@ -135,6 +135,14 @@ func (rs *robotsState) unreachableSince() (since, next time.Time) {
 	return rs.since, rs.next
 }
 
+// httpOnly reports whether the host is crawled over http although its URLs say https
+// (storage.RobotsEntry.HTTPOnly).
+func (rs *robotsState) httpOnly() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.entry.HTTPOnly
+}
+
 // giveUp stops checking an unreachable robots.txt in this run: the host's queued URLs fail.
 func (rs *robotsState) giveUp() {
 	rs.mu.Lock()
@@ -225,9 +233,10 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	rs := &c.hostLocked(host).robots
 	c.mu.Unlock()
 	prev := rs.failures()
-	e := storage.RobotsEntry{Host: host}
-	final := false    // the failure is one a retry would meet again
-	var keepErr error // the first response that could not be kept for export
+	e := storage.RobotsEntry{Host: host, HTTPOnly: scheme == "http" && rs.httpOnly()}
+	final := false      // the failure is one a retry would meet again
+	var keepErr error   // the first response that could not be kept for export
+	var httpsErr string // the https failure that made a seed without a scheme try http
 	for hop := 0; ; hop++ {
 		sent := time.Now()
 		resp, err := c.client.Get(ctx, u)
@@ -251,9 +260,25 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			cl := classifyErr(err)
 			t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 			c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, ErrKind: cl.Reason, Latency: now.Sub(sent)})
+			if hop == 0 && u.Scheme == "https" && c.cfg.HTTPFallback[host] && httpsUnanswered(cl.Reason) {
+				httpsErr = fmt.Sprintf("%s: %v", cl.Reason, err)
+				c.log.Info("https not answered; trying http, the seed having no scheme", "host", host, "cause", httpsErr)
+				u = &url.URL{Scheme: "http", Host: u.Host, Path: "/robots.txt"}
+				if t, err = c.waitAdmit(ctx, host); err != nil {
+					e.Err = fmt.Sprintf("http after https failed: %v", err)
+					break
+				}
+				continue
+			}
 			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
+			if httpsErr != "" {
+				e.Err = fmt.Sprintf("https: %s; http: %s", httpsErr, e.Err)
+			}
 			final = !cl.Retryable
 			break
+		}
+		if httpsErr != "" {
+			e.HTTPOnly = true // it answers over http
 		}
 		// A robots.txt 5xx (503 and its kin included) is a fault the robots back-off deals
 		// with; only an explicit "slow down" (429 or 420, or Retry-After) tells the host's
@@ -314,6 +339,16 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	c.discoverSitemaps(host, scheme, rules)
 	c.shareRobots(e)
 	return errors.Join(keepErr, c.db.PutRobots(e))
+}
+
+// httpsUnanswered reports whether a request's error kind (retry.ClassifyError's reasons)
+// means https could not connect or handshake, so that http may be tried instead.
+func httpsUnanswered(kind string) bool {
+	switch kind {
+	case "conn-refused", "conn-reset", "tls", "protocol":
+		return true
+	}
+	return false
 }
 
 // keepRobotsFetch stores one robots.txt response as received (body cut as the parser sees it),

@@ -28,7 +28,7 @@ func TestUnreachableSeedEndsSoon(t *testing.T) {
 	addr := refusedAddr(t)
 	dir := t.TempDir()
 	start := time.Now()
-	code, _, errOut := crawlCmd(t, "", "run", "--data", dir, "http://"+addr+"/")
+	code, out, errOut := crawlCmd(t, "", "run", "--data", dir, "http://"+addr+"/")
 	took := time.Since(start)
 	if code != exitRuntime {
 		t.Errorf("exit %d, want %d (nothing was fetched)", code, exitRuntime)
@@ -38,6 +38,13 @@ func TestUnreachableSeedEndsSoon(t *testing.T) {
 	}
 	if !strings.Contains(errOut, `waiting for its robots.txt" host=`+addr) {
 		t.Errorf("stderr does not say the crawl waits for %s:\n%s", addr, errOut)
+	}
+	// Each message says each fact once: not "robots.txt: conn-refused: fetch URL: conn-refused:
+	// Get "URL": dial tcp …: connection refused".
+	for _, line := range strings.Split(out+errOut, "\n") {
+		if strings.Count(line, "conn-refused") > 1 || strings.Count(line, "connection refused") > 1 || strings.Count(line, "robots.txt") > 1 {
+			t.Errorf("a message repeats its cause: %s", line)
+		}
 	}
 	if code, out, _ := crawlCmd(t, "", "urls", "--data", dir, "--state", "failed"); code != exitOK || !strings.Contains(out, "http://"+addr+"/") {
 		t.Errorf("crawl urls --state failed: exit %d, want the seed listed:\n%s", code, out)
@@ -58,7 +65,7 @@ func TestUnreachableSeedEndsSoon(t *testing.T) {
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()
-	code, out, errOut := crawlCmd(t, "", "run", "--data", dir, "--retry", "failed")
+	code, out, errOut = crawlCmd(t, "", "run", "--data", dir, "--retry", "failed")
 	if code != exitOK || !strings.Contains(out, "1 fetched") {
 		t.Errorf("crawl run --retry failed: exit %d, want the seed fetched:\n%s%s", code, out, errOut)
 	}

@@ -261,7 +261,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 			c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, ErrKind: cl.Reason, Latency: now.Sub(sent)})
 			if hop == 0 && u.Scheme == "https" && c.cfg.HTTPFallback[host] && httpsUnanswered(cl.Reason) {
-				httpsErr = fmt.Sprintf("%s: %v", cl.Reason, err)
+				httpsErr = errCause(err)
 				c.log.Info("https not answered; trying http, the seed having no scheme", "host", host, "cause", httpsErr)
 				u = &url.URL{Scheme: "http", Host: u.Host, Path: "/robots.txt"}
 				if t, err = c.waitAdmit(ctx, host); err != nil {
@@ -270,7 +270,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 				}
 				continue
 			}
-			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
+			e.Err = errCause(err)
 			if httpsErr != "" {
 				e.Err = fmt.Sprintf("https: %s; http: %s", httpsErr, e.Err)
 			}

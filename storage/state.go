@@ -44,6 +44,9 @@ type RobotsEntry struct {
 	Err       string    `json:"err"`        // error of the last attempt, "" if it succeeded
 	Failures  int       `json:"failures"`   // consecutive failed attempts
 	NextCheck time.Time `json:"next_check"` // when to fetch it again
+	// HTTPOnly: the host was a seed given without a scheme whose https did not connect or
+	// handshake, and answered over http; its robots.txt and pages are fetched over http.
+	HTTPOnly bool `json:"http_only,omitempty"`
 }
 
 // Robots returns the cached robots.txt entry of host and whether there is one.

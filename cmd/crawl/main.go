@@ -117,6 +117,26 @@ func versionLine() string {
 // the user runs crawl, not its packages. Each Write is one message or log line.
 type plainErrors struct{ w io.Writer }
 
+// Unwrap returns the writer p writes to, so that whether stderr is a terminal, and its
+// width, can be asked of the file underneath.
+func (p *plainErrors) Unwrap() io.Writer { return p.w }
+
+// underlyingFile returns the *os.File that w writes to, looking through writers that wrap
+// another (an Unwrap() io.Writer method), or nil if there is none.
+func underlyingFile(w io.Writer) *os.File {
+	for range 8 { // a wrapper that wraps itself must not loop forever
+		switch v := w.(type) {
+		case *os.File:
+			return v
+		case interface{ Unwrap() io.Writer }:
+			w = v.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
 var packagePrefix = regexp.MustCompile(`\b(storage|frontier|fetch|urlnorm|hostlimit|export|metrics|crawler|robots|retry|aimd|netguard|report|fleet): `)
 
 func (p *plainErrors) Write(b []byte) (int, error) {

@@ -211,9 +211,10 @@ func (lw *lineWriter) endLine() {
 	}
 }
 
+// isTerminal reports whether w writes (through any wrappers) to a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
+	f := underlyingFile(w)
+	if f == nil {
 		return false
 	}
 	fi, err := f.Stat()

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/gcfloor"
 	"github.com/crawl-project/crawl/internal/termsafe"
+	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
 func init() {
@@ -134,12 +136,13 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	if *seeds != "" || len(argSeeds) > 0 {
-		urls, err := readSeeds(*seeds, argSeeds, stderr)
+		urls, guessed, err := readSeeds(*seeds, argSeeds, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "crawl run: %v\n", err)
 			return exitUsage
 		}
 		cfg.Seeds = urls
+		cfg.HTTPFallback = guessed
 	} else if !storeExists(*dir) && shared.redisURL == "" {
 		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give seed URLs or --seeds FILE to start one\n", *dir)
 		return exitUsage
@@ -201,9 +204,9 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 
 // readSeeds returns the seeds of the seed file (stdin for "-"; none for "") and of the
 // command-line arguments, in that order, each once. Bad ones are reported on stderr and
-// skipped, bare host names are reported as taken for https://; it fails if none is left.
-func readSeeds(file string, args []string, stderr io.Writer) ([]string, error) {
-	var urls []string
+// skipped, bare host names are reported as taken for https:// and their host keys returned in
+// guessed (crawler.Config.HTTPFallback); it fails if none is left.
+func readSeeds(file string, args []string, stderr io.Writer) (urls []string, guessed map[string]bool, err error) {
 	var notes []crawler.SeedError
 	add := func(u []string, bad []crawler.SeedError) {
 		urls = append(urls, u...)
@@ -214,13 +217,13 @@ func readSeeds(file string, args []string, stderr io.Writer) ([]string, error) {
 	case "-":
 		u, bad, err := crawler.ParseSeeds(os.Stdin, "stdin")
 		if err != nil {
-			return nil, fmt.Errorf("stdin: %w", err)
+			return nil, nil, fmt.Errorf("stdin: %w", err)
 		}
 		add(u, bad)
 	default:
 		u, bad, err := crawler.ReadSeeds(file)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		add(u, bad)
 	}
@@ -228,6 +231,14 @@ func readSeeds(file string, args []string, stderr io.Writer) ([]string, error) {
 		add(crawler.ParseSeedArgs(args))
 	}
 	for _, n := range notes {
+		if n.Outcome == crawler.SeedAssumedHTTPS {
+			if u, err := url.Parse(n.URL); err == nil {
+				if guessed == nil {
+					guessed = map[string]bool{}
+				}
+				guessed[urlnorm.HostKey(u)] = true
+			}
+		}
 		if n.Outcome == crawler.SeedSkipped {
 			fmt.Fprintf(stderr, "%v (skipped)\n", n)
 		} else {
@@ -236,9 +247,9 @@ func readSeeds(file string, args []string, stderr io.Writer) ([]string, error) {
 	}
 	if len(urls) == 0 { // duplicates across sources are left to the frontier, which adds a URL once
 		name := map[string]string{"": "arguments", "-": "stdin"}[file]
-		return nil, fmt.Errorf("%s: no valid seed URL", cmp.Or(name, file))
+		return nil, nil, fmt.Errorf("%s: no valid seed URL", cmp.Or(name, file))
 	}
-	return urls, nil
+	return urls, guessed, nil
 }
 
 // setRetry sets cfg's --retry choices from v: "failed", "excluded" or both, comma-separated.

@@ -4,7 +4,6 @@ package main
 
 import (
 	"io"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,8 +11,8 @@ import (
 // termWidth returns the width in columns of the terminal w writes to, or 0 if w is not a
 // terminal or its size is unknown.
 func termWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
-	if !ok {
+	f := underlyingFile(w)
+	if f == nil {
 		return 0
 	}
 	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)

@@ -26,6 +26,10 @@ const DefaultUserAgent = "crawl/0.1 (+contact: set --user-agent to name yourself
 type Config struct {
 	Dir   string   // data directory holding the store
 	Seeds []string // normalized seed URLs (may be empty when resuming)
+	// HTTPFallback holds the host keys (urlnorm.HostKey) of seeds given without a scheme
+	// (SeedAssumedHTTPS): when such a host's https cannot connect or handshake, its
+	// robots.txt and pages are fetched over http instead, as browsers and wget do.
+	HTTPFallback map[string]bool
 
 	Scope    string // "host" or "domain"
 	Include  []*regexp.Regexp

@@ -93,6 +93,10 @@ type Crawler struct {
 	revised frontier.Revised // what the changes did to URLs already seen
 	recrawl recrawlPlan      // which fetched URLs settle revisits
 	failed  failedHosts      // hosts whose failure was announced (failures.go)
+
+	unreachable   failedHosts     // hosts whose unreachable robots.txt was announced (failures.go)
+	robotsWaiting map[string]bool // dispatcher-owned: hosts waiting to check an unreachable robots.txt again
+	idleTold      map[string]bool // dispatcher-owned: hosts the crawl was told it waits for, with nothing else left
 }
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
@@ -133,9 +137,12 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
 		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 		hosts:  map[string]*hostRecord{},
-		sched:  newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
-		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
-		res:    res,
+
+		robotsWaiting: map[string]bool{},
+		idleTold:      map[string]bool{},
+		sched:         newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
+		gates:         newGateKeys(cfg.KeyByIP, res.LookupNetIP),
+		res:           res,
 	}
 	c.sitemaps.lim = cfg.Sitemap.orDefaults()
 	if cfg.URLLog != nil {
@@ -487,6 +494,9 @@ func (c *Crawler) pass(ctx context.Context, r *run) bool {
 		r.reason, r.deferredUntil = "deferred", wakeAt
 		return false
 	}
+	if started == 0 && c.onlyUnreachableLeft() && c.settleUnreachable(now) {
+		return true // their URLs fail in the next pass
+	}
 	c.wait(ctx, r, now, wakeAt)
 	return true
 }
@@ -733,11 +743,15 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	}
 	var j job
 	var readyAt time.Time
-	switch st, at := rs.state(now); st {
+	st, at := rs.state(now)
+	if st == robotsWait {
+		c.robotsWaiting[host] = true
+		return job{}, at, nil
+	}
+	delete(c.robotsWaiting, host)
+	switch st {
 	case robotsPending:
 		return job{}, time.Time{}, nil
-	case robotsWait:
-		return job{}, at, nil
 	case robotsGaveUp:
 		j, readyAt, err = c.robotsUnreachableJob(now, host, rs)
 	case robotsNeeded:
@@ -775,7 +789,7 @@ func (c *Crawler) robotsJob(fetchCtx context.Context, now time.Time, host, gate 
 	}
 	c.fr.Release(l)
 	scheme := "http"
-	if u, err := url.Parse(l.URL); err == nil {
+	if u, err := url.Parse(l.URL); err == nil && !rs.httpOnly() {
 		scheme = u.Scheme
 	}
 	rs.setPending()
@@ -802,6 +816,10 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 			return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
 		}}, time.Time{}, nil
 	}
+	if u.Scheme == "https" && rs.httpOnly() {
+		giveBack(t, now)
+		return job{run: func() error { return c.overHTTP(l, u) }}, time.Time{}, nil
+	}
 	if v := rs.test(c.agent, u); !v.Allowed {
 		giveBack(t, now)
 		return job{run: func() error {
@@ -809,6 +827,20 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 		}}, time.Time{}, nil
 	}
 	return job{page: c.countsAgainstBudget(l), run: func() error { return c.fetchPage(fetchCtx, l, u, t) }}, time.Time{}, nil
+}
+
+// overHTTP queues the http twin of l, an https URL of a host that answers over http only
+// (storage.RobotsEntry.HTTPOnly), and records l as excluded for it.
+func (c *Crawler) overHTTP(l frontier.Lease, u *url.URL) error {
+	twin := *u
+	twin.Scheme = "http"
+	e := l.Entry
+	e.URL = twin.String()
+	if _, err := c.fr.Add([]frontier.Entry{e}); err != nil {
+		return err
+	}
+	return c.fr.Complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "http-fallback",
+		Detail: "https does not answer; crawled as " + e.URL})
 }
 
 // giveBack returns an admitted ticket whose request was never sent.

@@ -60,13 +60,14 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		cl := c.pageFault(l, classifyErr(err), now)
 		t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 		c.observeRequest(RequestEvent{Host: l.Host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
-		cause := fmt.Sprintf("%s: %v", cl.Reason, err)
+		detail := errCause(err)
+		cause := l.URL + ": " + detail
 		c.setLastErr(l.Host, cause)
 		c.hostFailed(l.Host, cause)
 		if cl.Retryable {
-			return c.retryOrFail(l, cl, err.Error(), 0, 0, now)
+			return c.retryOrFail(l, cl, detail, 0, 0, now)
 		}
-		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: err.Error()}
+		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: detail}
 	}
 	cl := c.pageFault(l, c.classifyForbidden(l.Host, resp.Status, l.Attempts, now, retry.ClassifyStatus(resp.Status)), now)
 	wait, pause := c.honourRetryAfter(l.Host, resp, now)
@@ -207,6 +208,22 @@ func (c *Crawler) retryOrFail(l frontier.Lease, cl retry.Class, detail string, s
 }
 
 // classifyErr turns a fetch error into the retry policy's class for it.
+// errCause is a failed request's error as one short cause, each fact once: its kind
+// ("conn-refused") and the innermost error, without the URL (the caller names it where it is
+// not known) or net/http's `Get "URL"` wrapper.
+func errCause(err error) string {
+	var fe *fetch.Error
+	if !errors.As(err, &fe) {
+		return err.Error()
+	}
+	inner := fe.Err
+	var ue *url.Error
+	if errors.As(inner, &ue) {
+		inner = ue.Err
+	}
+	return fe.Kind.String() + ": " + inner.Error()
+}
+
 func classifyErr(err error) retry.Class {
 	kind := "other"
 	var fe *fetch.Error

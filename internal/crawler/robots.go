@@ -51,6 +51,8 @@ type robotsState struct {
 	entry   storage.RobotsEntry
 	rules   *robots.Robots
 	next    time.Time // when to fetch again
+	since   time.Time // while unreachable: when the current streak of failures began
+	given   bool      // while unreachable: given up on in this run (giveUp), whatever the failures
 }
 
 func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
@@ -61,7 +63,7 @@ func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
 		return robotsPending, time.Time{}
 	case rs.rules == nil:
 		return robotsNeeded, time.Time{}
-	case rs.rules.Unreachable() && rs.entry.Failures >= robotsMaxFailures:
+	case rs.rules.Unreachable() && (rs.entry.Failures >= robotsMaxFailures || rs.given):
 		return robotsGaveUp, time.Time{}
 	case now.Before(rs.next) && rs.rules.Unreachable():
 		return robotsWait, rs.next
@@ -108,7 +110,7 @@ func (rs *robotsState) test(agent string, u *url.URL) robots.Verdict {
 func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.entry, rs.loaded, rs.pending = e, true, false
+	rs.entry, rs.loaded, rs.pending, rs.given = e, true, false, false
 	if e.Err != "" {
 		rs.rules = robots.DisallowAll()
 	} else {
@@ -116,9 +118,36 @@ func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 	}
 	if rs.rules.Unreachable() {
 		rs.next = e.FetchedAt.Add(min(retry<<min(max(e.Failures-1, 0), 20), robotsMaxBackoff))
+		if e.Failures <= 1 || rs.since.IsZero() {
+			rs.since = e.FetchedAt
+		}
 	} else {
 		rs.next = e.FetchedAt.Add(ttl)
+		rs.since = time.Time{}
 	}
+}
+
+// unreachableSince returns, for a host whose robots.txt is unreachable, when its failures
+// began and when it is checked next.
+func (rs *robotsState) unreachableSince() (since, next time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.since, rs.next
+}
+
+// httpOnly reports whether the host is crawled over http although its URLs say https
+// (storage.RobotsEntry.HTTPOnly).
+func (rs *robotsState) httpOnly() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.entry.HTTPOnly
+}
+
+// giveUp stops checking an unreachable robots.txt in this run: the host's queued URLs fail.
+func (rs *robotsState) giveUp() {
+	rs.mu.Lock()
+	rs.given = true
+	rs.mu.Unlock()
 }
 
 // robotsFor returns the host's robots state, loading a cached copy from the store the first
@@ -204,9 +233,10 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	rs := &c.hostLocked(host).robots
 	c.mu.Unlock()
 	prev := rs.failures()
-	e := storage.RobotsEntry{Host: host}
-	final := false    // the failure is one a retry would meet again
-	var keepErr error // the first response that could not be kept for export
+	e := storage.RobotsEntry{Host: host, HTTPOnly: scheme == "http" && rs.httpOnly()}
+	final := false      // the failure is one a retry would meet again
+	var keepErr error   // the first response that could not be kept for export
+	var httpsErr string // the https failure that made a seed without a scheme try http
 	for hop := 0; ; hop++ {
 		sent := time.Now()
 		resp, err := c.client.Get(ctx, u)
@@ -230,9 +260,25 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			cl := classifyErr(err)
 			t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 			c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, ErrKind: cl.Reason, Latency: now.Sub(sent)})
-			e.Err = fmt.Sprintf("%s: %v", cl.Reason, err)
+			if hop == 0 && u.Scheme == "https" && c.cfg.HTTPFallback[host] && httpsUnanswered(cl.Reason) {
+				httpsErr = errCause(err)
+				c.log.Info("https not answered; trying http, the seed having no scheme", "host", host, "cause", httpsErr)
+				u = &url.URL{Scheme: "http", Host: u.Host, Path: "/robots.txt"}
+				if t, err = c.waitAdmit(ctx, host); err != nil {
+					e.Err = fmt.Sprintf("http after https failed: %v", err)
+					break
+				}
+				continue
+			}
+			e.Err = errCause(err)
+			if httpsErr != "" {
+				e.Err = fmt.Sprintf("https: %s; http: %s", httpsErr, e.Err)
+			}
 			final = !cl.Retryable
 			break
+		}
+		if httpsErr != "" {
+			e.HTTPOnly = true // it answers over http
 		}
 		// A robots.txt 5xx (503 and its kin included) is a fault the robots back-off deals
 		// with; only an explicit "slow down" (429 or 420, or Retry-After) tells the host's
@@ -279,7 +325,11 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		}
 		cause := "robots.txt: " + firstNonEmpty(e.Err, fmt.Sprintf("status %d", e.Status))
 		c.setLastErr(host, cause)
-		c.hostFailed(host, cause)
+		if e.Failures >= robotsMaxFailures {
+			c.hostFailed(host, cause)
+		} else {
+			c.hostUnreachable(host, cause)
+		}
 	}
 	rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 	c.applyCrawlDelay(host, rs)
@@ -289,6 +339,16 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	c.discoverSitemaps(host, scheme, rules)
 	c.shareRobots(e)
 	return errors.Join(keepErr, c.db.PutRobots(e))
+}
+
+// httpsUnanswered reports whether a request's error kind (retry.ClassifyError's reasons)
+// means https could not connect or handshake, so that http may be tried instead.
+func httpsUnanswered(kind string) bool {
+	switch kind {
+	case "conn-refused", "conn-reset", "tls", "protocol":
+		return true
+	}
+	return false
 }
 
 // keepRobotsFetch stores one robots.txt response as received (body cut as the parser sees it),

@@ -110,6 +110,13 @@ func (s *schedule) next() (host string, ok bool) {
 // requeue puts host at the back of the queue: it has more work, after the others' turn.
 func (s *schedule) requeue(host string) { s.enqueue(host) }
 
+// wake queues host now if the schedule holds it waiting (for a time, or for a job of its gate).
+func (s *schedule) wake(host string) {
+	if sl, ok := s.hosts[host]; ok && sl.kind != slotQueued && sl.kind != slotPending {
+		s.enqueue(host) // a timed host's heap entry goes stale
+	}
+}
+
 // wakeAt holds host, of gate, until at or until a job of gate ends.
 func (s *schedule) wakeAt(host, gate string, at time.Time) {
 	s.hosts[host] = slot{kind: slotTimed, at: at}

@@ -21,6 +21,7 @@ type SeedError struct {
 	Line    int
 	Reason  string
 	Outcome SeedOutcome
+	URL     string // SeedAssumedHTTPS: the https URL the line became
 }
 
 // SeedOutcome says what became of a reported seed line.
@@ -30,7 +31,7 @@ const (
 	// SeedSkipped: the line is not a URL the crawler can fetch; it was left out.
 	SeedSkipped SeedOutcome = iota
 	// SeedAssumedHTTPS: the line is a bare host name (and maybe a path); it is crawled with
-	// https:// in front.
+	// https:// in front, and over http if https cannot connect or handshake (HTTPFallback).
 	SeedAssumedHTTPS
 )
 
@@ -88,7 +89,7 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 	}
 	defer func() {
 		if unlisted > 0 && err == nil {
-			bad = append(bad, SeedError{name, lastBad, fmt.Sprintf("… and %d more bad lines, not listed", unlisted), SeedSkipped})
+			bad = append(bad, SeedError{name, lastBad, fmt.Sprintf("… and %d more bad lines, not listed", unlisted), SeedSkipped, ""})
 		}
 	}()
 	for n := 1; ; n++ {
@@ -104,17 +105,17 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 		}
 		switch {
 		case tooLong:
-			report(SeedError{name, n, fmt.Sprintf("line longer than %d bytes", maxSeedLine), SeedSkipped})
+			report(SeedError{name, n, fmt.Sprintf("line longer than %d bytes", maxSeedLine), SeedSkipped, ""})
 		case bytes.IndexByte(line, 0) >= 0 || !utf8.Valid(line):
-			report(SeedError{name, n, "not text (binary data or invalid UTF-8)", SeedSkipped})
+			report(SeedError{name, n, "not text (binary data or invalid UTF-8)", SeedSkipped, ""})
 		default:
 			s := strings.TrimSpace(string(line))
 			if s == "" || strings.HasPrefix(s, "#") {
 				break
 			}
-			if bareHost.MatchString(s) && (strings.Contains(strings.SplitN(s, "/", 2)[0], ".") || strings.HasPrefix(s, "localhost")) {
+			guessed := bareHost.MatchString(s) && (strings.Contains(strings.SplitN(s, "/", 2)[0], ".") || strings.HasPrefix(s, "localhost"))
+			if guessed {
 				s = "https://" + s
-				report(SeedError{name, n, "no scheme: crawling " + s, SeedAssumedHTTPS})
 			}
 			u, perr := urlnorm.Parse(s)
 			if perr != nil {
@@ -123,8 +124,11 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 				if pass != "" {
 					msg = strings.ReplaceAll(msg, pass, "…")
 				}
-				report(SeedError{name, n, fmt.Sprintf("%q: %s", truncate(shown, 200), msg), SeedSkipped})
+				report(SeedError{name, n, fmt.Sprintf("%q: %s", truncate(shown, 200), msg), SeedSkipped, ""})
 				break
+			}
+			if guessed {
+				report(SeedError{name, n, "no scheme: crawling " + u.String() + " (http if https does not answer)", SeedAssumedHTTPS, u.String()})
 			}
 			if k := u.String(); !seen[k] {
 				seen[k] = true

@@ -163,8 +163,8 @@ func (f *Frontier) Stats() FrontierStats {
 	return f.stats
 }
 
-// Run keeps the frontier current until ctx is cancelled: it ticks the Keeper about every sixth
-// of the lease TTL (so renewals, due at a third, are never late by more than that), drops the
+// Run keeps the frontier current until ctx is cancelled, and reports the worker's figures a
+// last time before it returns: it ticks the Keeper about every sixth of the lease TTL (so renewals, due at a third, are never late by more than that), drops the
 // partitions that lapsed or were lost, drains and releases the surplus, forwards the
 // outboxes of the partitions held, reads the counters of those (and every second, or every round when
 // it has nothing in flight, every partition's) and lists the hosts with work.
@@ -177,10 +177,12 @@ func (f *Frontier) Run(ctx context.Context) {
 	defer t.Stop()
 	backoff := time.Duration(0)
 	var reported time.Time
+	// The last figures, kept for ReportTTL, whenever the stop comes: between rounds or
+	// during one (a report skipped then would miss the pages completed since the last).
+	defer f.report(context.WithoutCancel(ctx))
 	for {
 		select {
 		case <-ctx.Done():
-			f.report(context.WithoutCancel(ctx)) // the last figures, kept for ReportTTL
 			return
 		case <-t.C:
 		}
@@ -775,9 +777,10 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.hosts[host]
-	if v == nil {
+	if v == nil { // leased before a round listed it: TakeReady names it, as any host new to the worker
 		v = &hostView{part: p, state: hostReady}
 		f.hosts[host] = v
+		f.fresh = append(f.fresh, host)
 	}
 	switch {
 	case errors.Is(err, ErrFenced):

@@ -343,3 +343,62 @@ func TestFrontierNewURLOvertakesRetry(t *testing.T) {
 		t.Errorf("leased %s, want the new URL", l.URL)
 	}
 }
+
+// The last report a worker's Run makes holds every page it completed, however the stop
+// falls: while Run waits between rounds or in the middle of one.
+func TestFrontierLastReportHoldsEveryPage(t *testing.T) {
+	rdb := newRedis(t)
+	for i := range 20 {
+		crawl := fmt.Sprintf("last%d", i)
+		s, err := Open(context.Background(), rdb, crawl, "w", &Options{Partitions: 1, LeaseTTL: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: time.Millisecond})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); f.Run(ctx) }()
+		host := "h" + crawl
+		if _, err := f.Add(entries(host, 1)); err != nil {
+			t.Fatal(err)
+		}
+		l := leaseOne(t, f, host)
+		if err := f.Complete(l, frontier.Result{Kind: frontier.Fetched}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%5) * time.Millisecond) // the stop lands at various points of a round
+		cancel()
+		<-done
+		v, err := ReadView(context.Background(), rdb, crawl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Workers) != 1 || v.Workers[0].Pages != 1 {
+			t.Fatalf("stop %d: the workers' last reports %+v; want one of 1 page", i, v.Workers)
+		}
+	}
+}
+
+// A host leased before a round listed it is still named by TakeReady, so a caller that learns
+// its hosts from TakeReady comes back for the rest of its URLs.
+func TestFrontierLeaseBeforeListingIsAnnounced(t *testing.T) {
+	rdb := newRedis(t)
+	s := newStore(t, rdb, "a", &Options{Partitions: 1, LeaseTTL: 2 * time.Second})
+	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: time.Hour}) // one round, then none
+	runFrontier(t, f)
+	waitOwned(t, f, 1)
+	if _, err := f.Add(entries("h", 2)); err != nil {
+		t.Fatal(err)
+	}
+	l := leaseOne(t, f, "h")
+	if err := f.Complete(l, frontier.Result{Kind: frontier.Fetched}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.TakeReady(time.Now()); !slices.Contains(got, "h") {
+		t.Errorf("TakeReady = %q after a lease of h; want h named (it has another URL)", got)
+	}
+	l = leaseOne(t, f, "h")
+	if err := f.Complete(l, frontier.Result{Kind: frontier.Fetched}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// refusedAddr returns a loopback address whose port refuses connections: one that was
+// listened on and closed.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestUnreachableSeedEndsSoon: a crawl whose only seed refuses connections says which host it
+// waits for, ends within 30 s with exit 1 and the seed failed, and --retry failed fetches it
+// once the host answers.
+func TestUnreachableSeedEndsSoon(t *testing.T) {
+	addr := refusedAddr(t)
+	dir := t.TempDir()
+	start := time.Now()
+	code, out, errOut := crawlCmd(t, "", "run", "--data", dir, "http://"+addr+"/")
+	took := time.Since(start)
+	if code != exitRuntime {
+		t.Errorf("exit %d, want %d (nothing was fetched)", code, exitRuntime)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the crawl took %v, want under 30s", took.Round(time.Second))
+	}
+	if !strings.Contains(errOut, `waiting for its robots.txt" host=`+addr) {
+		t.Errorf("stderr does not say the crawl waits for %s:\n%s", addr, errOut)
+	}
+	// Each message says each fact once: not "robots.txt: conn-refused: fetch URL: conn-refused:
+	// Get "URL": dial tcp …: connection refused".
+	for _, line := range strings.Split(out+errOut, "\n") {
+		if strings.Count(line, "conn-refused") > 1 || strings.Count(line, "connection refused") > 1 || strings.Count(line, "robots.txt") > 1 {
+			t.Errorf("a message repeats its cause: %s", line)
+		}
+	}
+	if code, out, _ := crawlCmd(t, "", "urls", "--data", dir, "--state", "failed"); code != exitOK || !strings.Contains(out, "http://"+addr+"/") {
+		t.Errorf("crawl urls --state failed: exit %d, want the seed listed:\n%s", code, out)
+	}
+	t.Logf("ended in %v", took.Round(100*time.Millisecond))
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again to try --retry failed: %v", addr, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<p>up again</p>"))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	code, out, errOut = crawlCmd(t, "", "run", "--data", dir, "--retry", "failed")
+	if code != exitOK || !strings.Contains(out, "1 fetched") {
+		t.Errorf("crawl run --retry failed: exit %d, want the seed fetched:\n%s%s", code, out, errOut)
+	}
+}

@@ -101,20 +101,18 @@ func addCounter(b *bbolt.Bucket, name string, n int) error {
 
 // txn is one transaction's view of the frontier's buckets.
 type txn struct {
-	tx                    *bbolt.Tx
-	urls                  *bbolt.Bucket // nil on a read-only store without it
-	seen                  *bbolt.Bucket // legacy records; nil on a read-only store without it
-	queue, delayed, hosts *bbolt.Bucket
-	queues                *bbolt.Bucket // nil on a read-only store without it
-	hostIDs               *bbolt.Bucket
-	ids                   map[string]uint32 // host IDs read or given in this transaction
-	names                 map[uint32]string // and the other way round
-	refs                  map[string][]byte // parentRef of the parents looked up in this transaction
-	key                   fpKey
-	legacy                legacy
-	d                     *delta
-	budget                int                   // Options.HostBudget; 0: none
-	stored                map[string]hostCounts // host counters on disk, read once per transaction
+	tx             *bbolt.Tx
+	urls           *bbolt.Bucket // nil on a read-only store without it
+	delayed, hosts *bbolt.Bucket
+	queues         *bbolt.Bucket // nil on a read-only store without it
+	hostIDs        *bbolt.Bucket
+	ids            map[string]uint32 // host IDs read or given in this transaction
+	names          map[uint32]string // and the other way round
+	refs           map[string][]byte // parentRef of the parents looked up in this transaction
+	key            fpKey
+	d              *delta
+	budget         int                   // Options.HostBudget; 0: none
+	stored         map[string]hostCounts // host counters on disk, read once per transaction
 	// added holds the records of new URLs by fingerprint until flush writes them in key order:
 	// bbolt inserts into a node's sorted slice, so a page's many links put in document order
 	// would cost time quadratic in their number (a page with 100 000 links took seconds).
@@ -125,15 +123,12 @@ type txn struct {
 
 // reader returns a view of tx's buckets for reading (no counters).
 func (f *Frontier) reader(tx *bbolt.Tx) *txn {
-	return &txn{tx: tx, urls: tx.Bucket(bucketURLs), seen: tx.Bucket(bucketSeen), queue: tx.Bucket(bucketQueue),
-		queues: tx.Bucket(bucketQueues), delayed: tx.Bucket(bucketDelayed), hosts: tx.Bucket(bucketHosts), hostIDs: tx.Bucket(bucketHostIDs), key: f.key, legacy: f.legacy}
+	return &txn{tx: tx, urls: tx.Bucket(bucketURLs), queues: tx.Bucket(bucketQueues), delayed: tx.Bucket(bucketDelayed),
+		hosts: tx.Bucket(bucketHosts), hostIDs: tx.Bucket(bucketHostIDs), key: f.key}
 }
 
-// record parses a record of either bucket, naming its host and its parent.
+// record parses a record, naming its host and its parent.
 func (t *txn) record(v []byte) (record, error) {
-	if len(v) == 0 || v[0] != recordVersion4 {
-		return decodeRecord(v)
-	}
 	r, err := decodeRecord4(v, t.hostName)
 	if err != nil || r.parentRef == nil {
 		return r, err
@@ -163,7 +158,7 @@ func (t *txn) parentRef(parent string) ([]byte, error) {
 		return nil, err
 	}
 	var ref []byte
-	if found && at.bucket == inURLs {
+	if found {
 		ref = at.key
 	}
 	if t.refs == nil {
@@ -233,16 +228,15 @@ func (t *txn) hostID(host string) (uint32, error) {
 	return id, nil
 }
 
-// hostQueue returns the bucket of queue key k (bucketQueue for a legacy key, a host's bucket
-// in bucketQueues for an idQueueKey, created if create) and k's key in it; a nil bucket if
-// there is none.
+// hostQueue returns the bucket of queue key k (an idQueueKey or an idQueuePrefix: its host's
+// bucket in bucketQueues, created if create) and k's key in it; a nil bucket if there is none.
 func (t *txn) hostQueue(k []byte, create bool) (*bbolt.Bucket, []byte, error) {
 	name, seq, ok := splitIDQueueKey(k)
 	if len(k) == 5 && k[0] == 0 { // an idQueuePrefix
 		name, ok = k[1:], true
 	}
 	if !ok {
-		return t.queue, k, nil
+		return nil, nil, fmt.Errorf("%w: queue key %x", ErrCorrupt, k)
 	}
 	if t.queues == nil {
 		return nil, nil, nil
@@ -260,7 +254,7 @@ func (t *txn) hostQueue(k []byte, create bool) (*bbolt.Bucket, []byte, error) {
 	return b, seq, nil
 }
 
-// qGet returns the value of queue entry k, nil if there is none.
+// qGet returns the value of queue entry k, nil if there is none (or k is not a queue key).
 func (t *txn) qGet(k []byte) []byte {
 	b, key, _ := t.hostQueue(k, false)
 	if b == nil {
@@ -287,14 +281,9 @@ func (t *txn) qDelete(k []byte) error {
 	return b.Delete(key)
 }
 
-// nextQueueKey returns the key at the back of the queue of a URL of host (of ID id) whose
-// record is in bucket b: a legacy record goes to the legacy queue (bucketQueue), a format 3
-// record to its host's bucket in bucketQueues, whose sequence numbers are its own.
-func (t *txn) nextQueueKey(b recordBucket, id uint32, host string) ([]byte, error) {
-	if b == inSeen {
-		seq, err := t.queue.NextSequence()
-		return queueKey(host, seq), err
-	}
+// nextQueueKey returns the key at the back of the queue of host ID id: its bucket in
+// bucketQueues, whose sequence numbers are its own.
+func (t *txn) nextQueueKey(id uint32) ([]byte, error) {
 	q, _, err := t.hostQueue(idQueuePrefix(id), true)
 	if err != nil {
 		return nil, err
@@ -307,38 +296,22 @@ func (t *txn) nextQueueKey(b recordBucket, id uint32, host string) ([]byte, erro
 func (f *Frontier) newTxn(tx *bbolt.Tx, d *delta) *txn {
 	t := f.reader(tx)
 	t.d, t.budget = d, f.budget
-	// Keys of the queue (per host) and of the delayed set (by time) mostly grow: pack their
-	// pages fuller than the default half when they split. (The setting lasts one transaction.)
-	t.queue.FillPercent, t.delayed.FillPercent = appendFill, appendFill
+	// Keys of the delayed set (by time) mostly grow: pack its pages fuller than the default
+	// half when they split (hostQueue does the same for the queues). The setting lasts one
+	// transaction.
+	t.delayed.FillPercent = appendFill
 	return t
 }
 
 const appendFill = 0.9
 
-// recordBucket names the bucket a record is kept in.
-type recordBucket uint8
-
-const (
-	inURLs recordBucket = iota // bucketURLs, under the URL's fingerprint (version 4 records)
-	inSeen                     // bucketSeen, under seenKey(URL) (legacy records)
-)
-
-// place is where a URL's record is kept.
+// place is where a URL's record is kept: its key in bucketURLs, the URL's fingerprint.
 type place struct {
-	bucket recordBucket
-	key    []byte
-}
-
-func (t *txn) bucket(b recordBucket) *bbolt.Bucket {
-	if b == inURLs {
-		return t.urls
-	}
-	return t.seen
+	key []byte
 }
 
 // find returns the record of url and where it is, and whether there is one: under url's
-// fingerprint if that record is url's, else under url's key in the legacy bucket. The record's
-// url field is set.
+// fingerprint, if that record is url's. The record's url field is set.
 func (t *txn) find(url string) (place, record, bool, error) {
 	if t.urls != nil {
 		k := fpBytes(sum(t.key, url))
@@ -348,38 +321,21 @@ func (t *txn) find(url string) (place, record, bool, error) {
 				return place{}, record{}, false, fmt.Errorf("%w: record of %s: %v", ErrCorrupt, url, err)
 			}
 			if r.url == url {
-				return place{inURLs, k}, r, true, nil
+				return place{k}, r, true, nil
 			}
-		}
-	}
-	if t.legacy == legacySome && t.seen != nil {
-		k := seenKey(url)
-		if v := t.seen.Get(k); v != nil {
-			r, err := decodeRecord(v)
-			if err != nil {
-				return place{}, record{}, false, fmt.Errorf("%w: record of %s: %v", ErrCorrupt, url, err)
-			}
-			r.url = url
-			return place{inSeen, k}, r, true, nil
 		}
 	}
 	return place{}, record{}, false, nil
 }
 
-// put writes r at p, in the record version of p's bucket.
+// put writes r at p.
 func (t *txn) put(p place, r *record) error {
-	if p.bucket == inURLs {
-		return t.urls.Put(p.key, r.encode4())
-	}
-	return t.seen.Put(p.key, r.encode())
+	return t.urls.Put(p.key, r.encode4())
 }
 
-// queueValue returns the queue value for host's url whose record is at p.
-func (t *txn) queueValue(p place, host, url string) []byte {
-	if p.bucket == inURLs {
-		return append([]byte{queueFP}, p.key...)
-	}
-	return queueValue(host, url)
+// queueValue returns the value of a queue entry for the record at p.
+func (p place) queueValue() []byte {
+	return append([]byte{queueFP}, p.key...)
 }
 
 // entry returns where the record of host's queue entry k, v is and the record (url set); an
@@ -389,17 +345,10 @@ func (t *txn) entry(host string, k, v []byte) (place, record, error) {
 	var r record
 	found := false
 	var err error
-	if fp, ok := queueRef(v); ok {
-		if t.urls != nil {
-			if rv := t.urls.Get(fp); rv != nil {
-				p, found = place{inURLs, bytes.Clone(fp)}, true
-				r, err = t.record(rv)
-			}
-		}
-	} else {
-		var url string
-		if url, err = queueURL(host, v); err == nil {
-			p, r, found, err = t.find(url)
+	if fp, ok := queueRef(v); ok && t.urls != nil {
+		if rv := t.urls.Get(fp); rv != nil {
+			p, found = place{bytes.Clone(fp)}, true
+			r, err = t.record(rv)
 		}
 	}
 	if err != nil || !found || r.state != stQueued || !bytes.Equal(r.qkey, k) {
@@ -417,18 +366,13 @@ func (t *txn) known(url string, fp uint64) bool {
 		return true
 	}
 	if t.claims == nil {
-		return t.onDisk(url, fp)
+		return t.onDisk(fp)
 	}
 	switch t.claims.set.lookup(fp) {
 	case answerSeen:
 		return true
 	case answerAsk:
-		if t.onDisk(url, fp) {
-			return true
-		}
-	case answerNew:
-		// The set holds no fingerprint of a legacy record keyed by a hash: read those.
-		if len(url) > maxKeyURL && t.inLegacy(url) {
+		if t.onDisk(fp) {
 			return true
 		}
 	}
@@ -437,15 +381,11 @@ func (t *txn) known(url string, fp uint64) bool {
 	return false
 }
 
-// onDisk reports whether a record has fingerprint fp, or is url's legacy record.
-func (t *txn) onDisk(url string, fp uint64) bool {
+// onDisk reports whether a record has fingerprint fp.
+func (t *txn) onDisk(fp uint64) bool {
 	var k [8]byte
 	binary.BigEndian.PutUint64(k[:], fp)
-	return t.urls.Get(k[:]) != nil || t.inLegacy(url)
-}
-
-func (t *txn) inLegacy(url string) bool {
-	return t.legacy == legacySome && t.seen.Get(seenKey(url)) != nil
+	return t.urls.Get(k[:]) != nil
 }
 
 // add records a new URL's record, to be written by flush.
@@ -512,7 +452,7 @@ func (t *txn) enqueue(e Entry) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	qk, err := t.nextQueueKey(inURLs, id, e.Host)
+	qk, err := t.nextQueueKey(id)
 	if err != nil {
 		return false, err
 	}
@@ -674,45 +614,29 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 		if testHookLeaseScan != nil {
 			testHookLeaseScan() // the snapshot is taken; let a test commit behind its back
 		}
-		// Legacy records' entries first: they were queued before any of the host's others.
-		var c *bbolt.Cursor
-		if t.queue != nil {
-			c = t.queue.Cursor()
+		if id == 0 || t.queues == nil {
+			return nil
 		}
-		prefix := hostPrefix(host)
-		for _, q := range []string{"legacy", "ids"} {
-			var k, v []byte
-			switch {
-			case q == "legacy" && c != nil:
-				k, v = c.Seek(prefix)
-			case q == "ids" && id != 0 && t.queues != nil:
-				b := t.queues.Bucket(hostIDKey(id))
-				if b == nil {
-					continue
-				}
-				c, prefix = b.Cursor(), nil
-				k, v = c.First()
-			default:
+		b := t.queues.Bucket(hostIDKey(id))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			k = idQueueKey(id, binary.BigEndian.Uint64(k))
+			f.mu.Lock()
+			_, leased := h.leased[string(k)]
+			f.mu.Unlock()
+			if leased {
 				continue
 			}
-			for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				if prefix == nil {
-					k = idQueueKey(id, binary.BigEndian.Uint64(k))
-				}
-				f.mu.Lock()
-				_, leased := h.leased[string(k)]
-				f.mu.Unlock()
-				if leased {
-					continue
-				}
-				_, r, err := t.entry(host, k, v)
-				if err != nil {
-					return err
-				}
-				l = Lease{Entry: Entry{URL: r.url, Host: host, Depth: r.depth, Hops: r.hops, Parent: r.parent, Role: r.role}, Attempts: r.attempts, Prev: r.pageSeq, key: string(k)}
-				found = true
-				return nil
+			_, r, err := t.entry(host, k, v)
+			if err != nil {
+				return err
 			}
+			l = Lease{Entry: Entry{URL: r.url, Host: host, Depth: r.depth, Hops: r.hops, Parent: r.parent, Role: r.role}, Attempts: r.attempts, Prev: r.pageSeq, key: string(k)}
+			found = true
+			return nil
 		}
 		return nil
 	})
@@ -896,7 +820,7 @@ func (t *txn) complete(l Lease, r Result) error {
 		d.excludedBy[r.Reason]++
 	case Retry:
 		rec.attempts++
-		seq, err := t.queue.NextSequence()
+		seq, err := t.delayed.NextSequence()
 		if err != nil {
 			return err
 		}
@@ -955,10 +879,10 @@ func (f *Frontier) promote(now time.Time) error {
 				if err != nil || !found || rec.state != stQueued || !bytes.Equal(rec.qkey, k) {
 					return fmt.Errorf("%w: delayed %s has no matching queued record (%v)", ErrCorrupt, url, err)
 				}
-				if rec.qkey, err = t.nextQueueKey(at.bucket, rec.hostID, host); err != nil {
+				if rec.qkey, err = t.nextQueueKey(rec.hostID); err != nil {
 					return err
 				}
-				if err := t.qPut(rec.qkey, t.queueValue(at, host, url)); err != nil {
+				if err := t.qPut(rec.qkey, at.queueValue()); err != nil {
 					return err
 				}
 				if err := t.put(at, &rec); err != nil {

@@ -268,7 +268,7 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 			limit = opts.SeenInMemory
 		}
 		var err error
-		if f.seen, err = loadSeen(db, f.key, limit); err != nil {
+		if f.seen, err = loadSeen(db, limit); err != nil {
 			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 		}
 	}

@@ -80,7 +80,7 @@ var loadChunk = 1 << 16 // a variable for tests
 // bounded to limit. It reads loadChunk keys per transaction
 // and gives the pages it read back to the kernel after each (storage.DB.TrimRSS), so that
 // loading a big store does not map all of it at once. Nothing may write the frontier meanwhile.
-func loadSeen(db *storage.DB, key fpKey, limit int) (*seenSet, error) {
+func loadSeen(db *storage.DB, limit int) (*seenSet, error) {
 	s := newSeenSet(limit)
 	var after []byte
 	for more := true; more && s.state == setComplete; {

@@ -132,8 +132,11 @@ func (f *Frontier) upgradeLegacy() (upgradeStats, error) {
 		}
 		return d.write(tx)
 	})
-	if err != nil {
-		return st, fmt.Errorf("upgrade from format 2 (the store is unchanged; a copy is in %s): %w", backup, err)
+	switch {
+	case err != nil && backup != "":
+		return st, fmt.Errorf("upgrade from format 2 (the store is unchanged; a copy of it is in %s): %w", backup, err)
+	case err != nil:
+		return st, fmt.Errorf("upgrade from format 2 (the store is unchanged): %w", err)
 	}
 	if backup != "" {
 		if err := os.Remove(backup); err != nil && !errors.Is(err, fs.ErrNotExist) {

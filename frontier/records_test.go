@@ -459,3 +459,52 @@ func TestUpgradeKeepsTheOldFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUpgradeDropsEmptyLegacyBuckets opens a format 3 store as the frontier before the upgrade
+// left it (empty legacy buckets, the legacy queue's sequence numbering delayed entries): the
+// buckets go, without a copy of the store, and delayed entries go on numbering after it.
+func TestUpgradeDropsEmptyLegacyBuckets(t *testing.T) {
+	tf := newTestFrontier(t)
+	tf.add("http://a/1", "http://a/2")
+	if err := tf.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(tf.dir, &storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Bolt().Update(func(tx *bbolt.Tx) error {
+		if _, err := tx.CreateBucket(bucketSeen); err != nil {
+			return err
+		}
+		q, err := tx.CreateBucket(bucketQueue)
+		if err != nil {
+			return err
+		}
+		return q.SetSequence(42)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	tf.open()
+	if st := tf.upgraded; st != (upgradeStats{}) {
+		t.Errorf("upgrade of empty buckets: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(tf.dir, storage.FileName+BackupSuffix)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a copy was made (%v)", err)
+	}
+	l := tf.lease(t0, "a")
+	tf.complete(l, Result{Kind: Retry, NotBefore: t0.Add(time.Minute)})
+	if err := tf.bolt.View(func(tx *bbolt.Tx) error {
+		if legacyIn(tx) != legacyAbsent {
+			t.Error("legacy buckets left")
+		}
+		k, _ := tx.Bucket(bucketDelayed).Cursor().First()
+		if seq := binary.BigEndian.Uint64(k[8:]); seq != 43 {
+			t.Errorf("delayed entry numbered %d, want 43 (after the legacy queue's 42)", seq)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -19,8 +19,8 @@
 // record on disk. Two URLs with the same fingerprint are taken for one: the second is never
 // queued (probability n/2^64 per new URL with n URLs seen).
 //
-// Format 3 (docs/frontier.md) keys records by fingerprint, names hosts by ID and keeps a queue
-// per host; records and queues of formats 1 and 2 are read and updated where they are.
+// The store is in format 3 (docs/frontier.md): records keyed by fingerprint, hosts named by
+// ID, a queue per host. Open upgrades a store of formats 1 and 2 once (upgrade.go).
 //
 // Concurrent Complete calls are coalesced into one commit (one fsync) by bbolt's DB.Batch.
 //

@@ -14,4 +14,8 @@ var (
 	// ErrCorrupt is returned when the records on disk contradict each other (a queue entry
 	// without its URL record, counters that do not add up); Check reports what it found.
 	ErrCorrupt = errors.New("frontier: store is inconsistent")
+
+	// ErrOldFormat is returned by Open on a read-only store that still holds records of
+	// formats 1 and 2: only a writable Open upgrades them.
+	ErrOldFormat = errors.New("frontier: store is in an older format; open it for writing once (crawl run) to upgrade it")
 )

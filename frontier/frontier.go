@@ -181,7 +181,7 @@ type Frontier struct {
 	budget   int      // Options.HostBudget
 	seen     *seenSet // fingerprints of the seen-set's URLs; nil on a read-only store
 	key      fpKey    // of the store's fingerprints (zero on a read-only store without bucketURLs)
-	legacy   legacy   // whether records of formats 1 and 2 are to be looked up too
+	upgraded upgradeStats
 
 	leaseMu   sync.Mutex   // serializes Lease (no two leases pick the same key) against Complete's unlease (no lease picks a key from a snapshot older than its completion); taken before mu
 	promoteMu sync.Mutex   // serializes promotions of delayed URLs
@@ -221,7 +221,9 @@ func (h *hostState) unlease(key string) {
 
 // Open opens the frontier kept in db, creating its buckets if db is writable, and loads the
 // per-host counters into memory. On a read-only db, only Counts, Hosts, State, NextAt, Idle and
-// Check are useful.
+// Check are useful. A writable store in an older format (1 or 2) is upgraded first, in one
+// transaction, after a copy of the file is made at db.Path()+BackupSuffix (removed once the
+// upgrade has committed); a read-only one is refused with ErrOldFormat.
 func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 	f := &Frontier{
 		db:         db,
@@ -250,6 +252,17 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 		}); err != nil {
 			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 		}
+		var err error
+		if f.upgraded, err = f.upgradeLegacy(); err != nil {
+			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
+		}
+	} else if err := f.bolt.View(func(tx *bbolt.Tx) error {
+		if legacyIn(tx) == legacyRecords {
+			return ErrOldFormat
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 	}
 	if err := f.bolt.View(f.load); err != nil {
 		return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
@@ -260,7 +273,7 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 			limit = opts.SeenInMemory
 		}
 		var err error
-		if f.seen, err = loadSeen(db, f.key, limit); err != nil {
+		if f.seen, err = loadSeen(db, limit); err != nil {
 			return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 		}
 	}
@@ -269,16 +282,6 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 
 // claims returns an empty set of claims for one write transaction.
 func (f *Frontier) claims() *claims { return &claims{set: f.seen} }
-
-// legacy says whether the store holds records of formats 1 and 2 (bucketSeen), which lookups
-// of a URL must then try too. Nothing adds a URL to them, so it does not change while the store
-// is open.
-type legacy uint8
-
-const (
-	legacyNone legacy = iota // no record in bucketSeen
-	legacySome               // records in bucketSeen
-)
 
 // load reads the fingerprint key and the counters from disk into memory.
 func (f *Frontier) load(tx *bbolt.Tx) error {
@@ -290,11 +293,6 @@ func (f *Frontier) load(tx *bbolt.Tx) error {
 		f.key = k
 	} else if tx.Bucket(bucketURLs) != nil {
 		return fmt.Errorf("%w: fingerprinted URLs without a fingerprint key", ErrCorrupt)
-	}
-	if b := tx.Bucket(bucketSeen); b != nil {
-		if k, _ := b.Cursor().First(); k != nil {
-			f.legacy = legacySome
-		}
 	}
 	if b := tx.Bucket(bucketHosts); b != nil {
 		if err := b.ForEach(func(k, v []byte) error {

@@ -765,7 +765,7 @@ func TestBatchRerun(t *testing.T) {
 		rerun := false
 		// Fails only if Complete's function ran before it in this transaction, forcing a re-run.
 		b.Batch(func(tx *bbolt.Tx) error {
-			if tx.Bucket(bucketQueue).Get([]byte(l.key)) == nil {
+			if tf.reader(tx).qGet([]byte(l.key)) == nil {
 				rerun = true
 				return errors.New("fail the batch")
 			}

@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -13,11 +12,9 @@ import (
 
 // On-disk layout, all in storage's bbolt file:
 //
-//	frontier/urls     fingerprint(URL) (8, BE)  -> record with the URL: the one state of every URL learned since format 3
-//	frontier/seen     seenKey(URL)              -> record: the same, for URLs learned before format 3 (legacy)
-//	frontier/queues   hostID(4, BE)             -> the host's queue of format 3 records: a bucket of
+//	frontier/urls     fingerprint(URL) (8, BE)  -> record with the URL: the one state of every URL
+//	frontier/queues   hostID(4, BE)             -> the host's queue: a bucket of
 //	                                               seq(8, BE) -> 0x03 and the fingerprint of the URL's record
-//	frontier/queue    host 0x00 seq(8, BE)      -> the URL, of a legacy record (format 1 and 2 queues)
 //	frontier/delayed  notBefore(8, BE) seq(8)   -> uvarint(len host) host URL   (retries waiting)
 //	frontier/hosts    host                      -> hostCounts and the host's ID (0 until it has a format 3 record)
 //	frontier/hostids  hostID(4, BE)             -> host (IDs from 1; a format 3 record names its host by ID)
@@ -30,28 +27,18 @@ import (
 // is written idQueueKey(hostID, seq) (0x00, which no host starts with, hostID, seq) wherever a
 // queue key is kept: in records and leases.
 //
-// Format versions (docs/frontier.md): a URL learned since format 3 has a version 4 record in
-// frontier/urls. Records of formats 1 and 2 stay in frontier/seen, where they are read and
-// rewritten (in version 2 or 3) whenever the URL changes state; nothing is migrated at Open, and
-// no new record is written there. Format 2 writes a URL in a queue value, and a parent in a
-// record, without its "http://HOST" or "https://HOST" prefix when HOST is the host key (see
-// hostRelative).
+// This is format 3 (docs/frontier.md): every record is a version 4 record in frontier/urls.
+// Stores of formats 1 and 2 are upgraded to it when opened (upgrade.go, which alone reads them).
 var (
 	bucketURLs    = []byte("frontier/urls")
 	bucketMeta    = []byte("frontier/meta")
-	bucketSeen    = []byte("frontier/seen")
-	bucketQueue   = []byte("frontier/queue")
 	bucketQueues  = []byte("frontier/queues")
 	bucketDelayed = []byte("frontier/delayed")
 	bucketHosts   = []byte("frontier/hosts")
 	bucketHostIDs = []byte("frontier/hostids")
 	bucketCounts  = []byte("frontier/counts")
-	allBuckets    = [][]byte{bucketURLs, bucketMeta, bucketSeen, bucketQueue, bucketQueues, bucketDelayed, bucketHosts, bucketHostIDs, bucketCounts}
+	allBuckets    = [][]byte{bucketURLs, bucketMeta, bucketQueues, bucketDelayed, bucketHosts, bucketHostIDs, bucketCounts}
 )
-
-// maxKeyURL is the longest URL used as a seen-set key as is; longer ones are keyed by a hash
-// (bbolt keys are limited to 32 KiB, and long keys bloat the branch pages).
-const maxKeyURL = 1024
 
 // maxDetail caps the Detail text kept per URL.
 const maxDetail = 1024
@@ -59,21 +46,6 @@ const maxDetail = 1024
 // keptDetail is a Detail as the store keeps it: server text can be in it, so its control
 // characters are escaped (termsafe), and it is cut to maxDetail bytes.
 func keptDetail(s string) string { return truncate(termsafe.Escape(s), maxDetail) }
-
-func seenKey(url string) []byte {
-	if len(url) <= maxKeyURL {
-		return []byte(url)
-	}
-	h := sha256.Sum256([]byte(url))
-	return append([]byte{0xff}, h[:]...) // normalized URLs never start with 0xff
-}
-
-func queueKey(host string, seq uint64) []byte {
-	k := make([]byte, 0, len(host)+9)
-	k = append(k, host...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint64(k, seq)
-}
 
 // idQueueKey is the queue key of a URL of host ID id with a format 3 record: entry seq of the
 // host's bucket in frontier/queues.
@@ -96,10 +68,6 @@ func splitIDQueueKey(k []byte) (name, seq []byte, ok bool) {
 
 // hostIDKey is the key of host ID id in bucketHostIDs (and its queue's name in bucketQueues).
 func hostIDKey(id uint32) []byte { return binary.BigEndian.AppendUint32(nil, id) }
-
-func hostPrefix(host string) []byte {
-	return append([]byte(host), 0)
-}
 
 // timeKey encodes t as unsigned nanoseconds since 1970, clamped to what fits.
 func timeKey(t time.Time) uint64 {
@@ -158,7 +126,7 @@ type record struct {
 	qkey     []byte // key of the queue or delayed entry (queued)
 	host     string
 	hostID   uint32 // host's ID, in a version 4 record only (0: host is "")
-	url      string // the URL, in a version 4 record only (a legacy record is keyed by it)
+	url      string // the URL (a legacy record, upgrade.go, was keyed by it instead)
 	parent   string
 	// parentRef, in a version 4 record, is the key in bucketURLs of the parent's record, which
 	// holds the parent's URL: written instead of the parent when it has one (and parent then
@@ -169,59 +137,16 @@ type record struct {
 	role      Role
 }
 
-// Record versions: 1 stores the queue key and the parent as they are; 2 (written since) stores
-// a queue key of the record's own host as its sequence number alone, and the parent with
-// hostRelative; 3 is 2 followed by one byte, the URL's Role, and is written only for a Role
-// other than RolePage (a version 2 record is a page's).
-const (
-	recordVersion1 = 1
-	recordVersion  = 2
-	recordVersion3 = 3
-	recordVersion4 = 4 // in frontier/urls: holds the URL; see encode4
-)
+// recordVersion4 is the first byte of a record (see encode4); versions 1 to 3 were those of
+// formats 1 and 2 (upgrade.go).
+const recordVersion4 = 4
 
-// Kinds of queue key in a version 2 record.
+// Kinds of queue key in a record.
 const (
 	qkeyNone     = 0 // not queued
-	qkeyQueue    = 1 // queueKey(host, seq): the uvarint seq follows
+	qkeyQueue    = 1 // idQueueKey(hostID, seq): the uvarint seq follows
 	qkeyVerbatim = 2 // any other key (a delayed entry's): uvarint length and the key follow
 )
-
-func (r *record) encode() []byte {
-	b := make([]byte, 0, 24+len(r.host)+len(r.parent)+len(r.reason)+len(r.detail))
-	version := byte(recordVersion)
-	if r.role != RolePage {
-		version = recordVersion3
-	}
-	b = append(b, version, r.state)
-	b = binary.AppendUvarint(b, uint64(r.depth))
-	b = binary.AppendUvarint(b, uint64(r.attempts))
-	b = binary.AppendUvarint(b, uint64(r.status))
-	b = binary.AppendUvarint(b, r.pageSeq)
-	b = binary.AppendUvarint(b, uint64(r.hops))
-	switch p := hostPrefix(r.host); {
-	case r.qkey == nil:
-		b = append(b, qkeyNone)
-	case len(r.qkey) == len(p)+8 && bytes.HasPrefix(r.qkey, p):
-		b = append(b, qkeyQueue)
-		b = binary.AppendUvarint(b, binary.BigEndian.Uint64(r.qkey[len(p):]))
-	default:
-		b = append(b, qkeyVerbatim)
-		b = binary.AppendUvarint(b, uint64(len(r.qkey)))
-		b = append(b, r.qkey...)
-	}
-	b = binary.AppendUvarint(b, uint64(len(r.host)))
-	b = append(b, r.host...)
-	b = appendHostRelative(b, r.host, r.parent)
-	for _, s := range []string{r.reason, r.detail} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	if version == recordVersion3 {
-		b = append(b, byte(r.role))
-	}
-	return b
-}
 
 // Forms of a URL written relative to a host key (hostRelative).
 const (
@@ -272,19 +197,8 @@ func fromHostRelative(host string, form byte, rest []byte) (string, error) {
 	return "", errBadRecord
 }
 
-// queueValue is the value of host's queue entry for url: a form byte (relHTTP or relHTTPS)
-// and the rest of the URL, or the whole URL, which starts with a letter (a version 1 value is
-// always the whole URL).
-func queueValue(host, url string) []byte {
-	form, rest := hostRelative(host, url)
-	if form == relWhole {
-		return []byte(url)
-	}
-	return append([]byte{form}, rest...)
-}
-
 // queueFP is the form byte of a queue value that holds a fingerprint: the key of its record in
-// bucketURLs. (A value of form relHTTP or relHTTPS, or a whole URL, names a legacy record.)
+// bucketURLs.
 const queueFP = 3
 
 // fpQueueValue is the queue value of the record under fingerprint fp.
@@ -300,112 +214,7 @@ func queueRef(v []byte) ([]byte, bool) {
 	return nil, false
 }
 
-// queueURL returns the URL of host's queue entry value v, which must not hold a fingerprint.
-func queueURL(host string, v []byte) (string, error) {
-	if _, ok := queueRef(v); ok {
-		return "", errBadRecord
-	}
-	if len(v) > 0 && v[0] < 'A' {
-		return fromHostRelative(host, v[0], v[1:])
-	}
-	return string(v), nil
-}
-
 var errBadRecord = errors.New("bad URL record")
-
-// decodeRecord parses a legacy record (versions 1 to 3), copying everything out of b (b is
-// bbolt memory).
-func decodeRecord(b []byte) (record, error) {
-	var r record
-	if len(b) >= 2 && b[0] == recordVersion4 {
-		return r, errBadRecord // read by decodeRecord4
-	}
-	if len(b) < 2 || b[0] < recordVersion1 || b[0] > recordVersion3 || b[1] < stQueued || b[1] > stExcluded {
-		return r, errBadRecord
-	}
-	if b[0] >= recordVersion {
-		return decodeRecord2(b)
-	}
-	r.state = b[1]
-	b = b[2:]
-	var nums [5]uint64
-	for i := range nums {
-		n, w := binary.Uvarint(b)
-		if w <= 0 {
-			return r, errBadRecord
-		}
-		nums[i], b = n, b[w:]
-	}
-	if nums[0] > math.MaxInt32 || nums[1] > math.MaxInt32 || nums[2] > math.MaxInt32 || nums[4] > math.MaxInt32 {
-		return r, errBadRecord
-	}
-	r.depth, r.attempts, r.status, r.pageSeq, r.hops = int(nums[0]), int(nums[1]), int(nums[2]), nums[3], int(nums[4])
-	var strs [5][]byte
-	for i := range strs {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || n > uint64(len(b)-w) {
-			return r, errBadRecord
-		}
-		strs[i], b = b[w:w+int(n)], b[w+int(n):]
-	}
-	if len(b) != 0 {
-		return r, errBadRecord
-	}
-	if len(strs[0]) > 0 {
-		r.qkey = append([]byte(nil), strs[0]...)
-	}
-	r.host, r.parent, r.reason, r.detail = string(strs[1]), string(strs[2]), string(strs[3]), string(strs[4])
-	return r, nil
-}
-
-// decodeRecord2 parses a version 2 or 3 record.
-func decodeRecord2(b []byte) (record, error) {
-	var r record
-	d := decoder{b: b[2:]}
-	r.state = b[1]
-	r.depth, r.attempts, r.status = d.small(), d.small(), d.small()
-	r.pageSeq, r.hops = d.uvarint(), d.small()
-	var qseq uint64
-	var qkey []byte
-	kind := d.byte()
-	switch kind {
-	case qkeyNone:
-	case qkeyQueue:
-		qseq = d.uvarint()
-	case qkeyVerbatim:
-		qkey = d.bytes()
-		if len(qkey) == 0 {
-			d.bad = true
-		}
-	default:
-		d.bad = true
-	}
-	host := d.bytes()
-	parent := d.bytes()
-	reason, detail := d.bytes(), d.bytes()
-	if b[0] == recordVersion3 {
-		if r.role = Role(d.byte()); r.role == RolePage || r.role > RoleRequisite {
-			d.bad = true
-		}
-	}
-	if d.bad || len(d.b) != 0 {
-		return record{}, errBadRecord
-	}
-	r.host, r.reason, r.detail = string(host), string(reason), string(detail)
-	switch kind {
-	case qkeyQueue:
-		r.qkey = queueKey(r.host, qseq)
-	case qkeyVerbatim:
-		r.qkey = bytes.Clone(qkey)
-	}
-	if len(parent) > 0 {
-		var err error
-		if r.parent, err = fromHostRelative(r.host, parent[0], parent[1:]); err != nil {
-			return record{}, err
-		}
-	}
-	return r, nil
-}
 
 // Bits of a version 4 record's second byte: the state (1 to 4), the role, the kind of queue key.
 const (

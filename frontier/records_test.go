@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
-	"maps"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,7 +177,13 @@ func TestRecordFormats(t *testing.T) {
 // lets change rewrite it (if not nil), and returns the directory.
 func fixtureStore(t *testing.T, change func(tx *bbolt.Tx) error) string {
 	t.Helper()
-	fh, err := os.Open(filepath.Join("testdata", "format2-store.db.gz"))
+	return fixtureFile(t, "format2-store.db.gz", change)
+}
+
+// fixtureFile is fixtureStore for the fixture testdata/name.
+func fixtureFile(t *testing.T, name string, change func(tx *bbolt.Tx) error) string {
+	t.Helper()
+	fh, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,62 +251,96 @@ var (
 	fixtureNow   = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 )
 
-// TestOpensFormat2Store opens a store written in format 2 (records keyed by the URL) read-only
-// and then for writing, and checks that every URL keeps its state, that Walk, State and Check
-// read it, and that the crawl goes on: old URLs are still seen, new ones get format 3 records,
-// legacy records are leased, completed, delayed and revised in place.
-func TestOpensFormat2Store(t *testing.T) {
-	for _, format := range []struct {
-		name   string
-		change func(*bbolt.Tx) error
-	}{{"format2", nil}, {"format1", toFormat1}} {
-		t.Run(format.name, func(t *testing.T) { testOpensOldStore(t, fixtureStore(t, format.change), format.change == nil) })
-	}
-}
-
-func testOpensOldStore(t *testing.T, dir string, roles bool) {
-	states := func(f *Frontier) map[string]string {
-		got := map[string]string{}
-		if err := f.Walk(func(r URLRecord) error { got[r.URL] = r.State; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	// Read-only, as `crawl urls` and `crawl status` open it: no fingerprint bucket yet.
+// readLegacy reads the legacy records of the store in dir, by URL (a hashed key's URL is
+// named by its queue entry, or by its page for fixtureLong), before it is upgraded.
+func readLegacy(t *testing.T, dir string) map[string]record {
+	t.Helper()
 	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := Open(db, nil)
+	defer db.Close()
+	byKey := map[string]string{string(seenKey(fixtureLong)): fixtureLong, string(seenKey(fixtureLong2)): fixtureLong2}
+	out := map[string]record{}
+	if err := db.Bolt().View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketSeen).ForEach(func(k, v []byte) error {
+			r, err := decodeRecord(v)
+			if err != nil {
+				return err
+			}
+			u := string(k)
+			if k[0] == 0xff {
+				u = byKey[u]
+			}
+			out[u] = r
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestUpgradesFormat2Store opens a store written in format 2 (records keyed by the URL; and
+// the same rewritten in format 1): read-only it is refused, for writing it is upgraded, the
+// copy of the old file removed once the upgrade committed, and every URL keeps its state,
+// depth, parent, status, reason, attempts, role and page; the queues keep their order; then the
+// crawl goes on.
+func TestUpgradesFormat2Store(t *testing.T) {
+	for _, format := range []struct {
+		name   string
+		change func(*bbolt.Tx) error
+	}{{"format2", nil}, {"format1", toFormat1}} {
+		t.Run(format.name, func(t *testing.T) { testUpgradesOldStore(t, fixtureStore(t, format.change), format.change == nil) })
+	}
+}
+
+func testUpgradesOldStore(t *testing.T, dir string, roles bool) {
+	old := readLegacy(t, dir)
+	if len(old) != len(fixtureStates) {
+		t.Fatalf("fixture: %d legacy records, want %d", len(old), len(fixtureStates))
+	}
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := maps.Clone(fixtureStates)
-	delete(want, fixtureLong) // a fetched URL keyed by its hash is not walked
-	if got := states(ro); !maps.Equal(got, want) {
-		t.Errorf("read-only Walk: %v, want %v", got, want)
+	if _, err := Open(db, nil); !errors.Is(err, ErrOldFormat) {
+		t.Errorf("read-only Open of a format 2 store: %v, want ErrOldFormat", err)
 	}
-	if s, ok, err := ro.State("http://a.example/fail"); err != nil || !ok || s.State != "failed" || s.Status != 503 || s.Parent != "http://a.example/" {
-		t.Errorf("read-only State: %+v %v %v", s, ok, err)
-	}
-	if s, ok, err := ro.State(fixtureLong); err != nil || !ok || s.State != "fetched" {
-		t.Errorf("read-only State of a long URL: %+v %v %v", s, ok, err)
-	}
-	if err := ro.Check(); err != nil {
-		t.Error(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	db.Close()
 
 	tf := &testFrontier{t: t, dir: dir}
 	tf.open()
 	t.Cleanup(func() { tf.check(); tf.db.Close() })
 	tf.check()
-	for u, st := range fixtureStates {
-		if got := tf.state(u); got.State != st {
-			t.Errorf("%.30s: %+v, want %s", u, got, st)
+	if st := tf.upgraded; st.records != len(fixtureStates) || st.entries != 4 || st.dropped != 0 {
+		t.Errorf("upgrade: %+v, want %d records, 4 queue entries (q2, the long one, b.example's two), none dropped", st, len(fixtureStates))
+	}
+	if _, err := os.Stat(filepath.Join(dir, storage.FileName+BackupSuffix)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the copy of the old store is still there after the upgrade: %v", err)
+	}
+	if err := tf.bolt.View(func(tx *bbolt.Tx) error {
+		if legacyIn(tx) != legacyAbsent {
+			t.Error("legacy buckets left after the upgrade")
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for u, r := range old {
+		s := tf.state(u)
+		want := r.public()
+		want.Parent = r.parent
+		if s != want {
+			t.Errorf("%.40s: %+v, want %+v", u, s, want)
+		}
+		if s.State != fixtureStates[u] {
+			t.Errorf("%.40s: %s, want %s", u, s.State, fixtureStates[u])
+		}
+	}
+	walked := 0
+	if err := tf.Walk(func(URLRecord) error { walked++; return nil }); err != nil || walked != len(fixtureStates) {
+		t.Errorf("Walk: %d URLs (%v), want %d", walked, err, len(fixtureStates))
 	}
 	if s := tf.state("http://a.example/style.css"); roles && s.Role != RoleRequisite || s.Reason != ReasonRobots {
 		t.Errorf("requisite: %+v", s)
@@ -307,9 +348,9 @@ func testOpensOldStore(t *testing.T, dir string, roles bool) {
 	if n := tf.add("http://a.example/q1", fixtureLong, fixtureLong2, "mailto:x@a.example", "http://a.example/new"); n != 1 {
 		t.Errorf("Add of 4 old URLs and a new one added %d", n)
 	}
-	// Lease the legacy queue entries (FIFO: q2, then the long one, then the retry, promoted into
-	// the legacy queue; the host's format 3 entries come after its legacy ones) and crawl on.
-	now := fixtureNow.Add(2 * time.Hour) // the retry is due
+	// The queues, in order: q2, then the long one, then the URL just added, then the retry,
+	// which comes due and goes to the back.
+	now := fixtureNow.Add(2 * time.Hour)
 	var leased []string
 	for range 4 {
 		l := tf.lease(now, "a.example")
@@ -318,19 +359,21 @@ func testOpensOldStore(t *testing.T, dir string, roles bool) {
 			{URL: "http://a.example/fail", Host: "a.example"}, {URL: fixtureLong, Host: "a.example"},
 			{URL: "http://a.example/from-" + l.URL[len(l.URL)-3:], Host: "a.example", Parent: l.URL}}})
 	}
-	if want := []string{"http://a.example/q2", fixtureLong2, "http://a.example/retry", "http://a.example/new"}; !slices.Equal(leased, want) {
+	if want := []string{"http://a.example/q2", fixtureLong2, "http://a.example/new", "http://a.example/retry"}; !slices.Equal(leased, want) {
 		t.Errorf("leased %.40q, want %.40q", leased, want)
+	}
+	if l := tf.lease(now, "b.example"); l.URL != "https://b.example/" {
+		t.Errorf("b.example: leased %s first, want https://b.example/", l.URL)
 	}
 	if c := tf.Counts(); c.Queued != 6 || c.Fetched != 3+4 || c.Failed != 1 || c.Excluded != 3 {
 		t.Errorf("counts %+v", c)
 	}
 	tf.reopen()
-	// Revise requeues the legacy failed URL, in place, and revisits a fetched one.
 	rev, err := tf.Revise(func(r URLRecord) Verdict {
 		switch {
 		case r.State == "failed":
 			return Verdict{Action: Requeue}
-		case r.URL == "http://a.example/q1" || r.URL == "http://a.example/new":
+		case r.URL == "http://a.example/q1" || r.URL == fixtureLong:
 			return Verdict{Action: Revisit}
 		}
 		return Verdict{}
@@ -338,21 +381,130 @@ func testOpensOldStore(t *testing.T, dir string, roles bool) {
 	if err != nil || rev.RequeuedFailed["status"] != 1 || rev.Revisited != 2 {
 		t.Fatalf("Revise: %+v, %v", rev, err)
 	}
-	got := map[string]bool{}
-	for range 4 + 3 { // the 4 URLs found above, then the 3 requeued
-		l := tf.lease(now, "a.example")
-		got[l.URL] = true
-		tf.complete(l, Result{Kind: Failed, Reason: "gone"})
-	}
-	for _, u := range []string{"http://a.example/fail", "http://a.example/q1", "http://a.example/new"} {
-		if !got[u] {
-			t.Errorf("%s not leased after Revise (leased %v)", u, got)
+}
+
+// TestUpgradesMixedStore upgrades a format 2 store that the frontier before the upgrade went
+// on crawling (testdata/README.md): each host's legacy queue entries go before its newer ones.
+func TestUpgradesMixedStore(t *testing.T) {
+	tf := &testFrontier{t: t, dir: fixtureFile(t, "format2-mixed-store.db.gz", nil)}
+	tf.open()
+	t.Cleanup(func() { tf.check(); tf.db.Close() })
+	tf.check()
+	now := fixtureNow.Add(2 * time.Hour)
+	for host, want := range map[string][]string{
+		"a.example": {fixtureLong2, "http://a.example/new1", "http://a.example/new2", "http://a.example/new3", "http://a.example/retry"},
+		"b.example": {"https://b.example/", "https://b.example/x"},
+		"d.example": {"http://d.example/"},
+	} {
+		var got []string
+		for range want {
+			l := tf.lease(now, host)
+			got = append(got, l.URL)
+			tf.complete(l, Result{Kind: Fetched, Page: page(l.URL)})
 		}
-		if s := tf.state(u); s.State != "failed" || s.Reason != "gone" {
-			t.Errorf("%s: %+v", u, s)
+		tf.noLease(now, host)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: leased %.40q, want %.40q", host, got, want)
 		}
 	}
-	if n := len(states(tf.Frontier)); n != len(fixtureStates)-1+4 {
-		t.Errorf("Walk lists %d URLs", n)
+	if s := tf.state("http://a.example/new3"); s.State != "fetched" || s.Parent != "http://a.example/q2" {
+		t.Errorf("new3: %+v", s)
+	}
+}
+
+// TestUpgradeKeepsTheOldFile makes an upgrade fail (a legacy record that does not decode): Open
+// reports it, the store is unchanged, and the copy of it is kept.
+func TestUpgradeKeepsTheOldFile(t *testing.T) {
+	dir := fixtureStore(t, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketSeen).Put([]byte("http://a.example/broken"), []byte{9, 9})
+	})
+	path := filepath.Join(dir, storage.FileName)
+	db, err := storage.Open(dir, &storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(db, nil); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("Open: %v, want ErrCorrupt naming the broken record", err)
+	}
+	err = db.Bolt().View(func(tx *bbolt.Tx) error {
+		if legacyIn(tx) != legacyRecords || tx.Bucket(bucketURLs).Stats().KeyN != 0 {
+			t.Error("the failed upgrade changed the store")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	backup, err := os.ReadFile(path + BackupSuffix)
+	if err != nil {
+		t.Fatalf("no copy of the old store: %v", err)
+	}
+	// The copy is the old store: it opens and holds the broken record.
+	copyDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(copyDir, storage.FileName), backup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cdb, err := storage.Open(copyDir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cdb.Close()
+	if err := cdb.Bolt().View(func(tx *bbolt.Tx) error {
+		if n := tx.Bucket(bucketSeen).Stats().KeyN; n != len(fixtureStates)+1 {
+			t.Errorf("the copy holds %d legacy records, want %d", n, len(fixtureStates)+1)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUpgradeDropsEmptyLegacyBuckets opens a format 3 store as the frontier before the upgrade
+// left it (empty legacy buckets, the legacy queue's sequence numbering delayed entries): the
+// buckets go, without a copy of the store, and delayed entries go on numbering after it.
+func TestUpgradeDropsEmptyLegacyBuckets(t *testing.T) {
+	tf := newTestFrontier(t)
+	tf.add("http://a/1", "http://a/2")
+	if err := tf.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(tf.dir, &storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Bolt().Update(func(tx *bbolt.Tx) error {
+		if _, err := tx.CreateBucket(bucketSeen); err != nil {
+			return err
+		}
+		q, err := tx.CreateBucket(bucketQueue)
+		if err != nil {
+			return err
+		}
+		return q.SetSequence(42)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	tf.open()
+	if st := tf.upgraded; st != (upgradeStats{}) {
+		t.Errorf("upgrade of empty buckets: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(tf.dir, storage.FileName+BackupSuffix)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a copy was made (%v)", err)
+	}
+	l := tf.lease(t0, "a")
+	tf.complete(l, Result{Kind: Retry, NotBefore: t0.Add(time.Minute)})
+	if err := tf.bolt.View(func(tx *bbolt.Tx) error {
+		if legacyIn(tx) != legacyAbsent {
+			t.Error("legacy buckets left")
+		}
+		k, _ := tx.Bucket(bucketDelayed).Cursor().First()
+		if seq := binary.BigEndian.Uint64(k[8:]); seq != 43 {
+			t.Errorf("delayed entry numbered %d, want 43 (after the legacy queue's 42)", seq)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

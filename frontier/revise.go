@@ -81,9 +81,8 @@ var reviseChunk = 5000 // a variable for tests
 //
 // Records are visited in key order, reviseChunk per transaction, so a crash part way leaves
 // every URL in exactly one state; calling Revise again with the same decide finishes the job.
-// decide runs inside a transaction: it must not call the Frontier. Fetched, failed and excluded
-// URLs over 1,024 bytes learned before format 3 are not visited: their records keep only a hash.
-// Revise must not run while URLs are leased (ErrLeased).
+// decide runs inside a transaction: it must not call the Frontier. Revise must not run while
+// URLs are leased (ErrLeased).
 func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
 	out := Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
 	if f.readOnly {
@@ -97,33 +96,30 @@ func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
 	if leases > 0 {
 		return out, ErrLeased
 	}
-	for _, b := range []recordBucket{inSeen, inURLs} {
-		var after []byte
-		for {
-			var d *delta
-			var next []byte
-			var chunk Revised
-			err := f.bolt.Update(func(tx *bbolt.Tx) error {
-				d = newDelta()
-				chunk = Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
-				var err error
-				next, err = reviseChunkTx(f.newTxn(tx, d), b, after, decide, &chunk)
-				return err
-			})
-			if err != nil {
-				return out, fmt.Errorf("frontier: revise: %w", err)
-			}
-			f.mu.Lock()
-			f.apply(d)
-			f.mu.Unlock()
-			out.Add(chunk)
-			if next == nil {
-				break
-			}
-			after = next
+	var after []byte
+	for {
+		var d *delta
+		var next []byte
+		var chunk Revised
+		err := f.bolt.Update(func(tx *bbolt.Tx) error {
+			d = newDelta()
+			chunk = Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
+			var err error
+			next, err = reviseChunkTx(f.newTxn(tx, d), after, decide, &chunk)
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("frontier: revise: %w", err)
 		}
+		f.mu.Lock()
+		f.apply(d)
+		f.mu.Unlock()
+		out.Add(chunk)
+		if next == nil {
+			return out, nil
+		}
+		after = next
 	}
-	return out, nil
 }
 
 // revision is one URL Revise looked at, with what it decided.
@@ -134,17 +130,15 @@ type revision struct {
 	v   Verdict
 }
 
-// reviseChunkTx is one Revise transaction: the records of bucket b after key after (from the
-// first when nil), at most reviseChunk of them. It returns the last key looked at, or nil at the
-// end of the bucket.
-func reviseChunkTx(t *txn, b recordBucket, after []byte, decide func(URLRecord) Verdict, out *Revised) ([]byte, error) {
+// reviseChunkTx is one Revise transaction: the records after key after (from the first when
+// nil), at most reviseChunk of them. It returns the last key looked at, or nil at the end.
+func reviseChunkTx(t *txn, after []byte, decide func(URLRecord) Verdict, out *Revised) ([]byte, error) {
 	var todo []revision
 	var last []byte
-	rb := t.bucket(b)
-	if rb == nil {
+	if t.urls == nil {
 		return nil, nil
 	}
-	c := rb.Cursor()
+	c := t.urls.Cursor()
 	k, v := c.First()
 	if after != nil {
 		k, v = c.Seek(after)
@@ -161,15 +155,8 @@ func reviseChunkTx(t *txn, b recordBucket, after []byte, decide func(URLRecord) 
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
 		}
-		url, err := t.recordURL(b, k, rec)
-		if err != nil {
-			return nil, err
-		}
-		if url == "" {
-			continue
-		}
-		verdict := decide(URLRecord{URL: url, URLState: rec.public()})
-		todo = append(todo, revision{at: place{b, last}, url: url, rec: rec, v: verdict})
+		verdict := decide(URLRecord{URL: rec.url, URLState: rec.public()})
+		todo = append(todo, revision{at: place{last}, url: rec.url, rec: rec, v: verdict})
 	}
 	for _, r := range todo {
 		if err := t.revise(r, out); err != nil {
@@ -186,36 +173,6 @@ func reviseChunkTx(t *txn, b recordBucket, after []byte, decide func(URLRecord) 
 		return nil, nil
 	}
 	return last, nil
-}
-
-// recordURL returns the URL of record rec under key k of bucket b: the one it holds, or a legacy
-// record's key, or for a hashed legacy key the URL its queue or delayed entry holds ("" for a
-// failed or excluded one).
-func (t *txn) recordURL(b recordBucket, k []byte, rec record) (string, error) {
-	if b == inURLs {
-		return rec.url, nil
-	}
-	if len(k) == 0 || k[0] != 0xff {
-		return string(k), nil
-	}
-	if rec.state != stQueued {
-		return "", nil
-	}
-	if v := t.qGet(rec.qkey); v != nil {
-		url, err := queueURL(rec.host, v)
-		if err != nil {
-			return "", fmt.Errorf("%w: queue entry %x: %v", ErrCorrupt, rec.qkey, err)
-		}
-		return url, nil
-	}
-	if v := t.delayed.Get(rec.qkey); v != nil {
-		_, _, url, err := parseDelayed(rec.qkey, v)
-		if err != nil {
-			return "", fmt.Errorf("%w: delayed entry %x: %v", ErrCorrupt, rec.qkey, err)
-		}
-		return url, nil
-	}
-	return "", fmt.Errorf("%w: queued record %x has no queue entry", ErrCorrupt, k)
 }
 
 // revise applies one verdict, with the host budget's own rules (see Revise).
@@ -255,11 +212,11 @@ func (t *txn) revise(r revision, out *Revised) error {
 // reset; a fetched URL keeps its page sequence number and status.
 func (t *txn) requeue(r revision, out *Revised) error {
 	rec := r.rec
-	qk, err := t.nextQueueKey(r.at.bucket, rec.hostID, rec.host)
+	qk, err := t.nextQueueKey(rec.hostID)
 	if err != nil {
 		return err
 	}
-	if err := t.qPut(qk, t.queueValue(r.at, rec.host, r.url)); err != nil {
+	if err := t.qPut(qk, r.at.queueValue()); err != nil {
 		return err
 	}
 	hd := t.d.host(rec.host)
@@ -314,33 +271,22 @@ func (r record) public() URLState {
 }
 
 // Walk calls fn for every URL of the seen-set, in one read transaction, until fn returns an
-// error (which Walk returns): the URLs learned before format 3 in URL order, then the others in
-// no particular order (of their fingerprints). Legacy records of URLs over 1,024 bytes are
-// visited only while queued (their key is a hash of the URL). fn must not call the Frontier.
+// error (which Walk returns), in no particular order (of their fingerprints). fn must not call
+// the Frontier.
 func (f *Frontier) Walk(fn func(URLRecord) error) error {
 	return f.bolt.View(func(tx *bbolt.Tx) error {
 		t := f.reader(tx)
-		for _, b := range []recordBucket{inSeen, inURLs} {
-			rb := t.bucket(b)
-			if rb == nil {
-				continue
+		if t.urls == nil {
+			return nil
+		}
+		c := t.urls.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			rec, err := t.record(v)
+			if err != nil {
+				return fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
 			}
-			c := rb.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				rec, err := t.record(v)
-				if err != nil {
-					return fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
-				}
-				url, err := t.recordURL(b, k, rec)
-				if err != nil {
-					return err
-				}
-				if url == "" {
-					continue
-				}
-				if err := fn(URLRecord{URL: url, URLState: rec.public()}); err != nil {
-					return err
-				}
+			if err := fn(URLRecord{URL: rec.url, URLState: rec.public()}); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -76,53 +76,42 @@ func (s *seenSet) sorted() *seenSet {
 // loadChunk is how many keys loadSeen reads per read transaction.
 var loadChunk = 1 << 16 // a variable for tests
 
-// loadSeen returns a set of the fingerprints of db's URL records, bounded to limit: the keys
-// of bucketURLs, and the fingerprints of the URL keys of the legacy bucket (not of its hashed
-// keys, which a lookup of a long URL reads on disk). It reads loadChunk keys per transaction
+// loadSeen returns a set of the fingerprints of db's URL records (the keys of bucketURLs),
+// bounded to limit. It reads loadChunk keys per transaction
 // and gives the pages it read back to the kernel after each (storage.DB.TrimRSS), so that
 // loading a big store does not map all of it at once. Nothing may write the frontier meanwhile.
-func loadSeen(db *storage.DB, key fpKey, limit int) (*seenSet, error) {
+func loadSeen(db *storage.DB, limit int) (*seenSet, error) {
 	s := newSeenSet(limit)
-	for _, name := range [][]byte{bucketURLs, bucketSeen} {
-		legacy := bytes.Equal(name, bucketSeen)
-		var after []byte
-		for more := true; more && s.state == setComplete; {
-			err := db.Bolt().View(func(tx *bbolt.Tx) error {
-				b := tx.Bucket(name)
-				if b == nil {
-					more = false
+	var after []byte
+	for more := true; more && s.state == setComplete; {
+		err := db.Bolt().View(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucketURLs)
+			if b == nil {
+				more = false
+				return nil
+			}
+			c := b.Cursor()
+			k, _ := c.First()
+			if after != nil {
+				if k, _ = c.Seek(after); bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
+			}
+			n := 0
+			for ; k != nil && n < loadChunk; k, _ = c.Next() {
+				n++
+				after = k
+				if !s.add(binary.BigEndian.Uint64(k)) {
 					return nil
 				}
-				c := b.Cursor()
-				k, _ := c.First()
-				if after != nil {
-					if k, _ = c.Seek(after); bytes.Equal(k, after) {
-						k, _ = c.Next()
-					}
-				}
-				n := 0
-				for ; k != nil && n < loadChunk; k, _ = c.Next() {
-					n++
-					after = k
-					switch {
-					case !legacy:
-						if !s.add(binary.BigEndian.Uint64(k)) {
-							return nil
-						}
-					case k[0] != 0xff:
-						if !s.add(sum(key, k)) {
-							return nil
-						}
-					}
-				}
-				after, more = bytes.Clone(after), k != nil
-				return nil
-			})
-			if err != nil {
-				return nil, err
 			}
-			_ = db.TrimRSS() // best effort: only memory is at stake
+			after, more = bytes.Clone(after), k != nil
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
+		_ = db.TrimRSS() // best effort: only memory is at stake
 	}
 	return s.sorted(), nil
 }

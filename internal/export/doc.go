@@ -1,8 +1,9 @@
-// Package export writes the pages of a crawl store out as WARC 1.1 files, as JSON Lines, or
-// as a mirror of files on disk. It only re-reads what storage holds; it never fetches.
+// Package export writes the pages of a crawl store out as WARC 1.1 files, as JSON Lines, as
+// CSV, or as a mirror of files on disk. It only re-reads what storage holds; it never fetches.
 //
-// There are only a few types: a Writer per format (WARCWriter, JSONLWriter, MirrorWriter), a
-// Filter, Stores (several stores read as one), and Run, which streams a Source
+// There are only a few types: a Writer per format (WARCWriter, JSONLWriter, CSVWriter,
+// MirrorWriter), a Filter, Fields (values a CSS selector extracts from each HTML page, for JSON
+// Lines' "fields" and the CSV's columns; ParseFields), Stores (several stores read as one), and Run, which streams a Source
 // (storage.DB.Pages or PagesMeta have its shape) through a Filter into a Writer. Pages are handled one at a time, so memory stays flat
 // whatever the size of the crawl. Writers are not safe for concurrent use: one goroutine
 // feeds one Writer, in fetch order.

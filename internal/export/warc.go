@@ -473,6 +473,7 @@ func (w *WARCWriter) closeFile() error {
 	w.files = append(w.files, f.Path())
 	return nil
 }
+
 // pairBound is an upper bound of the compressed size of a request+response pair whose HTTP
 // parts and target URI add up to n bytes: deflate never grows data by more than 5 bytes per
 // 16 KiB stored block, gzip adds 18 bytes per member, and a WARC header of this package is

@@ -87,7 +87,7 @@ func loadSeen(db *storage.DB, key fpKey, limit int) (*seenSet, error) {
 		legacy := bytes.Equal(name, bucketSeen)
 		var after []byte
 		for more := true; more && s.state == setComplete; {
-			err := db.Bolt().View(func(tx *bbolt.Tx) error {
+			err := db.View(func(tx *bbolt.Tx) error {
 				b := tx.Bucket(name)
 				if b == nil {
 					more = false

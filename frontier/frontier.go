@@ -176,7 +176,7 @@ type URLState struct {
 // included).
 type Frontier struct {
 	db       *storage.DB
-	bolt     *bbolt.DB
+	bolt     *storage.DB // its View, Update and Batch return storage.ErrDamaged for a damaged file
 	readOnly bool
 	budget   int      // Options.HostBudget
 	seen     *seenSet // fingerprints of the seen-set's URLs; nil on a read-only store
@@ -227,8 +227,8 @@ func (h *hostState) unlease(key string) {
 func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 	f := &Frontier{
 		db:         db,
-		bolt:       db.Bolt(),
-		readOnly:   db.Bolt().IsReadOnly(),
+		bolt:       db,
+		readOnly:   db.ReadOnly(),
 		hosts:      make(map[string]*hostState),
 		ready:      make(map[string]struct{}),
 		failedBy:   make(map[string]int),

@@ -84,7 +84,7 @@ func loadSeen(db *storage.DB, limit int) (*seenSet, error) {
 	s := newSeenSet(limit)
 	var after []byte
 	for more := true; more && s.state == setComplete; {
-		err := db.Bolt().View(func(tx *bbolt.Tx) error {
+		err := db.View(func(tx *bbolt.Tx) error {
 			b := tx.Bucket(bucketURLs)
 			if b == nil {
 				more = false

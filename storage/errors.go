@@ -12,6 +12,13 @@ var (
 	// version.
 	ErrNotStore = errors.New("not a crawl store")
 
+	// ErrDamaged is returned (wrapped, with the store file's name and bbolt's complaint) when
+	// bbolt meets a page of the file it cannot read: bytes changed on disk or by a bad copy.
+	// bbolt panics on such a page; every transaction of DB (View, Update, Batch) recovers the
+	// panic and returns this instead. crawl check lists the damage, crawl salvage copies what
+	// is readable into a new store.
+	ErrDamaged = errors.New("store is damaged")
+
 	// ErrNotFound is returned when a requested record (a page by sequence number) does not exist.
 	ErrNotFound = errors.New("not found")
 )

@@ -120,7 +120,7 @@ func (db *DB) PageMeta(seq uint64) (*Page, error) { return db.page(seq, false) }
 
 func (db *DB) page(seq uint64, body bool) (*Page, error) {
 	var p *Page
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.View(func(tx *bbolt.Tx) error {
 		pages := tx.Bucket(bucketPages)
 		if pages == nil {
 			return ErrNotFound
@@ -159,7 +159,7 @@ type errStop struct{ err error }
 func (e errStop) Error() string { return e.err.Error() }
 
 func (db *DB) pages(body bool, fn func(p *Page) error) error {
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.View(func(tx *bbolt.Tx) error {
 		pages := tx.Bucket(bucketPages)
 		if pages == nil {
 			return nil
@@ -238,7 +238,7 @@ func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, e
 // StoredBodies returns how many page bodies the store holds and their size as stored
 // (compressed). A page stored without a body of its own (see PutPage) counts in neither.
 func (db *DB) StoredBodies() (n int, size int64, err error) {
-	err = db.bolt.View(func(tx *bbolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketBodies)
 		if b == nil {
 			return nil

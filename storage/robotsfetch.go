@@ -22,7 +22,7 @@ type robotsFetch struct {
 func (db *DB) PutRobotsFetch(p *Page) error {
 	// Batch: concurrent robots.txt fetches share one commit. A failed batch is rolled back,
 	// sequence included, before fn runs again, so running it twice keeps one record.
-	err := db.bolt.Batch(func(tx *bbolt.Tx) error {
+	err := db.Batch(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketRobotsFetches)
 		seq, err := b.NextSequence()
 		if err != nil {
@@ -45,7 +45,7 @@ func (db *DB) PutRobotsFetch(p *Page) error {
 // they were kept, body included, and stops at the first error fn returns, returning it. A store
 // written before robots.txt fetches were kept has none.
 func (db *DB) RobotsFetches(fn func(p *Page) error) error {
-	return db.bolt.View(func(tx *bbolt.Tx) error {
+	return db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketRobotsFetches)
 		if b == nil {
 			return nil

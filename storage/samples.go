@@ -163,7 +163,7 @@ func slotKey(t time.Time, res time.Duration) []byte {
 // AddSamples appends one sample to each series in batch (keyed by host, or CrawlWide), in one
 // transaction, merging and downsampling as the package notes on bounded size describe.
 func (db *DB) AddSamples(batch map[string]Sample) error {
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	err := db.Update(func(tx *bbolt.Tx) error {
 		root, err := tx.CreateBucketIfNotExists(bucketSamples)
 		if err != nil {
 			return err
@@ -309,7 +309,7 @@ func readSeries(b *bbolt.Bucket) ([]Sample, error) {
 // the series does not exist.
 func (db *DB) Samples(key string) ([]Sample, error) {
 	var out []Sample
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.View(func(tx *bbolt.Tx) error {
 		root := tx.Bucket(bucketSamples)
 		if root == nil {
 			return nil
@@ -327,7 +327,7 @@ func (db *DB) Samples(key string) ([]Sample, error) {
 // SampleSeries returns the keys of every series that holds samples, sorted.
 func (db *DB) SampleSeries() ([]string, error) {
 	var keys []string
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.View(func(tx *bbolt.Tx) error {
 		root := tx.Bucket(bucketSamples)
 		if root == nil {
 			return nil

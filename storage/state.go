@@ -17,7 +17,7 @@ func (db *DB) LoadHostState(host string) ([]byte, bool, error) {
 
 // SaveHostStates stores the state of every host in states, in one transaction.
 func (db *DB) SaveHostStates(states map[string][]byte) error {
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	err := db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketHostState)
 		for host, v := range states {
 			if host == "" {
@@ -88,7 +88,7 @@ func (db *DB) PutMeta(key string, v []byte) error {
 func (db *DB) get(bucket []byte, key, what string) ([]byte, bool, error) {
 	var v []byte
 	var ok bool
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.View(func(tx *bbolt.Tx) error {
 		if b := tx.Bucket(bucket); b != nil {
 			if x := b.Get([]byte(key)); x != nil {
 				v, ok = append([]byte{}, x...), true
@@ -108,7 +108,7 @@ func (db *DB) put(bucket []byte, key string, v []byte, what string) error {
 	}
 	// Batch: concurrent puts (a broad crawl stores a robots.txt per host) share one commit;
 	// a Put is idempotent, as Batch requires.
-	err := db.bolt.Batch(func(tx *bbolt.Tx) error {
+	err := db.Batch(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucket).Put([]byte(key), v)
 	})
 	if err != nil {

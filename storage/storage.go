@@ -124,7 +124,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	case err == nil:
 	case errors.Is(err, berrors.ErrTimeout):
 		return nil, fmt.Errorf("storage: open %s: %w (%slock not acquired within %v)", path, ErrLocked, holder(dir), o.Timeout)
-	case errors.Is(err, ErrNotStore):
+	case errors.Is(err, ErrNotStore), errors.Is(err, ErrDamaged):
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	case errors.As(err, &pathErr), errors.As(err, &errno):
 		return nil, fmt.Errorf("storage: open %s: %w", path, err) // permissions, I/O, mmap limits
@@ -147,14 +147,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// openBolt is bbolt.Open turning a panic on a damaged file into ErrNotStore. A fault reading
+// openBolt is bbolt.Open turning a panic on a damaged file into ErrDamaged. A fault reading
 // the mapped file becomes such a panic too (debug.SetPanicOnFault), rather than killing the
 // process.
 func openBolt(path string, o *bbolt.Options) (b *bbolt.DB, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			b, err = nil, fmt.Errorf("%w (bbolt: %v)", ErrNotStore, r)
+			b, err = nil, fmt.Errorf("%w (%v)", ErrDamaged, r)
 		}
 	}()
 	return bbolt.Open(path, 0o644, o)
@@ -166,7 +166,7 @@ func openBolt(path string, o *bbolt.Options) (b *bbolt.DB, err error) {
 func (db *DB) checkFormat() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w (damaged file: %v)", ErrNotStore, r)
+			err = fmt.Errorf("%w (%v)", ErrDamaged, r)
 		}
 	}()
 	var empty, ok bool

@@ -15,7 +15,7 @@ import (
 // meanwhile. A store open for writing calls it every trimEvery by itself; callers that scan the
 // store may call it as they go.
 func (db *DB) TrimRSS() error {
-	return db.bolt.View(trimTx)
+	return db.View(trimTx)
 }
 
 // trimTx drops the mapped pages of tx's database. The caller's open transaction pins the

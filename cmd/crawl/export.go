@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"slices"
@@ -130,7 +128,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		w   export.Writer
 		src export.Source = db.Pages
 		dst               = *out
-		jf  *os.File
+		jf  *export.Output
 	)
 	switch *format {
 	case "warc":
@@ -152,11 +150,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		if *out == "-" {
 			dst = "stdout"
 		} else {
-			jf, err = os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if errors.Is(err, fs.ErrExist) {
-				err = fmt.Errorf("%s: %w", *out, export.ErrOutputExists)
+			if jf, err = export.CreateOutput(*out); err == nil {
+				jw = jf
 			}
-			jw = jf
 		}
 		switch {
 		case err != nil:
@@ -182,12 +178,14 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		st, err = export.Run(ctx, src, w, filter)
 	}
-	if jf != nil {
-		if serr := jf.Sync(); err == nil && serr != nil {
-			err = serr
-		}
-		if cerr := jf.Close(); err == nil && cerr != nil {
-			err = cerr
+	if jf != nil { // complete, or interrupted between whole lines: the file gets its name
+		if err == nil || ctx.Err() != nil {
+			if cerr := jf.Commit(); err == nil {
+				err = cerr
+			}
+		} else {
+			jf.Abort()
+			dst = "nothing (removed)"
 		}
 	}
 	omitted := ""

@@ -181,6 +181,10 @@ const maxWorkers = 100_000
 
 func badRate(r float64) bool { return math.IsNaN(r) || math.IsInf(r, 0) }
 
+// MinRobotsTTL is the shortest --robots-ttl: a host's pages wait while its robots.txt is
+// fetched again, so a time-to-live shorter than a few fetches crawls nothing but robots.txt.
+const MinRobotsTTL = time.Minute
+
 // Validate reports the first impossible setting, naming the flag it comes from.
 func (c *Config) Validate() error {
 	switch {
@@ -202,8 +206,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--max-rate must be a finite number, not %g", c.MaxRate)
 	case badRate(c.InitialRate):
 		return fmt.Errorf("--initial-rate must be a finite number, not %g", c.InitialRate)
-	case c.RobotsTTL < 0:
-		return fmt.Errorf("--robots-ttl must not be negative, not %v", c.RobotsTTL)
+	case c.RobotsTTL < MinRobotsTTL:
+		return fmt.Errorf("--robots-ttl must be at least %v (a robots.txt older than that is fetched again before the next page; less leaves no time to crawl), not %v", MinRobotsTTL, c.RobotsTTL)
 	case c.Timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, not %v", c.Timeout)
 	case c.MaxBody < 1:

@@ -119,7 +119,7 @@ func storePages(fr Frontier, db *storage.DB) *pageStorer { return &pageStorer{Fr
 
 func (s *pageStorer) Complete(l frontier.Lease, r frontier.Result) error {
 	if r.Kind == frontier.Fetched && r.Page != nil {
-		err := s.db.Bolt().Batch(func(tx *bbolt.Tx) error {
+		err := s.db.Batch(func(tx *bbolt.Tx) error {
 			_, err := storage.PutPage(tx, r.Page)
 			return err
 		})

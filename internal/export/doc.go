@@ -14,7 +14,9 @@
 // with sequence numbers renumbered to stay unique. Over one store it is that store.
 //
 // Every writer refuses to overwrite: an output file (or a non-empty mirror directory) that
-// already exists is an error wrapping ErrOutputExists.
+// already exists is an error wrapping ErrOutputExists. Every file is written under a temporary
+// name and given its own only when complete (Output; a mirror's files one by one), so an export
+// killed or failing mid-way leaves no file cut short under a final name.
 //
 // # WARC
 //

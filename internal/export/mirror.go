@@ -140,10 +140,13 @@ func (m *MirrorWriter) Write(p *storage.Page) error {
 			return fmt.Errorf("export: mirror: %s: %w", u, err)
 		}
 	}
-	f, err := m.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
+	if _, err := m.root.Lstat(rel); err == nil {
 		return fmt.Errorf("export: mirror: %s: %s: %w", u, e.rel, ErrOutputExists)
 	}
+	// Written under a name the mapping never makes ("%%" is no escape), then linked into
+	// place: a killed export leaves no file cut short under a page's name.
+	tmp := filepath.Join(filepath.Dir(rel), "%%partial")
+	f, err := m.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("export: mirror: %s: %w", u, err)
 	}
@@ -151,6 +154,16 @@ func (m *MirrorWriter) Write(p *storage.Page) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		if lerr := m.root.Link(tmp, rel); lerr != nil { // no hard links here: rename after a check
+			if _, serr := m.root.Lstat(rel); serr == nil || errors.Is(lerr, fs.ErrExist) {
+				err = fmt.Errorf("%s: %w", e.rel, ErrOutputExists)
+			} else {
+				err = m.root.Rename(tmp, rel)
+			}
+		}
+	}
+	_ = m.root.Remove(tmp)
 	if err == nil && !p.FetchedAt.IsZero() {
 		err = m.root.Chtimes(rel, p.FetchedAt, p.FetchedAt)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -72,8 +71,8 @@ type WARCWriter struct {
 	software  string
 	original  func(seq uint64) (*storage.Page, error)
 
-	serial  int // number of the next file
-	f       *os.File
+	serial  int     // number of the next file
+	f       *Output // the current file, under its temporary name until closeFile
 	bw      *bufio.Writer
 	gz      *gzip.Writer
 	size    int64 // bytes written to the current file
@@ -347,10 +346,10 @@ func (w *WARCWriter) writeRecord(rec gowarc.WarcRecord) error {
 	cw := &countWriter{w: w.bw}
 	w.gz.Reset(cw)
 	if err := w.marshal(rec); err != nil {
-		return fmt.Errorf("export: warc: write %s: %w", w.f.Name(), err)
+		return fmt.Errorf("export: warc: write %s: %w", w.f.Path(), err)
 	}
 	if err := w.gz.Close(); err != nil {
-		return fmt.Errorf("export: warc: write %s: %w", w.f.Name(), err)
+		return fmt.Errorf("export: warc: write %s: %w", w.f.Path(), err)
 	}
 	w.size += cw.n
 	w.stats.Bytes += cw.n
@@ -412,10 +411,7 @@ func (w *WARCWriter) openFile() error {
 		name = w.first
 	}
 	path := filepath.Join(w.dir, name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("export: warc: %s: %w", path, ErrOutputExists)
-	}
+	f, err := CreateOutput(path)
 	if err != nil {
 		return fmt.Errorf("export: warc: %w", err)
 	}
@@ -426,7 +422,6 @@ func (w *WARCWriter) openFile() error {
 	} else {
 		w.bw.Reset(f)
 	}
-	w.files = append(w.files, path)
 	w.stats.Files++
 
 	id, err := w.newID()
@@ -460,16 +455,22 @@ func (w *WARCWriter) closeFile() error {
 	}
 	f := w.f
 	w.f = nil
-	err := w.bw.Flush()
-	if err == nil {
-		err = f.Sync()
+	if w.err != nil { // a record may be cut short: the file never gets its name
+		f.Abort()
+		w.stats.Files--
+		return nil
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	err := w.bw.Flush()
+	if err != nil {
+		f.Abort()
+	} else {
+		err = f.Commit()
 	}
 	if err != nil {
-		return fmt.Errorf("export: warc: close %s: %w", f.Name(), err)
+		w.stats.Files--
+		return fmt.Errorf("export: warc: close %s: %w", f.Path(), err)
 	}
+	w.files = append(w.files, f.Path())
 	return nil
 }
 

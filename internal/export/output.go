@@ -1,0 +1,73 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Output is a file written under a temporary name beside its final one (".NAME.partial-*") and
+// given its final name only by Commit: whenever the process dies, the final name holds a
+// complete file or nothing, so that a killed export leaves no truncated file for the next one
+// to trip on. Commit never replaces an existing file.
+type Output struct {
+	*os.File        // the temporary file: write here
+	path     string // the final name
+}
+
+// CreateOutput starts the output file path. It fails with an error wrapping ErrOutputExists if
+// path exists.
+func CreateOutput(path string) (*Output, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("%s: %w", path, ErrOutputExists)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".partial-*")
+	if err != nil {
+		return nil, err
+	}
+	return &Output{File: f, path: path}, nil
+}
+
+// Path is the file's final name.
+func (o *Output) Path() string { return o.path }
+
+// Commit syncs and closes the file and gives it its final name; the temporary name is gone
+// whatever the outcome. It fails with ErrOutputExists if something took the final name
+// meanwhile.
+func (o *Output) Commit() error {
+	tmp := o.Name()
+	defer os.Remove(tmp)
+	err := o.Sync()
+	if cerr := o.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.path, err)
+	}
+	// A hard link never replaces the target; a file system without them gets a rename after a
+	// check, which only a concurrent writer of the same name could race.
+	if err := os.Link(tmp, o.path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s: %w", o.path, ErrOutputExists)
+		}
+		if _, serr := os.Lstat(o.path); serr == nil {
+			return fmt.Errorf("%s: %w", o.path, ErrOutputExists)
+		}
+		if rerr := os.Rename(tmp, o.path); rerr != nil {
+			return fmt.Errorf("%s: %w", o.path, rerr)
+		}
+	}
+	if d, err := os.Open(filepath.Dir(o.path)); err == nil {
+		_ = d.Sync() // make the new name durable
+		d.Close()
+	}
+	return nil
+}
+
+// Abort closes the file and removes it: the final name is never created.
+func (o *Output) Abort() {
+	o.Close()
+	os.Remove(o.Name())
+}

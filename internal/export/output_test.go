@@ -1,0 +1,118 @@
+package export
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// entries lists the names in dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range des {
+		names = append(names, d.Name())
+	}
+	return names
+}
+
+// TestWARCNamedWhenComplete: while an export runs, the file being written has only its
+// temporary name, so a process killed at any point leaves no file cut short under a final
+// name; a split's finished files have theirs; Close names the last; and a file whose writing
+// failed never gets its name.
+func TestWARCNamedWhenComplete(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "site.warc.gz")
+	pages := syntheticPages()
+	w, err := NewWARC(out, &WARCOptions{MaxSize: 1, Rand: seededReader(testSeed)}) // a file per page
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pages[:3] {
+		if err := w.Write(p); err != nil {
+			t.Fatal(err)
+		}
+		names := entries(t, dir)
+		partial := 0
+		for _, n := range names {
+			if strings.Contains(n, ".partial-") {
+				partial++
+			}
+		}
+		if partial != 1 || len(names) != i+1 {
+			t.Fatalf("after page %d: %q; want the %d finished files named and one partial", i, names, i)
+		}
+		if _, err := os.Stat(out); (err == nil) != (i > 0) {
+			t.Fatalf("after page %d: %s exists=%v; it is named once finished, when the split starts the next", i, out, err == nil)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names := entries(t, dir)
+	if len(names) != 3 || len(w.Files()) != 3 || strings.Contains(strings.Join(names, " "), "partial") {
+		t.Fatalf("after Close: %q, files %q; want 3 named files and no partial", names, w.Files())
+	}
+	for _, f := range w.Files() {
+		readRawWARC(t, f) // whole
+	}
+
+	// A write that fails (the sticky error) leaves the current file unnamed.
+	dir2 := t.TempDir()
+	w, err = NewWARC(filepath.Join(dir2, "x.warc.gz"), &WARCOptions{Rand: seededReader(testSeed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(pages[0]); err != nil {
+		t.Fatal(err)
+	}
+	w.fail(errors.New("disk full"))
+	w.Close()
+	if names := entries(t, dir2); len(names) != 0 {
+		t.Errorf("after a failed write: %q; want nothing", names)
+	}
+}
+
+// TestCreateOutput: the final name appears only on Commit, never replaces a file, and Abort
+// leaves nothing.
+func TestCreateOutput(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.jsonl")
+	o, err := CreateOutput(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.WriteString("{}\n")
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("the final name exists before Commit")
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "{}\n" {
+		t.Fatalf("after Commit: %q, %v", b, err)
+	}
+	if _, err := CreateOutput(path); !errors.Is(err, ErrOutputExists) {
+		t.Errorf("CreateOutput over an existing file: %v, want ErrOutputExists", err)
+	}
+	o, err = CreateOutput(filepath.Join(dir, "b.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2, _ := CreateOutput(filepath.Join(dir, "b.jsonl")) // two writers of one name: the second to finish loses
+	o.Commit()
+	if err := o2.Commit(); !errors.Is(err, ErrOutputExists) {
+		t.Errorf("second Commit of one name: %v, want ErrOutputExists", err)
+	}
+	o, _ = CreateOutput(filepath.Join(dir, "c.jsonl"))
+	o.Abort()
+	if names := entries(t, dir); len(names) != 2 {
+		t.Errorf("after Abort: %q; want out.jsonl and b.jsonl only", names)
+	}
+}

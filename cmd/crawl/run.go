@@ -373,6 +373,7 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 		s.StopReason, s.Elapsed.Round(time.Millisecond), s.Fetched, s.Failed, s.Excluded, s.Queued)
 	printReasons(w, "failed", s.FailedBy)
 	printReasons(w, "excluded", s.ExcludedBy)
+	printDropped(w, s.Dropped)
 	shown := s.Hosts[:min(len(s.Hosts), summaryHostRows)]
 	if len(shown) > 0 {
 		fmt.Fprintf(w, "%-28s %7s %7s %7s %8s %8s %6s\n", "host", "pages", "failed", "queued", "rate/s", "p95 ms", "429s")

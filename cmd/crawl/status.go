@@ -68,8 +68,16 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
 	printReasons(stdout, "failed", st.FailedBy)
 	printReasons(stdout, "excluded", st.ExcludedBy)
+	printDropped(stdout, st.Dropped)
 	printHostTable(stdout, st, *rows)
 	return exitOK
+}
+
+// printDropped says how many over-budget URLs were counted and not stored, if any.
+func printDropped(w io.Writer, n int) {
+	if n > 0 {
+		fmt.Fprintf(w, "  over --max-host-pages and not stored (counted only): %d\n", n)
+	}
 }
 
 // defaultHostRows is how many hosts crawl status lists unless told otherwise.

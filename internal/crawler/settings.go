@@ -293,7 +293,7 @@ func (c *Crawler) revisit(r frontier.URLRecord) frontier.Verdict {
 	case r.State == "failed" && c.cfg.RetryFailed:
 		return requeue
 	case r.State != "excluded":
-	case r.Reason == frontier.ReasonLimit && strings.HasPrefix(r.Detail, "more than"): // a redirect chain
+	case r.Reason == frontier.ReasonLimit && strings.HasPrefix(r.Detail, "more than"): // a redirect or requisite chain
 	case slices.Contains(settingReasons, r.Reason):
 		return requeue
 	case c.cfg.RetryExcluded && slices.Contains(retryReasons, r.Reason):

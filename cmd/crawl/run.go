@@ -300,6 +300,9 @@ func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer,
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return exitRuntime
 	}
+	if st := c.Start(); st.Kind == crawler.Resumed {
+		fmt.Fprintf(stderr, "resuming: %d fetched, %d queued (%d failed, %d excluded)\n", st.Found.Fetched, st.Found.Queued, st.Found.Failed, st.Found.Excluded)
+	}
 	changes, revised := c.Changes()
 	printChanges(stderr, changes, revised)
 	w.attach(c)
@@ -367,9 +370,25 @@ func storeExists(dir string) bool {
 	return err == nil
 }
 
+// printSummary says what the run did: its own figures, and the crawl's totals apart when the
+// run went on with a stored crawl or was one worker of a shared one; what its revisits found.
 func printSummary(w io.Writer, s *crawler.Summary) {
-	fmt.Fprintf(w, "crawl %s in %s: %d fetched, %d failed, %d excluded, %d queued\n",
-		s.StopReason, s.Elapsed.Round(time.Millisecond), s.Fetched, s.Failed, s.Excluded, s.Queued)
+	took := s.Elapsed.Round(time.Millisecond)
+	switch st := s.Start; st.Kind {
+	case crawler.Resumed:
+		fmt.Fprintf(w, "crawl %s in %s: this run %d fetched, %d failed, %d excluded; all runs %d fetched, %d failed, %d excluded, %d queued\n",
+			s.StopReason, took, max(s.Fetched-st.Opened.Fetched, 0), max(s.Failed-st.Opened.Failed, 0), max(s.Excluded-st.Opened.Excluded, 0),
+			s.Fetched, s.Failed, s.Excluded, s.Queued)
+	case crawler.SharedWorker:
+		fmt.Fprintf(w, "crawl %s in %s: this worker %d fetched; the shared crawl %d fetched, %d failed, %d excluded, %d queued\n",
+			s.StopReason, took, s.ThisRun.Fetched, s.Fetched, s.Failed, s.Excluded, s.Queued)
+	default:
+		fmt.Fprintf(w, "crawl %s in %s: %d fetched, %d failed, %d excluded, %d queued\n",
+			s.StopReason, took, s.Fetched, s.Failed, s.Excluded, s.Queued)
+	}
+	if r := s.ThisRun; r.Revisits() > 0 {
+		fmt.Fprintf(w, "  revisited %d: %d unchanged, %d changed, %d gone; %d new pages\n", r.Revisits(), r.Unchanged, r.Changed, r.Gone, r.New)
+	}
 	printReasons(w, "failed", s.FailedBy)
 	printReasons(w, "excluded", s.ExcludedBy)
 	shown := s.Hosts[:min(len(s.Hosts), summaryHostRows)]

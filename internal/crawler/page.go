@@ -42,6 +42,9 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		return fmt.Errorf("committing %s: %w", l.URL, cerr)
 	}
 	c.stored(l, res)
+	if res.Kind == frontier.Fetched && res.Page != nil {
+		c.tallyPage(l, res.Page)
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -106,7 +107,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
 	netOpts := networkFlags(fs)
-	hostsConfig := fs.String("hosts-config", "", "per-host settings from this TOML `file`: max_rate, concurrency, ignore_robots, headers (see README); not stored")
+	hostsConfig := fs.String("hosts-config", "", "per-host settings from this TOML `file`: max_rate, concurrency, ignore_robots, headers (see README); its path is stored with the settings and the file read again on resume (--hosts-config '' drops it)")
 	var maxTime time.Duration
 	durationVar(fs, &maxTime, "max-time", 0, "stop the run after this `duration`, as if interrupted, and exit 0 (0: no limit); run again to go on")
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
@@ -130,6 +131,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	gaveHostsConfig := flagGiven(fs, "hosts-config")
 	if err := applyStored(fs, *dir); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitRuntime
@@ -153,6 +155,14 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *hostsConfig != "" {
 		if cfg.Hosts, cfg.Net.HostHeader, err = readHostsConfig(*hostsConfig); err != nil {
+			if !gaveHostsConfig {
+				fmt.Fprintf(stderr, "crawl run: --hosts-config %v (stored with the settings of %s; give --hosts-config FILE, or --hosts-config '' to run without it)\n", err, *dir)
+			} else {
+				fmt.Fprintf(stderr, "crawl run: --hosts-config %v\n", err)
+			}
+			return exitUsage
+		}
+		if cfg.HostsConfig, err = filepath.Abs(*hostsConfig); err != nil {
 			fmt.Fprintf(stderr, "crawl run: --hosts-config %v\n", err)
 			return exitUsage
 		}

@@ -186,6 +186,7 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
+	c.warnUnmatchedHosts()
 	cn := c.fr.Counts()
 	c.start.Opened = Figures{cn.Fetched, cn.Failed, cn.Excluded, cn.Queued}
 	if cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {

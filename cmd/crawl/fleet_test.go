@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -370,9 +371,18 @@ func TestFleetThreeWorkers(t *testing.T) {
 	t.Logf("3 workers: %d pages in %v", f.expected(), time.Since(start).Round(time.Millisecond))
 	f.checkComplete(0)
 	f.idleInRedis()
+	own := 0 // each worker's summary keeps its own pages apart from the shared crawl's
+	workerSummary := regexp.MustCompile(`crawl done in \S+: this worker (\d+) fetched; the shared crawl (\d+) fetched`)
 	for _, w := range ws {
-		if !strings.Contains(w.out.String(), "crawl done") {
-			t.Errorf("%s: no summary:\n%s", w.name, w.out)
+		m := workerSummary.FindStringSubmatch(w.out.String())
+		if m == nil {
+			t.Errorf("%s: no summary of its own pages and the shared crawl's:\n%s", w.name, w.out)
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		own += n
+		if total, _ := strconv.Atoi(m[2]); total < n || total == n {
+			t.Errorf("%s: its summary says %d of its own, %d in the shared crawl", w.name, n, total)
 		}
 	}
 	// The fleet view lists the three workers, gone now, and their pages add up to the crawl's.
@@ -394,6 +404,9 @@ func TestFleetThreeWorkers(t *testing.T) {
 		if w.State != "gone" || w.Data == "" {
 			t.Errorf("worker after the crawl: state %q, data %q; want gone with its --data", w.State, w.Data)
 		}
+	}
+	if own != view.Fetched {
+		t.Errorf("the workers' summaries add up to %d pages, the crawl fetched %d", own, view.Fetched)
 	}
 	if len(view.Workers) != 3 || pages != view.Fetched || pages == 0 {
 		t.Errorf("fleet view: %d workers reporting %d pages, the crawl fetched %d; want 3 workers whose pages add up", len(view.Workers), pages, view.Fetched)

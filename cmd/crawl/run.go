@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -107,7 +108,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
 	netOpts := networkFlags(fs)
-	hostsConfig := fs.String("hosts-config", "", "per-host settings from this TOML `file`: max_rate, concurrency, ignore_robots, headers (see README); not stored")
+	hostsConfig := fs.String("hosts-config", "", "per-host settings from this TOML `file`: max_rate, concurrency, ignore_robots, headers (see README); its path is stored with the settings and the file read again on resume (--hosts-config '' drops it)")
 	var maxTime time.Duration
 	durationVar(fs, &maxTime, "max-time", 0, "stop the run after this `duration`, as if interrupted, and exit 0 (0: no limit); run again to go on")
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
@@ -131,6 +132,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	gaveHostsConfig := flagGiven(fs, "hosts-config")
 	if err := applyStored(fs, *dir); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitRuntime
@@ -154,6 +156,14 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *hostsConfig != "" {
 		if cfg.Hosts, cfg.Net.HostHeader, err = readHostsConfig(*hostsConfig); err != nil {
+			if !gaveHostsConfig {
+				fmt.Fprintf(stderr, "crawl run: --hosts-config %v (stored with the settings of %s; give --hosts-config FILE, or --hosts-config '' to run without it)\n", err, *dir)
+			} else {
+				fmt.Fprintf(stderr, "crawl run: --hosts-config %v\n", err)
+			}
+			return exitUsage
+		}
+		if cfg.HostsConfig, err = filepath.Abs(*hostsConfig); err != nil {
 			fmt.Fprintf(stderr, "crawl run: --hosts-config %v\n", err)
 			return exitUsage
 		}
@@ -301,6 +311,9 @@ func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer,
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
 		return exitRuntime
 	}
+	if st := c.Start(); st.Kind == crawler.Resumed {
+		fmt.Fprintf(stderr, "resuming: %d fetched, %d queued (%d failed, %d excluded)\n", st.Found.Fetched, st.Found.Queued, st.Found.Failed, st.Found.Excluded)
+	}
 	changes, revised := c.Changes()
 	printChanges(stderr, changes, revised)
 	w.attach(c)
@@ -368,9 +381,25 @@ func storeExists(dir string) bool {
 	return err == nil
 }
 
+// printSummary says what the run did: its own figures, and the crawl's totals apart when the
+// run went on with a stored crawl or was one worker of a shared one; what its revisits found.
 func printSummary(w io.Writer, s *crawler.Summary) {
-	fmt.Fprintf(w, "crawl %s in %s: %d fetched, %d failed, %d excluded, %d queued\n",
-		s.StopReason, s.Elapsed.Round(time.Millisecond), s.Fetched, s.Failed, s.Excluded, s.Queued)
+	took := s.Elapsed.Round(time.Millisecond)
+	switch st := s.Start; st.Kind {
+	case crawler.Resumed:
+		fmt.Fprintf(w, "crawl %s in %s: this run %d fetched, %d failed, %d excluded; all runs %d fetched, %d failed, %d excluded, %d queued\n",
+			s.StopReason, took, max(s.Fetched-st.Opened.Fetched, 0), max(s.Failed-st.Opened.Failed, 0), max(s.Excluded-st.Opened.Excluded, 0),
+			s.Fetched, s.Failed, s.Excluded, s.Queued)
+	case crawler.SharedWorker:
+		fmt.Fprintf(w, "crawl %s in %s: this worker %d fetched; the shared crawl %d fetched, %d failed, %d excluded, %d queued\n",
+			s.StopReason, took, s.ThisRun.Fetched, s.Fetched, s.Failed, s.Excluded, s.Queued)
+	default:
+		fmt.Fprintf(w, "crawl %s in %s: %d fetched, %d failed, %d excluded, %d queued\n",
+			s.StopReason, took, s.Fetched, s.Failed, s.Excluded, s.Queued)
+	}
+	if r := s.ThisRun; r.Revisits() > 0 {
+		fmt.Fprintf(w, "  revisited %d: %d unchanged, %d changed, %d gone; %d new pages\n", r.Revisits(), r.Unchanged, r.Changed, r.Gone, r.New)
+	}
 	printReasons(w, "failed", s.FailedBy)
 	printReasons(w, "excluded", s.ExcludedBy)
 	printDropped(w, s.Dropped)

@@ -38,6 +38,13 @@ func applyStored(fs *flag.FlagSet, dir string) error {
 	return nil
 }
 
+// flagGiven reports whether the command line named the flag.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // printChanges says, one line each, which stored settings this run changed, and in one more
 // line what that did to the URLs already seen.
 func printChanges(w io.Writer, changes []crawler.Change, rev frontier.Revised) {

@@ -75,6 +75,9 @@ type Config struct {
 
 	// Hosts holds the policies set for particular hosts, by host key (--hosts-config).
 	Hosts map[string]HostPolicy
+	// HostsConfig is the file (an absolute path) Hosts was read from, "" if none: it is
+	// stored with the settings, so that a resume reads it again.
+	HostsConfig string
 
 	// RetryFailed and RetryExcluded put the failed URLs, and the URLs excluded by robots.txt,
 	// a private address or a setting that now admits them, back in the queue with fresh

@@ -97,6 +97,9 @@ type Crawler struct {
 	unreachable   failedHosts     // hosts whose unreachable robots.txt was announced (failures.go)
 	robotsWaiting map[string]bool // dispatcher-owned: hosts waiting to check an unreachable robots.txt again
 	idleTold      map[string]bool // dispatcher-owned: hosts the crawl was told it waits for, with nothing else left
+
+	start    RunStart // set by Open
+	runTally runTally // this run's page fetches (runtally.go)
 }
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
@@ -169,6 +172,14 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
 		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header, HostHeader: cfg.Net.HostHeader,
 		BasicAuth: auth, Jar: cfg.Net.Jar})
+	c.start.Kind = SharedWorker
+	if sh == nil {
+		cn := c.fr.Counts()
+		c.start.Found = Figures{cn.Fetched, cn.Failed, cn.Excluded, cn.Queued}
+		if c.start.Kind = NewCrawl; cn.Queued+cn.Fetched+cn.Failed+cn.Excluded > 0 {
+			c.start.Kind = Resumed
+		}
+	}
 	if err := c.addSeeds(cfg.Seeds, auth); err != nil {
 		db.Close()
 		return nil, err
@@ -182,7 +193,10 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
-	if cn := c.fr.Counts(); cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
+	c.warnUnmatchedHosts()
+	cn := c.fr.Counts()
+	c.start.Opened = Figures{cn.Fetched, cn.Failed, cn.Excluded, cn.Queued}
+	if cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
 		// e.g. the first run was killed before its seeds were committed
 		db.Close()
 		where := cfg.Dir
@@ -388,6 +402,8 @@ type jobDone struct {
 // Summary is what Run reports at the end.
 type Summary struct {
 	Status
+	Start      RunStart // what the run started from (Status holds the crawl's figures at its end)
+	ThisRun    RunTally // what this run's page fetches came to
 	Elapsed    time.Duration
 	StopReason string // "done", "max-pages", "deferred", "interrupted", "error"
 	// DeferredUntil is when the earliest deferred URL may be fetched (StopReason "deferred").
@@ -606,7 +622,7 @@ func (c *Crawler) finishInFlight(r *run) {
 
 // summary publishes the final status and returns Run's results.
 func (c *Crawler) summary(r *run) (*Summary, error) {
-	sum := &Summary{Status: c.publishStatus(false), Elapsed: time.Since(r.start), StopReason: r.reason, DeferredUntil: r.deferredUntil}
+	sum := &Summary{Status: c.publishStatus(false), Start: c.start, ThisRun: c.tally(), Elapsed: time.Since(r.start), StopReason: r.reason, DeferredUntil: r.deferredUntil}
 	switch {
 	case r.fatal != nil:
 		return sum, r.fatal

@@ -45,6 +45,9 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		c.cfg.Hooks.Stored(res.Page, l.Role)
 	}
 	c.stored(l, res)
+	if res.Kind == frontier.Fetched && res.Page != nil {
+		c.tallyPage(l, res.Page)
+	}
 	return nil
 }
 

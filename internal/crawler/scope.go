@@ -5,8 +5,10 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 
+	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
@@ -93,4 +95,20 @@ func acceptsType(types []string, mt string) bool {
 		}
 	}
 	return false
+}
+
+// warnUnmatchedHosts warns about each --hosts-config host outside the crawl's scope: its
+// settings apply to no page (only to requisites, when they are fetched from any host).
+func (c *Crawler) warnUnmatchedHosts() {
+	var out []string
+	for host := range c.cfg.Hosts {
+		if c.scope.Check(&url.URL{Scheme: "http", Host: host, Path: "/"}) == frontier.ReasonScope {
+			out = append(out, host)
+		}
+	}
+	sort.Strings(out)
+	for _, host := range out {
+		c.log.Warn("--hosts-config names a host outside the crawl's scope; its settings apply to no page of the crawl",
+			"host", host, "file", c.cfg.HostsConfig)
+	}
 }

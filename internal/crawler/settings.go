@@ -44,6 +44,7 @@ type Settings struct {
 	IgnoreCrawlDelay bool          `json:"ignore_crawl_delay"`
 	RobotsTTL        time.Duration `json:"robots_ttl"`
 	MaxAttempts      int           `json:"max_attempts"`
+	HostsConfig      string        `json:"hosts_config,omitempty"` // its path; the file may hold secrets (headers)
 }
 
 // SettingsOf returns the settings c holds.
@@ -57,6 +58,7 @@ func SettingsOf(c *Config) Settings {
 		HostConcurrency: c.HostConcurrency, Timeout: c.Timeout, MaxBody: c.MaxBody,
 		InitialRate: c.InitialRate, MinRate: c.MinRate, MaxRate: c.MaxRate,
 		IgnoreCrawlDelay: c.IgnoreCrawlDelay, RobotsTTL: c.RobotsTTL, MaxAttempts: c.Retry.MaxAttempts,
+		HostsConfig: c.HostsConfig,
 	}
 }
 
@@ -129,6 +131,7 @@ func (s Settings) Flags() []Setting {
 		boolSetting("requisites", s.Requisites),
 		{Flag: "requisites-scope", Values: nonEmpty(s.RequisitesScope)},
 		boolSetting("sitemaps", s.Sitemaps),
+		{Flag: "hosts-config", Values: nonEmpty(s.HostsConfig)},
 	}
 }
 

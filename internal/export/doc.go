@@ -97,7 +97,8 @@
 //     Linux, macOS or Windows (control bytes, < > : " / \ | ? *, '%' itself, invalid UTF-8) is
 //     written as %XX, as are "." and "..", a trailing dot or space and the first letter of a
 //     Windows device name (CON, NUL, COM1, ...); an empty segment becomes "%";
-//   - a URL ending in '/' is stored as .../index.html;
+//   - a URL ending in '/' is stored as .../index.html, and .../index.html (HTML both) shares
+//     that file: the first fetched of the two is written;
 //   - a query string becomes a suffix "~" + 10 hex digits of its SHA-256, inserted before a
 //     short extension (/p.php?id=1 -> p~3c0f....php, /?q -> index~....html);
 //   - a name without an extension that fits the Content-Type gets one (/a as HTML -> a.html,

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -206,6 +208,29 @@ func TestMirrorLayout(t *testing.T) {
 				t.Errorf("%d files for %d pages: %q", len(files), len(pages), files)
 			}
 		})
+	}
+}
+
+// A directory URL and its index.html are one file, as wget writes them: the first fetched
+// is kept, and links to either lead to it.
+func TestMirrorDirectoryAndIndexAreOneFile(t *testing.T) {
+	for _, urls := range [][]string{
+		{"http://x/", "http://x/index.html", "http://x/d/index.html", "http://x/d/"},
+		{"http://x/index.html", "http://x/"},
+	} {
+		pages := mirrorPages(urls...)
+		for _, p := range pages {
+			p.Header = http.Header{"Content-Type": {"text/html"}}
+			p.ContentType = "text/html"
+		}
+		want := map[string]string{"x/index.html": string(pages[0].Body)}
+		if len(pages) > 2 {
+			want["x/d/index.html"] = string(pages[2].Body)
+		}
+		_, files := mirrorTreeN(t, pages, len(want))
+		if !maps.Equal(files, want) {
+			t.Errorf("pages %q: files %q, want %q", urls, files, want)
+		}
 	}
 }
 

@@ -103,8 +103,15 @@ func buildPlan(src Source, f *Filter) (*mirrorPlan, error) {
 	return pl, nil
 }
 
-// place gives e a path for rawURL and records it.
+// place gives e a path for rawURL and records it. A directory URL and its index.html ("/d/"
+// and "/d/index.html"), both HTML, are one page as web servers serve them: the second takes
+// the first's file (whose version is written) instead of a file of its own.
 func (pl *mirrorPlan) place(rawURL string, e *planned) {
+	if o := pl.byURL[indexTwin(rawURL)]; o != nil && o.kind == entryFile && e.kind == entryFile &&
+		o.ctype == "text/html" && e.ctype == "text/html" {
+		pl.byURL[rawURL] = o
+		return
+	}
 	comps := MirrorPath(rawURL)
 	comps[len(comps)-1] = adjustExt(comps[len(comps)-1], e.ctype)
 	dir := comps[:len(comps)-1]
@@ -141,6 +148,25 @@ func (pl *mirrorPlan) place(rawURL string, e *planned) {
 		pl.byURL[rawURL] = e
 		return
 	}
+}
+
+// indexTwin returns the other spelling of a directory page: "/d/index.html" for "/d/" and back,
+// or "" for any other URL (one with a query included).
+func indexTwin(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.RawQuery != "" || u.ForceQuery {
+		return ""
+	}
+	switch {
+	case strings.HasSuffix(u.Path, "/"):
+		u.Path += indexName
+	case strings.HasSuffix(u.Path, "/"+indexName):
+		u.Path = strings.TrimSuffix(u.Path, indexName)
+	default:
+		return ""
+	}
+	u.RawPath = ""
+	return u.String()
 }
 
 // fold is the key under which a path is reserved: two paths that differ only in case are one

@@ -107,59 +107,45 @@ func (c *chart) svg() string {
 	y := func(v float64) float64 { return lineY0 - v/yTop*(lineY0-plotY0) }
 
 	plotX1, plotW := c.plotX1(), c.plotW()
+	legend := c.legend()
+	widths := make([]float64, len(legend))
+	for i, e := range legend {
+		widths[i] = legendWidth(e.name)
+	}
+	titleEnd := float64(plotX0) + titleWidth(c.title, c.unit)
+	xs, lines := layoutLegend(widths, titleEnd, plotX0, float64(plotX1))
+	extra := 0 // the legend's lines below the title's push the plot down
+	for _, l := range lines {
+		extra = max(extra, l*legendLineH)
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="%s">`, c.w(), chartH, esc(c.title))
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="%s">`, c.w(), chartH+extra, esc(c.title))
 	fmt.Fprintf(&b, `<text x="%d" y="16" class="ct">%s`, plotX0, esc(c.title))
 	if c.unit != "" {
 		fmt.Fprintf(&b, ` <tspan class="cu">%s</tspan>`, esc(c.unit))
 	}
 	b.WriteString(`</text>`)
 
-	// Legend, right-aligned on the title line.
-	type entry struct{ name, color, kind string }
-	var legend []entry
-	for _, s := range c.series {
-		k := "line"
-		if s.dash {
-			k = "dash"
-		}
-		legend = append(legend, entry{s.name, s.color, k})
-	}
-	seen := map[string]bool{}
-	for _, m := range c.marks {
-		if !seen[m.name] {
-			seen[m.name] = true
-			k := "tri"
-			if m.row == 1 {
-				k = "dot"
-			}
-			legend = append(legend, entry{m.name, m.color, k})
-		}
-	}
-	if len(c.bands) > 0 {
-		legend = append(legend, entry{"paused", colPause, "band"})
-	}
-	lx := float64(plotX1)
-	for i := len(legend) - 1; i >= 0; i-- {
-		e := legend[i]
-		w := 7*float64(len([]rune(e.name))) + 18
-		lx -= w
-		sx := lx
+	for i, e := range legend {
+		sx, cy := xs[i], 12+lines[i]*legendLineH
 		switch e.kind {
 		case "line", "dash":
 			dash := ""
 			if e.kind == "dash" {
 				dash = ` stroke-dasharray="4 3"`
 			}
-			fmt.Fprintf(&b, `<line x1="%.1f" y1="12" x2="%.1f" y2="12" stroke="%s" stroke-width="2.2"%s/>`, sx, sx+12, e.color, dash)
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="2.2"%s/>`, sx, cy, sx+12, cy, e.color, dash)
 		case "tri":
-			fmt.Fprintf(&b, `<path d="%s" fill="%s"/>`, triangle(sx+6, 12), e.color)
+			fmt.Fprintf(&b, `<path d="%s" fill="%s"/>`, triangle(sx+6, float64(cy)), e.color)
 		case "dot":
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="12" r="3" fill="%s"/>`, sx+6, e.color)
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%d" r="3" fill="%s"/>`, sx+6, cy, e.color)
 		case "band":
-			fmt.Fprintf(&b, `<rect x="%.1f" y="7" width="12" height="10" fill="%s" fill-opacity="0.5"/>`, sx, e.color)
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="12" height="10" fill="%s" fill-opacity="0.5"/>`, sx, cy-5, e.color)
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="16" class="lg">%s</text>`, sx+15, esc(e.name))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="lg">%s</text>`, sx+15, cy+4, esc(e.name))
+	}
+	if extra > 0 {
+		fmt.Fprintf(&b, `<g transform="translate(0 %d)">`, extra)
 	}
 
 	// Pauses behind everything.
@@ -228,6 +214,9 @@ func (c *chart) svg() string {
 		} else {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.8" fill="%s"><title>%s</title></circle>`, c.x(m.x), cy, m.color, esc(m.title))
 		}
+	}
+	if extra > 0 {
+		b.WriteString(`</g>`)
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
@@ -348,3 +337,77 @@ func fmtTick(v, step float64) string {
 }
 
 func esc(s string) string { return html.EscapeString(s) }
+
+// legendEntry is one entry of a chart's legend.
+type legendEntry struct{ name, color, kind string }
+
+// legend lists the chart's series, its kinds of marks and its pauses, in that order.
+func (c *chart) legend() []legendEntry {
+	var legend []legendEntry
+	for _, s := range c.series {
+		k := "line"
+		if s.dash {
+			k = "dash"
+		}
+		legend = append(legend, legendEntry{s.name, s.color, k})
+	}
+	seen := map[string]bool{}
+	for _, m := range c.marks {
+		if !seen[m.name] {
+			seen[m.name] = true
+			k := "tri"
+			if m.row == 1 {
+				k = "dot"
+			}
+			legend = append(legend, legendEntry{m.name, m.color, k})
+		}
+	}
+	if len(c.bands) > 0 {
+		legend = append(legend, legendEntry{"paused", colPause, "band"})
+	}
+	return legend
+}
+
+// legendLineH is the height of a legend line below the title's.
+const legendLineH = 15
+
+// legendWidth estimates the width of a legend entry: its symbol and its 11px text.
+func legendWidth(name string) float64 { return 7*float64(len([]rune(name))) + 18 }
+
+// titleWidth estimates the width of a chart's title (13px, bold) and unit (13px).
+func titleWidth(title, unit string) float64 {
+	w := 8 * float64(len([]rune(title)))
+	if unit != "" {
+		w += 7 * float64(len([]rune(unit))+1)
+	}
+	return w
+}
+
+// layoutLegend places legend entries of the given widths: on the title's line (0),
+// right-aligned to x1, when they all fit right of titleEnd; otherwise on lines 1, 2 … below
+// it, left to right from x0, a new line when one is full. It returns each entry's x and line.
+func layoutLegend(widths []float64, titleEnd, x0, x1 float64) (xs []float64, lines []int) {
+	const gap = 16 // between the title and the legend
+	total := 0.0
+	for _, w := range widths {
+		total += w
+	}
+	xs, lines = make([]float64, len(widths)), make([]int, len(widths))
+	if total <= x1-titleEnd-gap {
+		x := x1 - total
+		for i, w := range widths {
+			xs[i] = x
+			x += w
+		}
+		return xs, lines
+	}
+	x, line := x0, 1
+	for i, w := range widths {
+		if x+w > x1 && x > x0 {
+			x, line = x0, line+1
+		}
+		xs[i], lines[i] = x, line
+		x += w
+	}
+	return xs, lines
+}

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +90,44 @@ func TestLineBreaks(t *testing.T) {
 	}
 	if d := pathData(pts, func(v float64) float64 { return v }, func(v float64) float64 { return v }); strings.Count(d, "M") != 3 {
 		t.Errorf("path %q: want three separate runs", d)
+	}
+}
+
+// TestLegendKeepsClearOfTitle: a legend too long for the title's line goes below it, and the
+// plot moves down to make room; a short one stays on the title's line, right-aligned.
+func TestLegendKeepsClearOfTitle(t *testing.T) {
+	busy := &chart{title: "Rate", unit: "requests/s", xMax: 10,
+		series: []series{{name: "accepted"}, {name: "paced at (Crawl-delay)", dash: true}, {name: "rate chosen"}},
+		marks:  []mark{{x: 1, row: 0, name: "429/503"}, {x: 2, row: 1, name: "retries"}},
+		bands:  []band{{x0: 3, x1: 4}}}
+	quiet := &chart{title: "Rate", unit: "requests/s", xMax: 10, series: []series{{name: "accepted"}, {name: "rate chosen"}}}
+	titleEnd := float64(plotX0) + titleWidth("Rate", "requests/s")
+	legendAt := regexp.MustCompile(`<text x="([0-9.]+)" y="([0-9]+)" class="lg">([^<]*)</text>`)
+	for _, tc := range []struct {
+		name  string
+		c     *chart
+		below bool
+	}{{"busy", busy, true}, {"quiet", quiet, false}} {
+		svg := tc.c.svg()
+		got := legendAt.FindAllStringSubmatch(svg, -1)
+		if len(got) != len(tc.c.legend()) {
+			t.Fatalf("%s: %d legend texts, want %d:\n%s", tc.name, len(got), len(tc.c.legend()), svg)
+		}
+		for _, m := range got {
+			x, _ := strconv.ParseFloat(m[1], 64)
+			y, _ := strconv.Atoi(m[2])
+			if y == 16 && x-15 < titleEnd {
+				t.Errorf("%s: legend %q at x %.0f on the title's line, over the title (ends at %.0f)", tc.name, m[3], x, titleEnd)
+			}
+			if below := y > 16; below != tc.below {
+				t.Errorf("%s: legend %q at y %d; want below the title: %v", tc.name, m[3], y, tc.below)
+			}
+			if x > float64(tc.c.plotX1()) {
+				t.Errorf("%s: legend %q starts at x %.0f, past the chart's right edge", tc.name, m[3], x)
+			}
+		}
+		if tc.below != strings.Contains(svg, `<g transform="translate(0 `) {
+			t.Errorf("%s: the plot moved down: %v, want %v", tc.name, !tc.below, tc.below)
+		}
 	}
 }

@@ -18,9 +18,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestCrawlPoliteAndResumed crawls a web of three hosts (one rate-limited) through the public
 // API, stopping it by its context after a few pages and running it again on the same DataDir:
 // every page is handed to OnPage exactly once over both runs, the crawl is complete, and the
-// limited host refused few requests.
+// limited host refused no more than learning its limit costs. (Over-limit as a share of a
+// bigger web is TestProgramKilledResumes'.)
 func TestCrawlPoliteAndResumed(t *testing.T) {
-	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 7})
+	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 7, Grace: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +81,10 @@ func TestCrawlPoliteAndResumed(t *testing.T) {
 		t.Errorf("OnPage saw %d pages, want %d", len(seen), want)
 	}
 	for name, s := range web.Stats() {
-		if s.Banned || s.RobotsViolations > 0 {
-			t.Errorf("host %s: banned %v, robots violations %d", name, s.Banned, s.RobotsViolations)
+		if s.Banned || s.RobotsViolations > 0 || s.InRetryAfter > 0 {
+			t.Errorf("host %s: banned %v, %d robots violations, %d requests inside Retry-After", name, s.Banned, s.RobotsViolations, s.InRetryAfter)
 		}
-		if s.Requests > 0 && float64(s.OverLimit) > 0.01*float64(s.Requests)+1 {
+		if s.OverLimit > 4 { // two runs, each learning the limit afresh at worst
 			t.Errorf("host %s: %d of %d requests refused", name, s.OverLimit, s.Requests)
 		}
 	}

@@ -50,6 +50,10 @@ const (
 	hostileStoreLimit = 100 << 20
 )
 
+// hostileDeadline is how long a case may take to end by itself: far longer than any takes
+// alone, and three times that under the race detector, whose cost grows with the bytes parsed.
+var hostileDeadline = map[bool]time.Duration{false: 40 * time.Second, true: 120 * time.Second}[raceEnabled]
+
 // hostileParallel is how many cases run at once, whatever -parallel says, so that the peak
 // resident set does not depend on the machine's cores; a heavy case (one that holds a hundred
 // MiB or more by design: a body of 18 MB, sitemaps of 4 MB) runs alone.
@@ -471,7 +475,7 @@ func runHostile(t *testing.T, tc hostileCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hostileDeadline)
 	defer cancel()
 	sum, err := c.Run(ctx)
 	if cerr := c.Close(); cerr != nil {

@@ -315,7 +315,7 @@ func TestEvasiveBlockLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds of real-time crawling")
 	}
-	specs := []simweb.HostSpec{{Name: "evasive", Pages: 80, Evasive: 30, EvasiveWindow: time.Second, EvasiveBlock: time.Second}}
+	specs := []simweb.HostSpec{{Name: "evasive", Pages: 80, Evasive: 12, EvasiveWindow: time.Second, EvasiveBlock: time.Second}}
 	web, err := simweb.Start(specs, &simweb.Options{Seed: 3})
 	if err != nil {
 		t.Fatal(err)

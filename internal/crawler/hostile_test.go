@@ -51,7 +51,8 @@ const (
 )
 
 // hostileDeadline is how long a case may take to end by itself: far longer than any takes
-// alone, and three times that under the race detector, whose cost grows with the bytes parsed.
+// alone on a loaded machine, and more under the race detector, whose cost grows with the bytes
+// parsed.
 var hostileDeadline = map[bool]time.Duration{false: 2 * time.Minute, true: 3 * time.Minute}[raceEnabled]
 
 // hostileParallel is how many cases run at once, whatever -parallel says, so that the peak

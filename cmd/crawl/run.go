@@ -17,6 +17,7 @@ import (
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/gcfloor"
 	"github.com/crawl-project/crawl/internal/termsafe"
+	"github.com/crawl-project/crawl/storage"
 )
 
 func init() {
@@ -288,6 +289,7 @@ func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer,
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		damageHint(stderr, cfg.Dir, err)
 		return exitRuntime
 	}
 	changes, revised := c.Changes()
@@ -323,6 +325,10 @@ func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer,
 	case errors.Is(runErr, crawler.ErrInterrupted):
 		fmt.Fprintf(stderr, "crawl: interrupted; everything fetched is saved. Run the same command again to resume.\n")
 		return exitInterrupted
+	case errors.Is(runErr, storage.ErrDamaged):
+		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		damageHint(stderr, cfg.Dir, runErr)
+		return exitRuntime
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
 		fmt.Fprintf(stderr, "crawl: stopped. Everything committed before the error is safe in %s; fix the cause (e.g. free disk space) and run the same command again to resume.\n", cfg.Dir)

@@ -140,7 +140,7 @@ func printStatusJSON(stdout, stderr io.Writer, v any) int {
 }
 
 // statusCheckMax is the largest store crawl status checks for damage (bbolt's check reads
-// every page, so its time grows with the file; not measured yet); crawl check checks any.
+// every page of the file's trees, so its time grows with the file); crawl check checks any.
 const statusCheckMax = 256 << 20
 
 // checkStopped runs bbolt's check over the stopped store in dir, if it is at most

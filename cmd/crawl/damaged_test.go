@@ -101,7 +101,8 @@ func TestDamagedStore(t *testing.T) {
 		if n := damageLeaves(t, path, func(int, int) bool { return true }); n < 3 {
 			t.Fatalf("damaged %d pages; the store is too small to test", n)
 		}
-		for _, args := range [][]string{{"run", "--data", dir, "--max-pages", "150"}, {"urls", "--data", dir}, {"status", "--data", dir}, {"check", "--data", dir}} {
+		for _, args := range [][]string{{"run", "--data", dir, "--max-pages", "150"}, {"urls", "--data", dir}, {"status", "--data", dir}, {"check", "--data", dir},
+			{"export", "--data", dir, "--format", "warc", "--out", filepath.Join(t.TempDir(), "x.warc.gz")}} {
 			code, out := crawl(args...)
 			if code != exitRuntime || !strings.Contains(out, path) || !strings.Contains(out, "damaged") || strings.Contains(out, "goroutine ") {
 				t.Errorf("crawl %s: exit %d; want %d, a message naming %s as damaged and no stack trace:\n%s", args[0], code, exitRuntime, path, out)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,6 +35,9 @@ type SalvageStats struct {
 	Keys    int      // records copied
 	Lost    int      // places where bbolt could not read on: the records there are lost
 	Damage  []string // the first of those places: bucket path and what bbolt said
+	// BodiesLost counts the pages whose metadata was copied but not their body: they are left
+	// out of the new store, so that every page it holds exports.
+	BodiesLost int
 }
 
 // salvageChunk bounds the records Salvage copies per commit of the new store.
@@ -81,6 +85,9 @@ func (db *DB) Salvage(dir string) (SalvageStats, error) {
 		}
 		return s.flush()
 	})
+	if err == nil {
+		st.BodiesLost, err = dropBodiless(dst)
+	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
@@ -227,4 +234,38 @@ func (s *salvager) flush() error {
 		return fmt.Errorf("storage: salvage into %s: %w", s.dst.path, err)
 	}
 	return nil
+}
+
+// dropBodiless deletes from db the pages whose body is missing (it was lost), and returns how
+// many it deleted.
+func dropBodiless(db *DB) (int, error) {
+	n := 0
+	err := db.Update(func(tx *bbolt.Tx) error {
+		pages, bodies := tx.Bucket(bucketPages), tx.Bucket(bucketBodies)
+		var lost [][]byte
+		err := pages.ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				return nil
+			}
+			p, err := decodePage(binary.BigEndian.Uint64(k), v, nil, false)
+			switch {
+			case err != nil: // unreadable metadata: as lost as its body
+			case bodies.Get(k) != nil, p.RevisitOf != 0, p.SameAs != 0 && bodies.Get(seqKey(p.SameAs)) != nil:
+				return nil
+			}
+			lost = append(lost, bytes.Clone(k))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range lost {
+			if err := pages.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(lost)
+		return nil
+	})
+	return n, err
 }

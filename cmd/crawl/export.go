@@ -216,6 +216,12 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	case err != nil:
 		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+		for _, d := range dirs {
+			if strings.Contains(err.Error(), d) {
+				damageHint(stderr, d, err)
+				break
+			}
+		}
 		return exitRuntime
 	}
 	return exitOK

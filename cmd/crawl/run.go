@@ -20,6 +20,7 @@ import (
 	"github.com/crawl-project/crawl/internal/gcfloor"
 	"github.com/crawl-project/crawl/internal/termsafe"
 	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/storage"
 )
 
 func init() {
@@ -309,6 +310,7 @@ func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer,
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl: %v\n", err)
+		damageHint(stderr, cfg.Dir, err)
 		return exitRuntime
 	}
 	if st := c.Start(); st.Kind == crawler.Resumed {
@@ -347,6 +349,10 @@ func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer,
 	case errors.Is(runErr, crawler.ErrInterrupted):
 		fmt.Fprintf(stderr, "crawl: interrupted; everything fetched is saved. Run the same command again to resume.\n")
 		return exitInterrupted
+	case errors.Is(runErr, storage.ErrDamaged):
+		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		damageHint(stderr, cfg.Dir, runErr)
+		return exitRuntime
 	case runErr != nil:
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
 		fmt.Fprintf(stderr, "crawl: stopped. Everything committed before the error is safe in %s; fix the cause (e.g. free disk space) and run the same command again to resume.\n", cfg.Dir)

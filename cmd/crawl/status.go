@@ -3,13 +3,17 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/termsafe"
+	"github.com/crawl-project/crawl/storage"
 )
 
 func init() {
@@ -49,7 +53,15 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	st, err := crawler.ReadStatus(*dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl status: %v\n", err)
+		damageHint(stderr, *dir, err)
 		return exitRuntime
+	}
+	if !st.Running {
+		if err := checkStopped(*dir); err != nil {
+			fmt.Fprintf(stderr, "crawl status: %v\n", err)
+			damageHint(stderr, *dir, err)
+			return exitRuntime
+		}
 	}
 	if *asJSON {
 		if st.Hosts == nil {
@@ -133,4 +145,34 @@ func printStatusJSON(stdout, stderr io.Writer, v any) int {
 		return exitRuntime
 	}
 	return exitOK
+}
+
+// statusCheckMax is the largest store crawl status checks for damage (bbolt's check reads
+// every page of the file's trees, so its time grows with the file); crawl check checks any.
+const statusCheckMax = 256 << 20
+
+// checkStopped runs bbolt's check over the stopped store in dir, if it is at most
+// statusCheckMax bytes, and returns an error wrapping storage.ErrDamaged if it finds damage:
+// the counts crawl status shows come from records that can be intact while others are not.
+func checkStopped(dir string) error {
+	path := filepath.Join(dir, storage.FileName)
+	if fi, err := os.Stat(path); err != nil || fi.Size() > statusCheckMax {
+		return nil
+	}
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		if errors.Is(err, storage.ErrLocked) {
+			return nil // a crawl started meanwhile
+		}
+		return err
+	}
+	defer db.Close()
+	problems, total, err := db.Check(1)
+	switch {
+	case err != nil:
+		return err
+	case total > 0:
+		return fmt.Errorf("%s: %w: %s", path, storage.ErrDamaged, problems[0])
+	}
+	return nil
 }

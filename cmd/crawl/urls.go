@@ -75,6 +75,7 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 	fr, err := frontier.Open(db, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl urls: %v\n", err)
+		damageHint(stderr, *dir, err)
 		return exitRuntime
 	}
 	w := bufio.NewWriter(stdout)
@@ -107,6 +108,7 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl urls: %v\n", err)
+		damageHint(stderr, *dir, err)
 		return exitRuntime
 	}
 	return exitOK
@@ -127,6 +129,7 @@ func openStopped(cmd, dir string, stderr io.Writer) (*storage.DB, bool) {
 		fmt.Fprintf(stderr, "%s: no crawl store in %s\n", cmd, dir)
 	case err != nil:
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		damageHint(stderr, dir, err)
 	default:
 		return db, true
 	}

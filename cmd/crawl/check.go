@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/storage"
+)
+
+func init() {
+	commands["check"] = command{summary: "check a stopped crawl's store for damage (bbolt's and the frontier's consistency checks)", run: checkCmd}
+	commands["salvage"] = command{summary: "copy what is readable of a damaged store into a new one", run: salvageCmd}
+}
+
+const checkSynopsis = `usage: crawl check --data DIR
+
+Runs bbolt's consistency check over DIR/crawl.db (every page readable, reachable once, keys in
+order), then the frontier's (every URL in one state, queues and counts agreeing). Exit 0 if
+both pass, 1 with the problems listed if not.`
+
+// maxProblems is how many problems crawl check lists.
+const maxProblems = 20
+
+func checkCmd(args []string, stdout, stderr io.Writer) int {
+	flags := newFlags("check", checkSynopsis)
+	dir := flags.String("data", "", "data directory of the crawl")
+	pos, code, ok := flags.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if *dir == "" || len(pos) > 0 {
+		fmt.Fprintln(stderr, strings.SplitN(checkSynopsis, "\n", 2)[0])
+		return exitUsage
+	}
+	db, ok := openStopped("crawl check", *dir, stderr)
+	if !ok {
+		return exitRuntime
+	}
+	defer db.Close()
+	problems, total, err := db.Check(maxProblems)
+	if err == nil && total == 0 {
+		var fr *frontier.Frontier
+		if fr, err = frontier.Open(db, nil); err == nil {
+			err = fr.Check()
+		}
+		if errors.Is(err, frontier.ErrCorrupt) {
+			problems, total, err = []string{err.Error()}, 1, nil
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl check: %v\n", err)
+		damageHint(stderr, *dir, err)
+		return exitRuntime
+	}
+	if total == 0 {
+		fmt.Fprintf(stdout, "crawl check: %s passes bbolt's and the frontier's checks\n", db.Path())
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "crawl check: %s is damaged: %d %s\n", db.Path(), total, plural(total, "problem", "problems"))
+	for _, p := range problems {
+		fmt.Fprintf(stdout, "  %s\n", p)
+	}
+	if total > len(problems) {
+		fmt.Fprintf(stdout, "  … and %d more\n", total-len(problems))
+	}
+	fmt.Fprintf(stdout, "crawl salvage --data %s --to NEWDIR copies what is readable into a new store\n", *dir)
+	return exitRuntime
+}
+
+const salvageSynopsis = `usage: crawl salvage --data DIR --to NEWDIR
+
+Copies every record of DIR/crawl.db that can be read (pages, bodies, the frontier's URLs and
+queues, host state) into a new store in NEWDIR, passing over the damaged parts, and says what
+was lost. DIR is only read. Where records were lost the new store's frontier may disagree
+with itself (crawl check --data NEWDIR says where); its pages export as usual.`
+
+func salvageCmd(args []string, stdout, stderr io.Writer) int {
+	flags := newFlags("salvage", salvageSynopsis)
+	dir := flags.String("data", "", "data directory of the damaged crawl (only read)")
+	to := flags.String("to", "", "data directory of the new store (must hold no store)")
+	pos, code, ok := flags.parse(args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if *dir == "" || *to == "" || len(pos) > 0 {
+		fmt.Fprintln(stderr, strings.SplitN(salvageSynopsis, "\n", 2)[0])
+		return exitUsage
+	}
+	db, ok := openStopped("crawl salvage", *dir, stderr)
+	if !ok {
+		return exitRuntime
+	}
+	defer db.Close()
+	st, err := db.Salvage(*to)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl salvage: %v\n", err)
+		return exitRuntime
+	}
+	fmt.Fprintf(stdout, "crawl salvage: %d records in %d buckets copied from %s into %s/%s\n", st.Keys, st.Buckets, db.Path(), *to, storage.FileName)
+	if st.Lost > 0 {
+		fmt.Fprintf(stdout, "%d damaged %s passed over; the records there are lost:\n", st.Lost, plural(st.Lost, "place", "places"))
+		for _, d := range st.Damage {
+			fmt.Fprintf(stdout, "  %s\n", d)
+		}
+	}
+	if st.BodiesLost > 0 {
+		fmt.Fprintf(stdout, "%d %s lost their body and were left out\n", st.BodiesLost, plural(st.BodiesLost, "page", "pages"))
+	}
+	return exitOK
+}
+
+// damageHint tells what to do about err when it says the store in dir is damaged.
+func damageHint(w io.Writer, dir string, err error) {
+	if errors.Is(err, storage.ErrDamaged) {
+		fmt.Fprintf(w, "crawl: the store in %s is damaged: crawl check --data %s lists the damage; crawl salvage --data %s --to NEWDIR copies what is readable into a new store\n", dir, dir, dir)
+	}
+}

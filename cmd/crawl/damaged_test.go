@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/simweb"
+)
+
+// damageLeaves changes the page id in the header of the leaf pages of the bbolt file at path
+// that pick chooses (by index among them, and their count), as bytes flipped on disk would;
+// bbolt asserts on such a page when it reads it. The meta pages and the root bucket's pages
+// are left alone, so the store still opens. It returns how many pages it damaged.
+func damageLeaves(t *testing.T, path string, pick func(i, n int) bool) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ps = 4096
+	m0, m1 := data[16:], data[ps+16:]
+	meta := m0
+	if binary.LittleEndian.Uint64(m1[48:]) > binary.LittleEndian.Uint64(m0[48:]) { // txid
+		meta = m1
+	}
+	// The root bucket's tree: its branch pages list their children as 16-byte elements (pos,
+	// ksize, pgid) after the 16-byte page header.
+	rootTree := map[uint64]bool{}
+	var walk func(id uint64)
+	walk = func(id uint64) {
+		rootTree[id] = true
+		h := data[id*ps:]
+		if binary.LittleEndian.Uint16(h[8:]) != 0x01 {
+			return
+		}
+		for e := range int(binary.LittleEndian.Uint16(h[10:])) {
+			walk(binary.LittleEndian.Uint64(h[16+16*e+8:]))
+		}
+	}
+	walk(binary.LittleEndian.Uint64(meta[16:]))
+	var leaves []int
+	for i := 2; (i+1)*ps <= len(data); i++ {
+		h := data[i*ps:]
+		if binary.LittleEndian.Uint64(h) == uint64(i) && binary.LittleEndian.Uint16(h[8:]) == 0x02 && !rootTree[uint64(i)] {
+			leaves = append(leaves, i)
+		}
+	}
+	n := 0
+	for j, i := range leaves {
+		if pick(j, len(leaves)) {
+			binary.LittleEndian.PutUint64(data[i*ps:], uint64(i)+1_000_000)
+			n++
+		}
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestDamagedStore: a store with bytes flipped in its pages makes crawl run, crawl urls and
+// crawl status exit 1 with a message naming the file and saying it is damaged, never a stack
+// trace; crawl check lists the damage; crawl salvage copies what is readable into a store that
+// opens and exports.
+func TestDamagedStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns crawl processes")
+	}
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 150}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	good := crawlSite(t, web, "--max-pages", "120")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	crawl := func(args ...string) (int, string) {
+		cmd, out := crawlProcess(ctx, args...)
+		cmd.Run()
+		return cmd.ProcessState.ExitCode(), out.String()
+	}
+
+	copyStore := func(t *testing.T) (string, string) {
+		dir := t.TempDir()
+		b, err := os.ReadFile(filepath.Join(good, "crawl.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "crawl.db")
+		os.WriteFile(path, b, 0o644)
+		return dir, path
+	}
+
+	t.Run("every leaf", func(t *testing.T) {
+		dir, path := copyStore(t)
+		if n := damageLeaves(t, path, func(int, int) bool { return true }); n < 3 {
+			t.Fatalf("damaged %d pages; the store is too small to test", n)
+		}
+		for _, args := range [][]string{{"run", "--data", dir, "--max-pages", "150"}, {"urls", "--data", dir}, {"status", "--data", dir}, {"check", "--data", dir},
+			{"export", "--data", dir, "--format", "warc", "--out", filepath.Join(t.TempDir(), "x.warc.gz")}} {
+			code, out := crawl(args...)
+			if code != exitRuntime || !strings.Contains(out, path) || !strings.Contains(out, "damaged") || strings.Contains(out, "goroutine ") {
+				t.Errorf("crawl %s: exit %d; want %d, a message naming %s as damaged and no stack trace:\n%s", args[0], code, exitRuntime, path, out)
+			}
+		}
+	})
+
+	t.Run("one leaf", func(t *testing.T) {
+		dir, path := copyStore(t)
+		if n := damageLeaves(t, path, func(i, n int) bool { return i == n/2 }); n != 1 {
+			t.Fatalf("damaged %d pages, want 1", n)
+		}
+		code, out := crawl("check", "--data", dir)
+		if code != exitRuntime || !strings.Contains(out, "damaged") || !strings.Contains(out, "crawl salvage") {
+			t.Errorf("crawl check: exit %d; want %d listing the damage and naming crawl salvage:\n%s", code, exitRuntime, out)
+		}
+		to := filepath.Join(t.TempDir(), "salvaged")
+		code, out = crawl("salvage", "--data", dir, "--to", to)
+		if code != exitOK || !strings.Contains(out, "passed over") {
+			t.Fatalf("crawl salvage: exit %d\n%s", code, out)
+		}
+		t.Log(out)
+		for _, args := range [][]string{{"status", "--data", to}, {"export", "--data", to, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "x.jsonl")}} {
+			if code, out := crawl(args...); code != exitOK {
+				t.Errorf("crawl %s on the salvaged store: exit %d\n%s", args[0], code, out)
+			}
+		}
+	})
+}

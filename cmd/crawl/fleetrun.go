@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/fleet"
 	"github.com/redis/go-redis/v9"
 )
+
+// The fleet's frontier keeps the crawler's contract, extras included (discovered by OpenWith).
+var _ crawler.Shared = (*fleet.Frontier)(nil)
 
 // fleetOptions are run's flags for a crawl shared through Redis.
 type fleetOptions struct {
@@ -87,15 +89,8 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	runCtx, stopRun := context.WithCancel(context.Background())
 	running := make(chan struct{})
 	go func() { defer close(running); fr.Run(runCtx) }()
-	states := checkpoints{keeper.HostStates(2 * time.Second), log}
-	sh := &crawler.Shared{Frontier: fr, HostStates: states, Settings: fr, HostContext: fr.HostContext,
-		Robots: keeper.Robots(2 * time.Second)}
 	code := crawlWith(cfg, out, stdout, stderr, func(cfg crawler.Config) (*crawler.Crawler, error) {
-		c, err := crawler.OpenShared(cfg, sh)
-		if err == nil {
-			fr.BeforeRelease(c.SaveHostStates)
-		}
-		return c, err
+		return crawler.OpenWith(cfg, fr)
 	})
 	stopRun()
 	<-running
@@ -115,18 +110,3 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 type quietRedis struct{}
 
 func (quietRedis) Printf(context.Context, string, ...any) {}
-
-// checkpoints is a shared crawl's store of hosts' learned state, whose saves are checkpoints:
-// one that Redis cannot take (it is unreachable) is logged and skipped, not a reason to stop
-// the crawl as a failing local store would be; the next one saves the state again.
-type checkpoints struct {
-	hostlimit.StateStore
-	log *slog.Logger
-}
-
-func (c checkpoints) SaveHostStates(states map[string][]byte) error {
-	if err := c.StateStore.SaveHostStates(states); err != nil {
-		c.log.Warn("hosts' learned state not saved to Redis; the next checkpoint will", "err", err)
-	}
-	return nil
-}

@@ -55,7 +55,8 @@ type Crawler struct {
 	log    *slog.Logger
 	db     *storage.DB
 	fr     Frontier
-	shared *Shared // nil: the frontier, host state and scope are the store's own
+	shared Shared  // nil: the frontier, host state and scope are the store's own
+	urlLog *urlLog // --log-urls (nil: none)
 	reg    *hostlimit.Registry
 	client *fetch.Client
 	agent  string // robots.txt product token from the user agent
@@ -96,11 +97,17 @@ type Crawler struct {
 // them. Seeds already seen are not enqueued again, so Open on an existing store resumes.
 func Open(cfg Config) (*Crawler, error) { return open(cfg, nil) }
 
-// OpenShared opens a worker of a crawl shared by several (see Shared): the store in cfg.Dir
-// keeps this worker's pages, sh the rest. cfg.Seeds, if any, are added to the shared crawl.
-func OpenShared(cfg Config, sh *Shared) (*Crawler, error) { return open(cfg, sh) }
+// OpenWith opens a crawl whose frontier is fr rather than the store's own. If fr is Shared (a
+// worker of a crawl shared by several), the store in cfg.Dir keeps this worker's pages and fr
+// the rest, and cfg.Seeds, if any, are added to the shared crawl.
+func OpenWith(cfg Config, fr Frontier) (*Crawler, error) {
+	if fr == nil {
+		return nil, errors.New("crawler: OpenWith needs a frontier")
+	}
+	return open(cfg, fr)
+}
 
-func open(cfg Config, sh *Shared) (*Crawler, error) {
+func open(cfg Config, fr Frontier) (*Crawler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -108,16 +115,16 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fr Frontier
-	var local *frontier.Frontier
+	if fr == nil {
+		if fr, err = frontier.Open(db, &frontier.Options{HostBudget: cfg.MaxHostPages}); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	sh, _ := fr.(Shared)
 	var states hostlimit.StateStore = db
 	if sh != nil {
-		fr, states = storePages(sh.Frontier, db), sh.HostStates
-	} else if local, err = frontier.Open(db, &frontier.Options{HostBudget: cfg.MaxHostPages}); err != nil {
-		db.Close()
-		return nil, err
-	} else {
-		fr = local
+		states = sh.HostStates()
 	}
 	res := fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer})
 	c := &Crawler{
@@ -135,13 +142,13 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		res:    res,
 	}
 	if cfg.URLLog != nil {
-		c.fr = logURLs(fr, cfg.URLLog, c.log)
+		c.urlLog = newURLLog(cfg.URLLog, c.log)
 	}
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
 	}, DemandByCaller: true, IdleEvict: hostIdle, MaxWindowOf: maxWindows(cfg)}, states)
-	if err := c.loadScope(local); err != nil {
+	if err := c.loadScope(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -160,7 +167,7 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		return nil, err
 	}
 	if sh == nil {
-		c.changes, c.revised, err = c.settle(local)
+		c.changes, c.revised, err = c.settle()
 	} else if len(cfg.Seeds) == 0 {
 		err = c.saveScope() // learn the scope the other workers' seeds set
 	}
@@ -176,6 +183,9 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 			where = "the shared crawl"
 		}
 		return nil, fmt.Errorf("%s holds no URL to resume; give seed URLs or --seeds FILE (%w)", where, ErrUsage)
+	}
+	if sh != nil {
+		sh.Join(db, c.SaveHostStates)
 	}
 	return c, nil
 }
@@ -254,7 +264,7 @@ func seedAddrs(res *fetch.Resolver, hosts map[string]bool) map[netip.Addr]bool {
 }
 
 // SaveHostStates saves every in-memory host's learned state through the state store now. A
-// shared crawl's frontier calls it before it hands hosts to another worker.
+// shared frontier calls it before it hands hosts to another worker (Shared.Join).
 func (c *Crawler) SaveHostStates() error { return c.reg.Flush() }
 
 // Close saves learned host state and closes the store.
@@ -275,7 +285,7 @@ type scopeMeta struct {
 // loadScope restores the scope a previous run of this store used, so a resume without --seeds
 // keeps crawling the same hosts. A run with the other --scope derives its allowed set from the
 // seeds: their registrable domains, or their hosts.
-func (c *Crawler) loadScope(fr *frontier.Frontier) error {
+func (c *Crawler) loadScope() error {
 	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, DenyExt: c.cfg.DenyExt, Allowed: map[string]bool{}}
 	if c.shared != nil {
 		return nil // saveScope merges this worker's seeds with the shared crawl's
@@ -289,7 +299,7 @@ func (c *Crawler) loadScope(fr *frontier.Frontier) error {
 		return fmt.Errorf("store %s: bad scope record: %w", c.cfg.Dir, err)
 	}
 	if m.Mode != c.cfg.Scope {
-		hosts, err := seedHosts(fr)
+		hosts, err := c.seedHosts()
 		if err != nil {
 			return err
 		}
@@ -717,7 +727,7 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	if !ok { // its address is being looked up (--key-by-ip): look again shortly
 		return job{}, now.Add(50 * time.Millisecond), nil
 	}
-	if c.shared != nil && c.shared.HostContext != nil {
+	if c.shared != nil {
 		fetchCtx = c.shared.HostContext(fetchCtx, host)
 	}
 	rs, err := c.robotsFor(host)
@@ -749,7 +759,7 @@ func (c *Crawler) robotsUnreachableJob(now time.Time, host string, rs *robotsSta
 		return job{}, time.Time{}, err
 	}
 	return job{run: func() error {
-		return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "robots-unreachable",
+		return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: "robots-unreachable",
 			Detail: fmt.Sprintf("robots.txt unreachable after %d tries: %s", rs.failures(), rs.lastProblem())})
 	}}, time.Time{}, nil
 }
@@ -792,13 +802,13 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 	if err != nil { // cannot happen: the frontier holds normalized URLs
 		giveBack(t, now)
 		return job{run: func() error {
-			return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
+			return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
 		}}, time.Time{}, nil
 	}
 	if v := rs.test(c.agent, u); !v.Allowed {
 		giveBack(t, now)
 		return job{run: func() error {
-			return c.fr.Complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "robots", Detail: ruleDetail(v)})
+			return c.complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "robots", Detail: ruleDetail(v)})
 		}}, time.Time{}, nil
 	}
 	return job{page: c.countsAgainstBudget(l), run: func() error { return c.fetchPage(fetchCtx, l, u, t) }}, time.Time{}, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/storage"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -51,8 +52,8 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 // worker holds the partition (Complete then returns nil: the URL is the new owner's). A
 // surplus partition (another worker joined) drains instead: it leases nothing more, and is
 // released once its leases have ended (or after a lease TTL, its requests then cancelled), so
-// that a rebalance fetches nothing twice. Complete stores no page: the caller stores it
-// locally first.
+// that a rebalance fetches nothing twice. Complete stores a page in the worker's own store
+// (Join) before it records the result in Redis.
 //
 // Times the loop passes in are local; times in Redis are Redis' (Store.Now): the offset between
 // the two is measured on every round of Run.
@@ -77,7 +78,8 @@ type Frontier struct {
 	stats   FrontierStats
 	done    map[string]*frontier.HostCount // results this worker recorded, by host
 	pages   int64                          // pages this worker fetched and completed
-	save    func() error                   // checkpoints hosts' learned state (BeforeRelease)
+	save    func() error                   // checkpoints hosts' learned state (Join)
+	store   *storage.DB                    // the worker's store, for pages (Join)
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -143,16 +145,6 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
 		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{},
 	}
-}
-
-// BeforeRelease sets save as what Run calls before it hands a surplus partition back, while
-// the partition is still this worker's: a checkpoint of the hosts' learned state (the
-// crawler's Registry.Flush through Keeper.HostStates), so that the next owner of its hosts
-// starts from their state now, not from the last periodic save.
-func (f *Frontier) BeforeRelease(save func() error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.save = save
 }
 
 // Stats returns the counts of refused results, dropped partitions and Redis outages.
@@ -807,7 +799,9 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 	return l.Lease, true, nil
 }
 
-// Complete records the result of l in Redis under the ownership l was leased with. A result
+// Complete stores a Fetched result's page in the worker's store (Join), then records the result
+// of l in Redis under the ownership l was leased with: when it returns nil, the page, the URL's
+// state and its links are durable (crawler.Frontier), or the result was refused. A result
 // refused because the partition is another worker's (fenced) or the URL was reclaimed is
 // counted in Stats and returns nil. While Redis is unreachable it retries, for as long as the
 // partition may still be this worker's. A Retry's NotBefore is a local time.
@@ -822,6 +816,10 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 		f.refused(fl.URL, "not leased")
 		return nil
 	}
+	if err := f.storePage(fl, r); err != nil {
+		return err
+	}
+	r.Page = nil // stored; Redis takes the URL's state and links
 	backoff := 50 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -85,7 +86,8 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	keeper := store.NewKeeper()
 	machine, _ := os.Hostname()
-	fr := fleet.NewFrontier(keeper, fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir})
+	fr := fleet.NewFrontier(keeper, fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir,
+		Redis: redactedRedis(o.redisURL), Crawl: o.crawl})
 	runCtx, stopRun := context.WithCancel(context.Background())
 	running := make(chan struct{})
 	go func() { defer close(running); fr.Run(runCtx) }()
@@ -104,6 +106,24 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 			o.crawl, st.Refused, st.Outages, st.Dropped)
 	}
 	return code
+}
+
+// redactedRedis is the Redis URL raw without its password and query (whose options may hold
+// one), to be shown and kept in a worker's store.
+func redactedRedis(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	if u.User != nil {
+		if name := u.User.Username(); name != "" {
+			u.User = url.User(name)
+		} else {
+			u.User = nil
+		}
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return u.String()
 }
 
 // quietRedis drops go-redis' own log lines.

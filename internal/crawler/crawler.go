@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crawl-project/crawl/aimd"
@@ -61,7 +62,11 @@ type Crawler struct {
 	client *fetch.Client
 	agent  string // robots.txt product token from the user agent
 
-	scope Scope // fixed after Open
+	scope Scope // fixed after Open; a shared crawl's may widen while it runs (scopeNow)
+	// wider is the scope widened by seeds added to a shared crawl while it runs (nil: scope);
+	// set by the dispatcher (widenScope), read by the jobs.
+	wider     atomic.Pointer[Scope]
+	scopeRead time.Time // dispatcher-owned: when widenScope last asked the shared crawl
 	// typesChanged: this run's --accept-type differs from the stored one, so the URLs
 	// excluded by type are fetched again (set by settle, during Open).
 	typesChanged bool
@@ -170,6 +175,9 @@ func open(cfg Config, fr Frontier) (*Crawler, error) {
 		c.changes, c.revised, err = c.settle()
 	} else if len(cfg.Seeds) == 0 {
 		err = c.saveScope() // learn the scope the other workers' seeds set
+	}
+	if err == nil && sh != nil {
+		err = c.saveSharedCrawl()
 	}
 	if err != nil {
 		db.Close()
@@ -565,6 +573,10 @@ func (c *Crawler) wait(ctx context.Context, r *run, now, wakeAt time.Time) {
 // learned).
 func (c *Crawler) tick(r *run, now time.Time) {
 	c.publishStatus(true)
+	if c.shared != nil && now.Sub(c.scopeRead) >= scopeEvery {
+		c.scopeRead = now
+		c.widenScope()
+	}
 	if err := c.reg.EvictUnless(now, c.sched.waiting); err != nil {
 		r.fatal = err
 	}

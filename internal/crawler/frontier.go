@@ -78,12 +78,17 @@ type Shared interface {
 	// rest; checkpoint saves the hosts' learned state (Crawler.SaveHostStates), and is called
 	// before the frontier hands hosts to another worker.
 	Join(pages *storage.DB, checkpoint func() error)
+	// Where names the shared crawl, for the worker's store (crawl status --data): its Redis
+	// as a URL without password, and its name.
+	Where() (redis, crawl string)
 }
 
 // SharedSettings are the settings the workers of a shared crawl agree on.
 type SharedSettings interface {
-	// Union adds members to the set name and returns every member it holds.
+	// Union adds members to the set name and returns every member it holds; Count returns
+	// how many it holds.
 	Union(name string, members []string) ([]string, error)
+	Count(name string) (int, error)
 	// Settle sets name to value unless it has a value, and returns the value it holds.
 	Settle(name, value string) (string, error)
 }

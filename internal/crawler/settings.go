@@ -322,10 +322,10 @@ func (c *Crawler) admit(u *url.URL, depth int, role frontier.Role) (reason, deta
 		if !c.cfg.Requisites {
 			return frontier.ReasonScope, "a page requisite, and --requisites is off"
 		}
-		if reason := c.scope.CheckRequisite(u, c.cfg.RequisitesScope != RequisitesScopeHost); reason != "" {
+		if reason := c.scopeNow().CheckRequisite(u, c.cfg.RequisitesScope != RequisitesScopeHost); reason != "" {
 			return reason, ""
 		}
-	} else if reason := c.scope.Check(u); reason != "" {
+	} else if reason := c.scopeNow().Check(u); reason != "" {
 		return reason, ""
 	}
 	if c.cfg.MaxDepth >= 0 && depth > c.cfg.MaxDepth {

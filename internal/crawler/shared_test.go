@@ -3,13 +3,17 @@ package crawler
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/dnstest"
 	"github.com/crawl-project/crawl/internal/simweb"
 	"github.com/crawl-project/crawl/storage"
 )
@@ -69,6 +73,8 @@ func (s *sharedFake) Complete(l frontier.Lease, r frontier.Result) error {
 	return s.Frontier.Complete(l, r)
 }
 
+func (s *sharedFake) Where() (redis, crawl string) { return "fake://", "fake" }
+
 func (s *sharedFake) HostStates() hostlimit.StateStore { return s.states }
 
 func (s *sharedFake) HostContext(ctx context.Context, host string) context.Context { return ctx }
@@ -96,6 +102,19 @@ func (s *sharedFake) Union(name string, members []string) ([]string, error) {
 		}
 	}
 	return slices.Clone(s.sets[name]), nil
+}
+
+func (s *sharedFake) Count(name string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sets[name]), nil
+}
+
+func (s *sharedFake) Value(name string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.values[name]
+	return v, ok, nil
 }
 
 func (s *sharedFake) Settle(name, value string) (string, error) {
@@ -224,5 +243,61 @@ func TestSharedRobots(t *testing.T) {
 	}
 	if n, violations := robotsRequests(); n != first || violations != 0 {
 		t.Errorf("the second worker requested robots.txt %d times and disallowed paths %d times; want 0 and 0", n-first, violations)
+	}
+}
+
+// Seeds added to a shared crawl from outside its workers (crawl add) widen its scope under the
+// crawl's mode, and a running worker takes the wider scope in; seeds with credentials, and a
+// crawl with no scope yet, are refused.
+func TestAddSeedsToShared(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	sh := newSharedFake(t)
+	dns, err := dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
+		if name == "late.test" {
+			return []netip.Addr{netip.MustParseAddr("10.1.2.3")}
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	res := fetch.NewResolver(fetch.ResolverConfig{Server: dns.Addr()})
+	if _, err := AddSeedsTo(sh, []string{"http://late.test/"}, res); !errors.Is(err, ErrUsage) {
+		t.Errorf("adding to a crawl with no scope: %v, want ErrUsage", err)
+	}
+	cfg := testConfig(t, web)
+	c, err := OpenWith(cfg, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	late, _ := url.Parse("http://late.test/a")
+	if r, _ := c.admit(late, 1, frontier.RolePage); r != frontier.ReasonScope {
+		t.Fatalf("late.test admitted before it was added (%q)", r)
+	}
+	if _, err := AddSeedsTo(sh, []string{"http://u:p@late.test/"}, res); !errors.Is(err, ErrUsage) {
+		t.Errorf("a seed with credentials: %v, want ErrUsage", err)
+	}
+	n, err := AddSeedsTo(sh, []string{"http://late.test/", "http://late.test/", web.Seeds()[0]}, res)
+	if err != nil || n != 1 {
+		t.Fatalf("AddSeedsTo = %d, %v; want 1 added (the other seed was seen)", n, err)
+	}
+	if !slices.ContainsFunc(sh.sets["private-ranges"], func(b string) bool {
+		p, err := netip.ParsePrefix(b)
+		return err == nil && p.Contains(netip.MustParseAddr("10.1.2.3"))
+	}) {
+		t.Errorf("private blocks %v; want the added seed's (10.1.2.3) among them", sh.sets["private-ranges"])
+	}
+	c.widenScope()
+	if r, _ := c.admit(late, 1, frontier.RolePage); r != "" {
+		t.Errorf("late.test still out of scope after widening (%q)", r)
+	}
+	if st, ok, err := sh.State("http://late.test/"); err != nil || !ok || st.State != "queued" {
+		t.Errorf("the added seed: %+v %v %v; want queued", st, ok, err)
 	}
 }

@@ -50,6 +50,10 @@ type Status struct {
 	// Settings are the crawl's settings in force (absent for a store made before they were
 	// kept).
 	Settings *Settings `json:"settings,omitempty"`
+	// Shared names the crawl shared by several workers that this store is a worker's of
+	// (absent for a crawl of its own). Its URL counts are then the fleet's while the worker
+	// runs, and zero once it stopped: crawl status --redis shows the fleet.
+	Shared *SharedCrawl `json:"shared,omitempty"`
 }
 
 // HostStatus is one host's line in Status.
@@ -136,6 +140,10 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy,
 	}
 	st.Run = c.ob.run(running)
+	if c.shared != nil {
+		redis, crawl := c.shared.Where()
+		st.Shared = &SharedCrawl{Redis: redis, Crawl: crawl}
+	}
 	if c.cfg.Dir != "" {
 		s := SettingsOf(&c.cfg)
 		st.Settings = &s
@@ -353,6 +361,9 @@ func ReadStatus(dir string) (Status, error) {
 		return st, fmt.Errorf("store %s: %w", dir, err)
 	} else if ok {
 		st.Settings = &m.Settings
+	}
+	if st.Shared, err = loadSharedCrawl(db); err != nil {
+		return st, fmt.Errorf("store %s: %w", dir, err)
 	}
 	return st, nil
 }

@@ -31,6 +31,15 @@ func (s *Store) Union(ctx context.Context, name string, members []string) ([]str
 	return out, nil
 }
 
+// Count returns how many members the crawl-wide set name holds.
+func (s *Store) Count(ctx context.Context, name string) (int, error) {
+	n, err := s.rdb.SCard(ctx, s.k.shared(name)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("fleet: shared set %s: %w", name, err)
+	}
+	return int(n), nil
+}
+
 // Settle sets the crawl-wide value name to value unless it has one, and returns the value it
 // holds: a setting the first worker fixes for all, such as the scope's mode.
 func (s *Store) Settle(ctx context.Context, name, value string) (string, error) {
@@ -48,6 +57,13 @@ func (f *Frontier) Union(name string, members []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
 	defer cancel()
 	return f.s.Union(ctx, name, members)
+}
+
+// Count is Store.Count bounded by the frontier's timeout (crawler.Shared).
+func (f *Frontier) Count(name string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+	defer cancel()
+	return f.s.Count(ctx, name)
 }
 
 // Settle is Store.Settle bounded by the frontier's timeout (crawler.Shared).
@@ -87,6 +103,10 @@ func (f *Frontier) storePage(l frontier.Lease, r frontier.Result) error {
 	}
 	return nil
 }
+
+// Where names the shared crawl for the worker's store (crawler.Shared): FrontierOptions.Redis
+// and FrontierOptions.Crawl.
+func (f *Frontier) Where() (redis, crawl string) { return f.opts.Redis, f.opts.Crawl }
 
 // HostStates is the store of hosts' learned politeness (crawler.Shared): Keeper.HostStates
 // bounded by the frontier's timeout, whose saves are checkpoints. One that Redis cannot take

@@ -66,7 +66,7 @@ type Crawler struct {
 	// wider is the scope widened by seeds added to a shared crawl while it runs (nil: scope);
 	// set by the dispatcher (widenScope), read by the jobs.
 	wider     atomic.Pointer[Scope]
-	scopeRead time.Time // dispatcher-owned: when widenScope last asked the shared crawl
+	scopeRead time.Time // dispatcher-owned: when tick last widened the scope
 	// typesChanged: this run's --accept-type differs from the stored one, so the URLs
 	// excluded by type are fetched again (set by settle, during Open).
 	typesChanged bool
@@ -816,6 +816,9 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 		return job{run: func() error {
 			return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
 		}}, time.Time{}, nil
+	}
+	if c.shared != nil && l.Depth == 0 && l.Parent == "" && c.scopeNow().Check(u) == frontier.ReasonScope {
+		c.widenScope() // a seed added to the shared crawl since the last widening: its links are in scope
 	}
 	if v := rs.test(c.agent, u); !v.Allowed {
 		giveBack(t, now)

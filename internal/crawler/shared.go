@@ -208,7 +208,8 @@ func (c *Crawler) scopeNow() *Scope {
 
 // widenScope takes in the hosts (or domains) added to the shared crawl's scope since Open or
 // the last widening, if its size changed. A failure is left to the next call: the scope only
-// ever widens, so an old one is never wrong, only narrower. Dispatcher only.
+// ever widens, so an old one is never wrong, only narrower. The dispatcher calls it every
+// scopeEvery, and at once when it leases a seed out of scope (one added since).
 func (c *Crawler) widenScope() {
 	cur := c.scopeNow()
 	n, err := c.shared.Count("scope-allowed")

@@ -183,7 +183,7 @@ func open(cfg Config, fr Frontier) (*Crawler, error) {
 		db.Close()
 		return nil, err
 	}
-	if cn := c.fr.Counts(); cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
+	if c.holdsNothing(len(cfg.Seeds) > 0) {
 		// e.g. the first run was killed before its seeds were committed
 		db.Close()
 		where := cfg.Dir
@@ -196,6 +196,17 @@ func open(cfg Config, fr Frontier) (*Crawler, error) {
 		sh.Join(db, c.SaveHostStates)
 	}
 	return c, nil
+}
+
+// holdsNothing reports whether the crawl holds no URL at all. A shared crawl just given seeds
+// holds them (its Add returned nil) and is not asked: its counts come from Redis, and a read
+// that failed would leave them empty.
+func (c *Crawler) holdsNothing(seeded bool) bool {
+	if c.shared != nil && seeded {
+		return false
+	}
+	cn := c.fr.Counts()
+	return cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0
 }
 
 // guard builds the SSRF guard: non-public address blocks are refused at dial time unless a seed

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crawl-project/crawl/internal/readyset"
 	"github.com/crawl-project/crawl/storage"
 	"go.etcd.io/bbolt"
 )
@@ -191,9 +192,8 @@ type Frontier struct {
 	// another lock.
 	mu         sync.Mutex
 	hosts      map[string]*hostState
-	ready      map[string]struct{} // hosts with a queued, unleased, undelayed URL
-	fresh      []string            // hosts that entered ready since the last TakeReady, in order
-	total      hostCounts          // sum over hosts (LastError unused)
+	ready      readyset.Set // ready: hosts with a queued, unleased, undelayed URL
+	total      hostCounts   // sum over hosts (LastError unused)
 	failedBy   map[string]int
 	excludedBy map[string]int
 	dropped    int
@@ -230,7 +230,6 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 		bolt:       db,
 		readOnly:   db.ReadOnly(),
 		hosts:      make(map[string]*hostState),
-		ready:      make(map[string]struct{}),
 		failedBy:   make(map[string]int),
 		excludedBy: make(map[string]int),
 	}
@@ -351,12 +350,9 @@ func (f *Frontier) load(tx *bbolt.Tx) error {
 // touch updates the ready set for host; f.mu must be held (or f not yet shared).
 func (f *Frontier) touch(host string) {
 	if h := f.hosts[host]; h != nil && h.readyCount() > 0 {
-		if _, was := f.ready[host]; !was {
-			f.ready[host] = struct{}{}
-			f.fresh = append(f.fresh, host)
-		}
+		f.ready.Ready(host)
 	} else {
-		delete(f.ready, host)
+		f.ready.Forget(host)
 	}
 }
 
@@ -394,11 +390,7 @@ func (f *Frontier) apply(d *delta) {
 func (f *Frontier) ReadyHosts(now time.Time) []string {
 	_ = f.promote(now)
 	f.mu.Lock()
-	f.fresh = nil
-	hosts := make([]string, 0, len(f.ready))
-	for h := range f.ready {
-		hosts = append(hosts, h)
-	}
+	hosts := f.ready.TakeAll()
 	f.mu.Unlock()
 	sort.Strings(hosts)
 	return hosts
@@ -413,17 +405,14 @@ func (f *Frontier) TakeReady(now time.Time) []string {
 	_ = f.promote(now)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := f.fresh
-	f.fresh = nil
-	return out
+	return f.ready.Take(now)
 }
 
 // Ready reports whether host has an unleased URL ready to be leased.
 func (f *Frontier) Ready(host string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, ok := f.ready[host]
-	return ok
+	return f.ready.IsReady(host)
 }
 
 // NextAt moves the delayed URLs due at now back into their queues and returns the earliest

@@ -98,6 +98,18 @@ func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 	return seq, nil
 }
 
+// StorePage stores p (as PutPage does) in a commit of its own, coalesced with concurrent ones
+// into one fsync (bbolt's DB.Batch), for a page whose URL's state is recorded elsewhere (a
+// crawl shared through Redis): stored first, a crash before the state is recorded fetches it
+// again, never marks done a page that is not stored.
+func (db *DB) StorePage(p *Page) (seq uint64, err error) {
+	err = db.bolt.Batch(func(tx *bbolt.Tx) error {
+		seq, err = PutPage(tx, p)
+		return err
+	})
+	return seq, err
+}
+
 // bodiless reports whether p is stored without a body: a 304 confirming page RevisitOf (it
 // has none), or an answer whose body is that of page SameAs, when that page holds it.
 func bodiless(p *Page, bodies *bbolt.Bucket) bool {

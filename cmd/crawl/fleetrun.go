@@ -8,15 +8,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/fleet"
 	"github.com/redis/go-redis/v9"
 )
+
+// The fleet's frontier keeps the crawler's contract, extras included (discovered by OpenWith).
+var _ crawler.Shared = (*fleet.Frontier)(nil)
 
 // fleetOptions are run's flags for a crawl shared through Redis.
 type fleetOptions struct {
@@ -83,19 +86,13 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	keeper := store.NewKeeper()
 	machine, _ := os.Hostname()
-	fr := fleet.NewFrontier(keeper, fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir})
+	fr := fleet.NewFrontier(keeper, fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir,
+		Redis: redactedRedis(o.redisURL), Crawl: o.crawl})
 	runCtx, stopRun := context.WithCancel(context.Background())
 	running := make(chan struct{})
 	go func() { defer close(running); fr.Run(runCtx) }()
-	states := checkpoints{keeper.HostStates(2 * time.Second), log}
-	sh := &crawler.Shared{Frontier: fr, HostStates: states, Settings: fr, HostContext: fr.HostContext,
-		Robots: keeper.Robots(2 * time.Second)}
 	code := crawlWith(cfg, out, stdout, stderr, func(cfg crawler.Config) (*crawler.Crawler, error) {
-		c, err := crawler.OpenShared(cfg, sh)
-		if err == nil {
-			fr.BeforeRelease(c.SaveHostStates)
-		}
-		return c, err
+		return crawler.OpenWith(cfg, fr)
 	})
 	stopRun()
 	<-running
@@ -111,22 +108,25 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	return code
 }
 
+// redactedRedis is the Redis URL raw without its password and query (whose options may hold
+// one), to be shown and kept in a worker's store.
+func redactedRedis(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	if u.User != nil {
+		if name := u.User.Username(); name != "" {
+			u.User = url.User(name)
+		} else {
+			u.User = nil
+		}
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return u.String()
+}
+
 // quietRedis drops go-redis' own log lines.
 type quietRedis struct{}
 
 func (quietRedis) Printf(context.Context, string, ...any) {}
-
-// checkpoints is a shared crawl's store of hosts' learned state, whose saves are checkpoints:
-// one that Redis cannot take (it is unreachable) is logged and skipped, not a reason to stop
-// the crawl as a failing local store would be; the next one saves the state again.
-type checkpoints struct {
-	hostlimit.StateStore
-	log *slog.Logger
-}
-
-func (c checkpoints) SaveHostStates(states map[string][]byte) error {
-	if err := c.StateStore.SaveHostStates(states); err != nil {
-		c.log.Warn("hosts' learned state not saved to Redis; the next checkpoint will", "err", err)
-	}
-	return nil
-}

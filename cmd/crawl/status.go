@@ -77,7 +77,16 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	if st.Settings != nil {
 		fmt.Fprintf(stdout, "settings: %s\n", st.Settings)
 	}
-	fmt.Fprintf(stdout, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
+	switch {
+	case st.Shared != nil && !st.Running:
+		fmt.Fprintf(stdout, "a worker's store of the shared crawl %q at %s: its URLs are in Redis (crawl status --redis %s --crawl %s)\n",
+			st.Shared.Crawl, st.Shared.Redis, st.Shared.Redis, st.Shared.Crawl)
+	case st.Shared != nil:
+		fmt.Fprintf(stdout, "a worker of the shared crawl %q at %s; the counts are the fleet's\n", st.Shared.Crawl, st.Shared.Redis)
+		fallthrough
+	default:
+		fmt.Fprintf(stdout, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
+	}
 	printReasons(stdout, "failed", st.FailedBy)
 	printReasons(stdout, "excluded", st.ExcludedBy)
 	printDropped(stdout, st.Dropped)

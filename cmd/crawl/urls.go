@@ -37,9 +37,11 @@ type urlLine struct {
 }
 
 const urlsSynopsis = `usage: crawl urls --data DIR [--state S[,S]] [--reason R] [--host H] [--json]
+       crawl urls --redis redis://HOST:PORT/DB [--crawl NAME] [--state queued] [--host H] [--json]
 
 Lists the crawl's URLs with state, reason, HTTP status, attempts, depth and the page that
-linked to them.`
+linked to them. With --redis: the URLs a shared crawl has queued (waiting, delayed for a
+retry, or in flight); Redis keeps the others as fingerprints only.`
 
 func urlsCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("urls", urlsSynopsis)
@@ -49,11 +51,13 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 	reason := fl.String("reason", "", "only URLs failed or excluded for this reason (e.g. depth, robots, conn-refused)")
 	host := fl.String("host", "", "only URLs of this host (any port, or host:port for one)")
 	asJSON := fl.Bool("json", false, "one JSON object per line instead of columns")
+	redisURL := fl.String("redis", "", "the Redis (or Valkey) of a crawl shared by several workers, as redis://HOST:PORT/DB: list its queued URLs")
+	crawlName := fl.String("crawl", "default", "with --redis: the shared crawl's name")
 	pos, code, ok := flags.parse(args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if *dir == "" || len(pos) > 0 {
+	if (*dir == "") == (*redisURL == "") || len(pos) > 0 {
 		fmt.Fprintln(stderr, strings.SplitN(urlsSynopsis, "\n", 2)[0])
 		return exitUsage
 	}
@@ -66,6 +70,9 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			states = append(states, s)
 		}
+	}
+	if *redisURL != "" {
+		return urlsShared(*redisURL, *crawlName, states, *reason, *host, *asJSON, stdout, stderr)
 	}
 	db, ok := openStopped("crawl urls", *dir, stderr)
 	if !ok {

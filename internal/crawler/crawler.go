@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crawl-project/crawl/aimd"
@@ -55,12 +56,17 @@ type Crawler struct {
 	log    *slog.Logger
 	db     *storage.DB
 	fr     Frontier
-	shared *Shared // nil: the frontier, host state and scope are the store's own
+	shared Shared  // nil: the frontier, host state and scope are the store's own
+	urlLog *urlLog // --log-urls (nil: none)
 	reg    *hostlimit.Registry
 	client *fetch.Client
 	agent  string // robots.txt product token from the user agent
 
-	scope Scope // fixed after Open
+	scope Scope // fixed after Open; a shared crawl's may widen while it runs (scopeNow)
+	// wider is the scope widened by seeds added to a shared crawl while it runs (nil: scope);
+	// set by the dispatcher (widenScope), read by the jobs.
+	wider     atomic.Pointer[Scope]
+	scopeRead time.Time // dispatcher-owned: when tick last widened the scope
 	// typesChanged: this run's --accept-type differs from the stored one, so the URLs
 	// excluded by type are fetched again (set by settle, during Open).
 	typesChanged bool
@@ -106,11 +112,17 @@ type Crawler struct {
 // them. Seeds already seen are not enqueued again, so Open on an existing store resumes.
 func Open(cfg Config) (*Crawler, error) { return open(cfg, nil) }
 
-// OpenShared opens a worker of a crawl shared by several (see Shared): the store in cfg.Dir
-// keeps this worker's pages, sh the rest. cfg.Seeds, if any, are added to the shared crawl.
-func OpenShared(cfg Config, sh *Shared) (*Crawler, error) { return open(cfg, sh) }
+// OpenWith opens a crawl whose frontier is fr rather than the store's own. If fr is Shared (a
+// worker of a crawl shared by several), the store in cfg.Dir keeps this worker's pages and fr
+// the rest, and cfg.Seeds, if any, are added to the shared crawl.
+func OpenWith(cfg Config, fr Frontier) (*Crawler, error) {
+	if fr == nil {
+		return nil, errors.New("crawler: OpenWith needs a frontier")
+	}
+	return open(cfg, fr)
+}
 
-func open(cfg Config, sh *Shared) (*Crawler, error) {
+func open(cfg Config, fr Frontier) (*Crawler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -118,16 +130,16 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fr Frontier
-	var local *frontier.Frontier
+	if fr == nil {
+		if fr, err = frontier.Open(db, &frontier.Options{HostBudget: cfg.MaxHostPages}); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	sh, _ := fr.(Shared)
 	var states hostlimit.StateStore = db
 	if sh != nil {
-		fr, states = storePages(sh.Frontier, db), sh.HostStates
-	} else if local, err = frontier.Open(db, &frontier.Options{HostBudget: cfg.MaxHostPages}); err != nil {
-		db.Close()
-		return nil, err
-	} else {
-		fr = local
+		states = sh.HostStates()
 	}
 	res := fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer})
 	c := &Crawler{
@@ -149,13 +161,13 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 	}
 	c.sitemaps.lim = cfg.Sitemap.orDefaults()
 	if cfg.URLLog != nil {
-		c.fr = logURLs(fr, cfg.URLLog, c.log)
+		c.urlLog = newURLLog(cfg.URLLog, c.log)
 	}
 	c.reg = hostlimit.New(hostlimit.Config{AIMD: aimd.Config{
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
 	}, DemandByCaller: true, IdleEvict: hostIdle, MaxWindowOf: maxWindows(cfg)}, states)
-	if err := c.loadScope(local); err != nil {
+	if err := c.loadScope(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -185,9 +197,12 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		return nil, err
 	}
 	if sh == nil {
-		c.changes, c.revised, err = c.settle(local)
+		c.changes, c.revised, err = c.settle()
 	} else if len(cfg.Seeds) == 0 {
 		err = c.saveScope() // learn the scope the other workers' seeds set
+	}
+	if err == nil && sh != nil {
+		err = c.saveSharedCrawl()
 	}
 	if err != nil {
 		db.Close()
@@ -196,7 +211,7 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 	c.warnUnmatchedHosts()
 	cn := c.fr.Counts()
 	c.start.Opened = Figures{cn.Fetched, cn.Failed, cn.Excluded, cn.Queued}
-	if cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0 {
+	if c.holdsNothing(len(cfg.Seeds) > 0, cn) {
 		// e.g. the first run was killed before its seeds were committed
 		db.Close()
 		where := cfg.Dir
@@ -205,7 +220,20 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 		}
 		return nil, fmt.Errorf("%s holds no URL to resume; give seed URLs or --seeds FILE (%w)", where, ErrUsage)
 	}
+	if sh != nil {
+		sh.Join(db, c.SaveHostStates)
+	}
 	return c, nil
+}
+
+// holdsNothing reports whether the crawl, with counts cn, holds no URL at all. A shared crawl
+// just given seeds holds them (its Add returned nil) whatever cn says: its counts come from
+// Redis, and a read that failed leaves them empty.
+func (c *Crawler) holdsNothing(seeded bool, cn frontier.Counts) bool {
+	if c.shared != nil && seeded {
+		return false
+	}
+	return cn.Queued+cn.Fetched+cn.Failed+cn.Excluded == 0
 }
 
 // guard builds the SSRF guard: non-public address blocks are refused at dial time unless a seed
@@ -282,7 +310,7 @@ func seedAddrs(res *fetch.Resolver, hosts map[string]bool) map[netip.Addr]bool {
 }
 
 // SaveHostStates saves every in-memory host's learned state through the state store now. A
-// shared crawl's frontier calls it before it hands hosts to another worker.
+// shared frontier calls it before it hands hosts to another worker (Shared.Join).
 func (c *Crawler) SaveHostStates() error { return c.reg.Flush() }
 
 // Close saves learned host state and closes the store.
@@ -303,7 +331,7 @@ type scopeMeta struct {
 // loadScope restores the scope a previous run of this store used, so a resume without --seeds
 // keeps crawling the same hosts. A run with the other --scope derives its allowed set from the
 // seeds: their registrable domains, or their hosts.
-func (c *Crawler) loadScope(fr *frontier.Frontier) error {
+func (c *Crawler) loadScope() error {
 	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, DenyExt: c.cfg.DenyExt, Allowed: map[string]bool{}}
 	if c.shared != nil {
 		return nil // saveScope merges this worker's seeds with the shared crawl's
@@ -317,7 +345,7 @@ func (c *Crawler) loadScope(fr *frontier.Frontier) error {
 		return fmt.Errorf("store %s: bad scope record: %w", c.cfg.Dir, err)
 	}
 	if m.Mode != c.cfg.Scope {
-		hosts, err := seedHosts(fr)
+		hosts, err := c.seedHosts()
 		if err != nil {
 			return err
 		}
@@ -588,6 +616,10 @@ func (c *Crawler) wait(ctx context.Context, r *run, now, wakeAt time.Time) {
 // learned).
 func (c *Crawler) tick(r *run, now time.Time) {
 	c.publishStatus(true)
+	if c.shared != nil && now.Sub(c.scopeRead) >= scopeEvery {
+		c.scopeRead = now
+		c.widenScope()
+	}
 	if err := c.reg.EvictUnless(now, c.sched.waiting); err != nil {
 		r.fatal = err
 	}
@@ -750,7 +782,7 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	if !ok { // its address is being looked up (--key-by-ip): look again shortly
 		return job{}, now.Add(50 * time.Millisecond), nil
 	}
-	if c.shared != nil && c.shared.HostContext != nil {
+	if c.shared != nil {
 		fetchCtx = c.shared.HostContext(fetchCtx, host)
 	}
 	rs, err := c.robotsFor(host)
@@ -786,7 +818,7 @@ func (c *Crawler) robotsUnreachableJob(now time.Time, host string, rs *robotsSta
 		return job{}, time.Time{}, err
 	}
 	return job{run: func() error {
-		return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "robots-unreachable",
+		return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: "robots-unreachable",
 			Detail: fmt.Sprintf("robots.txt unreachable after %d tries: %s", rs.failures(), rs.lastProblem())})
 	}}, time.Time{}, nil
 }
@@ -829,17 +861,20 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 	if err != nil { // cannot happen: the frontier holds normalized URLs
 		giveBack(t, now)
 		return job{run: func() error {
-			return c.fr.Complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
+			return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: "bad-url", Detail: err.Error()})
 		}}, time.Time{}, nil
 	}
 	if u.Scheme == "https" && rs.httpOnly() {
 		giveBack(t, now)
 		return job{run: func() error { return c.overHTTP(l, u) }}, time.Time{}, nil
 	}
+	if c.shared != nil && l.Depth == 0 && l.Parent == "" && c.scopeNow().Check(u) == frontier.ReasonScope {
+		c.widenScope() // a seed added to the shared crawl since the last widening: its links are in scope
+	}
 	if v := rs.test(c.agent, u); !v.Allowed {
 		giveBack(t, now)
 		return job{run: func() error {
-			return c.fr.Complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "robots", Detail: ruleDetail(v)})
+			return c.complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "robots", Detail: ruleDetail(v)})
 		}}, time.Time{}, nil
 	}
 	return job{page: c.countsAgainstBudget(l), run: func() error { return c.fetchPage(fetchCtx, l, u, t) }}, time.Time{}, nil

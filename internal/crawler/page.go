@@ -38,7 +38,7 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 	if res.Page != nil {
 		c.markRevisit(res.Page, last)
 	}
-	if cerr := c.fr.Complete(l, res); cerr != nil {
+	if cerr := c.complete(l, res); cerr != nil {
 		return fmt.Errorf("committing %s: %w", l.URL, cerr)
 	}
 	if c.cfg.Hooks.Stored != nil && res.Kind == frontier.Fetched && res.Page != nil {

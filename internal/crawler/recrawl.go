@@ -205,7 +205,11 @@ func (c *Crawler) markRevisit(p *storage.Page, lv lastVersion) {
 
 // revise runs the frontier's Revise with revisit; with --recrawl, once per change rate, most
 // changing first, so that each host's queue holds the pages that change most at its front.
-func (c *Crawler) revise(fr *frontier.Frontier) (frontier.Revised, error) {
+func (c *Crawler) revise() (frontier.Revised, error) {
+	fr, err := c.revisable("a change of settings that concerns URLs already seen")
+	if err != nil {
+		return frontier.Revised{}, err
+	}
 	if !c.recrawl.on {
 		return fr.Revise(c.revisit)
 	}

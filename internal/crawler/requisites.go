@@ -75,9 +75,9 @@ func hasScheme(ref, scheme string) bool {
 // every fetch counts and the run stops at the budget, the rest left queued; so it does with a
 // frontier that cannot be walked and revised (one shared by a fleet of crawlers).
 type pageBudget struct {
-	mode       budgetMode     // set by countRequisites before Run starts; then only the dispatcher changes it
-	fr         budgetFrontier // with budgetPages and budgetSpent
-	requisites atomic.Int64   // requisites fetched, all runs together: counted by countRequisites, then as they are stored
+	mode       budgetMode   // set by countRequisites before Run starts; then only the dispatcher changes it
+	fr         Revisable    // with budgetPages and budgetSpent
+	requisites atomic.Int64 // requisites fetched, all runs together: counted by countRequisites, then as they are stored
 }
 
 // budgetMode is how --max-pages counts.
@@ -89,18 +89,12 @@ const (
 	budgetSpent                   // the pages are spent and the queued ones set aside: requisites only
 )
 
-// budgetFrontier is what pageBudget needs of the frontier besides Frontier.
-type budgetFrontier interface {
-	Walk(fn func(frontier.URLRecord) error) error
-	Revise(decide func(frontier.URLRecord) frontier.Verdict) (frontier.Revised, error)
-}
-
 // countRequisites sets how --max-pages counts in this run and counts the requisites fetched by
 // earlier runs when they are left out. It is called by Run before it starts.
 func (c *Crawler) countRequisites() error {
 	c.pages.requisites.Store(0)
 	c.pages.mode, c.pages.fr = budgetAll, nil
-	fr, ok := c.fr.(budgetFrontier)
+	fr, ok := c.fr.(Revisable)
 	if c.cfg.MaxPages <= 0 || !c.cfg.Requisites || !ok {
 		return nil
 	}

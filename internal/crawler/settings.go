@@ -233,7 +233,7 @@ var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "deny-e
 // change concerns URLs already seen (scope, depth, filters, host budget) revises the frontier:
 // URLs excluded only by the old value are queued again, queued URLs the new value excludes are
 // excluded with its reason. It returns the changes, for the command line to report.
-func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, error) {
+func (c *Crawler) settle() ([]Change, frontier.Revised, error) {
 	now := SettingsOf(&c.cfg)
 	old, ok, err := loadSettings(c.db)
 	if err != nil {
@@ -257,11 +257,21 @@ func (c *Crawler) settle(fr *frontier.Frontier) ([]Change, frontier.Revised, err
 	if c.recrawl, err = planRecrawl(&c.cfg, c.db, time.Now()); err != nil {
 		return nil, frontier.Revised{}, err
 	}
-	rev, err := c.revise(fr)
+	rev, err := c.revise()
 	if err != nil {
 		return nil, rev, err
 	}
 	return changes, rev, saveSettings(c.db, settingsMeta{Settings: now})
+}
+
+// revisable returns the frontier as a Revisable, or an error saying that what needs it
+// cannot be done with this frontier.
+func (c *Crawler) revisable(what string) (Revisable, error) {
+	fr, ok := c.fr.(Revisable)
+	if !ok {
+		return nil, fmt.Errorf("%s needs a frontier that can revise the URLs it has seen, and this crawl's cannot (%w)", what, ErrUsage)
+	}
+	return fr, nil
 }
 
 // reasonType excludes a page whose media type --accept-type does not accept.
@@ -315,10 +325,10 @@ func (c *Crawler) admit(u *url.URL, depth int, role frontier.Role) (reason, deta
 		if !c.cfg.Requisites {
 			return frontier.ReasonScope, "a page requisite, and --requisites is off"
 		}
-		if reason := c.scope.CheckRequisite(u, c.cfg.RequisitesScope != RequisitesScopeHost); reason != "" {
+		if reason := c.scopeNow().CheckRequisite(u, c.cfg.RequisitesScope != RequisitesScopeHost); reason != "" {
 			return reason, ""
 		}
-	} else if reason := c.scope.Check(u); reason != "" {
+	} else if reason := c.scopeNow().Check(u); reason != "" {
 		return reason, ""
 	}
 	if c.cfg.Hooks.InScope != nil && !c.cfg.Hooks.InScope(u) {
@@ -335,10 +345,14 @@ func (c *Crawler) admit(u *url.URL, depth int, role frontier.Role) (reason, deta
 func (c *Crawler) Changes() ([]Change, frontier.Revised) { return c.changes, c.revised }
 
 // seedHosts returns the host keys of the crawl's seeds (URLs of depth 0 that nothing linked to),
-// sorted: the scope of --scope host.
-func seedHosts(fr *frontier.Frontier) ([]string, error) {
+// sorted: the scope of --scope host. It needs a Revisable frontier.
+func (c *Crawler) seedHosts() ([]string, error) {
+	fr, err := c.revisable("a changed --scope")
+	if err != nil {
+		return nil, err
+	}
 	set := map[string]bool{}
-	err := fr.Walk(func(r frontier.URLRecord) error {
+	err = fr.Walk(func(r frontier.URLRecord) error {
 		if r.Depth == 0 && r.Parent == "" {
 			if u, err := url.Parse(r.URL); err == nil && u.Host != "" {
 				set[urlnorm.HostKey(u)] = true

@@ -1,62 +1,23 @@
 package crawler
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
+	"time"
 
+	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
-	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/netguard"
+	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
-	"go.etcd.io/bbolt"
 )
-
-// Shared is what a crawl shared by several workers (internal/fleet) puts in place of what the
-// store in Config.Dir keeps for a crawl of its own: the frontier, the hosts' learned state, the
-// scope and the private address blocks the seeds opened. The store keeps the worker's pages
-// (each stored before the frontier's Complete, so a crash never marks done a page that is not
-// stored), robots.txt and samples. Settings that revise URLs already seen (a changed --scope
-// mode is refused; --retry, --recrawl and changed filters are not applied) need a crawl of
-// one's own.
-type Shared struct {
-	// Frontier holds the URLs of the whole crawl. Its Complete must not store pages (the
-	// crawler does, first) and may refuse a result whose URL is no longer this worker's by
-	// returning nil.
-	Frontier   Frontier
-	HostStates hostlimit.StateStore // hosts' learned politeness, following a host to its next worker
-	Settings   SharedSettings       // the scope and private blocks every worker crawls with
-	// Robots, if set, shares hosts' robots.txt among the workers, so that a host's next owner
-	// does not fetch it again.
-	Robots SharedRobots
-	// HostContext returns the context requests to host run under, derived from ctx (the same
-	// ctx for every call of one Run) and cancelled when host stops being this worker's. Nil
-	// means ctx itself.
-	HostContext func(ctx context.Context, host string) context.Context
-}
-
-// SharedRobots is a robots.txt cache the workers of a shared crawl share: each host's
-// storage.RobotsEntry as JSON. The crawler treats it as a cache: an entry it cannot load is
-// fetched, one it cannot save is kept in its own store only.
-type SharedRobots interface {
-	LoadRobots(host string) ([]byte, bool, error)
-	SaveRobots(host string, b []byte) error
-}
-
-// SharedSettings are the settings the workers of a shared crawl agree on.
-type SharedSettings interface {
-	// Union adds members to the set name and returns every member it holds.
-	Union(name string, members []string) ([]string, error)
-	// Settle sets name to value unless it has a value, and returns the value it holds.
-	Settle(name, value string) (string, error)
-}
 
 // mergeScope makes the scope the union of this worker's (its seeds') and the shared crawl's,
 // and refuses a --scope mode other than the crawl's.
 func (c *Crawler) mergeScope() error {
-	st := c.shared.Settings
+	st := c.shared
 	mode, err := st.Settle("scope-mode", c.scope.Mode)
 	if err != nil {
 		return err
@@ -94,7 +55,7 @@ func (c *Crawler) sharedGuard(g *netguard.Guard, seeds []string) (*netguard.Guar
 	for _, p := range g.Allowed {
 		mine = append(mine, p.String())
 	}
-	all, err := c.shared.Settings.Union("private-ranges", mine)
+	all, err := c.shared.Union("private-ranges", mine)
 	if err != nil {
 		return nil, err
 	}
@@ -107,36 +68,13 @@ func (c *Crawler) sharedGuard(g *netguard.Guard, seeds []string) (*netguard.Guar
 	return g, nil
 }
 
-// pageStorer is a shared Frontier whose Complete first stores a Fetched result's page in the
-// worker's store, in a commit of its own: a crash between the two fetches the page again, and
-// never marks done a page that is not stored.
-type pageStorer struct {
-	Frontier
-	db *storage.DB
-}
-
-func storePages(fr Frontier, db *storage.DB) *pageStorer { return &pageStorer{Frontier: fr, db: db} }
-
-func (s *pageStorer) Complete(l frontier.Lease, r frontier.Result) error {
-	if r.Kind == frontier.Fetched && r.Page != nil {
-		err := s.db.Batch(func(tx *bbolt.Tx) error {
-			_, err := storage.PutPage(tx, r.Page)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("store page %s: %w", l.URL, err)
-		}
-	}
-	return s.Frontier.Complete(l, r)
-}
-
 // sharedRobots returns the shared cache's robots.txt entry of host, if it has a usable one.
 func (c *Crawler) sharedRobots(host string) (storage.RobotsEntry, bool) {
 	var e storage.RobotsEntry
-	if c.shared == nil || c.shared.Robots == nil {
+	if c.shared == nil {
 		return e, false
 	}
-	b, ok, err := c.shared.Robots.LoadRobots(host)
+	b, ok, err := c.shared.LoadRobots(host)
 	if err != nil || !ok || json.Unmarshal(b, &e) != nil || e.Host != host {
 		return storage.RobotsEntry{}, false
 	}
@@ -145,10 +83,152 @@ func (c *Crawler) sharedRobots(host string) (storage.RobotsEntry, bool) {
 
 // shareRobots saves host's robots.txt entry to the shared cache, if there is one.
 func (c *Crawler) shareRobots(e storage.RobotsEntry) {
-	if c.shared == nil || c.shared.Robots == nil {
+	if c.shared == nil {
 		return
 	}
 	if b, err := json.Marshal(e); err == nil {
-		_ = c.shared.Robots.SaveRobots(e.Host, b) // a cache: the entry is in the worker's own store
+		_ = c.shared.SaveRobots(e.Host, b) // a cache: the entry is in the worker's own store
+	}
+}
+
+// SharedCrawl names a crawl shared by several workers: its Redis (a URL without password) and
+// its name. A worker's store keeps it, so that crawl status --data says whose worker it is.
+type SharedCrawl struct {
+	Redis string `json:"redis"`
+	Crawl string `json:"crawl"`
+}
+
+const sharedKey = "shared-crawl"
+
+// saveSharedCrawl records in the worker's store which shared crawl it serves.
+func (c *Crawler) saveSharedCrawl() error {
+	redis, crawl := c.shared.Where()
+	b, _ := json.Marshal(SharedCrawl{Redis: redis, Crawl: crawl})
+	return c.db.PutMeta(sharedKey, b)
+}
+
+// loadSharedCrawl returns the shared crawl the store in db served last, nil if none.
+func loadSharedCrawl(db *storage.DB) (*SharedCrawl, error) {
+	b, ok, err := db.Meta(sharedKey)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var s SharedCrawl
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("bad %s record: %w", sharedKey, err)
+	}
+	return &s, nil
+}
+
+// SeedTarget is what AddSeedsTo needs of a shared crawl: its crawl-wide sets and values, and
+// its Add (internal/fleet's Frontier).
+type SeedTarget interface {
+	Add(entries []frontier.Entry) (added int, err error)
+	Union(name string, members []string) ([]string, error)
+	// Value returns the value name holds (Settle), and whether it holds one.
+	Value(name string) (string, bool, error)
+}
+
+// AddSeedsTo adds seeds to a running shared crawl from outside its workers (crawl add): it
+// widens the crawl's scope under the --scope mode the crawl was started with and the
+// non-public address blocks the seeds are on (resolved with res), then queues the seeds not
+// seen before, and returns how many it queued. A seed with user:password@ is refused (the
+// credentials would be kept by no worker), and a crawl no worker has given seeds yet (it has
+// no scope mode) too. The workers' --include/--exclude are not shared: a seed is queued
+// whatever they say; its links are checked by the workers' filters. Workers already running
+// learn the wider scope within scopeEvery; a private block only at their next start.
+func AddSeedsTo(t SeedTarget, seeds []string, res *fetch.Resolver) (int, error) {
+	mode, ok, err := t.Value("scope-mode")
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("the shared crawl has no scope yet: start a worker with seeds first (%w)", ErrUsage)
+	}
+	sc := Scope{Mode: mode, Allowed: map[string]bool{}}
+	hosts := map[string]bool{}
+	var entries []frontier.Entry
+	for _, s := range seeds {
+		u, err := urlnorm.Parse(s)
+		if err != nil {
+			return 0, fmt.Errorf("seed %q: %w (%w)", s, err, ErrUsage)
+		}
+		if u.User != nil {
+			return 0, fmt.Errorf("seed %q: credentials (user:password@) are kept by the worker given them; give this seed to a worker (%w)", s, ErrUsage)
+		}
+		sc.AddSeed(u)
+		hosts[u.Hostname()] = true
+		entries = append(entries, frontier.Entry{URL: u.String(), Host: urlnorm.HostKey(u)})
+	}
+	var g netguard.Guard
+	for a := range seedAddrs(res, hosts) {
+		g.Allow(a)
+	}
+	if len(g.Allowed) > 0 {
+		blocks := make([]string, len(g.Allowed))
+		for i, p := range g.Allowed {
+			blocks[i] = p.String()
+		}
+		if _, err := t.Union("private-ranges", blocks); err != nil {
+			return 0, err
+		}
+	}
+	allowed := make([]string, 0, len(sc.Allowed))
+	for k := range sc.Allowed {
+		allowed = append(allowed, k)
+	}
+	if _, err := t.Union("scope-allowed", allowed); err != nil {
+		return 0, err
+	}
+	added := 0
+	for len(entries) > 0 {
+		n := min(len(entries), seedChunk)
+		k, err := t.Add(entries[:n])
+		added += k
+		if err != nil {
+			return added, err
+		}
+		entries = entries[n:]
+	}
+	return added, nil
+}
+
+// scopeEvery is how often a worker of a shared crawl asks whether seeds added meanwhile (crawl
+// add, a worker started later) widened the crawl's scope.
+const scopeEvery = 5 * time.Second
+
+// scopeNow is the scope in force: the one Open built, or the wider one widenScope swapped in.
+// Safe for the jobs to call while the dispatcher widens it.
+func (c *Crawler) scopeNow() *Scope {
+	if s := c.wider.Load(); s != nil {
+		return s
+	}
+	return &c.scope
+}
+
+// widenScope takes in the hosts (or domains) added to the shared crawl's scope since Open or
+// the last widening, if its size changed. A failure is left to the next call: the scope only
+// ever widens, so an old one is never wrong, only narrower. The dispatcher calls it every
+// scopeEvery, and at once when it leases a seed out of scope (one added since).
+func (c *Crawler) widenScope() {
+	cur := c.scopeNow()
+	n, err := c.shared.Count("scope-allowed")
+	if err != nil || n == len(cur.Allowed) {
+		return
+	}
+	all, err := c.shared.Union("scope-allowed", nil)
+	if err != nil {
+		return
+	}
+	w := *cur
+	w.Allowed = make(map[string]bool, len(all))
+	for k := range cur.Allowed {
+		w.Allowed[k] = true
+	}
+	for _, k := range all {
+		w.Allowed[k] = true
+	}
+	if len(w.Allowed) > len(cur.Allowed) {
+		c.wider.Store(&w)
 	}
 }

@@ -3,29 +3,39 @@ package crawler
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/dnstest"
 	"github.com/crawl-project/crawl/internal/simweb"
 	"github.com/crawl-project/crawl/storage"
 )
 
 // sharedFake stands in for a shared crawl (internal/fleet's Frontier, tested against Redis
-// there and in cmd/crawl): the URLs in a bbolt frontier of a store of its own, the settings in
-// memory. Its Complete checks the crawler stored a Fetched page before (PutPage set its Seq),
-// and stores no page itself.
+// there and in cmd/crawl): the URLs in a bbolt frontier of a store of its own, the settings,
+// robots.txt and hosts' state in memory. As the fleet's does, its Complete stores a Fetched
+// page in the worker's store (Join) and then records the rest without it.
 type sharedFake struct {
 	*frontier.Frontier
+	states   hostlimit.StateStore
+	robots   *robotsFake // nil: no robots.txt shared
 	mu       sync.Mutex
 	sets     map[string][]string
 	values   map[string]string
-	unstored []string // Fetched results whose page was not stored before Complete
+	pages    *storage.DB // the worker's store (Join)
+	unstored []string    // Fetched results whose page Complete was given no store for
 }
 
-func newSharedFake(t *testing.T) (*sharedFake, *storage.DB) {
+var _ Shared = (*sharedFake)(nil)
+
+func newSharedFake(t *testing.T) *sharedFake {
 	t.Helper()
 	db, err := storage.Open(t.TempDir(), nil)
 	if err != nil {
@@ -36,19 +46,51 @@ func newSharedFake(t *testing.T) (*sharedFake, *storage.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &sharedFake{Frontier: fr, sets: map[string][]string{}, values: map[string]string{}}, db
+	return &sharedFake{Frontier: fr, states: db, sets: map[string][]string{}, values: map[string]string{}}
+}
+
+func (s *sharedFake) Join(pages *storage.DB, checkpoint func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages = pages
 }
 
 func (s *sharedFake) Complete(l frontier.Lease, r frontier.Result) error {
 	if r.Kind == frontier.Fetched && r.Page != nil {
-		if r.Page.Seq == 0 {
-			s.mu.Lock()
+		s.mu.Lock()
+		pages := s.pages
+		if pages == nil {
 			s.unstored = append(s.unstored, l.URL)
-			s.mu.Unlock()
+		}
+		s.mu.Unlock()
+		if pages != nil {
+			if _, err := pages.StorePage(r.Page); err != nil {
+				return err
+			}
 		}
 		r.Page = nil
 	}
 	return s.Frontier.Complete(l, r)
+}
+
+func (s *sharedFake) Where() (redis, crawl string) { return "fake://", "fake" }
+
+func (s *sharedFake) HostStates() hostlimit.StateStore { return s.states }
+
+func (s *sharedFake) HostContext(ctx context.Context, host string) context.Context { return ctx }
+
+func (s *sharedFake) LoadRobots(host string) ([]byte, bool, error) {
+	if s.robots == nil {
+		return nil, false, nil
+	}
+	return s.robots.LoadRobots(host)
+}
+
+func (s *sharedFake) SaveRobots(host string, b []byte) error {
+	if s.robots == nil {
+		return nil
+	}
+	return s.robots.SaveRobots(host, b)
 }
 
 func (s *sharedFake) Union(name string, members []string) ([]string, error) {
@@ -62,6 +104,19 @@ func (s *sharedFake) Union(name string, members []string) ([]string, error) {
 	return slices.Clone(s.sets[name]), nil
 }
 
+func (s *sharedFake) Count(name string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sets[name]), nil
+}
+
+func (s *sharedFake) Value(name string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.values[name]
+	return v, ok, nil
+}
+
 func (s *sharedFake) Settle(name, value string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,9 +128,9 @@ func (s *sharedFake) Settle(name, value string) (string, error) {
 }
 
 // runShared runs a worker of the shared crawl to its end and closes it.
-func runShared(t *testing.T, cfg Config, shared *Shared) {
+func runShared(t *testing.T, cfg Config, shared Shared) {
 	t.Helper()
-	c, err := OpenShared(cfg, shared)
+	c, err := OpenWith(cfg, shared)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +155,12 @@ func TestSharedCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer web.Close()
-	sh, sdb := newSharedFake(t)
-	shared := &Shared{Frontier: sh, HostStates: sdb, Settings: sh}
+	sh := newSharedFake(t)
 	cfg := testConfig(t, web)
-	runShared(t, cfg, shared)
+	runShared(t, cfg, sh)
 	checkComplete(t, web, cfg.Dir, 0)
 	if len(sh.unstored) > 0 {
-		t.Errorf("pages completed before they were stored: %v", sh.unstored)
+		t.Errorf("pages completed before the worker joined (no store for them): %v", sh.unstored)
 	}
 	if got := sh.sets["scope-allowed"]; len(got) != 3 {
 		t.Errorf("shared scope %v; want the 3 seed hosts", got)
@@ -114,7 +168,7 @@ func TestSharedCrawl(t *testing.T) {
 
 	late := testConfig(t, web)
 	late.Seeds = nil
-	c2, err := OpenShared(late, shared)
+	c2, err := OpenWith(late, sh)
 	if err != nil {
 		t.Fatalf("a worker without seeds: %v", err)
 	}
@@ -130,7 +184,7 @@ func TestSharedCrawl(t *testing.T) {
 
 	other := testConfig(t, web)
 	other.Scope = "domain"
-	if _, err := OpenShared(other, shared); !errors.Is(err, ErrUsage) {
+	if _, err := OpenWith(other, sh); !errors.Is(err, ErrUsage) {
 		t.Errorf("a worker with --scope domain on a host-scoped crawl: %v, want ErrUsage", err)
 	}
 }
@@ -165,9 +219,10 @@ func TestSharedRobots(t *testing.T) {
 	defer web.Close()
 	robots := &robotsFake{m: map[string][]byte{}}
 	crawl := func() string {
-		sh, sdb := newSharedFake(t)
+		sh := newSharedFake(t)
+		sh.robots = robots
 		cfg := testConfig(t, web)
-		runShared(t, cfg, &Shared{Frontier: sh, HostStates: sdb, Settings: sh, Robots: robots})
+		runShared(t, cfg, sh)
 		return cfg.Dir
 	}
 	robotsRequests := func() (n, violations int) {
@@ -188,5 +243,61 @@ func TestSharedRobots(t *testing.T) {
 	}
 	if n, violations := robotsRequests(); n != first || violations != 0 {
 		t.Errorf("the second worker requested robots.txt %d times and disallowed paths %d times; want 0 and 0", n-first, violations)
+	}
+}
+
+// Seeds added to a shared crawl from outside its workers (crawl add) widen its scope under the
+// crawl's mode, and a running worker takes the wider scope in; seeds with credentials, and a
+// crawl with no scope yet, are refused.
+func TestAddSeedsToShared(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	sh := newSharedFake(t)
+	dns, err := dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
+		if name == "late.test" {
+			return []netip.Addr{netip.MustParseAddr("10.1.2.3")}
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	res := fetch.NewResolver(fetch.ResolverConfig{Server: dns.Addr()})
+	if _, err := AddSeedsTo(sh, []string{"http://late.test/"}, res); !errors.Is(err, ErrUsage) {
+		t.Errorf("adding to a crawl with no scope: %v, want ErrUsage", err)
+	}
+	cfg := testConfig(t, web)
+	c, err := OpenWith(cfg, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	late, _ := url.Parse("http://late.test/a")
+	if r, _ := c.admit(late, 1, frontier.RolePage); r != frontier.ReasonScope {
+		t.Fatalf("late.test admitted before it was added (%q)", r)
+	}
+	if _, err := AddSeedsTo(sh, []string{"http://u:p@late.test/"}, res); !errors.Is(err, ErrUsage) {
+		t.Errorf("a seed with credentials: %v, want ErrUsage", err)
+	}
+	n, err := AddSeedsTo(sh, []string{"http://late.test/", "http://late.test/", web.Seeds()[0]}, res)
+	if err != nil || n != 1 {
+		t.Fatalf("AddSeedsTo = %d, %v; want 1 added (the other seed was seen)", n, err)
+	}
+	if !slices.ContainsFunc(sh.sets["private-ranges"], func(b string) bool {
+		p, err := netip.ParsePrefix(b)
+		return err == nil && p.Contains(netip.MustParseAddr("10.1.2.3"))
+	}) {
+		t.Errorf("private blocks %v; want the added seed's (10.1.2.3) among them", sh.sets["private-ranges"])
+	}
+	c.widenScope()
+	if r, _ := c.admit(late, 1, frontier.RolePage); r != "" {
+		t.Errorf("late.test still out of scope after widening (%q)", r)
+	}
+	if st, ok, err := sh.State("http://late.test/"); err != nil || !ok || st.State != "queued" {
+		t.Errorf("the added seed: %+v %v %v; want queued", st, ok, err)
 	}
 }

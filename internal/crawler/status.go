@@ -53,6 +53,10 @@ type Status struct {
 	// Settings are the crawl's settings in force (absent for a store made before they were
 	// kept).
 	Settings *Settings `json:"settings,omitempty"`
+	// Shared names the crawl shared by several workers that this store is a worker's of
+	// (absent for a crawl of its own). Its URL counts are then the fleet's while the worker
+	// runs, and zero once it stopped: crawl status --redis shows the fleet.
+	Shared *SharedCrawl `json:"shared,omitempty"`
 }
 
 // HostStatus is one host's line in Status.
@@ -139,6 +143,10 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy, Dropped: cn.Dropped,
 	}
 	st.Run = c.ob.run(running)
+	if c.shared != nil {
+		redis, crawl := c.shared.Where()
+		st.Shared = &SharedCrawl{Redis: redis, Crawl: crawl}
+	}
 	if c.cfg.Dir != "" {
 		s := SettingsOf(&c.cfg)
 		st.Settings = &s
@@ -356,6 +364,9 @@ func ReadStatus(dir string) (Status, error) {
 		return st, fmt.Errorf("store %s: %w", dir, err)
 	} else if ok {
 		st.Settings = &m.Settings
+	}
+	if st.Shared, err = loadSharedCrawl(db); err != nil {
+		return st, fmt.Errorf("store %s: %w", dir, err)
 	}
 	return st, nil
 }

@@ -25,25 +25,29 @@ type URLLogEntry struct {
 	Parent   string    `json:"parent,omitempty"` // the page that linked here
 }
 
-// urlLogger is a Frontier that writes a URLLogEntry to w for every URL Complete records as
-// fetched, failed or excluded. Its lines are written whole, one at a time.
-type urlLogger struct {
-	Frontier
+// urlLog writes a URLLogEntry for every URL a Complete of this run records as fetched, failed
+// or excluded. Its lines are written whole, one at a time.
+type urlLog struct {
 	mu  sync.Mutex
 	enc *json.Encoder
 	log *slog.Logger
 	err error // the first write error (logged); later lines are not written
 }
 
-func logURLs(fr Frontier, w io.Writer, log *slog.Logger) *urlLogger {
-	return &urlLogger{Frontier: fr, enc: json.NewEncoder(w), log: log}
+func newURLLog(w io.Writer, log *slog.Logger) *urlLog {
+	return &urlLog{enc: json.NewEncoder(w), log: log}
 }
 
-// Complete records r, then logs it if it is a final state.
-func (u *urlLogger) Complete(l frontier.Lease, r frontier.Result) error {
-	if err := u.Frontier.Complete(l, r); err != nil || r.Kind == frontier.Retry {
+// complete records r through the frontier, then logs it (--log-urls) if it is a final state.
+func (c *Crawler) complete(l frontier.Lease, r frontier.Result) error {
+	if err := c.fr.Complete(l, r); err != nil || r.Kind == frontier.Retry || c.urlLog == nil {
 		return err
 	}
+	c.urlLog.write(l, r)
+	return nil
+}
+
+func (u *urlLog) write(l frontier.Lease, r frontier.Result) {
 	e := URLLogEntry{Time: time.Now().UTC(), URL: l.URL, State: r.Kind.String(), Reason: r.Reason, Detail: termsafe.Escape(r.Detail),
 		Status: r.Status, Attempts: l.Attempts, Depth: l.Depth, Parent: l.Parent}
 	if r.Kind != frontier.Excluded {
@@ -59,5 +63,4 @@ func (u *urlLogger) Complete(l frontier.Lease, r frontier.Result) error {
 			u.log.Warn("cannot write the URL log; no more lines are written to it", "err", u.err)
 		}
 	}
-	return nil
 }

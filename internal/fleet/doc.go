@@ -21,9 +21,9 @@
 // puts its links in the outbox; a new owner returns every URL still in flight to its queue with
 // one more attempt (Reclaim). Links reach their own partitions through Forward, which adds
 // them (idempotent thanks to the seen-set) before trimming the outbox, so a crash at any
-// instant loses nothing. Page bodies never go to Redis: the caller stores a page locally
-// before Complete. Times that workers compare (in-flight deadlines, retry times) are Redis'
-// TIME, never a worker's clock.
+// instant loses nothing. Page bodies never go to Redis: Frontier.Complete stores a page in the
+// worker's own store (Join) before the script runs. Times that workers compare (in-flight
+// deadlines, retry times) are Redis' TIME, never a worker's clock.
 //
 // Keeper holds a worker's fair share of the partitions, ceil(partitions / live workers), from
 // heartbeats on Redis' clock, so that partitions move when workers join, stop or die; its

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,9 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/readyset"
 	"github.com/crawl-project/crawl/internal/termsafe"
+	"github.com/crawl-project/crawl/storage"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,6 +25,9 @@ type FrontierOptions struct {
 	// Machine and Data name the worker in its reports to the fleet view (Store.Report, sent
 	// by Run about once a second): the machine it runs on and its local store.
 	Machine, Data string
+	// Redis and Crawl name the shared crawl in the worker's store (Where): the Redis URL
+	// without its password, and the crawl's name.
+	Redis, Crawl string
 }
 
 func (o FrontierOptions) withDefaults() FrontierOptions {
@@ -52,8 +56,8 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 // worker holds the partition (Complete then returns nil: the URL is the new owner's). A
 // surplus partition (another worker joined) drains instead: it leases nothing more, and is
 // released once its leases have ended (or after a lease TTL, its requests then cancelled), so
-// that a rebalance fetches nothing twice. Complete stores no page: the caller stores it
-// locally first.
+// that a rebalance fetches nothing twice. Complete stores a page in the worker's own store
+// (Join) before it records the result in Redis.
 //
 // Times the loop passes in are local; times in Redis are Redis' (Store.Now): the offset between
 // the two is measured on every round of Run.
@@ -62,23 +66,24 @@ type Frontier struct {
 	k    *Keeper
 	opts FrontierOptions
 
-	mu      sync.Mutex
-	parts   map[int]*held        // partitions in use
-	hosts   map[string]*hostView // hosts of the partitions in use that had work
-	waiting waitHeap             // hosts waiting, earliest first; entries of hosts since changed are stale
-	fresh   []string             // hosts that became ready since TakeReady
-	leases  map[string]leased    // URLs in flight, by URL
-	putBack []leased             // leases Release could not hand back (Redis unreachable)
-	counts  Partitions           // every partition's, read at one instant (nil before the first read)
-	full    time.Time            // when counts was read
-	held    map[int]PartCounts   // the partitions in use, read at the last round
-	dirty   bool                 // counts predate an Add or Exclude of this worker
-	offset  time.Duration        // Redis' clock minus the local clock
+	mu    sync.Mutex
+	parts map[int]*held // partitions in use
+	// hosts of the partitions in use that had work: Ready (Lease asks Redis), Waiting (a
+	// retry's time or a back-off, local time) or Idle (nothing queued or delayed when asked)
+	hosts   readyset.Set
+	leases  map[string]leased  // URLs in flight, by URL
+	putBack []leased           // leases Release could not hand back (Redis unreachable)
+	counts  Partitions         // every partition's, read at one instant (nil before the first read)
+	full    time.Time          // when counts was read
+	held    map[int]PartCounts // the partitions in use, read at the last round
+	dirty   bool               // counts predate an Add or Exclude of this worker
+	offset  time.Duration      // Redis' clock minus the local clock
 	link    linkState
 	stats   FrontierStats
 	done    map[string]*frontier.HostCount // results this worker recorded, by host
 	pages   int64                          // pages this worker fetched and completed
-	save    func() error                   // checkpoints hosts' learned state (BeforeRelease)
+	save    func() error                   // checkpoints hosts' learned state (Join)
+	store   *storage.DB                    // the worker's store, for pages (Join)
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -116,21 +121,6 @@ type held struct {
 	parent context.Context // ctx's parent (HostContext's argument)
 }
 
-// hostReadiness is what the worker knows of a host's queue.
-type hostReadiness int
-
-const (
-	hostReady   hostReadiness = iota + 1 // may have a URL ready: Lease asks Redis
-	hostWaiting                          // nothing ready before at (a retry's time, or a back-off)
-	hostDrained                          // nothing queued or delayed when last asked
-)
-
-type hostView struct {
-	part  int
-	state hostReadiness
-	at    time.Time // hostWaiting: local time
-}
-
 // leased is a URL in flight with the ownership it was leased under.
 type leased struct {
 	Lease
@@ -141,19 +131,9 @@ type leased struct {
 func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
-		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
+		parts: map[int]*held{}, leases: map[string]leased{},
 		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{},
 	}
-}
-
-// BeforeRelease sets save as what Run calls before it hands a surplus partition back, while
-// the partition is still this worker's: a checkpoint of the hosts' learned state (the
-// crawler's Registry.Flush through Keeper.HostStates), so that the next owner of its hosts
-// starts from their state now, not from the last periodic save.
-func (f *Frontier) BeforeRelease(save func() error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.save = save
 }
 
 // Stats returns the counts of refused results, dropped partitions and Redis outages.
@@ -365,11 +345,7 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 	for _, p := range ch.Surplus {
 		if h := f.parts[p]; h != nil && h.use == partActive {
 			h.use, h.since = partDraining, now
-			for name, v := range f.hosts {
-				if v.part == p {
-					delete(f.hosts, name)
-				}
-			}
+			f.forgetHostsLocked(p)
 		}
 	}
 	for p := range f.parts {
@@ -433,13 +409,18 @@ func (f *Frontier) dropLocked(p int, why string) {
 		h.cancel()
 	}
 	delete(f.parts, p)
-	for name, v := range f.hosts {
-		if v.part == p {
-			delete(f.hosts, name)
-		}
-	}
+	f.forgetHostsLocked(p)
 	f.stats.Dropped++
 	f.opts.Log.Debug("partition dropped", "partition", p, "why", why)
+}
+
+// forgetHostsLocked forgets the hosts of partition p (f.mu held).
+func (f *Frontier) forgetHostsLocked(p int) {
+	for name := range f.hosts.All() {
+		if PartitionOf(name, f.s.opts.Partitions) == p {
+			f.hosts.Forget(name)
+		}
+	}
 }
 
 // measureClock sets the offset of Redis' clock from the local one (the round trip's midpoint).
@@ -550,19 +531,12 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 			continue // dropped or draining meanwhile
 		}
 		for _, name := range cmds[i].Val() {
-			v := f.hosts[name]
-			switch {
-			case v == nil:
-				f.hosts[name] = &hostView{part: o.Partition, state: hostReady}
-			case v.state == hostDrained:
-				v.state = hostReady
-			case v.state == hostWaiting:
+			switch f.hosts.State(name) {
+			case readyset.Unknown, readyset.Idle:
+				f.hosts.Ready(name)
+			case readyset.Waiting:
 				asked = append(asked, waiting{name, o})
-				continue
-			default:
-				continue
 			}
-			f.fresh = append(f.fresh, name)
 		}
 	}
 	f.mu.Unlock()
@@ -580,9 +554,8 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, w := range asked {
-		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && lens[i].Val() > 0 {
-			v.state = hostReady
-			f.fresh = append(f.fresh, w.host)
+		if f.hosts.State(w.host) == readyset.Waiting && lens[i].Val() > 0 {
+			f.hosts.Ready(w.host)
 		}
 	}
 	return nil
@@ -681,50 +654,14 @@ func sleep(d time.Duration) {
 func (f *Frontier) TakeReady(now time.Time) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for len(f.waiting) > 0 && !now.Before(f.waiting[0].at) {
-		w := heap.Pop(&f.waiting).(waitEntry)
-		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && v.at.Equal(w.at) {
-			v.state = hostReady
-			f.fresh = append(f.fresh, w.host)
-		}
-	}
-	out := f.fresh
-	f.fresh = nil
-	return out
-}
-
-// waitLocked makes host (view v) wait until at (f.mu held).
-func (f *Frontier) waitLocked(host string, v *hostView, at time.Time) {
-	v.state, v.at = hostWaiting, at
-	heap.Push(&f.waiting, waitEntry{at: at, host: host})
-}
-
-// waitEntry is a host waiting until at.
-type waitEntry struct {
-	at   time.Time
-	host string
-}
-
-// waitHeap is a min-heap of waiting hosts by time (container/heap).
-type waitHeap []waitEntry
-
-func (h waitHeap) Len() int           { return len(h) }
-func (h waitHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *waitHeap) Push(x any)        { *h = append(*h, x.(waitEntry)) }
-func (h *waitHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+	return f.hosts.Take(now)
 }
 
 // Ready reports whether host may have a URL ready to lease.
 func (f *Frontier) Ready(host string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v := f.hosts[host]
-	return v != nil && v.state == hostReady
+	return f.hosts.IsReady(host)
 }
 
 // NextAt returns when a waiting host's wait ends, or the next round of Run when the crawl is
@@ -732,15 +669,7 @@ func (f *Frontier) Ready(host string) bool {
 func (f *Frontier) NextAt(now time.Time) time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var at time.Time
-	for len(f.waiting) > 0 {
-		w := f.waiting[0]
-		if v := f.hosts[w.host]; v != nil && v.state == hostWaiting && v.at.Equal(w.at) {
-			at = w.at
-			break
-		}
-		heap.Pop(&f.waiting) // stale
-	}
+	at := f.hosts.NextWait()
 	if !f.idleLocked() {
 		if poll := now.Add(f.opts.Refresh); at.IsZero() || poll.Before(at) {
 			at = poll
@@ -763,7 +692,7 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		h = nil
 	}
 	if h == nil || h.use != partActive {
-		delete(f.hosts, host)
+		f.hosts.Forget(host)
 		f.mu.Unlock()
 		return frontier.Lease{}, false, nil
 	}
@@ -776,42 +705,41 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v := f.hosts[host]
-	if v == nil { // leased before a round listed it: TakeReady names it, as any host new to the worker
-		v = &hostView{part: p, state: hostReady}
-		f.hosts[host] = v
-		f.fresh = append(f.fresh, host)
-	}
 	switch {
 	case errors.Is(err, ErrFenced):
 		if cur := f.parts[p]; cur != nil && cur.o.Epoch == o.Epoch {
 			f.dropLocked(p, "fenced")
 		} else { // acquired again meanwhile: ask again at the next round
-			f.waitLocked(host, v, time.Now().Add(f.opts.Refresh))
+			f.hosts.Wait(host, time.Now().Add(f.opts.Refresh))
 		}
 		return frontier.Lease{}, false, nil
 	case err != nil:
-		f.waitLocked(host, v, time.Now().Add(time.Second))
+		f.hosts.Wait(host, time.Now().Add(time.Second))
 		return frontier.Lease{}, false, nil
 	case !ok && next.IsZero():
-		v.state = hostDrained
+		f.hosts.Idle(host)
 		return frontier.Lease{}, false, nil
 	case !ok:
-		f.waitLocked(host, v, next.Add(-f.offset))
+		f.hosts.Wait(host, next.Add(-f.offset))
 		return frontier.Lease{}, false, nil
 	}
 	if cur := f.parts[p]; cur == nil || cur.o.Epoch != o.Epoch {
 		// dropped (and perhaps acquired again) while Take ran: the URL stays in flight until
 		// the partition's next Acquire reclaims it; the host is asked again at the next round
-		f.waitLocked(host, v, time.Now().Add(f.opts.Refresh))
+		f.hosts.Wait(host, time.Now().Add(f.opts.Refresh))
 		return frontier.Lease{}, false, nil
 	}
 	// (a partition that began draining while Take ran keeps this lease until it ends)
+	if f.hosts.State(host) == readyset.Unknown {
+		f.hosts.Ready(host)
+	}
 	f.leases[l.URL] = leased{Lease: l, o: o}
 	return l.Lease, true, nil
 }
 
-// Complete records the result of l in Redis under the ownership l was leased with. A result
+// Complete stores a Fetched result's page in the worker's store (Join), then records the result
+// of l in Redis under the ownership l was leased with: when it returns nil, the page, the URL's
+// state and its links are durable (crawler.Frontier), or the result was refused. A result
 // refused because the partition is another worker's (fenced) or the URL was reclaimed is
 // counted in Stats and returns nil. While Redis is unreachable it retries, for as long as the
 // partition may still be this worker's. A Retry's NotBefore is a local time.
@@ -826,6 +754,10 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 		f.refused(fl.URL, "not leased")
 		return nil
 	}
+	if err := f.storePage(fl, r); err != nil {
+		return err
+	}
+	r.Page = nil // stored; Redis takes the URL's state and links
 	backoff := 50 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
@@ -900,11 +832,8 @@ func (f *Frontier) Release(fl frontier.Lease) {
 	f.mu.Lock()
 	l, ok := f.leases[fl.URL]
 	delete(f.leases, fl.URL)
-	if v := f.hosts[fl.Host]; v != nil && ok {
-		if v.state != hostReady {
-			f.fresh = append(f.fresh, fl.Host)
-		}
-		v.state = hostReady
+	if ok && f.hosts.State(fl.Host) != readyset.Unknown {
+		f.hosts.Ready(fl.Host)
 	}
 	f.mu.Unlock()
 	if !ok {
@@ -944,11 +873,11 @@ func (f *Frontier) Counts() frontier.Counts {
 func (f *Frontier) Hosts() []frontier.HostCount {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	m := make(map[string]frontier.HostCount, len(f.done)+len(f.hosts))
+	m := make(map[string]frontier.HostCount, len(f.done)+f.hosts.Len())
 	for name, c := range f.done {
 		m[name] = *c
 	}
-	for name := range f.hosts {
+	for name := range f.hosts.All() {
 		if _, ok := m[name]; !ok {
 			m[name] = frontier.HostCount{Host: name}
 		}

@@ -214,7 +214,7 @@ func TestFrontierDrainsSurplus(t *testing.T) {
 	// registry does; only the partition a still holds may take it.
 	states := a.k.HostStates(time.Second)
 	var saves atomic.Int32
-	a.BeforeRelease(func() error {
+	a.Join(nil, func() error {
 		saves.Add(1)
 		return states.SaveHostStates(map[string][]byte{host[0]: []byte("state 0"), host[1]: []byte("state 1")})
 	})

@@ -103,7 +103,7 @@ func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 // crawl shared through Redis): stored first, a crash before the state is recorded fetches it
 // again, never marks done a page that is not stored.
 func (db *DB) StorePage(p *Page) (seq uint64, err error) {
-	err = db.bolt.Batch(func(tx *bbolt.Tx) error {
+	err = db.Batch(func(tx *bbolt.Tx) error {
 		seq, err = PutPage(tx, p)
 		return err
 	})

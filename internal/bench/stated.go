@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
+	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/simweb"
 )
 
@@ -22,12 +24,21 @@ func stated(w io.Writer, seed int64, grace time.Duration, scale int) error {
 		return err
 	}
 	defer web.Close()
+	start := time.Now()
 	sum, err := crawlWeb(web, "", tune)
-	if err != nil {
+	stopped := ""
+	switch {
+	case errors.Is(err, crawler.ErrInterrupted):
+		stopped = " (interrupted at crawlWeb's limit: the table shows how far it got)"
+	case err != nil:
 		return err
 	}
+	elapsed := time.Since(start)
+	if sum != nil {
+		elapsed = sum.Elapsed
+	}
 	stats, expected := web.Stats(), web.Expected()
-	fmt.Fprintf(w, "stated: %d hosts stating their limits, crawl took %s\n\n", len(specs), sum.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "stated: %d hosts stating their limits, crawl took %s%s\n\n", len(specs), elapsed.Round(time.Millisecond), stopped)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "host\theaders\tlimit\tpages\tcomplete\ttime\tideal\tof ideal\trequests\trefused\tin Retry-After\t")
 	var reqs, refused int
@@ -42,7 +53,7 @@ func stated(w io.Writer, seed int64, grace time.Duration, scale int) error {
 		}
 		span, ideal := st.LastRequest.Sub(st.FirstRequest), simweb.IdealMakespan(sp)
 		of := 0.0
-		if span > 0 {
+		if span > 0 && got == len(expected[sp.Name]) {
 			of = ideal.Seconds() / span.Seconds()
 		}
 		least = min(least, of)

@@ -36,9 +36,9 @@ type hostState struct {
 	deadline   time.Time // latest Retry-After deadline announced
 	opened     time.Time // arrival of the refusal that opened the current window
 	strikes    int
-	robotsDone bool // a /robots.txt request has been answered usably (not the 5xx of RobotsFailures)
-	robotsFail int  // /robots.txt requests answered 503 for RobotsFailures
-	refused    bool // the first page request has been refused (HostSpec.RefuseFirst)
+	robotsDone bool      // a /robots.txt request has been answered usably (not the 5xx of RobotsFailures)
+	robotsFail int       // /robots.txt requests answered 503 for RobotsFailures
+	refused    bool      // the first page request has been refused (HostSpec.RefuseFirst)
 	winStart   time.Time // HostSpec.FixedWindow: when the current window began (zero: none yet)
 	winCount   int       // requests the current window has admitted
 	inFlight   int
@@ -133,7 +133,7 @@ func (h *host) admitLocked(now time.Time, p string) (v verdict, deadline time.Ti
 	}
 	v = admitted
 	first := h.spec.RefuseFirst && !isRobots && !s.refused // refused without taking a token
-	refuse, wait := first, time.Duration(0) // RefuseFirst: come back in a second
+	refuse, wait := first, time.Duration(0)                // RefuseFirst: come back in a second
 	if !first {
 		var ok bool
 		ok, wait = h.allowLocked(now)

@@ -53,11 +53,11 @@ func TestHonourRetryAfterQuota(t *testing.T) {
 				resp.Header.Add(tc.header[i], tc.header[i+1])
 			}
 			tk, _ := c.reg.TryAdmit(now, "a.test")
-			wait, pause := c.honourRetryAfter("a.test", resp, now)
-			if wait != tc.wait {
-				t.Errorf("returned %v, want %v", wait, tc.wait)
+			a := c.honourRetryAfter("a.test", resp, now)
+			if a.Wait != tc.wait {
+				t.Errorf("returned %v, want %v", a.Wait, tc.wait)
 			}
-			c.endRequest(tk, now, responseOutcome(aimd.Neutral, now, resp, pause))
+			c.endRequest(tk, now, responseOutcome(aimd.Neutral, now, resp, a))
 			var paused time.Duration
 			if s, ok := c.reg.Host(now, "a.test"); ok && !s.PausedUntil.IsZero() {
 				paused = s.PausedUntil.Sub(now)
@@ -97,11 +97,11 @@ func TestQuotaResetOnTheHostsClock(t *testing.T) {
 	reset := last.Add(skew).Truncate(time.Second).Add(2500 * time.Millisecond)
 	for i := range 40 {
 		now := last.Add(time.Duration(i-40) * 93 * time.Millisecond)
-		if _, pause := c.honourRetryAfter("a.test", resp(now, 40-i, reset), now); pause != 0 {
+		if pause := c.honourRetryAfter("a.test", resp(now, 40-i, reset), now).Pause; pause != 0 {
 			t.Fatalf("response %d paused the host with quota left", i)
 		}
 	}
-	_, pause := c.honourRetryAfter("a.test", resp(last, 0, reset), last)
+	pause := c.honourRetryAfter("a.test", resp(last, 0, reset), last).Pause
 	want := reset.Sub(last.Add(skew)) // the reset, on our clock, from now: 1.6 s
 	oneDate := reset.Sub(last.Add(skew).Truncate(time.Second))
 	t.Logf("pause %v; the reset is %v away; one Date's measure: %v", pause, want, oneDate)

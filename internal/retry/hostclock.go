@@ -31,8 +31,8 @@ type Answer struct {
 // Read reads a response with status and header. Its Pause is the Retry-After of a "slow
 // down" status (StatusKind.SlowDown), or, on a response of any status (200 included) whose
 // rate-limit headers say the quota is spent (ParseRateLimit), the time it needs to come back,
-// whichever is longer: under a stated policy whose interval rounds up to the reset named, one
-// interval (tokenPause: a bucket's next token); otherwise the reset, shortened by Windows.
+// whichever is longer: under a stated policy, one interval when the quota is a refilling
+// bucket's (PolicyReader.spentPause); otherwise the reset, shortened by Windows.
 //
 // sent is when the request went out and received when the response's headers came (both on
 // our clock; received no later than now). A time the response names on the host's clock (an
@@ -53,7 +53,10 @@ func (h *HostClock) Read(status int, header http.Header, sent, received, now tim
 	h.windows.Observe(sent, date, q, ok, refused)
 	a.Stated, _ = h.policy.Read(header, ref)
 	if ok && q.Remaining <= 0 {
-		if d, token := tokenPause(a.Stated, q); token {
+		if refused || status >= 400 {
+			h.policy.refusedSpent()
+		}
+		if d, token := h.policy.spentPause(a.Stated, q); token {
 			a.Pause = max(a.Pause, d)
 		} else {
 			a.Pause = max(a.Pause, h.windows.Resume(now, q))

@@ -57,7 +57,16 @@ type PolicyReader struct {
 	// longest is the longest reset named with a limit but no window (X-RateLimit-Limit alone),
 	// on answers that did not contradict themselves.
 	longest time.Duration
+	// most is the most remaining any answer stating a policy has shown.
+	most int
+	// refusals counts refusals that said the quota was spent; at tokenRefusals the host's
+	// spent quotas are never read as a bucket's (spentPause).
+	refusals int
 }
+
+// tokenRefusals: this many refusals with a spent quota show that the host's spent quotas are
+// not a bucket's momentary emptiness; as many as the stated limit's own trust allows (aimd).
+const tokenRefusals = 2
 
 // Read returns the policy the answer's headers state, as the first form ParseRateLimit reads
 // (RateLimit and RateLimit-Policy, the earlier drafts' RateLimit-Limit with its `w`, or
@@ -92,10 +101,13 @@ func (p *PolicyReader) Read(h http.Header, ref time.Time) (Stated, bool) {
 		if a, b := ms.Rate(), xs.Rate(); max(a, b) > formsAgree*min(a, b) {
 			return Stated{}, false
 		}
+		p.most = max(p.most, main.Remaining)
 		return ms, true
 	case mgood:
+		p.most = max(p.most, main.Remaining)
 		return ms, true
 	case xgood:
+		p.most = max(p.most, x.Remaining)
 		return xs, true
 	}
 	return Stated{}, false
@@ -130,19 +142,25 @@ func (p *PolicyReader) policyOf(q Quota) (Stated, bool) {
 	return Stated{}, false
 }
 
-// tokenPause returns how long to leave a host alone when its answer says quota q is spent
-// under the stated policy s: one Interval when the reset q names is no further than a token
-// of s rounded up to whole seconds (a refilling bucket's next token: waiting for the rounded
-// reset would cost up to a second per token), and ok false otherwise (a window's end: wait
-// for it as Windows says).
-func tokenPause(s Stated, q Quota) (time.Duration, bool) {
+// spentPause returns how long to leave a host alone when its answer says quota q is spent
+// under the stated policy s, when that is a refilling bucket's momentary emptiness: one
+// Interval, the time the bucket takes to give one request back. It is one when the reset q
+// names is no further than a token of s rounded up to whole seconds (waiting for the rounded
+// reset would cost up to a second per token), or when no answer has shown even half the quota
+// remaining (what remains is a bucket's burst, not a fixed window's count, which starts at the
+// quota less one). Otherwise, or once tokenRefusals refusals came with a spent quota, ok is
+// false: the quota is a window's, and its end is waited for (Windows).
+func (p *PolicyReader) spentPause(s Stated, q Quota) (time.Duration, bool) {
 	iv := s.Interval()
-	if iv <= 0 {
+	if iv <= 0 || p.refusals >= tokenRefusals {
 		return 0, false
 	}
 	whole := time.Duration(math.Ceil(iv.Seconds())) * time.Second
-	if q.Reset > whole+windowMargin {
+	if q.Reset > whole+windowMargin && 2*p.most >= s.Quota {
 		return 0, false
 	}
 	return iv, true
 }
+
+// refusedSpent records a refusal whose answer said the quota was spent.
+func (p *PolicyReader) refusedSpent() { p.refusals++ }

@@ -88,23 +88,42 @@ func TestHostClockRead(t *testing.T) {
 	ietf := func(r, t int) http.Header {
 		return http.Header{"Ratelimit-Policy": {`"default";q=200;w=10`}, "Ratelimit": {`"default";r=` + strconv.Itoa(r) + `;t=` + strconv.Itoa(t)}}
 	}
-	tests := []struct {
-		name   string
+	x := func(r int, reset time.Duration) http.Header {
+		return http.Header{"X-Ratelimit-Limit": {"600"}, "X-Ratelimit-Remaining": {strconv.Itoa(r)},
+			"X-Ratelimit-Reset": {strconv.FormatInt(now.Add(reset).Unix(), 10)}}
+	}
+	type answer struct {
 		status int
 		header http.Header
+	}
+	tests := []struct {
+		name   string
+		before []answer // earlier answers of the host
+		last   answer
 		pause  time.Duration
 		rate   float64
 	}{
-		{"bucket with tokens", 200, ietf(3, 1), 0, 20},
-		{"bucket spent: one token, not the rounded reset", 200, ietf(0, 1), 50 * time.Millisecond, 20},
-		{"window spent: its reset", 200, ietf(0, 8), 8 * time.Second, 20},
-		{"refused with Retry-After: the longer", 429, func() http.Header { h := ietf(0, 1); h.Set("Retry-After", "1"); return h }(), time.Second, 20},
-		{"spent without a policy: the reset", 200, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1"}}, time.Second, 0},
+		{"bucket with tokens", nil, answer{200, ietf(3, 1)}, 0, 20},
+		{"bucket spent: one token, not the rounded reset", nil, answer{200, ietf(0, 1)}, 50 * time.Millisecond, 20},
+		{"spent far from its reset, never half the quota seen: a bucket's burst", []answer{{200, ietf(5, 1)}},
+			answer{200, ietf(0, 8)}, 50 * time.Millisecond, 20},
+		{"X- bucket with a window's reset", []answer{{200, x(1, 60 * time.Second)}},
+			answer{200, x(0, 59 * time.Second)}, 100 * time.Millisecond, 10},
+		{"window spent after its quota was seen: its reset", []answer{{200, ietf(199, 10)}},
+			answer{200, ietf(0, 8)}, 8 * time.Second, 20},
+		{"refused with Retry-After: the longer", nil,
+			answer{429, func() http.Header { h := ietf(0, 1); h.Set("Retry-After", "1"); return h }()}, time.Second, 20},
+		{"two refusals with a spent quota: the reset", []answer{{429, ietf(0, 8)}},
+			answer{429, ietf(0, 8)}, 8 * time.Second, 20},
+		{"spent without a policy: the reset", nil, answer{200, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1"}}}, time.Second, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var h HostClock
-			a := h.Read(tt.status, tt.header, now, now, now)
+			for _, b := range tt.before {
+				h.Read(b.status, b.header, now, now, now)
+			}
+			a := h.Read(tt.last.status, tt.last.header, now, now, now)
 			if a.Pause != tt.pause || math.Abs(a.Stated.Rate()-tt.rate) > 1e-9 {
 				t.Errorf("Read = %+v (rate %v); want pause %v, rate %v", a, a.Stated.Rate(), tt.pause, tt.rate)
 			}

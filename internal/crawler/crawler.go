@@ -51,14 +51,16 @@ var ErrUsage = errors.New("usage error")
 
 // Crawler is one crawl over one data directory. Open it, Run it once, Close it.
 type Crawler struct {
-	cfg    Config
-	log    *slog.Logger
-	db     *storage.DB
-	fr     Frontier
-	shared *Shared // nil: the frontier, host state and scope are the store's own
-	reg    *hostlimit.Registry
-	client *fetch.Client
-	agent  string // robots.txt product token from the user agent
+	cfg Config
+	log *slog.Logger
+	db  *storage.DB
+	// learned is the store of Config.LearnedFrom, read-only; nil without it.
+	learned *storage.DB
+	fr      Frontier
+	shared  *Shared // nil: the frontier, host state and scope are the store's own
+	reg     *hostlimit.Registry
+	client  *fetch.Client
+	agent   string // robots.txt product token from the user agent
 
 	scope Scope // fixed after Open
 	// typesChanged: this run's --accept-type differs from the stored one, so the URLs
@@ -104,6 +106,22 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	var learned *storage.DB
+	if cfg.LearnedFrom != "" {
+		var err error
+		if learned, err = openLearned(cfg.LearnedFrom, cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
+	c, err := openStore(cfg, sh, learned)
+	if err != nil && learned != nil {
+		learned.Close()
+	}
+	return c, err
+}
+
+// openStore is open with the store of Config.LearnedFrom opened (nil without it).
+func openStore(cfg Config, sh *Shared, learned *storage.DB) (*Crawler, error) {
 	db, err := storage.Open(cfg.Dir, &storage.Options{Timeout: 200 * time.Millisecond})
 	if err != nil {
 		return nil, err
@@ -119,20 +137,24 @@ func open(cfg Config, sh *Shared) (*Crawler, error) {
 	} else {
 		fr = local
 	}
+	if learned != nil {
+		states = learnedStates{own: states, learned: learned}
+	}
 	res := fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer})
 	c := &Crawler{
-		cfg:    cfg,
-		log:    cfg.logger(),
-		db:     db,
-		fr:     fr,
-		shared: sh,
-		agent:  cmp.Or(cfg.RobotsAgent, robots.AgentToken(cfg.UserAgent)),
-		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
-		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
-		hosts:  map[string]*hostRecord{},
-		sched:  newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
-		gates:  newGateKeys(cfg.KeyByIP, res.LookupNetIP),
-		res:    res,
+		cfg:     cfg,
+		log:     cfg.logger(),
+		db:      db,
+		learned: learned,
+		fr:      fr,
+		shared:  sh,
+		agent:   cmp.Or(cfg.RobotsAgent, robots.AgentToken(cfg.UserAgent)),
+		rnd:     rand.New(rand.NewSource(time.Now().UnixNano())),
+		global:  retry.NewBudget(retry.BudgetConfig{}, time.Now()),
+		hosts:   map[string]*hostRecord{},
+		sched:   newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
+		gates:   newGateKeys(cfg.KeyByIP, res.LookupNetIP),
+		res:     res,
 	}
 	if cfg.URLLog != nil {
 		c.fr = logURLs(fr, cfg.URLLog, c.log)
@@ -263,6 +285,11 @@ func (c *Crawler) Close() error {
 	err := c.reg.Flush()
 	if cerr := c.db.Close(); err == nil {
 		err = cerr
+	}
+	if c.learned != nil {
+		if cerr := c.learned.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

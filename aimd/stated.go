@@ -10,7 +10,7 @@ const (
 	// dispatcher may credit a late request with up to 2.5% of the sending interval
 	// (hostlimit's lateShare), so a gap can be that much shorter than 1/rate; 3% keeps every
 	// gap at least a stated interval long, with 0.5% for the jitter of the trip, as Beta does
-	// under a measured one-token limit. docs/aimd.md, R13.
+	// under a measured one-token limit. docs/aimd.md, R40.
 	statedMargin = 0.03
 	// statedRefusals: this many refusals (in distinct epochs) under a stated limit refute it:
 	// the host is learned as if it had stated nothing.

@@ -13,8 +13,11 @@ import (
 // around every method call.
 type Controller struct {
 	cfg  Config
-	top  float64 // the rate's cap: MaxRate, or a lower robots Crawl-delay ceiling
+	top  float64 // the rate's cap: MaxRate, under the robots ceiling and a stated limit (capRate)
 	rate float64 // internal rate, always within the clamp of Rate()
+
+	ceiling float64 // robots Crawl-delay cap, req/s; 0 = none
+	stated  stated  // the limit the host states, and whether it is trusted (stated.go)
 
 	curve  curve       // how the rate grows: slow start, or the return, search and probe
 	pace   pace        // how often the probe looks above a known limit
@@ -88,10 +91,11 @@ func (c *Controller) Window() int {
 // SetCeiling caps the rate at rate req/s from now on (e.g. robots.txt Crawl-delay d gives 1/d);
 // rate <= 0 removes the cap. It applies at once.
 func (c *Controller) SetCeiling(rate float64) {
-	c.top = c.cfg.MaxRate
-	if rate > 0 && !math.IsInf(rate, 0) && rate < c.top {
-		c.top = rate
+	c.ceiling = 0
+	if rate > 0 && !math.IsInf(rate, 0) {
+		c.ceiling = rate
 	}
+	c.top = c.capRate()
 	c.rate = c.clampRate(c.rate)
 	c.record(c.last, true)
 }
@@ -109,12 +113,13 @@ func (c *Controller) clampRate(r float64) float64 {
 // decrease belongs to that congestion epoch and is not acted on again; so is latency measured
 // on such requests.
 func (c *Controller) Observe(now time.Time, o Outcome) {
-	// 1. Clock and counters; a Neutral outcome stops here.
+	// 1. Clock, the limit the host states, and counters; a Neutral outcome stops here.
 	if now.Before(c.last) {
 		now = c.last
 	}
 	dt := c.activeTime(now)
 	c.last = now
+	c.applyStated(now, o.Signal, o.Stated)
 	if !c.count(o) {
 		return
 	}
@@ -142,6 +147,9 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	switch {
 	case o.Signal != Success:
 		if !stale && !isolated {
+			if o.Signal == Overload && c.stated.refused() {
+				c.top = c.capRate() // refuted: learned as if nothing were stated
+			}
 			c.decreaseRate(now, s)
 		}
 	case c.latencyCongested(now, s):

@@ -24,6 +24,7 @@ type driver struct {
 	lat     time.Duration
 	pause   time.Duration    // the Retry-After pause each refusal carries (Outcome.Pause)
 	demand  Demand           // what each outcome says of the host's rate (Outcome.Demand)
+	stated  float64          // the rate each answer states (Outcome.Stated)
 	pending []pendingOutcome // in order of completion (lat is constant)
 
 	delivered []time.Time
@@ -62,7 +63,7 @@ func (d *driver) send(sig Signal) {
 		d.now = d.pending[0].done
 		d.deliver(d.now)
 	}
-	o := Outcome{Signal: sig, Sent: d.now, Latency: d.lat, Demand: d.demand}
+	o := Outcome{Signal: sig, Sent: d.now, Latency: d.lat, Demand: d.demand, Stated: d.stated}
 	if sig == Overload {
 		o.Pause = d.pause
 	}

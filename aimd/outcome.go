@@ -48,4 +48,8 @@ type Outcome struct {
 	Pause time.Duration
 	// Demand is whether the host's rate held the request back (see Demand).
 	Demand Demand
+	// Stated is the rate the answer's rate-limit headers state, req/s (a policy's quota over
+	// its window); 0: none. A new statement sets the rate just under it at once and caps it
+	// there, until refusals under it refute it (docs/aimd.md, R40).
+	Stated float64
 }

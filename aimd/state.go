@@ -20,6 +20,7 @@ type Stats struct {
 	Neutral      int           // Neutral outcomes seen
 	LastDecrease time.Time     // zero if none
 	AcceptedRate float64       // successes per second of recent active time, as of the latest outcome
+	Stated       float64       // the rate the host states and the controller trusts, req/s; 0: none
 }
 
 // Stats returns a snapshot. It does not change the controller's decisions.
@@ -38,6 +39,7 @@ func (c *Controller) Stats() Stats {
 		Neutral:      c.counts.neutral,
 		LastDecrease: c.epoch.at,
 		AcceptedRate: c.acceptedRate(c.last),
+		Stated:       c.trustedStated(),
 	}
 }
 

@@ -84,8 +84,8 @@
 // blocks in Registry.Wait for the request's host (honouring the request's context), sends the
 // request, and ends its Ticket with the outcome the crawler would feed (retry.ClassifyStatus;
 // the latency from the request's write to its headers; the pause its Retry-After or spent
-// quota puts on the host, read on the host's clock by retry.HostClock, as the crawler reads
-// it). A served response holds its window slot until its body is read or closed. A refused
+// quota puts on the host and the limit its rate-limit headers state, read on the host's clock
+// by retry.HostClock, as the crawler reads them). A served response holds its window slot until its body is read or closed. A refused
 // GET or HEAD without a body is sent again after max(Retry-After, full jitter), within
 // RetryPolicy.MaxAttempts. The transport starts no goroutine: every couple of minutes a
 // finishing request saves the learned state and evicts idle hosts; CloseIdleConnections

@@ -247,8 +247,10 @@ func (t *transport) send(req *http.Request, tk *Ticket, key string, attempt int,
 	if w := wrote.Load(); w != 0 && w >= sent.UnixNano() && w <= got.UnixNano() {
 		sent = time.Unix(0, w) // a dial or a handshake before it is not the host's latency
 	}
-	wait, pause := t.pause(key, resp, sent, got)
-	o := aimd.Outcome{Signal: retry.ClassifyStatus(resp.StatusCode).Signal, Sent: sent, Latency: got.Sub(sent), Pause: pause}
+	a := t.read(key, resp, sent, got)
+	wait, pause := a.Wait, a.Pause
+	o := aimd.Outcome{Signal: retry.ClassifyStatus(resp.StatusCode).Signal, Sent: sent, Latency: got.Sub(sent),
+		Pause: pause, Stated: a.Stated.Rate()}
 	ev.Status, ev.Latency, ev.Pause = resp.StatusCode, o.Latency, pause
 	end := func() {
 		now := t.now()
@@ -264,8 +266,9 @@ func (t *transport) send(req *http.Request, tk *Ticket, key string, attempt int,
 	return resp, wait, nil
 }
 
-// pause reads resp's Retry-After or spent quota against its host's clock (retry.HostClock).
-func (t *transport) pause(key string, resp *http.Response, sent, got time.Time) (wait, pause time.Duration) {
+// read reads resp's Retry-After, spent quota and stated policy against its host's clock
+// (retry.HostClock).
+func (t *transport) read(key string, resp *http.Response, sent, got time.Time) retry.Answer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.peers[key]
@@ -274,7 +277,7 @@ func (t *transport) pause(key string, resp *http.Response, sent, got time.Time) 
 		t.peers[key] = p
 	}
 	p.used = got
-	return p.clock.Pause(resp.StatusCode, resp.Header, sent, got, got)
+	return p.clock.Read(resp.StatusCode, resp.Header, sent, got, got)
 }
 
 // errSignal is what a request that got no response tells its host's controller

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
 	"net"
 	"net/http"
@@ -401,5 +402,48 @@ func TestTransportKeyByIP(t *testing.T) {
 				t.Errorf("KeyBy %d: gates %v, want %v", tt.keyBy, gates, tt.want)
 			}
 		}
+	}
+}
+
+// TestTransportStatedLimit: a host that states its limit (the IETF draft's RateLimit-Policy) is
+// paced just under it from its first answer, and its spent bucket pauses it one token, not the
+// whole second its rounded reset names.
+func TestTransportStatedLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		remaining string
+		pause     time.Duration
+	}{
+		{"tokens left", "3", 0},
+		{"bucket spent", "0", 50 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("RateLimit-Policy", `"default";q=200;w=10`)
+				w.Header().Set("RateLimit", `"default";r=`+tt.remaining+`;t=1`)
+			}))
+			defer srv.Close()
+			clk := newFakeClock(t0)
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			tr := newTransport(base, nil, clk.Now, clk.After, rand.New(rand.NewSource(1)))
+			resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			g, _ := tr.reg.Host(clk.Now(), srv.Listener.Addr().String())
+			if g.Stated != 20 || math.Abs(g.Limit-19.4) > 1e-9 {
+				t.Errorf("gate: stated %v, paced at %v; want 20, 19.4", g.Stated, g.Limit)
+			}
+			var paused time.Duration
+			if !g.PausedUntil.IsZero() {
+				paused = g.PausedUntil.Sub(clk.Now())
+			}
+			if paused != tt.pause {
+				t.Errorf("paused for %v, want %v", paused, tt.pause)
+			}
+		})
 	}
 }

@@ -205,6 +205,8 @@ func TestInvalidFlags(t *testing.T) {
 		{"bad include", []string{"--include", "a(b"}, "missing closing )"},
 		{"unknown flag", []string{"--frobnicate"}, "crawl run: unknown flag --frobnicate (crawl help run lists the flags)"},
 		{"nothing to resume", []string{"--data", empty}, "holds no URL to resume"},
+		{"learned from nowhere", []string{"--learned-from", filepath.Join(empty, "missing")}, "missing: want the data directory of another crawl"},
+		{"learned from no store", []string{"--learned-from", t.TempDir()}, "no crawl store there (crawl.db)"},
 	}
 	before := fileHash(t, filepath.Join(store, "crawl.db"))
 	for _, tt := range tests {

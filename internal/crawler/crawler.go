@@ -52,15 +52,17 @@ var ErrUsage = errors.New("usage error")
 
 // Crawler is one crawl over one data directory. Open it, Run it once, Close it.
 type Crawler struct {
-	cfg    Config
-	log    *slog.Logger
-	db     *storage.DB
-	fr     Frontier
-	shared Shared  // nil: the frontier, host state and scope are the store's own
-	urlLog *urlLog // --log-urls (nil: none)
-	reg    *hostlimit.Registry
-	client *fetch.Client
-	agent  string // robots.txt product token from the user agent
+	cfg Config
+	log *slog.Logger
+	db  *storage.DB
+	// learned is the store of Config.LearnedFrom, read-only; nil without it.
+	learned *storage.DB
+	fr      Frontier
+	shared  Shared  // nil: the frontier, host state and scope are the store's own
+	urlLog  *urlLog // --log-urls (nil: none)
+	reg     *hostlimit.Registry
+	client  *fetch.Client
+	agent   string // robots.txt product token from the user agent
 
 	scope Scope // fixed after Open; a shared crawl's may widen while it runs (scopeNow)
 	// wider is the scope widened by seeds added to a shared crawl while it runs (nil: scope);
@@ -126,6 +128,22 @@ func open(cfg Config, fr Frontier) (*Crawler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	var learned *storage.DB
+	if cfg.LearnedFrom != "" {
+		var err error
+		if learned, err = openLearned(cfg.LearnedFrom, cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
+	c, err := openStore(cfg, fr, learned)
+	if err != nil && learned != nil {
+		learned.Close()
+	}
+	return c, err
+}
+
+// openStore is open with the store of Config.LearnedFrom opened (nil without it).
+func openStore(cfg Config, fr Frontier, learned *storage.DB) (*Crawler, error) {
 	db, err := storage.Open(cfg.Dir, &storage.Options{Timeout: 200 * time.Millisecond})
 	if err != nil {
 		return nil, err
@@ -141,17 +159,21 @@ func open(cfg Config, fr Frontier) (*Crawler, error) {
 	if sh != nil {
 		states = sh.HostStates()
 	}
+	if learned != nil {
+		states = learnedStates{own: states, learned: learned}
+	}
 	res := fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer})
 	c := &Crawler{
-		cfg:    cfg,
-		log:    cfg.logger(),
-		db:     db,
-		fr:     fr,
-		shared: sh,
-		agent:  cmp.Or(cfg.RobotsAgent, robots.AgentToken(cfg.UserAgent)),
-		rnd:    rand.New(rand.NewSource(time.Now().UnixNano())),
-		global: retry.NewBudget(retry.BudgetConfig{}, time.Now()),
-		hosts:  map[string]*hostRecord{},
+		cfg:     cfg,
+		log:     cfg.logger(),
+		db:      db,
+		learned: learned,
+		fr:      fr,
+		shared:  sh,
+		agent:   cmp.Or(cfg.RobotsAgent, robots.AgentToken(cfg.UserAgent)),
+		rnd:     rand.New(rand.NewSource(time.Now().UnixNano())),
+		global:  retry.NewBudget(retry.BudgetConfig{}, time.Now()),
+		hosts:   map[string]*hostRecord{},
 
 		robotsWaiting: map[string]bool{},
 		idleTold:      map[string]bool{},
@@ -319,6 +341,11 @@ func (c *Crawler) Close() error {
 	err := c.reg.Flush()
 	if cerr := c.db.Close(); err == nil {
 		err = cerr
+	}
+	if c.learned != nil {
+		if cerr := c.learned.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

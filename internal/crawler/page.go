@@ -73,12 +73,12 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: detail}
 	}
 	cl := c.pageFault(l, c.classifyForbidden(l.Host, resp.Status, l.Attempts, now, retry.ClassifyStatus(resp.Status)), now)
-	wait, pause := c.honourRetryAfter(l.Host, resp, now)
-	c.endRequest(t, now, responseOutcome(cl.Signal, sent, resp, pause))
+	a := c.honourRetryAfter(l.Host, resp, now)
+	c.endRequest(t, now, responseOutcome(cl.Signal, sent, resp, a))
 	c.observeRequest(RequestEvent{Host: l.Host, Status: resp.Status, Latency: now.Sub(sent)})
 	if cl.Retryable {
 		c.setLastErr(l.Host, fmt.Sprintf("%s on %s", resp.StatusLine, l.URL))
-		return c.retryOrFail(l, cl, resp.StatusLine, resp.Status, wait, now)
+		return c.retryOrFail(l, cl, resp.StatusLine, resp.Status, a.Wait, now)
 	}
 	if l.Attempts == 0 {
 		c.budget(l.Host).Deposit(now)
@@ -244,7 +244,8 @@ func classifyErr(err error) retry.Class {
 // Ticket.Done (responseOutcome, endRequest), which pauses the host, and the host's controller
 // learns it as the cost of a refusal. It also returns the Retry-After wait alone (0 if none):
 // callers read that as the host's explicit "slow down" and as a retry's floor, which a spent
-// quota on a success is not.
+// quota on a success is not. Its Stated is the policy the headers state, which sets the
+// host's rate (aimd.Outcome.Stated).
 //
 // A time the response names on the host's clock (an HTTP-date, a Unix-time reset) is measured
 // against the host's clock as its Date headers bound it (retry.HostClock, retry.ServerClock):
@@ -252,7 +253,7 @@ func classifyErr(err error) retry.Class {
 // pause. A spent quota may end sooner than its reset, rounded up to whole seconds, says: a
 // fixed window ends its length after its first request (retry.Windows); 10 requests per second
 // behind express-rate-limit's default headers were crawled at 5 per second.
-func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) (wait, pause time.Duration) {
+func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.Time) retry.Answer {
 	received := now // when the headers (and so Date) came: the body may have taken longer
 	if h := resp.Started.Add(resp.HeaderLatency); !resp.Started.IsZero() && h.Before(now) {
 		received = h
@@ -265,7 +266,7 @@ func (c *Crawler) honourRetryAfter(host string, resp *fetch.Response, now time.T
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.hostLocked(host).clock.Pause(resp.Status, resp.Header, sent, received, now)
+	return c.hostLocked(host).clock.Read(resp.Status, resp.Header, sent, received, now)
 }
 
 // endRequest ends the request of ticket t with the response's outcome o: Done pauses the
@@ -288,10 +289,10 @@ const longPause = 2 * time.Second
 // request was admitted, but the controller gets the time it was written to the connection
 // when known (a dial, a TLS handshake or a busy scheduler in between would otherwise read as
 // the host's latency, and blur the send times its bucket fit lines up with the host's
-// answers), and the latency from then to the response headers; pause is the pause the response
-// put on the host (honourRetryAfter).
-func responseOutcome(sig aimd.Signal, sent time.Time, resp *fetch.Response, pause time.Duration) aimd.Outcome {
-	o := aimd.Outcome{Signal: sig, Sent: sent, Latency: resp.HeaderLatency, Pause: max(pause, 0)}
+// answers), and the latency from then to the response headers; a is what the response said
+// of its host (honourRetryAfter): the pause it put on the host and the rate it states.
+func responseOutcome(sig aimd.Signal, sent time.Time, resp *fetch.Response, a retry.Answer) aimd.Outcome {
+	o := aimd.Outcome{Signal: sig, Sent: sent, Latency: resp.HeaderLatency, Pause: max(a.Pause, 0), Stated: a.Stated.Rate()}
 	if !resp.Wrote.IsZero() && !resp.Wrote.Before(sent) {
 		if headers := resp.Started.Add(resp.HeaderLatency); headers.After(resp.Wrote) {
 			o.Sent, o.Latency = resp.Wrote, headers.Sub(resp.Wrote)

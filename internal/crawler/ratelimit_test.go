@@ -1,11 +1,14 @@
 package crawler
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +18,8 @@ import (
 	"github.com/crawl-project/crawl/aimd"
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/storage"
 )
 
 // TestHonourRetryAfterQuota: a spent quota pauses the host on any status (through the
@@ -53,11 +58,11 @@ func TestHonourRetryAfterQuota(t *testing.T) {
 				resp.Header.Add(tc.header[i], tc.header[i+1])
 			}
 			tk, _ := c.reg.TryAdmit(now, "a.test")
-			wait, pause := c.honourRetryAfter("a.test", resp, now)
-			if wait != tc.wait {
-				t.Errorf("returned %v, want %v", wait, tc.wait)
+			a := c.honourRetryAfter("a.test", resp, now)
+			if a.Wait != tc.wait {
+				t.Errorf("returned %v, want %v", a.Wait, tc.wait)
 			}
-			c.endRequest(tk, now, responseOutcome(aimd.Neutral, now, resp, pause))
+			c.endRequest(tk, now, responseOutcome(aimd.Neutral, now, resp, a))
 			var paused time.Duration
 			if s, ok := c.reg.Host(now, "a.test"); ok && !s.PausedUntil.IsZero() {
 				paused = s.PausedUntil.Sub(now)
@@ -97,11 +102,11 @@ func TestQuotaResetOnTheHostsClock(t *testing.T) {
 	reset := last.Add(skew).Truncate(time.Second).Add(2500 * time.Millisecond)
 	for i := range 40 {
 		now := last.Add(time.Duration(i-40) * 93 * time.Millisecond)
-		if _, pause := c.honourRetryAfter("a.test", resp(now, 40-i, reset), now); pause != 0 {
+		if pause := c.honourRetryAfter("a.test", resp(now, 40-i, reset), now).Pause; pause != 0 {
 			t.Fatalf("response %d paused the host with quota left", i)
 		}
 	}
-	_, pause := c.honourRetryAfter("a.test", resp(last, 0, reset), last)
+	pause := c.honourRetryAfter("a.test", resp(last, 0, reset), last).Pause
 	want := reset.Sub(last.Add(skew)) // the reset, on our clock, from now: 1.6 s
 	oneDate := reset.Sub(last.Add(skew).Truncate(time.Second))
 	t.Logf("pause %v; the reset is %v away; one Date's measure: %v", pause, want, oneDate)
@@ -188,8 +193,10 @@ const rlPages = 30
 
 // TestRateLimitHeadersHonoured crawls a site that allows 10 requests per second and says so in
 // its headers, in each header style, at a rate well above that (50/s to start): the crawl must
-// complete without a single request over the limit, having run the quota down to 0 at least
-// once (so the headers, not luck or a slow machine, kept it polite).
+// complete without a single request over the limit, so that the headers, not luck or a slow
+// machine, kept it polite: where they state the policy (structured, draft) the host's rate was
+// set just under it (saved at 0.97 × 10/s); where they name only a limit and a reset a second
+// away (x-epoch), which tells no window, the crawl ran the quota down to 0 at least once.
 //
 // Exact, not "at most one over": with one request in flight per host (HostConcurrency 1) the
 // response saying "0 left" is read before the next request is sent, and the host is paused
@@ -227,9 +234,41 @@ func TestRateLimitHeadersHonoured(t *testing.T) {
 			if lim.over != 0 {
 				t.Errorf("server saw %d requests over its advertised limit, want 0", lim.over)
 			}
-			if lim.spent == 0 {
+			if style == "x-epoch" && lim.spent == 0 {
 				t.Errorf("the crawl never ran the quota down; the test did not exercise the headers")
+			}
+			if style != "x-epoch" {
+				if r := savedRate(t, cfg.Dir, srv.URL); math.Abs(r-9.7) > 1e-9 {
+					t.Errorf("the host's saved rate is %v, want 9.7 (just under the stated 10/s)", r)
+				}
 			}
 		})
 	}
+}
+
+// savedRate is the rate the store in dir saved for the host of rawURL.
+func savedRate(t *testing.T, dir, rawURL string) float64 {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b, ok, err := db.LoadHostState(urlnorm.HostKey(u))
+	if err != nil || !ok {
+		t.Fatalf("no saved state for %s: %v", rawURL, err)
+	}
+	var st struct {
+		AIMD struct {
+			Rate float64 `json:"rate"`
+		} `json:"aimd"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.AIMD.Rate
 }

@@ -286,15 +286,15 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		// 404 included (most hosts have no robots.txt), is a success, whose timing starts the
 		// host's slow start like a page's would.
 		signal := aimd.Neutral
-		wait, pause := c.honourRetryAfter(urlnorm.HostKey(u), resp, now)
+		a := c.honourRetryAfter(urlnorm.HostKey(u), resp, now)
 		switch k := retry.KindOf(resp.Status); {
-		case wait > 0 || k == retry.TooMany:
+		case a.Wait > 0 || k == retry.TooMany:
 			signal = aimd.Overload
 		case k == retry.Served || k == retry.ClientError:
 			signal = aimd.Success
 			c.answeredRobots(urlnorm.HostKey(u), now)
 		}
-		c.endRequest(t, now, responseOutcome(signal, sent, resp, pause))
+		c.endRequest(t, now, responseOutcome(signal, sent, resp, a))
 		c.observeRequest(RequestEvent{Host: urlnorm.HostKey(u), Robots: true, Status: resp.Status, Latency: now.Sub(sent)})
 		if err := c.keepRobotsFetch(resp); err != nil && keepErr == nil {
 			keepErr = err

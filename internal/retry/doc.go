@@ -1,5 +1,5 @@
 // Package retry decides whether and when a failed request is tried again. Its one job: the
-// retry policy, as pure functions and one small budget. It holds seven things:
+// retry policy, as pure functions and one small budget. It holds eight things:
 //
 //   - Policy: capped exponential backoff with full jitter (a uniformly random wait in
 //     [0, min(Cap, Base·2^attempt))), never less than the host's own Retry-After.
@@ -12,12 +12,17 @@
 //     RateLimit-Limit/-Remaining/-Reset, the de-facto X-RateLimit-*), so that the crawl can
 //     stop when the quota is spent instead of drawing a 429 to learn it. The draft's
 //     Structured Fields (RFC 9651) are parsed by github.com/dunglas/httpsfv.
+//   - PolicyReader: the policy those headers state (quota per window), the window inferred
+//     from the resets when only a limit is named, headers that contradict themselves
+//     ignored; it sets the host's rate (aimd.Outcome.Stated), and a spent quota that is a
+//     refilling bucket's pauses the host one token, not until a rounded reset.
 //   - Windows: how long a spent quota really lasts when its reset is rounded up to whole
 //     seconds and the host's fixed windows end their length after their first request
 //     (express-rate-limit's and most others), tried once per host and dropped if refused.
-//   - HostClock: one host's ServerClock and Windows, and Pause, which reads one response
-//     with them (Retry-After or a spent quota) into how long to leave the host alone: the one
-//     reading the crawler and hostlimit's Transport share.
+//   - HostClock: one host's ServerClock, Windows and PolicyReader, and Read, which reads one
+//     response with them (Retry-After, a spent quota, a stated policy) into how long to leave
+//     the host alone and the rate it states: the one reading the crawler and hostlimit's
+//     Transport share.
 //   - KindOf, ClassifyStatus and ClassifyError: what an HTTP status says about its host (a
 //     StatusKind, the crawl's one reading of status codes), which outcomes are worth
 //     retrying, and what each one tells the host's rate controller (an aimd.Signal).

@@ -5,39 +5,68 @@ import (
 	"time"
 )
 
-// HostClock is what a client knows of one host's clock and quota windows: the ServerClock its
-// Date headers bound, and the Windows of its spent quotas. Pause reads one response with it.
-// The zero value is ready to use. A HostClock is not safe for concurrent use.
+// HostClock is what a client knows of one host's clock, quota windows and stated policy: the
+// ServerClock its Date headers bound, the Windows of its spent quotas and the PolicyReader of
+// its rate-limit headers. Read reads one response with them. The zero value is ready to use.
+// A HostClock is not safe for concurrent use.
 type HostClock struct {
 	clock   ServerClock
 	windows Windows
+	policy  PolicyReader
 }
 
-// Pause returns how long the whole host must be left alone after a response with status and
-// header: the Retry-After of a "slow down" status (StatusKind.SlowDown), or, on a response of
-// any status (200 included), the time until the reset of a quota its rate-limit headers say is
-// spent (ParseRateLimit, shortened by Windows), whichever is longer. wait is the Retry-After
-// alone (0 if none): the host's explicit "slow down" and a retry's floor, which a spent quota on
-// a success is not.
+// Answer is what one response tells about its host.
+type Answer struct {
+	// Wait is the Retry-After of a "slow down" status (0 if none): the host's explicit "slow
+	// down" and a retry's floor.
+	Wait time.Duration
+	// Pause is how long the whole host must be left alone: Wait, or the time a spent quota
+	// needs to come back, whichever is longer.
+	Pause time.Duration
+	// Stated is the policy the rate-limit headers state (PolicyReader.Read); zero if none, or
+	// if they contradict themselves.
+	Stated Stated
+}
+
+// Read reads a response with status and header. Its Pause is the Retry-After of a "slow
+// down" status (StatusKind.SlowDown), or, on a response of any status (200 included) whose
+// rate-limit headers say the quota is spent (ParseRateLimit), the time it needs to come back,
+// whichever is longer: under a stated policy, one interval when the quota is a refilling
+// bucket's (PolicyReader.spentPause); otherwise the reset, shortened by Windows.
 //
 // sent is when the request went out and received when the response's headers came (both on
 // our clock; received no later than now). A time the response names on the host's clock (an
 // HTTP-date, a Unix-time reset) is measured against that clock as the Date headers of the
 // host's responses so far bound it (ServerClock).
-func (h *HostClock) Pause(status int, header http.Header, sent, received, now time.Time) (wait, pause time.Duration) {
+func (h *HostClock) Read(status int, header http.Header, sent, received, now time.Time) Answer {
+	var a Answer
 	refused := KindOf(status).SlowDown()
 	date := h.clock.Observe(header.Get("Date"), received)
 	ref := h.clock.Now(now)
 	if refused {
 		if w, ok := ParseRetryAfter(header.Get("Retry-After"), ref); ok {
-			wait = w
+			a.Wait = w
 		}
 	}
-	pause = wait
+	a.Pause = a.Wait
 	q, ok := ParseRateLimit(header, ref)
 	h.windows.Observe(sent, date, q, ok, refused)
+	a.Stated, _ = h.policy.Read(header, ref)
 	if ok && q.Remaining <= 0 {
-		pause = max(pause, h.windows.Resume(now, q))
+		if refused || status >= 400 {
+			h.policy.refusedSpent()
+		}
+		if d, token := h.policy.spentPause(a.Stated, q); token {
+			a.Pause = max(a.Pause, d)
+		} else {
+			a.Pause = max(a.Pause, h.windows.Resume(now, q))
+		}
 	}
-	return wait, pause
+	return a
+}
+
+// Pause is Read's Wait and Pause.
+func (h *HostClock) Pause(status int, header http.Header, sent, received, now time.Time) (wait, pause time.Duration) {
+	a := h.Read(status, header, sent, received, now)
+	return a.Wait, a.Pause
 }

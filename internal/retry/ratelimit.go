@@ -47,7 +47,8 @@ const epochThreshold = 1e9
 //   - The draft-07 Dictionary `RateLimit: limit=100, remaining=50, reset=5`.
 //   - RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset of the earlier drafts; the limit
 //     may carry policies (`100, 100;w=60`), as may a RateLimit-Policy of Integers (`100;w=60`).
-//   - The de-facto X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset.
+//   - The de-facto X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset; the limit
+//     is a plain number, or the earlier drafts' form with its window (`100, 100;w=60`).
 //
 // A reset above 1e9 seconds is a Unix time (X-RateLimit-Reset on GitHub; a delay of 31 years
 // means the same mistake in any of the fields), a time on the server's clock, and is measured
@@ -226,7 +227,17 @@ func parseXFields(h http.Header, ref time.Time) (Quota, bool) {
 		return Quota{}, false
 	}
 	q := Quota{Remaining: r}
-	q.Limit, _ = plainCount(h.Get("X-RateLimit-Limit"))
+	if n, ok := plainCount(h.Get("X-RateLimit-Limit")); ok {
+		q.Limit = n
+	} else if l := sfList(h, "X-RateLimit-Limit"); len(l) > 0 {
+		// Some gateways send the earlier drafts' form here: `100;w=60` or `100, 100;w=60`.
+		if n, ok := count(itemValue(l[0])); ok {
+			q.Limit, q.Window = n, window(param(l[0], "w"))
+			if q.Window == 0 {
+				q.Window = windowOf(n, l[1:])
+			}
+		}
+	}
 	if s, ok := plainSeconds(h.Get("X-RateLimit-Reset")); ok {
 		q.Reset, q.ResetAt = resetAfter(s, ref)
 	}

@@ -36,9 +36,11 @@ type hostState struct {
 	deadline   time.Time // latest Retry-After deadline announced
 	opened     time.Time // arrival of the refusal that opened the current window
 	strikes    int
-	robotsDone bool // a /robots.txt request has been answered usably (not the 5xx of RobotsFailures)
-	robotsFail int  // /robots.txt requests answered 503 for RobotsFailures
-	refused    bool // the first page request has been refused (HostSpec.RefuseFirst)
+	robotsDone bool      // a /robots.txt request has been answered usably (not the 5xx of RobotsFailures)
+	robotsFail int       // /robots.txt requests answered 503 for RobotsFailures
+	refused    bool      // the first page request has been refused (HostSpec.RefuseFirst)
+	winStart   time.Time // HostSpec.FixedWindow: when the current window began (zero: none yet)
+	winCount   int       // requests the current window has admitted
 	inFlight   int
 	recent     []time.Time // arrivals within the last EvasiveWindow (HostSpec.Evasive)
 	blockedTo  time.Time   // the Evasive block lasts until then
@@ -70,10 +72,20 @@ const (
 )
 
 // admit counts a request arriving at now for path p and decides whether it is served.
-// For overLimit it also returns the announced deadline and whole seconds to wait.
-func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, secs int) {
+// For overLimit it also returns the announced deadline and whole seconds to wait; quota is the
+// host's limit as the answer states it (HostSpec.Headers).
+func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, secs int, quota quotaView) {
+	v, deadline, secs = h.admitLocked(now, p)
+	if h.spec.Headers != HeadersNone && h.spec.Limit > 0 {
+		quota = h.quotaLocked(now)
+	}
+	h.mu.Unlock()
+	return v, deadline, secs, quota
+}
+
+// admitLocked is admit without the quota; it takes h.mu and returns with it held.
+func (h *host) admitLocked(now time.Time, p string) (v verdict, deadline time.Time, secs int) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	s := &h.st
 	st := &s.stats
 	st.Requests++
@@ -121,20 +133,21 @@ func (h *host) admit(now time.Time, p string) (v verdict, deadline time.Time, se
 	}
 	v = admitted
 	first := h.spec.RefuseFirst && !isRobots && !s.refused // refused without taking a token
-	if first || !s.lim.AllowN(now, 1) {
+	refuse, wait := first, time.Duration(0)                // RefuseFirst: come back in a second
+	if !first {
+		var ok bool
+		ok, wait = h.allowLocked(now)
+		refuse = !ok
+	}
+	if refuse {
 		v = overLimit
 		st.OverLimit++
 		st.OverLimitAt = append(st.OverLimitAt, now)
 		if !announces {
 			s.strikes++
 		}
-		var wait time.Duration // RefuseFirst: come back in a second
 		if first {
 			s.refused = true
-		} else {
-			// The bucket refills at Limit tokens/s; wait is the time until it holds one.
-			need := 1 - s.lim.TokensAt(now)
-			wait = time.Duration(need / float64(s.lim.Limit()) * float64(time.Second))
 		}
 		secs = max(1, int(math.Ceil(wait.Seconds()-1e-9)))
 		deadline = now.Add(time.Duration(secs) * time.Second)
@@ -259,7 +272,10 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 
 	h.web.arrive(now)
-	v, deadline, secs := h.admit(now, p)
+	v, deadline, secs, quota := h.admit(now, p)
+	if h.spec.Headers != HeadersNone && h.spec.Limit > 0 && v != banned {
+		h.writeQuota(w.Header(), quota)
+	}
 	switch v {
 	case banned:
 		h.done(false, 0, 0, "")

@@ -69,6 +69,25 @@ func PolitenessBench() []HostSpec {
 	}
 }
 
+// StatedBench returns hosts that state their limits on every answer: two token buckets with
+// the IETF draft's headers (q per 10 s), two with X-RateLimit-* (3000 or 600 per minute, the
+// window told only by the reset, a Unix time) and a fixed window of 50 requests per 10 s with
+// the IETF headers. Cross-linked in a ring; the slowest host needs 30 s at its limit.
+func StatedBench() []HostSpec {
+	return []HostSpec{
+		{Name: "ietf20", Pages: 300, Limit: 20, Burst: 5, Reply: Reply429Seconds,
+			Headers: HeadersIETF, PolicyWindow: 10 * time.Second, CrossLinks: []string{"ietf5"}},
+		{Name: "ietf5", Pages: 100, Limit: 5, Burst: 2, Reply: Reply429Seconds,
+			Headers: HeadersIETF, PolicyWindow: 10 * time.Second, CrossLinks: []string{"x50"}},
+		{Name: "x50", Pages: 600, Limit: 50, Burst: 10, Reply: Reply429Seconds,
+			Headers: HeadersX, PolicyWindow: time.Minute, CrossLinks: []string{"x10"}},
+		{Name: "x10", Pages: 200, Limit: 10, Burst: 1, Reply: Reply429Seconds,
+			Headers: HeadersX, PolicyWindow: time.Minute, CrossLinks: []string{"fixed5"}},
+		{Name: "fixed5", Pages: 150, Limit: 5, FixedWindow: 10 * time.Second, Reply: Reply429Seconds,
+			Headers: HeadersIETF, PolicyWindow: 10 * time.Second, CrossLinks: []string{"ietf20"}},
+	}
+}
+
 // BroadDomain is the domain Broad names its hosts under. ".test" is reserved (RFC 6761): no real
 // host has such a name, so a crawl of it never leaves the simulated web.
 const BroadDomain = "broad.test"

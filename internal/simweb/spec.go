@@ -66,6 +66,15 @@ type HostSpec struct {
 	Burst int        // bucket size; 0 = 1
 	Reply ReplyStyle // answer to over-limit requests
 
+	// FixedWindow > 0 makes the limit a fixed window instead of a token bucket: each window
+	// admits Limit·FixedWindow requests (at least one) and begins at the first request after
+	// the previous one ended; Burst is not used. A refusal's Retry-After is the window's end.
+	FixedWindow time.Duration
+	// Headers makes the host state its limit on every answer but a ban (stated.go); it
+	// requires Limit > 0 and PolicyWindow, the window its quota is stated per (whole seconds).
+	Headers      HeaderStyle
+	PolicyWindow time.Duration
+
 	Workers int           // > 0: admitted requests queue for one of Workers slots
 	Service time.Duration // time each admitted request holds (a slot, if Workers > 0)
 
@@ -225,6 +234,12 @@ func (s *HostSpec) validate(names map[string]bool) error {
 		return fmt.Errorf("Limit %v", s.Limit)
 	case s.Burst < 0:
 		return fmt.Errorf("Burst %d < 0", s.Burst)
+	case s.FixedWindow < 0 || s.FixedWindow > 0 && s.Limit == 0:
+		return fmt.Errorf("FixedWindow %v needs Limit > 0", s.FixedWindow)
+	case s.Headers < HeadersNone || s.Headers > HeadersX:
+		return fmt.Errorf("unknown Headers %d", int(s.Headers))
+	case s.Headers != HeadersNone && (s.Limit == 0 || s.PolicyWindow < time.Second || s.PolicyWindow%time.Second != 0):
+		return fmt.Errorf("Headers need Limit > 0 and PolicyWindow of whole seconds, got %v", s.PolicyWindow)
 	case s.Reply < Reply429Seconds || s.Reply > Reply503RetryAfter:
 		return fmt.Errorf("unknown Reply %d", int(s.Reply))
 	case s.Workers < 0:
@@ -239,8 +254,8 @@ func (s *HostSpec) validate(names map[string]bool) error {
 		return fmt.Errorf("FlakyStatus %d: want a 5xx status", s.FlakyStatus)
 	}
 	if d := s.LimitDrop; d != nil {
-		if s.Limit == 0 || d.After < 0 || !(d.Factor > 0) || math.IsInf(d.Factor, 0) {
-			return fmt.Errorf("LimitDrop needs Limit > 0, After >= 0, Factor > 0")
+		if s.Limit == 0 || s.FixedWindow > 0 || d.After < 0 || !(d.Factor > 0) || math.IsInf(d.Factor, 0) {
+			return fmt.Errorf("LimitDrop needs Limit > 0 (a bucket, not a FixedWindow), After >= 0, Factor > 0")
 		}
 	}
 	st := s.RobotsStatus

@@ -1,0 +1,166 @@
+package retry
+
+import (
+	"math"
+	"net/http"
+	"time"
+)
+
+// Stated is a rate limit a host states as a policy: Quota requests per Window. The zero value
+// states nothing.
+type Stated struct {
+	Quota  int
+	Window time.Duration
+	// Inferred: the window was not stated but read from the resets (see PolicyReader).
+	Inferred bool
+}
+
+// Rate is the stated rate in req/s; 0 for the zero Stated.
+func (s Stated) Rate() float64 {
+	if s.Quota <= 0 || s.Window <= 0 {
+		return 0
+	}
+	return float64(s.Quota) / s.Window.Seconds()
+}
+
+// Interval is the time a refilling bucket of the stated rate takes to give one request back:
+// Window/Quota (0 for the zero Stated).
+func (s Stated) Interval() time.Duration {
+	if s.Quota <= 0 || s.Window <= 0 {
+		return 0
+	}
+	return s.Window / time.Duration(s.Quota)
+}
+
+const (
+	// maxStatedQuota: a quota above this is garbage (no server counts a billion requests per
+	// window for one client), and bounding it keeps Interval away from 0.
+	maxStatedQuota = 1_000_000_000
+	// resetRounding: a reset is named in whole seconds, rounded up; with the jitter of the
+	// trip, a reset may exceed what it rounds by up to this much.
+	resetRounding = time.Second + windowMargin
+	// formsAgree: two forms of the headers on one answer (RateLimit and X-RateLimit-*) that
+	// state rates further apart than this factor contradict each other.
+	formsAgree = 1.1
+)
+
+// inferable are the windows PolicyReader may infer for a limit stated without one, shortest
+// first: a minute and an hour, the windows of most de-facto X-RateLimit-* quotas (GitHub's is
+// an hour, most gateways' a minute). A reset of one or two seconds tells nothing: it is as
+// often a refilling bucket's next token as a window's end.
+var inferable = []time.Duration{time.Minute, time.Hour}
+
+// PolicyReader reads the policy a host's answers state (ReadPolicy) and remembers what it
+// needs to infer a window the headers leave out. The zero value is ready to use. A
+// PolicyReader is not safe for concurrent use.
+type PolicyReader struct {
+	// longest is the longest reset named with a limit but no window (X-RateLimit-Limit alone),
+	// on answers that did not contradict themselves.
+	longest time.Duration
+	// most is the most remaining any answer stating a policy has shown.
+	most int
+	// refusals counts refusals that said the quota was spent; at tokenRefusals the host's
+	// spent quotas are never read as a bucket's (spentPause).
+	refusals int
+}
+
+// tokenRefusals: this many refusals with a spent quota show that the host's spent quotas are
+// not a bucket's momentary emptiness; as many as the stated limit's own trust allows (aimd).
+const tokenRefusals = 2
+
+// Read returns the policy the answer's headers state, as the first form ParseRateLimit reads
+// (RateLimit and RateLimit-Policy, the earlier drafts' RateLimit-Limit with its `w`, or
+// X-RateLimit-Limit, plain or with a `w` parameter). A limit stated without a window has one
+// inferred from the longest reset seen with it so far: a reset of more than 2 s and at most a
+// minute means a minute, at most an hour an hour; any other leaves the window unknown and ok
+// false. ref is the server's clock now, as for ParseRateLimit.
+//
+// The headers are ignored (ok false) when they contradict themselves: more remaining than the
+// quota, a reset further than the window (plus the rounding of a whole-second reset), or the
+// RateLimit and X-RateLimit-* forms stating rates more than 10% apart. A quota above a billion
+// is ignored as garbage. A stated rate above what the caller allows is the caller's to cap.
+func (p *PolicyReader) Read(h http.Header, ref time.Time) (Stated, bool) {
+	main, mok := parseRateLimitField(h, ref)
+	if !mok {
+		main, mok = parseDraftFields(h, ref)
+	}
+	x, xok := parseXFields(h, ref)
+	if mok && !consistent(main) || xok && !consistent(x) {
+		return Stated{}, false
+	}
+	var ms, xs Stated
+	var mgood, xgood bool
+	if mok {
+		ms, mgood = p.policyOf(main)
+	}
+	if xok {
+		xs, xgood = p.policyOf(x)
+	}
+	switch {
+	case mgood && xgood:
+		if a, b := ms.Rate(), xs.Rate(); max(a, b) > formsAgree*min(a, b) {
+			return Stated{}, false
+		}
+		p.most = max(p.most, main.Remaining)
+		return ms, true
+	case mgood:
+		p.most = max(p.most, main.Remaining)
+		return ms, true
+	case xgood:
+		p.most = max(p.most, x.Remaining)
+		return xs, true
+	}
+	return Stated{}, false
+}
+
+// consistent reports whether q does not contradict itself: no more remaining than its limit,
+// and no reset further than its window.
+func consistent(q Quota) bool {
+	if q.Limit > 0 && q.Remaining > q.Limit {
+		return false
+	}
+	return q.Window <= 0 || q.Reset <= q.Window+resetRounding
+}
+
+// policyOf turns one form's quota into a policy, inferring a missing window (see Read).
+func (p *PolicyReader) policyOf(q Quota) (Stated, bool) {
+	if q.Limit <= 0 || q.Limit > maxStatedQuota || !consistent(q) {
+		return Stated{}, false
+	}
+	if q.Window > 0 {
+		return Stated{Quota: q.Limit, Window: q.Window}, true
+	}
+	p.longest = max(p.longest, q.Reset)
+	if p.longest <= 2*time.Second {
+		return Stated{}, false
+	}
+	for _, w := range inferable {
+		if p.longest <= w+resetRounding {
+			return Stated{Quota: q.Limit, Window: w, Inferred: true}, true
+		}
+	}
+	return Stated{}, false
+}
+
+// spentPause returns how long to leave a host alone when its answer says quota q is spent
+// under the stated policy s, when that is a refilling bucket's momentary emptiness: one
+// Interval, the time the bucket takes to give one request back. It is one when the reset q
+// names is no further than a token of s rounded up to whole seconds (waiting for the rounded
+// reset would cost up to a second per token), or when no answer has shown even half the quota
+// remaining (what remains is a bucket's burst, not a fixed window's count, which starts at the
+// quota less one). Otherwise, or once tokenRefusals refusals came with a spent quota, ok is
+// false: the quota is a window's, and its end is waited for (Windows).
+func (p *PolicyReader) spentPause(s Stated, q Quota) (time.Duration, bool) {
+	iv := s.Interval()
+	if iv <= 0 || p.refusals >= tokenRefusals {
+		return 0, false
+	}
+	whole := time.Duration(math.Ceil(iv.Seconds())) * time.Second
+	if q.Reset > whole+windowMargin && 2*p.most >= s.Quota {
+		return 0, false
+	}
+	return iv, true
+}
+
+// refusedSpent records a refusal whose answer said the quota was spent.
+func (p *PolicyReader) refusedSpent() { p.refusals++ }

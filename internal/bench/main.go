@@ -13,6 +13,7 @@
 //	go run ./internal/bench -scenario links -links 6,40,150 -max-pages 30000   # CPU per discovered link
 //	go run ./internal/bench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
 //	go run ./internal/bench -scenario fleet -workers 1,2,3   # shared crawls through redis-server against bbolt, and handover times
+//	go run ./internal/bench -scenario fleet -workers 2 -fleet-hosts 2 -fleet-pages 10000 -fleet-links 40 -handover=false   # Redis CPU and commands per page
 //
 // The broad and links scenarios run the crawl binary (built from ./cmd/crawl, so run the bench from the
 // repository's root) as a separate process, so that its peak RSS and CPU time are its own.
@@ -70,6 +71,8 @@ func main() {
 	workersList := flag.String("workers", "1,2,3", "fleet: worker processes of each shared crawl")
 	flag.IntVar(&fc.hosts, "fleet-hosts", 8, "fleet: unlimited hosts in the web")
 	flag.IntVar(&fc.pages, "fleet-pages", 1500, "fleet: pages per host")
+	flag.IntVar(&fc.links, "fleet-links", 0, "fleet: links per page (0: the web's own few), on pages of -page-kb")
+	flag.BoolVar(&fc.handover, "handover", true, "fleet: also measure handovers")
 	flag.DurationVar(&fc.leaseTTL, "lease-ttl", 2*time.Second, "fleet: the workers' --lease-ttl (a killed worker's hosts move after it)")
 	flag.Parse()
 	for _, f := range strings.Split(*workersList, ",") {
@@ -110,7 +113,7 @@ func main() {
 	case "links":
 		err = linkCosts(os.Stdout, bc.crawlBin, lc, bc.crawlFlags, bc.timeout, *seed)
 	case "fleet":
-		fc.crawlBin, fc.flags, fc.timeout, fc.seed = bc.crawlBin, bc.crawlFlags, bc.timeout, *seed
+		fc.crawlBin, fc.flags, fc.timeout, fc.seed, fc.pageKB = bc.crawlBin, bc.crawlFlags, bc.timeout, *seed, max(bc.pageKB, 1)
 		err = fleetBench(os.Stdout, fc)
 	case "all":
 		if err = politeness(os.Stdout, *seed, *grace, *scale); err == nil {

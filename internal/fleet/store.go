@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -515,12 +516,35 @@ func (ps Partitions) Sum() frontier.Counts {
 	return c
 }
 
-// PartitionCounts reads every partition's counters in one MULTI/EXEC, so that the totals are
-// those of one instant: a Forward between two reads cannot hide the links it moves from one
-// partition to another. (On a Redis Cluster, where a transaction holds one slot, this read
-// would have to be split and checked twice.)
+// PartitionCounts reads every partition's counters, pipelined (on a cluster, one pipeline per
+// node). The partitions are read one after another, so the totals are a near snapshot; but
+// when they say the crawl is idle, they are read again until two reads agree, so that an idle
+// answer is true of one instant: a Forward between two reads cannot hide the links it moves
+// from one partition to another. (Nothing goes from busy to idle and back without changing a
+// counter that only grows: fetched, failed or excluded.)
 func (s *Store) PartitionCounts(ctx context.Context) (Partitions, error) {
-	pipe := s.rdb.TxPipeline()
+	ps, err := s.readPartitionCounts(ctx)
+	for range idleRereads {
+		if err != nil || !ps.Idle() {
+			return ps, err
+		}
+		again, err := s.readPartitionCounts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if reflect.DeepEqual(again, ps) {
+			return ps, nil
+		}
+		ps = again
+	}
+	return nil, fmt.Errorf("fleet: read counts: still changing after %d reads", idleRereads)
+}
+
+// idleRereads bounds the reads of PartitionCounts' idle check.
+const idleRereads = 8
+
+func (s *Store) readPartitionCounts(ctx context.Context) (Partitions, error) {
+	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, s.opts.Partitions)
 	for p := range cmds {
 		cmds[p] = pipe.HGetAll(ctx, s.k.counts(p))

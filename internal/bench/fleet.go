@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ type fleetConfig struct {
 	links    int   // links per page (simweb.HostSpec.Links; 0: the web's own few)
 	pageKB   int   // with links: each page's size
 	handover bool  // also measure handovers
+	cmdStats bool  // print Redis' commands by name for each shared crawl
 	leaseTTL time.Duration
 	crawlBin string
 	flags    []string // more flags for every `crawl run`
@@ -94,12 +96,16 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 			return err
 		}
 		before, cmdsBefore := rs.cpu(), rs.commands()
+		rs.rdb.ConfigResetStat(context.Background())
 		args := append([]string{"--seeds", seeds, "--redis", rs.url(), "--crawl", "bench", "--lease-ttl", cfg.leaseTTL.String()}, cfg.flags...)
 		runs, wall, err := runWorkers(bin, tmp, fmt.Sprintf("fleet%d", n), n, args, cfg.timeout, nil)
 		if err != nil {
 			return err
 		}
 		row(fmt.Sprintf("%d worker%s", n, map[bool]string{true: "s"}[n > 1]), servedPages(web), wall, cpuOf(runs), rs.cpu()-before, rs.commands()-cmdsBefore)
+		if cfg.cmdStats {
+			printCommandStats(w, rs.rdb, servedPages(web))
+		}
 	}
 	if got := servedPages(web); got != want {
 		fmt.Fprintf(w, "warning: the last crawl fetched %d distinct pages of %d\n", got, want)
@@ -302,6 +308,43 @@ func (rs *redisServer) cpu() time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// printCommandStats prints INFO commandstats per page, the most frequent first.
+func printCommandStats(w io.Writer, rdb *redis.Client, pages int) {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		fmt.Fprintf(w, "  commandstats: %v\n", err)
+		return
+	}
+	type stat struct {
+		name  string
+		calls int64
+		usec  int64
+	}
+	var stats []stat
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(rest, "calls=") {
+			continue
+		}
+		var st stat
+		st.name = name
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				st.calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				st.usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		stats = append(stats, st)
+	}
+	slices.SortFunc(stats, func(a, b stat) int { return int(b.calls - a.calls) })
+	for _, st := range stats {
+		fmt.Fprintf(w, "  %-18s %8.2f calls/page %8.4f ms/page\n", st.name, float64(st.calls)/float64(max(pages, 1)), float64(st.usec)/1000/float64(max(pages, 1)))
+	}
 }
 
 // commands is how many commands the server has processed so far (INFO stats'

@@ -73,6 +73,7 @@ func main() {
 	flag.IntVar(&fc.pages, "fleet-pages", 1500, "fleet: pages per host")
 	flag.IntVar(&fc.links, "fleet-links", 0, "fleet: links per page (0: the web's own few), on pages of -page-kb")
 	flag.BoolVar(&fc.handover, "handover", true, "fleet: also measure handovers")
+	flag.BoolVar(&fc.cmdStats, "commandstats", false, "fleet: print Redis' commands per page by name (INFO commandstats) after each shared crawl")
 	flag.DurationVar(&fc.leaseTTL, "lease-ttl", 2*time.Second, "fleet: the workers' --lease-ttl (a killed worker's hosts move after it)")
 	flag.Parse()
 	for _, f := range strings.Split(*workersList, ",") {

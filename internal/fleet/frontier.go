@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -23,6 +24,9 @@ type FrontierOptions struct {
 	// Machine and Data name the worker in its reports to the fleet view (Store.Report, sent
 	// by Run about once a second): the machine it runs on and its local store.
 	Machine, Data string
+	// RecentLinks is how many URLs the worker remembers as recorded in the crawl, so that a
+	// page's links already sent are not sent again (default 262,144: 2 MB).
+	RecentLinks int
 }
 
 func (o FrontierOptions) withDefaults() FrontierOptions {
@@ -61,23 +65,27 @@ type Frontier struct {
 	k    *Keeper
 	opts FrontierOptions
 
-	mu      sync.Mutex
-	parts   map[int]*held        // partitions in use
-	hosts   map[string]*hostView // hosts of the partitions in use that had work
-	waiting waitHeap             // hosts waiting, earliest first; entries of hosts since changed are stale
-	fresh   []string             // hosts that became ready since TakeReady
-	leases  map[string]leased    // URLs in flight, by URL
-	putBack []leased             // leases Release could not hand back (Redis unreachable)
-	counts  Partitions           // every partition's, read at one instant (nil before the first read)
-	full    time.Time            // when counts was read
-	held    map[int]PartCounts   // the partitions in use, read at the last round
-	dirty   bool                 // counts predate an Add or Exclude of this worker
-	offset  time.Duration        // Redis' clock minus the local clock
-	link    linkState
-	stats   FrontierStats
-	done    map[string]*frontier.HostCount // results this worker recorded, by host
-	pages   int64                          // pages this worker fetched and completed
-	save    func() error                   // checkpoints hosts' learned state (BeforeRelease)
+	mu       sync.Mutex
+	parts    map[int]*held        // partitions in use
+	hosts    map[string]*hostView // hosts of the partitions in use that had work
+	waiting  waitHeap             // hosts waiting, earliest first; entries of hosts since changed are stale
+	fresh    []string             // hosts that became ready since TakeReady
+	leases   map[string]leased    // URLs in flight, by URL
+	putBack  []leased             // leases Release could not hand back (Redis unreachable)
+	counts   Partitions           // every partition's, read at one instant (nil before the first read)
+	full     time.Time            // when counts was read
+	held     map[int]PartCounts   // the partitions in use, as last read
+	heldAt   time.Time            // when every partition in use was last read
+	outboxed map[int]bool         // partitions whose outbox this worker filled since it last read it empty
+	dirty    bool                 // counts predate an Add or Exclude of this worker
+	offset   time.Duration        // Redis' clock minus the local clock
+	link     linkState
+	stats    FrontierStats
+	done     map[string]*frontier.HostCount // results this worker recorded, by host
+	pages    int64                          // pages this worker fetched and completed
+	save     func() error                   // checkpoints hosts' learned state (BeforeRelease)
+	recent   *recentLinks                   // URLs known recorded: their links are not sent again
+	commits  *commits                       // results being committed, grouped by ownership
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -141,7 +149,8 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
 		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
-		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{},
+		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{}, outboxed: map[int]bool{},
+		recent: newRecentLinks(opts.RecentLinks), commits: newCommits(),
 	}
 }
 
@@ -261,7 +270,7 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 		return err
 	}
 	f.retryPutBacks(rctx)
-	if err := f.readHeld(rctx); err != nil {
+	if err := f.readHeld(rctx, now); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -278,7 +287,11 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 		}
 	}
 	f.mu.Lock()
-	due := f.counts == nil || f.dirty || len(f.leases) == 0 || now.Sub(f.full) >= fullEvery
+	every := fullEvery
+	if len(f.leases) == 0 {
+		every = idleEvery
+	}
+	due := f.counts == nil || f.dirty || now.Sub(f.full) >= every
 	f.mu.Unlock()
 	if due {
 		if err := f.readCounts(rctx); err != nil {
@@ -382,6 +395,7 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 			f.dropLocked(p, "acquired again")
 		}
 		f.parts[p] = &held{o: o}
+		f.heldAt = time.Time{} // read the new partitions at this round
 		f.stats.Reacquired++
 	}
 	f.mu.Unlock()
@@ -455,19 +469,45 @@ func (f *Frontier) measureClock(ctx context.Context) error {
 }
 
 // fullEvery is how often a worker with URLs in flight (which cannot be idle) reads every
-// partition's counters, for Counts; one with none reads them at every round, to learn
-// promptly that the crawl is over.
-const fullEvery = time.Second
+// partition's counters, for Counts; idleEvery is how often one with none reads them, to learn
+// promptly that the crawl is over. (Each read is a command per partition.)
+const (
+	fullEvery = time.Second
+	idleEvery = 250 * time.Millisecond
+)
 
-// readHeld reads the counters of the partitions in use.
-func (f *Frontier) readHeld(ctx context.Context) error {
+// heldEvery is how often a worker reads the counters of every partition it holds, to learn
+// of URLs other workers queued there; in between, each round reads only the partitions it
+// knows busy (hosts with work, URLs in flight, links to forward).
+const heldEvery = time.Second
+
+// readHeld reads the counters of the partitions in use: every heldEvery all of them, and in
+// between those known busy.
+func (f *Frontier) readHeld(ctx context.Context, now time.Time) error {
 	f.mu.Lock()
+	all := now.Sub(f.heldAt) >= heldEvery
+	busy := map[int]bool{}
+	if !all {
+		for _, v := range f.hosts {
+			if v.state != hostDrained {
+				busy[v.part] = true
+			}
+		}
+		for _, l := range f.leases {
+			busy[l.Partition] = true
+		}
+		for p := range f.outboxed {
+			busy[p] = true
+		}
+	}
 	ps := make([]int, 0, len(f.parts))
 	for p := range f.parts {
-		ps = append(ps, p)
+		if all || busy[p] {
+			ps = append(ps, p)
+		}
 	}
 	f.mu.Unlock()
-	held := make(map[int]PartCounts, len(ps))
+	read := make(map[int]PartCounts, len(ps))
 	if len(ps) > 0 {
 		pipe := f.s.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(ps))
@@ -486,12 +526,26 @@ func (f *Frontier) readHeld(ctx context.Context) error {
 			}
 			var c PartCounts
 			c.Queued, c.InFlight, c.Outbox = n[0], n[1], n[2]
-			held[p] = c
+			read[p] = c
 		}
 	}
 	f.mu.Lock()
-	f.held = held
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	if all {
+		f.held, f.heldAt = read, now
+	} else {
+		for p := range f.held {
+			if f.parts[p] == nil {
+				delete(f.held, p)
+			}
+		}
+		maps.Copy(f.held, read)
+	}
+	for p, c := range read {
+		if c.Outbox == 0 {
+			delete(f.outboxed, p)
+		}
+	}
 	return nil
 }
 
@@ -636,6 +690,13 @@ func (f *Frontier) Add(entries []frontier.Entry) (int, error) {
 		n, err = f.s.Add(ctx, entries)
 		return err
 	})
+	if err == nil {
+		fps := make([]uint64, len(entries))
+		for i, e := range entries {
+			fps[i] = Fingerprint(e.URL)
+		}
+		f.recent.remember(fps)
+	}
 	return n, err
 }
 
@@ -804,13 +865,16 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 	}
 	// (a partition that began draining while Take ran keeps this lease until it ends)
 	f.leases[l.URL] = leased{Lease: l, o: o}
+	f.recent.remember([]uint64{Fingerprint(l.URL)})
 	return l.Lease, true, nil
 }
 
 // Complete records the result of l in Redis under the ownership l was leased with. A result
 // refused because the partition is another worker's (fenced) or the URL was reclaimed is
 // counted in Stats and returns nil. While Redis is unreachable it retries, for as long as the
-// partition may still be this worker's. A Retry's NotBefore is a local time.
+// partition may still be this worker's. A Retry's NotBefore is a local time. Results completed
+// at once by several goroutines go to Redis together, one script per partition (commits);
+// links the worker knows were recorded already are not sent again (recentLinks).
 func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 	f.mu.Lock()
 	l, ok := f.leases[fl.URL]
@@ -822,29 +886,20 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 		f.refused(fl.URL, "not leased")
 		return nil
 	}
-	backoff := 50 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
-		err := f.s.Complete(ctx, l.o, l.Lease, r)
-		cancel()
-		switch {
-		case err == nil:
-			f.forget(l)
-			f.count(l.Host, r)
-			return nil
-		case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
-			f.forget(l)
-			f.refused(l.URL, err.Error())
-			return nil
-		}
-		if !f.mayHold(l.o, time.Now().Add(backoff)) {
-			f.forget(l)
-			f.refused(l.URL, "partition lapsed while Redis was unreachable: "+err.Error())
-			return nil
-		}
-		sleep(backoff)
-		backoff = min(2*backoff, 2*time.Second)
+	r, sent := f.recent.filter(r)
+	out := f.commits.commit(f, &pending{l: l, r: r, sent: sent})
+	f.forget(l)
+	if out.kind == refused {
+		f.refused(l.URL, out.why)
+		return nil
 	}
+	if len(r.Links) > 0 || len(r.Excluded) > 0 {
+		f.mu.Lock()
+		f.outboxed[l.Partition] = true
+		f.mu.Unlock()
+	}
+	f.count(l.Host, r)
+	return nil
 }
 
 // mayHold reports whether o's partition may still be this worker's at local time at.

@@ -96,30 +96,48 @@ redis.call('HINCRBY', KEYS[6], 'inflight', 1)
 return {item, deadline, now}
 `)
 
-// complete: KEYS owner, inflight, seen bucket, counts, outbox, delayed, hosts; ARGV token,
-// in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
-// outbox payload (empty for none), retry item, retry not-before-ms, host, reason (failed,
-// excluded).
+// complete: KEYS owner, inflight, counts, outbox, hosts, then per result its URL's seen
+// bucket and its host's delayed set; ARGV token, outbox payload (empty for none), then per
+// result: in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r'
+// retry), retry item, retry not-before-ms, host, reason (failed, excluded). Returns per result
+// 1, or 0 when its URL was not in flight (its state is then left alone). The payload holds the
+// links of every fetched page of the batch; counters change once per batch.
 var completeScript = redis.NewScript(fence + `
-if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
-redis.call('HINCRBY', KEYS[4], 'inflight', -1)
-local k = ARGV[4]
-if k == 'r' then
-  redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6])
-  redis.call('HINCRBY', KEYS[4], 'delayed', 1)
-  redis.call('SADD', KEYS[7], ARGV[8])
-  return 1
+local inc, order = {}, {}
+local function add(k, d)
+  if not inc[k] then inc[k] = 0; order[#order+1] = k end
+  inc[k] = inc[k] + d
 end
-redis.call('HSET', KEYS[3], ARGV[3], k)
-redis.call('HINCRBY', KEYS[4], 'queued', -1)
 local names = {f='fetched', F='failed', x='excluded'}
-redis.call('HINCRBY', KEYS[4], names[k], 1)
-if k ~= 'f' then redis.call('HINCRBY', KEYS[4], names[k] .. ':' .. ARGV[9], 1) end
-if ARGV[5] ~= '' then
-  redis.call('RPUSH', KEYS[5], ARGV[5])
-  redis.call('HINCRBY', KEYS[4], 'outbox', 1)
+local res = {}
+for i = 0, (#KEYS - 5) / 2 - 1 do
+  local a = 3 + 7*i
+  if redis.call('ZREM', KEYS[2], ARGV[a]) == 0 then
+    res[i+1] = 0
+  else
+    res[i+1] = 1
+    add('inflight', -1)
+    local k = ARGV[a+2]
+    if k == 'r' then
+      redis.call('ZADD', KEYS[7+2*i], ARGV[a+4], ARGV[a+3])
+      redis.call('SADD', KEYS[5], ARGV[a+5])
+      add('delayed', 1)
+    else
+      redis.call('HSET', KEYS[6+2*i], ARGV[a+1], k)
+      add('queued', -1)
+      add(names[k], 1)
+      if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+6], 1) end
+    end
+  end
 end
-return 1
+if ARGV[2] ~= '' then
+  redis.call('RPUSH', KEYS[4], ARGV[2])
+  add('outbox', 1)
+end
+for _, k in ipairs(order) do
+  if inc[k] ~= 0 then redis.call('HINCRBY', KEYS[3], k, inc[k]) end
+end
+return res
 `)
 
 // reclaim: KEYS owner, inflight, hosts, counts, then one queue per item; ARGV token, then per

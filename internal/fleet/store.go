@@ -278,48 +278,80 @@ func (s *Store) Take(ctx context.Context, o Ownership, host string) (l Lease, ok
 	}, true, next, nil
 }
 
-// Complete records the result of l in one script: the URL's state in the seen-set, the
-// partition's counts, and (Fetched) its links and exclusions in the partition's outbox, which
-// Forward delivers to their partitions. Retry puts the URL in its host's delayed set until
-// r.NotBefore (on Redis' clock) with one more attempt. The page body is not sent: the caller
-// stores it locally first. Errors: ErrFenced, ErrNotInFlight.
+// Done is a leased URL's result, for CompleteBatch.
+type Done struct {
+	Lease  Lease
+	Result frontier.Result
+}
+
+// Complete records the result of l (CompleteBatch of one). Errors: ErrFenced, ErrNotInFlight.
 func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.Result) error {
+	in, err := s.CompleteBatch(ctx, o, []Done{{l, r}})
+	if err == nil && !in[0] {
+		err = fmt.Errorf("fleet: complete %s: %w", l.URL, ErrNotInFlight)
+	}
+	return err
+}
+
+// CompleteBatch records the results of leases of o's partition in one script: each URL's
+// state in the seen-set and the partition's counts, and the links and exclusions of the
+// fetched pages, as one payload, in the partition's outbox, which Forward delivers to their
+// partitions. A Retry puts its URL in its host's delayed set until NotBefore (on Redis' clock)
+// with one more attempt. Page bodies are not sent: the caller stores them locally first.
+// inFlight[i] is false when ds[i]'s URL was no longer in flight (reclaimed), its result then
+// not recorded. Errors: ErrFenced (nothing recorded).
+func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFlight []bool, err error) {
 	p := o.Partition
-	if l.Partition != p {
-		return fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
-	}
-	bucket, field := s.k.seen(p, Fingerprint(l.URL))
-	var kind, payload, retryItem string
-	var notBefore int64
-	switch r.Kind {
-	case frontier.Fetched:
-		kind = "f"
-		if len(r.Links) > 0 || len(r.Excluded) > 0 {
-			b, err := json.Marshal(outboxPayload{Links: r.Links, Excluded: r.Excluded})
-			if err != nil {
-				return fmt.Errorf("fleet: encode links of %s: %w", l.URL, err)
+	ks := make([]string, 0, 5+2*len(ds))
+	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p))
+	args := make([]any, 0, 2+7*len(ds))
+	args = append(args, o.token, "")
+	var pl outboxPayload
+	for _, d := range ds {
+		l, r := d.Lease, d.Result
+		if l.Partition != p {
+			return nil, fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
+		}
+		bucket, field := s.k.seen(p, Fingerprint(l.URL))
+		var kind, retryItem string
+		var notBefore int64
+		switch r.Kind {
+		case frontier.Fetched:
+			kind = "f"
+			pl.Links = append(pl.Links, r.Links...)
+			pl.Excluded = append(pl.Excluded, r.Excluded...)
+		case frontier.Failed:
+			kind = "F"
+		case frontier.Excluded:
+			kind = "x"
+		case frontier.Retry:
+			kind = "r"
+			retryItem = itemOf(l.Entry, l.Attempts+1).encode()
+			if !r.NotBefore.IsZero() {
+				notBefore = r.NotBefore.UnixMilli()
 			}
-			payload = string(b)
+		default:
+			return nil, fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
 		}
-	case frontier.Failed:
-		kind = "F"
-	case frontier.Excluded:
-		kind = "x"
-	case frontier.Retry:
-		kind = "r"
-		retryItem = itemOf(l.Entry, l.Attempts+1).encode()
-		if !r.NotBefore.IsZero() {
-			notBefore = r.NotBefore.UnixMilli()
-		}
-	default:
-		return fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
+		ks = append(ks, bucket, s.k.delayed(p, l.Host))
+		args = append(args, l.member, field, kind, retryItem, notBefore, l.Host, r.Reason)
 	}
-	ks := []string{s.k.owner(p), s.k.inflight(p), bucket, s.k.counts(p), s.k.outbox(p), s.k.delayed(p, l.Host), s.k.hosts(p)}
-	err := completeScript.Run(ctx, s.rdb, ks, o.token, l.member, field, kind, payload, retryItem, notBefore, l.Host, r.Reason).Err()
+	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {
+		b, err := json.Marshal(pl)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: encode links: %w", err)
+		}
+		args[1] = string(b)
+	}
+	r, err := completeScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
 	if err = scriptErr(err); err != nil {
-		return fmt.Errorf("fleet: complete %s: %w", l.URL, err)
+		return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
 	}
-	return nil
+	inFlight = make([]bool, len(ds))
+	for i := range inFlight {
+		inFlight[i] = i < len(r) && r[i] == 1
+	}
+	return inFlight, nil
 }
 
 // PutBack puts l back at the head of its host's queue unchanged (no attempt counted), for a

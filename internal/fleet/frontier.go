@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -86,6 +87,7 @@ type Frontier struct {
 	save     func() error                   // checkpoints hosts' learned state (BeforeRelease)
 	recent   *recentLinks                   // URLs known recorded: their links are not sent again
 	commits  *commits                       // results being committed, grouped by ownership
+	batches  map[string]*hostBatch          // URLs taken from Redis not yet handed out, by host
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -151,6 +153,7 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 		parts: map[int]*held{}, hosts: map[string]*hostView{}, leases: map[string]leased{},
 		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{}, outboxed: map[int]bool{},
 		recent: newRecentLinks(opts.RecentLinks), commits: newCommits(),
+		batches: map[string]*hostBatch{},
 	}
 }
 
@@ -188,6 +191,10 @@ func (f *Frontier) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			f.mu.Lock()
+			parts := slices.Collect(maps.Keys(f.parts))
+			f.mu.Unlock()
+			f.putBackBatches(context.WithoutCancel(ctx), parts)
 			f.report(context.WithoutCancel(ctx)) // the last figures, kept for ReportTTL
 			return
 		case <-t.C:
@@ -318,6 +325,13 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 	for _, l := range f.leases {
 		mine[l.Partition]++
 	}
+	taken := map[string]bool{} // in a batch not handed out yet
+	for _, b := range f.batches {
+		for _, l := range b.ls {
+			mine[l.Partition]++
+			taken[l.URL] = true
+		}
+	}
 	var suspect []Ownership
 	for p, h := range f.parts {
 		if f.held[p].InFlight > mine[p] {
@@ -341,7 +355,7 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 			f.mu.Lock()
 			_, leasedHere := f.leases[it.URL]
 			f.mu.Unlock()
-			if leasedHere {
+			if leasedHere || taken[it.URL] {
 				continue
 			}
 			l := Lease{Lease: frontier.Lease{Entry: it.entry(), Attempts: it.Attempts}, Partition: o.Partition, member: m}
@@ -405,6 +419,15 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 // have drained for a lease TTL (their requests are then cancelled).
 func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
 	f.mu.Lock()
+	var draining []int
+	for p, h := range f.parts {
+		if h.use == partDraining {
+			draining = append(draining, p)
+		}
+	}
+	f.mu.Unlock()
+	f.putBackBatches(ctx, draining)
+	f.mu.Lock()
 	busy := map[int]bool{}
 	for _, l := range f.leases {
 		busy[l.Partition] = true
@@ -449,6 +472,7 @@ func (f *Frontier) dropLocked(p int, why string) {
 			delete(f.hosts, name)
 		}
 	}
+	f.takeBatchesLocked(p) // in flight in Redis: the partition's next owner reclaims them
 	f.stats.Dropped++
 	f.opts.Log.Debug("partition dropped", "partition", p, "why", why)
 }
@@ -716,6 +740,7 @@ func (f *Frontier) retry(call func(ctx context.Context) error) error {
 		if err == nil {
 			f.mu.Lock()
 			f.dirty = true
+			f.heldAt = time.Time{} // the partitions in use may have new URLs: read them all
 			f.mu.Unlock()
 			return nil
 		}
@@ -826,18 +851,37 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		return frontier.Lease{}, false, nil
 	}
 	o := h.o
+	b := f.batches[host]
+	if b != nil && len(b.ls) > 0 && b.o.Epoch == o.Epoch {
+		l := b.ls[0]
+		b.ls = b.ls[1:]
+		f.leases[l.URL] = leased{Lease: l, o: o}
+		f.mu.Unlock()
+		f.recent.remember([]uint64{Fingerprint(l.URL)})
+		return l.Lease, true, nil
+	}
+	n := 1
+	if b != nil && now.Sub(b.last) < batchWindow {
+		n = min(2*b.n, maxTake)
+	}
 	f.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
-	l, ok, next, err := f.s.Take(ctx, o, host)
+	ls, next, err := f.s.TakeN(ctx, o, host, n)
 	cancel()
+	var l Lease
+	ok := len(ls) > 0
+	if ok {
+		l = ls[0]
+	}
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := f.hosts[host]
-	if v == nil {
+	if v == nil { // new to the worker: TakeReady names it too
 		v = &hostView{part: p, state: hostReady}
 		f.hosts[host] = v
+		f.fresh = append(f.fresh, host)
 	}
 	switch {
 	case errors.Is(err, ErrFenced):
@@ -863,10 +907,71 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		f.waitLocked(host, v, time.Now().Add(f.opts.Refresh))
 		return frontier.Lease{}, false, nil
 	}
-	// (a partition that began draining while Take ran keeps this lease until it ends)
+	// (a partition that began draining while Take ran keeps this lease until it ends, and
+	// puts the rest taken with it back: releaseDrained)
 	f.leases[l.URL] = leased{Lease: l, o: o}
+	f.batches[host] = &hostBatch{o: o, ls: ls[1:], n: n, last: now}
 	f.recent.remember([]uint64{Fingerprint(l.URL)})
 	return l.Lease, true, nil
+}
+
+// hostBatch is what the worker took from a host's queue in one call (Store.TakeN) and has not
+// handed out yet: those URLs are in flight in Redis. A host leased from often gets bigger
+// batches (doubling up to maxTake while each take follows the last within batchWindow); one
+// leased from seldom, one URL at a time.
+type hostBatch struct {
+	o    Ownership
+	ls   []Lease
+	n    int       // how many the last take asked for
+	last time.Time // local time of the last take
+}
+
+const (
+	maxTake     = 16
+	batchWindow = 250 * time.Millisecond
+)
+
+// takeBatchesLocked removes and returns the URLs taken but not handed out of partition p's
+// hosts (f.mu held).
+func (f *Frontier) takeBatchesLocked(p int) []Lease {
+	var out []Lease
+	for host, b := range f.batches {
+		if PartitionOf(host, f.s.opts.Partitions) == p {
+			out = append(out, b.ls...)
+			delete(f.batches, host)
+		}
+	}
+	return out
+}
+
+// putBackBatches hands the URLs taken but not handed out back to their queues: at the end of
+// Run, and for partitions released as surplus. (A partition lost keeps them in flight until
+// its next owner reclaims them.)
+func (f *Frontier) putBackBatches(ctx context.Context, parts []int) {
+	f.mu.Lock()
+	type back struct {
+		o  Ownership
+		ls []Lease
+	}
+	var backs []back
+	for _, p := range parts {
+		if h := f.parts[p]; h != nil {
+			if ls := f.takeBatchesLocked(p); len(ls) > 0 {
+				backs = append(backs, back{h.o, ls})
+			}
+		}
+	}
+	f.mu.Unlock()
+	for _, b := range backs {
+		for _, l := range b.ls {
+			rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+			err := f.s.PutBack(rctx, b.o, l)
+			cancel()
+			if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
+				return // Redis unreachable: the partition's next owner reclaims them
+			}
+		}
+	}
 }
 
 // Complete records the result of l in Redis under the ownership l was leased with. A result

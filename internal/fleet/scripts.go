@@ -71,29 +71,36 @@ if excluded > 0 then redis.call('HINCRBY', KEYS[2], 'excluded', excluded) end
 return {added, excluded}
 `)
 
-// lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms.
-// Moves the host's due retries to the queue's tail, pops the head into the in-flight set
-// scored by its deadline. Returns {item, deadline-ms, now-ms}, or {"", next-due-ms or -1, now-ms}.
+// lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms, n.
+// Moves the host's due retries to the queue's tail, pops up to n items from the head into the
+// in-flight set scored by their deadline, and drops the host from the hosts set when it has
+// nothing left. Returns {deadline-ms, now-ms, item…}, or {next-due-ms or -1, now-ms} with no item.
 var leaseScript = redis.NewScript(fence + `
 local now = nowms()
+local n = tonumber(ARGV[4])
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
 if #due > 0 then
-  for _, it in ipairs(due) do redis.call('RPUSH', KEYS[2], it) end
+  for i = 1, #due, 1000 do redis.call('RPUSH', KEYS[2], unpack(due, i, math.min(i + 999, #due))) end
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
   redis.call('HINCRBY', KEYS[6], 'delayed', -#due)
 end
-local item = redis.call('LPOP', KEYS[2])
-local waiting = redis.call('LLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])
-if waiting == 0 then redis.call('SREM', KEYS[5], ARGV[2]) end
-if not item then
+local items = redis.call('LPOP', KEYS[2], n) or {}
+if (#items < n or redis.call('LLEN', KEYS[2]) == 0) and redis.call('ZCARD', KEYS[3]) == 0 then
+  redis.call('SREM', KEYS[5], ARGV[2])
+end
+if #items == 0 then
   local nxt = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if #nxt == 0 then return {'', -1, now} end
-  return {'', tonumber(nxt[2]), now}
+  if #nxt == 0 then return {-1, now} end
+  return {tonumber(nxt[2]), now}
 end
 local deadline = now + tonumber(ARGV[3])
-redis.call('ZADD', KEYS[4], deadline, item)
-redis.call('HINCRBY', KEYS[6], 'inflight', 1)
-return {item, deadline, now}
+local z = {}
+for i, it in ipairs(items) do z[2*i-1] = deadline; z[2*i] = it end
+redis.call('ZADD', KEYS[4], unpack(z))
+redis.call('HINCRBY', KEYS[6], 'inflight', #items)
+local out = {deadline, now}
+for _, it in ipairs(items) do out[#out+1] = it end
+return out
 `)
 
 // complete: KEYS owner, inflight, counts, outbox, hosts, then per result its URL's seen

@@ -249,33 +249,47 @@ func (s *Store) Hosts(ctx context.Context, o Ownership) ([]string, error) {
 // Take leases the next URL of host (in o's partition). ok is false when none is ready; then
 // next is when the host's earliest retry is due (zero if it has none), on Redis' clock.
 func (s *Store) Take(ctx context.Context, o Ownership, host string) (l Lease, ok bool, next time.Time, err error) {
+	ls, next, err := s.TakeN(ctx, o, host, 1)
+	if err != nil || len(ls) == 0 {
+		return l, false, next, err
+	}
+	return ls[0], true, next, nil
+}
+
+// TakeN leases up to n of host's next URLs (in o's partition), in queue order, in one script.
+// With none ready, next is when the host's earliest retry is due (zero if it has none), on
+// Redis' clock.
+func (s *Store) TakeN(ctx context.Context, o Ownership, host string, n int) (ls []Lease, next time.Time, err error) {
 	p := o.Partition
 	if PartitionOf(host, s.opts.Partitions) != p {
-		return l, false, next, fmt.Errorf("%w: %q is in %d, not %d", ErrWrongPartition, host, PartitionOf(host, s.opts.Partitions), p)
+		return nil, next, fmt.Errorf("%w: %q is in %d, not %d", ErrWrongPartition, host, PartitionOf(host, s.opts.Partitions), p)
 	}
 	ks := []string{s.k.owner(p), s.k.queue(p, host), s.k.delayed(p, host), s.k.inflight(p), s.k.hosts(p), s.k.counts(p)}
-	r, err := leaseScript.Run(ctx, s.rdb, ks, o.token, host, s.opts.URLLeaseTTL.Milliseconds()).Slice()
+	r, err := leaseScript.Run(ctx, s.rdb, ks, o.token, host, s.opts.URLLeaseTTL.Milliseconds(), max(n, 1)).Slice()
 	if err = scriptErr(err); err != nil {
-		return l, false, next, fmt.Errorf("fleet: lease from %q: %w", host, err)
+		return nil, next, fmt.Errorf("fleet: lease from %q: %w", host, err)
 	}
-	member, _ := r[0].(string)
-	at, _ := r[1].(int64)
-	if member == "" {
+	at, _ := r[0].(int64)
+	if len(r) == 2 {
 		if at >= 0 {
 			next = time.UnixMilli(at)
 		}
-		return l, false, next, nil
+		return nil, next, nil
 	}
-	it, err := decodeItem(member)
-	if err != nil {
-		return l, false, next, err
+	for _, m := range r[2:] {
+		member, _ := m.(string)
+		it, err := decodeItem(member)
+		if err != nil {
+			return ls, next, err
+		}
+		ls = append(ls, Lease{
+			Lease:     frontier.Lease{Entry: it.entry(), Attempts: it.Attempts},
+			Partition: p,
+			Deadline:  time.UnixMilli(at),
+			member:    member,
+		})
 	}
-	return Lease{
-		Lease:     frontier.Lease{Entry: it.entry(), Attempts: it.Attempts},
-		Partition: p,
-		Deadline:  time.UnixMilli(at),
-		member:    member,
-	}, true, next, nil
+	return ls, next, nil
 }
 
 // Done is a leased URL's result, for CompleteBatch.

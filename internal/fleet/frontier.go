@@ -531,6 +531,13 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) error {
 		}
 	}
 	f.mu.Unlock()
+	if all { // the partitions that never had work have nothing to read
+		active, err := f.s.activePartitions(ctx)
+		if err != nil {
+			return err
+		}
+		ps = slices.DeleteFunc(ps, func(p int) bool { _, ok := slices.BinarySearch(active, p); return !ok })
+	}
 	read := make(map[int]PartCounts, len(ps))
 	if len(ps) > 0 {
 		pipe := f.s.rdb.Pipeline()

@@ -160,7 +160,7 @@ func checkInvariants(t *testing.T, s *Store) {
 		return parts[p]
 	}
 	for _, key := range keysOf(t, s.rdb, "crawl:t:*") {
-		if key == s.k.config() || key == s.k.workers() || strings.HasPrefix(key, "crawl:t:shared:") || strings.HasPrefix(key, "crawl:t:{workers}:") {
+		if key == s.k.config() || key == s.k.workers() || key == s.k.active() || strings.HasPrefix(key, "crawl:t:shared:") || strings.HasPrefix(key, "crawl:t:{workers}:") {
 			continue
 		}
 		m := tagRe.FindStringSubmatch(key)

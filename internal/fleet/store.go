@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
@@ -54,6 +57,9 @@ type Store struct {
 	k      keys
 	opts   Options
 	worker string
+
+	mu     sync.Mutex
+	active map[int]bool // partitions this Store saw in the crawl's active set (guarded by mu)
 }
 
 // Lease is a URL handed to the owner of its partition. It is in the partition's in-flight set
@@ -116,7 +122,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 	}
 	o := opts.withDefaults()
 	s := &Store{rdb: rdb, k: keys{crawl: crawl, buckets: o.SeenBuckets}, opts: o, worker: worker}
-	want := fmt.Sprintf("partitions=%d buckets=%d", o.Partitions, o.SeenBuckets)
+	want := fmt.Sprintf("partitions=%d buckets=%d active-set", o.Partitions, o.SeenBuckets)
 	if err := rdb.SetNX(ctx, s.k.config(), want, 0).Err(); err != nil {
 		return nil, fmt.Errorf("fleet: open crawl %q: %w", crawl, err)
 	}
@@ -222,6 +228,9 @@ type seenWrite struct {
 }
 
 func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
+	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
+		return 0, err
+	}
 	added := 0
 	for p, ws := range byPart {
 		ks := []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}
@@ -562,8 +571,54 @@ func (ps Partitions) Sum() frontier.Counts {
 	return c
 }
 
+// markActive adds partitions ps to the crawl's active set before anything is written to
+// them, so that the set holds every partition that may have work (a crash between the two
+// leaves a partition listed with nothing in it, which costs a read). Each Store adds a
+// partition once.
+func (s *Store) markActive(ctx context.Context, ps []int) error {
+	s.mu.Lock()
+	var add []any
+	for _, p := range ps {
+		if !s.active[p] {
+			add = append(add, p)
+		}
+	}
+	s.mu.Unlock()
+	if len(add) == 0 {
+		return nil
+	}
+	if err := s.rdb.SAdd(ctx, s.k.active(), add...).Err(); err != nil {
+		return fmt.Errorf("fleet: mark partitions active: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == nil {
+		s.active = map[int]bool{}
+	}
+	for _, p := range add {
+		s.active[p.(int)] = true
+	}
+	return nil
+}
+
+// activePartitions reads the crawl's active set: every partition that may have work.
+func (s *Store) activePartitions(ctx context.Context) ([]int, error) {
+	ms, err := s.rdb.SMembers(ctx, s.k.active()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: read active partitions: %w", err)
+	}
+	ps := make([]int, 0, len(ms))
+	for _, m := range ms {
+		if p, err := strconv.Atoi(m); err == nil && p >= 0 && p < s.opts.Partitions {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	return ps, nil
+}
+
 // PartitionCounts reads every partition's counters, pipelined (on a cluster, one pipeline per
-// node). The partitions are read one after another, so the totals are a near snapshot; but
+// node): those of the crawl's active set, the others being empty. The partitions are read one after another, so the totals are a near snapshot; but
 // when they say the crawl is idle, they are read again until two reads agree, so that an idle
 // answer is true of one instant: a Forward between two reads cannot hide the links it moves
 // from one partition to another. (Nothing goes from busy to idle and back without changing a
@@ -590,17 +645,24 @@ func (s *Store) PartitionCounts(ctx context.Context) (Partitions, error) {
 const idleRereads = 8
 
 func (s *Store) readPartitionCounts(ctx context.Context) (Partitions, error) {
+	active, err := s.activePartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps := make(Partitions, s.opts.Partitions)
+	if len(active) == 0 {
+		return ps, nil
+	}
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, s.opts.Partitions)
-	for p := range cmds {
-		cmds[p] = pipe.HGetAll(ctx, s.k.counts(p))
+	cmds := make([]*redis.MapStringStringCmd, len(active))
+	for i, p := range active {
+		cmds[i] = pipe.HGetAll(ctx, s.k.counts(p))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("fleet: read counts: %w", err)
 	}
-	ps := make(Partitions, len(cmds))
 	for i, cmd := range cmds {
-		c := &ps[i]
+		c := &ps[active[i]]
 		fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
 			"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &c.Outbox}
 		for name, v := range cmd.Val() {

@@ -58,8 +58,9 @@ type Store struct {
 	opts   Options
 	worker string
 
-	mu     sync.Mutex
-	active map[int]bool // partitions this Store saw in the crawl's active set (guarded by mu)
+	mu       sync.Mutex
+	active   map[int]bool            // partitions this Store saw in the crawl's active set (guarded by mu)
+	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
 }
 
 // Lease is a URL handed to the owner of its partition. It is in the partition's in-flight set
@@ -228,27 +229,151 @@ type seenWrite struct {
 }
 
 func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
+	return s.addDurable(ctx, byPart, false)
+}
+
+// addDurable is addAll, one script per partition pipelined per node; with replicated, it then
+// waits until each node's replicas have the writes (WAIT), so that a master that fails over
+// right after cannot lose them: Forward trims an outbox only after that.
+func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, replicated bool) (int, error) {
 	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
 		return 0, err
 	}
-	added := 0
+	groups := map[*redis.Client][]*scriptCall{}
 	for p, ws := range byPart {
-		ks := []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}
-		args := make([]any, 0, 1+5*len(ws))
-		args = append(args, max(s.opts.HostBudget, 0))
+		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}}
+		c.args = append(make([]any, 0, 1+5*len(ws)), max(s.opts.HostBudget, 0))
 		for _, w := range ws {
 			bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
-			ks = append(ks, bucket, s.k.queue(p, w.entry.Host))
-			args = append(args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+			c.keys = append(c.keys, bucket, s.k.queue(p, w.entry.Host))
+			c.args = append(c.args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
 		}
-		r, err := addScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
+		node, err := s.nodeOf(ctx, c.keys[0])
 		if err != nil {
-			return added, fmt.Errorf("fleet: add to partition %d: %w", p, err)
+			return 0, fmt.Errorf("fleet: add to partition %d: %w", p, err)
 		}
-		added += int(r[0])
+		groups[node] = append(groups[node], c)
+	}
+	added := 0
+	for node, calls := range groups {
+		if err := s.runOnNode(ctx, node, calls, replicated); err != nil {
+			return added, fmt.Errorf("fleet: add: %w", err)
+		}
+		for _, c := range calls {
+			r, _ := c.cmd.Int64Slice()
+			if len(r) > 0 {
+				added += int(r[0])
+			}
+		}
 	}
 	return added, nil
 }
+
+// scriptCall is one script run of a pipeline on one node.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// nodeOf is the client of the node serving key: the single-node client itself, or a
+// cluster's master for key's slot.
+func (s *Store) nodeOf(ctx context.Context, key string) (*redis.Client, error) {
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	}
+	return nil, fmt.Errorf("fleet: unsupported Redis client %T", s.rdb)
+}
+
+// replicaWait bounds how long a replicated write waits for the node's replicas.
+const replicaWait = time.Second
+
+// errNotReplicated: fewer replicas than the node has acknowledged a write within replicaWait.
+var errNotReplicated = errors.New("write not acknowledged by every replica in time")
+
+// runOnNode runs calls on node in one pipeline (loading their scripts first if the node lacks
+// them), then, with replicated and if the node has replicas, waits for them to acknowledge.
+func (s *Store) runOnNode(ctx context.Context, node *redis.Client, calls []*scriptCall, replicated bool) error {
+	want := 0
+	if replicated {
+		want = s.replicasOf(ctx, node)
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := node.Pipeline()
+		for _, c := range calls {
+			c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		var wait *redis.Cmd
+		if want > 0 {
+			wait = pipe.Do(ctx, "WAIT", want, replicaWait.Milliseconds())
+		}
+		_, err := pipe.Exec(ctx)
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			for _, c := range calls {
+				if err := c.script.Load(ctx, node).Err(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if wait == nil {
+			return nil
+		}
+		if n, _ := wait.Int(); n < want {
+			return fmt.Errorf("%s: %w (%d of %d)", node.Options().Addr, errNotReplicated, n, want)
+		}
+		return nil
+	}
+}
+
+// replicasOf is how many replicas the master node has online (its INFO replication, read
+// at most every replicasEvery), on a cluster; 0 for a single node, whose replicas do not take
+// over by themselves.
+func (s *Store) replicasOf(ctx context.Context, node *redis.Client) int {
+	if _, ok := s.rdb.(*redis.ClusterClient); !ok {
+		return 0
+	}
+	addr := node.Options().Addr
+	s.mu.Lock()
+	r, known := s.replicas[addr]
+	s.mu.Unlock()
+	if known && time.Since(r.at) < replicasEvery {
+		return r.n
+	}
+	info, err := node.Info(ctx, "replication").Result()
+	if err != nil {
+		return r.n // the last known figure
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, "state=online") {
+			n++
+		}
+	}
+	s.mu.Lock()
+	if s.replicas == nil {
+		s.replicas = map[string]replicaCount{}
+	}
+	s.replicas[addr] = replicaCount{n: n, at: time.Now()}
+	s.mu.Unlock()
+	return n
+}
+
+// replicaCount is a master's replicas online, read at a time.
+type replicaCount struct {
+	n  int
+	at time.Time
+}
+
+// replicasEvery is how often a Store reads the cluster's replicas per master.
+const replicasEvery = 5 * time.Second
 
 // Hosts lists the hosts of o's partition that have URLs queued or delayed.
 func (s *Store) Hosts(ctx context.Context, o Ownership) ([]string, error) {
@@ -433,20 +558,22 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	if err != nil || len(raw) == 0 {
 		return 0, err
 	}
-	var links []frontier.Entry
-	var excluded []frontier.Exclusion
+	byPart := make(map[int][]seenWrite)
 	for _, r := range raw {
 		var pl outboxPayload
 		if err := json.Unmarshal([]byte(r), &pl); err != nil {
 			return 0, fmt.Errorf("fleet: bad outbox payload in partition %d: %w", p, err)
 		}
-		links = append(links, pl.Links...)
-		excluded = append(excluded, pl.Excluded...)
+		for _, x := range pl.Excluded {
+			q := PartitionOf(x.Host, s.opts.Partitions)
+			byPart[q] = append(byPart[q], seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
+		}
+		for _, e := range pl.Links {
+			q := PartitionOf(e.Host, s.opts.Partitions)
+			byPart[q] = append(byPart[q], seenWrite{entry: e, state: "q"})
+		}
 	}
-	if err := s.Exclude(ctx, excluded); err != nil {
-		return 0, err
-	}
-	added, err := s.Add(ctx, links)
+	added, err := s.addDurable(ctx, byPart, true)
 	if err != nil {
 		return added, err
 	}

@@ -41,7 +41,7 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	c := &Cluster{}
 	extra := []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout.Milliseconds())),
-		"--cluster-replica-validity-factor", "0"}
+		"--cluster-replica-validity-factor", "0", "--shutdown-timeout", "0"}
 	for range masters * (1 + replicas) {
 		dir := t.TempDir()
 		var s *Server

@@ -22,6 +22,7 @@ func TestOnCluster(t *testing.T) {
 		TestOnePartitionOneOwner,
 		TestAddIsExactlyOnceAcrossWorkers,
 		TestCompleteStatesAndLinks,
+		TestCompleteBatch,
 		TestRetryWaitsForNotBeforeOnRedisClock,
 		TestTakeoverReclaimsAndFences,
 		TestPutBackKeepsOrderAndAttempts,

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // sent at once. Safe for concurrent use.
 type commits struct {
 	mu      sync.Mutex
-	queue   map[string][]*pending // by ownership token
+	queue   map[string][]*pending // by ownership (commitKey)
 	running map[string]bool       // an ownership's results are being committed
 }
 
@@ -44,13 +45,17 @@ const (
 // maxBatch bounds the results of one commit script.
 const maxBatch = 128
 
+// commitKey names an ownership: its partition and its token (epochs are per partition, so a
+// token alone may name ownerships of several).
+func commitKey(o Ownership) string { return strconv.Itoa(o.Partition) + "/" + o.token }
+
 func newCommits() *commits {
 	return &commits{queue: map[string][]*pending{}, running: map[string]bool{}}
 }
 
 // commit queues p and returns its outcome once its group is committed.
 func (c *commits) commit(f *Frontier, p *pending) outcome {
-	key := p.l.o.token
+	key := commitKey(p.l.o)
 	p.done = make(chan outcome, 1)
 	c.mu.Lock()
 	c.queue[key] = append(c.queue[key], p)

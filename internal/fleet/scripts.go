@@ -169,10 +169,14 @@ redis.call('HINCRBY', KEYS[3], 'outbox', -tonumber(ARGV[2]))
 return 1
 `)
 
-// set fenced: KEYS owner, then the keys to set; ARGV token, then their values (hosts' states,
-// a host's robots.txt).
+// set fenced: KEYS owner, then the keys to set; ARGV token, expiry-ms (0: none), then their
+// values (hosts' states, a host's robots.txt).
 var setFencedScript = redis.NewScript(fence + `
-for i = 2, #KEYS do redis.call('SET', KEYS[i], ARGV[i]) end
+local ttl = tonumber(ARGV[2])
+for i = 2, #KEYS do
+  if ttl > 0 then redis.call('SET', KEYS[i], ARGV[i+1], 'PX', ttl)
+  else redis.call('SET', KEYS[i], ARGV[i+1]) end
+end
 return #KEYS - 1
 `)
 

@@ -28,6 +28,10 @@ type Options struct {
 	// does: further unseen URLs of the host are excluded (frontier.ReasonLimit). It is each
 	// worker's own; give every worker of a crawl the same from its start.
 	HostBudget int
+	// HostStateTTL is how long a host's saved politeness state outlives its last save
+	// (default 30 days): a host not crawled for that long starts afresh, and its state stops
+	// taking memory.
+	HostStateTTL time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -46,6 +50,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.URLLeaseTTL <= 0 {
 		r.URLLeaseTTL = 5 * time.Minute
+	}
+	if r.HostStateTTL <= 0 {
+		r.HostStateTTL = 30 * 24 * time.Hour
 	}
 	return r
 }
@@ -585,11 +592,11 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 }
 
 // SaveHostStates writes the learned politeness state of hosts of o's partition (hostlimit's
-// encoded state), all or nothing.
+// encoded state), all or nothing; each expires Options.HostStateTTL after its last save.
 func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[string][]byte) error {
 	p := o.Partition
 	ks := []string{s.k.owner(p)}
-	args := []any{o.token}
+	args := []any{o.token, s.opts.HostStateTTL.Milliseconds()}
 	for h, b := range states {
 		if PartitionOf(h, s.opts.Partitions) != p {
 			return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, h, p)
@@ -626,7 +633,7 @@ func (s *Store) SaveRobots(ctx context.Context, o Ownership, host string, b []by
 	if PartitionOf(host, s.opts.Partitions) != p {
 		return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, host, p)
 	}
-	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, b).Err()
+	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, 0, b).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: save robots.txt of %q: %w", host, err)
 	}

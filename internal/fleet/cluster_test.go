@@ -65,8 +65,17 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := s.replicasOf(ctx, master); n != 1 {
-		t.Fatalf("the master of partition 0 has %d replicas, want 1", n)
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s.mu.Lock()
+		s.replicas = nil // read again (a replica may still be syncing)
+		s.mu.Unlock()
+		n := s.replicasOf(ctx, master)
+		if n == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the master of partition 0 has %d replicas online, want 1", n)
+		}
 	}
 	var replica *redistest.Server
 	for _, n := range c.Nodes {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,10 @@ type fleetConfig struct {
 	workers  []int // worker processes of each shared crawl
 	hosts    int   // unlimited hosts in the web
 	pages    int   // pages per host
+	links    int   // links per page (simweb.HostSpec.Links; 0: the web's own few)
+	pageKB   int   // with links: each page's size
+	handover bool  // also measure handovers
+	cmdStats bool  // print Redis' commands by name for each shared crawl
 	leaseTTL time.Duration
 	crawlBin string
 	flags    []string // more flags for every `crawl run`
@@ -45,8 +50,12 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 	defer os.RemoveAll(tmp)
 	var specs []simweb.HostSpec
 	for i := range cfg.hosts {
-		specs = append(specs, simweb.HostSpec{Name: fmt.Sprintf("free%d", i), Pages: cfg.pages,
-			CrossLinks: []string{fmt.Sprintf("free%d", (i+1)%cfg.hosts)}})
+		spec := simweb.HostSpec{Name: fmt.Sprintf("free%d", i), Pages: cfg.pages,
+			CrossLinks: []string{fmt.Sprintf("free%d", (i+1)%cfg.hosts)}}
+		if cfg.links > 0 {
+			spec.Links, spec.TextSize = cfg.links, max(cfg.pageKB*1024-pageMarkup, 1)
+		}
+		specs = append(specs, spec)
 	}
 	web, err := simweb.Start(specs, &simweb.Options{Seed: cfg.seed})
 	if err != nil {
@@ -67,12 +76,12 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 		want += len(urls)
 	}
 
-	fmt.Fprintf(w, "fleet: %d unlimited hosts × %d pages (%d pages), %s, flags %q\n\n", cfg.hosts, cfg.pages, want, rs.version, cfg.flags)
-	fmt.Fprintf(w, "%-10s %7s %9s %8s %16s %16s %16s\n", "crawl", "pages", "wall", "pages/s", "workers ms/page", "redis ms/page", "total ms/page")
-	row := func(name string, pages int, wall, cpu, redisCPU time.Duration) {
+	fmt.Fprintf(w, "fleet: %d unlimited hosts × %d pages (%d pages, links per page %d), %s, flags %q\n\n", cfg.hosts, cfg.pages, want, cfg.links, rs.version, cfg.flags)
+	fmt.Fprintf(w, "%-10s %7s %9s %8s %16s %16s %16s %14s\n", "crawl", "pages", "wall", "pages/s", "workers ms/page", "redis ms/page", "total ms/page", "redis cmd/page")
+	row := func(name string, pages int, wall, cpu, redisCPU time.Duration, cmds int64) {
 		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(max(pages, 1)) }
-		fmt.Fprintf(w, "%-10s %7d %9s %8.0f %16.3f %16.3f %16.3f\n", name, pages, wall.Round(time.Millisecond),
-			float64(pages)/wall.Seconds(), per(cpu), per(redisCPU), per(cpu+redisCPU))
+		fmt.Fprintf(w, "%-10s %7d %9s %8.0f %16.3f %16.3f %16.3f %14.1f\n", name, pages, wall.Round(time.Millisecond),
+			float64(pages)/wall.Seconds(), per(cpu), per(redisCPU), per(cpu+redisCPU), float64(cmds)/float64(max(pages, 1)))
 	}
 
 	web.Reset()
@@ -80,24 +89,31 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 	if err != nil {
 		return err
 	}
-	row("bbolt", servedPages(web), wall, cpuOf(runs), 0)
+	row("bbolt", servedPages(web), wall, cpuOf(runs), 0, 0)
 	for _, n := range cfg.workers {
 		web.Reset()
 		if err := rs.rdb.FlushAll(context.Background()).Err(); err != nil {
 			return err
 		}
-		before := rs.cpu()
+		before, cmdsBefore := rs.cpu(), rs.commands()
+		rs.rdb.ConfigResetStat(context.Background())
 		args := append([]string{"--seeds", seeds, "--redis", rs.url(), "--crawl", "bench", "--lease-ttl", cfg.leaseTTL.String()}, cfg.flags...)
 		runs, wall, err := runWorkers(bin, tmp, fmt.Sprintf("fleet%d", n), n, args, cfg.timeout, nil)
 		if err != nil {
 			return err
 		}
-		row(fmt.Sprintf("%d worker%s", n, map[bool]string{true: "s"}[n > 1]), servedPages(web), wall, cpuOf(runs), rs.cpu()-before)
+		row(fmt.Sprintf("%d worker%s", n, map[bool]string{true: "s"}[n > 1]), servedPages(web), wall, cpuOf(runs), rs.cpu()-before, rs.commands()-cmdsBefore)
+		if cfg.cmdStats {
+			printCommandStats(w, rs.rdb, servedPages(web))
+		}
 	}
 	if got := servedPages(web); got != want {
 		fmt.Fprintf(w, "warning: the last crawl fetched %d distinct pages of %d\n", got, want)
 	}
 
+	if !cfg.handover {
+		return nil
+	}
 	fmt.Fprintf(w, "\nhandover (2 workers, --lease-ttl %s): time from the stop of one to the first request its hosts get from the other\n", cfg.leaseTTL)
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		web.Reset()
@@ -292,6 +308,59 @@ func (rs *redisServer) cpu() time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// printCommandStats prints INFO commandstats per page, the most frequent first.
+func printCommandStats(w io.Writer, rdb *redis.Client, pages int) {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		fmt.Fprintf(w, "  commandstats: %v\n", err)
+		return
+	}
+	type stat struct {
+		name  string
+		calls int64
+		usec  int64
+	}
+	var stats []stat
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(rest, "calls=") {
+			continue
+		}
+		var st stat
+		st.name = name
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				st.calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				st.usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		stats = append(stats, st)
+	}
+	slices.SortFunc(stats, func(a, b stat) int { return int(b.calls - a.calls) })
+	for _, st := range stats {
+		fmt.Fprintf(w, "  %-18s %8.2f calls/page %8.4f ms/page\n", st.name, float64(st.calls)/float64(max(pages, 1)), float64(st.usec)/1000/float64(max(pages, 1)))
+	}
+}
+
+// commands is how many commands the server has processed so far (INFO stats'
+// total_commands_processed: those a script calls count too); -1 if it cannot be read.
+func (rs *redisServer) commands() int64 {
+	info, err := rs.rdb.Info(context.Background(), "stats").Result()
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return -1
 }
 
 func (rs *redisServer) stop() {

@@ -15,6 +15,7 @@
 //	go run -C bench ./crawlbench -scenario links -links 6,40,150 -max-pages 30000   # CPU per discovered link
 //	go run -C bench ./crawlbench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
 //	go run -C bench ./crawlbench -scenario fleet -workers 1,2,3   # shared crawls through redis-server against bbolt, and handover times
+//	go run -C bench ./crawlbench -scenario fleet -workers 2 -fleet-hosts 2 -fleet-pages 10000 -fleet-links 40 -handover=false   # Redis CPU and commands per page
 //
 // The broad, links and fleet scenarios run the crawl binary (built from the checkout's ./cmd/crawl,
 // the one bench/go.mod's replace names) as a separate process, so that its peak RSS and CPU time
@@ -73,6 +74,9 @@ func main() {
 	workersList := flag.String("workers", "1,2,3", "fleet: worker processes of each shared crawl")
 	flag.IntVar(&fc.hosts, "fleet-hosts", 8, "fleet: unlimited hosts in the web")
 	flag.IntVar(&fc.pages, "fleet-pages", 1500, "fleet: pages per host")
+	flag.IntVar(&fc.links, "fleet-links", 0, "fleet: links per page (0: the web's own few), on pages of -page-kb")
+	flag.BoolVar(&fc.handover, "handover", true, "fleet: also measure handovers")
+	flag.BoolVar(&fc.cmdStats, "commandstats", false, "fleet: print Redis' commands per page by name (INFO commandstats) after each shared crawl")
 	flag.DurationVar(&fc.leaseTTL, "lease-ttl", 2*time.Second, "fleet: the workers' --lease-ttl (a killed worker's hosts move after it)")
 	flag.Parse()
 	for _, f := range strings.Split(*workersList, ",") {
@@ -117,7 +121,7 @@ func main() {
 	case "links":
 		err = linkCosts(os.Stdout, bc.crawlBin, lc, bc.crawlFlags, bc.timeout, *seed)
 	case "fleet":
-		fc.crawlBin, fc.flags, fc.timeout, fc.seed = bc.crawlBin, bc.crawlFlags, bc.timeout, *seed
+		fc.crawlBin, fc.flags, fc.timeout, fc.seed, fc.pageKB = bc.crawlBin, bc.crawlFlags, bc.timeout, *seed, max(bc.pageKB, 1)
 		err = fleetBench(os.Stdout, fc)
 	case "all":
 		if err = politeness(os.Stdout, *seed, *grace, *scale); err == nil {

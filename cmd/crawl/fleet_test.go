@@ -64,8 +64,9 @@ func fleetWeb() []simweb.HostSpec {
 type fleetRun struct {
 	t     *testing.T
 	ctx   context.Context
-	srv   *redistest.Server
-	rdb   *redis.Client
+	srv   *redistest.Server // nil on a cluster
+	url   string            // the workers' --redis
+	rdb   redis.UniversalClient
 	web   *simweb.Web
 	seeds string
 	args  []string
@@ -107,6 +108,22 @@ func newFleet(t *testing.T, specs []simweb.HostSpec, ttl time.Duration, extra ..
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
+	f := newFleetOn(t, srv.URL(), rdb, specs, ttl, extra...)
+	f.srv = srv
+	return f
+}
+
+// newClusterFleet is newFleet on the Redis Cluster c: the workers are given its first node's
+// URL only.
+func newClusterFleet(t *testing.T, c *redistest.Cluster, specs []simweb.HostSpec, ttl time.Duration, extra ...string) *fleetRun {
+	t.Helper()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: 200 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	return newFleetOn(t, c.URL(), rdb, specs, ttl, extra...)
+}
+
+func newFleetOn(t *testing.T, url string, rdb redis.UniversalClient, specs []simweb.HostSpec, ttl time.Duration, extra ...string) *fleetRun {
+	t.Helper()
 	web, err := simweb.Start(specs, &simweb.Options{Seed: 7, Grace: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +131,8 @@ func newFleet(t *testing.T, specs []simweb.HostSpec, ttl time.Duration, extra ..
 	t.Cleanup(web.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
-	f := &fleetRun{t: t, ctx: ctx, srv: srv, rdb: rdb, web: web, seeds: writeSeeds(t, web.Seeds()), ttl: ttl}
-	f.args = append([]string{"--redis", srv.URL(), "--crawl", "t", "--quiet", "--workers", "8",
+	f := &fleetRun{t: t, ctx: ctx, url: url, rdb: rdb, web: web, seeds: writeSeeds(t, web.Seeds()), ttl: ttl}
+	f.args = append([]string{"--redis", url, "--crawl", "t", "--quiet", "--workers", "8",
 		"--host-concurrency", strconv.Itoa(fleetHostConcurrency), "--initial-rate", "20",
 		"--lease-ttl", ttl.String(), "--partitions", "64", "--seeds", f.seeds}, extra...)
 	t.Cleanup(func() {
@@ -194,7 +211,7 @@ func (f *fleetRun) dump() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var b strings.Builder
-	keys, _ := f.rdb.Keys(ctx, "crawl:t:{*}:counts").Result()
+	keys, _ := f.keys(ctx, "crawl:t:{*}:counts")
 	for _, k := range keys {
 		m, _ := f.rdb.HGetAll(ctx, k).Result()
 		if m["queued"] == "0" && m["outbox"] == "0" {
@@ -209,6 +226,24 @@ func (f *fleetRun) dump() string {
 	workers, _ := f.rdb.ZRangeWithScores(ctx, "crawl:t:workers", 0, -1).Result()
 	fmt.Fprintf(&b, "workers %v\n", workers)
 	return b.String()
+}
+
+// keys lists the keys matching pattern (on every master of a cluster).
+func (f *fleetRun) keys(ctx context.Context, pattern string) ([]string, error) {
+	c, ok := f.rdb.(*redis.ClusterClient)
+	if !ok {
+		return f.rdb.Keys(ctx, pattern).Result()
+	}
+	var mu sync.Mutex
+	var all []string
+	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		ks, err := n.Keys(ctx, pattern).Result()
+		mu.Lock()
+		all = append(all, ks...)
+		mu.Unlock()
+		return err
+	})
+	return all, err
 }
 
 // served is how many page 200s the web has served so far.
@@ -313,7 +348,7 @@ func (f *fleetRun) checkComplete(dups int) {
 // idleInRedis fails the test unless the shared crawl in Redis is over.
 func (f *fleetRun) idleInRedis() {
 	f.t.Helper()
-	keys, err := f.rdb.Keys(f.ctx, "crawl:t:{*}:counts").Result()
+	keys, err := f.keys(f.ctx, "crawl:t:{*}:counts")
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -332,7 +367,7 @@ func (f *fleetRun) idleInRedis() {
 func (f *fleetRun) busiest() *worker {
 	f.t.Helper()
 	for {
-		keys, err := f.rdb.Keys(f.ctx, "crawl:t:{*}:inflight").Result()
+		keys, err := f.keys(f.ctx, "crawl:t:{*}:inflight")
 		if err != nil {
 			f.t.Fatal(err)
 		}
@@ -362,7 +397,7 @@ func TestFleetThreeWorkers(t *testing.T) {
 	t.Parallel()
 	f := newFleet(t, fleetWeb(), steadyLease)
 	// A worker given no seeds for a shared crawl that has none: a usage error.
-	if code, out := crawlOutput(t, f.ctx, "run", "--data", t.TempDir(), "--redis", f.srv.URL(), "--crawl", "empty"); code != exitUsage || !strings.Contains(out, "shared crawl holds no URL") {
+	if code, out := crawlOutput(t, f.ctx, "run", "--data", t.TempDir(), "--redis", f.url, "--crawl", "empty"); code != exitUsage || !strings.Contains(out, "shared crawl holds no URL") {
 		t.Errorf("a worker without seeds on an empty crawl: exit %d, want %d:\n%s", code, exitUsage, out)
 	}
 	start := time.Now()
@@ -386,7 +421,7 @@ func TestFleetThreeWorkers(t *testing.T) {
 		}
 	}
 	// The fleet view lists the three workers, gone now, and their pages add up to the crawl's.
-	code, out := crawlOutput(t, f.ctx, "status", "--redis", f.srv.URL(), "--crawl", "t", "--json")
+	code, out := crawlOutput(t, f.ctx, "status", "--redis", f.url, "--crawl", "t", "--json")
 	var view struct {
 		Fetched int `json:"fetched"`
 		Workers []struct {
@@ -413,7 +448,7 @@ func TestFleetThreeWorkers(t *testing.T) {
 	}
 	// A worker joining the finished crawl without seeds learns it is over; one with another
 	// --scope mode is refused.
-	late := []string{"run", "--data", t.TempDir(), "--redis", f.srv.URL(), "--crawl", "t", "--partitions", "64"}
+	late := []string{"run", "--data", t.TempDir(), "--redis", f.url, "--crawl", "t", "--partitions", "64"}
 	if code, out := crawlOutput(t, f.ctx, late...); code != exitOK || !strings.Contains(out, "crawl done") {
 		t.Errorf("a worker joining the finished crawl: exit %d, want 0:\n%s", code, out)
 	}
@@ -596,7 +631,7 @@ func TestFleetHostBudget(t *testing.T) {
 		}
 	}
 	limit := 0
-	keys, err := f.rdb.Keys(f.ctx, "crawl:t:{*}:counts").Result()
+	keys, err := f.keys(f.ctx, "crawl:t:{*}:counts")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/fleet"
-	"github.com/redis/go-redis/v9"
 )
 
 // The fleet's frontier keeps the crawler's contract, extras included (discovered by OpenWith).
@@ -31,7 +30,7 @@ type fleetOptions struct {
 
 func fleetFlags(fs *flag.FlagSet) *fleetOptions {
 	o := &fleetOptions{}
-	fs.StringVar(&o.redisURL, "redis", "", "share the crawl with other workers through Redis or Valkey at this `URL` (redis://HOST:PORT/DB); pages stay in --data")
+	fs.StringVar(&o.redisURL, "redis", "", "share the crawl with other workers through Redis or Valkey (or a Redis Cluster, found from one node) at this `URL` ("+redisURLForm+"); pages stay in --data")
 	fs.StringVar(&o.crawl, "crawl", "default", "with --redis: the `name` of the shared crawl to join or start")
 	durationVar(fs, &o.leaseTTL, "lease-ttl", 10*time.Second, "with --redis: how long a worker's hold on its hosts lasts without renewal; a dead worker's hosts move after it (a `duration`, the same for every worker)")
 	fs.IntVar(&o.partitions, "partitions", 1024, "with --redis: host partitions, fixed when the shared crawl is created")
@@ -64,20 +63,13 @@ func workerID() string {
 // keeps its share of partitions while the crawl loop runs on them, and at the end (the crawl
 // over, or a signal) hands its partitions back at once.
 func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout, stderr io.Writer) int {
-	opt, err := redis.ParseURL(o.redisURL)
-	if err != nil {
-		fmt.Fprintf(stderr, "crawl run: --redis %q: %s (want redis://HOST:PORT/DB)\n", redactURL(o.redisURL), urlError(o.redisURL, err))
-		return exitUsage
-	}
-	redis.SetLogger(quietRedis{}) // its pool's dial errors would repeat what the crawl reports
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		fmt.Fprintf(stderr, "crawl run: cannot reach Redis at %s: %v\n", opt.Addr, err)
-		return exitUsage
+	rdb, _, dialed := dialRedis(ctx, "run", o.redisURL, nil, stderr)
+	if dialed != exitOK {
+		return dialed
 	}
+	defer rdb.Close()
 	store, err := fleet.Open(ctx, rdb, o.crawl, workerID(), &fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)

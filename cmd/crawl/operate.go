@@ -50,12 +50,12 @@ func addCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl add: %v\n", err)
 		return exitUsage
 	}
-	rdb, opt, code, ok := openSharedRedis("crawl add", *redisURL, stderr)
+	rdb, target, code, ok := openSharedRedis("crawl add", *redisURL, stderr)
 	if !ok {
 		return code
 	}
 	defer rdb.Close()
-	fr, code, ok := openSharedCrawl("crawl add", rdb, opt, *crawlName, stderr)
+	fr, code, ok := openSharedCrawl("crawl add", rdb, target, *crawlName, stderr)
 	if !ok {
 		return code
 	}
@@ -73,35 +73,26 @@ func addCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// openSharedRedis connects to the Redis at rawURL for command cmd, failing (with a message on
-// stderr, exit 2) on a bad URL or an unreachable server.
-func openSharedRedis(cmd, rawURL string, stderr io.Writer) (*redis.Client, *redis.Options, int, bool) {
-	opt, err := redis.ParseURL(rawURL)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: --redis %q: %v (want redis://HOST:PORT/DB)\n", cmd, redactedRedis(rawURL), err)
-		return nil, nil, exitUsage, false
-	}
-	redis.SetLogger(quietRedis{})
-	opt.DialTimeout = redisTimeout
-	rdb := redis.NewClient(opt)
+// openSharedRedis connects to the Redis (or Redis Cluster) at rawURL for command cmd,
+// failing (with a message on stderr and the exit code) when the URL is bad or Redis
+// unreachable.
+func openSharedRedis(cmd, rawURL string, stderr io.Writer) (redis.UniversalClient, fleet.Target, int, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*redisTimeout)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		fmt.Fprintf(stderr, "%s: Redis at %s unreachable: %v\n", cmd, opt.Addr, err)
-		return nil, nil, exitUsage, false
-	}
-	return rdb, opt, exitOK, true
+	rdb, t, code := dialRedis(ctx, strings.TrimPrefix(cmd, "crawl "), rawURL, func(o *redis.Options) {
+		o.DialTimeout = redisTimeout
+	}, stderr)
+	return rdb, t, code, code == exitOK
 }
 
 // openSharedCrawl opens the existing shared crawl name for command cmd: its frontier, used
 // for operations on the whole crawl (no partition is taken), with a short patience.
-func openSharedCrawl(cmd string, rdb *redis.Client, opt *redis.Options, name string, stderr io.Writer) (*fleet.Frontier, int, bool) {
+func openSharedCrawl(cmd string, rdb redis.UniversalClient, t fleet.Target, name string, stderr io.Writer) (*fleet.Frontier, int, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*redisTimeout)
 	defer cancel()
 	s, err := fleet.OpenExisting(ctx, rdb, name, "operator-"+workerID())
 	if err != nil {
-		return openSharedCrawlError(cmd, err, opt, name, stderr)
+		return openSharedCrawlError(cmd, err, t, name, stderr)
 	}
 	return fleet.NewFrontier(s.NewKeeper(), fleet.FrontierOptions{Patience: redisTimeout, Timeout: redisTimeout}), exitOK, true
 }
@@ -116,7 +107,7 @@ func urlsShared(rawURL, name string, states []string, reason, host string, asJSO
 			redactedRedis(rawURL), name)
 		return exitUsage
 	}
-	rdb, opt, code, ok := openSharedRedis("crawl urls", rawURL, stderr)
+	rdb, target, code, ok := openSharedRedis("crawl urls", rawURL, stderr)
 	if !ok {
 		return code
 	}
@@ -125,7 +116,7 @@ func urlsShared(rawURL, name string, states []string, reason, host string, asJSO
 	s, err := fleet.OpenExisting(ctx, rdb, name, "operator-"+workerID())
 	cancel()
 	if err != nil {
-		_, code, _ := openSharedCrawlError("crawl urls", err, opt, name, stderr)
+		_, code, _ := openSharedCrawlError("crawl urls", err, target, name, stderr)
 		return code
 	}
 	w := bufio.NewWriter(stdout)
@@ -162,15 +153,15 @@ type sharedURLLine struct {
 }
 
 // openSharedCrawlError reports err, from fleet.OpenExisting, as openSharedCrawl does.
-func openSharedCrawlError(cmd string, err error, opt *redis.Options, name string, stderr io.Writer) (*fleet.Frontier, int, bool) {
+func openSharedCrawlError(cmd string, err error, t fleet.Target, name string, stderr io.Writer) (*fleet.Frontier, int, bool) {
 	switch {
 	case errors.Is(err, fleet.ErrNoCrawl):
-		fmt.Fprintf(stderr, "%s: no crawl %q in the Redis at %s (database %d)\n", cmd, name, opt.Addr, opt.DB)
+		fmt.Fprintf(stderr, "%s: no crawl %q in the Redis at %s\n", cmd, name, t)
 		return nil, exitRuntime, false
 	case errors.Is(err, fleet.ErrCrawlName):
 		fmt.Fprintf(stderr, "%s: --crawl %q: a name is 1 to 64 letters, digits, '.', '_' or '-'\n", cmd, name)
 		return nil, exitUsage, false
 	}
-	fmt.Fprintf(stderr, "%s: Redis at %s: %s\n", cmd, opt.Addr, strings.TrimPrefix(err.Error(), "fleet: "))
+	fmt.Fprintf(stderr, "%s: Redis at %s: %s\n", cmd, t, strings.TrimPrefix(err.Error(), "fleet: "))
 	return nil, exitRuntime, false
 }

@@ -34,7 +34,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the stable JSON form (see README); it lists every host contacted")
 	rows := fs.Int("hosts", defaultHostRows, "list at most this many hosts, busiest first")
 	all := fs.Bool("all", false, "list every host contacted (overrides --hosts)")
-	redisURL := fs.String("redis", "", "the Redis (or Valkey) of a crawl shared by several workers, as redis://HOST:PORT/DB: show the fleet's view")
+	redisURL := fs.String("redis", "", "the Redis (or Valkey) of a crawl shared by several workers, as "+redisURLForm+" (one node of a Redis Cluster finds the rest): show the fleet's view")
 	crawlName := fs.String("crawl", "default", "with --redis: the shared crawl's name")
 	pos, code, ok := flags.parse(args, stdout, stderr)
 	if !ok {

@@ -34,39 +34,33 @@ const redisTimeout = 5 * time.Second
 // fleetStatusCmd prints the fleet view of crawl in the Redis at rawURL. Redis unreachable or
 // a bad URL: exit 2, naming the address and the cause.
 func fleetStatusCmd(rawURL, crawl string, asJSON bool, stdout, stderr io.Writer) int {
-	opt, err := redis.ParseURL(rawURL)
-	if err != nil {
-		fmt.Fprintf(stderr, "crawl status: --redis %q: %s (want redis://HOST:PORT/DB)\n", redactURL(rawURL), urlError(rawURL, err))
-		return exitUsage
-	}
-	redis.SetLogger(quietRedis{}) // its pool's dial errors would repeat what status reports
-	opt.MaxRetries = -1           // one attempt: an unreachable server is reported, not retried
-	opt.DialTimeout = redisTimeout
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*redisTimeout)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		fmt.Fprintf(stderr, "crawl status: Redis at %s unreachable: %v\n", opt.Addr, err)
-		return exitUsage
+	rdb, target, code := dialRedis(ctx, "status", rawURL, func(o *redis.Options) {
+		o.MaxRetries = -1 // one attempt: an unreachable server is reported, not retried
+		o.DialTimeout = redisTimeout
+	}, stderr)
+	if code != exitOK {
+		return code
 	}
+	defer rdb.Close()
 	v, err := fleet.ReadView(ctx, rdb, crawl)
 	switch {
 	case errors.Is(err, fleet.ErrNoCrawl):
-		fmt.Fprintf(stderr, "crawl status: no crawl %q in the Redis at %s (database %d)\n", crawl, opt.Addr, opt.DB)
+		fmt.Fprintf(stderr, "crawl status: no crawl %q in the Redis at %s\n", crawl, target)
 		return exitRuntime
 	case errors.Is(err, fleet.ErrCrawlName):
 		fmt.Fprintf(stderr, "crawl status: --crawl %q: a name is 1 to 64 letters, digits, '.', '_' or '-'\n", crawl)
 		return exitUsage
 	case err != nil:
-		fmt.Fprintf(stderr, "crawl status: Redis at %s: %s\n", opt.Addr, strings.TrimPrefix(err.Error(), "fleet: "))
+		fmt.Fprintf(stderr, "crawl status: Redis at %s: %s\n", target, strings.TrimPrefix(err.Error(), "fleet: "))
 		return exitRuntime
 	}
 	st := fleetStatusOf(v)
 	if asJSON {
 		return printStatusJSON(stdout, stderr, st)
 	}
-	printFleetStatus(stdout, st, opt)
+	printFleetStatus(stdout, st, target)
 	return exitOK
 }
 
@@ -96,12 +90,12 @@ func fleetStatusOf(v fleet.View) fleetStatus {
 }
 
 // printFleetStatus prints st for a reader: the totals, then one line per worker.
-func printFleetStatus(w io.Writer, st fleetStatus, opt *redis.Options) {
+func printFleetStatus(w io.Writer, st fleetStatus, target fleet.Target) {
 	state := "stopped (no worker alive)"
 	if st.Running {
 		state = fmt.Sprintf("running (%d %s alive)", st.WorkersAlive, plural(st.WorkersAlive, "worker", "workers"))
 	}
-	fmt.Fprintf(w, "crawl %q in the Redis at %s (database %d): %s\n", st.Crawl, opt.Addr, opt.DB, state)
+	fmt.Fprintf(w, "crawl %q in the Redis at %s: %s\n", st.Crawl, target, state)
 	fmt.Fprintf(w, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
 	fmt.Fprintf(w, "%d %s with URLs queued; %d %s waiting to be forwarded; %d partitions, %d held by no worker\n",
 		st.HostsQueued, plural(st.HostsQueued, "host", "hosts"), st.Outbox, plural(st.Outbox, "page's links", "pages' links"), st.Partitions, st.PartitionsFree)

@@ -30,6 +30,11 @@
 // HostStates is the hostlimit.StateStore through which a host's learned politeness follows
 // its partition to the next owner.
 //
+// Target names the Redis, Valkey or Redis Cluster of a crawl (one node's URL finds a whole
+// cluster; Target.Dial). Nothing crosses a slot: reads of many partitions are pipelines split
+// per node, and on a cluster with replicas Forward trims an outbox only once the replicas hold
+// the links it delivered (WAIT).
+//
 // There are few types: Store (one worker's handle), Keeper (its share of partitions), Ownership
 // (a held partition, with its LeaseState) and Lease (a URL in flight). ReadView reads the
 // fleet's state for an operator (View: the summed counters and each worker, from the owner

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,6 +30,9 @@ type FrontierOptions struct {
 	// Redis and Crawl name the shared crawl in the worker's store (Where): the Redis URL
 	// without its password, and the crawl's name.
 	Redis, Crawl string
+	// RecentLinks is how many URLs the worker remembers as recorded in the crawl, so that a
+	// page's links already sent are not sent again (default 262,144: 2 MB).
+	RecentLinks int
 }
 
 func (o FrontierOptions) withDefaults() FrontierOptions {
@@ -75,15 +80,21 @@ type Frontier struct {
 	putBack []leased           // leases Release could not hand back (Redis unreachable)
 	counts  Partitions         // every partition's, read at one instant (nil before the first read)
 	full    time.Time          // when counts was read
-	held    map[int]PartCounts // the partitions in use, read at the last round
-	dirty   bool               // counts predate an Add or Exclude of this worker
-	offset  time.Duration      // Redis' clock minus the local clock
-	link    linkState
-	stats   FrontierStats
-	done    map[string]*frontier.HostCount // results this worker recorded, by host
-	pages   int64                          // pages this worker fetched and completed
-	save    func() error                   // checkpoints hosts' learned state (Join)
-	store   *storage.DB                    // the worker's store, for pages (Join)
+	held    map[int]PartCounts // the partitions in use, as last read
+	heldAt  time.Time          // when every partition in use was last read
+	// partitions whose outbox this worker filled since it last read it empty
+	outboxed map[int]bool
+	dirty    bool          // counts predate an Add or Exclude of this worker
+	offset   time.Duration // Redis' clock minus the local clock
+	link     linkState
+	stats    FrontierStats
+	done     map[string]*frontier.HostCount // results this worker recorded, by host
+	pages    int64                          // pages this worker fetched and completed
+	save     func() error                   // checkpoints hosts' learned state (Join)
+	store    *storage.DB                    // the worker's store, for pages (Join)
+	recent   *recentLinks                   // URLs known recorded: their links are not sent again
+	commits  *commits                       // results being committed, grouped by ownership
+	batches  map[string]*hostBatch          // URLs taken from Redis not yet handed out, by host
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -132,7 +143,9 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
 		parts: map[int]*held{}, leases: map[string]leased{},
-		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{},
+		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{}, outboxed: map[int]bool{},
+		recent: newRecentLinks(opts.RecentLinks), commits: newCommits(),
+		batches: map[string]*hostBatch{},
 	}
 }
 
@@ -160,6 +173,13 @@ func (f *Frontier) Run(ctx context.Context) {
 	// The last figures, kept for ReportTTL, whenever the stop comes: between rounds or
 	// during one (a report skipped then would miss the pages completed since the last).
 	defer f.report(context.WithoutCancel(ctx))
+	// URLs taken but not handed out go back to their queues, before that last report.
+	defer func() {
+		f.mu.Lock()
+		parts := slices.Collect(maps.Keys(f.parts))
+		f.mu.Unlock()
+		f.putBackBatches(context.WithoutCancel(ctx), parts)
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -244,7 +264,7 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 		return err
 	}
 	f.retryPutBacks(rctx)
-	if err := f.readHeld(rctx); err != nil {
+	if err := f.readHeld(rctx, now); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -261,7 +281,11 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 		}
 	}
 	f.mu.Lock()
-	due := f.counts == nil || f.dirty || len(f.leases) == 0 || now.Sub(f.full) >= fullEvery
+	every := fullEvery
+	if len(f.leases) == 0 {
+		every = idleEvery
+	}
+	due := f.counts == nil || f.dirty || now.Sub(f.full) >= every
 	f.mu.Unlock()
 	if due {
 		if err := f.readCounts(rctx); err != nil {
@@ -288,6 +312,13 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 	for _, l := range f.leases {
 		mine[l.Partition]++
 	}
+	taken := map[string]bool{} // in a batch not handed out yet
+	for _, b := range f.batches {
+		for _, l := range b.ls {
+			mine[l.Partition]++
+			taken[l.URL] = true
+		}
+	}
 	var suspect []Ownership
 	for p, h := range f.parts {
 		if f.held[p].InFlight > mine[p] {
@@ -311,7 +342,7 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 			f.mu.Lock()
 			_, leasedHere := f.leases[it.URL]
 			f.mu.Unlock()
-			if leasedHere {
+			if leasedHere || taken[it.URL] {
 				continue
 			}
 			l := Lease{Lease: frontier.Lease{Entry: it.entry(), Attempts: it.Attempts}, Partition: o.Partition, member: m}
@@ -361,6 +392,7 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 			f.dropLocked(p, "acquired again")
 		}
 		f.parts[p] = &held{o: o}
+		f.heldAt = time.Time{} // read the new partitions at this round
 		f.stats.Reacquired++
 	}
 	f.mu.Unlock()
@@ -369,6 +401,15 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 // releaseDrained releases the draining partitions whose requests have all ended, or which
 // have drained for a lease TTL (their requests are then cancelled).
 func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
+	f.mu.Lock()
+	var draining []int
+	for p, h := range f.parts {
+		if h.use == partDraining {
+			draining = append(draining, p)
+		}
+	}
+	f.mu.Unlock()
+	f.putBackBatches(ctx, draining)
 	f.mu.Lock()
 	busy := map[int]bool{}
 	for _, l := range f.leases {
@@ -410,6 +451,7 @@ func (f *Frontier) dropLocked(p int, why string) {
 	}
 	delete(f.parts, p)
 	f.forgetHostsLocked(p)
+	f.takeBatchesLocked(p) // in flight in Redis: the partition's next owner reclaims them
 	f.stats.Dropped++
 	f.opts.Log.Debug("partition dropped", "partition", p, "why", why)
 }
@@ -439,19 +481,52 @@ func (f *Frontier) measureClock(ctx context.Context) error {
 }
 
 // fullEvery is how often a worker with URLs in flight (which cannot be idle) reads every
-// partition's counters, for Counts; one with none reads them at every round, to learn
-// promptly that the crawl is over.
-const fullEvery = time.Second
+// partition's counters, for Counts; idleEvery is how often one with none reads them, to learn
+// promptly that the crawl is over. (Each read is a command per partition.)
+const (
+	fullEvery = time.Second
+	idleEvery = 250 * time.Millisecond
+)
 
-// readHeld reads the counters of the partitions in use.
-func (f *Frontier) readHeld(ctx context.Context) error {
+// heldEvery is how often a worker reads the counters of every partition it holds, to learn
+// of URLs other workers queued there; in between, each round reads only the partitions it
+// knows busy (hosts with work, URLs in flight, links to forward).
+const heldEvery = time.Second
+
+// readHeld reads the counters of the partitions in use: every heldEvery all of them, and in
+// between those known busy.
+func (f *Frontier) readHeld(ctx context.Context, now time.Time) error {
 	f.mu.Lock()
+	all := now.Sub(f.heldAt) >= heldEvery
+	busy := map[int]bool{}
+	if !all {
+		for name, st := range f.hosts.All() {
+			if st != readyset.Idle {
+				busy[PartitionOf(name, f.s.opts.Partitions)] = true
+			}
+		}
+		for _, l := range f.leases {
+			busy[l.Partition] = true
+		}
+		for p := range f.outboxed {
+			busy[p] = true
+		}
+	}
 	ps := make([]int, 0, len(f.parts))
 	for p := range f.parts {
-		ps = append(ps, p)
+		if all || busy[p] {
+			ps = append(ps, p)
+		}
 	}
 	f.mu.Unlock()
-	held := make(map[int]PartCounts, len(ps))
+	if all { // the partitions that never had work have nothing to read
+		active, err := f.s.activePartitions(ctx)
+		if err != nil {
+			return err
+		}
+		ps = slices.DeleteFunc(ps, func(p int) bool { _, ok := slices.BinarySearch(active, p); return !ok })
+	}
+	read := make(map[int]PartCounts, len(ps))
 	if len(ps) > 0 {
 		pipe := f.s.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(ps))
@@ -470,12 +545,26 @@ func (f *Frontier) readHeld(ctx context.Context) error {
 			}
 			var c PartCounts
 			c.Queued, c.InFlight, c.Outbox = n[0], n[1], n[2]
-			held[p] = c
+			read[p] = c
 		}
 	}
 	f.mu.Lock()
-	f.held = held
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	if all {
+		f.held, f.heldAt = read, now
+	} else {
+		for p := range f.held {
+			if f.parts[p] == nil {
+				delete(f.held, p)
+			}
+		}
+		maps.Copy(f.held, read)
+	}
+	for p, c := range read {
+		if c.Outbox == 0 {
+			delete(f.outboxed, p)
+		}
+	}
 	return nil
 }
 
@@ -612,6 +701,13 @@ func (f *Frontier) Add(entries []frontier.Entry) (int, error) {
 		n, err = f.s.Add(ctx, entries)
 		return err
 	})
+	if err == nil {
+		fps := make([]uint64, len(entries))
+		for i, e := range entries {
+			fps[i] = Fingerprint(e.URL)
+		}
+		f.recent.remember(fps)
+	}
 	return n, err
 }
 
@@ -631,6 +727,7 @@ func (f *Frontier) retry(call func(ctx context.Context) error) error {
 		if err == nil {
 			f.mu.Lock()
 			f.dirty = true
+			f.heldAt = time.Time{} // the partitions in use may have new URLs: read them all
 			f.mu.Unlock()
 			return nil
 		}
@@ -697,11 +794,29 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		return frontier.Lease{}, false, nil
 	}
 	o := h.o
+	b := f.batches[host]
+	if b != nil && len(b.ls) > 0 && b.o.Epoch == o.Epoch {
+		l := b.ls[0]
+		b.ls = b.ls[1:]
+		f.leases[l.URL] = leased{Lease: l, o: o}
+		f.mu.Unlock()
+		f.recent.remember([]uint64{Fingerprint(l.URL)})
+		return l.Lease, true, nil
+	}
+	n := 1
+	if b != nil && now.Sub(b.last) < batchWindow {
+		n = min(2*b.n, maxTake)
+	}
 	f.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
-	l, ok, next, err := f.s.Take(ctx, o, host)
+	ls, next, err := f.s.TakeN(ctx, o, host, n)
 	cancel()
+	var l Lease
+	ok := len(ls) > 0
+	if ok {
+		l = ls[0]
+	}
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -729,12 +844,74 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		f.hosts.Wait(host, time.Now().Add(f.opts.Refresh))
 		return frontier.Lease{}, false, nil
 	}
-	// (a partition that began draining while Take ran keeps this lease until it ends)
+	// (a partition that began draining while Take ran keeps this lease until it ends, and
+	// puts the rest taken with it back: releaseDrained)
 	if f.hosts.State(host) == readyset.Unknown {
 		f.hosts.Ready(host)
 	}
 	f.leases[l.URL] = leased{Lease: l, o: o}
+	f.batches[host] = &hostBatch{o: o, ls: ls[1:], n: n, last: now}
+	f.recent.remember([]uint64{Fingerprint(l.URL)})
 	return l.Lease, true, nil
+}
+
+// hostBatch is what the worker took from a host's queue in one call (Store.TakeN) and has not
+// handed out yet: those URLs are in flight in Redis. A host leased from often gets bigger
+// batches (doubling up to maxTake while each take follows the last within batchWindow); one
+// leased from seldom, one URL at a time.
+type hostBatch struct {
+	o    Ownership
+	ls   []Lease
+	n    int       // how many the last take asked for
+	last time.Time // local time of the last take
+}
+
+const (
+	maxTake     = 16
+	batchWindow = 250 * time.Millisecond
+)
+
+// takeBatchesLocked removes and returns the URLs taken but not handed out of partition p's
+// hosts (f.mu held).
+func (f *Frontier) takeBatchesLocked(p int) []Lease {
+	var out []Lease
+	for host, b := range f.batches {
+		if PartitionOf(host, f.s.opts.Partitions) == p {
+			out = append(out, b.ls...)
+			delete(f.batches, host)
+		}
+	}
+	return out
+}
+
+// putBackBatches hands the URLs taken but not handed out back to their queues: at the end of
+// Run, and for partitions released as surplus. (A partition lost keeps them in flight until
+// its next owner reclaims them.)
+func (f *Frontier) putBackBatches(ctx context.Context, parts []int) {
+	f.mu.Lock()
+	type back struct {
+		o  Ownership
+		ls []Lease
+	}
+	var backs []back
+	for _, p := range parts {
+		if h := f.parts[p]; h != nil {
+			if ls := f.takeBatchesLocked(p); len(ls) > 0 {
+				backs = append(backs, back{h.o, ls})
+			}
+		}
+	}
+	f.mu.Unlock()
+	for _, b := range backs {
+		for _, l := range b.ls {
+			rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+			err := f.s.PutBack(rctx, b.o, l)
+			cancel()
+			if err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
+				return // Redis unreachable: the partition's next owner reclaims them
+			}
+		}
+	}
 }
 
 // Complete stores a Fetched result's page in the worker's store (Join), then records the result
@@ -742,7 +919,9 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 // state and its links are durable (crawler.Frontier), or the result was refused. A result
 // refused because the partition is another worker's (fenced) or the URL was reclaimed is
 // counted in Stats and returns nil. While Redis is unreachable it retries, for as long as the
-// partition may still be this worker's. A Retry's NotBefore is a local time.
+// partition may still be this worker's. A Retry's NotBefore is a local time. Results completed
+// at once by several goroutines go to Redis together, one script per partition (commits);
+// links the worker knows were recorded already are not sent again (recentLinks).
 func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 	f.mu.Lock()
 	l, ok := f.leases[fl.URL]
@@ -758,29 +937,20 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 		return err
 	}
 	r.Page = nil // stored; Redis takes the URL's state and links
-	backoff := 50 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
-		err := f.s.Complete(ctx, l.o, l.Lease, r)
-		cancel()
-		switch {
-		case err == nil:
-			f.forget(l)
-			f.count(l.Host, r)
-			return nil
-		case errors.Is(err, ErrFenced), errors.Is(err, ErrNotInFlight):
-			f.forget(l)
-			f.refused(l.URL, err.Error())
-			return nil
-		}
-		if !f.mayHold(l.o, time.Now().Add(backoff)) {
-			f.forget(l)
-			f.refused(l.URL, "partition lapsed while Redis was unreachable: "+err.Error())
-			return nil
-		}
-		sleep(backoff)
-		backoff = min(2*backoff, 2*time.Second)
+	r, sent := f.recent.filter(r)
+	out := f.commits.commit(f, &pending{l: l, r: r, sent: sent})
+	f.forget(l)
+	if out.kind == refused {
+		f.refused(l.URL, out.why)
+		return nil
 	}
+	if len(r.Links) > 0 || len(r.Excluded) > 0 {
+		f.mu.Lock()
+		f.outboxed[l.Partition] = true
+		f.mu.Unlock()
+	}
+	f.count(l.Host, r)
+	return nil
 }
 
 // mayHold reports whether o's partition may still be this worker's at local time at.

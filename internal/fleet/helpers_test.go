@@ -3,9 +3,12 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,11 +16,65 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// newRedis starts a real redis-server for t and returns a client for it, closed at cleanup.
-func newRedis(t *testing.T) *redis.Client {
+// newRedis starts a real redis-server for t and returns a client for it, closed at cleanup;
+// under onCluster, it empties the shared cluster and returns a cluster client instead.
+func newRedis(t *testing.T) redis.UniversalClient {
 	t.Helper()
+	if underTest != nil {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: underTest.Addrs(), ClusterStateReloadInterval: time.Second})
+		t.Cleanup(func() { rdb.Close() })
+		err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+			return c.FlushAll(ctx).Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rdb
+	}
 	rdb, _ := newRedisServer(t)
 	return rdb
+}
+
+// underTest is the cluster onCluster runs tests on (nil: each test starts a redis-server).
+var underTest *redistest.Cluster
+
+// onCluster runs each test of tests on one real 3-master Redis Cluster, in turn.
+func onCluster(t *testing.T, tests ...func(*testing.T)) {
+	c := redistest.StartCluster(t, 3, 0)
+	underTest = c
+	defer func() { underTest = nil }()
+	for _, test := range tests {
+		name := runtime.FuncForPC(reflect.ValueOf(test).Pointer()).Name()
+		t.Run(name[strings.LastIndexByte(name, '.')+1:], test)
+	}
+}
+
+// keysOf lists the keys matching pattern on every node (every master of a cluster).
+func keysOf(t *testing.T, rdb redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var out []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			out = append(out, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // newRedisServer is newRedis that also returns the server, to kill and restart it.
@@ -30,7 +87,7 @@ func newRedisServer(t *testing.T) (*redis.Client, *redistest.Server) {
 }
 
 // newStore opens crawl as worker on rdb and checks the crawl's invariants when t ends.
-func newStore(t *testing.T, rdb *redis.Client, worker string, opts *Options) *Store {
+func newStore(t *testing.T, rdb redis.UniversalClient, worker string, opts *Options) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), rdb, "t", worker, opts)
 	if err != nil {
@@ -102,10 +159,8 @@ func checkInvariants(t *testing.T, s *Store) {
 		}
 		return parts[p]
 	}
-	iter := s.rdb.Scan(ctx, 0, "crawl:t:*", 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		if key == s.k.config() || key == s.k.workers() || strings.HasPrefix(key, "crawl:t:shared:") || strings.HasPrefix(key, "crawl:t:{workers}:") {
+	for _, key := range keysOf(t, s.rdb, "crawl:t:*") {
+		if key == s.k.config() || key == s.k.workers() || key == s.k.active() || strings.HasPrefix(key, "crawl:t:shared:") || strings.HasPrefix(key, "crawl:t:{workers}:") {
 			continue
 		}
 		m := tagRe.FindStringSubmatch(key)
@@ -143,9 +198,6 @@ func checkInvariants(t *testing.T, s *Store) {
 				}
 			}
 		}
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
 	}
 	for p, c := range parts {
 		h, _ := s.rdb.HGetAll(ctx, s.k.counts(p)).Result()

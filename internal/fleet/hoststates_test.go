@@ -85,3 +85,26 @@ func TestRobotsFollowThePartition(t *testing.T) {
 		t.Fatalf("a loads %q, want b's save", got)
 	}
 }
+
+// A host's saved state expires HostStateTTL after its last save; robots.txt does not expire.
+func TestHostStateExpires(t *testing.T) {
+	ctx := context.Background()
+	rdb := newRedis(t)
+	s := newStore(t, rdb, "a", &Options{Partitions: 1, HostStateTTL: 300 * time.Millisecond})
+	o := mustAcquire(t, s, 0)
+	if err := s.SaveHostStates(ctx, o, map[string][]byte{"h.example": []byte("state")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveRobots(ctx, o, "h.example", []byte("robots")); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := rdb.PTTL(ctx, s.k.state(0, "h.example")).Result(); err != nil || ttl <= 0 || ttl > 300*time.Millisecond {
+		t.Fatalf("state's expiry %v (%v), want within 300 ms", ttl, err)
+	}
+	if ttl, _ := rdb.PTTL(ctx, s.k.robots(0, "h.example")).Result(); ttl != -1 {
+		t.Errorf("robots.txt's expiry %v, want none", ttl)
+	}
+	if d := (*Options)(nil).withDefaults().HostStateTTL; d != 30*24*time.Hour {
+		t.Errorf("default HostStateTTL %v, want 30 days", d)
+	}
+}

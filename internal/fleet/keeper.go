@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,7 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 		return ch, fmt.Errorf("fleet: heartbeat: %w", err)
 	}
 	ch.Live = live
+	var renewErr error // one partition's node unreachable (a cluster's failover) does not stop the others' renewals
 	for _, p := range k.sorted() {
 		o := k.owned[p]
 		switch o.StateAt(now) {
@@ -83,10 +85,14 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 				continue
 			}
 			if err != nil {
-				return ch, err
+				renewErr = cmp.Or(renewErr, err)
+				continue
 			}
 			k.owned[p] = o
 		}
+	}
+	if renewErr != nil {
+		return ch, renewErr
 	}
 	target := fairShare(s.opts.Partitions, live)
 	if held := k.sorted(); len(held) > target {

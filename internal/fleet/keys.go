@@ -27,6 +27,9 @@ type keys struct {
 
 func (k keys) config() string { return "crawl:" + k.crawl + ":config" }
 
+// active is the set of partitions that may have work (Store.markActive): one key of its own.
+func (k keys) active() string { return "crawl:" + k.crawl + ":active" }
+
 // workers is the crawl's heartbeat set (one key of its own, outside any partition).
 func (k keys) workers() string { return "crawl:" + k.crawl + ":workers" }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // usedMemory reads used_memory from INFO memory.
-func usedMemory(t testing.TB, rdb *redis.Client) int64 {
+func usedMemory(t testing.TB, rdb redis.UniversalClient) int64 {
 	t.Helper()
 	info, err := rdb.Info(context.Background(), "memory").Result()
 	if err != nil {

@@ -71,55 +71,80 @@ if excluded > 0 then redis.call('HINCRBY', KEYS[2], 'excluded', excluded) end
 return {added, excluded}
 `)
 
-// lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms.
-// Moves the host's due retries to the queue's tail, pops the head into the in-flight set
-// scored by its deadline. Returns {item, deadline-ms, now-ms}, or {"", next-due-ms or -1, now-ms}.
+// lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms, n.
+// Moves the host's due retries to the queue's tail, pops up to n items from the head into the
+// in-flight set scored by their deadline, and drops the host from the hosts set when it has
+// nothing left. Returns {deadline-ms, now-ms, item…}, or {next-due-ms or -1, now-ms} with no item.
 var leaseScript = redis.NewScript(fence + `
 local now = nowms()
+local n = tonumber(ARGV[4])
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
 if #due > 0 then
-  for _, it in ipairs(due) do redis.call('RPUSH', KEYS[2], it) end
+  for i = 1, #due, 1000 do redis.call('RPUSH', KEYS[2], unpack(due, i, math.min(i + 999, #due))) end
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
   redis.call('HINCRBY', KEYS[6], 'delayed', -#due)
 end
-local item = redis.call('LPOP', KEYS[2])
-local waiting = redis.call('LLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3])
-if waiting == 0 then redis.call('SREM', KEYS[5], ARGV[2]) end
-if not item then
+local items = redis.call('LPOP', KEYS[2], n) or {}
+if (#items < n or redis.call('LLEN', KEYS[2]) == 0) and redis.call('ZCARD', KEYS[3]) == 0 then
+  redis.call('SREM', KEYS[5], ARGV[2])
+end
+if #items == 0 then
   local nxt = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if #nxt == 0 then return {'', -1, now} end
-  return {'', tonumber(nxt[2]), now}
+  if #nxt == 0 then return {-1, now} end
+  return {tonumber(nxt[2]), now}
 end
 local deadline = now + tonumber(ARGV[3])
-redis.call('ZADD', KEYS[4], deadline, item)
-redis.call('HINCRBY', KEYS[6], 'inflight', 1)
-return {item, deadline, now}
+local z = {}
+for i, it in ipairs(items) do z[2*i-1] = deadline; z[2*i] = it end
+redis.call('ZADD', KEYS[4], unpack(z))
+redis.call('HINCRBY', KEYS[6], 'inflight', #items)
+local out = {deadline, now}
+for _, it in ipairs(items) do out[#out+1] = it end
+return out
 `)
 
-// complete: KEYS owner, inflight, seen bucket, counts, outbox, delayed, hosts; ARGV token,
-// in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
-// outbox payload (empty for none), retry item, retry not-before-ms, host, reason (failed,
-// excluded).
+// complete: KEYS owner, inflight, counts, outbox, hosts, then per result its URL's seen
+// bucket and its host's delayed set; ARGV token, outbox payload (empty for none), then per
+// result: in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r'
+// retry), retry item, retry not-before-ms, host, reason (failed, excluded). Returns per result
+// 1, or 0 when its URL was not in flight (its state is then left alone). The payload holds the
+// links of every fetched page of the batch; counters change once per batch.
 var completeScript = redis.NewScript(fence + `
-if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
-redis.call('HINCRBY', KEYS[4], 'inflight', -1)
-local k = ARGV[4]
-if k == 'r' then
-  redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6])
-  redis.call('HINCRBY', KEYS[4], 'delayed', 1)
-  redis.call('SADD', KEYS[7], ARGV[8])
-  return 1
+local inc, order = {}, {}
+local function add(k, d)
+  if not inc[k] then inc[k] = 0; order[#order+1] = k end
+  inc[k] = inc[k] + d
 end
-redis.call('HSET', KEYS[3], ARGV[3], k)
-redis.call('HINCRBY', KEYS[4], 'queued', -1)
 local names = {f='fetched', F='failed', x='excluded'}
-redis.call('HINCRBY', KEYS[4], names[k], 1)
-if k ~= 'f' then redis.call('HINCRBY', KEYS[4], names[k] .. ':' .. ARGV[9], 1) end
-if ARGV[5] ~= '' then
-  redis.call('RPUSH', KEYS[5], ARGV[5])
-  redis.call('HINCRBY', KEYS[4], 'outbox', 1)
+local res = {}
+for i = 0, (#KEYS - 5) / 2 - 1 do
+  local a = 3 + 7*i
+  if redis.call('ZREM', KEYS[2], ARGV[a]) == 0 then
+    res[i+1] = 0
+  else
+    res[i+1] = 1
+    add('inflight', -1)
+    local k = ARGV[a+2]
+    if k == 'r' then
+      redis.call('ZADD', KEYS[7+2*i], ARGV[a+4], ARGV[a+3])
+      redis.call('SADD', KEYS[5], ARGV[a+5])
+      add('delayed', 1)
+    else
+      redis.call('HSET', KEYS[6+2*i], ARGV[a+1], k)
+      add('queued', -1)
+      add(names[k], 1)
+      if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+6], 1) end
+    end
+  end
 end
-return 1
+if ARGV[2] ~= '' then
+  redis.call('RPUSH', KEYS[4], ARGV[2])
+  add('outbox', 1)
+end
+for _, k in ipairs(order) do
+  if inc[k] ~= 0 then redis.call('HINCRBY', KEYS[3], k, inc[k]) end
+end
+return res
 `)
 
 // reclaim: KEYS owner, inflight, hosts, counts, then one queue per item; ARGV token, then per
@@ -144,10 +169,14 @@ redis.call('HINCRBY', KEYS[3], 'outbox', -tonumber(ARGV[2]))
 return 1
 `)
 
-// set fenced: KEYS owner, then the keys to set; ARGV token, then their values (hosts' states,
-// a host's robots.txt).
+// set fenced: KEYS owner, then the keys to set; ARGV token, expiry-ms (0: none), then their
+// values (hosts' states, a host's robots.txt).
 var setFencedScript = redis.NewScript(fence + `
-for i = 2, #KEYS do redis.call('SET', KEYS[i], ARGV[i]) end
+local ttl = tonumber(ARGV[2])
+for i = 2, #KEYS do
+  if ttl > 0 then redis.call('SET', KEYS[i], ARGV[i+1], 'PX', ttl)
+  else redis.call('SET', KEYS[i], ARGV[i+1]) end
+end
 return #KEYS - 1
 `)
 

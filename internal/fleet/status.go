@@ -102,7 +102,7 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 		return v, fmt.Errorf("fleet: read crawl %q: %w", crawl, err)
 	}
 	var o Options
-	if _, err := fmt.Sscanf(cfg, "partitions=%d buckets=%d", &o.Partitions, &o.SeenBuckets); err != nil || o.Partitions <= 0 {
+	if _, err := fmt.Sscanf(cfg, "partitions=%d buckets=%d active-set", &o.Partitions, &o.SeenBuckets); err != nil || o.Partitions <= 0 {
 		return v, fmt.Errorf("fleet: crawl %q: bad configuration %q", crawl, cfg)
 	}
 	s := &Store{rdb: rdb, k: keys{crawl: crawl, buckets: o.SeenBuckets}, opts: o.withDefaults()}

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
@@ -24,6 +28,10 @@ type Options struct {
 	// does: further unseen URLs of the host are excluded (frontier.ReasonLimit). It is each
 	// worker's own; give every worker of a crawl the same from its start.
 	HostBudget int
+	// HostStateTTL is how long a host's saved politeness state outlives its last save
+	// (default 30 days): a host not crawled for that long starts afresh, and its state stops
+	// taking memory.
+	HostStateTTL time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -43,6 +51,9 @@ func (o *Options) withDefaults() Options {
 	if r.URLLeaseTTL <= 0 {
 		r.URLLeaseTTL = 5 * time.Minute
 	}
+	if r.HostStateTTL <= 0 {
+		r.HostStateTTL = 30 * 24 * time.Hour
+	}
 	return r
 }
 
@@ -53,6 +64,10 @@ type Store struct {
 	k      keys
 	opts   Options
 	worker string
+
+	mu       sync.Mutex
+	active   map[int]bool            // partitions this Store saw in the crawl's active set (guarded by mu)
+	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
 }
 
 // Lease is a URL handed to the owner of its partition. It is in the partition's in-flight set
@@ -115,7 +130,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 	}
 	o := opts.withDefaults()
 	s := &Store{rdb: rdb, k: keys{crawl: crawl, buckets: o.SeenBuckets}, opts: o, worker: worker}
-	want := fmt.Sprintf("partitions=%d buckets=%d", o.Partitions, o.SeenBuckets)
+	want := fmt.Sprintf("partitions=%d buckets=%d active-set", o.Partitions, o.SeenBuckets)
 	if err := rdb.SetNX(ctx, s.k.config(), want, 0).Err(); err != nil {
 		return nil, fmt.Errorf("fleet: open crawl %q: %w", crawl, err)
 	}
@@ -221,24 +236,151 @@ type seenWrite struct {
 }
 
 func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
-	added := 0
+	return s.addDurable(ctx, byPart, false)
+}
+
+// addDurable is addAll, one script per partition pipelined per node; with replicated, it then
+// waits until each node's replicas have the writes (WAIT), so that a master that fails over
+// right after cannot lose them: Forward trims an outbox only after that.
+func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, replicated bool) (int, error) {
+	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
+		return 0, err
+	}
+	groups := map[*redis.Client][]*scriptCall{}
 	for p, ws := range byPart {
-		ks := []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}
-		args := make([]any, 0, 1+5*len(ws))
-		args = append(args, max(s.opts.HostBudget, 0))
+		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}}
+		c.args = append(make([]any, 0, 1+5*len(ws)), max(s.opts.HostBudget, 0))
 		for _, w := range ws {
 			bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
-			ks = append(ks, bucket, s.k.queue(p, w.entry.Host))
-			args = append(args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+			c.keys = append(c.keys, bucket, s.k.queue(p, w.entry.Host))
+			c.args = append(c.args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
 		}
-		r, err := addScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
+		node, err := s.nodeOf(ctx, c.keys[0])
 		if err != nil {
-			return added, fmt.Errorf("fleet: add to partition %d: %w", p, err)
+			return 0, fmt.Errorf("fleet: add to partition %d: %w", p, err)
 		}
-		added += int(r[0])
+		groups[node] = append(groups[node], c)
+	}
+	added := 0
+	for node, calls := range groups {
+		if err := s.runOnNode(ctx, node, calls, replicated); err != nil {
+			return added, fmt.Errorf("fleet: add: %w", err)
+		}
+		for _, c := range calls {
+			r, _ := c.cmd.Int64Slice()
+			if len(r) > 0 {
+				added += int(r[0])
+			}
+		}
 	}
 	return added, nil
 }
+
+// scriptCall is one script run of a pipeline on one node.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// nodeOf is the client of the node serving key: the single-node client itself, or a
+// cluster's master for key's slot.
+func (s *Store) nodeOf(ctx context.Context, key string) (*redis.Client, error) {
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	}
+	return nil, fmt.Errorf("fleet: unsupported Redis client %T", s.rdb)
+}
+
+// replicaWait bounds how long a replicated write waits for the node's replicas.
+const replicaWait = time.Second
+
+// errNotReplicated: fewer replicas than the node has acknowledged a write within replicaWait.
+var errNotReplicated = errors.New("write not acknowledged by every replica in time")
+
+// runOnNode runs calls on node in one pipeline (loading their scripts first if the node lacks
+// them), then, with replicated and if the node has replicas, waits for them to acknowledge.
+func (s *Store) runOnNode(ctx context.Context, node *redis.Client, calls []*scriptCall, replicated bool) error {
+	want := 0
+	if replicated {
+		want = s.replicasOf(ctx, node)
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := node.Pipeline()
+		for _, c := range calls {
+			c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		var wait *redis.Cmd
+		if want > 0 {
+			wait = pipe.Do(ctx, "WAIT", want, replicaWait.Milliseconds())
+		}
+		_, err := pipe.Exec(ctx)
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			for _, c := range calls {
+				if err := c.script.Load(ctx, node).Err(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if wait == nil {
+			return nil
+		}
+		if n, _ := wait.Int(); n < want {
+			return fmt.Errorf("%s: %w (%d of %d)", node.Options().Addr, errNotReplicated, n, want)
+		}
+		return nil
+	}
+}
+
+// replicasOf is how many replicas the master node has online (its INFO replication, read
+// at most every replicasEvery), on a cluster; 0 for a single node, whose replicas do not take
+// over by themselves.
+func (s *Store) replicasOf(ctx context.Context, node *redis.Client) int {
+	if _, ok := s.rdb.(*redis.ClusterClient); !ok {
+		return 0
+	}
+	addr := node.Options().Addr
+	s.mu.Lock()
+	r, known := s.replicas[addr]
+	s.mu.Unlock()
+	if known && time.Since(r.at) < replicasEvery {
+		return r.n
+	}
+	info, err := node.Info(ctx, "replication").Result()
+	if err != nil {
+		return r.n // the last known figure
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, "state=online") {
+			n++
+		}
+	}
+	s.mu.Lock()
+	if s.replicas == nil {
+		s.replicas = map[string]replicaCount{}
+	}
+	s.replicas[addr] = replicaCount{n: n, at: time.Now()}
+	s.mu.Unlock()
+	return n
+}
+
+// replicaCount is a master's replicas online, read at a time.
+type replicaCount struct {
+	n  int
+	at time.Time
+}
+
+// replicasEvery is how often a Store reads the cluster's replicas per master.
+const replicasEvery = 5 * time.Second
 
 // Hosts lists the hosts of o's partition that have URLs queued or delayed.
 func (s *Store) Hosts(ctx context.Context, o Ownership) ([]string, error) {
@@ -248,77 +390,123 @@ func (s *Store) Hosts(ctx context.Context, o Ownership) ([]string, error) {
 // Take leases the next URL of host (in o's partition). ok is false when none is ready; then
 // next is when the host's earliest retry is due (zero if it has none), on Redis' clock.
 func (s *Store) Take(ctx context.Context, o Ownership, host string) (l Lease, ok bool, next time.Time, err error) {
+	ls, next, err := s.TakeN(ctx, o, host, 1)
+	if err != nil || len(ls) == 0 {
+		return l, false, next, err
+	}
+	return ls[0], true, next, nil
+}
+
+// TakeN leases up to n of host's next URLs (in o's partition), in queue order, in one script.
+// With none ready, next is when the host's earliest retry is due (zero if it has none), on
+// Redis' clock.
+func (s *Store) TakeN(ctx context.Context, o Ownership, host string, n int) (ls []Lease, next time.Time, err error) {
 	p := o.Partition
 	if PartitionOf(host, s.opts.Partitions) != p {
-		return l, false, next, fmt.Errorf("%w: %q is in %d, not %d", ErrWrongPartition, host, PartitionOf(host, s.opts.Partitions), p)
+		return nil, next, fmt.Errorf("%w: %q is in %d, not %d", ErrWrongPartition, host, PartitionOf(host, s.opts.Partitions), p)
 	}
 	ks := []string{s.k.owner(p), s.k.queue(p, host), s.k.delayed(p, host), s.k.inflight(p), s.k.hosts(p), s.k.counts(p)}
-	r, err := leaseScript.Run(ctx, s.rdb, ks, o.token, host, s.opts.URLLeaseTTL.Milliseconds()).Slice()
+	r, err := leaseScript.Run(ctx, s.rdb, ks, o.token, host, s.opts.URLLeaseTTL.Milliseconds(), max(n, 1)).Slice()
 	if err = scriptErr(err); err != nil {
-		return l, false, next, fmt.Errorf("fleet: lease from %q: %w", host, err)
+		return nil, next, fmt.Errorf("fleet: lease from %q: %w", host, err)
 	}
-	member, _ := r[0].(string)
-	at, _ := r[1].(int64)
-	if member == "" {
+	at, _ := r[0].(int64)
+	if len(r) == 2 {
 		if at >= 0 {
 			next = time.UnixMilli(at)
 		}
-		return l, false, next, nil
+		return nil, next, nil
 	}
-	it, err := decodeItem(member)
-	if err != nil {
-		return l, false, next, err
+	for _, m := range r[2:] {
+		member, _ := m.(string)
+		it, err := decodeItem(member)
+		if err != nil {
+			return ls, next, err
+		}
+		ls = append(ls, Lease{
+			Lease:     frontier.Lease{Entry: it.entry(), Attempts: it.Attempts},
+			Partition: p,
+			Deadline:  time.UnixMilli(at),
+			member:    member,
+		})
 	}
-	return Lease{
-		Lease:     frontier.Lease{Entry: it.entry(), Attempts: it.Attempts},
-		Partition: p,
-		Deadline:  time.UnixMilli(at),
-		member:    member,
-	}, true, next, nil
+	return ls, next, nil
 }
 
-// Complete records the result of l in one script: the URL's state in the seen-set, the
-// partition's counts, and (Fetched) its links and exclusions in the partition's outbox, which
-// Forward delivers to their partitions. Retry puts the URL in its host's delayed set until
-// r.NotBefore (on Redis' clock) with one more attempt. The page body is not sent: the caller
-// stores it locally first. Errors: ErrFenced, ErrNotInFlight.
+// Done is a leased URL's result, for CompleteBatch.
+type Done struct {
+	Lease  Lease
+	Result frontier.Result
+}
+
+// Complete records the result of l (CompleteBatch of one). Errors: ErrFenced, ErrNotInFlight.
 func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.Result) error {
+	in, err := s.CompleteBatch(ctx, o, []Done{{l, r}})
+	if err == nil && !in[0] {
+		err = fmt.Errorf("fleet: complete %s: %w", l.URL, ErrNotInFlight)
+	}
+	return err
+}
+
+// CompleteBatch records the results of leases of o's partition in one script: each URL's
+// state in the seen-set and the partition's counts, and the links and exclusions of the
+// fetched pages, as one payload, in the partition's outbox, which Forward delivers to their
+// partitions. A Retry puts its URL in its host's delayed set until NotBefore (on Redis' clock)
+// with one more attempt. Page bodies are not sent: the caller stores them locally first.
+// inFlight[i] is false when ds[i]'s URL was no longer in flight (reclaimed), its result then
+// not recorded. Errors: ErrFenced (nothing recorded).
+func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFlight []bool, err error) {
 	p := o.Partition
-	if l.Partition != p {
-		return fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
-	}
-	bucket, field := s.k.seen(p, Fingerprint(l.URL))
-	var kind, payload, retryItem string
-	var notBefore int64
-	switch r.Kind {
-	case frontier.Fetched:
-		kind = "f"
-		if len(r.Links) > 0 || len(r.Excluded) > 0 {
-			b, err := json.Marshal(outboxPayload{Links: r.Links, Excluded: r.Excluded})
-			if err != nil {
-				return fmt.Errorf("fleet: encode links of %s: %w", l.URL, err)
+	ks := make([]string, 0, 5+2*len(ds))
+	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p))
+	args := make([]any, 0, 2+7*len(ds))
+	args = append(args, o.token, "")
+	var pl outboxPayload
+	for _, d := range ds {
+		l, r := d.Lease, d.Result
+		if l.Partition != p {
+			return nil, fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
+		}
+		bucket, field := s.k.seen(p, Fingerprint(l.URL))
+		var kind, retryItem string
+		var notBefore int64
+		switch r.Kind {
+		case frontier.Fetched:
+			kind = "f"
+			pl.Links = append(pl.Links, r.Links...)
+			pl.Excluded = append(pl.Excluded, r.Excluded...)
+		case frontier.Failed:
+			kind = "F"
+		case frontier.Excluded:
+			kind = "x"
+		case frontier.Retry:
+			kind = "r"
+			retryItem = itemOf(l.Entry, l.Attempts+1).encode()
+			if !r.NotBefore.IsZero() {
+				notBefore = r.NotBefore.UnixMilli()
 			}
-			payload = string(b)
+		default:
+			return nil, fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
 		}
-	case frontier.Failed:
-		kind = "F"
-	case frontier.Excluded:
-		kind = "x"
-	case frontier.Retry:
-		kind = "r"
-		retryItem = itemOf(l.Entry, l.Attempts+1).encode()
-		if !r.NotBefore.IsZero() {
-			notBefore = r.NotBefore.UnixMilli()
-		}
-	default:
-		return fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
+		ks = append(ks, bucket, s.k.delayed(p, l.Host))
+		args = append(args, l.member, field, kind, retryItem, notBefore, l.Host, r.Reason)
 	}
-	ks := []string{s.k.owner(p), s.k.inflight(p), bucket, s.k.counts(p), s.k.outbox(p), s.k.delayed(p, l.Host), s.k.hosts(p)}
-	err := completeScript.Run(ctx, s.rdb, ks, o.token, l.member, field, kind, payload, retryItem, notBefore, l.Host, r.Reason).Err()
+	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {
+		b, err := json.Marshal(pl)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: encode links: %w", err)
+		}
+		args[1] = string(b)
+	}
+	r, err := completeScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
 	if err = scriptErr(err); err != nil {
-		return fmt.Errorf("fleet: complete %s: %w", l.URL, err)
+		return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
 	}
-	return nil
+	inFlight = make([]bool, len(ds))
+	for i := range inFlight {
+		inFlight[i] = i < len(r) && r[i] == 1
+	}
+	return inFlight, nil
 }
 
 // PutBack puts l back at the head of its host's queue unchanged (no attempt counted), for a
@@ -377,20 +565,22 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	if err != nil || len(raw) == 0 {
 		return 0, err
 	}
-	var links []frontier.Entry
-	var excluded []frontier.Exclusion
+	byPart := make(map[int][]seenWrite)
 	for _, r := range raw {
 		var pl outboxPayload
 		if err := json.Unmarshal([]byte(r), &pl); err != nil {
 			return 0, fmt.Errorf("fleet: bad outbox payload in partition %d: %w", p, err)
 		}
-		links = append(links, pl.Links...)
-		excluded = append(excluded, pl.Excluded...)
+		for _, x := range pl.Excluded {
+			q := PartitionOf(x.Host, s.opts.Partitions)
+			byPart[q] = append(byPart[q], seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
+		}
+		for _, e := range pl.Links {
+			q := PartitionOf(e.Host, s.opts.Partitions)
+			byPart[q] = append(byPart[q], seenWrite{entry: e, state: "q"})
+		}
 	}
-	if err := s.Exclude(ctx, excluded); err != nil {
-		return 0, err
-	}
-	added, err := s.Add(ctx, links)
+	added, err := s.addDurable(ctx, byPart, true)
 	if err != nil {
 		return added, err
 	}
@@ -402,11 +592,11 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 }
 
 // SaveHostStates writes the learned politeness state of hosts of o's partition (hostlimit's
-// encoded state), all or nothing.
+// encoded state), all or nothing; each expires Options.HostStateTTL after its last save.
 func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[string][]byte) error {
 	p := o.Partition
 	ks := []string{s.k.owner(p)}
-	args := []any{o.token}
+	args := []any{o.token, s.opts.HostStateTTL.Milliseconds()}
 	for h, b := range states {
 		if PartitionOf(h, s.opts.Partitions) != p {
 			return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, h, p)
@@ -443,7 +633,7 @@ func (s *Store) SaveRobots(ctx context.Context, o Ownership, host string, b []by
 	if PartitionOf(host, s.opts.Partitions) != p {
 		return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, host, p)
 	}
-	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, b).Err()
+	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, 0, b).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: save robots.txt of %q: %w", host, err)
 	}
@@ -515,22 +705,98 @@ func (ps Partitions) Sum() frontier.Counts {
 	return c
 }
 
-// PartitionCounts reads every partition's counters in one MULTI/EXEC, so that the totals are
-// those of one instant: a Forward between two reads cannot hide the links it moves from one
-// partition to another. (On a Redis Cluster, where a transaction holds one slot, this read
-// would have to be split and checked twice.)
+// markActive adds partitions ps to the crawl's active set before anything is written to
+// them, so that the set holds every partition that may have work (a crash between the two
+// leaves a partition listed with nothing in it, which costs a read). Each Store adds a
+// partition once.
+func (s *Store) markActive(ctx context.Context, ps []int) error {
+	s.mu.Lock()
+	var add []any
+	for _, p := range ps {
+		if !s.active[p] {
+			add = append(add, p)
+		}
+	}
+	s.mu.Unlock()
+	if len(add) == 0 {
+		return nil
+	}
+	if err := s.rdb.SAdd(ctx, s.k.active(), add...).Err(); err != nil {
+		return fmt.Errorf("fleet: mark partitions active: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active == nil {
+		s.active = map[int]bool{}
+	}
+	for _, p := range add {
+		s.active[p.(int)] = true
+	}
+	return nil
+}
+
+// activePartitions reads the crawl's active set: every partition that may have work.
+func (s *Store) activePartitions(ctx context.Context) ([]int, error) {
+	ms, err := s.rdb.SMembers(ctx, s.k.active()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: read active partitions: %w", err)
+	}
+	ps := make([]int, 0, len(ms))
+	for _, m := range ms {
+		if p, err := strconv.Atoi(m); err == nil && p >= 0 && p < s.opts.Partitions {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	return ps, nil
+}
+
+// PartitionCounts reads every partition's counters, pipelined (on a cluster, one pipeline per
+// node): those of the crawl's active set, the others being empty. The partitions are read one after another, so the totals are a near snapshot; but
+// when they say the crawl is idle, they are read again until two reads agree, so that an idle
+// answer is true of one instant: a Forward between two reads cannot hide the links it moves
+// from one partition to another. (Nothing goes from busy to idle and back without changing a
+// counter that only grows: fetched, failed or excluded.)
 func (s *Store) PartitionCounts(ctx context.Context) (Partitions, error) {
-	pipe := s.rdb.TxPipeline()
-	cmds := make([]*redis.MapStringStringCmd, s.opts.Partitions)
-	for p := range cmds {
-		cmds[p] = pipe.HGetAll(ctx, s.k.counts(p))
+	ps, err := s.readPartitionCounts(ctx)
+	for range idleRereads {
+		if err != nil || !ps.Idle() {
+			return ps, err
+		}
+		again, err := s.readPartitionCounts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if reflect.DeepEqual(again, ps) {
+			return ps, nil
+		}
+		ps = again
+	}
+	return nil, fmt.Errorf("fleet: read counts: still changing after %d reads", idleRereads)
+}
+
+// idleRereads bounds the reads of PartitionCounts' idle check.
+const idleRereads = 8
+
+func (s *Store) readPartitionCounts(ctx context.Context) (Partitions, error) {
+	active, err := s.activePartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps := make(Partitions, s.opts.Partitions)
+	if len(active) == 0 {
+		return ps, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(active))
+	for i, p := range active {
+		cmds[i] = pipe.HGetAll(ctx, s.k.counts(p))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("fleet: read counts: %w", err)
 	}
-	ps := make(Partitions, len(cmds))
 	for i, cmd := range cmds {
-		c := &ps[i]
+		c := &ps[active[i]]
 		fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
 			"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &c.Outbox}
 		for name, v := range cmd.Val() {

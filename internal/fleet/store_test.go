@@ -201,6 +201,43 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 	}
 }
 
+// CompleteBatch records several results in one script: each URL's state, a retry, the links
+// of every fetched page in one outbox payload; a result whose URL is no longer in flight is
+// left out and said so; TakeN leases several URLs in order.
+func TestCompleteBatch(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "a", &Options{Partitions: 16})
+	host := "a.example"
+	o := queueAndOwn(t, s, host, 5)
+	ls, _, err := s.TakeN(ctx, o, host, 4)
+	if err != nil || len(ls) != 4 || ls[0].URL != entries(host, 5)[0].URL || ls[3].URL != entries(host, 5)[3].URL {
+		t.Fatalf("TakeN 4: %v, %v; want the first 4 in order", ls, err)
+	}
+	if err := s.PutBack(ctx, o, ls[2]); err != nil {
+		t.Fatal(err)
+	}
+	in, err := s.CompleteBatch(ctx, o, []Done{
+		{ls[0], frontier.Result{Kind: frontier.Fetched, Links: entries("b.example", 2)}},
+		{ls[1], frontier.Result{Kind: frontier.Fetched, Links: entries("c.example", 3)}},
+		{ls[2], frontier.Result{Kind: frontier.Fetched}}, // put back: not in flight
+		{ls[3], frontier.Result{Kind: frontier.Retry, NotBefore: time.Now().Add(time.Hour)}},
+	})
+	if err != nil || fmt.Sprint(in) != "[true true false true]" {
+		t.Fatalf("CompleteBatch: %v, %v; want [true true false true]", in, err)
+	}
+	if n, _ := rdb.LLen(ctx, s.k.outbox(o.Partition)).Result(); n != 1 {
+		t.Errorf("outbox: %d payloads, want 1 for the batch", n)
+	}
+	if n, err := s.Forward(ctx, o); err != nil || n != 5 {
+		t.Errorf("Forward: %d, %v; want the 5 links", n, err)
+	}
+	c, _ := s.Counts(ctx)
+	if c.Fetched != 2 || c.Delayed != 1 || c.Queued != 3+5 {
+		t.Errorf("counts %+v; want 2 fetched, 1 delayed, 8 queued (2 of a, the retry, 5 links)", c)
+	}
+}
+
 func TestRetryWaitsForNotBeforeOnRedisClock(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()

@@ -20,6 +20,7 @@ type Server struct {
 	Dir  string // its working directory (the append-only file lives here)
 	bin  string
 	port int
+	args []string // extra redis-server arguments (a cluster node's)
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the current process has exited
 }
@@ -31,13 +32,7 @@ const startTimeout = 20 * time.Second
 // redis-server is missing, or fails it under CI=true.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found on PATH under CI=true (.ci/run installs it): %v", err)
-		}
-		t.Skipf("redis-server not found on PATH: %v", err)
-	}
+	bin := lookPath(t, "redis-server")
 	dir := t.TempDir()
 	// A port picked by the kernel and released may be taken again before redis binds it; a
 	// few attempts make that race harmless.
@@ -47,13 +42,9 @@ func Start(t testing.TB) *Server {
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		s, err := start(bin, dir, port)
+		s, err := start(bin, dir, port, nil)
 		if err == nil {
-			t.Cleanup(func() {
-				if err := s.Stop(); err != nil {
-					t.Errorf("redistest: %v", err)
-				}
-			})
+			stopAtCleanup(t, s)
 			return s
 		}
 		lastErr = err
@@ -62,11 +53,34 @@ func Start(t testing.TB) *Server {
 	return nil
 }
 
-func start(bin, dir string, port int) (*Server, error) {
-	cmd := exec.Command(bin,
+// lookPath finds a Redis program on PATH: it skips t when the program is missing, or fails it
+// under CI=true.
+func lookPath(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s not found on PATH under CI=true (.ci/run installs it): %v", name, err)
+		}
+		t.Skipf("%s not found on PATH: %v", name, err)
+	}
+	return bin
+}
+
+func stopAtCleanup(t testing.TB, s *Server) {
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("redistest: %v", err)
+		}
+	})
+}
+
+func start(bin, dir string, port int, extra []string) (*Server, error) {
+	args := append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "yes", "--dir", dir,
-		"--protected-mode", "yes", "--daemonize", "no")
+		"--protected-mode", "yes", "--daemonize", "no"}, extra...)
+	cmd := exec.Command(bin, args...)
 	log, err := os.Create(dir + "/redis.log")
 	if err != nil {
 		return nil, err
@@ -76,7 +90,7 @@ func start(bin, dir string, port int) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, bin: bin, port: port, cmd: cmd, done: make(chan struct{})}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, bin: bin, port: port, args: extra, cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(startTimeout)
 	for {
@@ -138,7 +152,7 @@ func (s *Server) Restart() error {
 	var err error
 	for range 5 { // the port may linger briefly after the old process exits
 		var n *Server
-		if n, err = start(s.bin, s.Dir, s.port); err == nil {
+		if n, err = start(s.bin, s.Dir, s.port, s.args); err == nil {
 			s.cmd, s.done = n.cmd, n.done
 			return nil
 		}

@@ -2,11 +2,16 @@ package redistest
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestStartAnswersAndStops(t *testing.T) {
@@ -90,6 +95,57 @@ func TestMissingServer(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if failed := err != nil; failed != tc.wantFail || !strings.Contains(string(out), tc.want) {
 			t.Errorf("CI=%q: failed=%v, want %v, output lacks %q or is:\n%s", tc.ci, failed, tc.wantFail, tc.want, out)
+		}
+	}
+}
+
+// A 3-master cluster answers a key on any node through a cluster client; with replicas, a
+// master killed is replaced by its replica and the key is still there.
+func TestClusterFailover(t *testing.T) {
+	c := StartCluster(t, 3, 1)
+	if len(c.Nodes) != 6 {
+		t.Fatalf("%d nodes, want 6", len(c.Nodes))
+	}
+	ctx := context.Background()
+	// go-redis learns a new master from a reload of the slots, not from a connection error
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr}, ClusterStateReloadInterval: 200 * time.Millisecond})
+	defer rdb.Close()
+	for i := range 100 {
+		k := fmt.Sprintf("k%d", i)
+		if err := rdb.Set(ctx, k, i, 0).Err(); err != nil {
+			t.Fatalf("SET %s: %v", k, err)
+		}
+		if err := rdb.Wait(ctx, 1, time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := c.Masters()
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("masters %v, err %v; want 3", ms, err)
+	}
+	if err := ms[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.WaitHealthy(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover in %v", time.Since(start).Round(time.Millisecond))
+	if ms, _ := c.Masters(); len(ms) != 3 {
+		t.Fatalf("%d masters after the failover, want 3 (a replica promoted)", len(ms))
+	}
+	for i := range 100 {
+		k := fmt.Sprintf("k%d", i)
+		var n int
+		var err error
+		for range 50 { // the client learns the new master on its first errors
+			if n, err = rdb.Get(ctx, k).Int(); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil || n != i {
+			t.Fatalf("GET %s after failover: %d, %v", k, n, err)
 		}
 	}
 }

@@ -1,0 +1,149 @@
+package fleet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/redis/go-redis/v9"
+)
+
+// Target is the Redis or Valkey a shared crawl lives in, as a URL names it:
+// redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…][/DB], or rediss:// for TLS. Several
+// comma-separated nodes are seeds: the first that answers is asked whether it runs in cluster
+// mode, and a cluster's other nodes are discovered from it.
+type Target struct {
+	Addrs []string // the seed nodes, HOST:PORT
+	DB    int      // the database (a cluster has only 0)
+	TLS   bool     // rediss://
+	opts  *redis.Options
+}
+
+// ParseTarget parses a --redis URL. The error names what is wrong with it, never its password.
+func ParseTarget(raw string) (Target, error) {
+	t, err := parseTarget(raw)
+	if err != nil {
+		shown, pass := urlnorm.RedactPassword(raw)
+		msg := err.Error()
+		if pass != "" {
+			msg = strings.ReplaceAll(msg, pass, "…")
+		}
+		return t, fmt.Errorf("%q: %s", shown, msg)
+	}
+	return t, nil
+}
+
+func parseTarget(raw string) (Target, error) {
+	var t Target
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || scheme != "redis" && scheme != "rediss" {
+		return t, errors.New("want redis://HOST:PORT/DB or rediss:// (TLS)")
+	}
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	userinfo, hosts := "", authority
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		userinfo, hosts = authority[:i+1], authority[i+1:]
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if h == "" {
+			return t, errors.New("an empty node in the list of nodes")
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(h, "6379")
+		}
+		t.Addrs = append(t.Addrs, h)
+	}
+	opts, err := redis.ParseURL(scheme + "://" + userinfo + t.Addrs[0] + tail)
+	if err != nil {
+		return t, err
+	}
+	t.DB, t.TLS, t.opts = opts.DB, opts.TLSConfig != nil, opts
+	return t, nil
+}
+
+// String names the target for messages: its nodes and database.
+func (t Target) String() string {
+	return fmt.Sprintf("%s (database %d)", strings.Join(t.Addrs, ","), t.DB)
+}
+
+// Dial connects to t: it asks the seeds in turn (INFO cluster) whether they run in cluster
+// mode and returns a cluster client (which follows the cluster's slots and failovers) or a
+// single-node client. tune, if not nil, adjusts the connection options (timeouts, retries)
+// before the client is made. The error names the nodes and the cause; a cluster named with a
+// database other than 0 is refused.
+func (t Target) Dial(ctx context.Context, tune func(*redis.Options)) (redis.UniversalClient, error) {
+	if t.opts == nil {
+		return nil, errors.New("fleet: Dial of a Target not made by ParseTarget")
+	}
+	base := *t.opts
+	if tune != nil {
+		tune(&base)
+	}
+	var errs []error
+	for _, addr := range t.Addrs {
+		o := base
+		o.Addr, o.DB = addr, 0 // a cluster node refuses SELECT
+		o.TLSConfig = tlsFor(base.TLSConfig, addr)
+		c := redis.NewClient(&o)
+		info, err := c.Info(ctx, "cluster").Result()
+		if err != nil {
+			c.Close()
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		c.Close()
+		if !strings.Contains(info, "cluster_enabled:1") {
+			o.DB = t.DB
+			return redis.NewClient(&o), nil
+		}
+		if t.DB != 0 {
+			return nil, fmt.Errorf("%s is a Redis Cluster, which has only database 0 (the URL names %d)", addr, t.DB)
+		}
+		seeds := append([]string{addr}, slices.DeleteFunc(slices.Clone(t.Addrs), func(a string) bool { return a == addr })...)
+		return redis.NewClusterClient(clusterOptions(&base, seeds)), nil
+	}
+	return nil, errors.Join(errs...)
+}
+
+// clusterReload is how often a cluster client reloads the slots' owners: go-redis learns a
+// promoted replica from such a reload, not from a failed connection.
+const clusterReload = time.Second
+
+func clusterOptions(o *redis.Options, seeds []string) *redis.ClusterOptions {
+	return &redis.ClusterOptions{
+		Addrs:    seeds,
+		Username: o.Username, Password: o.Password,
+		TLSConfig:  o.TLSConfig,
+		MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff, MaxRetryBackoff: o.MaxRetryBackoff,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolSize: o.PoolSize, MinIdleConns: o.MinIdleConns,
+		ClusterStateReloadInterval: clusterReload,
+		NewClient: func(no *redis.Options) *redis.Client {
+			no.TLSConfig = tlsFor(no.TLSConfig, no.Addr)
+			return redis.NewClient(no)
+		},
+	}
+}
+
+// tlsFor is c for a connection to addr: its server name is addr's host, so each node of a
+// cluster is verified under its own name.
+func tlsFor(c *tls.Config, addr string) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	c = c.Clone()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		c.ServerName = host
+	}
+	return c
+}

@@ -1,0 +1,111 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The store's, the keepers', the frontier's and the fleet view's tests, run again on a real
+// 3-master Redis Cluster through a cluster client: no script, transaction or read crosses a
+// slot, and idle detection and counts read per partition.
+func TestOnCluster(t *testing.T) {
+	onCluster(t,
+		TestOpenChecksConfiguration,
+		TestOnePartitionOneOwner,
+		TestAddIsExactlyOnceAcrossWorkers,
+		TestCompleteStatesAndLinks,
+		TestCompleteBatch,
+		TestRetryWaitsForNotBeforeOnRedisClock,
+		TestTakeoverReclaimsAndFences,
+		TestPutBackKeepsOrderAndAttempts,
+		TestHostBudget,
+		TestHostStateFollowsThePartition,
+		TestRobotsFollowThePartition,
+		TestKeepersShareAndRebalance,
+		TestKeeperTakesOverFromDeadWorker,
+		TestWorkersShareCrawlAndSurviveADeadOne,
+		TestFrontierCrawlsToTheEnd,
+		TestFrontierRefusesAfterTakeover,
+		TestFrontierDrainsSurplus,
+		TestReadViewCountsAndWorkers,
+		TestReadViewNoCrawl,
+	)
+}
+
+// On a cluster with replicas, Forward trims an outbox only once the replicas of the nodes it
+// wrote to have the links: with a replica stopped, it fails and the outbox keeps the links;
+// with the replica back, it delivers them.
+func TestForwardWaitsForReplicas(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: time.Second})
+	defer rdb.Close()
+	s, err := Open(ctx, rdb, "t", "w", &Options{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := queueAndOwn(t, s, "a.example", 1)
+	l, ok, _, err := s.Take(ctx, o, "a.example")
+	if err != nil || !ok {
+		t.Fatalf("take: %v %v", ok, err)
+	}
+	links := entries("a.example", 3)[1:]
+	if err := s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched, Links: links}); err != nil {
+		t.Fatal(err)
+	}
+	master, err := s.nodeOf(ctx, s.k.counts(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s.mu.Lock()
+		s.replicas = nil // read again (a replica may still be syncing)
+		s.mu.Unlock()
+		n := s.replicasOf(ctx, master)
+		if n == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the master of partition 0 has %d replicas online, want 1", n)
+		}
+	}
+	var replica *redistest.Server
+	for _, n := range c.Nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		info, _ := c.Info(ctx, "replication").Result()
+		c.Close()
+		if strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+strings.Split(master.Options().Addr, ":")[1]+"\r") {
+			replica = n
+		}
+	}
+	if replica == nil {
+		t.Fatal("no replica of partition 0's master found")
+	}
+	syscall.Kill(replica.PID(), syscall.SIGSTOP)
+	_, err = s.Forward(ctx, o)
+	syscall.Kill(replica.PID(), syscall.SIGCONT)
+	if !errors.Is(err, errNotReplicated) {
+		t.Fatalf("Forward with the replica stopped: %v, want errNotReplicated", err)
+	}
+	if n, _ := rdb.LLen(ctx, s.k.outbox(0)).Result(); n != 1 {
+		t.Fatalf("outbox holds %d payloads after the refused Forward, want 1", n)
+	}
+	// (the refused Forward's writes reached the master: the links are queued already)
+	if _, err := s.Forward(ctx, o); err != nil {
+		t.Fatalf("Forward with the replica back: %v", err)
+	}
+	if n, _ := rdb.LLen(ctx, s.k.outbox(0)).Result(); n != 0 {
+		t.Errorf("outbox holds %d payloads after Forward, want 0", n)
+	}
+	if c, err := s.Counts(ctx); err != nil || c.Queued != 2 || c.Fetched != 1 {
+		t.Errorf("counts %+v, %v; want the 2 links queued and 1 fetched", c, err)
+	}
+}

@@ -1,0 +1,45 @@
+package fleet
+
+import (
+	"testing"
+
+	"github.com/crawl-project/crawl/frontier"
+)
+
+// recentLinks leaves out the links it was given and repeats within a page, keeps the others,
+// and forgets a fingerprint when a newer one takes its slot (never a false yes).
+func TestRecentLinksFilter(t *testing.T) {
+	r := newRecentLinks(1024)
+	e := func(u string) frontier.Entry { return frontier.Entry{URL: u, Host: "h"} }
+	res := frontier.Result{Kind: frontier.Fetched,
+		Links:    []frontier.Entry{e("http://h/a"), e("http://h/b"), e("http://h/a")},
+		Excluded: []frontier.Exclusion{{Entry: e("http://h/b"), Reason: "robots"}, {Entry: e("http://h/x"), Reason: "robots"}}}
+	got, fps := r.filter(res)
+	if len(got.Links) != 2 || len(got.Excluded) != 1 || got.Excluded[0].URL != "http://h/x" || len(fps) != 3 {
+		t.Fatalf("first page: links %v excluded %v fps %d; want a, b, x once each", got.Links, got.Excluded, len(fps))
+	}
+	got, _ = r.filter(res)
+	if len(got.Links) != 2 {
+		t.Fatalf("before remember: %d links kept, want 2 (nothing is known until committed)", len(got.Links))
+	}
+	r.remember(fps)
+	got, fps = r.filter(res)
+	if len(got.Links)+len(got.Excluded) != 0 || len(fps) != 0 {
+		t.Fatalf("after remember: %v %v kept, want none", got.Links, got.Excluded)
+	}
+	// a fingerprint in the same slot evicts a's
+	a := Fingerprint("http://h/a")
+	var other string
+	for i := 0; ; i++ {
+		u := "http://h/o" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676%26))
+		if fp := Fingerprint(u); fp != a && fp%1024 == a%1024 {
+			other = u
+			break
+		}
+	}
+	r.remember([]uint64{Fingerprint(other)})
+	got, _ = r.filter(frontier.Result{Kind: frontier.Fetched, Links: []frontier.Entry{e("http://h/a"), e(other)}})
+	if len(got.Links) != 1 || got.Links[0].URL != "http://h/a" {
+		t.Fatalf("after eviction: kept %v, want a only", got.Links)
+	}
+}

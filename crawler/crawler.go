@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/crawl-project/crawl/frontier"
 	engine "github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/fleet"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
 )
@@ -75,6 +77,14 @@ type Options struct {
 	// Sitemaps follows each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml).
 	Sitemaps bool
 
+	// Redis, if set, makes this Crawler one worker of a crawl shared through Redis, Valkey or a
+	// Redis Cluster (redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/DB, or rediss:// for TLS):
+	// the frontier is in Redis, each host is crawled by one worker at a time, and DataDir keeps
+	// this worker's pages. Run returns when the whole shared crawl is done.
+	Redis string
+	// Crawl names the shared crawl to join or start; "" means "default".
+	Crawl string
+
 	// Logger receives the crawl's log; nil discards it.
 	Logger *slog.Logger
 }
@@ -92,7 +102,8 @@ type HostOptions struct {
 // Crawler is one crawl over one DataDir. Set its hooks, then Run it; a Crawler is run once at a
 // time.
 type Crawler struct {
-	cfg engine.Config
+	cfg    engine.Config
+	shared *sharedCrawl // Options.Redis; nil for a crawl of one's own
 
 	mu      sync.Mutex // guards the fields below
 	hooks   hooks
@@ -168,7 +179,47 @@ func New(o Options) (*Crawler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("crawler: %w", err)
 	}
-	return &Crawler{cfg: cfg}, nil
+	c := &Crawler{cfg: cfg}
+	if o.Redis != "" {
+		t, err := fleet.ParseTarget(o.Redis)
+		if err != nil {
+			return nil, fmt.Errorf("crawler: Options.Redis %w", err)
+		}
+		c.shared = &sharedCrawl{target: t, name: cmp.Or(o.Crawl, "default")}
+	}
+	return c, nil
+}
+
+// sharedCrawl is the crawl shared through Redis that a Crawler joins (Options.Redis).
+type sharedCrawl struct {
+	target fleet.Target
+	name   string
+}
+
+// open joins the shared crawl and opens the loop on its frontier; leave, called once the loop
+// is closed, hands the worker's hosts back to the others.
+func (s *sharedCrawl) open(ctx context.Context, cfg engine.Config) (e *engine.Crawler, leave func() error, err error) {
+	rdb, err := s.target.Dial(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := fleet.Join(ctx, rdb, s.name, fleet.NewWorkerID(), &fleet.Options{HostBudget: cfg.MaxHostPages},
+		fleet.FrontierOptions{Log: cfg.Log, Data: cfg.Dir, Redis: s.target.String(), Crawl: s.name})
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	leave = func() error {
+		lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := w.Leave(lctx)
+		return errors.Join(err, rdb.Close())
+	}
+	if e, err = engine.OpenWith(cfg, w.Frontier); err != nil {
+		leave()
+		return nil, nil, err
+	}
+	return e, leave, nil
 }
 
 func setIf[T comparable](dst *T, v T) {
@@ -238,7 +289,7 @@ func (c *Crawler) Run(ctx context.Context) error {
 	if len(h.onLink) > 0 {
 		cfg.Hooks.Link = h.link
 	}
-	e, err := engine.Open(cfg)
+	e, leave, err := c.open(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("crawler: %w", err)
 	}
@@ -249,10 +300,22 @@ func (c *Crawler) Run(ctx context.Context) error {
 	if err := e.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
+	if err := leave(); err != nil && runErr == nil {
+		runErr = err
+	}
 	if runErr != nil {
 		return fmt.Errorf("crawler: %w", runErr)
 	}
 	return nil
+}
+
+// open opens the crawl loop on the crawl's frontier: the store's own, or a shared crawl's.
+func (c *Crawler) open(ctx context.Context, cfg engine.Config) (*engine.Crawler, func() error, error) {
+	if c.shared != nil {
+		return c.shared.open(ctx, cfg)
+	}
+	e, err := engine.Open(cfg)
+	return e, func() error { return nil }, err
 }
 
 func (h hooks) stored(p *storage.Page, role frontier.Role) {

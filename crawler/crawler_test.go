@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/crawler"
+	"github.com/crawl-project/crawl/internal/redistest"
 	"github.com/crawl-project/crawl/internal/simweb"
 	"go.uber.org/goleak"
 )
@@ -108,5 +109,67 @@ func TestNewRejectsBadOptions(t *testing.T) {
 				t.Errorf("New: %v, want an error naming %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSharedThroughRedis runs two Crawlers as workers of one crawl shared through a real
+// redis-server, each with its own DataDir: together they fetch every page once, and each page
+// reaches the OnPage of the worker that fetched it.
+func TestSharedThroughRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := make(chan error, 2)
+	started := make(chan struct{}) // the first worker fetched a page: its seeds are in Redis
+	var once sync.Once
+	for i := range 2 {
+		o := crawler.Options{DataDir: t.TempDir(), InitialRate: 20, Redis: srv.URL(), Crawl: "lib"}
+		if i == 0 {
+			o.Seeds = web.Seeds()
+		}
+		c, err := crawler.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.OnPage(func(p *crawler.Page) {
+			once.Do(func() { close(started) })
+			if p.Status == 200 {
+				mu.Lock()
+				seen[p.URL]++
+				mu.Unlock()
+			}
+		})
+		go func() { errs <- c.Run(ctx) }()
+		if i == 0 {
+			select {
+			case <-started:
+			case err := <-errs:
+				t.Fatalf("the first worker ended before fetching a page: %v", err)
+			}
+		}
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	want := 0
+	for host, urls := range web.Expected() {
+		want += len(urls)
+		for _, u := range urls {
+			if seen[u] != 1 {
+				t.Errorf("host %s: %s handed to OnPage %d times, want 1", host, u, seen[u])
+			}
+		}
+	}
+	if len(seen) != want {
+		t.Errorf("OnPage saw %d pages, want %d", len(seen), want)
 	}
 }

@@ -170,3 +170,22 @@ func ExampleOptions_hosts() {
 	fmt.Println("done")
 	// Output: done
 }
+
+// Several processes, on one machine or many, share one crawl through Redis (or a Redis
+// Cluster, given any one node): each is a Crawler with its own DataDir and the same Redis and
+// Crawl. Each host is crawled by one worker at a time; Run returns when the whole crawl is
+// done. (Not run by go test: it needs a Redis server.)
+func ExampleOptions_redis() {
+	c, err := crawler.New(crawler.Options{
+		Seeds:   []string{"https://docs.example.com/"}, // any worker may add seeds
+		DataDir: "/var/crawl/worker-1",                 // this worker's pages
+		Redis:   "redis://redis.internal:6379/0",
+		Crawl:   "docs",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := c.Run(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/internal/crawler"
@@ -50,15 +47,6 @@ func sharedUnsupported(fs *flag.FlagSet) []string {
 	return bad
 }
 
-// workerID names this process in the fleet: host name, PID and a random suffix, so that a
-// restarted worker with a reused PID is a new worker.
-func workerID() string {
-	host, _ := os.Hostname()
-	var b [4]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("%s-%d-%s", strings.ReplaceAll(host, " ", "_"), os.Getpid(), hex.EncodeToString(b[:]))
-}
-
 // crawlShared runs cfg as a worker of the shared crawl o names: it joins the crawl in Redis,
 // keeps its share of partitions while the crawl loop runs on them, and at the end (the crawl
 // over, or a signal) hands its partitions back at once.
@@ -70,27 +58,22 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 		return dialed
 	}
 	defer rdb.Close()
-	store, err := fleet.Open(ctx, rdb, o.crawl, workerID(), &fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages})
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	machine, _ := os.Hostname()
+	w, err := fleet.Join(ctx, rdb, o.crawl, fleet.NewWorkerID(),
+		&fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages},
+		fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir, Redis: redactedRedis(o.redisURL), Crawl: o.crawl})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	keeper := store.NewKeeper()
-	machine, _ := os.Hostname()
-	fr := fleet.NewFrontier(keeper, fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir,
-		Redis: redactedRedis(o.redisURL), Crawl: o.crawl})
-	runCtx, stopRun := context.WithCancel(context.Background())
-	running := make(chan struct{})
-	go func() { defer close(running); fr.Run(runCtx) }()
+	fr := w.Frontier
 	code := crawlWith(cfg, out, stdout, stderr, func(cfg crawler.Config) (*crawler.Crawler, error) {
 		return crawler.OpenWith(cfg, fr)
 	})
-	stopRun()
-	<-running
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer rcancel()
-	if err := keeper.ReleaseAll(rctx); err != nil {
+	if err := w.Leave(rctx); err != nil {
 		fmt.Fprintf(stderr, "crawl: cannot hand the partitions back (they move when their leases run out): %v\n", err)
 	}
 	if st := fr.Stats(); st.Refused > 0 || st.Outages > 0 {

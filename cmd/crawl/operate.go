@@ -90,7 +90,7 @@ func openSharedRedis(cmd, rawURL string, stderr io.Writer) (redis.UniversalClien
 func openSharedCrawl(cmd string, rdb redis.UniversalClient, t fleet.Target, name string, stderr io.Writer) (*fleet.Frontier, int, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*redisTimeout)
 	defer cancel()
-	s, err := fleet.OpenExisting(ctx, rdb, name, "operator-"+workerID())
+	s, err := fleet.OpenExisting(ctx, rdb, name, "operator-"+fleet.NewWorkerID())
 	if err != nil {
 		return openSharedCrawlError(cmd, err, t, name, stderr)
 	}
@@ -113,7 +113,7 @@ func urlsShared(rawURL, name string, states []string, reason, host string, asJSO
 	}
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*redisTimeout)
-	s, err := fleet.OpenExisting(ctx, rdb, name, "operator-"+workerID())
+	s, err := fleet.OpenExisting(ctx, rdb, name, "operator-"+fleet.NewWorkerID())
 	cancel()
 	if err != nil {
 		_, code, _ := openSharedCrawlError("crawl urls", err, target, name, stderr)

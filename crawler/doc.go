@@ -18,6 +18,9 @@
 // is learned from its answers (429/503, Retry-After, latency) and kept just under the limit
 // it shows. Options only cap it.
 //
+// With Options.Redis, a Crawler is one worker of a crawl shared through Redis (or a Redis
+// Cluster) by any number of processes: each host is crawled by one worker at a time.
+//
 // A program that keeps its own loop can still borrow the politeness: hostlimit.NewTransport
 // wraps an http.RoundTripper with the same per-host gates.
 //

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,54 +9,14 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/internal/storetest"
 )
 
-// damageLeaves changes the page id in the header of the leaf pages of the bbolt file at path
-// that pick chooses (by index among them, and their count), as bytes flipped on disk would;
-// bbolt asserts on such a page when it reads it. The meta pages and the root bucket's pages
-// are left alone, so the store still opens. It returns how many pages it damaged.
+// damageLeaves is storetest.DamageLeaves, failing t on an error.
 func damageLeaves(t *testing.T, path string, pick func(i, n int) bool) int {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	n, err := storetest.DamageLeaves(path, pick)
 	if err != nil {
-		t.Fatal(err)
-	}
-	const ps = 4096
-	m0, m1 := data[16:], data[ps+16:]
-	meta := m0
-	if binary.LittleEndian.Uint64(m1[48:]) > binary.LittleEndian.Uint64(m0[48:]) { // txid
-		meta = m1
-	}
-	// The root bucket's tree: its branch pages list their children as 16-byte elements (pos,
-	// ksize, pgid) after the 16-byte page header.
-	rootTree := map[uint64]bool{}
-	var walk func(id uint64)
-	walk = func(id uint64) {
-		rootTree[id] = true
-		h := data[id*ps:]
-		if binary.LittleEndian.Uint16(h[8:]) != 0x01 {
-			return
-		}
-		for e := range int(binary.LittleEndian.Uint16(h[10:])) {
-			walk(binary.LittleEndian.Uint64(h[16+16*e+8:]))
-		}
-	}
-	walk(binary.LittleEndian.Uint64(meta[16:]))
-	var leaves []int
-	for i := 2; (i+1)*ps <= len(data); i++ {
-		h := data[i*ps:]
-		if binary.LittleEndian.Uint64(h) == uint64(i) && binary.LittleEndian.Uint16(h[8:]) == 0x02 && !rootTree[uint64(i)] {
-			leaves = append(leaves, i)
-		}
-	}
-	n := 0
-	for j, i := range leaves {
-		if pick(j, len(leaves)) {
-			binary.LittleEndian.PutUint64(data[i*ps:], uint64(i)+1_000_000)
-			n++
-		}
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return n

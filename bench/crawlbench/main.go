@@ -297,6 +297,25 @@ func throughput(w io.Writer, seed int64, pages int, dir string) error {
 // flaky crawls hosts that answer a share of page requests 502 (or 503) at random, whatever the
 // load (a flaky backend, one bad node behind a balancer): slowing down cannot cure those failures, and
 // retries (which mostly work) should neither throttle the host nor run out of budget.
+// crawlTimed crawls web with the bench's tuning and returns how long the crawl took, and a
+// note when crawlWeb's limit interrupted it (the tables then show how far it got).
+func crawlTimed(web *simweb.Web) (time.Duration, string, error) {
+	start := time.Now()
+	sum, err := crawlWeb(web, "", tune)
+	stopped := ""
+	switch {
+	case errors.Is(err, crawler.ErrInterrupted):
+		stopped = " (interrupted at crawlWeb's limit: the table shows how far it got)"
+	case err != nil:
+		return 0, "", err
+	}
+	elapsed := time.Since(start)
+	if sum != nil {
+		elapsed = sum.Elapsed
+	}
+	return elapsed, stopped, nil
+}
+
 func flaky(w io.Writer, seed int64) error {
 	specs := []simweb.HostSpec{
 		{Name: "flaky5", Pages: 600, Flaky: 0.05},
@@ -312,18 +331,9 @@ func flaky(w io.Writer, seed int64) error {
 		return err
 	}
 	defer web.Close()
-	start := time.Now()
-	sum, err := crawlWeb(web, "", tune)
-	stopped := ""
-	switch {
-	case errors.Is(err, crawler.ErrInterrupted):
-		stopped = " (interrupted at crawlWeb's limit: the table shows how far it got)"
-	case err != nil:
+	elapsed, stopped, err := crawlTimed(web)
+	if err != nil {
 		return err
-	}
-	elapsed := time.Since(start)
-	if sum != nil {
-		elapsed = sum.Elapsed
 	}
 	stats, expected := web.Stats(), web.Expected()
 	fmt.Fprintf(w, "flaky: %d hosts, crawl took %s%s\n\n", len(specs), elapsed.Round(time.Millisecond), stopped)

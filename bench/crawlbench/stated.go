@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/simweb"
 )
 
@@ -24,18 +22,9 @@ func stated(w io.Writer, seed int64, grace time.Duration, scale int) error {
 		return err
 	}
 	defer web.Close()
-	start := time.Now()
-	sum, err := crawlWeb(web, "", tune)
-	stopped := ""
-	switch {
-	case errors.Is(err, crawler.ErrInterrupted):
-		stopped = " (interrupted at crawlWeb's limit: the table shows how far it got)"
-	case err != nil:
+	elapsed, stopped, err := crawlTimed(web)
+	if err != nil {
 		return err
-	}
-	elapsed := time.Since(start)
-	if sum != nil {
-		elapsed = sum.Elapsed
 	}
 	stats, expected := web.Stats(), web.Expected()
 	fmt.Fprintf(w, "stated: %d hosts stating their limits, crawl took %s%s\n\n", len(specs), elapsed.Round(time.Millisecond), stopped)

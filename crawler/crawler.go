@@ -247,9 +247,9 @@ func (c *Crawler) OnPage(fn func(*Page)) {
 	c.hooks.onPage = append(c.hooks.onPage, fn)
 }
 
-// OnLink asks fn about each link of a fetched page that the crawl would follow (in scope,
-// allowed, not nofollow): false drops it, recorded as excluded with reason "filter". A link
-// dropped is not asked about again when other pages link to it.
+// OnLink asks fn about each link of a fetched page (but nofollow ones), before the crawl's own
+// checks (scope, depth, robots.txt, URLs already seen): false drops it, recorded as excluded
+// with reason "filter". A URL that several pages link to may be asked about more than once.
 func (c *Crawler) OnLink(fn func(*Link) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -147,8 +147,8 @@ type Hooks struct {
 	// InScope, if set, must also admit a URL (a link, a redirect's target, a sitemap's URL, a
 	// requisite) for it to be queued; false excludes it as "filter". Seeds are not asked.
 	InScope func(u *url.URL) bool
-	// Link, if set, is asked about each link of a fetched page that the crawl would follow;
-	// false excludes it as "filter".
+	// Link, if set, is asked about each link of a fetched page but nofollow ones, before scope,
+	// depth, robots.txt and the seen-set; false excludes it as "filter".
 	Link func(from, to *url.URL, depth int) bool
 	// Stored is called with each fetched page once it is durable, before its URL is reported
 	// done to the run's counters.

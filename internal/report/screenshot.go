@@ -54,6 +54,8 @@ func Screenshot(ctx context.Context, browser, htmlPath, pngPath string, width, h
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-extensions", "--disable-default-apps", "--mute-audio", "--hide-scrollbars",
 		"--user-data-dir="+profile, "--force-device-scale-factor=1",
+		// paint everything before the capture, even when the machine is too busy to keep up
+		"--run-all-compositor-stages-before-draw", "--virtual-time-budget=2000",
 		fmt.Sprintf("--window-size=%d,%d", width, height),
 		"--screenshot="+out,
 		"file://"+filepath.ToSlash(abs))

@@ -69,18 +69,7 @@ func TestCrawlPoliteAndResumed(t *testing.T) {
 		t.Fatalf("second run: %v", err)
 	}
 	t.Logf("pages: %d in the first run, %d in all", first, len(seen))
-	want := 0
-	for host, urls := range web.Expected() {
-		want += len(urls)
-		for _, u := range urls {
-			if seen[u] != 1 {
-				t.Errorf("host %s: %s handed to OnPage %d times, want 1", host, u, seen[u])
-			}
-		}
-	}
-	if len(seen) != want {
-		t.Errorf("OnPage saw %d pages, want %d", len(seen), want)
-	}
+	checkEachOnce(t, web, seen)
 	for name, s := range web.Stats() {
 		if s.Banned || s.RobotsViolations > 0 || s.InRetryAfter > 0 {
 			t.Errorf("host %s: banned %v, %d robots violations, %d requests inside Retry-After", name, s.Banned, s.RobotsViolations, s.InRetryAfter)
@@ -160,6 +149,13 @@ func TestSharedThroughRedis(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}
+	checkEachOnce(t, web, seen)
+}
+
+// checkEachOnce fails t unless seen (OnPage's count per URL) holds every page of web once and
+// nothing else.
+func checkEachOnce(t *testing.T, web *simweb.Web, seen map[string]int) {
+	t.Helper()
 	want := 0
 	for host, urls := range web.Expected() {
 		want += len(urls)

@@ -6,12 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
-// Output is a file written under a temporary name beside its final one (".NAME.partial-*") and
-// given its final name only by Commit: whenever the process dies, the final name holds a
+// Output is a file written under a temporary name beside its final one (".NAME.partial-PID-*")
+// and given its final name only by Commit: whenever the process dies, the final name holds a
 // complete file or nothing, so that a killed export leaves no truncated file for the next one
-// to trip on. Commit never replaces an existing file.
+// to trip on. Commit never replaces an existing file. The next CreateOutput of the same name
+// removes a temporary file whose process is gone.
 type Output struct {
 	*os.File        // the temporary file: write here
 	path     string // the final name
@@ -23,11 +26,37 @@ func CreateOutput(path string) (*Output, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("%s: %w", path, ErrOutputExists)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".partial-*")
+	removeStale(path)
+	f, err := os.CreateTemp(filepath.Dir(path), partialPrefix(path)+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return nil, err
 	}
 	return &Output{File: f, path: path}, nil
+}
+
+// partialPrefix is the start of the temporary names of path's file, up to the writer's PID.
+func partialPrefix(path string) string { return "." + filepath.Base(path) + ".partial-" }
+
+// removeStale removes the temporary files of path left by processes that are gone (killed
+// exports). A file it cannot judge (no PID in its name, or a process by that PID exists) stays.
+func removeStale(path string) {
+	dir, prefix := filepath.Dir(path), partialPrefix(path)
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return // CreateTemp will say what is wrong with dir
+	}
+	for _, d := range des {
+		rest, ok := strings.CutPrefix(d.Name(), prefix)
+		if !ok || !d.Type().IsRegular() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || !processGone(pid) {
+			continue
+		}
+		os.Remove(filepath.Join(dir, d.Name()))
+	}
 }
 
 // Path is the file's final name.

@@ -2,7 +2,9 @@ package export
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,5 +116,45 @@ func TestCreateOutput(t *testing.T) {
 	o.Abort()
 	if names := entries(t, dir); len(names) != 2 {
 		t.Errorf("after Abort: %q; want out.jsonl and b.jsonl only", names)
+	}
+}
+
+// TestCreateOutputRemovesStalePartial: a temporary file left by a killed export (its PID is
+// gone) is removed by the next export of the same name; one whose process lives, one without a
+// PID and one of another name stay.
+func TestCreateOutputRemovesStalePartial(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "site.jsonl")
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatalf("cannot run true for a PID that is gone: %v", err)
+	}
+	write := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("cut short"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := fmt.Sprintf(".site.jsonl.partial-%d-123", dead.Process.Pid)
+	live := fmt.Sprintf(".site.jsonl.partial-%d-456", os.Getppid())
+	write(stale)
+	write(live)
+	write(".site.jsonl.partial-789")
+	write(fmt.Sprintf(".other.jsonl.partial-%d-1", dead.Process.Pid))
+	o, err := CreateOutput(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Abort()
+	names := strings.Join(entries(t, dir), " ")
+	if strings.Contains(names, stale) {
+		t.Errorf("after CreateOutput: %s; the stale partial %s should be gone", names, stale)
+	}
+	for _, keep := range []string{live, ".site.jsonl.partial-789", ".other.jsonl.partial-"} {
+		if !strings.Contains(names, keep) {
+			t.Errorf("after CreateOutput: %s; %s should stay", names, keep)
+		}
+	}
+	if !strings.HasPrefix(filepath.Base(o.Name()), fmt.Sprintf(".site.jsonl.partial-%d-", os.Getpid())) {
+		t.Errorf("temporary name %s does not carry the writer's PID", o.Name())
 	}
 }

@@ -741,7 +741,7 @@ func TestConcurrentComplete(t *testing.T) {
 	}
 }
 
-// TestBatchRerun makes bbolt's Batch roll back and re-run a Complete transaction (another
+// TestBatchRerun makes the store's Batch roll back and re-run a Complete transaction (another
 // function in the same batch fails after it ran) and checks nothing is counted twice.
 func TestBatchRerun(t *testing.T) {
 	tf := newTestFrontier(t)
@@ -764,7 +764,7 @@ func TestBatchRerun(t *testing.T) {
 		}
 		rerun := false
 		// Fails only if Complete's function ran before it in this transaction, forcing a re-run.
-		b.Batch(func(tx *bbolt.Tx) error {
+		tf.db.Batch(func(tx *bbolt.Tx) error {
 			if tf.reader(tx).qGet([]byte(l.key)) == nil {
 				rerun = true
 				return errors.New("fail the batch")

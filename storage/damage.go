@@ -24,16 +24,6 @@ func (db *DB) Update(fn func(*bbolt.Tx) error) (err error) {
 	return db.bolt.Update(fn)
 }
 
-// Batch is bbolt's DB.Batch on the store, with damage returned as ErrDamaged (see View). As
-// with bbolt, fn may run more than once and must be idempotent. A damaged page that bbolt meets
-// while committing a batch in its timer goroutine cannot be recovered there; every page a
-// transaction reads is met first in fn, where it is.
-func (db *DB) Batch(fn func(*bbolt.Tx) error) (err error) {
-	defer db.damaged(&err)
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return db.bolt.Batch(fn) // a panic in fn makes bbolt run it again alone, here
-}
-
 // damaged turns a panic raised inside bbolt into ErrDamaged in *err; any other panic goes on.
 // It must be deferred directly. A fault reading the mapped file is such a panic too: each
 // transaction sets debug.SetPanicOnFault for its goroutine.

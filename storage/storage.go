@@ -67,6 +67,7 @@ type DB struct {
 	path     string
 	readOnly bool
 	trim     trimmer // gives back mapped pages while the store is open for writing
+	batch    batcher // Batch's groups
 }
 
 // Open opens the store DIR/crawl.db, creating the directory and the file if missing (unless

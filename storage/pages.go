@@ -122,6 +122,12 @@ func bodiless(p *Page, bodies *bbolt.Bucket) bool {
 	return false
 }
 
+// HasPage reports whether tx holds the page with sequence number seq.
+func HasPage(tx *bbolt.Tx, seq uint64) bool {
+	pages := tx.Bucket(bucketPages)
+	return pages != nil && pages.Get(seqKey(seq)) != nil
+}
+
 // Page returns the page with sequence number seq, body included, or an error wrapping
 // ErrNotFound. The body of a page stored without one (see PutPage) is that of the page its
 // SameAs names, or none for a 304 naming the page it confirms (RevisitOf).

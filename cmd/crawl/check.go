@@ -74,8 +74,9 @@ const salvageSynopsis = `usage: crawl salvage --data DIR --to NEWDIR
 
 Copies every record of DIR/crawl.db that can be read (pages, bodies, the frontier's URLs and
 queues, host state) into a new store in NEWDIR, passing over the damaged parts, and says what
-was lost. DIR is only read. Where records were lost the new store's frontier may disagree
-with itself (crawl check --data NEWDIR says where); its pages export as usual.`
+was lost. DIR is only read. Then it repairs the new store's frontier from its URL records: a
+queued URL whose queue entry was lost is queued again, a fetched URL whose page was lost is
+queued to be fetched again, entries of no URL go, and the counts are recomputed, so that crawl run --data NEWDIR resumes the crawl and its pages export as usual.`
 
 func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("salvage", salvageSynopsis)
@@ -109,6 +110,52 @@ func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	if st.BodiesLost > 0 {
 		fmt.Fprintf(stdout, "%d %s lost their body and were left out\n", st.BodiesLost, plural(st.BodiesLost, "page", "pages"))
 	}
+	return repairSalvaged(*to, stdout, stderr)
+}
+
+// repairSummary lists what a repair changed, each nonzero count once.
+func repairSummary(rs frontier.RepairStats) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{rs.Requeued, "queued again (queue entry lost)"}, {rs.Refetch, "to fetch again (page lost)"},
+		{rs.Dropped, "unreadable, dropped"}, {rs.Moved, "moved to their own key"}, {rs.Unqueued, "queue entry unnamed"},
+		{rs.Orphans, "stray queue entries removed"}, {rs.ParentsLost, "parents forgotten"}, {rs.HostIDs, "host IDs restored"},
+		{rs.Sequences, "sequences advanced"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	if rs.Counters {
+		parts = append(parts, "counts recomputed")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// repairSalvaged repairs the frontier of the store salvaged into dir and checks it.
+func repairSalvaged(dir string, stdout, stderr io.Writer) int {
+	db, err := storage.Open(dir, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl salvage: %v\n", err)
+		return exitRuntime
+	}
+	defer db.Close()
+	rs, err := frontier.Repair(db)
+	if err == nil {
+		if rs.Changed() {
+			fmt.Fprintf(stdout, "frontier repaired from its URL records: %s\n", repairSummary(rs))
+		}
+		var fr *frontier.Frontier
+		if fr, err = frontier.Open(db, nil); err == nil {
+			err = fr.Check()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl salvage: the new store's frontier: %v\n", err)
+		return exitRuntime
+	}
+	fmt.Fprintf(stdout, "crawl check --data %s passes; crawl run --data %s resumes the crawl\n", dir, dir)
 	return exitOK
 }
 

@@ -25,7 +25,7 @@ func damageLeaves(t *testing.T, path string, pick func(i, n int) bool) int {
 // TestDamagedStore: a store with bytes flipped in its pages makes crawl run, crawl urls and
 // crawl status exit 1 with a message naming the file and saying it is damaged, never a stack
 // trace; crawl check lists the damage; crawl salvage copies what is readable into a store that
-// opens and exports.
+// passes crawl check (its frontier repaired), opens and exports.
 func TestDamagedStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
@@ -84,10 +84,18 @@ func TestDamagedStore(t *testing.T) {
 			t.Fatalf("crawl salvage: exit %d\n%s", code, out)
 		}
 		t.Log(out)
-		for _, args := range [][]string{{"status", "--data", to}, {"export", "--data", to, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "x.jsonl")}} {
+		for _, args := range [][]string{{"check", "--data", to}, {"status", "--data", to}, {"export", "--data", to, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "x.jsonl")}} {
 			if code, out := crawl(args...); code != exitOK {
 				t.Errorf("crawl %s on the salvaged store: exit %d\n%s", args[0], code, out)
 			}
+		}
+		// The salvaged crawl resumes: what lost its page is fetched again, and it ends complete.
+		if code, out := crawl("run", "--data", to, "--quiet", "--max-pages", "150"); code != exitOK {
+			t.Fatalf("crawl run on the salvaged store: exit %d\n%s", code, out)
+		}
+		pages, c := inspectStore(t, to, "after resuming the salvaged crawl")
+		if c.Queued != 0 || len(pages) != 150 {
+			t.Errorf("after resuming: %d pages stored, counts %+v; want the site's 150 and nothing queued", len(pages), c)
 		}
 	})
 }

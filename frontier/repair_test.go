@@ -1,0 +1,119 @@
+package frontier
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/storage"
+	"go.etcd.io/bbolt"
+)
+
+// TestRepairAfterLoss damages a stopped frontier the way lost pages of a salvaged store do —
+// records, queue and delayed entries and counters gone or wrong — and checks that Repair brings
+// it back to passing Check with every readable queued URL leasable, and that a second Repair
+// finds nothing to do.
+func TestRepairAfterLoss(t *testing.T) {
+	tf := newTestFrontier(t)
+	tf.add("http://a/1", "http://a/2", "http://a/3", "http://a/4", "http://b/1", "http://b/2", "http://b/3")
+	l := tf.lease(t0, "a") // a/1: fetched, the parent of a/5 and b/4
+	links := entries("http://a/5", "http://b/4")
+	for i := range links {
+		links[i].Parent = l.URL
+	}
+	tf.complete(l, Result{Kind: Fetched, Page: page(l.URL), Links: links})
+	l = tf.lease(t0, "a") // a/2: failed
+	tf.complete(l, Result{Kind: Failed, Status: 404, Reason: "404"})
+	l = tf.lease(t0, "b") // b/1: delayed for a retry
+	tf.complete(l, Result{Kind: Retry, Status: 503, Reason: "503", NotBefore: t0.Add(time.Hour)})
+	l = tf.lease(t0, "b") // b/2: excluded
+	tf.complete(l, Result{Kind: Excluded, Reason: ReasonDepth})
+	l = tf.lease(t0, "b") // b/3: fetched, and its page will be lost
+	tf.complete(l, Result{Kind: Fetched, Page: page(l.URL)})
+	tf.check()
+	key := tf.key
+	if err := tf.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tf.db = nil
+
+	db, err := storage.Open(tf.dir, &storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Frontier{key: key}
+	fp := func(u string) []byte { return fpBytes(sum(key, u)) }
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		tr := f.reader(tx)
+		rec := func(u string) record {
+			r, err := decodeRecord4(tr.urls.Get(fp(u)), tr.hostName)
+			if err != nil {
+				t.Fatalf("record of %s: %v", u, err)
+			}
+			return r
+		}
+		b1, a3, a4, b3 := rec("http://b/1"), rec("http://a/3"), rec("http://a/4"), rec("http://b/3")
+		for _, err := range []error{
+			tr.qDelete(a3.qkey),                                      // a/3 loses its queue entry
+			tr.delayed.Delete(b1.qkey),                               // b/1 its delayed entry
+			tr.urls.Delete(fp("http://a/1")),                         // the parent record is lost
+			tr.urls.Put(fp("http://a/9"), []byte{4, 0xff, 0}),        // a record that cannot be read
+			tr.qPut(idQueueKey(a4.hostID, 999), fpQueueValue(12345)), // an entry of no URL
+			tx.Bucket(bucketCounts).Put([]byte(countFetched), counterBytes(999)),
+			tx.Bucket(bucketHostIDs).Delete(hostIDKey(b1.hostID)), // host b's ID loses its name
+			tx.Bucket([]byte("pages")).Delete(binary.BigEndian.AppendUint64(nil, b3.pageSeq)),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := Repair(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sequences: the entry of no URL was put past its queue's sequence.
+	want := RepairStats{HostIDs: 1, Sequences: 1, Dropped: 1, Requeued: 2, Refetch: 1, ParentsLost: 2, Orphans: 1, Counters: true}
+	if st != want {
+		t.Errorf("Repair = %+v, want %+v", st, want)
+	}
+	if st, err := Repair(db); err != nil || st.Changed() {
+		t.Errorf("second Repair = %+v, %v; want nothing changed", st, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tf.open()
+	tf.check()
+	c := tf.Counts()
+	if c.Queued != 6 || c.Fetched != 0 || c.Failed != 1 || c.Excluded != 1 || c.Delayed != 0 {
+		t.Errorf("Counts = %+v; want 6 queued (a/3, a/4, a/5, b/1, b/3, b/4), 1 failed, 1 excluded", c)
+	}
+	got := map[string]bool{}
+	for _, h := range []string{"a", "b"} {
+		for {
+			l, ok, err := tf.Lease(t0, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			got[l.URL] = true
+			if l.URL == "http://a/5" && l.Parent != "" {
+				t.Errorf("a/5's parent is %q; its record was lost", l.Parent)
+			}
+			tf.complete(l, Result{Kind: Fetched, Page: page(l.URL)})
+		}
+	}
+	for _, u := range []string{"http://a/3", "http://a/4", "http://a/5", "http://b/1", "http://b/3", "http://b/4"} {
+		if !got[u] {
+			t.Errorf("%s was not leased after the repair (leased: %v)", u, got)
+		}
+	}
+}

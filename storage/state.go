@@ -15,6 +15,29 @@ func (db *DB) LoadHostState(host string) ([]byte, bool, error) {
 	return db.get(bucketHostState, host, "host state")
 }
 
+// HostStates calls fn for every host's saved state, in host order, stopping at the first error
+// fn returns (which HostStates returns). state is valid only during the call.
+func (db *DB) HostStates(fn func(host string, state []byte) error) error {
+	var stop errStop
+	err := db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketHostState)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			if err := fn(string(k), v); err != nil {
+				stop = errStop{err}
+				return stop
+			}
+			return nil
+		})
+	})
+	if stop.err != nil {
+		return stop.err
+	}
+	return err
+}
+
 // SaveHostStates stores the state of every host in states, in one transaction.
 func (db *DB) SaveHostStates(states map[string][]byte) error {
 	err := db.Update(func(tx *bbolt.Tx) error {

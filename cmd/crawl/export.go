@@ -30,15 +30,15 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror --out PATH [--no-body] [--text] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
+const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror|learned --out PATH [--no-body] [--text] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
 	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.\nWith several --data (the stores of the workers of a shared crawl), each URL comes from the store that fetched it last.")
 	flags := cf.FlagSet
 	var dirs stringList
 	flags.Var(&dirs, "data", "data directory of the crawl (read only); repeat it to export the stores of several workers as one")
-	format := flags.String("format", "", "output format: warc, jsonl, csv or mirror")
-	out := flags.String("out", "", "warc: X.warc.gz (then X-00001.warc.gz … if it must split), a prefix (PREFIX-00000.warc.gz, ...) or a directory; jsonl, csv: file, or - for stdout; mirror: empty or new directory")
+	format := flags.String("format", "", "output format: warc, jsonl, csv, mirror, or learned (each host's learned politeness, for crawl run --learned-from FILE)")
+	out := flags.String("out", "", "warc: X.warc.gz (then X-00001.warc.gz … if it must split), a prefix (PREFIX-00000.warc.gz, ...) or a directory; jsonl, csv, learned: file, or - for stdout; mirror: empty or new directory")
 	noBody := flags.Bool("no-body", false, "jsonl: leave the bodies out")
 	text := flags.Bool("text", false, "jsonl: add each HTML page's visible text")
 	var fieldSpecs stringList
@@ -67,7 +67,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return usageErr(fmt.Sprintf("--data %s and --data %s are the same store", a, b))
 	}
 	switch *format {
-	case "warc", "jsonl", "csv", "mirror":
+	case "warc", "jsonl", "csv", "mirror", "learned":
 	default:
 		return usageErr(fmt.Sprintf("unknown format %q", *format))
 	}
@@ -77,8 +77,11 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	if *text && *format != "jsonl" {
 		return usageErr("--text applies to --format jsonl only")
 	}
-	if *out == "-" && *format != "jsonl" && *format != "csv" {
-		return usageErr("--out - (stdout) applies to --format jsonl and csv only")
+	if *out == "-" && *format != "jsonl" && *format != "csv" && *format != "learned" {
+		return usageErr("--out - (stdout) applies to --format jsonl, csv and learned only")
+	}
+	if *format == "learned" && (*status != "" || *since != "") {
+		return usageErr("--status and --since apply to pages, not to --format learned")
 	}
 	if len(fieldSpecs) > 0 && *format != "jsonl" && *format != "csv" {
 		return usageErr("--field applies to --format jsonl and csv only")
@@ -110,13 +113,17 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 
 	stores := make([]export.Store, len(dirs))
+	learned := make([]export.LearnedSource, len(dirs))
 	for i, dir := range dirs {
 		db, ok := openStopped("crawl export", dir, stderr)
 		if !ok {
 			return exitRuntime
 		}
 		defer db.Close()
-		stores[i] = db
+		stores[i], learned[i] = db, db
+	}
+	if *format == "learned" {
+		return exportLearned(learned, filter, *out, stdout, stderr)
 	}
 	db, err := export.Merge(stores...)
 	if err != nil {
@@ -224,6 +231,34 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitRuntime
 	}
+	return exitOK
+}
+
+// exportLearned writes the learned politeness of the stores' hosts that filter keeps to out.
+func exportLearned(srcs []export.LearnedSource, filter *export.Filter, out string, stdout, stderr io.Writer) int {
+	w, dst := stdout, "stdout"
+	var f *export.Output
+	if out != "-" {
+		var err error
+		if f, err = export.CreateOutput(out); err != nil {
+			fmt.Fprintf(stderr, "crawl export: %v\n", err)
+			return exitRuntime
+		}
+		w, dst = f, out
+	}
+	n, err := export.WriteLearned(w, filter.MatchHost, srcs...)
+	if f != nil {
+		if err == nil {
+			err = f.Commit()
+		} else {
+			f.Abort()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+		return exitRuntime
+	}
+	fmt.Fprintf(stderr, "crawl export: the learned politeness of %d %s written to %s\n", n, plural(n, "host", "hosts"), dst)
 	return exitOK
 }
 

@@ -108,11 +108,12 @@ type Config struct {
 	// kept per resolved address instead of per host name (--key-by-ip; see gatekey.go).
 	KeyByIP bool
 
-	// LearnedFrom is the data directory of another crawl whose learned host politeness this
-	// one starts from (--learned-from): a host this crawl's store holds no state for is
-	// restored from that store's, at its learned rate and window, and re-checked from there as
-	// any restored host is. The store is opened read-only (a shared lock) for the whole run, so
-	// it must not be in use by a running crawl; it is never written.
+	// LearnedFrom is the data directory of another crawl, or a file written by crawl export
+	// --format learned, whose learned host politeness this one starts from (--learned-from): a
+	// host this crawl's store holds no state for is restored from there, at its learned rate
+	// and window, and re-checked from there as any restored host is. A store is opened
+	// read-only (a shared lock) for the whole run, so it must not be in use by a running crawl;
+	// neither is ever written.
 	LearnedFrom string
 
 	// Net is how requests reach the hosts: proxy, TLS, headers, credentials (network.go).

@@ -55,8 +55,8 @@ type Crawler struct {
 	cfg Config
 	log *slog.Logger
 	db  *storage.DB
-	// learned is the store of Config.LearnedFrom, read-only; nil without it.
-	learned *storage.DB
+	// learned is what Config.LearnedFrom names; nil without it.
+	learned learnedSource
 	fr      Frontier
 	shared  Shared  // nil: the frontier, host state and scope are the store's own
 	urlLog  *urlLog // --log-urls (nil: none)
@@ -128,7 +128,7 @@ func open(cfg Config, fr Frontier) (*Crawler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var learned *storage.DB
+	var learned learnedSource
 	if cfg.LearnedFrom != "" {
 		var err error
 		if learned, err = openLearned(cfg.LearnedFrom, cfg.Dir); err != nil {
@@ -142,8 +142,8 @@ func open(cfg Config, fr Frontier) (*Crawler, error) {
 	return c, err
 }
 
-// openStore is open with the store of Config.LearnedFrom opened (nil without it).
-func openStore(cfg Config, fr Frontier, learned *storage.DB) (*Crawler, error) {
+// openStore is open with what Config.LearnedFrom names opened (nil without it).
+func openStore(cfg Config, fr Frontier, learned learnedSource) (*Crawler, error) {
 	db, err := storage.Open(cfg.Dir, &storage.Options{Timeout: 200 * time.Millisecond})
 	if err != nil {
 		return nil, err

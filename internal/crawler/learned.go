@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/export"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -17,8 +18,25 @@ import (
 // other's. Saves go to the own store only.
 type learnedStates struct {
 	own     hostlimit.StateStore
-	learned *storage.DB // read-only
+	learned learnedSource
 }
+
+// learnedSource is where Config.LearnedFrom's states are read: another crawl's store (read-only)
+// or a file written by crawl export --format learned.
+type learnedSource interface {
+	LoadHostState(host string) ([]byte, bool, error)
+	Close() error
+}
+
+// learnedFile is the states of a learned-politeness file, by host key.
+type learnedFile map[string][]byte
+
+func (f learnedFile) LoadHostState(host string) ([]byte, bool, error) {
+	b, ok := f[host]
+	return b, ok, nil
+}
+
+func (learnedFile) Close() error { return nil }
 
 // LoadHostState returns the own store's state for host, else the learned store's.
 func (s learnedStates) LoadHostState(host string) ([]byte, bool, error) {
@@ -33,16 +51,23 @@ func (s learnedStates) SaveHostStates(states map[string][]byte) error {
 	return s.own.SaveHostStates(states)
 }
 
-// openLearned opens the store in dir read-only for Config.LearnedFrom; own is the crawl's own
-// data directory, which it must not be.
-func openLearned(dir, own string) (*storage.DB, error) {
+// openLearned opens what Config.LearnedFrom names: another crawl's data directory (its store
+// read-only; own is the crawl's own data directory, which it must not be) or a file written by
+// crawl export --format learned.
+func openLearned(dir, own string) (learnedSource, error) {
 	a, aerr := filepath.Abs(dir)
 	b, berr := filepath.Abs(own)
 	if aerr == nil && berr == nil && a == b {
 		return nil, fmt.Errorf("--learned-from %s: that is this crawl's own --data directory: %w", dir, ErrUsage)
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("--learned-from %s: want the data directory of another crawl: %w", dir, ErrUsage)
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().IsRegular() {
+		states, err := export.ReadLearned(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--learned-from %v: %w", err, ErrUsage)
+		}
+		return learnedFile(states), nil
+	} else if err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("--learned-from %s: want the data directory of another crawl, or a file of crawl export --format learned: %w", dir, ErrUsage)
 	}
 	db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
 	switch {

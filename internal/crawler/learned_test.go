@@ -1,7 +1,10 @@
 package crawler
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 
 	"github.com/crawl-project/crawl/aimd"
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/export"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -68,29 +72,48 @@ func TestLearnedFrom(t *testing.T) {
 		t.Fatalf("the first crawl learned %.2f req/s of a %.0f req/s host", learned, limit)
 	}
 
+	// The learned states also travel as a file (crawl export --format learned).
+	db1, err = storage.Open(learnedDir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer
+	if _, err := export.WriteLearned(&file, func(string) bool { return true }, db1); err != nil {
+		t.Fatal(err)
+	}
+	db1.Close()
+	learnedFile := filepath.Join(t.TempDir(), "learned.jsonl")
+	if err := os.WriteFile(learnedFile, file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	later := end.Add(time.Hour)
-	from, err := openLearned(learnedDir, newDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer from.Close()
-	db2, err := storage.Open(newDir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db2.Close()
-	second := hostlimit.New(cfg(later), learnedStates{own: db2, learned: from})
-	n, refused, _ := crawlFake(t, second, rate.NewLimiter(limit, 1), later, 10*time.Second)
-	t.Logf("learned %.2f req/s (%d refusals in 60 s); with --learned-from: %d requests in the first 10 s = %.2f req/s, %d refused",
-		learned, firstRefused, n, float64(n)/10, refused)
-	if got := float64(n) / 10; got < 0.9*learned {
-		t.Errorf("first 10 s at %.2f req/s, want at least 0.9 × the learned %.2f", got, learned)
-	}
-	if refused > firstRefused {
-		t.Errorf("%d refusals, more than the first crawl's %d", refused, firstRefused)
-	}
-	if _, ok, _ := db2.LoadHostState("a.test"); ok {
-		t.Error("the learned state was copied into the new store before the host was saved")
+	for _, src := range []struct{ name, path string }{{"directory", learnedDir}, {"file", learnedFile}} {
+		t.Run(src.name, func(t *testing.T) {
+			from, err := openLearned(src.path, newDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer from.Close()
+			db2, err := storage.Open(t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db2.Close()
+			second := hostlimit.New(cfg(later), learnedStates{own: db2, learned: from})
+			n, refused, _ := crawlFake(t, second, rate.NewLimiter(limit, 1), later, 10*time.Second)
+			t.Logf("learned %.2f req/s (%d refusals in 60 s); with --learned-from: %d requests in the first 10 s = %.2f req/s, %d refused",
+				learned, firstRefused, n, float64(n)/10, refused)
+			if got := float64(n) / 10; got < 0.9*learned {
+				t.Errorf("first 10 s at %.2f req/s, want at least 0.9 × the learned %.2f", got, learned)
+			}
+			if refused > firstRefused {
+				t.Errorf("%d refusals, more than the first crawl's %d", refused, firstRefused)
+			}
+			if _, ok, _ := db2.LoadHostState("a.test"); ok {
+				t.Error("the learned state was copied into the new store before the host was saved")
+			}
+		})
 	}
 
 	db3, err := storage.Open(freshDir, nil)
@@ -106,10 +129,13 @@ func TestLearnedFrom(t *testing.T) {
 
 func TestOpenLearnedErrors(t *testing.T) {
 	own, empty := t.TempDir(), t.TempDir()
+	badFile := filepath.Join(empty, "learned.jsonl")
+	os.WriteFile(badFile, []byte(`{"host":"a.test","state":{}}`+"\n"+`{"host":"","state":{}}`+"\n"), 0o644)
 	for _, tc := range []struct{ name, dir string }{
 		{"own directory", own},
 		{"no directory", own + "/missing"},
 		{"no store", empty},
+		{"bad file", badFile},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, err := openLearned(tc.dir, own)

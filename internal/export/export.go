@@ -170,22 +170,27 @@ func (f *Filter) Match(p *storage.Page) bool {
 	}
 	if f.hosts != nil {
 		u, err := url.Parse(pageURL(p))
-		if err != nil {
-			return false
-		}
-		k := hostKey(u)
-		name := k
-		if h, _, err := net.SplitHostPort(k); err == nil {
-			name = h
-			if strings.Contains(h, ":") {
-				name = "[" + h + "]"
-			}
-		}
-		if !f.hosts[k] && !f.names[name] {
+		if err != nil || !f.MatchHost(hostKey(u)) {
 			return false
 		}
 	}
 	return true
+}
+
+// MatchHost reports whether the host key k (host[:port], as the crawl keys hosts) passes the
+// filter's hosts.
+func (f *Filter) MatchHost(k string) bool {
+	if f == nil || f.hosts == nil {
+		return true
+	}
+	name := k
+	if h, _, err := net.SplitHostPort(k); err == nil {
+		name = h
+		if strings.Contains(h, ":") {
+			name = "[" + h + "]"
+		}
+	}
+	return f.hosts[k] || f.names[name]
 }
 
 func parseStatus(s string) ([]statusRange, error) {

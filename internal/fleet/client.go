@@ -34,6 +34,13 @@ type Target struct {
 	opts  *redis.Options
 }
 
+// ACL is the least a shared crawl's ACL user needs, as ACL SETUSER rules: its keys (crawl:*),
+// data commands, scripts, MULTI, WAIT and the connection's own commands (@connection), INFO
+// (Dial asks whether a node runs a cluster; a worker reads its masters' replicas), TIME (the
+// crawl's clock) and CLUSTER SLOTS (a cluster client's map); no pub/sub channel and nothing
+// @dangerous (FLUSHALL, KEYS, CONFIG …). docs/fleet.md shows it in use.
+const ACL = "~crawl:* resetchannels -@all +@read +@write +@scripting +@connection +@transaction -@dangerous +info +time +cluster|slots"
+
 // ParseTarget parses a --redis URL. The error names what is wrong with it, never its password.
 func ParseTarget(raw string) (Target, error) {
 	t, err := parseTarget(raw)
@@ -177,7 +184,7 @@ func (t Target) Dial(ctx context.Context, tune func(*redis.Options)) (redis.Univ
 		info, err := c.Info(ctx, "cluster").Result()
 		if err != nil {
 			c.Close()
-			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			errs = append(errs, explainDial(addr, err))
 			continue
 		}
 		c.Close()
@@ -192,6 +199,15 @@ func (t Target) Dial(ctx context.Context, tune func(*redis.Options)) (redis.Univ
 		return redis.NewClusterClient(clusterOptions(&base, seeds)), nil
 	}
 	return nil, errors.Join(errs...)
+}
+
+// explainDial is err of a connection to addr, with a hint where the URL can fix it.
+func explainDial(addr string, err error) error {
+	var unknown x509.UnknownAuthorityError
+	if errors.As(err, &unknown) {
+		return fmt.Errorf("%s: %w (to trust a private authority, add tls_ca=FILE to the URL's query)", addr, err)
+	}
+	return fmt.Errorf("%s: %w", addr, err)
 }
 
 // clusterReload is how often a cluster client reloads the slots' owners: go-redis learns a

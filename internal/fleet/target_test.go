@@ -16,18 +16,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// crawlerACL is the least a worker's ACL user needs (docs/fleet.md "TLS and ACL"): the keys
-// crawl:*, data commands, scripts, MULTI, INFO (a cluster worker reads its masters' replicas),
-// TIME, WAIT (@connection) and CLUSTER SLOTS; nothing @dangerous (FLUSHALL, KEYS, CONFIG …).
-const crawlerACL = "~crawl:* resetchannels -@all +@read +@write +@scripting +@connection +@transaction -@dangerous +info +time +cluster|slots"
-
 const testPassword = "hunter2-s3cret"
 
 // users are the ACL users of the servers of these tests: crawler may use crawl:* keys only,
 // other only other:* keys.
 var users = []string{
-	"crawler on >" + testPassword + " " + crawlerACL,
-	"other on >" + testPassword + " " + strings.Replace(crawlerACL, "~crawl:*", "~other:*", 1),
+	"crawler on >" + testPassword + " " + ACL,
+	"other on >" + testPassword + " " + strings.Replace(ACL, "~crawl:*", "~other:*", 1),
 }
 
 // targetURL is the rediss:// URL of addr as user with password pass, trusting certs' authority.
@@ -142,7 +137,7 @@ func TestDialTLSAndACL(t *testing.T) {
 			for _, bad := range []struct{ name, url, want string }{
 				{"wrong password", targetURL(certs, "crawler", "not-"+testPassword, tc.addr), "WRONGPASS"},
 				{"no user", "rediss://" + tc.addr + "/0?tls_ca=" + url.QueryEscape(certs.CA), "NOAUTH"},
-				{"system roots", "rediss://crawler:" + testPassword + "@" + tc.addr + "/0", "certificate signed by unknown authority"},
+				{"system roots", "rediss://crawler:" + testPassword + "@" + tc.addr + "/0", "certificate signed by unknown authority (to trust a private authority, add tls_ca=FILE"},
 				{"no TLS", "redis://crawler:" + testPassword + "@" + tc.addr + "/0", tc.addr},
 			} {
 				rdb, err := dial(bad.url)
@@ -181,7 +176,7 @@ func typeName(rdb redis.UniversalClient) string {
 	return "?"
 }
 
-// The store's, keepers' and frontier's tests, run again as the ACL user crawler (crawlerACL)
+// The store's, keepers' and frontier's tests, run again as the ACL user crawler (rules ACL)
 // over TLS, on one server and on a 3-master cluster: every command the fleet sends is one the
 // documented ACL allows. A user whose keys are other:* cannot open the crawl, and is told so.
 func TestACLUserOverTLS(t *testing.T) {

@@ -18,10 +18,10 @@ import (
 
 const testPassword = "hunter2-s3cret"
 
-// users are the ACL users of the servers of these tests: crawler may use crawl:* keys only,
-// other only other:* keys.
+// users are the ACL users of the servers of these tests: crawler may use the keys of the crawl
+// "t" only (crawl:t:*, as the tests' stores name it), other only other:* keys.
 var users = []string{
-	"crawler on >" + testPassword + " " + ACL,
+	"crawler on >" + testPassword + " " + strings.Replace(ACL, "~crawl:*", "~crawl:t:*", 1),
 	"other on >" + testPassword + " " + strings.Replace(ACL, "~crawl:*", "~other:*", 1),
 }
 
@@ -126,13 +126,15 @@ func TestDialTLSAndACL(t *testing.T) {
 			if got := typeName(rdb); got != tc.want {
 				t.Errorf("client %s, want %s", got, tc.want)
 			}
-			for _, k := range []string{"crawl:a", "crawl:{1}b", "crawl:{2}c", "crawl:{3}d"} {
+			for _, k := range []string{"crawl:t:a", "crawl:t:{1}b", "crawl:t:{2}c", "crawl:t:{3}d"} {
 				if err := rdb.Set(ctx, k, 1, 0).Err(); err != nil {
 					t.Fatalf("SET %s: %v", k, err)
 				}
 			}
-			if err := rdb.Set(ctx, "other:a", 1, 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
-				t.Errorf("SET other:a as crawler: %v, want NOPERM", err)
+			for _, k := range []string{"other:a", "crawl:u:config"} {
+				if err := rdb.Set(ctx, k, 1, 0).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+					t.Errorf("SET %s as crawler: %v, want NOPERM", k, err)
+				}
 			}
 			for _, bad := range []struct{ name, url, want string }{
 				{"wrong password", targetURL(certs, "crawler", "not-"+testPassword, tc.addr), "WRONGPASS"},

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -184,7 +185,7 @@ func (t Target) Dial(ctx context.Context, tune func(*redis.Options)) (redis.Univ
 		info, err := c.Info(ctx, "cluster").Result()
 		if err != nil {
 			c.Close()
-			errs = append(errs, explainDial(addr, err))
+			errs = append(errs, explainDial(addr, o.TLSConfig != nil, err))
 			continue
 		}
 		c.Close()
@@ -201,13 +202,28 @@ func (t Target) Dial(ctx context.Context, tune func(*redis.Options)) (redis.Univ
 	return nil, errors.Join(errs...)
 }
 
-// explainDial is err of a connection to addr, with a hint where the URL can fix it.
-func explainDial(addr string, err error) error {
+// explainDial is err of a connection to addr (over TLS if isTLS), with a hint where the URL
+// can fix it.
+func explainDial(addr string, isTLS bool, err error) error {
 	var unknown x509.UnknownAuthorityError
-	if errors.As(err, &unknown) {
+	var notTLS tls.RecordHeaderError
+	switch {
+	case errors.As(err, &unknown):
 		return fmt.Errorf("%s: %w (to trust a private authority, add tls_ca=FILE to the URL's query)", addr, err)
+	case isTLS && errors.As(err, &notTLS):
+		return fmt.Errorf("%s: %w (if the server does not speak TLS, use redis://)", addr, err)
+	case isTLS && isTimeout(err):
+		return fmt.Errorf("%s: %w (a server that does not speak TLS never answers the TLS handshake: if so, use redis://)", addr, err)
+	case !isTLS && errors.Is(err, io.EOF):
+		return fmt.Errorf("%s: %w (the server closed the connection: if it speaks TLS only, use rediss://)", addr, err)
 	}
 	return fmt.Errorf("%s: %w", addr, err)
+}
+
+// isTimeout reports whether err is a deadline that ran out.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // clusterReload is how often a cluster client reloads the slots' owners: go-redis learns a

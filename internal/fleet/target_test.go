@@ -140,7 +140,7 @@ func TestDialTLSAndACL(t *testing.T) {
 				{"wrong password", targetURL(certs, "crawler", "not-"+testPassword, tc.addr), "WRONGPASS"},
 				{"no user", "rediss://" + tc.addr + "/0?tls_ca=" + url.QueryEscape(certs.CA), "NOAUTH"},
 				{"system roots", "rediss://crawler:" + testPassword + "@" + tc.addr + "/0", "certificate signed by unknown authority (to trust a private authority, add tls_ca=FILE"},
-				{"no TLS", "redis://crawler:" + testPassword + "@" + tc.addr + "/0", tc.addr},
+				{"no TLS", "redis://crawler:" + testPassword + "@" + tc.addr + "/0", tc.addr + ": EOF (the server closed the connection: if it speaks TLS only, use rediss://)"},
 			} {
 				rdb, err := dial(bad.url)
 				if err == nil {
@@ -154,6 +154,25 @@ func TestDialTLSAndACL(t *testing.T) {
 			}
 		})
 	}
+	t.Run("TLS to a plain server", func(t *testing.T) {
+		plain := redistest.Start(t)
+		tg, err := ParseTarget("rediss://" + plain.Addr + "/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// redis-server reads the handshake as an unfinished inline command and waits for more
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		rdb, err := tg.Dial(ctx, func(o *redis.Options) { o.MaxRetries = -1 })
+		if err == nil {
+			rdb.Close()
+			t.Fatal("no error")
+		}
+		// (it answers a handshake that holds a line end with an error: the other hint)
+		if want := "use redis://)"; !strings.Contains(err.Error(), want) {
+			t.Errorf("%v; want %q", err, want)
+		}
+	})
 	t.Run("client certificate", func(t *testing.T) {
 		base := targetURL(certs, "crawler", testPassword, mutual.Addr)
 		if rdb, err := dial(base); err == nil {

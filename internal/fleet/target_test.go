@@ -168,7 +168,7 @@ func TestDialTLSAndACL(t *testing.T) {
 			rdb.Close()
 			t.Fatal("no error")
 		}
-		// (it answers a handshake that holds a line end with an error: the other hint)
+		// (a server that answers the handshake in plain text gets the RecordHeaderError hint)
 		if want := "use redis://)"; !strings.Contains(err.Error(), want) {
 			t.Errorf("%v; want %q", err, want)
 		}

@@ -69,18 +69,46 @@ func TestACLUsers(t *testing.T) {
 	}
 }
 
-// A 3-master cluster with TLS on every link and ACL users forms, and a cluster client that
-// trusts the authority and logs in reaches every slot.
+// A cluster of 3 masters and 3 replicas with TLS on every link (clients, bus, replication)
+// and ACL users forms, its replicas sync (as AdminUser), a cluster client that trusts the
+// authority and logs in reaches every slot, and a killed master's replica takes over.
 func TestClusterTLSAndUsers(t *testing.T) {
 	certs := NewCerts(t)
-	c := StartClusterWith(t, 3, 0, Options{TLS: certs, Users: []string{"alice on >pw ~* +@all"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c := StartClusterWith(t, 3, 1, Options{TLS: certs, Users: []string{"alice on >pw ~* +@all"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), TLSConfig: certs.ClientConfig(), Username: "alice", Password: "pw"})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), TLSConfig: certs.ClientConfig(),
+		Username: "alice", Password: "pw", ClusterStateReloadInterval: 200 * time.Millisecond})
 	defer rdb.Close()
-	for _, k := range []string{"a", "b", "c", "{1}x", "{2}y", "{3}z"} {
+	keys := []string{"a", "b", "c", "{1}x", "{2}y", "{3}z"}
+	for _, k := range keys {
 		if err := rdb.Set(ctx, k, k, 0).Err(); err != nil {
 			t.Fatalf("SET %s: %v", k, err)
+		}
+		if err := rdb.Wait(ctx, 1, time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := c.Masters()
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("masters %v, err %v; want 3", ms, err)
+	}
+	if err := ms[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		var v string
+		for range 50 { // the client learns the new master on its first errors
+			if v, err = rdb.Get(ctx, k).Result(); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil || v != k {
+			t.Fatalf("GET %s after the failover: %q, %v", k, v, err)
 		}
 	}
 }

@@ -10,12 +10,12 @@ import (
 )
 
 // redisURLForm is how --redis is written, for flag help and usage errors.
-const redisURLForm = "redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/DB, or rediss:// for TLS"
+const redisURLForm = "redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/DB, or rediss://…[?tls_ca=FILE] for TLS"
 
 // dialRedis connects to the Redis, Valkey or Redis Cluster that --redis names (fleet.Target:
 // one node's URL finds a whole cluster). cmd names the command in messages; tune adjusts the
 // connection options. A malformed URL is a usage error (exitUsage), as is a server that cannot
-// be reached: the message names the address and the cause.
+// be reached or refuses the URL's user: the message names the address and the cause.
 func dialRedis(ctx context.Context, cmd, raw string, tune func(*redis.Options), stderr io.Writer) (redis.UniversalClient, fleet.Target, int) {
 	t, err := fleet.ParseTarget(raw)
 	if err != nil {
@@ -29,6 +29,10 @@ func dialRedis(ctx context.Context, cmd, raw string, tune func(*redis.Options), 
 		if err != nil {
 			rdb.Close()
 		}
+	}
+	if redis.IsAuthError(err) || redis.IsPermissionError(err) {
+		fmt.Fprintf(stderr, "crawl %s: Redis at %s refused the login: %v\n", cmd, t.Addrs[0], err)
+		return nil, t, exitUsage
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl %s: Redis at %s unreachable: %v\n", cmd, t.Addrs[0], err)

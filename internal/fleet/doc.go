@@ -31,7 +31,8 @@
 // its partition to the next owner.
 //
 // Target names the Redis, Valkey or Redis Cluster of a crawl (one node's URL finds a whole
-// cluster; Target.Dial). Nothing crosses a slot: reads of many partitions are pipelines split
+// cluster; Target.Dial; rediss:// verifies each node, tls_ca=FILE trusts a private authority;
+// ACL is what an ACL user needs). Nothing crosses a slot: reads of many partitions are pipelines split
 // per node, and on a cluster with replicas Forward trims an outbox only once the replicas hold
 // the links it delivered (WAIT).
 //

@@ -20,6 +20,9 @@ import (
 // under onCluster, it empties the shared cluster and returns a cluster client instead.
 func newRedis(t *testing.T) redis.UniversalClient {
 	t.Helper()
+	if underTarget != nil {
+		return underTarget(t)
+	}
 	if underTest != nil {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: underTest.Addrs(), ClusterStateReloadInterval: time.Second})
 		t.Cleanup(func() { rdb.Close() })

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Cluster is a running Redis Cluster: masters*(1+replicas) redis-server processes with
@@ -33,6 +31,13 @@ const clusterTimeout = 30 * time.Second
 // or redis-cli is missing, or fails it under CI=true.
 func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	t.Helper()
+	return StartClusterWith(t, masters, replicas, Options{})
+}
+
+// StartClusterWith is StartCluster with the TLS and ACL users of o on every node: with TLS the
+// nodes' bus and replication use TLS too.
+func StartClusterWith(t testing.TB, masters, replicas int, o Options) *Cluster {
+	t.Helper()
 	bin := lookPath(t, "redis-server")
 	cli := lookPath(t, "redis-cli")
 	if masters < 3 {
@@ -42,6 +47,9 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	extra := []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", strconv.Itoa(int(NodeTimeout.Milliseconds())),
 		"--cluster-replica-validity-factor", "0", "--shutdown-timeout", "0"}
+	if o.TLS != nil {
+		extra = append(extra, "--tls-cluster", "yes", "--tls-replication", "yes")
+	}
 	for range masters * (1 + replicas) {
 		dir := t.TempDir()
 		var s *Server
@@ -51,7 +59,7 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 			if port, err = freeClusterPort(); err != nil {
 				t.Fatalf("redistest: %v", err)
 			}
-			if s, err = start(bin, dir, port, extra); err == nil {
+			if s, err = start(bin, dir, port, o, extra); err == nil {
 				break
 			}
 		}
@@ -64,6 +72,12 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	args := []string{"--cluster", "create"}
 	args = append(args, c.Addrs()...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if o.TLS != nil {
+		args = append(args, "--tls", "--cacert", o.TLS.CA, "--cert", o.TLS.ClientCert, "--key", o.TLS.ClientKey)
+	}
+	if len(o.Users) > 0 {
+		args = append(args, "--user", AdminUser, "--pass", AdminPassword, "--no-auth-warning")
+	}
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("redistest: redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -82,7 +96,8 @@ func (c *Cluster) Addrs() []string {
 	return a
 }
 
-// URL is the first node's redis:// URL: a cluster client discovers the others from it.
+// URL is the first node's redis:// (or rediss://) URL: a cluster client discovers the others
+// from it.
 func (c *Cluster) URL() string { return c.Nodes[0].URL() }
 
 // alive reports whether s's process is running.
@@ -102,7 +117,7 @@ func (c *Cluster) Masters() ([]*Server, error) {
 		if !alive(s) {
 			continue
 		}
-		role, err := nodeRole(s.Addr)
+		role, err := nodeRole(s)
 		if err != nil {
 			return nil, err
 		}
@@ -136,14 +151,14 @@ func (c *Cluster) unhealthy() string {
 		if !alive(s) {
 			continue
 		}
-		info, err := nodeInfo(s.Addr, "CLUSTER", "INFO")
+		info, err := nodeInfo(s, "CLUSTER", "INFO")
 		if err != nil {
 			return err.Error()
 		}
 		if info["cluster_state"] != "ok" || info["cluster_slots_ok"] != "16384" {
 			return fmt.Sprintf("%s: cluster_state:%s cluster_slots_ok:%s", s.Addr, info["cluster_state"], info["cluster_slots_ok"])
 		}
-		repl, err := nodeInfo(s.Addr, "INFO", "replication")
+		repl, err := nodeInfo(s, "INFO", "replication")
 		if err != nil {
 			return err.Error()
 		}
@@ -154,9 +169,10 @@ func (c *Cluster) unhealthy() string {
 	return ""
 }
 
-// nodeInfo runs an INFO-like command on addr and parses its "name:value" lines.
-func nodeInfo(addr string, cmd ...any) (map[string]string, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+// nodeInfo runs an INFO-like command on s and parses its "name:value" lines.
+func nodeInfo(s *Server, cmd ...any) (map[string]string, error) {
+	addr := s.Addr
+	rdb := s.Client()
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -173,9 +189,10 @@ func nodeInfo(addr string, cmd ...any) (map[string]string, error) {
 	return m, nil
 }
 
-// nodeRole is the first element of ROLE's reply on addr: "master" or "slave".
-func nodeRole(addr string) (string, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+// nodeRole is the first element of ROLE's reply on s: "master" or "slave".
+func nodeRole(s *Server) (string, error) {
+	addr := s.Addr
+	rdb := s.Client()
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

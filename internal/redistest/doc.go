@@ -7,6 +7,10 @@
 // cluster-node-timeout is short (NodeTimeout), so a killed master's replica takes over within
 // a few seconds.
 //
+// StartWith and StartClusterWith take Options: TLS only (with a throwaway authority made by
+// NewCerts in the test's temporary directory; a cluster's bus and replication use TLS too),
+// and ACL users (the default user is then off; this package's own checks log in as AdminUser).
+//
 // When redis-server (or, for a cluster, redis-cli) is not on PATH the test is skipped, except
 // under CI=true, where it fails: CI installs redis-server (.ci/run), so a missing binary there
 // is a broken machine, not a reason to pass without testing.

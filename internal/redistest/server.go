@@ -1,17 +1,20 @@
 package redistest
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Server is one running redis-server.
@@ -20,17 +23,95 @@ type Server struct {
 	Dir  string // its working directory (the append-only file lives here)
 	bin  string
 	port int
+	opts Options
 	args []string // extra redis-server arguments (a cluster node's)
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the current process has exited
 }
 
+// ClientCerts is what a TLS server asks of its clients' certificates (tls-auth-clients).
+type ClientCerts string
+
+const (
+	ClientCertsNone     ClientCerts = "no"       // none asked
+	ClientCertsOptional ClientCerts = "optional" // one is checked if given
+	ClientCertsRequired ClientCerts = "yes"      // Redis' default: a client without one is refused
+)
+
+// Options say how each redis-server is started. The zero value is a plain server that any
+// client on loopback may use.
+type Options struct {
+	// TLS, if not nil, makes the server speak TLS only (--port 0, --tls-port), with TLS's
+	// server certificate; a cluster's nodes also talk to each other and replicate over TLS.
+	TLS *Certs
+	// ClientCerts is what a TLS server asks of clients; "" means ClientCertsNone.
+	ClientCerts ClientCerts
+	// Users are ACL users, each as an aclfile line after "user" ("alice on >pw ~crawl:* +@all").
+	// When any is given the default user is off, so a client must name a user; the helpers of
+	// this package use a user of their own (AdminUser) with every permission.
+	Users []string
+}
+
+// AdminUser and AdminPassword are the user this package's own checks (PING, INFO, ROLE,
+// redis-cli --cluster create, a replica's sync) log in as on a server started with
+// Options.Users.
+const (
+	AdminUser     = "redistest"
+	AdminPassword = "redistest-admin"
+)
+
+// serverArgs are the redis-server arguments that o adds for a server whose client port is
+// port, with its files in dir.
+func (o Options) serverArgs(dir string, port int) ([]string, error) {
+	args := []string{"--port", strconv.Itoa(port)}
+	if o.TLS != nil {
+		clients := o.ClientCerts
+		if clients == "" {
+			clients = ClientCertsNone
+		}
+		args = []string{"--port", "0", "--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", o.TLS.ServerCert, "--tls-key-file", o.TLS.ServerKey,
+			"--tls-ca-cert-file", o.TLS.CA, "--tls-auth-clients", string(clients)}
+	}
+	if len(o.Users) > 0 {
+		acl := "user default off\nuser " + AdminUser + " on >" + AdminPassword + " ~* &* +@all\n"
+		for _, u := range o.Users {
+			acl += "user " + u + "\n"
+		}
+		path := filepath.Join(dir, "users.acl")
+		if err := os.WriteFile(path, []byte(acl), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "--aclfile", path, "--masteruser", AdminUser, "--masterauth", AdminPassword)
+	}
+	return args, nil
+}
+
+// Client returns a new client for s with every permission: over TLS, and logged in as
+// AdminUser, when s needs them. The caller closes it.
+func (s *Server) Client() *redis.Client {
+	o := &redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second}
+	if s.opts.TLS != nil {
+		o.TLSConfig = s.opts.TLS.ClientConfig()
+	}
+	if len(s.opts.Users) > 0 {
+		o.Username, o.Password = AdminUser, AdminPassword
+	}
+	return redis.NewClient(o)
+}
+
 // startTimeout bounds how long Start waits for the server to answer PING.
 const startTimeout = 20 * time.Second
 
-// Start starts a redis-server for t and registers its stop with t.Cleanup. It skips t when
-// redis-server is missing, or fails it under CI=true.
+// Start starts a plain redis-server for t and registers its stop with t.Cleanup. It skips t
+// when redis-server is missing, or fails it under CI=true.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with the TLS and ACL users of o.
+func StartWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	bin := lookPath(t, "redis-server")
 	dir := t.TempDir()
@@ -42,7 +123,7 @@ func Start(t testing.TB) *Server {
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		s, err := start(bin, dir, port, nil)
+		s, err := start(bin, dir, port, o, nil)
 		if err == nil {
 			stopAtCleanup(t, s)
 			return s
@@ -75,11 +156,14 @@ func stopAtCleanup(t testing.TB, s *Server) {
 	})
 }
 
-func start(bin, dir string, port int, extra []string) (*Server, error) {
-	args := append([]string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+func start(bin, dir string, port int, o Options, extra []string) (*Server, error) {
+	own, err := o.serverArgs(dir, port)
+	if err != nil {
+		return nil, err
+	}
+	args := append(append(own, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "yes", "--dir", dir,
-		"--protected-mode", "yes", "--daemonize", "no"}, extra...)
+		"--protected-mode", "yes", "--daemonize", "no"), extra...)
 	cmd := exec.Command(bin, args...)
 	log, err := os.Create(dir + "/redis.log")
 	if err != nil {
@@ -90,11 +174,11 @@ func start(bin, dir string, port int, extra []string) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, bin: bin, port: port, args: extra, cmd: cmd, done: make(chan struct{})}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Dir: dir, bin: bin, port: port, opts: o, args: extra, cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if err := ping(s.Addr); err == nil {
+		if err := s.ping(); err == nil {
 			return s, nil
 		}
 		select {
@@ -110,8 +194,13 @@ func start(bin, dir string, port int, extra []string) (*Server, error) {
 	}
 }
 
-// URL is the server's address as a redis:// URL (database 0).
-func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+// URL is the server's address as a redis:// URL (database 0), rediss:// when it speaks TLS.
+func (s *Server) URL() string {
+	if s.opts.TLS != nil {
+		return "rediss://" + s.Addr + "/0"
+	}
+	return "redis://" + s.Addr + "/0"
+}
 
 // PID is the server process's id.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
@@ -152,7 +241,7 @@ func (s *Server) Restart() error {
 	var err error
 	for range 5 { // the port may linger briefly after the old process exits
 		var n *Server
-		if n, err = start(s.bin, s.Dir, s.port, s.args); err == nil {
+		if n, err = start(s.bin, s.Dir, s.port, s.opts, s.args); err == nil {
 			s.cmd, s.done = n.cmd, n.done
 			return nil
 		}
@@ -170,25 +259,13 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ping sends one inline PING and expects +PONG.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", line)
-	}
-	return nil
+// ping checks that s answers PING.
+func (s *Server) ping() error {
+	rdb := s.Client()
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return rdb.Ping(ctx).Err()
 }
 
 func lastLines(s string, n int) string {

@@ -16,7 +16,7 @@ import (
 
 func TestStartAnswersAndStops(t *testing.T) {
 	s := Start(t)
-	if err := ping(s.Addr); err != nil {
+	if err := s.ping(); err != nil {
 		t.Fatalf("ping %s: %v", s.Addr, err)
 	}
 	if err := s.Stop(); err != nil {

@@ -15,20 +15,17 @@ local function nowms()
 end
 `
 
-// acquire: KEYS owner, epoch; ARGV worker, ttl-ms. Returns {epoch, token}, or {0, holder}.
+// acquire: KEYS owner, epoch; ARGV expected owner token (empty for none), worker. If the owner
+// key still holds the expected token (or is absent, for empty), draws the next epoch and sets the
+// owner key to EPOCH:WORKER, with no expiry: the worker's heartbeat is the lease. Returns
+// {epoch, token}, or {0, current token} when the owner changed since the caller read it.
 var acquireScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur then return {0, cur} end
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[1] then return {0, cur} end
 local e = redis.call('INCR', KEYS[2])
-local tok = e .. ':' .. ARGV[1]
-redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])
+local tok = e .. ':' .. ARGV[2]
+redis.call('SET', KEYS[1], tok)
 return {e, tok}
-`)
-
-// renew: KEYS owner; ARGV token, ttl-ms.
-var renewScript = redis.NewScript(fence + `
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
 `)
 
 // release: KEYS owner; ARGV token.
@@ -180,14 +177,34 @@ end
 return #KEYS - 1
 `)
 
-// heartbeat: KEYS workers; ARGV worker, ttl-ms. Records the worker as alive now, forgets
-// workers silent for longer than ttl, and returns how many are alive.
+// heartbeat: KEYS workers; ARGV worker, ttl-ms. The workers set scores each worker by the
+// end of its lease (ms, Redis clock): the heartbeat sets the caller's to now + ttl, forgets
+// the workers whose lease ended, and returns {1 if the caller's lease was still live (0: none,
+// or it had ended), the live workers…}.
 var heartbeatScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-return redis.call('ZCARD', KEYS[1])
+local cur = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+local kept = 0
+if cur and cur > now then kept = 1 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local out = redis.call('ZRANGE', KEYS[1], 0, -1)
+table.insert(out, 1, kept)
+return out
+`)
+
+// alive: KEYS workers; ARGV worker ids. Returns, per id, 1 if its lease is live now (Redis
+// clock), else 0. Read-only.
+var aliveScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for i, id in ipairs(ARGV) do
+  local sc = tonumber(redis.call('ZSCORE', KEYS[1], id))
+  if sc and sc > now then out[i] = 1 else out[i] = 0 end
+end
+return out
 `)
 
 // putBack: KEYS owner, inflight, queue, hosts, counts; ARGV token, in-flight item, host. Puts

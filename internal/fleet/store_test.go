@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/redis/go-redis/v9"
 )
 
 // entries returns n URLs of host.
@@ -62,18 +63,12 @@ func TestOnePartitionOneOwner(t *testing.T) {
 	if _, ok, err := b.Acquire(ctx, time.Now(), 2); ok || err != nil {
 		t.Fatalf("b acquired a held partition: ok=%v err=%v", ok, err)
 	}
-	if _, err := a.Renew(ctx, time.Now(), oa); err != nil {
-		t.Fatalf("renew: %v", err)
-	}
 	if err := a.Release(ctx, oa); err != nil {
 		t.Fatal(err)
 	}
 	ob := mustAcquire(t, b, 2)
 	if ob.Epoch <= oa.Epoch {
 		t.Fatalf("epoch did not grow: %d then %d", oa.Epoch, ob.Epoch)
-	}
-	if _, err := a.Renew(ctx, time.Now(), oa); !errors.Is(err, ErrFenced) {
-		t.Fatalf("renew after release: %v, want ErrFenced", err)
 	}
 	if err := a.Release(ctx, oa); !errors.Is(err, ErrFenced) {
 		t.Fatalf("release of someone else's partition: %v, want ErrFenced", err)
@@ -293,7 +288,7 @@ func TestTakeoverReclaimsAndFences(t *testing.T) {
 	if err := a.SaveHostStates(ctx, oa, map[string][]byte{host: []byte(`{"rate":2}`)}); err != nil {
 		t.Fatal(err)
 	}
-	waitExpired(t, a, p)
+	waitLeaseEnded(t, a)
 	ob := mustAcquire(t, b, p)
 	if n, err := b.Reclaim(ctx, ob); err != nil || n != 2 {
 		t.Fatalf("reclaim: %d, %v; want the 2 URLs a had in flight", n, err)
@@ -307,9 +302,6 @@ func TestTakeoverReclaimsAndFences(t *testing.T) {
 	}
 	if err := a.SaveHostStates(ctx, oa, map[string][]byte{host: []byte(`{"rate":99}`)}); !errors.Is(err, ErrFenced) {
 		t.Fatalf("old owner's SaveHostStates: %v, want ErrFenced", err)
-	}
-	if _, err := a.Renew(ctx, time.Now(), oa); !errors.Is(err, ErrFenced) {
-		t.Fatalf("old owner's Renew: %v, want ErrFenced", err)
 	}
 	// The new owner restores the host's state and leases everything not done, the reclaimed
 	// URLs first with one more attempt.
@@ -449,5 +441,41 @@ func TestHostBudget(t *testing.T) {
 	}
 	if n, err := a.Add(ctx, big[4:]); err != nil || n != 0 {
 		t.Fatalf("an excluded URL again: %d, %v; want 0", n, err)
+	}
+}
+
+// A partition is taken from its owner only once the owner's lease (its heartbeat) has ended,
+// and only from the owner token read: a stale read loses the race and takes nothing.
+func TestAcquireOnlyFromEndedLease(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	oa := mustAcquire(t, a, 1)
+	if _, ok, err := b.Acquire(ctx, time.Now(), 1); ok || err != nil {
+		t.Fatalf("b took a partition of a live worker: ok=%v err=%v", ok, err)
+	}
+	// a's lease ends (its heartbeat score is the lease's end, on Redis' clock)
+	if err := a.rdb.ZAdd(ctx, a.k.workers(), redis.Z{Score: 1, Member: "a"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ob := mustAcquire(t, b, 1)
+	if ob.Epoch <= oa.Epoch {
+		t.Fatalf("epoch did not grow: %d then %d", oa.Epoch, ob.Epoch)
+	}
+	if err := a.Release(ctx, oa); !errors.Is(err, ErrFenced) {
+		t.Fatalf("old owner's Release: %v, want ErrFenced", err)
+	}
+	// A worker that read the old token (before b's takeover) takes nothing.
+	if _, ok, err := a.acquireFrom(ctx, time.Now(), 1, oa.token); ok || err != nil {
+		t.Fatalf("acquire from a stale token: ok=%v err=%v", ok, err)
+	}
+	// a's lease starts again: b is alive, so a gets nothing back.
+	if _, ok, err := a.Acquire(ctx, time.Now(), 1); ok || err != nil {
+		t.Fatalf("a took b's partition back: ok=%v err=%v", ok, err)
+	}
+	if tok, _ := a.rdb.Get(ctx, a.k.owner(1)).Result(); tok != ob.token {
+		t.Fatalf("owner key %q, want b's %q", tok, ob.token)
+	}
+	if ttl, _ := a.rdb.PTTL(ctx, a.k.owner(1)).Result(); ttl != -1 {
+		t.Fatalf("owner key has a TTL (%v): the worker's heartbeat is the lease", ttl)
 	}
 }

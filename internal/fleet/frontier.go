@@ -944,13 +944,29 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 		f.refused(l.URL, out.why)
 		return nil
 	}
-	if len(r.Links) > 0 || len(r.Excluded) > 0 {
+	if f.linksElsewhere(l.Partition, r) {
 		f.mu.Lock()
 		f.outboxed[l.Partition] = true
 		f.mu.Unlock()
 	}
 	f.count(l.Host, r)
 	return nil
+}
+
+// linksElsewhere reports whether r has links or exclusions of partitions other than p: those
+// go to p's outbox (CompleteBatch), for Forward.
+func (f *Frontier) linksElsewhere(p int, r frontier.Result) bool {
+	for _, e := range r.Links {
+		if PartitionOf(e.Host, f.s.opts.Partitions) != p {
+			return true
+		}
+	}
+	for _, x := range r.Excluded {
+		if PartitionOf(x.Host, f.s.opts.Partitions) != p {
+			return true
+		}
+	}
+	return false
 }
 
 // mayHold reports whether o's partition may still be this worker's at local time at.

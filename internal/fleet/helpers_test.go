@@ -185,6 +185,9 @@ func checkInvariants(t *testing.T, s *Store) {
 		case "q":
 			n, _ := s.rdb.LLen(ctx, key).Result()
 			c.queued += int(n)
+			if in, _ := s.rdb.SIsMember(ctx, s.k.hosts(p), rest).Result(); n > 0 && !in {
+				t.Errorf("host %q has %d URLs queued and is not in its partition's hosts set", rest, n)
+			}
 		case "d":
 			n, _ := s.rdb.ZCard(ctx, key).Result()
 			c.delayed += int(n)

@@ -325,11 +325,7 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 	for p, ws := range byPart {
 		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}}
 		c.args = append(make([]any, 0, 1+5*len(ws)), max(s.opts.HostBudget, 0))
-		for _, w := range ws {
-			bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
-			c.keys = append(c.keys, bucket, s.k.queue(p, w.entry.Host))
-			c.args = append(c.args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
-		}
+		c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
 		node, err := s.nodeOf(ctx, c.keys[0])
 		if err != nil {
 			return 0, fmt.Errorf("fleet: add to partition %d: %w", p, err)
@@ -349,6 +345,17 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 		}
 	}
 	return added, nil
+}
+
+// appendWrites appends the keys and arguments of add_entries (scripts.go) for ws, entries of
+// partition p.
+func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) ([]string, []any) {
+	for _, w := range ws {
+		bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
+		keys = append(keys, bucket, s.k.queue(p, w.entry.Host))
+		args = append(args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+	}
+	return keys, args
 }
 
 // scriptCall is one script run of a pipeline on one node.
@@ -525,18 +532,20 @@ func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.R
 
 // CompleteBatch records the results of leases of o's partition in one script: each URL's
 // state in the seen-set and the partition's counts, and the links and exclusions of the
-// fetched pages, as one payload, in the partition's outbox, which Forward delivers to their
+// fetched pages: those of o's partition added to it at once (as Add and Exclude would), the
+// others, as one payload, in the partition's outbox, which Forward delivers to their
 // partitions. A Retry puts its URL in its host's delayed set until NotBefore (on Redis' clock)
 // with one more attempt. Page bodies are not sent: the caller stores them locally first.
 // inFlight[i] is false when ds[i]'s URL was no longer in flight (reclaimed), its result then
 // not recorded. Errors: ErrFenced (nothing recorded).
 func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFlight []bool, err error) {
 	p := o.Partition
-	ks := make([]string, 0, 5+2*len(ds))
-	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p))
-	args := make([]any, 0, 2+7*len(ds))
-	args = append(args, o.token, "")
+	ks := make([]string, 0, 6+2*len(ds))
+	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p), s.k.used(p))
+	args := make([]any, 0, 4+7*len(ds))
+	args = append(args, o.token, "", len(ds), max(s.opts.HostBudget, 0))
 	var pl outboxPayload
+	var here []seenWrite // links and exclusions of partition p
 	for _, d := range ds {
 		l, r := d.Lease, d.Result
 		if l.Partition != p {
@@ -548,8 +557,20 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		switch r.Kind {
 		case frontier.Fetched:
 			kind = "f"
-			pl.Links = append(pl.Links, r.Links...)
-			pl.Excluded = append(pl.Excluded, r.Excluded...)
+			for _, x := range r.Excluded {
+				if PartitionOf(x.Host, s.opts.Partitions) == p {
+					here = append(here, seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
+				} else {
+					pl.Excluded = append(pl.Excluded, x)
+				}
+			}
+			for _, e := range r.Links {
+				if PartitionOf(e.Host, s.opts.Partitions) == p {
+					here = append(here, seenWrite{entry: e, state: "q"})
+				} else {
+					pl.Links = append(pl.Links, e)
+				}
+			}
 		case frontier.Failed:
 			kind = "F"
 		case frontier.Excluded:
@@ -566,6 +587,7 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		ks = append(ks, bucket, s.k.delayed(p, l.Host))
 		args = append(args, l.member, field, kind, retryItem, notBefore, l.Host, r.Reason)
 	}
+	ks, args = s.appendWrites(ks, args, p, here)
 	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {
 		b, err := json.Marshal(pl)
 		if err != nil {

@@ -156,13 +156,26 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 	if ls[0].Deadline.Before(now.Add(s.opts.URLLeaseTTL - time.Minute)) {
 		t.Fatalf("deadline %v, Redis now %v, URL lease %v", ls[0].Deadline, now, s.opts.URLLeaseTTL)
 	}
-	// Links to hosts of many partitions wait in this partition's outbox until Forward.
+	// Links to hosts of this partition are queued by Complete itself; those of other partitions
+	// wait in this partition's outbox until Forward.
 	var links []frontier.Entry
+	here := 0
 	for h := range 20 {
-		links = append(links, entries(fmt.Sprintf("l%d.example", h), 2)...)
+		es := entries(fmt.Sprintf("l%d.example", h), 2)
+		if PartitionOf(es[0].Host, 16) == o.Partition {
+			here += len(es)
+		}
+		links = append(links, es...)
+	}
+	if here == 0 || here == len(links) {
+		t.Fatalf("%d of %d links in the page's partition: the test needs both kinds", here, len(links))
 	}
 	links = append(links, ls[3].Entry) // already seen
 	excl := []frontier.Exclusion{{Entry: frontier.Entry{URL: "http://x.example/", Host: "x.example"}, Reason: frontier.ReasonScope}}
+	exclHere := 0
+	if PartitionOf("x.example", 16) == o.Partition {
+		exclHere = 1
+	}
 	for i, r := range []frontier.Result{
 		{Kind: frontier.Fetched, Links: links, Excluded: excl},
 		{Kind: frontier.Failed, Reason: "http-500", Status: 500},
@@ -177,12 +190,12 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 		t.Fatalf("second Complete: %v, want ErrNotInFlight", err)
 	}
 	c, _ := s.Counts(ctx)
-	if c.Queued != 0 || c.Fetched != 2 || c.Failed != 1 || c.Excluded != 1 {
-		t.Fatalf("before Forward: %+v", c)
+	if c.Queued != here || c.Fetched != 2 || c.Failed != 1 || c.Excluded != 1+exclHere {
+		t.Fatalf("before Forward: %+v; want the %d links of the page's partition queued", c, here)
 	}
 	n, err := s.Forward(ctx, o)
-	if err != nil || n != 40 {
-		t.Fatalf("Forward: %d, %v; want 40 new URLs", n, err)
+	if err != nil || n != 40-here {
+		t.Fatalf("Forward: %d, %v; want %d new URLs", n, err, 40-here)
 	}
 	if n, err := s.Forward(ctx, o); err != nil || n != 0 {
 		t.Fatalf("second Forward: %d, %v; want nothing left", n, err)
@@ -441,6 +454,17 @@ func TestHostBudget(t *testing.T) {
 	}
 	if n, err := a.Add(ctx, big[4:]); err != nil || n != 0 {
 		t.Fatalf("an excluded URL again: %d, %v; want 0", n, err)
+	}
+	// Links Complete queues in the page's own partition keep the budget too.
+	o := mustAcquire(t, a, PartitionOf("small.example", 4))
+	ls := drain(t, a, o, "small.example")
+	more := entries("small.example", 4)[2:]
+	if err := a.Complete(ctx, o, ls[0], frontier.Result{Kind: frontier.Fetched, Links: more}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = a.Counts(ctx)
+	if c.Queued != 5 || c.Fetched != 1 || c.ExcludedBy[frontier.ReasonLimit] != 3 {
+		t.Fatalf("after a page of small.example linked 2 more: %+v; want 5 queued (one fetched, its 3rd URL queued), 1 more excluded", c)
 	}
 }
 

@@ -32,8 +32,8 @@ type Keeper struct {
 
 // scanState is what a Keeper below its fair share knew at its last look for free partitions
 // (reading every owner key), so that it looks again only when something may have changed: the
-// live workers, a partition released, the last look acquired some (there may be more), or
-// rescanEvery passed.
+// live workers, a partition released, the last look acquired some (there may be more), this
+// Tick lost some, or rescanEvery passed.
 type scanState struct {
 	at       time.Time // local time of the last look (zero: none yet)
 	live     string    // the live workers then
@@ -114,7 +114,7 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	}
 	live := strings.Join(b.live, " ")
 	sc := k.scan
-	if !sc.at.IsZero() && !sc.again && sc.live == live && sc.released == released &&
+	if !sc.at.IsZero() && !sc.again && len(ch.Lost) == 0 && sc.live == live && sc.released == released &&
 		now.Sub(sc.at) < rescanEvery*s.opts.LeaseTTL {
 		return ch, nil
 	}

@@ -200,8 +200,10 @@ func TestKeeperLeaseEndedInRedis(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, newRedis(t), "a", &Options{Partitions: 2, LeaseTTL: time.Minute})
 	k := s.NewKeeper()
-	if _, err := k.Tick(ctx, time.Now()); err != nil {
-		t.Fatal(err)
+	for range 2 { // the second Tick has nothing to do
+		if _, err := k.Tick(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	old := k.Owned(time.Now())
 	if err := s.rdb.ZRem(ctx, s.k.workers(), "a").Err(); err != nil {
@@ -263,5 +265,28 @@ func TestKeeperLooksForFreePartitionsWhenReleased(t *testing.T) {
 	ch, err := kb.Tick(ctx, time.Now())
 	if err != nil || !slices.Equal(ch.Acquired, []int{p}) {
 		t.Fatalf("b's tick after a released %d: %+v, %v", p, ch, err)
+	}
+}
+
+// A Keeper that loses its partitions (its lease ended) looks for free ones at once, even
+// when its last look found none and the live workers are the same.
+func TestKeeperLooksAgainAfterALoss(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 3, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	if _, err := ka.Tick(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, []*Keeper{ka, kb})
+	if _, err := kb.Tick(ctx, time.Now()); err != nil || kb.scan.again {
+		t.Fatalf("b below its share: err %v, looks again %v; want a look that found nothing", err, kb.scan.again)
+	}
+	p := kb.Owned(time.Now())[0].Partition
+	if err := b.rdb.ZRem(ctx, b.k.workers(), "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := kb.Tick(ctx, time.Now())
+	if err != nil || !slices.Equal(ch.Lost, []int{p}) || !slices.Equal(ch.Acquired, []int{p}) {
+		t.Fatalf("b's tick after its lease ended: %+v, %v; want partition %d lost and taken again", ch, err, p)
 	}
 }

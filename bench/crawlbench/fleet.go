@@ -95,8 +95,8 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 		if err := rs.rdb.FlushAll(context.Background()).Err(); err != nil {
 			return err
 		}
-		before, cmdsBefore := rs.cpu(), rs.commands()
 		rs.rdb.ConfigResetStat(context.Background())
+		before, cmdsBefore, readsBefore := rs.cpu(), rs.commands(), rs.stat("total_reads_processed")
 		args := append([]string{"--seeds", seeds, "--redis", rs.url(), "--crawl", "bench", "--lease-ttl", cfg.leaseTTL.String()}, cfg.flags...)
 		runs, wall, err := runWorkers(bin, tmp, fmt.Sprintf("fleet%d", n), n, args, cfg.timeout, nil)
 		if err != nil {
@@ -104,7 +104,10 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 		}
 		row(fmt.Sprintf("%d worker%s", n, map[bool]string{true: "s"}[n > 1]), servedPages(web), wall, cpuOf(runs), rs.cpu()-before, rs.commands()-cmdsBefore)
 		if cfg.cmdStats {
-			printCommandStats(w, rs.rdb, servedPages(web))
+			pages := max(servedPages(web), 1)
+			fmt.Fprintf(w, "  reads (requests or pipelines Redis read, INFO total_reads_processed): %.2f/page\n",
+				float64(rs.stat("total_reads_processed")-readsBefore)/float64(pages))
+			printCommandStats(w, rs.rdb, pages)
 		}
 	}
 	if got := servedPages(web); got != want {
@@ -349,13 +352,16 @@ func printCommandStats(w io.Writer, rdb *redis.Client, pages int) {
 
 // commands is how many commands the server has processed so far (INFO stats'
 // total_commands_processed: those a script calls count too); -1 if it cannot be read.
-func (rs *redisServer) commands() int64 {
+func (rs *redisServer) commands() int64 { return rs.stat("total_commands_processed") }
+
+// stat is the counter name of the server's INFO stats, or -1.
+func (rs *redisServer) stat(name string) int64 {
 	info, err := rs.rdb.Info(context.Background(), "stats").Result()
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
 			n, _ := strconv.ParseInt(v, 10, 64)
 			return n
 		}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,7 +49,7 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 	ctx := context.Background()
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: time.Second})
 	defer rdb.Close()
-	s, err := Open(ctx, rdb, "t", "w", &Options{Partitions: 1})
+	s, err := Open(ctx, rdb, "t", "w", &Options{Partitions: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +58,19 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("take: %v %v", ok, err)
 	}
-	links := entries("a.example", 3)[1:]
+	// links to another partition (those of the page's own are queued by Complete itself)
+	other := ""
+	for i := 0; other == ""; i++ {
+		if h := fmt.Sprintf("b%d.example", i); PartitionOf(h, 4) != o.Partition {
+			other = h
+		}
+	}
+	q := PartitionOf(other, 4)
+	links := entries(other, 2)
 	if err := s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched, Links: links}); err != nil {
 		t.Fatal(err)
 	}
-	master, err := s.nodeOf(ctx, s.k.counts(0))
+	master, err := s.nodeOf(ctx, s.k.counts(q))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +83,7 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("the master of partition 0 has %d replicas online, want 1", n)
+			t.Fatalf("the master of partition %d has %d replicas online, want 1", q, n)
 		}
 	}
 	var replica *redistest.Server
@@ -87,7 +96,7 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 		}
 	}
 	if replica == nil {
-		t.Fatal("no replica of partition 0's master found")
+		t.Fatalf("no replica of partition %d's master found", q)
 	}
 	syscall.Kill(replica.PID(), syscall.SIGSTOP)
 	_, err = s.Forward(ctx, o)
@@ -95,14 +104,14 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 	if !errors.Is(err, errNotReplicated) {
 		t.Fatalf("Forward with the replica stopped: %v, want errNotReplicated", err)
 	}
-	if n, _ := rdb.LLen(ctx, s.k.outbox(0)).Result(); n != 1 {
+	if n, _ := rdb.LLen(ctx, s.k.outbox(o.Partition)).Result(); n != 1 {
 		t.Fatalf("outbox holds %d payloads after the refused Forward, want 1", n)
 	}
 	// (the refused Forward's writes reached the master: the links are queued already)
 	if _, err := s.Forward(ctx, o); err != nil {
 		t.Fatalf("Forward with the replica back: %v", err)
 	}
-	if n, _ := rdb.LLen(ctx, s.k.outbox(0)).Result(); n != 0 {
+	if n, _ := rdb.LLen(ctx, s.k.outbox(o.Partition)).Result(); n != 0 {
 		t.Errorf("outbox holds %d payloads after Forward, want 0", n)
 	}
 	if c, err := s.Counts(ctx); err != nil || c.Queued != 2 || c.Fetched != 1 {

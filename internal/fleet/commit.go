@@ -25,7 +25,7 @@ type commits struct {
 type pending struct {
 	l    leased
 	r    frontier.Result
-	sent []uint64     // fingerprints of its links and exclusions (recentLinks)
+	sent []uint64     // fingerprints of its links and exclusions, claimed in recentLinks
 	done chan outcome // receives the outcome once
 }
 
@@ -96,8 +96,7 @@ func (f *Frontier) commitBatch(batch []*pending) {
 		cancel()
 		switch {
 		case err == nil:
-			for i, p := range batch {
-				f.recent.remember(p.sent) // the payload went to the outbox whatever inFlight says
+			for i, p := range batch { // (the links were recorded whatever inFlight says)
 				if inFlight[i] {
 					p.done <- outcome{kind: committed}
 				} else {
@@ -107,12 +106,14 @@ func (f *Frontier) commitBatch(batch []*pending) {
 			return
 		case errors.Is(err, ErrFenced):
 			for _, p := range batch {
+				f.recent.forget(p.sent)
 				p.done <- outcome{kind: refused, why: err.Error()}
 			}
 			return
 		}
 		if !f.mayHold(o, time.Now().Add(backoff)) {
 			for _, p := range batch {
+				f.recent.forget(p.sent)
 				p.done <- outcome{kind: refused, why: "partition lapsed while Redis was unreachable: " + err.Error()}
 			}
 			return

@@ -2,12 +2,14 @@
 // processes, on several machines, share one crawl while each host is crawled by one worker at
 // a time.
 //
-// Host keys hash into a fixed number of partitions (PartitionOf). A worker owns a partition
-// under an expiring lease (Acquire; Renew every third of the TTL) and a fencing epoch drawn at
-// each Acquire: every script that writes as the owner checks the owner key still holds the
-// ownership's token, so a worker whose lease lapsed (stopped, partitioned away) changes
-// nothing. On its own monotonic clock a worker stops using a partition before the lease can
-// have expired in Redis (Ownership.StateAt), so two owners of a host never overlap.
+// Host keys hash into a fixed number of partitions (PartitionOf). A worker holds one expiring
+// lease, its heartbeat (renewed by Keeper.Tick every sixth of the TTL), and owns partitions
+// under it: a partition's owner key holds EPOCH:WORKER with no expiry, the epoch drawn at each
+// Acquire, and another worker takes the partition only once the owner's lease has ended. Every
+// script that writes as the owner checks the owner key still holds the ownership's token, so a
+// worker whose partition was taken over (stopped, partitioned away) changes nothing. On its
+// own monotonic clock a worker stops using its partitions before its lease can have ended in
+// Redis (Ownership.StateAt), so two owners of a host never overlap.
 //
 // Inside a partition: a FIFO queue and a delayed set (retries, scored by not-before) per host,
 // a set of the hosts with work, an in-flight set scored by each URL's lease deadline, the

@@ -83,18 +83,19 @@ type Frontier struct {
 	held    map[int]PartCounts // the partitions in use, as last read
 	heldAt  time.Time          // when every partition in use was last read
 	// partitions whose outbox this worker filled since it last read it empty
-	outboxed map[int]bool
-	dirty    bool          // counts predate an Add or Exclude of this worker
-	offset   time.Duration // Redis' clock minus the local clock
-	link     linkState
-	stats    FrontierStats
-	done     map[string]*frontier.HostCount // results this worker recorded, by host
-	pages    int64                          // pages this worker fetched and completed
-	save     func() error                   // checkpoints hosts' learned state (Join)
-	store    *storage.DB                    // the worker's store, for pages (Join)
-	recent   *recentLinks                   // URLs known recorded: their links are not sent again
-	commits  *commits                       // results being committed, grouped by ownership
-	batches  map[string]*hostBatch          // URLs taken from Redis not yet handed out, by host
+	outboxed  map[int]bool
+	forwarded map[int]time.Time // when Run last forwarded each partition's outbox (local time)
+	dirty     bool              // counts predate an Add or Exclude of this worker
+	offset    time.Duration     // Redis' clock minus the local clock
+	link      linkState
+	stats     FrontierStats
+	done      map[string]*frontier.HostCount // results this worker recorded, by host
+	pages     int64                          // pages this worker fetched and completed
+	save      func() error                   // checkpoints hosts' learned state (Join)
+	store     *storage.DB                    // the worker's store, for pages (Join)
+	recent    *recentLinks                   // URLs known recorded: their links are not sent again
+	commits   *commits                       // results being committed, grouped by ownership
+	batches   map[string]*hostBatch          // URLs taken from Redis not yet handed out, by host
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -143,7 +144,7 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
 		parts: map[int]*held{}, leases: map[string]leased{},
-		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{}, outboxed: map[int]bool{},
+		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{}, outboxed: map[int]bool{}, forwarded: map[int]time.Time{},
 		recent: newRecentLinks(opts.RecentLinks), commits: newCommits(),
 		batches: map[string]*hostBatch{},
 	}
@@ -159,7 +160,7 @@ func (f *Frontier) Stats() FrontierStats {
 // Run keeps the frontier current until ctx is cancelled, and reports the worker's figures a
 // last time before it returns: it ticks the Keeper about every sixth of the lease TTL (so renewals, due at a third, are never late by more than that), drops the
 // partitions that lapsed or were lost, drains and releases the surplus, forwards the
-// outboxes of the partitions held, reads the counters of those (and every second, or every round when
+// outboxes of the partitions held (one waits up to forwardEvery for more), reads the counters of those (and every second, or every round when
 // it has nothing in flight, every partition's) and lists the hosts with work.
 // While Redis is unreachable it retries with a back-off up to 2 s; partitions lapse meanwhile
 // and are acquired again (their in-flight URLs reclaimed) when it is back.
@@ -260,18 +261,20 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 	f.releaseDrained(ctx, time.Now())
 	rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
-	if err := f.measureClock(rctx); err != nil {
+	members, err := f.readHeld(rctx, now)
+	if err != nil {
 		return err
 	}
 	f.retryPutBacks(rctx)
-	if err := f.readHeld(rctx, now); err != nil {
-		return err
-	}
 	f.mu.Lock()
 	var forward []Ownership
 	for p, h := range f.parts {
-		if f.held[p].Outbox > 0 {
+		// a partition's outbox waits for a few payloads, or forwardEvery, unless the worker
+		// has nothing in flight (the crawl may be ending)
+		c := f.held[p]
+		if c.Outbox > 0 && (c.Outbox >= forwardBatch/2 || now.Sub(f.forwarded[p]) >= forwardEvery || len(f.leases) == 0) {
 			forward = append(forward, h.o)
+			f.forwarded[p] = now
 		}
 	}
 	f.mu.Unlock()
@@ -295,8 +298,12 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 	if err := f.returnOrphans(rctx); err != nil {
 		return err
 	}
-	return f.scanHosts(rctx, time.Now())
+	return f.scanHosts(rctx, members)
 }
+
+// forwardEvery is how long a partition's outbox may wait for more payloads before Run
+// forwards it (each Forward is three round trips to Redis).
+const forwardEvery = 500 * time.Millisecond
 
 // orphanAge is how long a URL may sit in the in-flight set of a partition this worker holds
 // without being one of its leases before returnOrphans puts it back: a Take whose reply was
@@ -465,21 +472,6 @@ func (f *Frontier) forgetHostsLocked(p int) {
 	}
 }
 
-// measureClock sets the offset of Redis' clock from the local one (the round trip's midpoint).
-func (f *Frontier) measureClock(ctx context.Context) error {
-	sent := time.Now()
-	rt, err := f.s.Now(ctx)
-	if err != nil {
-		return err
-	}
-	got := time.Now()
-	mid := sent.Add(got.Sub(sent) / 2)
-	f.mu.Lock()
-	f.offset = rt.Sub(mid)
-	f.mu.Unlock()
-	return nil
-}
-
 // fullEvery is how often a worker with URLs in flight (which cannot be idle) reads every
 // partition's counters, for Counts; idleEvery is how often one with none reads them, to learn
 // promptly that the crawl is over. (Each read is a command per partition.)
@@ -493,9 +485,11 @@ const (
 // knows busy (hosts with work, URLs in flight, links to forward).
 const heldEvery = time.Second
 
-// readHeld reads the counters of the partitions in use: every heldEvery all of them, and in
-// between those known busy.
-func (f *Frontier) readHeld(ctx context.Context, now time.Time) error {
+// readHeld reads, in one pipeline, Redis' clock (setting the offset of Redis' clock from the
+// local one, at the round trip's midpoint) and the counters and hosts with work of the
+// partitions in use: every heldEvery all of them, and in between those known busy. It returns
+// the hosts with work it read, by partition.
+func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]string, error) {
 	f.mu.Lock()
 	all := now.Sub(f.heldAt) >= heldEvery
 	busy := map[int]bool{}
@@ -522,34 +516,41 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) error {
 	if all { // the partitions that never had work have nothing to read
 		active, err := f.s.activePartitions(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ps = slices.DeleteFunc(ps, func(p int) bool { _, ok := slices.BinarySearch(active, p); return !ok })
 	}
 	read := make(map[int]PartCounts, len(ps))
-	if len(ps) > 0 {
-		pipe := f.s.rdb.Pipeline()
-		cmds := make([]*redis.SliceCmd, len(ps))
-		for i, p := range ps {
-			cmds[i] = pipe.HMGet(ctx, f.s.k.counts(p), "queued", "inflight", "outbox")
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("fleet: read counts: %w", err)
-		}
-		for i, p := range ps {
-			var n [3]int
-			for j, v := range cmds[i].Val() {
-				if s, ok := v.(string); ok {
-					n[j], _ = strconv.Atoi(s)
-				}
+	members := make(map[int][]string, len(ps))
+	pipe := f.s.rdb.Pipeline()
+	clock := pipe.Time(ctx)
+	cmds := make([]*redis.SliceCmd, len(ps))
+	hosts := make([]*redis.StringSliceCmd, len(ps))
+	for i, p := range ps {
+		cmds[i] = pipe.HMGet(ctx, f.s.k.counts(p), "queued", "inflight", "outbox")
+		hosts[i] = pipe.SMembers(ctx, f.s.k.hosts(p))
+	}
+	sent := time.Now()
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("fleet: read counts: %w", err)
+	}
+	got := time.Now()
+	offset := clock.Val().Sub(sent.Add(got.Sub(sent) / 2))
+	for i, p := range ps {
+		members[p] = hosts[i].Val()
+		var n [3]int
+		for j, v := range cmds[i].Val() {
+			if s, ok := v.(string); ok {
+				n[j], _ = strconv.Atoi(s)
 			}
-			var c PartCounts
-			c.Queued, c.InFlight, c.Outbox = n[0], n[1], n[2]
-			read[p] = c
 		}
+		var c PartCounts
+		c.Queued, c.InFlight, c.Outbox = n[0], n[1], n[2]
+		read[p] = c
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.offset = offset
 	if all {
 		f.held, f.heldAt = read, now
 	} else {
@@ -565,7 +566,7 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) error {
 			delete(f.outboxed, p)
 		}
 	}
-	return nil
+	return members, nil
 }
 
 // readCounts reads the crawl's counters.
@@ -586,28 +587,38 @@ func (f *Frontier) readCounts(ctx context.Context) error {
 	return nil
 }
 
-// scanHosts lists the hosts with work of the partitions in use that have URLs not in flight,
-// and makes ready those new to the worker, drained before (new URLs came), or waiting for a
-// retry while new URLs came to their queue.
-func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
+// scanHosts makes ready, of the hosts with work of the partitions in use that have URLs not in
+// flight, those new to the worker, drained before (new URLs came), or waiting for a retry while
+// new URLs came to their queue. members are the hosts with work readHeld read this round, by
+// partition; those of other partitions are read now.
+func (f *Frontier) scanHosts(ctx context.Context, members map[int][]string) error {
 	f.mu.Lock()
-	var ps []Ownership
+	var ps, unread []Ownership
 	for p, h := range f.parts {
 		if c := f.held[p]; c.Queued > c.InFlight && h.use == partActive {
 			ps = append(ps, h.o)
+			if _, ok := members[p]; !ok {
+				unread = append(unread, h.o)
+			}
 		}
 	}
 	f.mu.Unlock()
 	if len(ps) == 0 {
 		return nil
 	}
-	pipe := f.s.rdb.Pipeline()
-	cmds := make([]*redis.StringSliceCmd, len(ps))
-	for i, o := range ps {
-		cmds[i] = pipe.SMembers(ctx, f.s.k.hosts(o.Partition))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return err
+	if len(unread) > 0 {
+		pipe := f.s.rdb.Pipeline()
+		cmds := make([]*redis.StringSliceCmd, len(unread))
+		for i, o := range unread {
+			cmds[i] = pipe.SMembers(ctx, f.s.k.hosts(o.Partition))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+		members = maps.Clone(members)
+		for i, o := range unread {
+			members[o.Partition] = cmds[i].Val()
+		}
 	}
 	type waiting struct {
 		host string
@@ -615,11 +626,11 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 	}
 	var asked []waiting
 	f.mu.Lock()
-	for i, o := range ps {
+	for _, o := range ps {
 		if h := f.parts[o.Partition]; h == nil || h.o.Epoch != o.Epoch || h.use != partActive {
 			continue // dropped or draining meanwhile
 		}
-		for _, name := range cmds[i].Val() {
+		for _, name := range members[o.Partition] {
 			switch f.hosts.State(name) {
 			case readyset.Unknown, readyset.Idle:
 				f.hosts.Ready(name)
@@ -632,7 +643,7 @@ func (f *Frontier) scanHosts(ctx context.Context, now time.Time) error {
 	if len(asked) == 0 {
 		return nil
 	}
-	pipe = f.s.rdb.Pipeline()
+	pipe := f.s.rdb.Pipeline()
 	lens := make([]*redis.IntCmd, len(asked))
 	for i, w := range asked {
 		lens[i] = pipe.LLen(ctx, f.s.k.queue(w.o.Partition, w.host))
@@ -944,13 +955,29 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 		f.refused(l.URL, out.why)
 		return nil
 	}
-	if len(r.Links) > 0 || len(r.Excluded) > 0 {
+	if f.linksElsewhere(l.Partition, r) {
 		f.mu.Lock()
 		f.outboxed[l.Partition] = true
 		f.mu.Unlock()
 	}
 	f.count(l.Host, r)
 	return nil
+}
+
+// linksElsewhere reports whether r has links or exclusions of partitions other than p: those
+// go to p's outbox (CompleteBatch), for Forward.
+func (f *Frontier) linksElsewhere(p int, r frontier.Result) bool {
+	for _, e := range r.Links {
+		if PartitionOf(e.Host, f.s.opts.Partitions) != p {
+			return true
+		}
+	}
+	for _, x := range r.Excluded {
+		if PartitionOf(x.Host, f.s.opts.Partitions) != p {
+			return true
+		}
+	}
+	return false
 }
 
 // mayHold reports whether o's partition may still be this worker's at local time at.

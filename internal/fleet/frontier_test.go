@@ -170,7 +170,7 @@ func TestFrontierRefusesAfterTakeover(t *testing.T) {
 	stop()
 	<-done
 	b := newStore(t, rdb, "b", opts)
-	waitExpired(t, s, 0)
+	waitLeaseEnded(t, s)
 	if f.HostContext(context.Background(), "h").Err() == nil {
 		t.Error("HostContext of a host whose partition lapsed is not cancelled")
 	}

@@ -111,10 +111,14 @@ func twoWorkers(t *testing.T, opts *Options) (a, b *Store) {
 	return newStore(t, rdb, "a", opts), newStore(t, rdb, "b", opts)
 }
 
-// mustAcquire takes partition p for s or fails t.
+// mustAcquire sends s's heartbeat (its worker's lease) and takes partition p for s, or fails t.
 func mustAcquire(t *testing.T, s *Store, p int) Ownership {
 	t.Helper()
-	o, ok, err := s.Acquire(context.Background(), time.Now(), p)
+	sent := time.Now()
+	if _, err := s.heartbeat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	o, ok, err := s.Acquire(context.Background(), sent, p)
 	if err != nil || !ok {
 		t.Fatalf("%s: acquire %d: ok=%v err=%v", s.worker, p, ok, err)
 	}
@@ -130,20 +134,21 @@ func queueAndOwn(t *testing.T, s *Store, host string, n int) Ownership {
 	return mustAcquire(t, s, PartitionOf(host, s.Partitions()))
 }
 
-// waitExpired waits until partition p's lease is gone from Redis (its TTL ran out).
-func waitExpired(t *testing.T, s *Store, p int) {
+// waitLeaseEnded waits until s's worker's lease has ended in Redis (its TTL ran out with no
+// heartbeat).
+func waitLeaseEnded(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		n, err := s.rdb.Exists(ctx, s.k.owner(p)).Result()
+		alive, err := s.alive(ctx, []string{s.worker})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
+		if !alive[s.worker] {
 			return
 		}
 	}
-	t.Fatalf("lease of partition %d never expired", p)
+	t.Fatalf("the lease of %s never ended", s.worker)
 }
 
 var tagRe = regexp.MustCompile(`^crawl:t:\{(\d+)\}:(\w+)(?::(.*))?$`)
@@ -163,7 +168,7 @@ func checkInvariants(t *testing.T, s *Store) {
 		return parts[p]
 	}
 	for _, key := range keysOf(t, s.rdb, "crawl:t:*") {
-		if key == s.k.config() || key == s.k.workers() || key == s.k.active() || strings.HasPrefix(key, "crawl:t:shared:") || strings.HasPrefix(key, "crawl:t:{workers}:") {
+		if key == s.k.config() || key == s.k.workers() || key == s.k.released() || key == s.k.active() || strings.HasPrefix(key, "crawl:t:shared:") || strings.HasPrefix(key, "crawl:t:{workers}:") {
 			continue
 		}
 		m := tagRe.FindStringSubmatch(key)
@@ -183,6 +188,9 @@ func checkInvariants(t *testing.T, s *Store) {
 		case "q":
 			n, _ := s.rdb.LLen(ctx, key).Result()
 			c.queued += int(n)
+			if in, _ := s.rdb.SIsMember(ctx, s.k.hosts(p), rest).Result(); n > 0 && !in {
+				t.Errorf("host %q has %d URLs queued and is not in its partition's hosts set", rest, n)
+			}
 		case "d":
 			n, _ := s.rdb.ZCard(ctx, key).Result()
 			c.delayed += int(n)

@@ -1,22 +1,25 @@
 package fleet
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/redis/go-redis/v9"
 )
 
-// Keeper holds one worker's fair share of a crawl's partitions: on each Tick it sends the
-// worker's heartbeat, renews the ownerships that are due, drops those that lapsed, and moves
-// toward ceil(partitions / live workers) by acquiring free partitions (reclaiming their
-// in-flight URLs) or by naming its surplus. A worker is alive while its heartbeat is younger
-// than the lease TTL, on Redis' clock.
+// Keeper holds one worker's fair share of a crawl's partitions. The worker's lease is its
+// heartbeat (one entry of the crawl's workers set, scored by the lease's end on Redis' clock):
+// on each Tick the Keeper renews it, which keeps every ownership it holds; a partition's owner
+// key has no expiry. It then moves toward ceil(partitions / live workers) by acquiring free
+// partitions (no owner, or an owner whose lease ended; their in-flight URLs reclaimed) or by
+// naming its surplus. If its lease ended in Redis, or on its own clock (Ownership.StateAt),
+// every ownership is lost.
 //
 // One goroutine ticks a Keeper, at least every third of the lease TTL; Owned, Release and the
 // HostStates store may be used from others (mu is held for the whole of a Tick).
@@ -24,12 +27,28 @@ type Keeper struct {
 	s     *Store
 	mu    sync.Mutex
 	owned map[int]Ownership // guarded by mu
+	scan  scanState         // guarded by mu
 }
+
+// scanState is what a Keeper below its fair share knew at its last look for free partitions
+// (reading every owner key), so that it looks again only when something may have changed: the
+// live workers, a partition released, the last look acquired some (there may be more), this
+// Tick lost some, or rescanEvery passed.
+type scanState struct {
+	at       time.Time // local time of the last look (zero: none yet)
+	live     string    // the live workers then
+	released string    // the crawl's released counter then
+	again    bool      // the last look acquired a partition or lost one to a race
+}
+
+// rescanEvery, in lease TTLs, is how often a Keeper below its fair share looks for free
+// partitions when nothing says there may be some.
+const rescanEvery = 3
 
 // Change is what one Tick changed.
 type Change struct {
 	Acquired []int // newly owned (their in-flight URLs already returned to their queues)
-	Lost     []int // no longer owned: lapsed, or fenced at renewal; stop using them at once
+	Lost     []int // no longer owned: lapsed, or the worker's lease ended; stop using them at once
 	Surplus  []int // owned beyond the fair share: stop using them, then Release them
 	Live     int   // workers alive, this one included
 }
@@ -59,42 +78,29 @@ func (k *Keeper) holding(p int, now time.Time) (Ownership, bool) {
 	return o, ok && o.StateAt(now) != Lapsed
 }
 
-// Tick does one round of the keeper's work at local time now (taken just before the call).
+// Tick does one round of the keeper's work at local time now (taken just before the call):
+// the heartbeat, then the fair share.
 func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var ch Change
 	s := k.s
-	live, err := heartbeatScript.Run(ctx, s.rdb, []string{s.k.workers()}, s.worker, s.opts.LeaseTTL.Milliseconds()).Int()
+	b, err := s.heartbeat(ctx)
 	if err != nil {
-		return ch, fmt.Errorf("fleet: heartbeat: %w", err)
+		return ch, err // the ownerships lapse on the local clock unless a later Tick renews them
 	}
-	ch.Live = live
-	var renewErr error // one partition's node unreachable (a cluster's failover) does not stop the others' renewals
+	ch.Live = len(b.live)
 	for _, p := range k.sorted() {
 		o := k.owned[p]
-		switch o.StateAt(now) {
-		case Lapsed:
+		if b.lease == leaseStarted || o.StateAt(now) == Lapsed {
 			delete(k.owned, p)
 			ch.Lost = append(ch.Lost, p)
-		case RenewDue:
-			o, err := s.Renew(ctx, now, o)
-			if errors.Is(err, ErrFenced) {
-				delete(k.owned, p)
-				ch.Lost = append(ch.Lost, p)
-				continue
-			}
-			if err != nil {
-				renewErr = cmp.Or(renewErr, err)
-				continue
-			}
-			k.owned[p] = o
+			continue
 		}
+		o.sent = now // the lease they hang on was renewed by a request sent after now
+		k.owned[p] = o
 	}
-	if renewErr != nil {
-		return ch, renewErr
-	}
-	target := fairShare(s.opts.Partitions, live)
+	target := fairShare(s.opts.Partitions, len(b.live))
 	if held := k.sorted(); len(held) > target {
 		ch.Surplus = held[target:]
 		return ch, nil
@@ -102,23 +108,35 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	if len(k.owned) == target {
 		return ch, nil
 	}
-	free, err := k.free(ctx)
+	released, err := s.rdb.Get(ctx, s.k.released()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return ch, fmt.Errorf("fleet: read released partitions: %w", err)
+	}
+	live := strings.Join(b.live, " ")
+	sc := k.scan
+	if !sc.at.IsZero() && !sc.again && len(ch.Lost) == 0 && sc.live == live && sc.released == released &&
+		now.Sub(sc.at) < rescanEvery*s.opts.LeaseTTL {
+		return ch, nil
+	}
+	k.scan = scanState{at: now, live: live, released: released}
+	free, err := k.free(ctx, b.live)
 	if err != nil {
 		return ch, err
 	}
-	for _, p := range free {
+	for _, c := range free {
 		if len(k.owned) >= target {
 			break
 		}
-		o, ok, err := s.Acquire(ctx, now, p)
+		o, ok, err := s.acquireFrom(ctx, now, c.p, c.owner)
 		if err != nil {
 			return ch, err
 		}
+		k.scan.again = true
 		if !ok {
 			continue
 		}
-		k.owned[p] = o
-		ch.Acquired = append(ch.Acquired, p)
+		k.owned[c.p] = o
+		ch.Acquired = append(ch.Acquired, c.p)
 		if _, err := s.Reclaim(ctx, o); err != nil {
 			return ch, err
 		}
@@ -170,32 +188,60 @@ func (k *Keeper) sorted() []int {
 	return ps
 }
 
-// free (k.mu held) lists the partitions without an owner, starting at an offset of the worker's own so
-// that workers starting together try different partitions first.
-func (k *Keeper) free(ctx context.Context) ([]int, error) {
+// freePart is a partition a Keeper may take, with the owner token it read there ("" for none).
+type freePart struct {
+	p     int
+	owner string
+}
+
+// free (k.mu held) lists the partitions this worker may take, starting at an offset of the
+// worker's own so that workers starting together try different partitions first: those with
+// no owner, those whose owner key names this worker (held before its lease ended), and those
+// whose owner's lease has ended. The owner keys are read first, then the owners' leases
+// (acquireFrom says why that order); live lists the workers the heartbeat found live.
+func (k *Keeper) free(ctx context.Context, live []string) ([]freePart, error) {
 	s := k.s
 	n := s.opts.Partitions
 	start := int(xxhash.Sum64String(s.worker) % uint64(n))
 	pipe := s.rdb.Pipeline()
 	var ps []int
+	var cmds []*redis.StringCmd
 	for i := range n {
 		p := (start + i) % n
 		if _, ok := k.owned[p]; !ok {
 			ps = append(ps, p)
-			pipe.Exists(ctx, s.k.owner(p))
+			cmds = append(cmds, pipe.Get(ctx, s.k.owner(p)))
 		}
 	}
-	cmds, err := pipe.Exec(ctx)
-	if err != nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("fleet: list free partitions: %w", err)
 	}
-	var free []int
+	var cands []freePart
+	var suspects []string // owners the heartbeat did not find live
 	for i, c := range cmds {
-		if c.(interface{ Val() int64 }).Val() == 0 {
-			free = append(free, ps[i])
+		tok, err := c.Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("fleet: list free partitions: %w", err)
 		}
+		id := tokenWorker(tok)
+		if tok != "" && id != s.worker {
+			if _, ok := slices.BinarySearch(live, id); ok {
+				continue
+			}
+			if !slices.Contains(suspects, id) {
+				suspects = append(suspects, id)
+			}
+		}
+		cands = append(cands, freePart{ps[i], tok})
 	}
-	return free, nil
+	if len(suspects) == 0 {
+		return cands, nil
+	}
+	alive, err := s.alive(ctx, suspects)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(cands, func(c freePart) bool { return alive[tokenWorker(c.owner)] }), nil
 }
 
 // fairShare is how many of n partitions each of live workers should hold: ceil(n / live), so

@@ -2,10 +2,14 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/crawl-project/crawl/frontier"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestFairShare(t *testing.T) {
@@ -139,5 +143,150 @@ func TestKeeperTakesOverFromDeadWorker(t *testing.T) {
 		if err := b.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// epochsAt maps the partitions k holds at local time now to their epochs.
+func epochsAt(k *Keeper, now time.Time) map[int]int64 {
+	m := map[int]int64{}
+	for _, o := range k.Owned(now) {
+		m[o.Partition] = o.Epoch
+	}
+	return m
+}
+
+// The ownerships hang on the worker's lease: a Tick renews them all, judged on the local clock
+// from the Tick's time; past TTL − TTL/5 without one they are lapsed, and the next Tick loses
+// them and takes them again under new epochs (this worker's own stale tokens are free to it).
+func TestKeeperLeaseOnTheLocalClock(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Minute
+	k := newStore(t, newRedis(t), "a", &Options{Partitions: 2, LeaseTTL: ttl}).NewKeeper()
+	t0 := time.Now()
+	ch, err := k.Tick(ctx, t0)
+	if err != nil || len(ch.Acquired) != 2 {
+		t.Fatalf("first tick: %+v, %v; want both partitions", ch, err)
+	}
+	stop := ttl - ttl/safetyDiv
+	if n := len(k.Owned(t0.Add(stop - time.Millisecond))); n != 2 {
+		t.Fatalf("%d held just before TTL-TTL/5, want 2", n)
+	}
+	if n := len(k.Owned(t0.Add(stop))); n != 0 {
+		t.Fatalf("%d held at TTL-TTL/5 without a heartbeat, want 0", n)
+	}
+	t1 := t0.Add(30 * time.Second)
+	if ch, err := k.Tick(ctx, t1); err != nil || len(ch.Lost)+len(ch.Acquired) != 0 {
+		t.Fatalf("renewing tick: %+v, %v; want nothing lost or acquired", ch, err)
+	}
+	before := epochsAt(k, t1)
+	if n := len(k.Owned(t1.Add(stop - time.Millisecond))); n != 2 {
+		t.Fatalf("%d held after the renewal, want 2", n)
+	}
+	late := t1.Add(stop)
+	ch, err = k.Tick(ctx, late)
+	if err != nil || len(ch.Lost) != 2 || len(ch.Acquired) != 2 {
+		t.Fatalf("tick after a local lapse: %+v, %v; want both lost and taken again", ch, err)
+	}
+	for p, e := range epochsAt(k, late) {
+		if e <= before[p] {
+			t.Errorf("partition %d taken again under epoch %d, was %d", p, e, before[p])
+		}
+	}
+}
+
+// A worker whose lease ended in Redis (its heartbeat found none: a long pause, or Redis lost
+// it) loses every ownership at once, whatever its clock says, and takes them again fenced.
+func TestKeeperLeaseEndedInRedis(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, newRedis(t), "a", &Options{Partitions: 2, LeaseTTL: time.Minute})
+	k := s.NewKeeper()
+	for range 2 { // the second Tick has nothing to do
+		if _, err := k.Tick(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := k.Owned(time.Now())
+	if err := s.rdb.ZRem(ctx, s.k.workers(), "a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := k.Tick(ctx, time.Now())
+	if err != nil || len(ch.Lost) != 2 || len(ch.Acquired) != 2 {
+		t.Fatalf("tick after the lease ended: %+v, %v; want both lost and taken again", ch, err)
+	}
+	for _, o := range old {
+		if err := s.Release(ctx, o); !errors.Is(err, ErrFenced) {
+			t.Errorf("partition %d: the old ownership's Release: %v, want ErrFenced", o.Partition, err)
+		}
+	}
+}
+
+// A live worker's partitions are never taken; once its lease ends they are, at the next Tick.
+func TestKeeperTakesOverOnlyFromEndedLease(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	settle(t, []*Keeper{ka, kb})
+	if err := a.rdb.ZAdd(ctx, a.k.workers(), redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "a"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := kb.Tick(ctx, time.Now()); err != nil || len(ch.Acquired) != 0 || ch.Live != 2 {
+		t.Fatalf("b's tick with a alive: %+v, %v; want nothing acquired, 2 live", ch, err)
+	}
+	if err := a.rdb.ZAdd(ctx, a.k.workers(), redis.Z{Score: 1, Member: "a"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := kb.Tick(ctx, time.Now())
+	if err != nil || len(ch.Acquired) != 2 || ch.Live != 1 {
+		t.Fatalf("b's tick once a's lease ended: %+v, %v; want a's 2 partitions, 1 live", ch, err)
+	}
+}
+
+// A Keeper below its fair share reads the owner keys again only when something may have
+// changed: here, another worker released a partition.
+func TestKeeperLooksForFreePartitionsWhenReleased(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 3, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	if _, err := ka.Tick(ctx, time.Now()); err != nil { // a takes all 3, alone
+		t.Fatal(err)
+	}
+	settle(t, []*Keeper{ka, kb})
+	if len(ka.Owned(time.Now())) != 2 || len(kb.Owned(time.Now())) != 1 {
+		t.Fatalf("a holds %d, b %d; want 2 and 1", len(ka.Owned(time.Now())), len(kb.Owned(time.Now())))
+	}
+	looked := kb.scan.at
+	if _, err := kb.Tick(ctx, time.Now()); err != nil || kb.scan.at != looked {
+		t.Fatalf("b looked for free partitions again with nothing changed (err %v)", err)
+	}
+	p := ka.Owned(time.Now())[0].Partition
+	if err := ka.Release(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := kb.Tick(ctx, time.Now())
+	if err != nil || !slices.Equal(ch.Acquired, []int{p}) {
+		t.Fatalf("b's tick after a released %d: %+v, %v", p, ch, err)
+	}
+}
+
+// A Keeper that loses its partitions (its lease ended) looks for free ones at once, even
+// when its last look found none and the live workers are the same.
+func TestKeeperLooksAgainAfterALoss(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 3, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	if _, err := ka.Tick(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, []*Keeper{ka, kb})
+	if _, err := kb.Tick(ctx, time.Now()); err != nil || kb.scan.again {
+		t.Fatalf("b below its share: err %v, looks again %v; want a look that found nothing", err, kb.scan.again)
+	}
+	p := kb.Owned(time.Now())[0].Partition
+	if err := b.rdb.ZRem(ctx, b.k.workers(), "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := kb.Tick(ctx, time.Now())
+	if err != nil || !slices.Equal(ch.Lost, []int{p}) || !slices.Equal(ch.Acquired, []int{p}) {
+		t.Fatalf("b's tick after its lease ended: %+v, %v; want partition %d lost and taken again", ch, err, p)
 	}
 }

@@ -30,8 +30,13 @@ func (k keys) config() string { return "crawl:" + k.crawl + ":config" }
 // active is the set of partitions that may have work (Store.markActive): one key of its own.
 func (k keys) active() string { return "crawl:" + k.crawl + ":active" }
 
-// workers is the crawl's heartbeat set (one key of its own, outside any partition).
+// workers is the crawl's heartbeat set: each worker scored by the end of its lease (one key
+// of its own, outside any partition).
 func (k keys) workers() string { return "crawl:" + k.crawl + ":workers" }
+
+// released counts the partitions handed back (Store.Release), a hint for the workers below
+// their fair share (one key of its own).
+func (k keys) released() string { return "crawl:" + k.crawl + ":released" }
 
 func (k keys) part(p int, name string) string {
 	return "crawl:" + k.crawl + ":{" + strconv.Itoa(p) + "}:" + name

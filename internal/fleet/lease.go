@@ -12,10 +12,10 @@ type LeaseState int
 const (
 	// Held: fetch and write; no renewal needed yet.
 	Held LeaseState = iota + 1
-	// RenewDue: a third of the TTL has passed since the last successful acquire or renew; go
-	// on fetching and renew now.
+	// RenewDue: a third of the TTL has passed since the worker's lease was last renewed; go
+	// on fetching and send the heartbeat now.
 	RenewDue
-	// Lapsed: the lease may expire in Redis soon or may have expired; start no request,
+	// Lapsed: the worker's lease may end in Redis soon or may have ended; start no request,
 	// cancel those in flight, and acquire the partition again before using it.
 	Lapsed
 )
@@ -33,15 +33,16 @@ func (s LeaseState) String() string {
 }
 
 // Ownership is a worker's claim on one partition: the fencing epoch the acquire drew and the
-// local time at which the request that last set the lease's expiry was sent. The lease in
-// Redis starts when the request arrives, so it expires no earlier than sent+TTL on any clock
-// that runs no faster than Redis'; the worker stops at sent+TTL-margin.
+// local time at which the heartbeat that last renewed the worker's lease was sent (the lease
+// is the worker's, not the partition's: Keeper). The lease in Redis runs from the heartbeat's
+// arrival, so it ends no earlier than sent+TTL on any clock that runs no faster than Redis';
+// no other worker takes the partition before it ends, and the worker stops at sent+TTL-margin.
 type Ownership struct {
 	Partition int
 	Epoch     int64
 	token     string        // "EPOCH:WORKER", the owner key's value, checked by every write
-	sent      time.Time     // local time the last successful acquire or renew was sent
-	ttl       time.Duration // lease TTL set in Redis
+	sent      time.Time     // local time the worker's last successful heartbeat was sent
+	ttl       time.Duration // the worker's lease TTL
 }
 
 // safetyDiv sets the part of the TTL a worker gives up: it stops using a lease at
@@ -50,11 +51,11 @@ type Ownership struct {
 const safetyDiv = 5
 
 // StopAt is the local time after which the worker must not use the ownership (start or keep
-// requests to its hosts) unless a renewal has succeeded.
+// requests to its hosts) unless a later heartbeat has succeeded.
 func (o Ownership) StopAt() time.Time { return o.sent.Add(o.ttl - o.ttl/safetyDiv) }
 
-// RenewAt is the local time at which the ownership should be renewed: a third of the TTL after
-// the last successful acquire or renew was sent.
+// RenewAt is the local time at which the worker's lease should be renewed: a third of the
+// TTL after the last successful heartbeat was sent.
 func (o Ownership) RenewAt() time.Time { return o.sent.Add(o.ttl / 3) }
 
 // StateAt says what the worker may do with o at local time now.

@@ -18,14 +18,16 @@ func TestRecentLinksFilter(t *testing.T) {
 	if len(got.Links) != 2 || len(got.Excluded) != 1 || got.Excluded[0].URL != "http://h/x" || len(fps) != 3 {
 		t.Fatalf("first page: links %v excluded %v fps %d; want a, b, x once each", got.Links, got.Excluded, len(fps))
 	}
-	got, _ = r.filter(res)
-	if len(got.Links) != 2 {
-		t.Fatalf("before remember: %d links kept, want 2 (nothing is known until committed)", len(got.Links))
+	// a page being committed claims its links: another page leaves them out
+	got, again := r.filter(res)
+	if len(got.Links)+len(got.Excluded) != 0 || len(again) != 0 {
+		t.Fatalf("while the first page is committed: %v %v kept, want none", got.Links, got.Excluded)
 	}
-	r.remember(fps)
+	// its commit refused, they are given back and sent again
+	r.forget(fps)
 	got, fps = r.filter(res)
-	if len(got.Links)+len(got.Excluded) != 0 || len(fps) != 0 {
-		t.Fatalf("after remember: %v %v kept, want none", got.Links, got.Excluded)
+	if len(got.Links) != 2 || len(got.Excluded) != 1 {
+		t.Fatalf("after forget: links %v excluded %v, want a, b, x again", got.Links, got.Excluded)
 	}
 	// a fingerprint in the same slot evicts a's
 	a := Fingerprint("http://h/a")

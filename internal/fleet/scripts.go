@@ -15,20 +15,17 @@ local function nowms()
 end
 `
 
-// acquire: KEYS owner, epoch; ARGV worker, ttl-ms. Returns {epoch, token}, or {0, holder}.
+// acquire: KEYS owner, epoch; ARGV expected owner token (empty for none), worker. If the owner
+// key still holds the expected token (or is absent, for empty), draws the next epoch and sets the
+// owner key to EPOCH:WORKER, with no expiry: the worker's heartbeat is the lease. Returns
+// {epoch, token}, or {0, current token} when the owner changed since the caller read it.
 var acquireScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur then return {0, cur} end
+local cur = redis.call('GET', KEYS[1]) or ''
+if cur ~= ARGV[1] then return {0, cur} end
 local e = redis.call('INCR', KEYS[2])
-local tok = e .. ':' .. ARGV[1]
-redis.call('SET', KEYS[1], tok, 'PX', ARGV[2])
+local tok = e .. ':' .. ARGV[2]
+redis.call('SET', KEYS[1], tok)
 return {e, tok}
-`)
-
-// renew: KEYS owner; ARGV token, ttl-ms.
-var renewScript = redis.NewScript(fence + `
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
 `)
 
 // release: KEYS owner; ARGV token.
@@ -37,35 +34,47 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
-// KEYS hosts, counts, used, then per entry its seen bucket and its host's queue; ARGV the host
-// budget (0: none), then per entry: fingerprint field, state ('q' to queue, 'x' excluded),
-// host, item, exclusion reason. With a budget, a host's URLs ever queued are counted in used,
-// and an unseen URL of a host at its budget is excluded ('limit') instead of queued.
-// Returns {queued, excluded}.
-var addScript = redis.NewScript(`
-local budget = tonumber(ARGV[1])
-local added, excluded = 0, 0
-for i = 0, (#KEYS - 3) / 2 - 1 do
-  local a = 2 + 5*i
-  local fp, st, host, item, reason = ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4]
-  local bucket, queue = KEYS[4+2*i], KEYS[5+2*i]
-  if st == 'q' and budget > 0 and redis.call('HEXISTS', bucket, fp) == 0
-      and tonumber(redis.call('HGET', KEYS[3], host) or '0') >= budget then
-    st, reason = 'x', 'limit'
-  end
-  if redis.call('HSETNX', bucket, fp, st) == 1 then
-    if st == 'q' then
-      redis.call('RPUSH', queue, item)
-      redis.call('SADD', KEYS[1], host)
-      if budget > 0 then redis.call('HINCRBY', KEYS[3], host, 1) end
-      added = added + 1
-    else
-      excluded = excluded + 1
-      redis.call('HINCRBY', KEYS[2], 'excluded:' .. reason, 1)
+// addEntries defines add_entries(hosts, counts, used, budget, k, a, n, inc): it adds n
+// entries whose keys start at KEYS[k] (per entry its seen bucket and its host's queue) and
+// whose arguments start at ARGV[a] (per entry: fingerprint field, state ('q' to queue, 'x'
+// excluded), host, item, exclusion reason), and returns how many it queued and excluded. With
+// a budget (> 0), a host's URLs ever queued are counted in used, and an unseen URL of a host at
+// its budget is excluded ('limit') instead of queued. inc(field, delta) records the changes of
+// the counters but 'queued' and 'excluded'. A host's first queued URL puts it in the hosts
+// set (a host with URLs queued is always there: lease removes it only once it has none).
+const addEntries = `
+local function add_entries(hosts, counts, used, budget, k, a, n, inc)
+  local added, excluded = 0, 0
+  for i = 0, n - 1 do
+    local b = a + 5*i
+    local fp, st, host, item, reason = ARGV[b], ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4]
+    local bucket, queue = KEYS[k+2*i], KEYS[k+1+2*i]
+    if st == 'q' and budget > 0 and redis.call('HEXISTS', bucket, fp) == 0
+        and tonumber(redis.call('HGET', used, host) or '0') >= budget then
+      st, reason = 'x', 'limit'
+    end
+    if redis.call('HSETNX', bucket, fp, st) == 1 then
+      if st == 'q' then
+        if redis.call('RPUSH', queue, item) == 1 then redis.call('SADD', hosts, host) end
+        if budget > 0 then redis.call('HINCRBY', used, host, 1) end
+        added = added + 1
+      else
+        excluded = excluded + 1
+        inc('excluded:' .. reason, 1)
+      end
     end
   end
+  return added, excluded
 end
+`
+
+// add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
+// KEYS hosts, counts, used, then per entry its seen bucket and its host's queue; ARGV the host
+// budget (0: none), then per entry the five arguments of add_entries. Returns {queued,
+// excluded}.
+var addScript = redis.NewScript(addEntries + `
+local added, excluded = add_entries(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), 4, 2, (#KEYS - 3) / 2,
+  function(f, d) redis.call('HINCRBY', KEYS[2], f, d) end)
 if added > 0 then redis.call('HINCRBY', KEYS[2], 'queued', added) end
 if excluded > 0 then redis.call('HINCRBY', KEYS[2], 'excluded', excluded) end
 return {added, excluded}
@@ -103,13 +112,16 @@ for _, it in ipairs(items) do out[#out+1] = it end
 return out
 `)
 
-// complete: KEYS owner, inflight, counts, outbox, hosts, then per result its URL's seen
-// bucket and its host's delayed set; ARGV token, outbox payload (empty for none), then per
-// result: in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r'
-// retry), retry item, retry not-before-ms, host, reason (failed, excluded). Returns per result
-// 1, or 0 when its URL was not in flight (its state is then left alone). The payload holds the
-// links of every fetched page of the batch; counters change once per batch.
-var completeScript = redis.NewScript(fence + `
+// complete: KEYS owner, inflight, counts, outbox, hosts, used, then per result its URL's seen
+// bucket and its host's delayed set, then per entry of this partition the two keys of
+// add_entries; ARGV token, outbox payload (empty for none), number of results, host budget
+// (0: none), then per result: in-flight item, fingerprint field, kind ('f' fetched, 'F'
+// failed, 'x' excluded, 'r' retry), retry item, retry not-before-ms, host, reason (failed,
+// excluded), then per entry the five arguments of add_entries. Returns per result 1, or 0 when
+// its URL was not in flight (its state is then left alone). The entries are the links (and
+// exclusions) of the batch's fetched pages that belong to this partition, added at once; the
+// payload holds the others, for Forward. Counters change once per batch.
+var completeScript = redis.NewScript(fence + addEntries + `
 local inc, order = {}, {}
 local function add(k, d)
   if not inc[k] then inc[k] = 0; order[#order+1] = k end
@@ -117,8 +129,9 @@ local function add(k, d)
 end
 local names = {f='fetched', F='failed', x='excluded'}
 local res = {}
-for i = 0, (#KEYS - 5) / 2 - 1 do
-  local a = 3 + 7*i
+local nres = tonumber(ARGV[3])
+for i = 0, nres - 1 do
+  local a = 5 + 7*i
   if redis.call('ZREM', KEYS[2], ARGV[a]) == 0 then
     res[i+1] = 0
   else
@@ -126,17 +139,21 @@ for i = 0, (#KEYS - 5) / 2 - 1 do
     add('inflight', -1)
     local k = ARGV[a+2]
     if k == 'r' then
-      redis.call('ZADD', KEYS[7+2*i], ARGV[a+4], ARGV[a+3])
+      redis.call('ZADD', KEYS[8+2*i], ARGV[a+4], ARGV[a+3])
       redis.call('SADD', KEYS[5], ARGV[a+5])
       add('delayed', 1)
     else
-      redis.call('HSET', KEYS[6+2*i], ARGV[a+1], k)
+      redis.call('HSET', KEYS[7+2*i], ARGV[a+1], k)
       add('queued', -1)
       add(names[k], 1)
       if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+6], 1) end
     end
   end
 end
+local added, excluded = add_entries(KEYS[5], KEYS[3], KEYS[6], tonumber(ARGV[4]), 7 + 2*nres, 5 + 7*nres,
+  (#KEYS - 6 - 2*nres) / 2, add)
+add('queued', added)
+add('excluded', excluded)
 if ARGV[2] ~= '' then
   redis.call('RPUSH', KEYS[4], ARGV[2])
   add('outbox', 1)
@@ -180,14 +197,34 @@ end
 return #KEYS - 1
 `)
 
-// heartbeat: KEYS workers; ARGV worker, ttl-ms. Records the worker as alive now, forgets
-// workers silent for longer than ttl, and returns how many are alive.
+// heartbeat: KEYS workers; ARGV worker, ttl-ms. The workers set scores each worker by the
+// end of its lease (ms, Redis clock): the heartbeat sets the caller's to now + ttl, forgets
+// the workers whose lease ended, and returns {1 if the caller's lease was still live (0: none,
+// or it had ended), the live workers…}.
 var heartbeatScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-return redis.call('ZCARD', KEYS[1])
+local cur = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+local kept = 0
+if cur and cur > now then kept = 1 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local out = redis.call('ZRANGE', KEYS[1], 0, -1)
+table.insert(out, 1, kept)
+return out
+`)
+
+// alive: KEYS workers; ARGV worker ids. Returns, per id, 1 if its lease is live now (Redis
+// clock), else 0. Read-only.
+var aliveScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for i, id in ipairs(ARGV) do
+  local sc = tonumber(redis.call('ZSCORE', KEYS[1], id))
+  if sc and sc > now then out[i] = 1 else out[i] = 0 end
+end
+return out
 `)
 
 // putBack: KEYS owner, inflight, queue, hosts, counts; ARGV token, in-flight item, host. Puts

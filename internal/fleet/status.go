@@ -21,7 +21,7 @@ type View struct {
 	Crawl          string
 	Now            time.Time // Redis' clock when the view was read
 	Partitions     int       // the crawl's partitions
-	PartitionsFree int       // partitions no worker holds a lease on
+	PartitionsFree int       // partitions with no owner
 	Counts         frontier.Counts
 	Outbox         int // links of completed pages not yet forwarded to their partitions
 	HostsQueued    int // hosts with URLs queued or delayed
@@ -32,7 +32,7 @@ type View struct {
 type WorkerState int
 
 const (
-	// WorkerAlive: its Keeper's heartbeat is younger than its lease TTL.
+	// WorkerAlive: its lease (its Keeper's last heartbeat plus its lease TTL) has not ended.
 	WorkerAlive WorkerState = iota + 1
 	// WorkerGone: no recent heartbeat (it stopped, died or lost Redis); its last report is
 	// shown until it expires (ReportTTL).
@@ -68,7 +68,7 @@ func (s *WorkerState) UnmarshalText(b []byte) error {
 type WorkerView struct {
 	ID         string      `json:"id"`
 	State      WorkerState `json:"state"`
-	Partitions []int       `json:"partitions"` // partitions whose lease it holds now, in order
+	Partitions []int       `json:"partitions"` // partitions whose owner key names it now, in order
 	Pages      int64       `json:"pages"`      // as last reported (0 if it never reported)
 	// Heartbeat is its Keeper's last heartbeat, on Redis' clock (nil if none is kept).
 	Heartbeat *time.Time `json:"last_heartbeat,omitempty"`
@@ -155,10 +155,10 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 		w := worker(id)
 		w.Partitions = append(w.Partitions, p)
 	}
-	heartbeats := map[string]time.Time{}
+	leaseEnds := map[string]time.Time{} // the workers set scores each by the end of its lease
 	for _, z := range beats.Val() {
 		id, _ := z.Member.(string)
-		heartbeats[id] = time.UnixMilli(int64(z.Score))
+		leaseEnds[id] = time.UnixMilli(int64(z.Score))
 		worker(id)
 	}
 	if err := readReports(ctx, s, reported.Val(), worker); err != nil {
@@ -166,9 +166,10 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 	}
 
 	for id, w := range byID {
-		if hb, ok := heartbeats[id]; ok {
+		if end, ok := leaseEnds[id]; ok {
+			hb := end.Add(-w.leaseTTL(s.opts.LeaseTTL))
 			w.Heartbeat = &hb
-			if now.Sub(hb) < w.leaseTTL(s.opts.LeaseTTL) {
+			if now.Before(end) {
 				w.State = WorkerAlive
 			}
 		}

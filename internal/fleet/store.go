@@ -167,14 +167,38 @@ func scriptErr(err error) error {
 	return err
 }
 
-// Acquire tries to take partition p. sent is the local time taken just before the call (the
-// lease in Redis starts no earlier). ok is false, with no error, when another worker holds it.
-// A new owner should call Reclaim before leasing.
+// Acquire tries to take partition p: free, held by a worker whose lease has ended, or left by
+// this worker before (its own lease lapsed meanwhile). sent is the local time at which the
+// worker's live lease was last renewed (Keeper: its last heartbeat's send time); the ownership
+// lasts as long as that lease. ok is false, with no error, when a live worker holds p. A new
+// owner should call Reclaim before leasing. (Keeper.Tick does the same for many partitions
+// with fewer round trips.)
 func (s *Store) Acquire(ctx context.Context, sent time.Time, p int) (o Ownership, ok bool, err error) {
 	if p < 0 || p >= s.opts.Partitions {
 		return o, false, fmt.Errorf("fleet: partition %d out of range [0,%d)", p, s.opts.Partitions)
 	}
-	r, err := acquireScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.epoch(p)}, s.worker, s.opts.LeaseTTL.Milliseconds()).Slice()
+	cur, err := s.rdb.Get(ctx, s.k.owner(p)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return o, false, fmt.Errorf("fleet: acquire partition %d: %w", p, err)
+	}
+	if id := tokenWorker(cur); cur != "" && id != s.worker {
+		alive, err := s.alive(ctx, []string{id})
+		if err != nil {
+			return o, false, fmt.Errorf("fleet: acquire partition %d: %w", p, err)
+		}
+		if alive[id] {
+			return o, false, nil
+		}
+	}
+	return s.acquireFrom(ctx, sent, p, cur)
+}
+
+// acquireFrom takes partition p if its owner key still holds the token from (read by the
+// caller after it learned that from's worker is no longer alive; "" for no owner). Reading
+// the owner before the liveness makes it safe: a worker never revives a token it held once
+// its lease ended (Keeper drops everything), and one it takes again has a new epoch.
+func (s *Store) acquireFrom(ctx context.Context, sent time.Time, p int, from string) (o Ownership, ok bool, err error) {
+	r, err := acquireScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.epoch(p)}, from, s.worker).Slice()
 	if err != nil {
 		return o, false, fmt.Errorf("fleet: acquire partition %d: %w", p, err)
 	}
@@ -186,24 +210,75 @@ func (s *Store) Acquire(ctx context.Context, sent time.Time, p int) (o Ownership
 	return Ownership{Partition: p, Epoch: epoch, token: tok, sent: sent, ttl: s.opts.LeaseTTL}, true, nil
 }
 
-// Renew extends o's lease by the TTL; sent is the local time taken just before the call. It
-// returns ErrFenced when the partition is no longer o's.
-func (s *Store) Renew(ctx context.Context, sent time.Time, o Ownership) (Ownership, error) {
-	err := renewScript.Run(ctx, s.rdb, []string{s.k.owner(o.Partition)}, o.token, o.ttl.Milliseconds()).Err()
-	if err = scriptErr(err); err != nil {
-		return o, fmt.Errorf("fleet: renew partition %d: %w", o.Partition, err)
-	}
-	o.sent = sent
-	return o, nil
+// tokenWorker is the worker named by an owner token EPOCH:WORKER ("" for none).
+func tokenWorker(tok string) string {
+	_, id, _ := strings.Cut(tok, ":")
+	return id
 }
 
-// Release hands o's partition back at once (ErrFenced if it was no longer o's).
+// Release hands o's partition back at once (ErrFenced if it was no longer o's), and counts the
+// release in the crawl's released counter, which tells workers below their fair share to look
+// for free partitions.
 func (s *Store) Release(ctx context.Context, o Ownership) error {
 	err := releaseScript.Run(ctx, s.rdb, []string{s.k.owner(o.Partition)}, o.token).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: release partition %d: %w", o.Partition, err)
 	}
+	if err := s.rdb.Incr(ctx, s.k.released()).Err(); err != nil {
+		return fmt.Errorf("fleet: release partition %d: count it: %w", o.Partition, err)
+	}
 	return nil
+}
+
+// beat is the outcome of a worker's heartbeat.
+type beat struct {
+	lease leaseBeat
+	live  []string // the workers whose lease is live, this one included, sorted
+}
+
+// leaseBeat says what a heartbeat did to the worker's lease.
+type leaseBeat int
+
+const (
+	leaseRenewed leaseBeat = iota + 1 // it was live and is extended: the ownerships held stay valid
+	leaseStarted                      // there was none (first beat) or it had ended: every ownership held before is void
+)
+
+// heartbeat renews s's worker's lease for a TTL from now on Redis' clock (or starts one) and
+// reads the live workers: one script on the crawl's workers set.
+func (s *Store) heartbeat(ctx context.Context) (beat, error) {
+	r, err := heartbeatScript.Run(ctx, s.rdb, []string{s.k.workers()}, s.worker, s.opts.LeaseTTL.Milliseconds()).Slice()
+	if err != nil {
+		return beat{}, fmt.Errorf("fleet: heartbeat: %w", err)
+	}
+	b := beat{lease: leaseStarted}
+	if kept, _ := r[0].(int64); kept == 1 {
+		b.lease = leaseRenewed
+	}
+	for _, m := range r[1:] {
+		if id, ok := m.(string); ok {
+			b.live = append(b.live, id)
+		}
+	}
+	slices.Sort(b.live)
+	return b, nil
+}
+
+// alive reads which of the workers ids have a live lease now, on Redis' clock.
+func (s *Store) alive(ctx context.Context, ids []string) (map[string]bool, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	r, err := aliveScript.Run(ctx, s.rdb, []string{s.k.workers()}, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: read live workers: %w", err)
+	}
+	m := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		m[id] = i < len(r) && r[i] == 1
+	}
+	return m, nil
 }
 
 // Add queues the entries not seen before (any worker may add to any partition) and reports how
@@ -250,11 +325,7 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 	for p, ws := range byPart {
 		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}}
 		c.args = append(make([]any, 0, 1+5*len(ws)), max(s.opts.HostBudget, 0))
-		for _, w := range ws {
-			bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
-			c.keys = append(c.keys, bucket, s.k.queue(p, w.entry.Host))
-			c.args = append(c.args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
-		}
+		c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
 		node, err := s.nodeOf(ctx, c.keys[0])
 		if err != nil {
 			return 0, fmt.Errorf("fleet: add to partition %d: %w", p, err)
@@ -274,6 +345,17 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 		}
 	}
 	return added, nil
+}
+
+// appendWrites appends the keys and arguments of add_entries (scripts.go) for ws, entries of
+// partition p.
+func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) ([]string, []any) {
+	for _, w := range ws {
+		bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
+		keys = append(keys, bucket, s.k.queue(p, w.entry.Host))
+		args = append(args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+	}
+	return keys, args
 }
 
 // scriptCall is one script run of a pipeline on one node.
@@ -450,18 +532,20 @@ func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.R
 
 // CompleteBatch records the results of leases of o's partition in one script: each URL's
 // state in the seen-set and the partition's counts, and the links and exclusions of the
-// fetched pages, as one payload, in the partition's outbox, which Forward delivers to their
+// fetched pages: those of o's partition added to it at once (as Add and Exclude would), the
+// others, as one payload, in the partition's outbox, which Forward delivers to their
 // partitions. A Retry puts its URL in its host's delayed set until NotBefore (on Redis' clock)
 // with one more attempt. Page bodies are not sent: the caller stores them locally first.
 // inFlight[i] is false when ds[i]'s URL was no longer in flight (reclaimed), its result then
 // not recorded. Errors: ErrFenced (nothing recorded).
 func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFlight []bool, err error) {
 	p := o.Partition
-	ks := make([]string, 0, 5+2*len(ds))
-	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p))
-	args := make([]any, 0, 2+7*len(ds))
-	args = append(args, o.token, "")
+	ks := make([]string, 0, 6+2*len(ds))
+	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p), s.k.used(p))
+	args := make([]any, 0, 4+7*len(ds))
+	args = append(args, o.token, "", len(ds), max(s.opts.HostBudget, 0))
 	var pl outboxPayload
+	var here []seenWrite // links and exclusions of partition p
 	for _, d := range ds {
 		l, r := d.Lease, d.Result
 		if l.Partition != p {
@@ -473,8 +557,20 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		switch r.Kind {
 		case frontier.Fetched:
 			kind = "f"
-			pl.Links = append(pl.Links, r.Links...)
-			pl.Excluded = append(pl.Excluded, r.Excluded...)
+			for _, x := range r.Excluded {
+				if PartitionOf(x.Host, s.opts.Partitions) == p {
+					here = append(here, seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
+				} else {
+					pl.Excluded = append(pl.Excluded, x)
+				}
+			}
+			for _, e := range r.Links {
+				if PartitionOf(e.Host, s.opts.Partitions) == p {
+					here = append(here, seenWrite{entry: e, state: "q"})
+				} else {
+					pl.Links = append(pl.Links, e)
+				}
+			}
 		case frontier.Failed:
 			kind = "F"
 		case frontier.Excluded:
@@ -491,6 +587,7 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		ks = append(ks, bucket, s.k.delayed(p, l.Host))
 		args = append(args, l.member, field, kind, retryItem, notBefore, l.Host, r.Reason)
 	}
+	ks, args = s.appendWrites(ks, args, p, here)
 	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {
 		b, err := json.Marshal(pl)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/redis/go-redis/v9"
 )
 
 // entries returns n URLs of host.
@@ -62,18 +63,12 @@ func TestOnePartitionOneOwner(t *testing.T) {
 	if _, ok, err := b.Acquire(ctx, time.Now(), 2); ok || err != nil {
 		t.Fatalf("b acquired a held partition: ok=%v err=%v", ok, err)
 	}
-	if _, err := a.Renew(ctx, time.Now(), oa); err != nil {
-		t.Fatalf("renew: %v", err)
-	}
 	if err := a.Release(ctx, oa); err != nil {
 		t.Fatal(err)
 	}
 	ob := mustAcquire(t, b, 2)
 	if ob.Epoch <= oa.Epoch {
 		t.Fatalf("epoch did not grow: %d then %d", oa.Epoch, ob.Epoch)
-	}
-	if _, err := a.Renew(ctx, time.Now(), oa); !errors.Is(err, ErrFenced) {
-		t.Fatalf("renew after release: %v, want ErrFenced", err)
 	}
 	if err := a.Release(ctx, oa); !errors.Is(err, ErrFenced) {
 		t.Fatalf("release of someone else's partition: %v, want ErrFenced", err)
@@ -161,13 +156,26 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 	if ls[0].Deadline.Before(now.Add(s.opts.URLLeaseTTL - time.Minute)) {
 		t.Fatalf("deadline %v, Redis now %v, URL lease %v", ls[0].Deadline, now, s.opts.URLLeaseTTL)
 	}
-	// Links to hosts of many partitions wait in this partition's outbox until Forward.
+	// Links to hosts of this partition are queued by Complete itself; those of other partitions
+	// wait in this partition's outbox until Forward.
 	var links []frontier.Entry
+	here := 0
 	for h := range 20 {
-		links = append(links, entries(fmt.Sprintf("l%d.example", h), 2)...)
+		es := entries(fmt.Sprintf("l%d.example", h), 2)
+		if PartitionOf(es[0].Host, 16) == o.Partition {
+			here += len(es)
+		}
+		links = append(links, es...)
+	}
+	if here == 0 || here == len(links) {
+		t.Fatalf("%d of %d links in the page's partition: the test needs both kinds", here, len(links))
 	}
 	links = append(links, ls[3].Entry) // already seen
 	excl := []frontier.Exclusion{{Entry: frontier.Entry{URL: "http://x.example/", Host: "x.example"}, Reason: frontier.ReasonScope}}
+	exclHere := 0
+	if PartitionOf("x.example", 16) == o.Partition {
+		exclHere = 1
+	}
 	for i, r := range []frontier.Result{
 		{Kind: frontier.Fetched, Links: links, Excluded: excl},
 		{Kind: frontier.Failed, Reason: "http-500", Status: 500},
@@ -182,12 +190,12 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 		t.Fatalf("second Complete: %v, want ErrNotInFlight", err)
 	}
 	c, _ := s.Counts(ctx)
-	if c.Queued != 0 || c.Fetched != 2 || c.Failed != 1 || c.Excluded != 1 {
-		t.Fatalf("before Forward: %+v", c)
+	if c.Queued != here || c.Fetched != 2 || c.Failed != 1 || c.Excluded != 1+exclHere {
+		t.Fatalf("before Forward: %+v; want the %d links of the page's partition queued", c, here)
 	}
 	n, err := s.Forward(ctx, o)
-	if err != nil || n != 40 {
-		t.Fatalf("Forward: %d, %v; want 40 new URLs", n, err)
+	if err != nil || n != 40-here {
+		t.Fatalf("Forward: %d, %v; want %d new URLs", n, err, 40-here)
 	}
 	if n, err := s.Forward(ctx, o); err != nil || n != 0 {
 		t.Fatalf("second Forward: %d, %v; want nothing left", n, err)
@@ -293,7 +301,7 @@ func TestTakeoverReclaimsAndFences(t *testing.T) {
 	if err := a.SaveHostStates(ctx, oa, map[string][]byte{host: []byte(`{"rate":2}`)}); err != nil {
 		t.Fatal(err)
 	}
-	waitExpired(t, a, p)
+	waitLeaseEnded(t, a)
 	ob := mustAcquire(t, b, p)
 	if n, err := b.Reclaim(ctx, ob); err != nil || n != 2 {
 		t.Fatalf("reclaim: %d, %v; want the 2 URLs a had in flight", n, err)
@@ -307,9 +315,6 @@ func TestTakeoverReclaimsAndFences(t *testing.T) {
 	}
 	if err := a.SaveHostStates(ctx, oa, map[string][]byte{host: []byte(`{"rate":99}`)}); !errors.Is(err, ErrFenced) {
 		t.Fatalf("old owner's SaveHostStates: %v, want ErrFenced", err)
-	}
-	if _, err := a.Renew(ctx, time.Now(), oa); !errors.Is(err, ErrFenced) {
-		t.Fatalf("old owner's Renew: %v, want ErrFenced", err)
 	}
 	// The new owner restores the host's state and leases everything not done, the reclaimed
 	// URLs first with one more attempt.
@@ -449,5 +454,52 @@ func TestHostBudget(t *testing.T) {
 	}
 	if n, err := a.Add(ctx, big[4:]); err != nil || n != 0 {
 		t.Fatalf("an excluded URL again: %d, %v; want 0", n, err)
+	}
+	// Links Complete queues in the page's own partition keep the budget too.
+	o := mustAcquire(t, a, PartitionOf("small.example", 4))
+	ls := drain(t, a, o, "small.example")
+	more := entries("small.example", 4)[2:]
+	if err := a.Complete(ctx, o, ls[0], frontier.Result{Kind: frontier.Fetched, Links: more}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = a.Counts(ctx)
+	if c.Queued != 5 || c.Fetched != 1 || c.ExcludedBy[frontier.ReasonLimit] != 3 {
+		t.Fatalf("after a page of small.example linked 2 more: %+v; want 5 queued (one fetched, its 3rd URL queued), 1 more excluded", c)
+	}
+}
+
+// A partition is taken from its owner only once the owner's lease (its heartbeat) has ended,
+// and only from the owner token read: a stale read loses the race and takes nothing.
+func TestAcquireOnlyFromEndedLease(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	oa := mustAcquire(t, a, 1)
+	if _, ok, err := b.Acquire(ctx, time.Now(), 1); ok || err != nil {
+		t.Fatalf("b took a partition of a live worker: ok=%v err=%v", ok, err)
+	}
+	// a's lease ends (its heartbeat score is the lease's end, on Redis' clock)
+	if err := a.rdb.ZAdd(ctx, a.k.workers(), redis.Z{Score: 1, Member: "a"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ob := mustAcquire(t, b, 1)
+	if ob.Epoch <= oa.Epoch {
+		t.Fatalf("epoch did not grow: %d then %d", oa.Epoch, ob.Epoch)
+	}
+	if err := a.Release(ctx, oa); !errors.Is(err, ErrFenced) {
+		t.Fatalf("old owner's Release: %v, want ErrFenced", err)
+	}
+	// A worker that read the old token (before b's takeover) takes nothing.
+	if _, ok, err := a.acquireFrom(ctx, time.Now(), 1, oa.token); ok || err != nil {
+		t.Fatalf("acquire from a stale token: ok=%v err=%v", ok, err)
+	}
+	// a's lease starts again: b is alive, so a gets nothing back.
+	if _, ok, err := a.Acquire(ctx, time.Now(), 1); ok || err != nil {
+		t.Fatalf("a took b's partition back: ok=%v err=%v", ok, err)
+	}
+	if tok, _ := a.rdb.Get(ctx, a.k.owner(1)).Result(); tok != ob.token {
+		t.Fatalf("owner key %q, want b's %q", tok, ob.token)
+	}
+	if ttl, _ := a.rdb.PTTL(ctx, a.k.owner(1)).Result(); ttl != -1 {
+		t.Fatalf("owner key has a TTL (%v): the worker's heartbeat is the lease", ttl)
 	}
 }

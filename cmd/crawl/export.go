@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/export"
+	"github.com/crawl-project/crawl/internal/learnedfile"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -113,7 +114,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 
 	stores := make([]export.Store, len(dirs))
-	learned := make([]export.LearnedSource, len(dirs))
+	learned := make([]learnedfile.Source, len(dirs))
 	for i, dir := range dirs {
 		db, ok := openStopped("crawl export", dir, stderr)
 		if !ok {
@@ -235,7 +236,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // exportLearned writes the learned politeness of the stores' hosts that filter keeps to out.
-func exportLearned(srcs []export.LearnedSource, filter *export.Filter, out string, stdout, stderr io.Writer) int {
+func exportLearned(srcs []learnedfile.Source, filter *export.Filter, out string, stdout, stderr io.Writer) int {
 	w, dst := stdout, "stdout"
 	var f *export.Output
 	if out != "-" {
@@ -246,7 +247,7 @@ func exportLearned(srcs []export.LearnedSource, filter *export.Filter, out strin
 		}
 		w, dst = f, out
 	}
-	n, err := export.WriteLearned(w, filter.MatchHost, srcs...)
+	n, err := learnedfile.Write(w, filter.MatchHost, srcs...)
 	if f != nil {
 		if err == nil {
 			err = f.Commit()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/hostlimit"
-	"github.com/crawl-project/crawl/internal/export"
+	"github.com/crawl-project/crawl/internal/learnedfile"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -61,7 +61,7 @@ func openLearned(dir, own string) (learnedSource, error) {
 		return nil, fmt.Errorf("--learned-from %s: that is this crawl's own --data directory: %w", dir, ErrUsage)
 	}
 	if fi, err := os.Stat(dir); err == nil && fi.Mode().IsRegular() {
-		states, err := export.ReadLearned(dir)
+		states, err := learnedfile.Read(dir)
 		if err != nil {
 			return nil, fmt.Errorf("--learned-from %v: %w", err, ErrUsage)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/crawl-project/crawl/aimd"
 	"github.com/crawl-project/crawl/hostlimit"
-	"github.com/crawl-project/crawl/internal/export"
+	"github.com/crawl-project/crawl/internal/learnedfile"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -78,7 +78,7 @@ func TestLearnedFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	var file bytes.Buffer
-	if _, err := export.WriteLearned(&file, func(string) bool { return true }, db1); err != nil {
+	if _, err := learnedfile.Write(&file, func(string) bool { return true }, db1); err != nil {
 		t.Fatal(err)
 	}
 	db1.Close()

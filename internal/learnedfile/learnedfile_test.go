@@ -1,4 +1,4 @@
-package export
+package learnedfile
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// learnedStore is a LearnedSource over a map, in host order as a store gives them.
+// learnedStore is a Source over a map, in host order as a store gives them.
 type learnedStore [][2]string
 
 func (s learnedStore) HostStates(fn func(host string, state []byte) error) error {
@@ -22,21 +22,21 @@ func (s learnedStore) HostStates(fn func(host string, state []byte) error) error
 	return nil
 }
 
-// TestLearnedRoundTrip: what WriteLearned writes ReadLearned reads back, filtered by host, the
+// TestLearnedRoundTrip: what Write writes Read reads back, filtered by host, the
 // last store winning for a host in two.
 func TestLearnedRoundTrip(t *testing.T) {
 	a := learnedStore{{"a.test", `{"AIMD":{"Rate":20}}`}, {"b.test:8080", `{"AIMD":{"Rate":5}}`}, {"skip.test", `{}`}}
 	b := learnedStore{{"a.test", `{"AIMD":{"Rate":30}}`}}
 	var buf bytes.Buffer
-	n, err := WriteLearned(&buf, func(h string) bool { return h != "skip.test" }, a, b)
+	n, err := Write(&buf, func(h string) bool { return h != "skip.test" }, a, b)
 	if err != nil || n != 3 {
-		t.Fatalf("WriteLearned = %d, %v; want 3 lines", n, err)
+		t.Fatalf("Write = %d, %v; want 3 lines", n, err)
 	}
 	path := filepath.Join(t.TempDir(), "learned.jsonl")
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadLearned(path)
+	got, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +49,8 @@ func TestLearnedRoundTrip(t *testing.T) {
 			t.Errorf("%s: %s, want %s", h, got[h], s)
 		}
 	}
-	if _, err := WriteLearned(&buf, func(string) bool { return true }, learnedStore{{"x", "not json"}}); err == nil {
-		t.Error("WriteLearned wrote a state that is not a JSON object")
+	if _, err := Write(&buf, func(string) bool { return true }, learnedStore{{"x", "not json"}}); err == nil {
+		t.Error("Write wrote a state that is not a JSON object")
 	}
 }
 
@@ -68,12 +68,12 @@ func TestReadLearnedRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "learned.jsonl")
 			os.WriteFile(path, []byte(good+tc.line), 0o644)
-			_, err := ReadLearned(path)
+			_, err := Read(path)
 			if err == nil || !strings.Contains(err.Error(), path+":2:") || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("ReadLearned: %v; want an error naming %s:2 and %q", err, path, tc.want)
+				t.Errorf("Read: %v; want an error naming %s:2 and %q", err, path, tc.want)
 			}
-			if err != nil && !errors.Is(err, ErrLearnedFile) {
-				t.Errorf("%v does not wrap ErrLearnedFile", err)
+			if err != nil && !errors.Is(err, ErrNotLearned) {
+				t.Errorf("%v does not wrap ErrNotLearned", err)
 			}
 		})
 	}

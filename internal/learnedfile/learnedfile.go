@@ -1,4 +1,4 @@
-package export
+package learnedfile
 
 import (
 	"bufio"
@@ -10,8 +10,8 @@ import (
 	"os"
 )
 
-// LearnedSource is a store whose hosts' learned politeness can be read (storage.DB).
-type LearnedSource interface {
+// Source is a store whose hosts' learned politeness can be read (storage.DB).
+type Source interface {
 	HostStates(fn func(host string, state []byte) error) error
 }
 
@@ -22,17 +22,17 @@ type learnedLine struct {
 	State json.RawMessage `json:"state"`
 }
 
-// Bounds on a learned-politeness file read by ReadLearned: its size, and one line's.
+// Bounds on a learned-politeness file read by Read: its size, and one line's.
 const (
-	MaxLearnedFile = 64 << 20
+	MaxSize = 64 << 20
 	maxLearnedLine = 64 << 10
 	maxHostKey     = 1024
 )
 
-// WriteLearned writes the learned politeness of srcs' hosts that keep accepts to w as JSON Lines
+// Write writes the learned politeness of srcs' hosts that keep accepts to w as JSON Lines
 // ({"host": KEY, "state": {...}}), one host per line in host order per store; a host in several
-// stores is written once per store, and ReadLearned keeps the last. It returns the hosts written.
-func WriteLearned(w io.Writer, keep func(host string) bool, srcs ...LearnedSource) (int, error) {
+// stores is written once per store, and Read keeps the last. It returns the hosts written.
+func Write(w io.Writer, keep func(host string) bool, srcs ...Source) (int, error) {
 	bw := bufio.NewWriter(w)
 	n := 0
 	for _, src := range srcs {
@@ -41,7 +41,7 @@ func WriteLearned(w io.Writer, keep func(host string) bool, srcs ...LearnedSourc
 				return nil
 			}
 			if !json.Valid(state) || len(state) == 0 || state[0] != '{' {
-				return fmt.Errorf("export: learned state of %q is not a JSON object", host)
+				return fmt.Errorf("learnedfile: learned state of %q is not a JSON object", host)
 			}
 			b, err := json.Marshal(learnedLine{Host: host, State: state})
 			if err != nil {
@@ -57,13 +57,13 @@ func WriteLearned(w io.Writer, keep func(host string) bool, srcs ...LearnedSourc
 	return n, bw.Flush()
 }
 
-// ErrLearnedFile marks a learned-politeness file that cannot be read as one.
-var ErrLearnedFile = errors.New("not a learned-politeness file")
+// ErrNotLearned marks a learned-politeness file that cannot be read as one.
+var ErrNotLearned = errors.New("not a learned-politeness file")
 
-// ReadLearned reads a file written by WriteLearned into a map of host key to state. A file
-// over MaxLearnedFile, a line over 64 KiB, a line that is not {"host": KEY, "state": {...}} or a
+// Read reads a file written by Write into a map of host key to state. A file
+// over MaxSize, a line over 64 KiB, a line that is not {"host": KEY, "state": {...}} or a
 // host key that is empty or over 1,024 bytes is an error naming the file and line.
-func ReadLearned(path string) (map[string][]byte, error) {
+func Read(path string) (map[string][]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -71,12 +71,12 @@ func ReadLearned(path string) (map[string][]byte, error) {
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {
 		return nil, err
-	} else if fi.Size() > MaxLearnedFile {
+	} else if fi.Size() > MaxSize {
 		return nil, fmt.Errorf("%s: %d bytes, over the %d MiB a learned-politeness file may have (use the crawl's data directory instead): %w",
-			path, fi.Size(), MaxLearnedFile>>20, ErrLearnedFile)
+			path, fi.Size(), MaxSize>>20, ErrNotLearned)
 	}
 	states := make(map[string][]byte)
-	sc := bufio.NewScanner(io.LimitReader(f, MaxLearnedFile))
+	sc := bufio.NewScanner(io.LimitReader(f, MaxSize))
 	sc.Buffer(make([]byte, 0, 4096), maxLearnedLine)
 	line := 0
 	for sc.Scan() {
@@ -89,19 +89,19 @@ func ReadLearned(path string) (map[string][]byte, error) {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&l); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w: %v", path, line, ErrLearnedFile, err)
+			return nil, fmt.Errorf("%s:%d: %w: %v", path, line, ErrNotLearned, err)
 		}
 		switch {
 		case l.Host == "" || len(l.Host) > maxHostKey:
-			return nil, fmt.Errorf("%s:%d: %w: want a host key of 1 to %d bytes", path, line, ErrLearnedFile, maxHostKey)
+			return nil, fmt.Errorf("%s:%d: %w: want a host key of 1 to %d bytes", path, line, ErrNotLearned, maxHostKey)
 		case len(l.State) == 0 || l.State[0] != '{':
-			return nil, fmt.Errorf("%s:%d: %w: host %q: want its state as a JSON object", path, line, ErrLearnedFile, l.Host)
+			return nil, fmt.Errorf("%s:%d: %w: host %q: want its state as a JSON object", path, line, ErrNotLearned, l.Host)
 		}
 		states[l.Host] = bytes.Clone(l.State)
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("%s:%d: %w: a line over %d KiB", path, line+1, ErrLearnedFile, maxLearnedLine>>10)
+			return nil, fmt.Errorf("%s:%d: %w: a line over %d KiB", path, line+1, ErrNotLearned, maxLearnedLine>>10)
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

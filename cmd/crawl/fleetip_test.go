@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -34,7 +35,7 @@ type oneServer struct {
 	served  map[string]int // 200s by URL
 	total   int            // every request
 	refused int            // 429s
-	log     []string
+	log     []string       // each refusal: time, host and path
 }
 
 func startOneServer(t *testing.T, names []string, pages int, limit float64, burst int) *oneServer {
@@ -67,7 +68,7 @@ func (s *oneServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.total++
 	if !s.lim.AllowN(now, 1) {
 		s.refused++
-		s.log = append(s.log, fmt.Sprintf("%v %s%s", now.Format("05.000"), r.Host, r.URL.Path))
+		s.log = append(s.log, fmt.Sprintf("%s %s%s", now.Format("15:04:05.000"), r.Host, r.URL.Path))
 		res := s.lim.ReserveN(now, 1)
 		wait := res.DelayFrom(now)
 		res.CancelAt(now)
@@ -117,21 +118,23 @@ func (s *oneServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // With --key-by-ip, three workers crawling 20 host names of ONE server behind one server-side
-// limit (20 requests/s, burst 2, 429 + Retry-After) stay within it: at most 1% of the requests
-// are refused, and every page is fetched. The names fall to one owner (they are partitioned by
-// the address they resolve to), whose one gate learns the server's limit; partitioned by name,
-// the three workers' gates would each learn a share and overrun it together.
+// limit (40 requests/s, burst 2, 429 + Retry-After) stay within it: at most 1% of the requests
+// are refused, and every page is fetched once. The names fall to one owner (they are
+// partitioned by the address they resolve to), whose one gate learns the server's limit.
+// Partitioned by name, the three workers' gates each learn on their own and overrun it
+// together (docs/fleet.md "Politeness per server").
 func TestFleetKeyByIPOneServer(t *testing.T) {
 	t.Parallel()
 	const (
 		hosts = 20
 		pages = 24
+		limit = 40 // requests/s, burst 2, over every name
 	)
 	names := make([]string, hosts)
 	for i := range names {
 		names[i] = fmt.Sprintf("v%02d.oneserver.test", i)
 	}
-	web := startOneServer(t, names, pages, 40, 2)
+	web := startOneServer(t, names, pages, limit, 2)
 	dns, err := dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
 		if strings.HasSuffix(name, ".oneserver.test") {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
@@ -178,14 +181,37 @@ func TestFleetKeyByIPOneServer(t *testing.T) {
 		}
 	}
 	web.mu.Unlock()
-	t.Logf("3 workers, %d names on one server (20 req/s, burst 2): %d requests in %v, %d refused (%.2f%%); %d pages never served, %d served twice",
-		hosts, total, time.Since(start).Round(time.Millisecond), refused, 100*float64(refused)/float64(total), missing, twice)
-	t.Log(web.log)
+	t.Logf("3 workers, %d names on one server (%d req/s, burst 2): %d requests in %v, %d refused (%.2f%%); %d pages never served, %d served twice",
+		hosts, limit, total, time.Since(start).Round(time.Millisecond), refused, 100*float64(refused)/float64(total), missing, twice)
 	if refused*100 > total {
-		t.Errorf("%d of %d requests refused: more than 1%%", refused, total)
+		t.Errorf("%d of %d requests refused: more than 1%%; refusals: %v", refused, total, web.log)
 	}
 	if missing > 0 || twice > 0 {
 		t.Errorf("%d pages never fetched, %d fetched twice; want every page once", missing, twice)
 	}
 	f.idleInRedis()
+	// Every name is placed by the server's address, recorded once for the crawl.
+	_, port, _ := net.SplitHostPort(web.addr)
+	placed := map[string]string{}
+	keys, err := f.keys(ctx, "crawl:t:{*}:place")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		m, err := rdb.HGetAll(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(placed, m)
+	}
+	for _, n := range names {
+		if got := placed[n+":"+port]; got != "127.0.0.1:"+port {
+			t.Errorf("%s placed by %q, want the server's address 127.0.0.1:%s", n, got, port)
+		}
+	}
+	// A worker that would partition by name cannot join the crawl.
+	code, out := crawlOutput(t, ctx, "run", "--data", t.TempDir(), "--redis", f.url, "--crawl", "t", "--partitions", "64", "--seeds", f.seeds)
+	if code != exitUsage || !strings.Contains(out, "places hosts by address, this worker by name") {
+		t.Errorf("a worker without --key-by-ip joining: exit %d, want %d saying why:\n%s", code, exitUsage, out)
+	}
 }

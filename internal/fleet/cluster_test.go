@@ -37,6 +37,8 @@ func TestOnCluster(t *testing.T) {
 		TestFrontierDrainsSurplus,
 		TestReadViewCountsAndWorkers,
 		TestReadViewNoCrawl,
+		TestPlaceByAddress,
+		TestForwardWaitsForPlacement,
 	)
 }
 

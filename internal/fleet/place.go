@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -75,9 +74,11 @@ type placer struct {
 	pending map[string]*placing // lookups under way (guarded by mu)
 }
 
-// placing is one host's lookup under way: done is closed when it has ended, err set.
+// placing is one host's placement under way: done is closed when it has ended, with the
+// host's partition p or the error err.
 type placing struct {
 	done chan struct{}
+	p    int
 	err  error
 }
 
@@ -150,13 +151,15 @@ func (pl *placer) find(ctx context.Context, host string) (p int, ok bool, err er
 func (pl *placer) place(ctx context.Context, hosts []string, wait time.Duration) (map[string]int, error) {
 	out := make(map[string]int, len(hosts))
 	var unknown []string
+	asked := map[string]bool{}
 	for _, h := range hosts {
-		if _, done := out[h]; done {
+		if asked[h] {
 			continue
 		}
+		asked[h] = true
 		if p, ok := pl.cached(h); ok {
 			out[h] = p
-		} else if !slices.Contains(unknown, h) {
+		} else {
 			unknown = append(unknown, h)
 		}
 	}
@@ -170,20 +173,22 @@ func (pl *placer) place(ctx context.Context, hosts []string, wait time.Duration)
 		key, field := pl.record(h)
 		cmds[i] = pipe.HGet(ctx, key, field)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("fleet: read placements: %w", err)
-	}
+	_, _ = pipe.Exec(ctx) // each command's error is read below
 	var waits []*placing
 	var waited []string
 	for i, h := range unknown {
-		if v, err := cmds[i].Result(); err == nil {
+		v, err := cmds[i].Result()
+		switch {
+		case err == nil:
 			p := PartitionOf(v, pl.partitions)
 			pl.remember(h, p)
 			out[h] = p
-			continue
+		case errors.Is(err, redis.Nil): // never placed
+			waits = append(waits, pl.start(h))
+			waited = append(waited, h)
+		default:
+			return nil, fmt.Errorf("fleet: read placement of %q: %w", h, err)
 		}
-		waits = append(waits, pl.start(h))
-		waited = append(waited, h)
 	}
 	if len(waits) == 0 {
 		return out, nil
@@ -203,8 +208,7 @@ func (pl *placer) place(ctx context.Context, hosts []string, wait time.Duration)
 		if w.err != nil {
 			return nil, w.err
 		}
-		p, _ := pl.cached(waited[i])
-		out[waited[i]] = p
+		out[waited[i]] = w.p
 	}
 	return out, nil
 }
@@ -220,7 +224,7 @@ func (pl *placer) start(host string) *placing {
 	w := &placing{done: make(chan struct{})}
 	pl.pending[host] = w
 	go func() {
-		w.err = pl.settle(host)
+		w.p, w.err = pl.settle(host)
 		pl.mu.Lock()
 		delete(pl.pending, host)
 		pl.mu.Unlock()
@@ -230,8 +234,8 @@ func (pl *placer) start(host string) *placing {
 }
 
 // settle looks host up and records its address key unless another worker recorded one first,
-// then caches the key that holds.
-func (pl *placer) settle(host string) error {
+// then caches and returns the partition of the key that holds.
+func (pl *placer) settle(host string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), placeLookupTimeout)
 	defer cancel()
 	name, _ := urlnorm.SplitHostKey(host)
@@ -246,10 +250,11 @@ func (pl *placer) settle(host string) error {
 	pipe.HSetNX(rctx, rkey, field, key)
 	got := pipe.HGet(rctx, rkey, field)
 	if _, err := pipe.Exec(rctx); err != nil {
-		return fmt.Errorf("fleet: record placement of %q: %w", host, err)
+		return 0, fmt.Errorf("fleet: record placement of %q: %w", host, err)
 	}
-	pl.remember(host, PartitionOf(got.Val(), pl.partitions))
-	return nil
+	p := PartitionOf(got.Val(), pl.partitions)
+	pl.remember(host, p)
+	return p, nil
 }
 
 // partitionsOf returns the partitions of hosts (Add, Exclude, Forward), placing those never

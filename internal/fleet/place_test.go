@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -198,5 +199,41 @@ func TestForwardWaitsForPlacement(t *testing.T) {
 	}
 	if dns.lookups("slow.test") != 1 {
 		t.Errorf("slow.test looked up %d times, want once", dns.lookups("slow.test"))
+	}
+}
+
+// The placement cache stays within maxPlaced and keeps what it was told last; a placement it
+// forgot is read again from its record, not looked up again.
+func TestPlacementCacheIsBounded(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	dns := newFakeDNS(map[string]string{"first.test": "10.0.0.1"})
+	s := newStore(t, rdb, "a", &Options{Partitions: 64, Placement: ByAddress, Resolve: dns.lookup})
+	if _, err := s.Add(ctx, entries("first.test", 1)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxPlaced + 1 {
+		s.learn("h"+strconv.Itoa(i)+".test", i%64)
+	}
+	s.place.mu.Lock()
+	n := len(s.place.known)
+	s.place.mu.Unlock()
+	if n > maxPlaced {
+		t.Errorf("%d placements cached, bound %d", n, maxPlaced)
+	}
+	if p, ok := s.knownPartition("h" + strconv.Itoa(maxPlaced) + ".test"); !ok || p != maxPlaced%64 {
+		t.Errorf("the last placement learned: %d, %v", p, ok)
+	}
+	s.place.mu.Lock()
+	delete(s.place.known, "first.test") // as if evicted
+	s.place.mu.Unlock()
+	if _, ok := s.knownPartition("first.test"); ok {
+		t.Fatal("first.test still cached")
+	}
+	if p, ok, err := s.partitionOf(ctx, "first.test"); err != nil || !ok || p != PartitionOf("10.0.0.1", 64) {
+		t.Errorf("first.test after the cache filled: %d, %v, %v; want %d from its record", p, ok, err, PartitionOf("10.0.0.1", 64))
+	}
+	if dns.lookups("first.test") != 1 {
+		t.Errorf("first.test looked up %d times, want once", dns.lookups("first.test"))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/fleet"
 )
@@ -61,7 +62,8 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	machine, _ := os.Hostname()
 	w, err := fleet.Join(ctx, rdb, o.crawl, fleet.NewWorkerID(),
-		&fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages},
+		&fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages,
+			Placement: placement(cfg.KeyByIP), Resolve: fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer}).LookupNetIP},
 		fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir, Redis: redactedRedis(o.redisURL), Crawl: o.crawl})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
@@ -81,6 +83,16 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 			o.crawl, st.Refused, st.Outages, st.Dropped)
 	}
 	return code
+}
+
+// placement is how a shared crawl partitions its hosts: with --key-by-ip by the address their
+// names resolve to, so that the names of one server fall to one worker and share its gate
+// (docs/fleet.md "Politeness per server").
+func placement(keyByIP bool) fleet.Placement {
+	if keyByIP {
+		return fleet.ByAddress
+	}
+	return fleet.ByName
 }
 
 // redactedRedis is the Redis URL raw without its password and query (whose options may hold

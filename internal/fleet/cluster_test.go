@@ -38,6 +38,8 @@ func TestOnCluster(t *testing.T) {
 		TestFrontierDrainsSurplus,
 		TestReadViewCountsAndWorkers,
 		TestReadViewNoCrawl,
+		TestPlaceByAddress,
+		TestForwardWaitsForPlacement,
 	)
 }
 

@@ -27,6 +27,10 @@
 // worker's own store (Join) before the script runs. Times that workers compare (in-flight
 // deadlines, retry times) are Redis' TIME, never a worker's clock.
 //
+// A crawl created ByAddress (the crawler's --key-by-ip) puts a host in the partition of the
+// address its name resolves to instead of its name's, recorded once per host for the whole
+// crawl (place.go), so that one worker owns, and one gate paces, every name of a server.
+//
 // Keeper holds a worker's fair share of the partitions, ceil(partitions / live workers), from
 // heartbeats on Redis' clock, so that partitions move when workers join, stop or die; its
 // HostStates is the hostlimit.StateStore through which a host's learned politeness follows

@@ -466,7 +466,7 @@ func (f *Frontier) dropLocked(p int, why string) {
 // forgetHostsLocked forgets the hosts of partition p (f.mu held).
 func (f *Frontier) forgetHostsLocked(p int) {
 	for name := range f.hosts.All() {
-		if PartitionOf(name, f.s.opts.Partitions) == p {
+		if q, ok := f.s.knownPartition(name); !ok || q == p { // an unknown one is listed again if need be
 			f.hosts.Forget(name)
 		}
 	}
@@ -495,8 +495,8 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 	busy := map[int]bool{}
 	if !all {
 		for name, st := range f.hosts.All() {
-			if st != readyset.Idle {
-				busy[PartitionOf(name, f.s.opts.Partitions)] = true
+			if q, ok := f.s.knownPartition(name); ok && st != readyset.Idle {
+				busy[q] = true
 			}
 		}
 		for _, l := range f.leases {
@@ -631,6 +631,7 @@ func (f *Frontier) scanHosts(ctx context.Context, members map[int][]string) erro
 			continue // dropped or draining meanwhile
 		}
 		for _, name := range members[o.Partition] {
+			f.s.learn(name, o.Partition)
 			switch f.hosts.State(name) {
 			case readyset.Unknown, readyset.Idle:
 				f.hosts.Ready(name)
@@ -685,10 +686,11 @@ func (f *Frontier) retryPutBacks(ctx context.Context) {
 // on every call of one crawl run), and cancelled when host's partition is dropped. For a host
 // of a partition not in use it returns a cancelled context.
 func (f *Frontier) HostContext(ctx context.Context, host string) context.Context {
+	p, placed := f.partitionOf(host)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.parts[PartitionOf(host, f.s.opts.Partitions)]
-	if h == nil || h.o.StateAt(time.Now()) == Lapsed {
+	h := f.parts[p]
+	if !placed || h == nil || h.o.StateAt(time.Now()) == Lapsed {
 		c, cancel := context.WithCancel(ctx)
 		cancel()
 		return c
@@ -701,6 +703,19 @@ func (f *Frontier) HostContext(ctx context.Context, host string) context.Context
 		h.parent = ctx
 	}
 	return h.ctx
+}
+
+// partitionOf returns host's partition, asking Redis (bounded by the frontier's timeout) when
+// it is not known; placed is false when it cannot be told (Redis unreachable, or a host never
+// placed), which callers treat as a partition not in use.
+func (f *Frontier) partitionOf(host string) (p int, placed bool) {
+	if p, ok := f.s.knownPartition(host); ok {
+		return p, true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
+	defer cancel()
+	p, placed, err := f.s.partitionOf(ctx, host)
+	return p, placed && err == nil
 }
 
 // Add queues the entries not seen before, in whichever partitions they belong to. While Redis
@@ -792,14 +807,14 @@ func (f *Frontier) NextAt(now time.Time) time.Time {
 // until TakeReady names the host again: a caller that waits for a ready host never waits on
 // one that has nothing for it.
 func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, error) {
-	p := PartitionOf(host, f.s.opts.Partitions)
+	p, placed := f.partitionOf(host)
 	f.mu.Lock()
 	h := f.parts[p]
-	if h != nil && h.o.StateAt(now) == Lapsed {
+	if placed && h != nil && h.o.StateAt(now) == Lapsed {
 		f.dropLocked(p, "lapsed")
 		h = nil
 	}
-	if h == nil || h.use != partActive {
+	if !placed || h == nil || h.use != partActive {
 		f.hosts.Forget(host)
 		f.mu.Unlock()
 		return frontier.Lease{}, false, nil
@@ -887,7 +902,7 @@ const (
 func (f *Frontier) takeBatchesLocked(p int) []Lease {
 	var out []Lease
 	for host, b := range f.batches {
-		if PartitionOf(host, f.s.opts.Partitions) == p {
+		if b.o.Partition == p {
 			out = append(out, b.ls...)
 			delete(f.batches, host)
 		}

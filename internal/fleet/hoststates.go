@@ -84,12 +84,16 @@ func (r *Robots) LoadRobots(host string) ([]byte, bool, error) {
 
 // SaveRobots saves host's robots.txt if k holds its partition.
 func (r *Robots) SaveRobots(host string, b []byte) error {
-	o, ok := r.k.holding(PartitionOf(host, r.k.s.opts.Partitions), time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	p, placed, err := r.k.s.partitionOf(ctx, host)
+	if err != nil || !placed {
+		return err
+	}
+	o, ok := r.k.holding(p, time.Now())
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	defer cancel()
 	if err := r.k.s.SaveRobots(ctx, o, host, b); err != nil && !errors.Is(err, ErrFenced) {
 		return err
 	}

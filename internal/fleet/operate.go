@@ -11,8 +11,9 @@ import (
 )
 
 // OpenExisting opens crawl as Open does, for an operator's command rather than a worker (crawl
-// add, crawl urls): with the crawl's own configuration, and failing with ErrNoCrawl when Redis
-// holds no crawl of that name rather than creating one.
+// add, crawl urls): with the crawl's own configuration (a ByAddress crawl's new names are
+// looked up with the system resolver), and failing with ErrNoCrawl when Redis holds no crawl
+// of that name rather than creating one.
 func OpenExisting(ctx context.Context, rdb redis.UniversalClient, crawl, worker string) (*Store, error) {
 	if err := validName(crawl); err != nil {
 		return nil, err
@@ -28,6 +29,7 @@ func OpenExisting(ctx context.Context, rdb redis.UniversalClient, crawl, worker 
 	if _, err := fmt.Sscanf(cfg, "partitions=%d buckets=%d", &o.Partitions, &o.SeenBuckets); err != nil || o.Partitions <= 0 || o.SeenBuckets <= 0 {
 		return nil, fmt.Errorf("fleet: crawl %q: bad configuration %q", crawl, cfg)
 	}
+	o.Placement = placementOf(cfg)
 	return Open(ctx, rdb, crawl, worker, &o)
 }
 

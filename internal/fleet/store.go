@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
@@ -32,6 +33,12 @@ type Options struct {
 	// (default 30 days): a host not crawled for that long starts afresh, and its state stops
 	// taking memory.
 	HostStateTTL time.Duration
+	// Placement chooses each host's partition (ByName, or ByAddress for the crawler's
+	// --key-by-ip); fixed when the crawl is created.
+	Placement Placement
+	// Resolve looks names up for ByAddress: the crawl's own resolver, so that placements agree
+	// with the addresses it dials (nil: the system resolver).
+	Resolve func(ctx context.Context, name string) ([]netip.Addr, error)
 }
 
 func (o *Options) withDefaults() Options {
@@ -64,6 +71,7 @@ type Store struct {
 	k      keys
 	opts   Options
 	worker string
+	place  *placer // ByAddress placements; nil places by name
 
 	mu       sync.Mutex
 	active   map[int]bool            // partitions this Store saw in the crawl's active set (guarded by mu)
@@ -130,13 +138,20 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 	}
 	o := opts.withDefaults()
 	s := &Store{rdb: rdb, k: keys{crawl: crawl, buckets: o.SeenBuckets}, opts: o, worker: worker}
-	want := fmt.Sprintf("partitions=%d buckets=%d active-set", o.Partitions, o.SeenBuckets)
+	if o.Placement == ByAddress {
+		s.place = newPlacer(rdb, s.k, o.Partitions, o.Resolve)
+	}
+	want := fmt.Sprintf("partitions=%d buckets=%d active-set", o.Partitions, o.SeenBuckets) + o.Placement.configSuffix()
 	if err := rdb.SetNX(ctx, s.k.config(), want, 0).Err(); err != nil {
 		return nil, fmt.Errorf("fleet: open crawl %q: %w", crawl, err)
 	}
 	got, err := rdb.Get(ctx, s.k.config()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("fleet: open crawl %q: %w", crawl, err)
+	}
+	if crawlPlace := placementOf(got); crawlPlace != o.Placement {
+		return nil, fmt.Errorf("%w: crawl %q places hosts by %s, this worker by %s (crawl run --key-by-ip places by address: give it to every worker or none)",
+			ErrConfigMismatch, crawl, crawlPlace, o.Placement)
 	}
 	if got != want {
 		return nil, fmt.Errorf("%w: crawl %q has %s, this worker %s", ErrConfigMismatch, crawl, got, want)
@@ -285,9 +300,17 @@ func (s *Store) alive(ctx context.Context, ids []string) (map[string]bool, error
 // many it queued. Each partition's share is one script; the seen-set makes a repeated Add
 // harmless.
 func (s *Store) Add(ctx context.Context, entries []frontier.Entry) (int, error) {
+	hosts := make([]string, len(entries))
+	for i, e := range entries {
+		hosts[i] = e.Host
+	}
+	parts, err := s.partitionsOf(ctx, hosts, 0)
+	if err != nil {
+		return 0, err
+	}
 	byPart := make(map[int][]seenWrite)
 	for _, e := range entries {
-		p := PartitionOf(e.Host, s.opts.Partitions)
+		p := parts[e.Host]
 		byPart[p] = append(byPart[p], seenWrite{entry: e, state: "q"})
 	}
 	return s.addAll(ctx, byPart)
@@ -295,12 +318,20 @@ func (s *Store) Add(ctx context.Context, entries []frontier.Entry) (int, error) 
 
 // Exclude records the exclusions whose URLs were not seen before, so they are never queued.
 func (s *Store) Exclude(ctx context.Context, ex []frontier.Exclusion) error {
+	hosts := make([]string, len(ex))
+	for i, x := range ex {
+		hosts[i] = x.Host
+	}
+	parts, err := s.partitionsOf(ctx, hosts, 0)
+	if err != nil {
+		return err
+	}
 	byPart := make(map[int][]seenWrite)
 	for _, x := range ex {
-		p := PartitionOf(x.Host, s.opts.Partitions)
+		p := parts[x.Host]
 		byPart[p] = append(byPart[p], seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
 	}
-	_, err := s.addAll(ctx, byPart)
+	_, err = s.addAll(ctx, byPart)
 	return err
 }
 
@@ -484,8 +515,8 @@ func (s *Store) Take(ctx context.Context, o Ownership, host string) (l Lease, ok
 // Redis' clock.
 func (s *Store) TakeN(ctx context.Context, o Ownership, host string, n int) (ls []Lease, next time.Time, err error) {
 	p := o.Partition
-	if PartitionOf(host, s.opts.Partitions) != p {
-		return nil, next, fmt.Errorf("%w: %q is in %d, not %d", ErrWrongPartition, host, PartitionOf(host, s.opts.Partitions), p)
+	if q, ok := s.knownPartition(host); ok && q != p {
+		return nil, next, fmt.Errorf("%w: %q is in %d, not %d", ErrWrongPartition, host, q, p)
 	}
 	ks := []string{s.k.owner(p), s.k.queue(p, host), s.k.delayed(p, host), s.k.inflight(p), s.k.hosts(p), s.k.counts(p)}
 	r, err := leaseScript.Run(ctx, s.rdb, ks, o.token, host, s.opts.URLLeaseTTL.Milliseconds(), max(n, 1)).Slice()
@@ -662,18 +693,34 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	if err != nil || len(raw) == 0 {
 		return 0, err
 	}
-	byPart := make(map[int][]seenWrite)
-	for _, r := range raw {
-		var pl outboxPayload
-		if err := json.Unmarshal([]byte(r), &pl); err != nil {
+	pls := make([]outboxPayload, len(raw))
+	var hosts []string
+	for i, r := range raw {
+		if err := json.Unmarshal([]byte(r), &pls[i]); err != nil {
 			return 0, fmt.Errorf("fleet: bad outbox payload in partition %d: %w", p, err)
 		}
+		for _, x := range pls[i].Excluded {
+			hosts = append(hosts, x.Host)
+		}
+		for _, e := range pls[i].Links {
+			hosts = append(hosts, e.Host)
+		}
+	}
+	parts, err := s.partitionsOf(ctx, hosts, placeWait)
+	if errors.Is(err, errPlacing) {
+		return 0, nil // names still being looked up: the payloads wait for the next call
+	}
+	if err != nil {
+		return 0, err
+	}
+	byPart := make(map[int][]seenWrite)
+	for _, pl := range pls {
 		for _, x := range pl.Excluded {
-			q := PartitionOf(x.Host, s.opts.Partitions)
+			q := parts[x.Host]
 			byPart[q] = append(byPart[q], seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
 		}
 		for _, e := range pl.Links {
-			q := PartitionOf(e.Host, s.opts.Partitions)
+			q := parts[e.Host]
 			byPart[q] = append(byPart[q], seenWrite{entry: e, state: "q"})
 		}
 	}
@@ -727,7 +774,7 @@ func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bo
 // is still the ownership of host's partition (ErrFenced otherwise).
 func (s *Store) SaveRobots(ctx context.Context, o Ownership, host string, b []byte) error {
 	p := o.Partition
-	if PartitionOf(host, s.opts.Partitions) != p {
+	if q, ok := s.knownPartition(host); ok && q != p {
 		return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, host, p)
 	}
 	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, 0, b).Err()
@@ -739,7 +786,11 @@ func (s *Store) SaveRobots(ctx context.Context, o Ownership, host string, b []by
 
 // LoadRobots returns the robots.txt last saved for host; ok is false when there is none.
 func (s *Store) LoadRobots(ctx context.Context, host string) (b []byte, ok bool, err error) {
-	b, err = s.rdb.Get(ctx, s.k.robots(PartitionOf(host, s.opts.Partitions), host)).Bytes()
+	p, placed, err := s.partitionOf(ctx, host)
+	if err != nil || !placed {
+		return nil, false, err
+	}
+	b, err = s.rdb.Get(ctx, s.k.robots(p, host)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}

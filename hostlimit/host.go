@@ -48,6 +48,7 @@ type host struct {
 	// and the latest Done (a request held back by a full window was not late before it).
 	creditFrom  time.Time
 	limit       float64 // rate currently set on lim
+	burst       int     // burst currently set on lim
 	ceiling     float64 // Crawl-delay cap, req/s; 0 = none
 	inFlight    int
 	pausedUntil time.Time
@@ -95,7 +96,8 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 	}
 	h.demand = h.unheld()
 	h.limit = h.effectiveRateLocked()
-	h.lim = rate.NewLimiter(rate.Limit(h.limit), h.burstLocked())
+	h.burst = h.burstLocked()
+	h.lim = rate.NewLimiter(rate.Limit(h.limit), h.burst)
 	h.creditFrom = now
 	return h
 }
@@ -126,8 +128,9 @@ func (h *host) syncLimitLocked(now time.Time) {
 		h.limit = r
 		h.creditFrom = later(h.creditFrom, now)
 	}
-	if b := h.burstLocked(); b != h.lim.Burst() {
+	if b := h.burstLocked(); b != h.burst {
 		h.lim.SetBurstAt(now, b)
+		h.burst = b
 		h.creditFrom = later(h.creditFrom, now)
 	}
 }

@@ -179,7 +179,7 @@ func (h *host) statsLocked(now time.Time) HostStats {
 		Host:       h.key,
 		Stats:      h.ctrl.Stats(),
 		Limit:      h.limit,
-		Burst:      h.lim.Burst(),
+		Burst:      h.burst,
 		Ceiling:    h.ceiling,
 		InFlight:   h.inFlight,
 		Admitted:   h.admitted,

@@ -242,14 +242,15 @@ func (f *fitter) refusedAt(rs float64) {
 	f.held, f.size = optional[float64]{}, 0
 }
 
-// burst is how many requests may leave back to back while the fit holds the rate: one less
-// than the least bucket size it allows (one token to spare for arrivals closer together than
-// the sends), at most maxBurst; 1 when it holds nothing, or when it bounded no size.
+// burst is how many requests may leave back to back while the fit holds the rate: half the
+// least bucket size it allows, rounded down (the other half to spare for arrivals bunched
+// closer than the sends, by the network or a late server), at most maxBurst; 1 when it holds
+// nothing, or when it bounded no size.
 func (f *fitter) burst() int {
-	if _, ok := f.held.get(); !ok || f.size < 2 {
+	if _, ok := f.held.get(); !ok || f.size < 4 {
 		return 1
 	}
-	return int(min(f.size-1, maxBurst))
+	return int(min(math.Floor(f.size/2), maxBurst))
 }
 
 // successSends returns the send times of the logged successes sent in [from, ts), oldest

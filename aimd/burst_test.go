@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// TestBurstFromFit: Burst is 1 until a bucket fit holds the rate, then one less than the least
-// bucket size the fit allows (at most maxBurst), and 1 again after any refusal, under a stated
-// limit, and on a host whose fit bounded no size (a fixed window). The state carries it.
+// TestBurstFromFit: Burst is 1 until a bucket fit holds the rate, then half the least bucket
+// size the fit allows (at most maxBurst), and 1 again after any refusal, under a stated limit,
+// and on a host whose fit bounded no size (a fixed window). The state carries it.
 func TestBurstFromFit(t *testing.T) {
 	if got := New(Config{}, t0).Burst(); got != 1 {
 		t.Fatalf("a new controller: Burst %d, want 1", got)
@@ -19,9 +19,10 @@ func TestBurstFromFit(t *testing.T) {
 		pages    int
 		duration float64
 	}{
-		{"50/s burst 5", simHost{limit: 50, burst: 5}, 2, 4, 1000, 0},
-		{"20/s burst 8", simHost{limit: 20, burst: 8}, 2, maxBurst, 400, 0},
-		{"10/s burst 2: no spare token", simHost{limit: 10, burst: 2}, 1, 1, 150, 0},
+		{"50/s burst 5", simHost{limit: 50, burst: 5}, 2, 2, 1000, 0},
+		{"20/s burst 8", simHost{limit: 20, burst: 8}, 2, 4, 400, 0},
+		{"10/s burst 3: too small to share", simHost{limit: 10, burst: 3}, 1, 1, 150, 0},
+		{"10/s burst 2", simHost{limit: 10, burst: 2}, 1, 1, 150, 0},
 		{"8/s burst 1", simHost{limit: 8, burst: 1}, 1, 1, 100, 0},
 		{"fixed window 50 per 10 s", simHost{window: 10, quota: 50}, 1, 1, 0, 120},
 	}

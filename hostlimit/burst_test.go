@@ -50,15 +50,15 @@ func crawlBucket(t *testing.T, r *Registry, key string, srv *bucketHost, start t
 }
 
 // TestGateBurstFollowsController: once aimd's bucket fit holds a host's rate and shows the
-// host's bucket holds 5 tokens, the gate lets the controller's Burst (4) leave back to back
+// host's bucket holds 5 tokens, the gate lets the controller's Burst (2) leave back to back
 // after an idle spell, then paces at the rate; a Crawl-delay ceiling puts it back to 1.
 func TestGateBurstFollowsController(t *testing.T) {
 	r, _ := newTestRegistry(t, Config{AIMD: aimd.Config{MaxWindow: 8}}, nil)
 	srv := &bucketHost{l: 50, b: 5, level: 5, last: t0}
 	now := crawlBucket(t, r, "a.test", srv, t0, 30*time.Second)
 	s := mustHost(t, r, now, "a.test")
-	if s.Burst != 4 || s.OverLimit > 3 {
-		t.Fatalf("after 30 s against 50/s burst 5: Burst %d with %d refusals, want 4 with at most 3 (rate %.2f)", s.Burst, s.OverLimit, s.Rate)
+	if s.Burst != 2 || s.OverLimit > 3 {
+		t.Fatalf("after 30 s against 50/s burst 5: Burst %d with %d refusals, want 2 with at most 3 (rate %.2f)", s.Burst, s.OverLimit, s.Rate)
 	}
 	now = now.Add(time.Second) // idle: the gate's bucket fills to Burst
 	for i := range s.Burst {

@@ -156,6 +156,16 @@ func (f bucketFit) bounds() (lo, hi float64, oneToken, ok bool) {
 	return lo, hi, oneToken, ok
 }
 
+// leastSize returns the least bucket size the fit still allows (0 if none).
+func (f bucketFit) leastSize() float64 {
+	for i, r := range f {
+		if !r.empty() {
+			return burstGrid[i]
+		}
+	}
+	return 0
+}
+
 // unboundedBurst reports whether the largest bucket size on the grid is still allowed: the
 // fit has found a least size but no greatest.
 func (f bucketFit) unboundedBurst() bool {
@@ -181,6 +191,10 @@ const (
 	// this factor; fitBeta is the share of the least of them the rate then holds at.
 	fitNarrow = 1.15
 	fitBeta   = 0.99
+
+	// maxBurst bounds Controller.Burst: a host that is no token bucket can look like a big one
+	// for a while, and a burst sent just as a refusal comes is refused whole.
+	maxBurst = 4
 )
 
 // fitState says whether a fit is waiting for its requests to come back, and what it may do.
@@ -204,6 +218,7 @@ type fitter struct {
 	state  fitState          // what the pending fit may do
 	recs   []fitRec          // requests finished since start (and since the open episode began): the fit's input
 	held   optional[float64] // the rate the last applied fit set, until a refusal
+	size   float64           // while held: the least bucket size that fit allowed (0: unknown)
 	misses int               // refusals at or below held (see maxFitMisses)
 }
 
@@ -224,7 +239,18 @@ func (f *fitter) refusedAt(rs float64) {
 	if held, ok := f.held.get(); ok && rs <= 1.01*held {
 		f.misses++
 	}
-	f.held = optional[float64]{}
+	f.held, f.size = optional[float64]{}, 0
+}
+
+// burst is how many requests may leave back to back while the fit holds the rate: half the
+// least bucket size it allows, rounded down (the other half to spare for arrivals bunched
+// closer than the sends, by the network or a late server), at most maxBurst; 1 when it holds
+// nothing, or when it bounded no size.
+func (f *fitter) burst() int {
+	if _, ok := f.held.get(); !ok || f.size < 4 {
+		return 1
+	}
+	return int(min(math.Floor(f.size/2), maxBurst))
 }
 
 // successSends returns the send times of the logged successes sent in [from, ts), oldest
@@ -332,6 +358,10 @@ func (c *Controller) runFit(now time.Time) {
 	c.rate = r
 	c.curve.from, c.curve.plateau = r, r
 	f.held.set(r)
+	f.size = 0
+	if !f.fit.unboundedBurst() {
+		f.size = f.fit.leastSize()
+	}
 	c.target.clear()
 	if raised {
 		// The limit is known: a probe could only find that it rose.

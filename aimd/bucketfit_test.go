@@ -90,6 +90,9 @@ func TestBucketFitPins(t *testing.T) {
 	f := fitBuckets(upTo(evs, 0, closes[0]), 0.1, 1000, 0.001)
 	lo, hi, _, _ := f.bounds()
 	t.Logf("after one refusal: [%.2f, %.2f]", lo, hi)
+	for i, r := range f[:4] {
+		t.Logf("  size %v: [%.2f, %.2f]", burstGrid[i], r.lo, r.hi)
+	}
 	if hi <= fitNarrow*lo {
 		t.Errorf("one refusal pinned the limit to [%.2f, %.2f]: the fit is not sound", lo, hi)
 	}

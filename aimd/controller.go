@@ -88,6 +88,18 @@ func (c *Controller) Window() int {
 	return min(max(int(c.win.size), c.cfg.MinWindow), c.cfg.MaxWindow)
 }
 
+// Burst returns how many requests may leave back to back (the pacer's bucket size): 1, or,
+// while the rate is one the bucket fit set (R9) and no limit is stated, half the least bucket
+// size the fit allows the host (rounded down), at most 4. Sends that keep to Rate() on average and
+// never bunch more than Burst() cannot empty such a host's bucket; a pacer that wakes late may
+// so catch up instead of losing the lateness from the rate (docs/aimd.md, R43).
+func (c *Controller) Burst() int {
+	if c.stated.trust == statedTrusted {
+		return 1
+	}
+	return c.fit.burst()
+}
+
 // SetCeiling caps the rate at rate req/s from now on (e.g. robots.txt Crawl-delay d gives 1/d);
 // rate <= 0 removes the cap. It applies at once.
 func (c *Controller) SetCeiling(rate float64) {

@@ -2,6 +2,7 @@ package aimd
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -70,6 +71,7 @@ type fitJSON struct {
 	At     *int64     `json:"at,omitempty"`
 	State  fitState   `json:"state,omitempty"`
 	Held   *float64   `json:"held,omitempty"`
+	Size   float64    `json:"size,omitempty"`
 	Misses int        `json:"misses,omitempty"`
 	Log    [][2]int64 `json:"log,omitempty"` // [ago, signal] per request, oldest first
 }
@@ -168,7 +170,7 @@ func (c *Controller) parts() json.RawMessage {
 			Start: k.ago(e.start), Last: k.ago(e.last), Settled: e.settled, LeastResumed: rateOpt(e.leastResumed),
 			FirstEnd: k.agoOpt(e.firstEnd), LastEnd: k.agoOpt(e.lastEnd), BlockLen: int64(e.blockLen)},
 		Fit: fitJSON{Start: k.ago(f.start), From: k.ago(f.from), To: k.ago(f.to), At: k.ago(f.at), State: f.state,
-			Held: rateOpt(f.held), Misses: f.misses},
+			Held: rateOpt(f.held), Size: f.size, Misses: f.misses},
 		Epoch:  epochJSON{Start: k.ago(c.epoch.start), OK: c.epoch.ok},
 		Fails:  logOf(&c.fails),
 		Overs:  logOf(&c.overs),
@@ -213,6 +215,9 @@ func (c *Controller) restoreParts(raw json.RawMessage) bool {
 		firstEnd: k.atOpt(j.FirstEnd), lastEnd: k.atOpt(j.LastEnd), blockLen: nanos(max(j.BlockLen, 0))}
 	fj := p.Fit
 	c.fit = fitter{start: k.at(fj.Start), from: k.at(fj.From), held: optRate(fj.Held), misses: max(fj.Misses, 0)}
+	if _, ok := c.fit.held.get(); ok && fj.Size >= 1 && fj.Size <= burstGrid[len(burstGrid)-1] {
+		c.fit.size = math.Floor(fj.Size)
+	}
 	if fj.State != fitIdle && fj.State <= fitSet && fj.To != nil && fj.At != nil {
 		c.fit.state, c.fit.to, c.fit.at = fj.State, k.at(fj.To), k.at(fj.At)
 	}

@@ -61,6 +61,7 @@ type simConfig struct {
 	rtt        float64 // s, round trip (split evenly)
 	jitter     float64 // s, extra uniform [0, jitter) delay each way
 	noPause    bool    // do not honour Retry-After
+	late       float64 // s: the client's timer wakes up to this much late (uniform), as on a loaded machine
 	seed       int64
 	traceEvery float64 // s between rate samples in the trace (default 0.1)
 }
@@ -120,6 +121,7 @@ type simResult struct {
 	trace      []tracePoint
 	maxQueue   int
 	finalStats Stats
+	ctrl       *Controller // as the crawl left it
 }
 
 // throughput is successes per second in [a, b).
@@ -173,7 +175,7 @@ func runSim(sc simConfig) *simResult {
 		sc.traceEvery = 0.1
 	}
 	ctrl := New(sc.cfg, simTime(0))
-	res := &simResult{}
+	res := &simResult{ctrl: ctrl}
 	var q eventQueue
 	seq := 0
 	push := func(e simEvent) {
@@ -182,6 +184,8 @@ func runSim(sc simConfig) *simResult {
 		heap.Push(&q, e)
 	}
 	oneWay := func() float64 { return sc.rtt/2 + rnd.Float64()*sc.jitter }
+	lateRnd := rand.New(rand.NewSource(sc.seed + 1)) // its own source: the other draws stay as without lateness
+	late := func() float64 { return lateRnd.Float64() * sc.late }
 
 	// Server state.
 	sTokens, sLast, dropped := h.burst, 0.0, false
@@ -201,7 +205,7 @@ func runSim(sc simConfig) *simResult {
 	nextTrace := 0.0
 
 	advanceClient := func(t float64) {
-		cTokens = min(1, cTokens+(t-cLast)*cRate)
+		cTokens = min(float64(ctrl.Burst()), cTokens+(t-cLast)*cRate)
 		cLast = t
 	}
 	var pump func(t float64)
@@ -218,7 +222,7 @@ func runSim(sc simConfig) *simResult {
 			advanceClient(t)
 			if cTokens < 1 {
 				gen++
-				push(simEvent{t: t + (1-cTokens)/cRate + 1e-9, kind: evWake, gen: gen})
+				push(simEvent{t: t + (1-cTokens)/cRate + 1e-9 + late(), kind: evWake, gen: gen})
 				return
 			}
 			cTokens--

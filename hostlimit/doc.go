@@ -25,15 +25,21 @@
 // The bucket is a golang.org/x/time/rate.Limiter with burst 1, so pacing stays smooth after a
 // pause or an idle spell (no burst of saved-up tokens). Its limit follows the controller: after
 // every outcome the effective rate (controller rate, capped by the Crawl-delay ceiling) is set
-// with SetLimitAt. The trap: SetLimit does not re-time reservations already handed out, and a
-// pause cannot cancel them, so a Reserve/Wait made at 10 req/s would still fire on schedule after
-// a 429 dropped the rate to 1 req/s or paused the host. This package therefore never reserves:
-// it takes a token only at the moment it admits (AllowN(now, 1), which with burst 1 either takes
-// the one token or changes nothing) and otherwise computes readyAt from the token deficit
+// with SetLimitAt, and its burst is the controller's Burst: more than 1 only while the rate is
+// one aimd's bucket fit set and the fit showed the host's own bucket holds more than that
+// (never under a Crawl-delay). Such sends cannot empty the host's bucket, and a dispatcher that
+// wakes late on a loaded machine then catches up instead of losing its lateness from the rate.
+//
+// The trap: SetLimit does not re-time reservations already handed out, and a pause cannot
+// cancel them, so a Reserve/Wait made at 10 req/s would still fire on schedule after a 429
+// dropped the rate to 1 req/s or paused the host. This package therefore never reserves:
+// it takes a token only at the moment it admits (AllowN(now, 1), which either takes one token or
+// changes nothing) and otherwise computes readyAt from the token deficit
 // (TokensAt) and the current rate. Nothing is promised ahead of time, so a rate change or a pause
 // takes effect for the very next request.
 //
-// A burst-1 bucket loses whatever lateness the caller adds: asked at readyAt + δ, it is empty
+// A burst-1 bucket (every host until a fit, and under a Crawl-delay) loses whatever lateness
+// the caller adds: asked at readyAt + δ, it is empty
 // at that moment, and the next token comes 1/rate later. Go's timers wake up to a millisecond
 // late on Linux, and a host allowed 49.4 req/s was sent 47.6. So a request admitted late takes
 // its token as of when it could first have been admitted (token whole, pause over, the last

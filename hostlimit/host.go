@@ -42,12 +42,13 @@ type host struct {
 
 	mu   sync.Mutex
 	ctrl *aimd.Controller // not safe for concurrent use: only touched under mu
-	lim  *rate.Limiter    // burst 1; only AllowN/TokensAt/SetLimitAt, never reservations
+	lim  *rate.Limiter    // burst burstLocked(); only AllowN/TokensAt/SetLimitAt/SetBurstAt, never reservations
 	// creditFrom bounds a late admission's credit from below (see creditLocked): the latest
 	// time lim was moved to (it must never be moved back, which would credit tokens twice),
 	// and the latest Done (a request held back by a full window was not late before it).
 	creditFrom  time.Time
 	limit       float64 // rate currently set on lim
+	burst       int     // burst currently set on lim
 	ceiling     float64 // Crawl-delay cap, req/s; 0 = none
 	inFlight    int
 	pausedUntil time.Time
@@ -95,7 +96,8 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 	}
 	h.demand = h.unheld()
 	h.limit = h.effectiveRateLocked()
-	h.lim = rate.NewLimiter(rate.Limit(h.limit), 1)
+	h.burst = h.burstLocked()
+	h.lim = rate.NewLimiter(rate.Limit(h.limit), h.burst)
 	h.creditFrom = now
 	return h
 }
@@ -119,13 +121,27 @@ func (h *host) effectiveRateLocked() float64 {
 	return r
 }
 
-// syncLimitLocked makes the token bucket pace at the controller's current rate.
+// syncLimitLocked makes the token bucket pace at the controller's current rate and burst.
 func (h *host) syncLimitLocked(now time.Time) {
 	if r := h.effectiveRateLocked(); r != h.limit {
 		h.lim.SetLimitAt(now, rate.Limit(r))
 		h.limit = r
 		h.creditFrom = later(h.creditFrom, now)
 	}
+	if b := h.burstLocked(); b != h.burst {
+		h.lim.SetBurstAt(now, b)
+		h.burst = b
+		h.creditFrom = later(h.creditFrom, now)
+	}
+}
+
+// burstLocked is the bucket's size: the controller's Burst, or 1 under a Crawl-delay (which
+// asks for that delay between any two requests).
+func (h *host) burstLocked() int {
+	if h.ceiling > 0 {
+		return 1
+	}
+	return max(h.ctrl.Burst(), 1)
 }
 
 func (h *host) windowLocked() int {
@@ -164,7 +180,7 @@ func (h *host) tryAdmitLocked(now time.Time) (*Ticket, time.Time) {
 		return nil, time.Time{}
 	}
 	// Check first (AllowN alone would admit up to a nanosecond early: it truncates the wait),
-	// then take the token. With burst 1, AllowN either takes the single token or changes
+	// then take the token. AllowN(at, 1) either takes one token or changes
 	// nothing: no reservation is ever left behind to fire after a rate change or a pause.
 	if ready := h.tokenReadyAtLocked(now); ready.After(now) {
 		return nil, ready

@@ -183,9 +183,10 @@ func politeness(w io.Writer, seed int64, grace time.Duration, scale int) error {
 	stats, expected := web.Stats(), web.Expected()
 	fmt.Fprintf(w, "politeness: %d hosts, crawl took %s (simweb grace %s)\n\n", len(specs), sum.Elapsed.Round(time.Millisecond), grace)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "host\tstyle\tlimit\tpages\tcomplete\tover-limit\tper page\tin Retry-After\tmakespan\tideal\tratio\tpeak in-flight\tp95\tbanned\t")
+	fmt.Fprintln(tw, "host\tstyle\tlimit\tpages\tcomplete\tover-limit\tper page\tin Retry-After\tmakespan\tideal\tratio\tof ideal\tpeak in-flight\tp95\tbanned\t")
 	var tot struct {
 		pages, got, over, inRA, bans int
+		ideal, makespan              time.Duration // over the hosts with an ideal: the web's share of it
 	}
 	worst := 0.0
 	for _, sp := range specs {
@@ -199,11 +200,13 @@ func politeness(w io.Writer, seed int64, grace time.Duration, scale int) error {
 		}
 		makespan := st.LastRequest.Sub(st.FirstRequest)
 		ideal := simweb.IdealMakespan(sp)
-		ratio := "-"
+		ratio, of := "-", "-"
 		if ideal > 0 {
 			r := makespan.Seconds() / ideal.Seconds()
-			ratio = fmt.Sprintf("%.2fx", r)
+			ratio, of = fmt.Sprintf("%.2fx", r), fmt.Sprintf("%.2f", 1/r)
 			worst = max(worst, r)
+			tot.ideal += ideal
+			tot.makespan += makespan
 		}
 		limit := "none"
 		switch {
@@ -218,9 +221,9 @@ func politeness(w io.Writer, seed int64, grace time.Duration, scale int) error {
 		if sp.Limit == 0 {
 			style = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.3f\t%d\t%.4f\t%d\t%s\t%s\t%s\t%d\t%s\t%v\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.3f\t%d\t%.4f\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%v\t\n",
 			sp.Name, style, limit, len(want), frac(got, len(want)), st.OverLimit, frac(st.OverLimit, max(got, 1)),
-			st.InRetryAfter, makespan.Round(10*time.Millisecond), ideal.Round(10*time.Millisecond), ratio,
+			st.InRetryAfter, makespan.Round(10*time.Millisecond), ideal.Round(10*time.Millisecond), ratio, of,
 			st.PeakInFlight, st.LatencyP95.Round(100*time.Microsecond), st.Banned)
 		tot.pages += len(want)
 		tot.got += got
@@ -233,6 +236,13 @@ func politeness(w io.Writer, seed int64, grace time.Duration, scale int) error {
 	tw.Flush()
 	fmt.Fprintf(w, "\noverall: completeness %.3f (%d/%d), over-limit replies %d = %.2f%% of pages, requests inside Retry-After %d, bans %d, worst makespan ratio %.2fx\n",
 		frac(tot.got, tot.pages), tot.got, tot.pages, tot.over, 100*frac(tot.over, tot.pages), tot.inRA, tot.bans, worst)
+	if tot.makespan > 0 {
+		// A host's share of its ideal is ideal ÷ makespan; the web's is the sum of the ideals over
+		// the sum of the makespans of the hosts that have one (the limited hosts and the worker
+		// host), each host weighing by its ideal.
+		fmt.Fprintf(w, "of the ideal: the web %.3f (Σ ideal %s ÷ Σ makespan %s over the hosts with an ideal)\n",
+			tot.ideal.Seconds()/tot.makespan.Seconds(), tot.ideal.Round(10*time.Millisecond), tot.makespan.Round(10*time.Millisecond))
+	}
 
 	for _, sp := range specs {
 		st := stats[sp.Name]

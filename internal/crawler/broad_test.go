@@ -53,7 +53,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// TestBroadRefuseOnceDrawsNoRetryBudget is issue 21's "a broad simulated web where every host
+// TestBroadRefuseOnceDrawsNoRetryBudget is "a broad simulated web where every host
 // refuses once": 300 hosts (one loopback listener, names from an in-process DNS server), every
 // one of them seeded, each answering its first page request 429 + "Retry-After: 1" and serving
 // normally after that. A retry the host asked for with Retry-After is paid for by the host's

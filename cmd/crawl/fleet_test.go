@@ -36,6 +36,15 @@ const (
 	steadyLease = 5 * time.Second
 )
 
+// A fleet test fails when its workers make no progress for fleetStall (no page served, no
+// worker exited: a hang, whose state it then dumps), or at the latest after fleetDeadline.
+// Neither bounds how long a crawl that progresses may take: the politeness web alone takes
+// 75-100 s at its hosts' limits, and longer on a loaded machine.
+const (
+	fleetStall    = time.Minute
+	fleetDeadline = 5 * time.Minute
+)
+
 // fleetHostConcurrency is each worker's --host-concurrency; simweb's PeakInFlight of a host
 // must never exceed it across the fleet (one owner at a time).
 const fleetHostConcurrency = 2
@@ -132,7 +141,7 @@ func newFleetOn(t *testing.T, url string, rdb redis.UniversalClient, specs []sim
 		t.Fatal(err)
 	}
 	t.Cleanup(web.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), fleetDeadline)
 	t.Cleanup(cancel)
 	f := &fleetRun{t: t, ctx: ctx, url: url, rdb: rdb, web: web, seeds: writeSeeds(t, web.Seeds()), ttl: ttl}
 	f.args = append([]string{"--redis", url, "--crawl", "t", "--quiet", "--workers", "8",
@@ -178,25 +187,63 @@ func (f *fleetRun) all() []*worker {
 // wait waits for w to exit and returns its exit code (-1 for a death by signal).
 func (f *fleetRun) wait(w *worker) int {
 	f.t.Helper()
-	select {
-	case <-w.exited:
-	case <-f.ctx.Done():
-		dump := f.dump()
-		var others strings.Builder
-		for _, o := range f.all() {
-			if o != w {
-				out := o.out.String()
-				fmt.Fprintf(&others, "%s:\n%s\n", o.name, out[max(0, len(out)-4000):])
+	stalled := make(chan struct{})
+	go func() { // closes stalled once nothing moved for fleetStall
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		last, lastAt := -1, time.Now()
+		for {
+			select {
+			case <-w.exited:
+				return
+			case <-f.ctx.Done():
+				return
+			case now := <-t.C:
+				n := f.served()
+				for _, o := range f.all() {
+					select {
+					case <-o.exited:
+						n++
+					default:
+					}
+				}
+				if n != last {
+					last, lastAt = n, now
+				} else if now.Sub(lastAt) >= fleetStall {
+					close(stalled)
+					return
+				}
 			}
 		}
-		w.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, to see where it waits
-		select {
-		case <-w.exited:
-		case <-time.After(5 * time.Second):
-		}
-		f.t.Fatalf("%s did not exit in time:\n%s\nRedis:\n%s\nthe other workers:\n%s", w.name, w.out, dump, &others)
+	}()
+	select {
+	case <-w.exited:
+	case <-stalled:
+		f.hung(w, fmt.Sprintf("nothing served and no worker exited for %v", fleetStall))
+	case <-f.ctx.Done():
+		f.hung(w, fmt.Sprintf("not done after %v", fleetDeadline))
 	}
 	return w.cmd.ProcessState.ExitCode()
+}
+
+// hung fails the test for worker w, which did not exit, with its output, the other workers'
+// and the state of the crawl in Redis.
+func (f *fleetRun) hung(w *worker, why string) {
+	f.t.Helper()
+	dump := f.dump()
+	var others strings.Builder
+	for _, o := range f.all() {
+		if o != w {
+			out := o.out.String()
+			fmt.Fprintf(&others, "%s:\n%s\n", o.name, out[max(0, len(out)-4000):])
+		}
+	}
+	w.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines' stacks, to see where it waits
+	select {
+	case <-w.exited:
+	case <-time.After(5 * time.Second):
+	}
+	f.t.Fatalf("%s did not exit (%s):\n%s\nRedis:\n%s\nthe other workers:\n%s", w.name, why, w.out, dump, &others)
 }
 
 // finish waits for the workers still running to exit 0.

@@ -13,58 +13,75 @@ import (
 	"time"
 )
 
-// requeues watches a Redis server's MONITOR stream (which shows the commands scripts run) for
-// the LPUSHes that return a URL to the head of its host's queue: a new owner reclaiming the
-// URLs in flight when it acquires a partition, or a worker giving a lease back (a request cut
-// short, a partition drained or released). No other write puts a URL back at a queue's head;
-// new and retried URLs go to its tail (RPUSH). A URL leased once more is fetched once more
-// only after such a return, so every duplicate fetch of a URL must be matched by one.
+// requeues watches the MONITOR stream of each Redis node of a crawl (which shows the commands
+// scripts run) for the LPUSHes that return a URL to the head of its host's queue: a new owner
+// reclaiming the URLs in flight when it acquires a partition, or a worker giving a lease back
+// (a request cut short, a partition drained or released). No other write puts a URL back at
+// a queue's head; new and retried URLs go to its tail (RPUSH). A URL leased once more is
+// fetched once more only after such a return, so every duplicate fetch of a URL must be
+// matched by one. (A replica's MONITOR shows nothing of what it replicates: once promoted,
+// its stream shows its own commands.)
 type requeues struct {
-	t     testing.TB
-	conn  net.Conn
-	mu    sync.Mutex
-	byURL map[string]int
-	seen  map[string]bool // markers seen (sync)
-	err   error           // why the stream ended
-	done  chan struct{}
+	t      testing.TB
+	prefix string
+	mu     sync.Mutex
+	byURL  map[string]int
+	seen   map[string]bool // markers seen, by node address and marker
+	err    error           // a line that could not be read
+	nodes  []*monitorStream
 }
 
-// watchRequeues starts watching the Redis at addr for crawl's queues; it stops at the test's
-// end.
-func watchRequeues(t testing.TB, addr, crawl string) *requeues {
+// monitorStream is one node's MONITOR connection.
+type monitorStream struct {
+	addr string
+	conn net.Conn
+	done chan struct{} // closed when the stream ended (the node stopped, or the test ended)
+}
+
+// watchRequeues starts watching the Redis nodes at addrs for crawl's queues; it stops at the
+// test's end.
+func watchRequeues(t testing.TB, crawl string, addrs ...string) *requeues {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatalf("MONITOR: %v", err)
+	r := &requeues{t: t, prefix: "crawl:" + crawl + ":{", byURL: map[string]int{}, seen: map[string]bool{}}
+	for _, addr := range addrs {
+		r.watch(addr)
 	}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		t.Fatalf("MONITOR: %v", err)
-	}
-	br := bufio.NewReaderSize(conn, 1<<16)
-	if line, err := br.ReadString('\n'); err != nil || line != "+OK\r\n" {
-		t.Fatalf("MONITOR: %q, %v", line, err)
-	}
-	r := &requeues{t: t, conn: conn, byURL: map[string]int{}, seen: map[string]bool{}, done: make(chan struct{})}
-	prefix := "crawl:" + crawl + ":{"
-	go func() {
-		defer close(r.done)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				r.mu.Lock()
-				r.err = err
-				r.mu.Unlock()
-				return
-			}
-			r.note(line, prefix)
-		}
-	}()
-	t.Cleanup(func() { conn.Close(); <-r.done })
 	return r
 }
 
+// watch starts watching the node at addr (again, after a restart).
+func (r *requeues) watch(addr string) {
+	r.t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		r.t.Fatalf("MONITOR %s: %v", addr, err)
+	}
+	br := bufio.NewReaderSize(conn, 1<<16)
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		r.t.Fatalf("MONITOR %s: %v", addr, err)
+	}
+	if line, err := br.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		r.t.Fatalf("MONITOR %s: %q, %v", addr, line, err)
+	}
+	m := &monitorStream{addr: addr, conn: conn, done: make(chan struct{})}
+	r.mu.Lock()
+	r.nodes = append(r.nodes, m)
+	r.mu.Unlock()
+	go func() {
+		defer close(m.done)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			r.note(addr, line)
+		}
+	}()
+	r.t.Cleanup(func() { conn.Close(); <-m.done })
+}
+
 // note records one MONITOR line: an LPUSH to one of the crawl's queues, or a marker.
-func (r *requeues) note(line, prefix string) {
+func (r *requeues) note(addr, line string) {
 	_, rest, ok := strings.Cut(line, "] ")
 	if !ok {
 		return
@@ -78,11 +95,11 @@ func (r *requeues) note(line, prefix string) {
 	}
 	if len(args) == 2 && strings.EqualFold(args[0], "echo") {
 		r.mu.Lock()
-		r.seen[args[1]] = true
+		r.seen[addr+" "+args[1]] = true
 		r.mu.Unlock()
 		return
 	}
-	if len(args) < 3 || !strings.EqualFold(args[0], "lpush") || !strings.HasPrefix(args[1], prefix) || !strings.Contains(args[1], "}:q:") {
+	if len(args) < 3 || !strings.EqualFold(args[0], "lpush") || !strings.HasPrefix(args[1], r.prefix) || !strings.Contains(args[1], "}:q:") {
 		return
 	}
 	for _, it := range args[2:] {
@@ -127,28 +144,47 @@ func monitorArgs(s string) ([]string, error) {
 	return args, nil
 }
 
-// counts waits until the stream has shown every command Redis ran before the call (an ECHO
-// of a marker, sent through echo, comes back through MONITOR after them) and returns how many
-// times each URL was returned to its queue.
-func (r *requeues) counts(ctx context.Context, echo func(ctx context.Context, msg string) error) map[string]int {
+// counts waits until each stream still open has shown every command its node ran before the
+// call (an ECHO of a marker sent to the node comes back through its MONITOR after them) and
+// returns how many times each URL was returned to its queue. A node that stopped (killed by
+// the test) is passed over: what it ran before is in its stream.
+func (r *requeues) counts(ctx context.Context) map[string]int {
 	r.t.Helper()
 	marker := fmt.Sprintf("requeues-marker-%d", time.Now().UnixNano())
-	if err := echo(ctx, marker); err != nil {
-		r.t.Fatalf("MONITOR marker: %v", err)
+	var wait []string
+	r.mu.Lock()
+	nodes := append([]*monitorStream(nil), r.nodes...)
+	r.mu.Unlock()
+	for _, m := range nodes {
+		select {
+		case <-m.done:
+			continue
+		default:
+		}
+		if err := echo(ctx, m.addr, marker); err != nil {
+			r.t.Logf("MONITOR %s: node not answering (%v): its stream is taken as it is", m.addr, err)
+			continue
+		}
+		wait = append(wait, m.addr+" "+marker)
 	}
 	for {
 		r.mu.Lock()
-		seen, err := r.seen[marker], r.err
+		missing, err := 0, r.err
+		for _, k := range wait {
+			if !r.seen[k] {
+				missing++
+			}
+		}
 		r.mu.Unlock()
 		if err != nil {
 			r.t.Fatalf("MONITOR: %v", err)
 		}
-		if seen {
+		if missing == 0 {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			r.t.Fatal("MONITOR: the marker never came back")
+			r.t.Fatalf("MONITOR: the marker never came back from %d nodes", missing)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -159,6 +195,27 @@ func (r *requeues) counts(ctx context.Context, echo func(ctx context.Context, ms
 		out[u] = n
 	}
 	return out
+}
+
+// echo sends ECHO msg to the Redis node at addr and reads its answer.
+func echo(ctx context.Context, addr, msg string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(conn, "*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(msg), msg); err != nil {
+		return err
+	}
+	br := bufio.NewReader(conn)
+	for range 2 { // $len, then the message
+		if _, err := br.ReadString('\n'); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func TestMonitorArgs(t *testing.T) {

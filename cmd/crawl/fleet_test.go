@@ -401,7 +401,7 @@ func (f *fleetRun) checkStored() map[string]int {
 func (f *fleetRun) checkComplete(lost int) {
 	f.t.Helper()
 	pages := f.checkStored()
-	back := f.requeues.counts(f.ctx)
+	back, _ := f.requeues.counts(f.ctx)
 	twice, served, returned, unexplained := 0, 0, 0, 0
 	var why []string
 	for host, s := range f.web.Stats() {
@@ -639,14 +639,18 @@ func TestFleetScales(t *testing.T) {
 	f.checkComplete(0)
 	f.idleInRedis()
 	// Hosts moved twice, to the workers that joined and from the one that left; each new owner
-	// took the host's robots.txt from Redis (a request cancelled by a move may be made again).
-	robots, hosts := 0, 0
-	for _, s := range f.web.Stats() {
-		robots += s.RobotsRequests
-		hosts++
-	}
-	if robots > hosts+2 {
-		t.Errorf("robots.txt requested %d times for %d hosts; a host's next owner should use the one in Redis", robots, hosts)
+	// took the host's robots.txt from Redis: it was fetched and saved once per host. (A request
+	// cut short by a move, before its owner saved it, is made again by the next owner: on a
+	// loaded machine, where leases lapse, that happens any number of times.)
+	_, saved := f.requeues.counts(f.ctx)
+	for name, s := range f.web.Stats() {
+		u, err := url.Parse(f.web.URL(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := saved[u.Host]; n != 1 {
+			t.Errorf("host %s: robots.txt saved to Redis %d times (requested %d times); want once, its next owners using that one", name, n, s.RobotsRequests)
+		}
 	}
 	n, err := f.rdb.ZCard(f.ctx, "crawl:t:workers").Result()
 	if err != nil || n != 0 {

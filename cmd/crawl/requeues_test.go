@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -19,13 +20,15 @@ import (
 // (a request cut short, a partition drained or released). No other write puts a URL back at
 // a queue's head; new and retried URLs go to its tail (RPUSH). A URL leased once more is
 // fetched once more only after such a return, so every duplicate fetch of a URL must be
-// matched by one. (A replica's MONITOR shows nothing of what it replicates: once promoted,
+// matched by one. It also counts the saves of each host's robots.txt to Redis (a SET of its
+// robots key), which a host's later owners load instead of fetching it again. (A replica's MONITOR shows nothing of what it replicates: once promoted,
 // its stream shows its own commands.)
 type requeues struct {
 	t      testing.TB
 	prefix string
 	mu     sync.Mutex
 	byURL  map[string]int
+	robots map[string]int  // robots.txt saved for the hosts' later owners, by host
 	seen   map[string]bool // markers seen, by node address and marker
 	err    error           // a line that could not be read
 	nodes  []*monitorStream
@@ -42,7 +45,7 @@ type monitorStream struct {
 // test's end.
 func watchRequeues(t testing.TB, crawl string, addrs ...string) *requeues {
 	t.Helper()
-	r := &requeues{t: t, prefix: "crawl:" + crawl + ":{", byURL: map[string]int{}, seen: map[string]bool{}}
+	r := &requeues{t: t, prefix: "crawl:" + crawl + ":{", byURL: map[string]int{}, robots: map[string]int{}, seen: map[string]bool{}}
 	for _, addr := range addrs {
 		r.watch(addr)
 	}
@@ -99,7 +102,16 @@ func (r *requeues) note(addr, line string) {
 		r.mu.Unlock()
 		return
 	}
-	if len(args) < 3 || !strings.EqualFold(args[0], "lpush") || !strings.HasPrefix(args[1], r.prefix) || !strings.Contains(args[1], "}:q:") {
+	if len(args) < 3 || !strings.HasPrefix(args[1], r.prefix) {
+		return
+	}
+	if _, host, ok := strings.Cut(args[1], "}:r:"); ok && strings.EqualFold(args[0], "set") {
+		r.mu.Lock()
+		r.robots[host]++
+		r.mu.Unlock()
+		return
+	}
+	if !strings.EqualFold(args[0], "lpush") || !strings.Contains(args[1], "}:q:") {
 		return
 	}
 	for _, it := range args[2:] {
@@ -146,9 +158,10 @@ func monitorArgs(s string) ([]string, error) {
 
 // counts waits until each stream still open has shown every command its node ran before the
 // call (an ECHO of a marker sent to the node comes back through its MONITOR after them) and
-// returns how many times each URL was returned to its queue. A node that stopped (killed by
+// returns how many times each URL was returned to its queue, and how many times each host's
+// robots.txt was saved to Redis. A node that stopped (killed by
 // the test) is passed over: what it ran before is in its stream.
-func (r *requeues) counts(ctx context.Context) map[string]int {
+func (r *requeues) counts(ctx context.Context) (back, robots map[string]int) {
 	r.t.Helper()
 	marker := fmt.Sprintf("requeues-marker-%d", time.Now().UnixNano())
 	var wait []string
@@ -190,11 +203,7 @@ func (r *requeues) counts(ctx context.Context) map[string]int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.byURL))
-	for u, n := range r.byURL {
-		out[u] = n
-	}
-	return out
+	return maps.Clone(r.byURL), maps.Clone(r.robots)
 }
 
 // echo sends ECHO msg to the Redis node at addr and reads its answer.

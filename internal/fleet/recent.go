@@ -39,6 +39,14 @@ func (r *recentLinks) remember(fps []uint64) {
 	}
 }
 
+// forget empties the memory: after an outage, Redis may have restarted without its last
+// writes, and a URL remembered as recorded may be one of them.
+func (r *recentLinks) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.slots)
+}
+
 // filter returns res with the links and exclusions the worker knows were recorded left out,
 // and each only once, with the fingerprints of those kept (to remember once res is committed).
 func (r *recentLinks) filter(res frontier.Result) (frontier.Result, []uint64) {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/internal/fleet"
 	"github.com/crawl-project/crawl/internal/redistest"
 	"github.com/crawl-project/crawl/internal/simweb"
 	"github.com/crawl-project/crawl/storage"
@@ -475,6 +476,35 @@ func (f *fleetRun) busiest() *worker {
 	}
 }
 
+// stopFetching stops (SIGSTOP) a worker at a moment a host it owns has a request of it inside
+// the web's handler, so that it has a result to send when it is continued.
+func (f *fleetRun) stopFetching() *worker {
+	f.t.Helper()
+	for {
+		for name, s := range f.web.Stats() {
+			if s.InFlight == 0 {
+				continue
+			}
+			u, err := url.Parse(f.web.URL(name))
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			owner, _ := f.rdb.Get(f.ctx, fmt.Sprintf("crawl:t:{%d}:owner", fleet.PartitionOf(u.Host, 64))).Result()
+			for _, w := range f.all() {
+				if owner != "" && strings.Contains(owner, fmt.Sprintf("-%d-", w.cmd.Process.Pid)) {
+					w.cmd.Process.Signal(syscall.SIGSTOP)
+					return w
+				}
+			}
+		}
+		select {
+		case <-f.ctx.Done():
+			f.t.Fatal("no worker had a request in flight")
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
 // Three workers share the crawl: every page is fetched once (again only after its lease was
 // handed over or given back: checkComplete), and all exit 0 when it is over.
 func TestFleetThreeWorkers(t *testing.T) {
@@ -605,8 +635,7 @@ func TestFleetWorkerStopped(t *testing.T) {
 	f := newFleet(t, fleetWeb(), shortLease)
 	ws := []*worker{f.start(""), f.start(""), f.start("")}
 	f.waitServed(f.expected() / 3)
-	victim := f.busiest()
-	victim.cmd.Process.Signal(syscall.SIGSTOP)
+	victim := f.stopFetching()
 	time.Sleep(3 * f.ttl)
 	victim.cmd.Process.Signal(syscall.SIGCONT)
 	f.finish(ws...)

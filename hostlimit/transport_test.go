@@ -336,17 +336,17 @@ func TestTransportStateRestored(t *testing.T) {
 	first.CloseIdleConnections() // saves
 	learned := last[len(last)-1].Rate
 
+	// The next transport's own initial rate is ten times what was learned (how much that is
+	// depends on the machine's load), so that starting there cannot pass for the restore.
 	last = nil
-	second, _ := newTestClient(t, &TransportOptions{Store: db, Observer: observe})
+	initial := 10 * learned
+	second, _ := newTestClient(t, &TransportOptions{Store: db, Observer: observe, InitialRate: initial})
 	fetchAll(t, second, us[spec.Pages-1:])
 	restored := last[0]
-	t.Logf("learned %.1f req/s (initial %v); the next transport's first request left it at %.1f (%v)",
-		learned, aimd.DefaultInitialRate, restored.Rate, restored.Phase)
-	if learned < 3*aimd.DefaultInitialRate { // far enough from the initial rate to tell them apart (a loaded machine learns less)
-		t.Fatalf("learned only %.1f req/s against a hidden %v", learned, spec.Limit)
-	}
+	t.Logf("learned %.1f req/s (initial %v); the next transport (initial %.1f) had %.1f after its first request (%v)",
+		learned, aimd.DefaultInitialRate, initial, restored.Rate, restored.Phase)
 	if restored.Rate < 0.9*learned || restored.Rate > 1.1*learned {
-		t.Errorf("restored at %.1f req/s, want the learned %.1f", restored.Rate, learned)
+		t.Errorf("restored at %.1f req/s, want the learned %.1f (its own initial rate: %.1f)", restored.Rate, learned, initial)
 	}
 	if restored.StateError != "" {
 		t.Errorf("state error: %s", restored.StateError)

@@ -65,6 +65,7 @@ func (m stopMode) String() string {
 // many duplicate fetches as responses were lost at the stops, and `crawl status` agrees with
 // the servers' own counters.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
 	}

@@ -50,6 +50,7 @@ func checkNoPackageNames(t *testing.T, msg string) {
 // TestHelpAndVersion: `crawl help CMD`, `crawl CMD -h` and `--help` print CMD's help on stdout
 // and exit 0; `crawl version` names the Go version.
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"run", "urls", "status", "demo", "report", "robots", "export"} {
 		var first string
 		for _, args := range [][]string{{"help", cmd}, {cmd, "-h"}, {cmd, "--help"}} {

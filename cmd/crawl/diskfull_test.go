@@ -100,6 +100,7 @@ func fillUp(t *testing.T, dir string, env []string, cause string, makeRoom func(
 // TestStoreCannotGrow: the store file may not grow past 256 KiB (RLIMIT_FSIZE), about a fifth
 // of what the crawl needs.
 func TestStoreCannotGrow(t *testing.T) {
+	t.Parallel() // its own store and processes (a file-size limit is set in the child only)
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
 	}
@@ -109,6 +110,7 @@ func TestStoreCannotGrow(t *testing.T) {
 // TestDiskFull: the data directory is a 1 MiB tmpfs, so writes fail with ENOSPC; then it is
 // remounted bigger and the crawl resumes. Needs root (mount); skipped otherwise.
 func TestDiskFull(t *testing.T) {
+	t.Parallel() // its own store, processes and tmpfs
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"flag"
 	"os"
+	"strconv"
 	"testing"
 )
 
@@ -11,5 +13,22 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CRAWL_AS_MAIN") == "1" {
 		os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	flag.Parse()
+	parallelByDefault(testParallel)
 	os.Exit(m.Run())
+}
+
+// testParallel is how many of this package's parallel tests run at once unless -parallel says
+// otherwise: they mostly wait, on crawl processes they start and on rate-limited servers (about
+// 170 s of CPU in a 490 s run), so that on a 2-core machine the default (GOMAXPROCS) left the
+// package over go test's 10-minute limit when the machine was loaded.
+const testParallel = 4
+
+// parallelByDefault sets -test.parallel to n unless it was given.
+func parallelByDefault(n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }

@@ -134,7 +134,7 @@ func runShared(t *testing.T, cfg Config, shared Shared) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a safety net (runCrawl)
 	defer cancel()
 	sum, err := c.Run(ctx)
 	if cerr := c.Close(); err == nil {

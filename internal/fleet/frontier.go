@@ -242,6 +242,7 @@ func (f *Frontier) linkOK() {
 	defer f.mu.Unlock()
 	if f.link == linkDown {
 		f.link = linkUp
+		f.recent.reset() // a restarted Redis may have lost what the worker saw it record
 		f.opts.Log.Warn("Redis reachable again")
 	}
 }

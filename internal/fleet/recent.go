@@ -43,6 +43,14 @@ func (r *recentLinks) remember(fps []uint64) {
 	}
 }
 
+// reset empties the memory: after an outage, Redis may have restarted without its last
+// writes, and a URL remembered as recorded may be one of them.
+func (r *recentLinks) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.slots)
+}
+
 // forget gives back the fingerprints fps claimed by filter (their result was not recorded);
 // a slot a newer fingerprint took keeps it.
 func (r *recentLinks) forget(fps []uint64) {

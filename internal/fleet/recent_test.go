@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/crawl-project/crawl/frontier"
@@ -43,5 +44,24 @@ func TestRecentLinksFilter(t *testing.T) {
 	got, _ = r.filter(frontier.Result{Kind: frontier.Fetched, Links: []frontier.Entry{e("http://h/a"), e(other)}})
 	if len(got.Links) != 1 || got.Links[0].URL != "http://h/a" {
 		t.Fatalf("after eviction: kept %v, want a only", got.Links)
+	}
+}
+
+// After an outage the worker forgets what it saw Redis record: a Redis restarted on its
+// append-only file may have lost the last second of writes, links included, and a link left
+// out because it was "recorded" would never be crawled (TestFleetRedisKilled lost 7 pages so).
+func TestRecentLinksForgottenAfterOutage(t *testing.T) {
+	f := &Frontier{recent: newRecentLinks(1024), opts: FrontierOptions{}.withDefaults()}
+	res := frontier.Result{Kind: frontier.Fetched, Links: []frontier.Entry{{URL: "http://h/a", Host: "h"}}}
+	_, fps := f.recent.filter(res)
+	f.recent.remember(fps)
+	f.linkOK() // no outage: nothing forgotten
+	if got, _ := f.recent.filter(res); len(got.Links) != 0 {
+		t.Fatalf("kept %v without an outage, want it left out", got.Links)
+	}
+	f.linkFailed(errors.New("connection refused"))
+	f.linkOK()
+	if got, _ := f.recent.filter(res); len(got.Links) != 1 {
+		t.Fatalf("kept %v after an outage, want the link sent again", got.Links)
 	}
 }

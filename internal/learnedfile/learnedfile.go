@@ -24,7 +24,7 @@ type learnedLine struct {
 
 // Bounds on a learned-politeness file read by Read: its size, and one line's.
 const (
-	MaxSize = 64 << 20
+	MaxSize        = 64 << 20
 	maxLearnedLine = 64 << 10
 	maxHostKey     = 1024
 )

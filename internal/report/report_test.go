@@ -302,7 +302,7 @@ func TestLoadAndScreenshot(t *testing.T) {
 		for x := bd.Min.X; x < bd.Max.X; x++ {
 			r, g, b, _ := img.At(x, y).RGBA()
 			for i, w := range want {
-				if absDiff(int(r>>8), w[0]) < 24 && absDiff(int(g>>8), w[1]) < 24 && absDiff(int(b>>8), w[2]) < 24 {
+				if lineColour([3]int{int(r >> 8), int(g >> 8), int(b >> 8)}, w) {
 					counts[i]++
 				}
 			}
@@ -314,6 +314,28 @@ func TestLoadAndScreenshot(t *testing.T) {
 		}
 	}
 	t.Logf("pixels of %v: %v", colours, counts)
+}
+
+// lineColour reports whether pixel p is colour w drawn over the white of a chart at half
+// strength or more. A line one pixel wide that falls between two rows of pixels is drawn as two
+// rows of its colour blended with the background (anti-aliasing), none of them the colour
+// itself; where it falls depends on the data, i.e. on how fast the crawl went.
+func lineColour(p, w [3]int) bool {
+	num, den := 0, 0
+	for c := range 3 {
+		num += (255 - p[c]) * (255 - w[c])
+		den += (255 - w[c]) * (255 - w[c])
+	}
+	alpha := float64(num) / float64(den) // least squares: p = 255 + alpha*(w - 255)
+	if alpha < 0.5 || alpha > 1.1 {
+		return false
+	}
+	for c := range 3 {
+		if absDiff(p[c], int(255+alpha*float64(w[c]-255))) >= 24 {
+			return false
+		}
+	}
+	return true
 }
 
 func absDiff(a, b int) int {

@@ -243,6 +243,7 @@ func (h *host) snapshot() HostStats {
 		st.Fetched[k] = v
 	}
 	st.OverLimitAt = append([]time.Time(nil), h.st.stats.OverLimitAt...)
+	st.InFlight = h.st.inFlight
 	lat := append([]time.Duration(nil), h.st.latencies...)
 	h.mu.Unlock()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })

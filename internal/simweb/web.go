@@ -44,6 +44,7 @@ type HostStats struct {
 
 	Duplicates   int // page 200s beyond the first for the same URL
 	PeakInFlight int // most requests inside the handler at once, queued ones included
+	InFlight     int // requests inside the handler when the copy was made
 
 	Banned         bool // the client crossed BanAfter strikes
 	BannedRequests int  // requests answered 403 because of the ban

@@ -4,13 +4,18 @@ package storetest
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
+	"slices"
 )
 
 // DamageLeaves changes the page id in the header of the leaf pages of the bbolt file at path
 // that pick chooses (by index among them, and their count), as bytes flipped on disk would;
-// bbolt asserts on such a page when it reads it. The meta pages and the root bucket's pages
-// are left alone, so the store still opens. It returns how many pages it damaged.
+// bbolt asserts on such a page when it reads it. Only pages in use are counted: those reached
+// from the meta page through the root bucket's tree and the trees of the buckets it holds,
+// nested ones included (free pages and those of older versions keep a leaf's header, and
+// damaging one changes nothing a reader sees). The meta pages and the root bucket's pages are
+// left alone, so the store still opens. It returns how many pages it damaged.
 func DamageLeaves(path string, pick func(i, n int) bool) (int, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -22,28 +27,52 @@ func DamageLeaves(path string, pick func(i, n int) bool) (int, error) {
 	if binary.LittleEndian.Uint64(m1[48:]) > binary.LittleEndian.Uint64(m0[48:]) { // txid
 		meta = m1
 	}
-	// The root bucket's tree: its branch pages list their children as 16-byte elements (pos,
-	// ksize, pgid) after the 16-byte page header.
-	rootTree := map[uint64]bool{}
-	var walk func(id uint64)
-	walk = func(id uint64) {
-		rootTree[id] = true
-		h := data[id*ps:]
-		if binary.LittleEndian.Uint16(h[8:]) != 0x01 {
-			return
-		}
-		for e := range int(binary.LittleEndian.Uint16(h[10:])) {
-			walk(binary.LittleEndian.Uint64(h[16+16*e+8:]))
-		}
-	}
-	walk(binary.LittleEndian.Uint64(meta[16:]))
+	// A page: a 16-byte header (id, flags, count, overflow), then count elements. A branch's
+	// are 16 bytes (pos, ksize, child pgid); a leaf's are 16 bytes (flags, pos, ksize, vsize),
+	// and a bucket's value (element flag 0x01) begins with its tree's root pgid (0: inline).
 	var leaves []int
-	for i := 2; (i+1)*ps <= len(data); i++ {
-		h := data[i*ps:]
-		if binary.LittleEndian.Uint64(h) == uint64(i) && binary.LittleEndian.Uint16(h[8:]) == 0x02 && !rootTree[uint64(i)] {
-			leaves = append(leaves, i)
+	seen := map[uint64]bool{}
+	var walk func(id uint64, rootTree bool) error
+	walk = func(id uint64, rootTree bool) error {
+		if seen[id] {
+			return nil
 		}
+		seen[id] = true
+		if (id+1)*ps > uint64(len(data)) {
+			return fmt.Errorf("storetest: %s: page %d beyond the file", path, id)
+		}
+		h := data[id*ps:]
+		count := int(binary.LittleEndian.Uint16(h[10:]))
+		switch binary.LittleEndian.Uint16(h[8:]) {
+		case 0x01: // branch
+			for e := range count {
+				if err := walk(binary.LittleEndian.Uint64(h[16+16*e+8:]), rootTree); err != nil {
+					return err
+				}
+			}
+		case 0x02: // leaf
+			if !rootTree {
+				leaves = append(leaves, int(id))
+			}
+			for e := range count {
+				el := h[16+16*e:]
+				if binary.LittleEndian.Uint32(el)&0x01 == 0 {
+					continue
+				}
+				v := el[binary.LittleEndian.Uint32(el[4:])+binary.LittleEndian.Uint32(el[8:]):]
+				if root := binary.LittleEndian.Uint64(v); root != 0 {
+					if err := walk(root, false); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
 	}
+	if err := walk(binary.LittleEndian.Uint64(meta[16:]), true); err != nil {
+		return 0, err
+	}
+	slices.Sort(leaves)
 	n := 0
 	for j, i := range leaves {
 		if pick(j, len(leaves)) {

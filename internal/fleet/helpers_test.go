@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -152,6 +153,11 @@ func checkInvariants(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
 	type tally struct{ queued, delayed, inflight, outbox, seenQueued, seen int }
+	type bucket struct {
+		p, i   int
+		fields []string
+	}
+	var buckets []bucket
 	parts := map[int]*tally{}
 	part := func(p int) *tally {
 		if parts[p] == nil {
@@ -191,12 +197,16 @@ func checkInvariants(t *testing.T, s *Store) {
 			c.inflight += int(n)
 		case "s":
 			vals, _ := s.rdb.HGetAll(ctx, key).Result()
-			for _, v := range vals {
+			i, _ := strconv.Atoi(rest)
+			b := bucket{p: p, i: i}
+			for f, v := range vals {
 				c.seen++
-				if v == "q" {
+				if v == seenQueued {
 					c.seenQueued++
 				}
+				b.fields = append(b.fields, f)
 			}
+			buckets = append(buckets, b)
 		}
 	}
 	for p, c := range parts {
@@ -213,5 +223,38 @@ func checkInvariants(t *testing.T, s *Store) {
 		if done := n("queued") + n("fetched") + n("failed") + n("excluded"); c.seen != done {
 			t.Errorf("partition %d: seen-set holds %d URLs, counters %d", p, c.seen, done)
 		}
+		meta, _ := s.rdb.HGetAll(ctx, s.k.seenMeta(p)).Result()
+		if urls, _ := strconv.Atoi(meta["urls"]); urls != c.seen {
+			t.Errorf("partition %d: seen-set holds %d URLs, its count says %d", p, c.seen, urls)
+		}
 	}
+	for _, b := range buckets {
+		meta, _ := s.rdb.HGetAll(ctx, s.k.seenMeta(b.p)).Result()
+		n, _ := strconv.Atoi(meta["buckets"])
+		if b.i >= max(n, 1) {
+			t.Errorf("partition %d: seen bucket %d past the bucket count %d", b.p, b.i, n)
+		}
+		for _, f := range b.fields {
+			if len(f) != 8 {
+				t.Errorf("partition %d: seen field %q is not 8 bytes", b.p, f)
+			} else if want := seenBucketOf(binary.BigEndian.Uint64([]byte(f)), max(n, 1)); want != b.i {
+				t.Errorf("partition %d: fingerprint %x in bucket %d, linear hashing over %d buckets says %d", b.p, f, b.i, n, want)
+			}
+		}
+	}
+}
+
+// seenBucketOf is the bucket the scripts' seenKey picks for fingerprint fp among n buckets
+// (its low 32 bits, by linear hashing).
+func seenBucketOf(fp uint64, n int) int {
+	h := uint64(uint32(fp))
+	m := uint64(1)
+	for m*2 <= uint64(n) {
+		m *= 2
+	}
+	b := h % (2 * m)
+	if b >= uint64(n) {
+		b = h % m
+	}
+	return int(b)
 }

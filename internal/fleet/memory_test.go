@@ -38,7 +38,7 @@ func TestSeenSetMemoryPerURL(t *testing.T) {
 	const n = 50_000
 	rdb := newRedis(t)
 	ctx := context.Background()
-	s := newStore(t, rdb, "w", &Options{Partitions: 1, SeenBuckets: 512})
+	s := newStore(t, rdb, "w", &Options{Partitions: 1})
 	urls := make([]string, n)
 	for i := range urls {
 		urls[i] = fmt.Sprintf("http://host%d.example/section/%d/page-%d.html", i%97, i/97, i)

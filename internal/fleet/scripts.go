@@ -1,6 +1,10 @@
 package fleet
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every script that writes as a partition's owner takes the owner key as KEYS[1] and the
 // ownership's token as ARGV[1] and begins with fence: a write from a worker whose lease expired
@@ -37,25 +41,96 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
+// seenSet is the seen-set of one partition, grown by linear hashing so that every bucket
+// stays small enough for Redis' listpack encoding at any size (docs/fleet.md "Seen-set"):
+// seenOpen(meta, prefix) reads the bucket count; seenKey(fp) names the bucket of fingerprint
+// field fp (8 bytes; its last 4 pick the bucket); seenGrew(n) records n new fingerprints and
+// splits buckets while the partition holds more than seenLoad per bucket; seenClose writes the
+// count back. Bucket keys are prefix..index, in the partition's slot; they cannot be listed in
+// KEYS, as the bucket count is only known inside the script.
+var seenSet = `
+local seenMeta, seenPrefix, seenN, seenURLs, seenSplit
+local seenLoad = ` + strconv.Itoa(seenLoad) + `
+local function seenOpen(meta, prefix)
+  seenMeta, seenPrefix, seenSplit = meta, prefix, 0
+  local v = redis.call('HMGET', meta, 'buckets', 'urls')
+  seenN, seenURLs = tonumber(v[1] or '1'), tonumber(v[2] or '0')
+end
+local function seenTop()
+  local m = 1
+  while m * 2 <= seenN do m = m * 2 end
+  return m
+end
+local function seenLow(fp)
+  local a, b, c, d = string.byte(fp, 5, 8)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+local function seenKey(fp)
+  local m, h = seenTop(), seenLow(fp)
+  local b = h % (2 * m)
+  if b >= seenN then b = h % m end
+  return seenPrefix .. b
+end
+local function seenGrew(n)
+  seenURLs = seenURLs + n
+  while seenURLs > seenLoad * seenN do
+    local m = seenTop()
+    local src = seenPrefix .. (seenN - m)
+    local all = redis.call('HGETALL', src)
+    local keep, move = {}, {}
+    for i = 1, #all, 2 do
+      local t = keep
+      if math.floor(seenLow(all[i]) / m) % 2 == 1 then t = move end
+      t[#t+1] = all[i]; t[#t+1] = all[i+1]
+    end
+    redis.call('DEL', src)
+    if #keep > 0 then redis.call('HSET', src, unpack(keep)) end
+    if #move > 0 then redis.call('HSET', seenPrefix .. seenN, unpack(move)) end
+    seenN = seenN + 1
+    seenSplit = seenSplit + 1
+  end
+end
+local function seenClose(n)
+  if n > 0 or seenSplit > 0 then
+    redis.call('HSET', seenMeta, 'buckets', seenN, 'urls', seenURLs)
+  end
+end
+`
+
+// seenLoad is the seen-set's fingerprints per bucket: a partition splits a bucket whenever it
+// holds more (docs/fleet.md "Seen-set"). Its buckets then average seenLoad fingerprints and
+// the fullest (those the split pointer has not reached, twice as full) stay under listpack's
+// 128 entries.
+const seenLoad = 48
+
+// The seen-set's values: a URL's state, one digit, which a listpack stores in one byte.
+const (
+	seenQueued   = "1"
+	seenFetched  = "2"
+	seenFailed   = "3"
+	seenExcluded = "4"
+)
+
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
-// KEYS hosts, counts, used, then per entry its seen bucket and its host's queue; ARGV the host
-// budget (0: none), then per entry: fingerprint field, state ('q' to queue, 'x' excluded),
-// host, item, exclusion reason. With a budget, a host's URLs ever queued are counted in used,
-// and an unseen URL of a host at its budget is excluded ('limit') instead of queued.
-// Returns {queued, excluded}.
-var addScript = redis.NewScript(`
+// KEYS hosts, counts, used, seen meta, then per entry its host's queue; ARGV the host budget
+// (0: none), the seen buckets' key prefix, then per entry: fingerprint field, state ('1' to
+// queue, '4' excluded), host, item, exclusion reason. With a budget, a host's URLs ever queued
+// are counted in used, and an unseen URL of a host at its budget is excluded ('limit') instead
+// of queued. Returns {queued, excluded}.
+var addScript = redis.NewScript(seenSet + `
 local budget = tonumber(ARGV[1])
+seenOpen(KEYS[4], ARGV[2])
 local added, excluded = 0, 0
-for i = 0, (#KEYS - 3) / 2 - 1 do
-  local a = 2 + 5*i
+for i = 0, #KEYS - 5 do
+  local a = 3 + 5*i
   local fp, st, host, item, reason = ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4]
-  local bucket, queue = KEYS[4+2*i], KEYS[5+2*i]
-  if st == 'q' and budget > 0 and redis.call('HEXISTS', bucket, fp) == 0
+  local bucket, queue = seenKey(fp), KEYS[5+i]
+  if st == '1' and budget > 0 and redis.call('HEXISTS', bucket, fp) == 0
       and tonumber(redis.call('HGET', KEYS[3], host) or '0') >= budget then
-    st, reason = 'x', 'limit'
+    st, reason = '4', 'limit'
   end
   if redis.call('HSETNX', bucket, fp, st) == 1 then
-    if st == 'q' then
+    if st == '1' then
       redis.call('RPUSH', queue, item)
       redis.call('SADD', KEYS[1], host)
       if budget > 0 then redis.call('HINCRBY', KEYS[3], host, 1) end
@@ -64,17 +139,19 @@ for i = 0, (#KEYS - 3) / 2 - 1 do
       excluded = excluded + 1
       redis.call('HINCRBY', KEYS[2], 'excluded:' .. reason, 1)
     end
+    seenGrew(1)
   end
 end
+seenClose(added + excluded)
 if added > 0 then redis.call('HINCRBY', KEYS[2], 'queued', added) end
 if excluded > 0 then redis.call('HINCRBY', KEYS[2], 'excluded', excluded) end
 return {added, excluded}
 `)
 
-// lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms, n.
-// Moves the host's due retries to the queue's tail, pops up to n items from the head into the
-// in-flight set scored by their deadline, and drops the host from the hosts set when it has
-// nothing left. Returns {deadline-ms, now-ms, item…}, or {next-due-ms or -1, now-ms} with no item.
+// lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms, n,
+// in-flight prefix. Moves the host's due retries to the queue's tail, pops up to n items from
+// the head into the in-flight set (prefixed, as in-flight members are) scored by their deadline, and drops the host from the hosts set when it has
+// nothing left. Returns {deadline-ms, now-ms, item…} (the items as queued), or {next-due-ms or -1, now-ms} with no item.
 var leaseScript = redis.NewScript(fence + `
 local now = nowms()
 local n = tonumber(ARGV[4])
@@ -95,7 +172,7 @@ if #items == 0 then
 end
 local deadline = now + tonumber(ARGV[3])
 local z = {}
-for i, it in ipairs(items) do z[2*i-1] = deadline; z[2*i] = it end
+for i, it in ipairs(items) do z[2*i-1] = deadline; z[2*i] = ARGV[5] .. it end
 redis.call('ZADD', KEYS[4], unpack(z))
 redis.call('HINCRBY', KEYS[6], 'inflight', #items)
 local out = {deadline, now}
@@ -103,22 +180,24 @@ for _, it in ipairs(items) do out[#out+1] = it end
 return out
 `)
 
-// complete: KEYS owner, inflight, counts, outbox, hosts, then per result its URL's seen
-// bucket and its host's delayed set; ARGV token, outbox payload (empty for none), then per
-// result: in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r'
+// complete: KEYS owner, inflight, counts, outbox, hosts, seen meta, then per result its host's
+// delayed set; ARGV token, outbox payload (empty for none), the seen buckets' key prefix, then
+// per result: in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r'
 // retry), retry item, retry not-before-ms, host, reason (failed, excluded). Returns per result
 // 1, or 0 when its URL was not in flight (its state is then left alone). The payload holds the
 // links of every fetched page of the batch; counters change once per batch.
-var completeScript = redis.NewScript(fence + `
+var completeScript = redis.NewScript(fence + seenSet + `
+seenOpen(KEYS[6], ARGV[3])
 local inc, order = {}, {}
 local function add(k, d)
   if not inc[k] then inc[k] = 0; order[#order+1] = k end
   inc[k] = inc[k] + d
 end
 local names = {f='fetched', F='failed', x='excluded'}
-local res = {}
-for i = 0, (#KEYS - 5) / 2 - 1 do
-  local a = 3 + 7*i
+local states = {f='2', F='3', x='4'}
+local res, grew = {}, 0
+for i = 0, #KEYS - 7 do
+  local a = 4 + 7*i
   if redis.call('ZREM', KEYS[2], ARGV[a]) == 0 then
     res[i+1] = 0
   else
@@ -126,11 +205,14 @@ for i = 0, (#KEYS - 5) / 2 - 1 do
     add('inflight', -1)
     local k = ARGV[a+2]
     if k == 'r' then
-      redis.call('ZADD', KEYS[7+2*i], ARGV[a+4], ARGV[a+3])
+      redis.call('ZADD', KEYS[7+i], ARGV[a+4], ARGV[a+3])
       redis.call('SADD', KEYS[5], ARGV[a+5])
       add('delayed', 1)
     else
-      redis.call('HSET', KEYS[6+2*i], ARGV[a+1], k)
+      if redis.call('HSET', seenKey(ARGV[a+1]), ARGV[a+1], states[k]) == 1 then
+        grew = grew + 1 -- not seen before (not added through add): counted all the same
+        seenGrew(1)
+      end
       add('queued', -1)
       add(names[k], 1)
       if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+6], 1) end
@@ -144,6 +226,7 @@ end
 for _, k in ipairs(order) do
   if inc[k] ~= 0 then redis.call('HINCRBY', KEYS[3], k, inc[k]) end
 end
+seenClose(grew)
 return res
 `)
 
@@ -190,11 +273,11 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 return redis.call('ZCARD', KEYS[1])
 `)
 
-// putBack: KEYS owner, inflight, queue, hosts, counts; ARGV token, in-flight item, host. Puts
-// a leased URL back at the head of its queue as it was (no attempt counted).
+// putBack: KEYS owner, inflight, queue, hosts, counts; ARGV token, in-flight member, host,
+// item. Puts a leased URL back at the head of its queue as it was (no attempt counted).
 var putBackScript = redis.NewScript(fence + `
 if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
-redis.call('LPUSH', KEYS[3], ARGV[2])
+redis.call('LPUSH', KEYS[3], ARGV[4])
 redis.call('SADD', KEYS[4], ARGV[3])
 redis.call('HINCRBY', KEYS[5], 'inflight', -1)
 return 1

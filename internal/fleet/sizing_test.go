@@ -74,7 +74,7 @@ type memoryFigures struct{ perQueued, perSeen, perQueueKey, perHostState float64
 // measureMemory fills fresh servers as the doc comment of BenchmarkRedisMemory says.
 func measureMemory(b *testing.B, buckets int) memoryFigures {
 	ctx := context.Background()
-	opts := &Options{SeenBuckets: buckets}
+	opts := &Options{}
 	fill := func(rdb *redis.Client, crawl string, hosts int, exclude bool) float64 {
 		s, err := Open(ctx, rdb, crawl, "bench", opts)
 		if err != nil {

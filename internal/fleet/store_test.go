@@ -86,8 +86,8 @@ func TestOnePartitionOneOwner(t *testing.T) {
 func TestAddIsExactlyOnceAcrossWorkers(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
-	a := newStore(t, rdb, "a", &Options{Partitions: 4, SeenBuckets: 2})
-	b := newStore(t, rdb, "b", &Options{Partitions: 4, SeenBuckets: 2})
+	a := newStore(t, rdb, "a", &Options{Partitions: 4})
+	b := newStore(t, rdb, "b", &Options{Partitions: 4})
 	var all []frontier.Entry
 	for h := range 6 {
 		all = append(all, entries(fmt.Sprintf("h%d.example", h), 50)...)
@@ -427,7 +427,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 func TestHostBudget(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
-	opts := &Options{Partitions: 4, SeenBuckets: 2, HostBudget: 3}
+	opts := &Options{Partitions: 4, HostBudget: 3}
 	a := newStore(t, rdb, "a", opts)
 	b := newStore(t, rdb, "b", opts)
 	big := entries("big.example", 5)

@@ -116,7 +116,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 const configLayout = "seen=linear items=bin1 active-set"
 
 // configOf is the configuration a crawl of partitions partitions records at its creation.
-func configOf(partitions int) string { return fmt.Sprintf("partitions=%d %s", partitions, configLayout) }
+func configOf(partitions int) string {
+	return fmt.Sprintf("partitions=%d %s", partitions, configLayout)
+}
 
 // parseConfig returns the partitions of crawl's recorded configuration cfg. A crawl made by an
 // earlier version (fixed seen-set buckets, JSON queue items) is refused with

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -196,15 +195,15 @@ func checkInvariants(t *testing.T, s *Store) {
 			n, _ := s.rdb.ZCard(ctx, key).Result()
 			c.inflight += int(n)
 		case "s":
-			vals, _ := s.rdb.HGetAll(ctx, key).Result()
+			members, _ := s.rdb.SMembers(ctx, key).Result()
 			i, _ := strconv.Atoi(rest)
 			b := bucket{p: p, i: i}
-			for f, v := range vals {
+			for _, m := range members {
 				c.seen++
-				if v == seenQueued {
+				if strings.HasSuffix(m, seenQueued) {
 					c.seenQueued++
 				}
-				b.fields = append(b.fields, f)
+				b.fields = append(b.fields, m)
 			}
 			buckets = append(buckets, b)
 		}
@@ -234,20 +233,20 @@ func checkInvariants(t *testing.T, s *Store) {
 		if b.i >= max(n, 1) {
 			t.Errorf("partition %d: seen bucket %d past the bucket count %d", b.p, b.i, n)
 		}
-		for _, f := range b.fields {
-			if len(f) != 8 {
-				t.Errorf("partition %d: seen field %q is not 8 bytes", b.p, f)
-			} else if want := seenBucketOf(binary.BigEndian.Uint64([]byte(f)), max(n, 1)); want != b.i {
-				t.Errorf("partition %d: fingerprint %x in bucket %d, linear hashing over %d buckets says %d", b.p, f, b.i, n, want)
+		for _, m := range b.fields {
+			v, err := strconv.ParseUint(m, 10, 63)
+			if err != nil || v%10 < 1 || v%10 > 4 || strconv.FormatUint(v, 10) != m {
+				t.Errorf("partition %d: seen member %q is not a fingerprint and a state 1-4", b.p, m)
+			} else if want := seenBucketOf(v/10%1_000_000_000, max(n, 1)); want != b.i {
+				t.Errorf("partition %d: fingerprint %s in bucket %d, linear hashing over %d buckets says %d", b.p, m, b.i, n, want)
 			}
 		}
 	}
 }
 
-// seenBucketOf is the bucket the scripts' seenKey picks for fingerprint fp among n buckets
-// (its low 32 bits, by linear hashing).
-func seenBucketOf(fp uint64, n int) int {
-	h := uint64(uint32(fp))
+// seenBucketOf is the bucket the scripts' seenKey picks among n buckets for a fingerprint whose
+// last nine digits are h (linear hashing).
+func seenBucketOf(h uint64, n int) int {
 	m := uint64(1)
 	for m*2 <= uint64(n) {
 		m *= 2

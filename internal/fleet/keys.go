@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -55,12 +54,12 @@ func (k keys) seenMeta(p int) string { return k.part(p, "seen") }
 // seenPrefix is the key prefix of partition p's seen-set buckets: bucket i is seenPrefix + i.
 func (k keys) seenPrefix(p int) string { return k.part(p, "s:") }
 
-// seenField is fingerprint fp as a seen-set field: its 8 bytes, big-endian, so the set is
-// exact; the scripts pick its bucket from the last 4.
-func seenField(fp uint64) string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], fp)
-	return string(b[:])
+// seenBase is fingerprint fp as the seen-set stores it (before its state digit): its top 59
+// bits in decimal (never 0), so that a member, base and digit, is an integer below 2^63 that
+// Redis keeps in an intset. Exact to 59 bits: two URLs of one partition are taken for one
+// with probability about n/2^59 per new URL with n seen in the partition.
+func seenBase(fp uint64) string {
+	return strconv.FormatUint(max(fp>>5, 1), 10)
 }
 
 // validName reports whether a crawl name may be used in keys: 1 to 64 of [A-Za-z0-9._-].

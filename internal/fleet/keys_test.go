@@ -29,8 +29,10 @@ func TestKeysCarryPartitionTag(t *testing.T) {
 			t.Errorf("%q: first hash tag is not {5}", key)
 		}
 	}
-	if f := seenField(0x0102030405060708); f != "\x01\x02\x03\x04\x05\x06\x07\x08" {
-		t.Errorf("seenField = %q", f)
+	for fp, want := range map[uint64]string{0x0102030405060708: "2269495618449464", 0: "1", 31: "1", 1<<64 - 1: "576460752303423487"} {
+		if got := seenBase(fp); got != want {
+			t.Errorf("seenBase(%#x) = %q, want %q", fp, got, want)
+		}
 	}
 }
 

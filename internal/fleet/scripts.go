@@ -41,13 +41,18 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// seenSet is the seen-set of one partition, grown by linear hashing so that every bucket
-// stays small enough for Redis' listpack encoding at any size (docs/fleet.md "Seen-set"):
-// seenOpen(meta, prefix) reads the bucket count; seenKey(fp) names the bucket of fingerprint
-// field fp (8 bytes; its last 4 pick the bucket); seenGrew(n) records n new fingerprints and
-// splits buckets while the partition holds more than seenLoad per bucket; seenClose writes the
-// count back. Bucket keys are prefix..index, in the partition's slot; they cannot be listed in
-// KEYS, as the bucket count is only known inside the script.
+// seenSet is the seen-set of one partition: Redis sets of integers (intset encoding, 8 bytes
+// each), one per bucket, grown by linear hashing so that every bucket stays under
+// set-max-intset-entries (512 by default) at any size (docs/fleet.md "Seen-set"). A member is
+// a URL's fingerprint fp (decimal, from seenBase) followed by its state's digit.
+//
+//	seenOpen(meta, prefix) reads the bucket count; seenKey(fp) names fp's bucket (the last
+//	nine digits of fp pick it); seenState(key, fp) is fp's state digit, or nil when unseen;
+//	seenGrew(n) records n new fingerprints and splits buckets while the partition holds more
+//	than seenLoad per bucket; seenClose(n) writes the counts back if anything changed.
+//
+// Bucket keys are prefix..index, in the partition's slot; they cannot be listed in KEYS, as
+// the bucket count is only known inside the script.
 var seenSet = `
 local seenMeta, seenPrefix, seenN, seenURLs, seenSplit
 local seenLoad = ` + strconv.Itoa(seenLoad) + `
@@ -61,31 +66,36 @@ local function seenTop()
   while m * 2 <= seenN do m = m * 2 end
   return m
 end
-local function seenLow(fp)
-  local a, b, c, d = string.byte(fp, 5, 8)
-  return ((a * 256 + b) * 256 + c) * 256 + d
-end
-local function seenKey(fp)
-  local m, h = seenTop(), seenLow(fp)
+local function seenIndex(fp, m)
+  local h = tonumber(string.sub(fp, -9))
   local b = h % (2 * m)
   if b >= seenN then b = h % m end
-  return seenPrefix .. b
+  return b
+end
+local function seenKey(fp)
+  return seenPrefix .. seenIndex(fp, seenTop())
+end
+local function seenState(key, fp)
+  local r = redis.call('SMISMEMBER', key, fp .. '1', fp .. '2', fp .. '3', fp .. '4')
+  for i = 1, 4 do
+    if r[i] == 1 then return tostring(i) end
+  end
+  return nil
 end
 local function seenGrew(n)
   seenURLs = seenURLs + n
   while seenURLs > seenLoad * seenN do
     local m = seenTop()
     local src = seenPrefix .. (seenN - m)
-    local all = redis.call('HGETALL', src)
     local keep, move = {}, {}
-    for i = 1, #all, 2 do
+    for _, v in ipairs(redis.call('SMEMBERS', src)) do
       local t = keep
-      if math.floor(seenLow(all[i]) / m) % 2 == 1 then t = move end
-      t[#t+1] = all[i]; t[#t+1] = all[i+1]
+      if math.floor(tonumber(string.sub(v, -10, -2)) / m) % 2 == 1 then t = move end
+      t[#t+1] = v
     end
     redis.call('DEL', src)
-    if #keep > 0 then redis.call('HSET', src, unpack(keep)) end
-    if #move > 0 then redis.call('HSET', seenPrefix .. seenN, unpack(move)) end
+    if #keep > 0 then redis.call('SADD', src, unpack(keep)) end
+    if #move > 0 then redis.call('SADD', seenPrefix .. seenN, unpack(move)) end
     seenN = seenN + 1
     seenSplit = seenSplit + 1
   end
@@ -98,12 +108,12 @@ end
 `
 
 // seenLoad is the seen-set's fingerprints per bucket: a partition splits a bucket whenever it
-// holds more (docs/fleet.md "Seen-set"). Its buckets then average seenLoad fingerprints and
-// the fullest (those the split pointer has not reached, twice as full) stay under listpack's
-// 128 entries.
-const seenLoad = 48
+// holds more (docs/fleet.md "Seen-set"). Its buckets then average seenLoad fingerprints, and
+// the fullest (those the split pointer has not reached, twice as full) stay under the 512
+// members of an intset.
+const seenLoad = 200
 
-// The seen-set's values: a URL's state, one digit, which a listpack stores in one byte.
+// The seen-set's states: a member's last digit.
 const (
 	seenQueued   = "1"
 	seenFetched  = "2"
@@ -113,7 +123,7 @@ const (
 
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
 // KEYS hosts, counts, used, seen meta, then per entry its host's queue; ARGV the host budget
-// (0: none), the seen buckets' key prefix, then per entry: fingerprint field, state ('1' to
+// (0: none), the seen buckets' key prefix, then per entry: fingerprint (seenBase), state ('1' to
 // queue, '4' excluded), host, item, exclusion reason. With a budget, a host's URLs ever queued
 // are counted in used, and an unseen URL of a host at its budget is excluded ('limit') instead
 // of queued. Returns {queued, excluded}.
@@ -125,11 +135,11 @@ for i = 0, #KEYS - 5 do
   local a = 3 + 5*i
   local fp, st, host, item, reason = ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4]
   local bucket, queue = seenKey(fp), KEYS[5+i]
-  if st == '1' and budget > 0 and redis.call('HEXISTS', bucket, fp) == 0
-      and tonumber(redis.call('HGET', KEYS[3], host) or '0') >= budget then
-    st, reason = '4', 'limit'
-  end
-  if redis.call('HSETNX', bucket, fp, st) == 1 then
+  if not seenState(bucket, fp) then
+    if st == '1' and budget > 0 and tonumber(redis.call('HGET', KEYS[3], host) or '0') >= budget then
+      st, reason = '4', 'limit'
+    end
+    redis.call('SADD', bucket, fp .. st)
     if st == '1' then
       redis.call('RPUSH', queue, item)
       redis.call('SADD', KEYS[1], host)
@@ -182,7 +192,7 @@ return out
 
 // complete: KEYS owner, inflight, counts, outbox, hosts, seen meta, then per result its host's
 // delayed set; ARGV token, outbox payload (empty for none), the seen buckets' key prefix, then
-// per result: in-flight item, fingerprint field, kind ('f' fetched, 'F' failed, 'x' excluded, 'r'
+// per result: in-flight member, fingerprint (seenBase), kind ('f' fetched, 'F' failed, 'x' excluded, 'r'
 // retry), retry item, retry not-before-ms, host, reason (failed, excluded). Returns per result
 // 1, or 0 when its URL was not in flight (its state is then left alone). The payload holds the
 // links of every fetched page of the batch; counters change once per batch.
@@ -209,9 +219,15 @@ for i = 0, #KEYS - 7 do
       redis.call('SADD', KEYS[5], ARGV[a+5])
       add('delayed', 1)
     else
-      if redis.call('HSET', seenKey(ARGV[a+1]), ARGV[a+1], states[k]) == 1 then
-        grew = grew + 1 -- not seen before (not added through add): counted all the same
-        seenGrew(1)
+      local fp = ARGV[a+1]
+      local bucket = seenKey(fp)
+      if redis.call('SREM', bucket, fp .. '1') == 1 then
+        redis.call('SADD', bucket, fp .. states[k])
+      else -- not in state queued (not added through add): set its state all the same
+        local cur = seenState(bucket, fp)
+        if cur then redis.call('SREM', bucket, fp .. cur) else grew = grew + 1 end
+        redis.call('SADD', bucket, fp .. states[k])
+        if not cur then seenGrew(1) end
       end
       add('queued', -1)
       add(names[k], 1)

@@ -244,7 +244,7 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 		c.args = append(make([]any, 0, 2+5*len(ws)), max(s.opts.HostBudget, 0), s.k.seenPrefix(p))
 		for _, w := range ws {
 			c.keys = append(c.keys, s.k.queue(p, w.entry.Host))
-			c.args = append(c.args, seenField(Fingerprint(w.entry.URL)), w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+			c.args = append(c.args, seenBase(Fingerprint(w.entry.URL)), w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
 		}
 		node, err := s.nodeOf(ctx, c.keys[0])
 		if err != nil {
@@ -480,7 +480,7 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 			return nil, fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
 		}
 		ks = append(ks, s.k.delayed(p, l.Host))
-		args = append(args, l.member, seenField(Fingerprint(l.URL)), kind, retryItem, notBefore, l.Host, r.Reason)
+		args = append(args, l.member, seenBase(Fingerprint(l.URL)), kind, retryItem, notBefore, l.Host, r.Reason)
 	}
 	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {
 		b, err := json.Marshal(pl)
@@ -587,7 +587,8 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 }
 
 // SaveHostStates writes the learned politeness state of hosts of o's partition (hostlimit's
-// encoded state), all or nothing; each expires Options.HostStateTTL after its last save.
+// encoded state, compacted: encodeHostState), all or nothing; each expires
+// Options.HostStateTTL after its last save.
 func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[string][]byte) error {
 	p := o.Partition
 	ks := []string{s.k.owner(p)}
@@ -597,7 +598,7 @@ func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[stri
 			return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, h, p)
 		}
 		ks = append(ks, s.k.state(p, h))
-		args = append(args, b)
+		args = append(args, encodeHostState(b))
 	}
 	if len(ks) == 1 {
 		return nil
@@ -617,6 +618,9 @@ func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bo
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("fleet: load state of %q: %w", host, err)
+	}
+	if b, err = decodeHostState(host, b); err != nil {
+		return nil, false, err
 	}
 	return b, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,26 @@ func TestOpenChecksConfiguration(t *testing.T) {
 	}
 	if _, err := Open(ctx, rdb, "a{b}", "w", nil); !errors.Is(err, ErrCrawlName) {
 		t.Fatalf("bad name: %v, want ErrCrawlName", err)
+	}
+}
+
+// A crawl stored by an earlier version (fixed seen-set buckets, JSON queue items) is refused by
+// workers and operators alike, saying so, and left as it is.
+func TestEarlierCrawlRefused(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	const old = "partitions=1024 buckets=4096 active-set"
+	rdb.Set(ctx, keys{crawl: "old"}.config(), old, 0)
+	_, errOpen := Open(ctx, rdb, "old", "w", nil)
+	_, errExisting := OpenExisting(ctx, rdb, "old", "op")
+	_, errView := ReadView(ctx, rdb, "old")
+	for what, err := range map[string]error{"Open": errOpen, "OpenExisting": errExisting, "ReadView": errView} {
+		if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "another version") || !strings.Contains(err.Error(), old) {
+			t.Errorf("%s: %v, want ErrConfigMismatch naming the crawl's configuration and another version", what, err)
+		}
+	}
+	if got := rdb.Get(ctx, keys{crawl: "old"}.config()).Val(); got != old {
+		t.Errorf("configuration now %q", got)
 	}
 }
 

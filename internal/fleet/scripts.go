@@ -160,8 +160,10 @@ return {added, excluded}
 
 // lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms, n,
 // in-flight prefix. Moves the host's due retries to the queue's tail, pops up to n items from
-// the head into the in-flight set (prefixed, as in-flight members are) scored by their deadline, and drops the host from the hosts set when it has
-// nothing left. Returns {deadline-ms, now-ms, item…} (the items as queued), or {next-due-ms or -1, now-ms} with no item.
+// the head into the in-flight set (after the prefix, as in-flight members are) scored by their
+// deadline, and drops the host from the hosts set when it has nothing left. Returns
+// {deadline-ms, now-ms, item…} (the items as queued), or {next-due-ms or -1, now-ms} with no
+// item.
 var leaseScript = redis.NewScript(fence + `
 local now = nowms()
 local n = tonumber(ARGV[4])
@@ -192,9 +194,9 @@ return out
 
 // complete: KEYS owner, inflight, counts, outbox, hosts, seen meta, then per result its host's
 // delayed set; ARGV token, outbox payload (empty for none), the seen buckets' key prefix, then
-// per result: in-flight member, fingerprint (seenBase), kind ('f' fetched, 'F' failed, 'x' excluded, 'r'
-// retry), retry item, retry not-before-ms, host, reason (failed, excluded). Returns per result
-// 1, or 0 when its URL was not in flight (its state is then left alone). The payload holds the
+// per result: in-flight member, fingerprint (seenBase), kind ('f' fetched, 'F' failed, 'x'
+// excluded, 'r' retry), retry item, retry not-before-ms, host, reason (failed, excluded).
+// Returns per result 1, or 0 when its URL was not in flight (its state is then left alone). The payload holds the
 // links of every fetched page of the batch; counters change once per batch.
 var completeScript = redis.NewScript(fence + seenSet + `
 seenOpen(KEYS[6], ARGV[3])

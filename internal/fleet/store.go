@@ -112,7 +112,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 }
 
 // configLayout names how this version stores a crawl: the seen-set grown by linear hashing,
-// queue items in the binary item encoding (docs/fleet.md "Keys").
+// queue items in the binary item encoding (docs/fleet.md "Crawls of earlier versions").
 const configLayout = "seen=linear items=bin1 active-set"
 
 // configOf is the configuration a crawl of partitions partitions records at its creation.

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,5 +138,34 @@ func TestQueuedMemoryPerURL(t *testing.T) {
 	}
 	for p := range 128 {
 		checkIntsets(t, s, p)
+	}
+}
+
+// A bucket that outgrew the intset encoding (fingerprints crafted to share their low digits,
+// or a server with a smaller set-max-intset-entries) is written anew, compact, when it splits;
+// every fingerprint stays where lookups find it (checked by newStore's invariants).
+func TestSeenBucketCompactAgainAfterSplit(t *testing.T) {
+	const n = 600
+	rdb := newRedis(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "w", &Options{Partitions: 1})
+	rng := rand.New(rand.NewPCG(3, 4))
+	members := make([]any, n)
+	for i := range members {
+		members[i] = seenBase(rng.Uint64()) + seenExcluded
+	}
+	bucket := s.k.seenPrefix(0) + "0"
+	rdb.SAdd(ctx, bucket, members...)
+	rdb.HSet(ctx, s.k.seenMeta(0), "buckets", 1, "urls", n)
+	rdb.HSet(ctx, s.k.counts(0), "excluded", n)
+	if enc := rdb.ObjectEncoding(ctx, bucket).Val(); enc != "hashtable" {
+		t.Fatalf("%d members: encoding %s, want hashtable", n, enc)
+	}
+	ex := []frontier.Exclusion{{Entry: frontier.Entry{URL: "https://one.example/x", Host: "one.example"}, Reason: frontier.ReasonScope}}
+	if err := s.Exclude(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkIntsets(t, s, 0); got != (n+1)/seenLoad+1 {
+		t.Errorf("%d buckets, want %d", got, (n+1)/seenLoad+1)
 	}
 }

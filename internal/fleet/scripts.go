@@ -82,6 +82,9 @@ local function seenState(key, fp)
   end
   return nil
 end
+local function seenAdd(key, ms) -- in chunks: unpack is bounded, a hostile bucket is not
+  for i = 1, #ms, 1000 do redis.call('SADD', key, unpack(ms, i, math.min(i + 999, #ms))) end
+end
 local function seenGrew(n)
   seenURLs = seenURLs + n
   while seenURLs > seenLoad * seenN do
@@ -94,8 +97,8 @@ local function seenGrew(n)
       t[#t+1] = v
     end
     redis.call('DEL', src)
-    if #keep > 0 then redis.call('SADD', src, unpack(keep)) end
-    if #move > 0 then redis.call('SADD', seenPrefix .. seenN, unpack(move)) end
+    seenAdd(src, keep)
+    seenAdd(seenPrefix .. seenN, move)
     seenN = seenN + 1
     seenSplit = seenSplit + 1
   end

@@ -13,9 +13,9 @@
 //
 // Inside a partition: a FIFO queue and a delayed set (retries, scored by not-before) per host,
 // a set of the hosts with work, an in-flight set scored by each URL's lease deadline, the
-// seen-set as exact 64-bit URL fingerprints in bucketed hashes whose values are the URL's
-// state (queued, fetched, failed, excluded), counters, an outbox of links found by its pages,
-// and the hosts' learned politeness state. Every key of partition p carries the hash tag {p},
+// seen-set (each URL's fingerprint and state as one integer, in sets that the scripts split by
+// linear hashing as the partition grows, so each stays in Redis' compact intset encoding),
+// counters, an outbox of links found by its pages, and the hosts' learned politeness state. Every key of partition p carries the hash tag {p},
 // so every script touches one Redis Cluster slot.
 //
 // The crash contract matches package frontier's. A URL handed out by Take stays in the

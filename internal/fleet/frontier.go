@@ -342,7 +342,7 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 			return err
 		}
 		for _, m := range old {
-			it, err := decodeItem(m)
+			it, _, err := decodeMember(m)
 			if err != nil {
 				return err
 			}

@@ -371,6 +371,14 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 	return added, nil
 }
 
+// ownLink reports whether a link to host, found on a page of partition p, is p's to queue in
+// Complete: its partition is known without asking Redis (by name, or by address once placed)
+// and is p. Any other link goes to the outbox, for Forward to place.
+func (s *Store) ownLink(p int, host string) bool {
+	q, ok := s.knownPartition(host)
+	return ok && q == p
+}
+
 // appendWrites appends the keys and arguments of add_entries (scripts.go) for ws, entries of
 // partition p.
 func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) ([]string, []any) {
@@ -581,14 +589,14 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		case frontier.Fetched:
 			kind = "f"
 			for _, x := range r.Excluded {
-				if PartitionOf(x.Host, s.opts.Partitions) == p {
+				if s.ownLink(p, x.Host) {
 					here = append(here, seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
 				} else {
 					pl.Excluded = append(pl.Excluded, x)
 				}
 			}
 			for _, e := range r.Links {
-				if PartitionOf(e.Host, s.opts.Partitions) == p {
+				if s.ownLink(p, e.Host) {
 					here = append(here, seenWrite{entry: e, state: seenQueued})
 				} else {
 					pl.Links = append(pl.Links, e)

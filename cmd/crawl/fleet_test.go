@@ -698,6 +698,18 @@ func TestFleetRedisUnreachable(t *testing.T) {
 	}
 }
 
+// --host-state-ttl below a minute is refused before Redis is asked (fleet's TestHostStateExpires
+// checks that the setting is the states' expiry).
+func TestFleetHostStateTTLFlag(t *testing.T) {
+	for _, v := range []string{"0s", "59s", "-1h"} {
+		var out, errb bytes.Buffer
+		code := runCmd([]string{"--data", t.TempDir(), "--redis", "redis://127.0.0.1:1/0", "--host-state-ttl", v, "https://example.invalid/"}, &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), "--host-state-ttl") || strings.Contains(errb.String(), "127.0.0.1:1") {
+			t.Errorf("--host-state-ttl %s: exit %d, %q; want exit %d naming the flag before any dial", v, code, errb.String(), exitUsage)
+		}
+	}
+}
+
 // Fleet-wide politeness on the politeness web (hosts with hidden limits and every reply style,
 // a ban after 10 strikes): three workers together stay within 1% over-limit replies, are never
 // banned, and never have more requests in flight to a host than one worker allows.

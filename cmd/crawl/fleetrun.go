@@ -24,6 +24,7 @@ type fleetOptions struct {
 	crawl      string
 	leaseTTL   time.Duration
 	partitions int
+	stateTTL   time.Duration // --host-state-ttl
 }
 
 func fleetFlags(fs *flag.FlagSet) *fleetOptions {
@@ -32,6 +33,7 @@ func fleetFlags(fs *flag.FlagSet) *fleetOptions {
 	fs.StringVar(&o.crawl, "crawl", "default", "with --redis: the `name` of the shared crawl to join or start")
 	durationVar(fs, &o.leaseTTL, "lease-ttl", 10*time.Second, "with --redis: how long a worker's hold on its hosts lasts without renewal; a dead worker's hosts move after it (a `duration`, the same for every worker)")
 	fs.IntVar(&o.partitions, "partitions", 1024, "with --redis: host partitions, fixed when the shared crawl is created")
+	durationVar(fs, &o.stateTTL, "host-state-ttl", 30*24*time.Hour, "with --redis: how long Redis keeps a host's learned politeness (rate, window, pause) after its last save; a host idle for longer starts afresh (a `duration`, at least 1m)")
 	return o
 }
 
@@ -52,6 +54,10 @@ func sharedUnsupported(fs *flag.FlagSet) []string {
 // keeps its share of partitions while the crawl loop runs on them, and at the end (the crawl
 // over, or a signal) hands its partitions back at once.
 func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout, stderr io.Writer) int {
+	if o.stateTTL < time.Minute {
+		fmt.Fprintf(stderr, "crawl run: --host-state-ttl %v: want at least 1m\n", o.stateTTL)
+		return exitUsage
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	rdb, _, dialed := dialRedis(ctx, "run", o.redisURL, nil, stderr)
@@ -62,7 +68,7 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	machine, _ := os.Hostname()
 	w, err := fleet.Join(ctx, rdb, o.crawl, fleet.NewWorkerID(),
-		&fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages,
+		&fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages, HostStateTTL: o.stateTTL,
 			Placement: placement(cfg.KeyByIP), Resolve: fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer}).LookupNetIP},
 		fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir, Redis: redactedRedis(o.redisURL), Crawl: o.crawl})
 	if err != nil {

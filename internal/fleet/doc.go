@@ -13,16 +13,18 @@
 //
 // Inside a partition: a FIFO queue and a delayed set (retries, scored by not-before) per host,
 // a set of the hosts with work, an in-flight set scored by each URL's lease deadline, the
-// seen-set as exact 64-bit URL fingerprints in bucketed hashes whose values are the URL's
-// state (queued, fetched, failed, excluded), counters, an outbox of links found by its pages,
-// and the hosts' learned politeness state. Every key of partition p carries the hash tag {p},
-// so every script touches one Redis Cluster slot.
+// seen-set (each URL's fingerprint and state as one integer, in sets that the scripts split by
+// linear hashing as the partition grows, so each stays in Redis' compact intset encoding),
+// counters, an outbox of links found by its pages, and the hosts' learned politeness state.
+// Every key of partition p carries the hash tag {p}, so every script touches one Redis Cluster
+// slot.
 //
 // The crash contract matches package frontier's. A URL handed out by Take stays in the
-// in-flight set until the one script of Complete marks it done (or delays it for a retry) and
-// puts its links in the outbox; a new owner returns every URL still in flight to its queue with
-// one more attempt (Reclaim). Links reach their own partitions through Forward, which adds
-// them (idempotent thanks to the seen-set) before trimming the outbox, so a crash at any
+// in-flight set until the one script of Complete marks it done (or delays it for a retry),
+// queues its links of the same partition and puts the others in the outbox; a new owner returns
+// every URL still in flight to its queue with one more attempt (Reclaim). Links reach other
+// partitions through Forward, which adds them (idempotent thanks to the seen-set) before
+// trimming the outbox, so a crash at any
 // instant loses nothing. Page bodies never go to Redis: Frontier.Complete stores a page in the
 // worker's own store (Join) before the script runs. Times that workers compare (in-flight
 // deadlines, retry times) are Redis' TIME, never a worker's clock.

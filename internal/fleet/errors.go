@@ -15,8 +15,9 @@ var (
 	// ErrCrawlName is returned by Open for a crawl name that cannot be used in keys.
 	ErrCrawlName = errors.New("fleet: invalid crawl name")
 
-	// ErrConfigMismatch is returned by Open when the crawl already exists in Redis with a
-	// different number of partitions or seen-set buckets.
+	// ErrConfigMismatch is returned by Open (and OpenExisting, ReadView) when the crawl
+	// already exists in Redis with a different number of partitions, or was stored by a
+	// version of crawl that laid it out otherwise.
 	ErrConfigMismatch = errors.New("fleet: crawl exists with another configuration")
 
 	// ErrWrongPartition is returned when a host given to a write does not belong to the

@@ -150,7 +150,7 @@ func TestWorkersShareCrawlAndSurviveADeadOne(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	g := graph{hosts: 12, pages: 40}
-	opts := &Options{Partitions: 8, SeenBuckets: 4, LeaseTTL: time.Second}
+	opts := &Options{Partitions: 8, LeaseTTL: time.Second}
 	tl := &tally{taken: map[string]int{}, completed: map[string]int{}, abandoned: map[string]bool{}, fenced: map[string]int{}}
 	var stores []*Store
 	for w := range 3 {

@@ -343,7 +343,7 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 			return err
 		}
 		for _, m := range old {
-			it, err := decodeItem(m)
+			it, _, err := decodeMember(m)
 			if err != nil {
 				return err
 			}
@@ -984,12 +984,12 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 // go to p's outbox (CompleteBatch), for Forward.
 func (f *Frontier) linksElsewhere(p int, r frontier.Result) bool {
 	for _, e := range r.Links {
-		if PartitionOf(e.Host, f.s.opts.Partitions) != p {
+		if !f.s.ownLink(p, e.Host) {
 			return true
 		}
 	}
 	for _, x := range r.Excluded {
-		if PartitionOf(x.Host, f.s.opts.Partitions) != p {
+		if !f.s.ownLink(p, x.Host) {
 			return true
 		}
 	}

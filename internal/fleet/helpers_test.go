@@ -160,6 +160,11 @@ func checkInvariants(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
 	type tally struct{ queued, delayed, inflight, outbox, seenQueued, seen int }
+	type bucket struct {
+		p, i   int
+		fields []string
+	}
+	var buckets []bucket
 	parts := map[int]*tally{}
 	part := func(p int) *tally {
 		if parts[p] == nil {
@@ -205,13 +210,17 @@ func checkInvariants(t *testing.T, s *Store) {
 			n, _ := s.rdb.ZCard(ctx, key).Result()
 			c.inflight += int(n)
 		case "s":
-			vals, _ := s.rdb.HGetAll(ctx, key).Result()
-			for _, v := range vals {
+			members, _ := s.rdb.SMembers(ctx, key).Result()
+			i, _ := strconv.Atoi(rest)
+			b := bucket{p: p, i: i}
+			for _, m := range members {
 				c.seen++
-				if v == "q" {
+				if strings.HasSuffix(m, seenQueued) {
 					c.seenQueued++
 				}
+				b.fields = append(b.fields, m)
 			}
+			buckets = append(buckets, b)
 		}
 	}
 	for p, c := range parts {
@@ -228,5 +237,38 @@ func checkInvariants(t *testing.T, s *Store) {
 		if done := n("queued") + n("fetched") + n("failed") + n("excluded"); c.seen != done {
 			t.Errorf("partition %d: seen-set holds %d URLs, counters %d", p, c.seen, done)
 		}
+		meta, _ := s.rdb.HGetAll(ctx, s.k.seenMeta(p)).Result()
+		if urls, _ := strconv.Atoi(meta["urls"]); urls != c.seen {
+			t.Errorf("partition %d: seen-set holds %d URLs, its count says %d", p, c.seen, urls)
+		}
 	}
+	for _, b := range buckets {
+		meta, _ := s.rdb.HGetAll(ctx, s.k.seenMeta(b.p)).Result()
+		n, _ := strconv.Atoi(meta["buckets"])
+		if b.i >= max(n, 1) {
+			t.Errorf("partition %d: seen bucket %d past the bucket count %d", b.p, b.i, n)
+		}
+		for _, m := range b.fields {
+			v, err := strconv.ParseUint(m, 10, 63)
+			if err != nil || v%10 < 1 || v%10 > 4 || strconv.FormatUint(v, 10) != m {
+				t.Errorf("partition %d: seen member %q is not a fingerprint and a state 1-4", b.p, m)
+			} else if want := seenBucketOf(v/10%1_000_000_000, max(n, 1)); want != b.i {
+				t.Errorf("partition %d: fingerprint %s in bucket %d, linear hashing over %d buckets says %d", b.p, m, b.i, n, want)
+			}
+		}
+	}
+}
+
+// seenBucketOf is the bucket the scripts' seenKey picks among n buckets for a fingerprint whose
+// last nine digits are h (linear hashing).
+func seenBucketOf(h uint64, n int) int {
+	m := uint64(1)
+	for m*2 <= uint64(n) {
+		m *= 2
+	}
+	b := h % (2 * m)
+	if b >= uint64(n) {
+		b = h % m
+	}
+	return int(b)
 }

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -21,8 +20,7 @@ func Fingerprint(url string) uint64 { return xxhash.Sum64String(url) }
 // keys names the Redis keys of one crawl. Every key of partition p carries the hash tag {p},
 // so each script touches one Redis Cluster slot.
 type keys struct {
-	crawl   string // crawl name, validated by validName
-	buckets int    // seen-set buckets per partition
+	crawl string // crawl name, validated by validName
 }
 
 func (k keys) config() string { return "crawl:" + k.crawl + ":config" }
@@ -55,13 +53,18 @@ func (k keys) delayed(p int, host string) string { return k.part(p, "d:"+host) }
 func (k keys) state(p int, host string) string   { return k.part(p, "h:"+host) }
 func (k keys) robots(p int, host string) string  { return k.part(p, "r:"+host) }
 
-// seen returns the bucket key and the hash field of fingerprint fp in partition p. The field
-// is the fingerprint's 8 bytes, so the set is exact; buckets keep each hash small enough for
-// Redis' compact listpack encoding (docs/fleet.md).
-func (k keys) seen(p int, fp uint64) (key, field string) {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], fp)
-	return k.part(p, "s:"+strconv.FormatUint((fp>>32)%uint64(k.buckets), 10)), string(b[:])
+// seenMeta is partition p's seen-set bucket count and fingerprint count (the scripts' seenSet).
+func (k keys) seenMeta(p int) string { return k.part(p, "seen") }
+
+// seenPrefix is the key prefix of partition p's seen-set buckets: bucket i is seenPrefix + i.
+func (k keys) seenPrefix(p int) string { return k.part(p, "s:") }
+
+// seenBase is fingerprint fp as the seen-set stores it (before its state digit): its top 59
+// bits in decimal (never 0), so that a member, base and digit, is an integer below 2^63 that
+// Redis keeps in an intset. Exact to 59 bits: two URLs of one partition are taken for one
+// with probability about n/2^59 per new URL with n seen in the partition.
+func seenBase(fp uint64) string {
+	return strconv.FormatUint(max(fp>>5, 1), 10)
 }
 
 // validName reports whether a crawl name may be used in keys: 1 to 64 of [A-Za-z0-9._-].

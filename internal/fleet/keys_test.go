@@ -23,16 +23,16 @@ func TestPartitionAndFingerprintArePinned(t *testing.T) {
 }
 
 func TestKeysCarryPartitionTag(t *testing.T) {
-	k := keys{crawl: "c1", buckets: 16}
-	for _, key := range []string{k.owner(5), k.epoch(5), k.inflight(5), k.hosts(5), k.counts(5), k.outbox(5), k.queue(5, "a.example"), k.delayed(5, "a.example"), k.state(5, "a.example")} {
+	k := keys{crawl: "c1"}
+	for _, key := range []string{k.owner(5), k.epoch(5), k.inflight(5), k.hosts(5), k.counts(5), k.outbox(5), k.queue(5, "a.example"), k.delayed(5, "a.example"), k.state(5, "a.example"), k.seenMeta(5), k.seenPrefix(5) + "17"} {
 		if !strings.Contains(key, "{5}") || strings.Index(key, "{") != strings.Index(key, "{5}") {
 			t.Errorf("%q: first hash tag is not {5}", key)
 		}
 	}
-	key, field := k.seen(5, 0x0102030405060708)
-	// bucket: the top 32 bits modulo the bucket count, 0x01020304 % 16 = 4
-	if key != "crawl:c1:{5}:s:4" || field != "\x01\x02\x03\x04\x05\x06\x07\x08" {
-		t.Errorf("seen(5, fp) = %q, %q", key, field)
+	for fp, want := range map[uint64]string{0x0102030405060708: "2269495618449464", 0: "1", 31: "1", 1<<64 - 1: "576460752303423487"} {
+		if got := seenBase(fp); got != want {
+			t.Errorf("seenBase(%#x) = %q, want %q", fp, got, want)
+		}
 	}
 }
 

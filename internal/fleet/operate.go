@@ -25,12 +25,11 @@ func OpenExisting(ctx context.Context, rdb redis.UniversalClient, crawl, worker 
 	if err != nil {
 		return nil, fmt.Errorf("fleet: read crawl %q: %w", crawl, err)
 	}
-	var o Options
-	if _, err := fmt.Sscanf(cfg, "partitions=%d buckets=%d", &o.Partitions, &o.SeenBuckets); err != nil || o.Partitions <= 0 || o.SeenBuckets <= 0 {
-		return nil, fmt.Errorf("fleet: crawl %q: bad configuration %q", crawl, cfg)
+	partitions, err := parseConfig(crawl, cfg)
+	if err != nil {
+		return nil, err
 	}
-	o.Placement = placementOf(cfg)
-	return Open(ctx, rdb, crawl, worker, &o)
+	return Open(ctx, rdb, crawl, worker, &Options{Partitions: partitions, Placement: placementOf(cfg)})
 }
 
 // Value returns the crawl-wide value name (Settle), and whether it has one.
@@ -101,7 +100,7 @@ func (s *Store) Queued(ctx context.Context, fn func(QueuedURL) error) error {
 					return fmt.Errorf("fleet: list queue of %s: %w", host, err)
 				}
 				for _, m := range items {
-					if err := emit(fn, m, p, QueueWaiting, 0); err != nil {
+					if err := emit(fn, host, m, p, QueueWaiting, 0); err != nil {
 						return err
 					}
 				}
@@ -109,19 +108,20 @@ func (s *Store) Queued(ctx context.Context, fn func(QueuedURL) error) error {
 					break
 				}
 			}
-			if err := s.scored(ctx, s.k.delayed(p, host), p, QueueDelayed, fn); err != nil {
+			if err := s.scored(ctx, s.k.delayed(p, host), host, p, QueueDelayed, fn); err != nil {
 				return err
 			}
 		}
-		if err := s.scored(ctx, s.k.inflight(p), p, QueueInFlight, fn); err != nil {
+		if err := s.scored(ctx, s.k.inflight(p), "", p, QueueInFlight, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// scored calls fn for the items of the sorted set key, whose scores are times in ms.
-func (s *Store) scored(ctx context.Context, key string, p int, st QueueState, fn func(QueuedURL) error) error {
+// scored calls fn for the items of the sorted set key, whose scores are times in ms: those of
+// host's delayed set, or with host "" the in-flight set's members.
+func (s *Store) scored(ctx context.Context, key, host string, p int, st QueueState, fn func(QueuedURL) error) error {
 	for start := int64(0); ; start += queuedChunk {
 		zs, err := s.rdb.ZRangeWithScores(ctx, key, start, start+queuedChunk-1).Result()
 		if err != nil {
@@ -129,7 +129,7 @@ func (s *Store) scored(ctx context.Context, key string, p int, st QueueState, fn
 		}
 		for _, z := range zs {
 			m, _ := z.Member.(string)
-			if err := emit(fn, m, p, st, int64(z.Score)); err != nil {
+			if err := emit(fn, host, m, p, st, int64(z.Score)); err != nil {
 				return err
 			}
 		}
@@ -139,8 +139,16 @@ func (s *Store) scored(ctx context.Context, key string, p int, st QueueState, fn
 	}
 }
 
-func emit(fn func(QueuedURL) error, member string, p int, st QueueState, ms int64) error {
-	it, err := decodeItem(member)
+// emit calls fn for the item m of host's queue or delayed set, or with host "" the in-flight
+// member m.
+func emit(fn func(QueuedURL) error, host, m string, p int, st QueueState, ms int64) error {
+	var it item
+	var err error
+	if host == "" {
+		it, _, err = decodeMember(m)
+	} else {
+		it, err = decodeItem(host, m)
+	}
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -235,5 +236,42 @@ func TestPlacementCacheIsBounded(t *testing.T) {
 	}
 	if dns.lookups("first.test") != 1 {
 		t.Errorf("first.test looked up %d times, want once", dns.lookups("first.test"))
+	}
+}
+
+// ByAddress, a page's link whose name hashes to the page's own partition but whose server is
+// placed in another is not queued in the page's partition by Complete: it goes to the outbox,
+// and Forward queues it in its server's partition.
+func TestCompletePlacesOwnLinksByAddress(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	const n = 64
+	seed, other := "10.0.0.1", "10.0.0.2:8080"
+	p := PartitionOf(seed, n)
+	if PartitionOf(other, n) == p {
+		t.Fatal("the test's addresses share a partition: pick others")
+	}
+	name := ""
+	for i := 0; name == ""; i++ {
+		if h := fmt.Sprintf("n%d.test:8080", i); PartitionOf(h, n) == p {
+			name = h
+		}
+	}
+	dns := newFakeDNS(map[string]string{strings.TrimSuffix(name, ":8080"): "10.0.0.2"})
+	s := newStore(t, rdb, "a", &Options{Partitions: n, Placement: ByAddress, Resolve: dns.lookup})
+	o := queueAndOwn(t, s, seed, 1)
+	ls := drain(t, s, o, seed)
+	link := frontier.Entry{URL: "http://" + name + "/", Host: name, Depth: 1}
+	if err := s.Complete(ctx, o, ls[0], frontier.Result{Kind: frontier.Fetched, Links: []frontier.Entry{link}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := hostsOf(t, s, p); slices.Contains(got, name) {
+		t.Errorf("%s (name in partition %d, server in %d) queued in the page's partition: %v", name, p, PartitionOf(other, n), got)
+	}
+	if added, err := s.Forward(ctx, o); added != 1 || err != nil {
+		t.Fatalf("Forward: %d, %v; want 1, nil", added, err)
+	}
+	if got := hostsOf(t, s, PartitionOf(other, n)); !slices.Contains(got, name) {
+		t.Errorf("%s not queued in its server's partition %d: %v", name, PartitionOf(other, n), got)
 	}
 }

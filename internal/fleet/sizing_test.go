@@ -26,16 +26,14 @@ import (
 // reads INFO memory's used_memory: per URL queued (seen-set entry, queue item, hosts-set member
 // and queue key), then per URL only seen (the same URLs given to Exclude in another empty
 // crawl: the seen-set alone), then per host (the politeness state a registry saves, and the
-// extra cost of the same URLs spread over ten times as many hosts). Each is done at the
-// default 4,096 seen-set buckets per partition, at 8, the count that puts about a hundred
-// URLs in each bucket at this size, and at 1 (about a thousand: past Redis' compact encoding). Then a completion loop (Take, Complete with links, and
-// Forward after every page, or after every forwardBatch pages of a partition) counts the Redis
-// commands per page from INFO commandstats.
+// extra cost of the same URLs spread over ten times as many hosts). Then a completion loop
+// (Take, Complete with links, and Forward after every page, or after every forwardBatch pages
+// of a partition) counts the Redis commands per page from INFO commandstats.
 func BenchmarkRedisMemory(b *testing.B) {
-	for _, buckets := range []int{4096, 8, 1} {
-		b.Run("buckets="+strconv.Itoa(buckets), func(b *testing.B) {
+	for _, name := range []string{"memory"} {
+		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				m := measureMemory(b, buckets)
+				m := measureMemory(b)
 				b.ReportMetric(m.perQueued, "B/queued-URL")
 				b.ReportMetric(m.perSeen, "B/seen-URL")
 				b.ReportMetric(m.perQueueKey, "B/host-queue")
@@ -72,9 +70,9 @@ func sizingURL(i, hosts int) frontier.Entry {
 type memoryFigures struct{ perQueued, perSeen, perQueueKey, perHostState float64 }
 
 // measureMemory fills fresh servers as the doc comment of BenchmarkRedisMemory says.
-func measureMemory(b *testing.B, buckets int) memoryFigures {
+func measureMemory(b *testing.B) memoryFigures {
 	ctx := context.Background()
-	opts := &Options{SeenBuckets: buckets}
+	opts := &Options{}
 	fill := func(rdb *redis.Client, crawl string, hosts int, exclude bool) float64 {
 		s, err := Open(ctx, rdb, crawl, "bench", opts)
 		if err != nil {
@@ -141,8 +139,8 @@ func measureMemory(b *testing.B, buckets int) memoryFigures {
 		b.Fatal(err)
 	}
 	m.perHostState = float64(usedMemory(b, rdb)-before) / sizingHosts
-	b.Logf("buckets %d: %.1f B per queued URL, %.1f per seen URL, %.1f per host queue key, %.1f per host state",
-		buckets, m.perQueued, m.perSeen, m.perQueueKey, m.perHostState)
+	b.Logf("%.1f B per queued URL, %.1f per seen URL, %.1f per host queue key, %.1f per host state",
+		m.perQueued, m.perSeen, m.perQueueKey, m.perHostState)
 	return m
 }
 

@@ -101,11 +101,12 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 	if err != nil {
 		return v, fmt.Errorf("fleet: read crawl %q: %w", crawl, err)
 	}
-	var o Options
-	if _, err := fmt.Sscanf(cfg, "partitions=%d buckets=%d active-set", &o.Partitions, &o.SeenBuckets); err != nil || o.Partitions <= 0 {
-		return v, fmt.Errorf("fleet: crawl %q: bad configuration %q", crawl, cfg)
+	partitions, err := parseConfig(crawl, cfg)
+	if err != nil {
+		return v, err
 	}
-	s := &Store{rdb: rdb, k: keys{crawl: crawl, buckets: o.SeenBuckets}, opts: o.withDefaults()}
+	o := Options{Partitions: partitions}
+	s := &Store{rdb: rdb, k: keys{crawl: crawl}, opts: o.withDefaults()}
 	v.Partitions = o.Partitions
 	ps, err := s.PartitionCounts(ctx)
 	if err != nil {

@@ -18,11 +18,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Options configure a Store; nil means the defaults. Partitions and SeenBuckets are fixed when
-// a crawl is first opened and must agree for every worker (Open checks).
+// Options configure a Store; nil means the defaults. Partitions is fixed when a crawl is first
+// opened and must agree for every worker (Open checks).
 type Options struct {
 	Partitions  int           // host partitions per crawl (default 1024)
-	SeenBuckets int           // seen-set hashes per partition (default 4096)
 	LeaseTTL    time.Duration // partition lease (default 10 s)
 	URLLeaseTTL time.Duration // in-flight deadline of a leased URL (default 5 min)
 	// HostBudget, if positive, caps the URLs of one host ever queued, as frontier.Options'
@@ -48,9 +47,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.Partitions <= 0 {
 		r.Partitions = 1024
-	}
-	if r.SeenBuckets <= 0 {
-		r.SeenBuckets = 4096
 	}
 	if r.LeaseTTL <= 0 {
 		r.LeaseTTL = 10 * time.Second
@@ -87,38 +83,6 @@ type Lease struct {
 	member    string    // the in-flight set's member
 }
 
-// item is a queued URL as stored in a queue, the delayed set and the in-flight set.
-type item struct {
-	URL      string        `json:"u"`
-	Host     string        `json:"o"`
-	Depth    int           `json:"d,omitempty"`
-	Hops     int           `json:"h,omitempty"`
-	Parent   string        `json:"p,omitempty"`
-	Role     frontier.Role `json:"r,omitempty"`
-	Attempts int           `json:"a,omitempty"`
-}
-
-func itemOf(e frontier.Entry, attempts int) item {
-	return item{URL: e.URL, Host: e.Host, Depth: e.Depth, Hops: e.Hops, Parent: e.Parent, Role: e.Role, Attempts: attempts}
-}
-
-func (it item) entry() frontier.Entry {
-	return frontier.Entry{URL: it.URL, Host: it.Host, Depth: it.Depth, Hops: it.Hops, Parent: it.Parent, Role: it.Role}
-}
-
-func (it item) encode() string {
-	b, _ := json.Marshal(it) // strings and ints only: cannot fail
-	return string(b)
-}
-
-func decodeItem(s string) (item, error) {
-	var it item
-	if err := json.Unmarshal([]byte(s), &it); err != nil {
-		return it, fmt.Errorf("fleet: bad queue item %q: %w", s, err)
-	}
-	return it, nil
-}
-
 // outboxPayload is what a completed page hands to other partitions: its links and the links
 // it excluded, forwarded by the partition's owner (Forward).
 type outboxPayload struct {
@@ -126,9 +90,9 @@ type outboxPayload struct {
 	Excluded []frontier.Exclusion `json:"x,omitempty"`
 }
 
-// Open joins crawl (created with opts' partitions and buckets if it does not exist) as worker
-// (an id unique in the fleet, e.g. host name and PID). It fails with ErrConfigMismatch when the
-// crawl exists with another configuration.
+// Open joins crawl (created with opts' partitions if it does not exist) as worker (an id unique
+// in the fleet, e.g. host name and PID). It fails with ErrConfigMismatch when the crawl exists
+// with another number of partitions or was made by a version that stored it otherwise.
 func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, opts *Options) (*Store, error) {
 	if err := validName(crawl); err != nil {
 		return nil, err
@@ -137,17 +101,20 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 		return nil, fmt.Errorf("fleet: invalid worker id %q", worker)
 	}
 	o := opts.withDefaults()
-	s := &Store{rdb: rdb, k: keys{crawl: crawl, buckets: o.SeenBuckets}, opts: o, worker: worker}
+	s := &Store{rdb: rdb, k: keys{crawl: crawl}, opts: o, worker: worker}
 	if o.Placement == ByAddress {
 		s.place = newPlacer(rdb, s.k, o.Partitions, o.Resolve)
 	}
-	want := fmt.Sprintf("partitions=%d buckets=%d active-set", o.Partitions, o.SeenBuckets) + o.Placement.configSuffix()
+	want := configOf(o.Partitions) + o.Placement.configSuffix()
 	if err := rdb.SetNX(ctx, s.k.config(), want, 0).Err(); err != nil {
 		return nil, fmt.Errorf("fleet: open crawl %q: %w", crawl, err)
 	}
 	got, err := rdb.Get(ctx, s.k.config()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("fleet: open crawl %q: %w", crawl, err)
+	}
+	if _, err := parseConfig(crawl, got); err != nil {
+		return nil, err
 	}
 	if crawlPlace := placementOf(got); crawlPlace != o.Placement {
 		return nil, fmt.Errorf("%w: crawl %q places hosts by %s, this worker by %s (crawl run --key-by-ip places by address: give it to every worker or none)",
@@ -157,6 +124,32 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 		return nil, fmt.Errorf("%w: crawl %q has %s, this worker %s", ErrConfigMismatch, crawl, got, want)
 	}
 	return s, nil
+}
+
+// configLayout names how this version stores a crawl: the seen-set grown by linear hashing,
+// queue items in the binary item encoding (docs/fleet.md "Crawls of earlier versions").
+const configLayout = "seen=linear items=bin1 active-set"
+
+// configOf is the configuration a crawl of partitions partitions records at its creation.
+func configOf(partitions int) string {
+	return fmt.Sprintf("partitions=%d %s", partitions, configLayout)
+}
+
+// parseConfig returns the partitions of crawl's recorded configuration cfg (configOf, then its
+// placement's suffix, read by placementOf). A crawl made by an earlier version (fixed seen-set
+// buckets, JSON queue items) is refused with ErrConfigMismatch, saying so.
+func parseConfig(crawl, cfg string) (partitions int, err error) {
+	var rest string
+	if n, _ := fmt.Sscanf(cfg, "partitions=%d", &partitions); n != 1 || partitions <= 0 {
+		return 0, fmt.Errorf("fleet: crawl %q: bad configuration %q", crawl, cfg)
+	}
+	_, rest, _ = strings.Cut(cfg, " ")
+	if rest = strings.TrimSuffix(rest, ByAddress.configSuffix()); rest != configLayout {
+		return 0, fmt.Errorf("%w: crawl %q was stored by another version of crawl (%q; this one stores %q: "+
+			"a seen-set that grows by linear hashing and binary queue items): finish it with the version that started it, or start a new crawl (--crawl NAME)",
+			ErrConfigMismatch, crawl, cfg, configOf(partitions))
+	}
+	return partitions, nil
 }
 
 // Partitions is the number of host partitions of the crawl.
@@ -311,7 +304,7 @@ func (s *Store) Add(ctx context.Context, entries []frontier.Entry) (int, error) 
 	byPart := make(map[int][]seenWrite)
 	for _, e := range entries {
 		p := parts[e.Host]
-		byPart[p] = append(byPart[p], seenWrite{entry: e, state: "q"})
+		byPart[p] = append(byPart[p], seenWrite{entry: e, state: seenQueued})
 	}
 	return s.addAll(ctx, byPart)
 }
@@ -329,7 +322,7 @@ func (s *Store) Exclude(ctx context.Context, ex []frontier.Exclusion) error {
 	byPart := make(map[int][]seenWrite)
 	for _, x := range ex {
 		p := parts[x.Host]
-		byPart[p] = append(byPart[p], seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
+		byPart[p] = append(byPart[p], seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
 	}
 	_, err = s.addAll(ctx, byPart)
 	return err
@@ -337,7 +330,7 @@ func (s *Store) Exclude(ctx context.Context, ex []frontier.Exclusion) error {
 
 type seenWrite struct {
 	entry  frontier.Entry
-	state  string // "q" queue, "x" excluded
+	state  string // seenQueued or seenExcluded
 	reason string // excluded: why
 }
 
@@ -354,8 +347,8 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 	}
 	groups := map[*redis.Client][]*scriptCall{}
 	for p, ws := range byPart {
-		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p)}}
-		c.args = append(make([]any, 0, 1+5*len(ws)), max(s.opts.HostBudget, 0))
+		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seenMeta(p)}}
+		c.args = append(make([]any, 0, 2+5*len(ws)), max(s.opts.HostBudget, 0), s.k.seenPrefix(p))
 		c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
 		node, err := s.nodeOf(ctx, c.keys[0])
 		if err != nil {
@@ -378,13 +371,20 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 	return added, nil
 }
 
+// ownLink reports whether a link to host, found on a page of partition p, is p's to queue in
+// Complete: its partition is known without asking Redis (by name, or by address once placed)
+// and is p. Any other link goes to the outbox, for Forward to place.
+func (s *Store) ownLink(p int, host string) bool {
+	q, ok := s.knownPartition(host)
+	return ok && q == p
+}
+
 // appendWrites appends the keys and arguments of add_entries (scripts.go) for ws, entries of
 // partition p.
 func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) ([]string, []any) {
 	for _, w := range ws {
-		bucket, field := s.k.seen(p, Fingerprint(w.entry.URL))
-		keys = append(keys, bucket, s.k.queue(p, w.entry.Host))
-		args = append(args, field, w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+		keys = append(keys, s.k.queue(p, w.entry.Host))
+		args = append(args, seenBase(Fingerprint(w.entry.URL)), w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
 	}
 	return keys, args
 }
@@ -519,7 +519,8 @@ func (s *Store) TakeN(ctx context.Context, o Ownership, host string, n int) (ls 
 		return nil, next, fmt.Errorf("%w: %q is in %d, not %d", ErrWrongPartition, host, q, p)
 	}
 	ks := []string{s.k.owner(p), s.k.queue(p, host), s.k.delayed(p, host), s.k.inflight(p), s.k.hosts(p), s.k.counts(p)}
-	r, err := leaseScript.Run(ctx, s.rdb, ks, o.token, host, s.opts.URLLeaseTTL.Milliseconds(), max(n, 1)).Slice()
+	prefix := inFlightPrefix(host)
+	r, err := leaseScript.Run(ctx, s.rdb, ks, o.token, host, s.opts.URLLeaseTTL.Milliseconds(), max(n, 1), prefix).Slice()
 	if err = scriptErr(err); err != nil {
 		return nil, next, fmt.Errorf("fleet: lease from %q: %w", host, err)
 	}
@@ -531,8 +532,8 @@ func (s *Store) TakeN(ctx context.Context, o Ownership, host string, n int) (ls 
 		return nil, next, nil
 	}
 	for _, m := range r[2:] {
-		member, _ := m.(string)
-		it, err := decodeItem(member)
+		enc, _ := m.(string)
+		it, err := decodeItem(host, enc)
 		if err != nil {
 			return ls, next, err
 		}
@@ -540,7 +541,7 @@ func (s *Store) TakeN(ctx context.Context, o Ownership, host string, n int) (ls 
 			Lease:     frontier.Lease{Entry: it.entry(), Attempts: it.Attempts},
 			Partition: p,
 			Deadline:  time.UnixMilli(at),
-			member:    member,
+			member:    prefix + enc,
 		})
 	}
 	return ls, next, nil
@@ -571,10 +572,10 @@ func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.R
 // not recorded. Errors: ErrFenced (nothing recorded).
 func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFlight []bool, err error) {
 	p := o.Partition
-	ks := make([]string, 0, 6+2*len(ds))
-	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p), s.k.used(p))
-	args := make([]any, 0, 4+7*len(ds))
-	args = append(args, o.token, "", len(ds), max(s.opts.HostBudget, 0))
+	ks := make([]string, 0, 7+len(ds))
+	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p), s.k.used(p), s.k.seenMeta(p))
+	args := make([]any, 0, 5+7*len(ds))
+	args = append(args, o.token, "", s.k.seenPrefix(p), len(ds), max(s.opts.HostBudget, 0))
 	var pl outboxPayload
 	var here []seenWrite // links and exclusions of partition p
 	for _, d := range ds {
@@ -582,22 +583,21 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		if l.Partition != p {
 			return nil, fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
 		}
-		bucket, field := s.k.seen(p, Fingerprint(l.URL))
 		var kind, retryItem string
 		var notBefore int64
 		switch r.Kind {
 		case frontier.Fetched:
 			kind = "f"
 			for _, x := range r.Excluded {
-				if PartitionOf(x.Host, s.opts.Partitions) == p {
-					here = append(here, seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
+				if s.ownLink(p, x.Host) {
+					here = append(here, seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
 				} else {
 					pl.Excluded = append(pl.Excluded, x)
 				}
 			}
 			for _, e := range r.Links {
-				if PartitionOf(e.Host, s.opts.Partitions) == p {
-					here = append(here, seenWrite{entry: e, state: "q"})
+				if s.ownLink(p, e.Host) {
+					here = append(here, seenWrite{entry: e, state: seenQueued})
 				} else {
 					pl.Links = append(pl.Links, e)
 				}
@@ -615,8 +615,8 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		default:
 			return nil, fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
 		}
-		ks = append(ks, bucket, s.k.delayed(p, l.Host))
-		args = append(args, l.member, field, kind, retryItem, notBefore, l.Host, r.Reason)
+		ks = append(ks, s.k.delayed(p, l.Host))
+		args = append(args, l.member, seenBase(Fingerprint(l.URL)), kind, retryItem, notBefore, l.Host, r.Reason)
 	}
 	ks, args = s.appendWrites(ks, args, p, here)
 	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {
@@ -645,7 +645,11 @@ func (s *Store) PutBack(ctx context.Context, o Ownership, l Lease) error {
 		return fmt.Errorf("%w: lease of partition %d, ownership of %d", ErrWrongPartition, l.Partition, p)
 	}
 	ks := []string{s.k.owner(p), s.k.inflight(p), s.k.queue(p, l.Host), s.k.hosts(p), s.k.counts(p)}
-	err := putBackScript.Run(ctx, s.rdb, ks, o.token, l.member, l.Host).Err()
+	enc, ok := strings.CutPrefix(l.member, inFlightPrefix(l.Host))
+	if !ok {
+		return fmt.Errorf("fleet: put back %s: lease's in-flight member is not of host %q", l.URL, l.Host)
+	}
+	err := putBackScript.Run(ctx, s.rdb, ks, o.token, l.member, l.Host, enc).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: put back %s: %w", l.URL, err)
 	}
@@ -664,9 +668,9 @@ func (s *Store) Reclaim(ctx context.Context, o Ownership) (int, error) {
 	ks := []string{s.k.owner(p), s.k.inflight(p), s.k.hosts(p), s.k.counts(p)}
 	args := []any{o.token}
 	for _, m := range members {
-		it, err := decodeItem(m)
+		it, _, err := decodeMember(m)
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("fleet: reclaim partition %d: %w", p, err)
 		}
 		ks = append(ks, s.k.queue(p, it.Host))
 		next := it
@@ -717,11 +721,11 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	for _, pl := range pls {
 		for _, x := range pl.Excluded {
 			q := parts[x.Host]
-			byPart[q] = append(byPart[q], seenWrite{entry: x.Entry, state: "x", reason: x.Reason})
+			byPart[q] = append(byPart[q], seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
 		}
 		for _, e := range pl.Links {
 			q := parts[e.Host]
-			byPart[q] = append(byPart[q], seenWrite{entry: e, state: "q"})
+			byPart[q] = append(byPart[q], seenWrite{entry: e, state: seenQueued})
 		}
 	}
 	added, err := s.addDurable(ctx, byPart, true)
@@ -736,7 +740,8 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 }
 
 // SaveHostStates writes the learned politeness state of hosts of o's partition (hostlimit's
-// encoded state), all or nothing; each expires Options.HostStateTTL after its last save.
+// encoded state, compacted: encodeHostState), all or nothing; each expires
+// Options.HostStateTTL after its last save.
 func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[string][]byte) error {
 	p := o.Partition
 	ks := []string{s.k.owner(p)}
@@ -746,7 +751,7 @@ func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[stri
 			return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, h, p)
 		}
 		ks = append(ks, s.k.state(p, h))
-		args = append(args, b)
+		args = append(args, encodeHostState(b))
 	}
 	if len(ks) == 1 {
 		return nil
@@ -766,6 +771,9 @@ func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bo
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("fleet: load state of %q: %w", host, err)
+	}
+	if b, err = decodeHostState(host, b); err != nil {
+		return nil, false, err
 	}
 	return b, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,26 @@ func TestOpenChecksConfiguration(t *testing.T) {
 	}
 }
 
+// A crawl stored by an earlier version (fixed seen-set buckets, JSON queue items) is refused by
+// workers and operators alike, saying so, and left as it is.
+func TestEarlierCrawlRefused(t *testing.T) {
+	rdb := newRedis(t)
+	ctx := context.Background()
+	const old = "partitions=1024 buckets=4096 active-set"
+	rdb.Set(ctx, keys{crawl: "old"}.config(), old, 0)
+	_, errOpen := Open(ctx, rdb, "old", "w", nil)
+	_, errExisting := OpenExisting(ctx, rdb, "old", "op")
+	_, errView := ReadView(ctx, rdb, "old")
+	for what, err := range map[string]error{"Open": errOpen, "OpenExisting": errExisting, "ReadView": errView} {
+		if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "another version") || !strings.Contains(err.Error(), old) {
+			t.Errorf("%s: %v, want ErrConfigMismatch naming the crawl's configuration and another version", what, err)
+		}
+	}
+	if got := rdb.Get(ctx, keys{crawl: "old"}.config()).Val(); got != old {
+		t.Errorf("configuration now %q", got)
+	}
+}
+
 func TestOnePartitionOneOwner(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
@@ -81,8 +102,8 @@ func TestOnePartitionOneOwner(t *testing.T) {
 func TestAddIsExactlyOnceAcrossWorkers(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
-	a := newStore(t, rdb, "a", &Options{Partitions: 4, SeenBuckets: 2})
-	b := newStore(t, rdb, "b", &Options{Partitions: 4, SeenBuckets: 2})
+	a := newStore(t, rdb, "a", &Options{Partitions: 4})
+	b := newStore(t, rdb, "b", &Options{Partitions: 4})
 	var all []frontier.Entry
 	for h := range 6 {
 		all = append(all, entries(fmt.Sprintf("h%d.example", h), 50)...)
@@ -432,7 +453,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 func TestHostBudget(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
-	opts := &Options{Partitions: 4, SeenBuckets: 2, HostBudget: 3}
+	opts := &Options{Partitions: 4, HostBudget: 3}
 	a := newStore(t, rdb, "a", opts)
 	b := newStore(t, rdb, "b", opts)
 	big := entries("big.example", 5)

@@ -103,27 +103,32 @@ func (c *checker) checkRecords(t *txn) error {
 		} else if !c.f.seen.holds(binary.BigEndian.Uint64(k)) {
 			c.bad("%q is not in the in-memory seen-set", r.url)
 		}
-		h := c.host(r.host)
-		switch r.state {
-		case stQueued:
-			h.rec.Queued++
-			if c.checkQueued(t, k, r) {
-				h.rec.Delayed++
-			}
-		case stFetched:
-			h.rec.Fetched++
-		case stFailed:
-			h.rec.Failed++
-			c.failedBy[r.reason]++
-		case stExcluded:
-			h.rec.Excluded++
-			c.excludedBy[r.reason]++
-		}
+		c.count(r, r.state == stQueued && c.checkQueued(t, k, r))
 		if r.state != stQueued && r.qkey != nil {
 			c.bad("%s %q still has a queue key", stateNames[r.state], r.url)
 		}
 		return nil
 	})
+}
+
+// count tallies record r by host, state and reason; delayed says its queue entry is a delayed one.
+func (c *checker) count(r record, delayed bool) {
+	h := c.host(r.host)
+	switch r.state {
+	case stQueued:
+		h.rec.Queued++
+		if delayed {
+			h.rec.Delayed++
+		}
+	case stFetched:
+		h.rec.Fetched++
+	case stFailed:
+		h.rec.Failed++
+		c.failedBy[r.reason]++
+	case stExcluded:
+		h.rec.Excluded++
+		c.excludedBy[r.reason]++
+	}
 }
 
 // checkQueued checks that the queued record r under key k has its entry, and reports whether

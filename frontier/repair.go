@@ -365,23 +365,8 @@ func (f *Frontier) rewriteCounters(st *RepairStats) error {
 			if err != nil {
 				return fmt.Errorf("record %x unreadable after repair: %v", k, err)
 			}
-			h := c.host(r.host)
 			ids[r.host] = r.hostID
-			switch r.state {
-			case stQueued:
-				h.rec.Queued++
-				if t.delayed.Get(r.qkey) != nil {
-					h.rec.Delayed++
-				}
-			case stFetched:
-				h.rec.Fetched++
-			case stFailed:
-				h.rec.Failed++
-				c.failedBy[r.reason]++
-			case stExcluded:
-				h.rec.Excluded++
-				c.excludedBy[r.reason]++
-			}
+			c.count(r, r.state == stQueued && t.delayed.Get(r.qkey) != nil)
 			return nil
 		}); err != nil {
 			return err

@@ -78,3 +78,26 @@ func TestReadLearnedRejects(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRead: any file content is read or refused with an error, never a panic, and every state
+// read is a JSON object of a host key of bounded length.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(`{"host":"a.test","state":{"AIMD":{"Rate":20}}}` + "\n"))
+	f.Add([]byte(`{"host":"","state":{}}`))
+	f.Add([]byte("\n\n{oops"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "learned.jsonl")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		states, err := Read(path)
+		if err != nil {
+			return
+		}
+		for h, s := range states {
+			if h == "" || len(h) > maxHostKey || len(s) == 0 || s[0] != '{' {
+				t.Fatalf("read host %q state %q", h, s)
+			}
+		}
+	})
+}

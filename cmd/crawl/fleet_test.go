@@ -72,15 +72,18 @@ func fleetWeb() []simweb.HostSpec {
 
 // fleet is one shared crawl under test: its Redis, its web, its seed file, its workers.
 type fleetRun struct {
-	t     *testing.T
-	ctx   context.Context
-	srv   *redistest.Server // nil on a cluster
-	url   string            // the workers' --redis
-	rdb   redis.UniversalClient
-	web   *simweb.Web
-	seeds string
-	args  []string
-	ttl   time.Duration // the workers' --lease-ttl
+	t   *testing.T
+	ctx context.Context
+	srv *redistest.Server // nil on a cluster
+	url string            // the workers' --redis
+	rdb redis.UniversalClient
+	web *simweb.Web
+	// progress counts the requests the web served so far, for a web that is not a simweb
+	// (nil: web's page 200s)
+	progress func() int
+	seeds    string
+	args     []string
+	ttl      time.Duration // the workers' --lease-ttl
 	// requeues sees every return of a URL to its queue
 	requeues *requeues
 
@@ -299,8 +302,11 @@ func (f *fleetRun) keys(ctx context.Context, pattern string) ([]string, error) {
 	return all, err
 }
 
-// served is how many page 200s the web has served so far.
+// served is how many page 200s the web has served so far (or f.progress's count).
 func (f *fleetRun) served() int {
+	if f.progress != nil {
+		return f.progress()
+	}
 	n := 0
 	for _, s := range f.web.Stats() {
 		for _, c := range s.Fetched {

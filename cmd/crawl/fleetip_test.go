@@ -155,6 +155,11 @@ func TestFleetKeyByIPOneServer(t *testing.T) {
 		seeds[i] = web.url(n, 0)
 	}
 	f := &fleetRun{t: t, ctx: ctx, srv: srv, url: srv.URL(), rdb: rdb, seeds: writeSeeds(t, seeds), ttl: steadyLease}
+	f.progress = func() int {
+		web.mu.Lock()
+		defer web.mu.Unlock()
+		return web.total
+	}
 	f.args = []string{"--redis", f.url, "--crawl", "t", "--quiet", "--workers", "8", "--key-by-ip",
 		"--dns-server", dns.Addr(), "--host-concurrency", "2", "--initial-rate", "20",
 		"--lease-ttl", steadyLease.String(), "--partitions", "64", "--seeds", f.seeds}

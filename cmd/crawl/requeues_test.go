@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/crawl-project/crawl/internal/fleet"
 )
 
 // requeues watches the MONITOR stream of each Redis node of a crawl (which shows the commands
@@ -114,15 +115,14 @@ func (r *requeues) note(addr, line string) {
 	if !strings.EqualFold(args[0], "lpush") || !strings.Contains(args[1], "}:q:") {
 		return
 	}
+	_, host, _ := strings.Cut(args[1], "}:q:")
 	for _, it := range args[2:] {
-		var item struct {
-			URL string `json:"u"`
-		}
+		u, err := fleet.ItemURL(host, it)
 		r.mu.Lock()
-		if err := json.Unmarshal([]byte(it), &item); err != nil || item.URL == "" {
+		if err != nil || u == "" {
 			r.err = fmt.Errorf("MONITOR: queue item %q: not a URL (%v)", it, err)
 		} else {
-			r.byURL[item.URL]++
+			r.byURL[u]++
 		}
 		r.mu.Unlock()
 	}

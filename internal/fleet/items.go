@@ -200,3 +200,10 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// ItemURL returns the URL of item, an element of the queue of host as Redis holds it (the
+// list `crawl:NAME:{p}:q:HOST`), for tools and tests that read a crawl's Redis directly.
+func ItemURL(host, item string) (string, error) {
+	it, err := decodeItem(host, item)
+	return it.URL, err
+}

@@ -111,6 +111,7 @@ func (f *Frontier) commitBatch(batch []*pending) {
 			}
 			return
 		}
+		f.linkFailed(err) // an outage seen here counts as one seen by a round
 		if !f.mayHold(o, time.Now().Add(backoff)) {
 			for _, p := range batch {
 				f.recent.forget(p.sent)

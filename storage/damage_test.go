@@ -10,16 +10,6 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// damagePages is storetest.DamageLeaves, failing t on an error.
-func damagePages(t *testing.T, path string, pick func(i, n int) bool) int {
-	t.Helper()
-	n, err := storetest.DamageLeaves(path, pick)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestDamagedStore: a leaf page with a wrong id makes reads return ErrDamaged naming the file
 // (no panic), Check lists it, and Salvage copies every other record into a store that opens.
 func TestDamagedStore(t *testing.T) {
@@ -34,7 +24,7 @@ func TestDamagedStore(t *testing.T) {
 	}
 	db.Close()
 	path := filepath.Join(dir, FileName)
-	if got := damagePages(t, path, func(i, n int) bool { return i == n/2 }); got != 1 {
+	if got := storetest.MustDamageLeaves(t, path, func(i, n int) bool { return i == n/2 }); got != 1 {
 		t.Fatalf("damaged %d pages, want 1", got)
 	}
 

@@ -12,16 +12,6 @@ import (
 	"github.com/crawl-project/crawl/internal/storetest"
 )
 
-// damageLeaves is storetest.DamageLeaves, failing t on an error.
-func damageLeaves(t *testing.T, path string, pick func(i, n int) bool) int {
-	t.Helper()
-	n, err := storetest.DamageLeaves(path, pick)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestDamagedStore: a store with bytes flipped in its pages makes crawl run, crawl urls and
 // crawl status exit 1 with a message naming the file and saying it is damaged, never a stack
 // trace; crawl check lists the damage; crawl salvage copies what is readable into a store that
@@ -57,7 +47,7 @@ func TestDamagedStore(t *testing.T) {
 
 	t.Run("every leaf", func(t *testing.T) {
 		dir, path := copyStore(t)
-		if n := damageLeaves(t, path, func(int, int) bool { return true }); n < 3 {
+		if n := storetest.MustDamageLeaves(t, path, func(int, int) bool { return true }); n < 3 {
 			t.Fatalf("damaged %d pages; the store is too small to test", n)
 		}
 		for _, args := range [][]string{{"run", "--data", dir, "--max-pages", "150"}, {"urls", "--data", dir}, {"status", "--data", dir}, {"check", "--data", dir},
@@ -71,7 +61,7 @@ func TestDamagedStore(t *testing.T) {
 
 	t.Run("one leaf", func(t *testing.T) {
 		dir, path := copyStore(t)
-		if n := damageLeaves(t, path, func(i, n int) bool { return i == n/2 }); n != 1 {
+		if n := storetest.MustDamageLeaves(t, path, func(i, n int) bool { return i == n/2 }); n != 1 {
 			t.Fatalf("damaged %d pages, want 1", n)
 		}
 		code, out := crawl("check", "--data", dir)

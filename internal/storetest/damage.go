@@ -7,7 +7,18 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"testing"
 )
+
+// MustDamageLeaves is DamageLeaves, failing t on an error.
+func MustDamageLeaves(t testing.TB, path string, pick func(i, n int) bool) int {
+	t.Helper()
+	n, err := DamageLeaves(path, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
 
 // DamageLeaves changes the page id in the header of the leaf pages of the bbolt file at path
 // that pick chooses (by index among them, and their count), as bytes flipped on disk would;

@@ -184,9 +184,8 @@ func (f *Frontier) repairRecords(st *RepairStats) error {
 	})
 	for len(bad) > 0 && err == nil {
 		n := min(len(bad), repairChunk)
-		d := *st
+		d := *st // counted into st only once committed
 		err = f.bolt.Update(func(tx *bbolt.Tx) error {
-			d = *st
 			t := f.newTxn(tx, newDelta()) // counters are rewritten from the records afterwards
 			for _, k := range bad[:n] {
 				if err := t.repairRecord(k, &d); err != nil {
@@ -195,7 +194,9 @@ func (f *Frontier) repairRecords(st *RepairStats) error {
 			}
 			return nil
 		})
-		*st, bad = d, bad[n:]
+		if err == nil {
+			*st, bad = d, bad[n:]
+		}
 	}
 	return err
 }
@@ -279,20 +280,29 @@ func (t *txn) repairRecord(k []byte, st *RepairStats) error {
 
 // removeOrphans removes the queue and delayed entries that no queued record names.
 func (f *Frontier) removeOrphans(st *RepairStats) error {
-	type orphan struct{ queue, key []byte } // queue nil: a delayed entry
+	type place int
+	const (
+		inQueue   place = iota // key of the host queue bucket queue
+		inDelayed              // key of bucketDelayed
+		inQueues               // key of bucketQueues that is no host's queue
+	)
+	type orphan struct {
+		at         place
+		queue, key []byte
+	}
 	var orphans []orphan
 	err := f.bolt.View(func(tx *bbolt.Tx) error {
 		t := f.reader(tx)
 		if err := t.queues.ForEach(func(name, _ []byte) error {
 			q := t.queues.Bucket(name)
 			if q == nil || len(name) != 4 {
-				orphans = append(orphans, orphan{queue: []byte{}, key: bytes.Clone(name)})
+				orphans = append(orphans, orphan{at: inQueues, key: bytes.Clone(name)})
 				return nil
 			}
 			return q.ForEach(func(seq, v []byte) error {
 				qkey := append(append([]byte{0}, name...), seq...)
 				if !t.namedBy(qkey, v) {
-					orphans = append(orphans, orphan{queue: bytes.Clone(name), key: bytes.Clone(seq)})
+					orphans = append(orphans, orphan{at: inQueue, queue: bytes.Clone(name), key: bytes.Clone(seq)})
 				}
 				return nil
 			})
@@ -301,7 +311,7 @@ func (f *Frontier) removeOrphans(st *RepairStats) error {
 		}
 		return t.delayed.ForEach(func(k, v []byte) error {
 			if !t.namedBy(k, v) {
-				orphans = append(orphans, orphan{key: bytes.Clone(k)})
+				orphans = append(orphans, orphan{at: inDelayed, key: bytes.Clone(k)})
 			}
 			return nil
 		})
@@ -312,14 +322,14 @@ func (f *Frontier) removeOrphans(st *RepairStats) error {
 			qs, delayed := tx.Bucket(bucketQueues), tx.Bucket(bucketDelayed)
 			for _, o := range orphans[:n] {
 				var err error
-				switch {
-				case o.queue == nil:
+				switch o.at {
+				case inDelayed:
 					err = delayed.Delete(o.key)
-				case len(o.queue) == 0: // a key of bucketQueues that is no host's queue
+				case inQueues:
 					if err = qs.DeleteBucket(o.key); errors.Is(err, bbolt.ErrIncompatibleValue) {
 						err = qs.Delete(o.key)
 					}
-				default:
+				case inQueue:
 					if q := qs.Bucket(o.queue); q != nil {
 						err = q.Delete(o.key)
 					}

@@ -80,35 +80,5 @@ func TestClusterTLSAndUsers(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), TLSConfig: certs.ClientConfig(),
 		Username: "alice", Password: "pw", ClusterStateReloadInterval: 200 * time.Millisecond})
 	defer rdb.Close()
-	keys := []string{"a", "b", "c", "{1}x", "{2}y", "{3}z"}
-	for _, k := range keys {
-		if err := rdb.Set(ctx, k, k, 0).Err(); err != nil {
-			t.Fatalf("SET %s: %v", k, err)
-		}
-		if err := rdb.Wait(ctx, 1, time.Second).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ms, err := c.Masters()
-	if err != nil || len(ms) != 3 {
-		t.Fatalf("masters %v, err %v; want 3", ms, err)
-	}
-	if err := ms[0].Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitHealthy(); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		var v string
-		for range 50 { // the client learns the new master on its first errors
-			if v, err = rdb.Get(ctx, k).Result(); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if err != nil || v != k {
-			t.Fatalf("GET %s after the failover: %q, %v", k, v, err)
-		}
-	}
+	failOver(ctx, t, c, rdb, []string{"a", "b", "c", "{1}x", "{2}y", "{3}z"})
 }

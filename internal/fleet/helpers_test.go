@@ -160,11 +160,6 @@ func checkInvariants(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
 	type tally struct{ queued, delayed, inflight, outbox, seenQueued, seen int }
-	type bucket struct {
-		p, i   int
-		fields []string
-	}
-	var buckets []bucket
 	parts := map[int]*tally{}
 	part := func(p int) *tally {
 		if parts[p] == nil {
@@ -209,18 +204,35 @@ func checkInvariants(t *testing.T, s *Store) {
 		case "inflight":
 			n, _ := s.rdb.ZCard(ctx, key).Result()
 			c.inflight += int(n)
-		case "s":
-			members, _ := s.rdb.SMembers(ctx, key).Result()
-			i, _ := strconv.Atoi(rest)
-			b := bucket{p: p, i: i}
-			for _, m := range members {
-				c.seen++
-				if strings.HasSuffix(m, seenQueued) {
-					c.seenQueued++
+		case "seen":
+			h, _ := s.rdb.HGetAll(ctx, key).Result()
+			n, _ := strconv.Atoi(h["n"])
+			for f, v := range h {
+				if f == "n" || f == "urls" {
+					continue
 				}
-				b.fields = append(b.fields, m)
+				i, err := strconv.Atoi(f)
+				if err != nil || i < 0 || i >= max(n, 1) || len(v)%8 != 0 {
+					t.Errorf("partition %d: seen-set field %q (%d bytes) is not a bucket of %d", p, f, len(v), n)
+					continue
+				}
+				for j := 0; j < len(v); j += 8 {
+					fp, st := v[j:j+7], v[j+7:j+8]
+					c.seen++
+					if st == seenQueued {
+						c.seenQueued++
+					} else if st != seenFailed && st != seenExcluded {
+						t.Errorf("partition %d: seen record %q has no state", p, v[j:j+8])
+					}
+					h := uint64(fp[0])<<23 | uint64(fp[1])<<15 | uint64(fp[2])<<7 | uint64(fp[3])>>1
+					if want := seenBucketOf(h, max(n, 1)); want != i {
+						t.Errorf("partition %d: fingerprint %x in bucket %d, linear hashing over %d buckets says %d", p, fp, i, n, want)
+					}
+				}
 			}
-			buckets = append(buckets, b)
+			if urls, _ := strconv.Atoi(h["urls"]); len(h) > 0 && urls != c.seen {
+				t.Errorf("partition %d: seen-set holds %d URLs, its count says %d", p, c.seen, urls)
+			}
 		}
 	}
 	for p, c := range parts {
@@ -231,36 +243,15 @@ func checkInvariants(t *testing.T, s *Store) {
 		if got != want {
 			t.Errorf("partition %d: counters %s, keys hold %s", p, got, want)
 		}
-		if c.seenQueued != n("queued") {
-			t.Errorf("partition %d: %d URLs queued in the seen-set, counter %d", p, c.seenQueued, n("queued"))
+		if c.seenQueued != n("queued")+n("fetched") {
+			t.Errorf("partition %d: %d URLs recorded in the seen-set, counters queued %d and fetched %d", p, c.seenQueued, n("queued"), n("fetched"))
 		}
 		if done := n("queued") + n("fetched") + n("failed") + n("excluded"); c.seen != done {
 			t.Errorf("partition %d: seen-set holds %d URLs, counters %d", p, c.seen, done)
 		}
-		meta, _ := s.rdb.HGetAll(ctx, s.k.seenMeta(p)).Result()
-		if urls, _ := strconv.Atoi(meta["urls"]); urls != c.seen {
-			t.Errorf("partition %d: seen-set holds %d URLs, its count says %d", p, c.seen, urls)
-		}
-	}
-	for _, b := range buckets {
-		meta, _ := s.rdb.HGetAll(ctx, s.k.seenMeta(b.p)).Result()
-		n, _ := strconv.Atoi(meta["buckets"])
-		if b.i >= max(n, 1) {
-			t.Errorf("partition %d: seen bucket %d past the bucket count %d", b.p, b.i, n)
-		}
-		for _, m := range b.fields {
-			v, err := strconv.ParseUint(m, 10, 63)
-			if err != nil || v%10 < 1 || v%10 > 4 || strconv.FormatUint(v, 10) != m {
-				t.Errorf("partition %d: seen member %q is not a fingerprint and a state 1-4", b.p, m)
-			} else if want := seenBucketOf(v/10%1_000_000_000, max(n, 1)); want != b.i {
-				t.Errorf("partition %d: fingerprint %s in bucket %d, linear hashing over %d buckets says %d", b.p, m, b.i, n, want)
-			}
-		}
 	}
 }
 
-// seenBucketOf is the bucket the scripts' seenKey picks among n buckets for a fingerprint whose
-// last nine digits are h (linear hashing).
 func seenBucketOf(h uint64, n int) int {
 	m := uint64(1)
 	for m*2 <= uint64(n) {

@@ -53,18 +53,20 @@ func (k keys) delayed(p int, host string) string { return k.part(p, "d:"+host) }
 func (k keys) state(p int, host string) string   { return k.part(p, "h:"+host) }
 func (k keys) robots(p int, host string) string  { return k.part(p, "r:"+host) }
 
-// seenMeta is partition p's seen-set bucket count and fingerprint count (the scripts' seenSet).
-func (k keys) seenMeta(p int) string { return k.part(p, "seen") }
+// seen is partition p's seen-set: a hash of buckets of fingerprint records (the scripts'
+// seenSet), with its bucket count and fingerprint count in the fields n and urls.
+func (k keys) seen(p int) string { return k.part(p, "seen") }
 
-// seenPrefix is the key prefix of partition p's seen-set buckets: bucket i is seenPrefix + i.
-func (k keys) seenPrefix(p int) string { return k.part(p, "s:") }
-
-// seenBase is fingerprint fp as the seen-set stores it (before its state digit): its top 59
-// bits in decimal (never 0), so that a member, base and digit, is an integer below 2^63 that
-// Redis keeps in an intset. Exact to 59 bits: two URLs of one partition are taken for one
-// with probability about n/2^59 per new URL with n seen in the partition.
-func seenBase(fp uint64) string {
-	return strconv.FormatUint(max(fp>>5, 1), 10)
+// seenFP is fingerprint fp as the seen-set stores it: its top 56 bits, big-endian, the first
+// seven bytes of its 8-byte record (the eighth is the URL's state). Exact to 56 bits: two URLs
+// of one partition are taken for one with probability about n/2^56 per new URL with n seen in
+// the partition. Its first 31 bits pick its bucket.
+func seenFP(fp uint64) string {
+	var b [7]byte
+	for i := range b {
+		b[i] = byte(fp >> (56 - 8*i))
+	}
+	return string(b[:])
 }
 
 // validName reports whether a crawl name may be used in keys: 1 to 64 of [A-Za-z0-9._-].

@@ -24,14 +24,14 @@ func TestPartitionAndFingerprintArePinned(t *testing.T) {
 
 func TestKeysCarryPartitionTag(t *testing.T) {
 	k := keys{crawl: "c1"}
-	for _, key := range []string{k.owner(5), k.epoch(5), k.inflight(5), k.hosts(5), k.counts(5), k.outbox(5), k.queue(5, "a.example"), k.delayed(5, "a.example"), k.state(5, "a.example"), k.seenMeta(5), k.seenPrefix(5) + "17"} {
+	for _, key := range []string{k.owner(5), k.epoch(5), k.inflight(5), k.hosts(5), k.counts(5), k.outbox(5), k.queue(5, "a.example"), k.delayed(5, "a.example"), k.state(5, "a.example"), k.seen(5)} {
 		if !strings.Contains(key, "{5}") || strings.Index(key, "{") != strings.Index(key, "{5}") {
 			t.Errorf("%q: first hash tag is not {5}", key)
 		}
 	}
-	for fp, want := range map[uint64]string{0x0102030405060708: "2269495618449464", 0: "1", 31: "1", 1<<64 - 1: "576460752303423487"} {
-		if got := seenBase(fp); got != want {
-			t.Errorf("seenBase(%#x) = %q, want %q", fp, got, want)
+	for fp, want := range map[uint64]string{0x0102030405060708: "\x01\x02\x03\x04\x05\x06\x07", 0: "\x00\x00\x00\x00\x00\x00\x00", 1<<64 - 1: "\xff\xff\xff\xff\xff\xff\xff"} {
+		if got := seenFP(fp); got != want {
+			t.Errorf("seenFP(%#x) = %q, want %q", fp, got, want)
 		}
 	}
 }

@@ -38,137 +38,199 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// seenSet is the seen-set of one partition: Redis sets of integers (intset encoding, 8 bytes
-// each), one per bucket, grown by linear hashing so that every bucket stays under
-// set-max-intset-entries (512 by default) at any size (docs/fleet.md "Seen-set"). A member is
-// a URL's fingerprint fp (decimal, from seenBase) followed by its state's digit.
+// seenSet is the seen-set of one partition: one hash whose fields are buckets, each a string
+// of 8-byte records (a URL's fingerprint, seenFP, then its state's byte), grown by linear
+// hashing so that a bucket holds seenLoad records on average at any size (docs/fleet.md
+// "Seen-set"). A script reads every bucket it needs with one HMGET and writes every bucket it
+// changed with one HSET, however many URLs it looks up.
 //
-//	seenOpen(meta, prefix) reads the bucket count; seenKey(fp) names fp's bucket (the last
-//	nine digits of fp pick it); seenState(key, fp) is fp's state digit, or nil when unseen;
-//	seenGrew(n) records n new fingerprints and splits buckets while the partition holds more
-//	than seenLoad per bucket; seenClose(n) writes the counts back if anything changed.
+//	seenOpen(key) reads the bucket count; seenPreload(fps) reads the buckets of fps in one
+//	call; seenState(fp) is fp's state byte, or nil when unseen; seenPut(fp, st) records fp in
+//	state st (appended when new, which may split buckets); seenClose() writes what changed.
 //
-// Bucket keys are prefix..index, in the partition's slot; they cannot be listed in KEYS, as
-// the bucket count is only known inside the script.
+// Lookups that miss the preloaded buckets (after a split) read their bucket on their own.
 var seenSet = `
-local seenMeta, seenPrefix, seenN, seenURLs, seenSplit
+local seenKey, seenN, seenM, seenURLs, seenB, seenDirty
 local seenLoad = ` + strconv.Itoa(seenLoad) + `
-local function seenOpen(meta, prefix)
-  seenMeta, seenPrefix, seenSplit = meta, prefix, 0
-  local v = redis.call('HMGET', meta, 'buckets', 'urls')
-  seenN, seenURLs = tonumber(v[1] or '1'), tonumber(v[2] or '0')
-end
 local function seenTop()
-  local m = 1
-  while m * 2 <= seenN do m = m * 2 end
-  return m
+  seenM = 1
+  while seenM * 2 <= seenN do seenM = seenM * 2 end
 end
-local function seenIndex(fp, m)
-  local h = tonumber(string.sub(fp, -9))
-  local b = h % (2 * m)
-  if b >= seenN then b = h % m end
+local function seenOpen(key)
+  seenKey, seenB, seenDirty = key, {}, {}
+  local v = redis.call('HMGET', key, 'n', 'urls')
+  seenN, seenURLs = tonumber(v[1] or '1'), tonumber(v[2] or '0')
+  seenTop()
+end
+local function seenHash(fp) -- the first 31 bits of fp
+  local a, b, c, d = string.byte(fp, 1, 4)
+  return ((a * 256 + b) * 256 + c) * 128 + math.floor(d / 2)
+end
+local function seenIndex(fp)
+  local h = seenHash(fp)
+  local b = h % (2 * seenM)
+  if b >= seenN then b = h % seenM end
   return b
 end
-local function seenKey(fp)
-  return seenPrefix .. seenIndex(fp, seenTop())
-end
-local function seenState(key, fp)
-  local r = redis.call('SMISMEMBER', key, fp .. '1', fp .. '2', fp .. '3', fp .. '4')
-  for i = 1, 4 do
-    if r[i] == 1 then return tostring(i) end
+local function seenPreload(fps)
+  local want = {}
+  for _, fp in ipairs(fps) do
+    local b = seenIndex(fp)
+    if seenB[b] == nil then seenB[b] = ''; want[#want+1] = b end
   end
+  for i = 1, #want, 1000 do -- in chunks: unpack is bounded
+    local part = {unpack(want, i, math.min(i + 999, #want))}
+    local r = redis.call('HMGET', seenKey, unpack(part))
+    for j, b in ipairs(part) do seenB[b] = r[j] or '' end
+  end
+end
+local function seenBucket(b)
+  if seenB[b] == nil then seenB[b] = redis.call('HGET', seenKey, b) or '' end
+  return seenB[b]
+end
+local function seenFind(fp) -- fp's bucket, and its record's position there or nil
+  local b = seenIndex(fp)
+  local s, i = seenBucket(b), 1
+  while true do
+    local p = string.find(s, fp, i, true)
+    if not p then return b, nil end
+    if p % 8 == 1 then return b, p end
+    i = p + 1
+  end
+end
+local function seenState(fp)
+  local b, p = seenFind(fp)
+  if p then return string.sub(seenB[b], p + 7, p + 7) end
   return nil
 end
-local function seenAdd(key, ms) -- in chunks: unpack is bounded, a hostile bucket is not
-  for i = 1, #ms, 1000 do redis.call('SADD', key, unpack(ms, i, math.min(i + 999, #ms))) end
-end
-local function seenGrew(n)
-  seenURLs = seenURLs + n
-  while seenURLs > seenLoad * seenN do
-    local m = seenTop()
-    local src = seenPrefix .. (seenN - m)
-    local keep, move = {}, {}
-    for _, v in ipairs(redis.call('SMEMBERS', src)) do
-      local t = keep
-      if math.floor(tonumber(string.sub(v, -10, -2)) / m) % 2 == 1 then t = move end
-      t[#t+1] = v
-    end
-    redis.call('DEL', src)
-    seenAdd(src, keep)
-    seenAdd(seenPrefix .. seenN, move)
-    seenN = seenN + 1
-    seenSplit = seenSplit + 1
+local function seenSplit()
+  local src = seenN - seenM
+  local s, keep, move = seenBucket(src), {}, {}
+  for i = 1, #s - 7, 8 do
+    local r = string.sub(s, i, i + 7)
+    if math.floor(seenHash(r) / seenM) % 2 == 1 then move[#move+1] = r else keep[#keep+1] = r end
   end
+  seenB[src], seenB[seenN] = table.concat(keep), table.concat(move)
+  seenDirty[src], seenDirty[seenN] = true, true
+  seenN = seenN + 1
+  seenTop()
 end
-local function seenClose(n)
-  if n > 0 or seenSplit > 0 then
-    redis.call('HSET', seenMeta, 'buckets', seenN, 'urls', seenURLs)
+local function seenPut(fp, st)
+  local b, p = seenFind(fp)
+  local s = seenB[b]
+  seenDirty[b] = true
+  if p then
+    seenB[b] = string.sub(s, 1, p + 6) .. st .. string.sub(s, p + 8)
+    return
   end
+  seenB[b] = s .. fp .. st
+  seenURLs = seenURLs + 1
+  while seenURLs > seenLoad * seenN do seenSplit() end
+end
+local function seenClose()
+  local kv = {}
+  for b in pairs(seenDirty) do kv[#kv+1] = b; kv[#kv+1] = seenB[b] end
+  if #kv == 0 then return end
+  kv[#kv+1] = 'n'; kv[#kv+1] = seenN; kv[#kv+1] = 'urls'; kv[#kv+1] = seenURLs
+  for i = 1, #kv, 1000 do redis.call('HSET', seenKey, unpack(kv, i, math.min(i + 999, #kv))) end
 end
 `
 
-// seenLoad is the seen-set's fingerprints per bucket: a partition splits a bucket whenever it
-// holds more (docs/fleet.md "Seen-set"). Its buckets then average seenLoad fingerprints, and
-// the fullest (those the split pointer has not reached, twice as full) stay under the 512
-// members of an intset.
-const seenLoad = 200
+// seenLoad is the seen-set's records per bucket: a partition splits a bucket whenever it holds
+// more (docs/fleet.md "Seen-set"). Buckets average seenLoad records (512 bytes) and the fullest
+// (those the split pointer has not reached) twice that.
+const seenLoad = 64
 
-// The seen-set's states: a member's last digit.
+// The seen-set's states: a record's last byte. A fetched URL keeps seenQueued ("recorded"):
+// whether it is still queued is what the queues and the in-flight set say.
 const (
 	seenQueued   = "1"
-	seenFetched  = "2"
 	seenFailed   = "3"
 	seenExcluded = "4"
 )
 
-// addEntries defines add_entries(hosts, counts, used, budget, k, a, n, inc), after seenSet
-// and with the seen-set open (seenOpen): it adds n entries whose keys start at KEYS[k] (per
-// entry its host's queue) and whose arguments start at ARGV[a] (per entry: fingerprint
-// (seenBase), state ('1' to queue, '4' excluded), host, item, exclusion reason), and returns
-// how many it queued and excluded (each a new fingerprint, recorded with seenGrew; the caller
-// closes the seen-set). With a budget (> 0), a host's URLs ever queued are counted in used,
-// and an unseen URL of a host at its budget is excluded ('limit') instead of queued.
-// inc(field, delta) records the changes of the counters but 'queued' and 'excluded'. A host's
-// first queued URL puts it in the hosts set (a host with URLs queued is always there: lease
-// removes it only once it has none).
+// counters defines counter(key) -> inc(field, delta) and flush(): the changes of a batch to the
+// counters hash key, written at flush with one HINCRBY when one field changed, else with one
+// HMGET and one HSET.
+const counters = `
+local function counter(key)
+  local inc, order = {}, {}
+  local function add(f, d)
+    if not inc[f] then inc[f] = 0; order[#order+1] = f end
+    inc[f] = inc[f] + d
+  end
+  local function flush()
+    local fs = {}
+    for _, f in ipairs(order) do if inc[f] ~= 0 then fs[#fs+1] = f end end
+    if #fs == 1 then redis.call('HINCRBY', key, fs[1], inc[fs[1]]) end
+    if #fs < 2 then return end
+    local cur = redis.call('HMGET', key, unpack(fs))
+    local kv = {}
+    for i, f in ipairs(fs) do kv[2*i-1] = f; kv[2*i] = (tonumber(cur[i] or '0') or 0) + inc[f] end
+    redis.call('HSET', key, unpack(kv))
+  end
+  return add, flush
+end
+`
+
+// addEntries defines add_entries(hosts, used, budget, k, a, n, inc), after seenSet and
+// counters, with the seen-set open (seenOpen): it adds n entries whose keys start at KEYS[k]
+// (per entry its host's queue) and whose arguments start at ARGV[a] (per entry: fingerprint
+// (seenFP), state ('1' to queue, '4' excluded), host, item, exclusion reason), and counts in
+// inc what it queued ('queued') and excluded ('excluded', 'excluded:REASON'); the caller closes
+// the seen-set. A queue's new items are pushed with one RPUSH. With a budget (> 0), a host's
+// URLs ever queued are counted in used, and an unseen URL of a host at its budget is excluded
+// ('limit') instead of queued. A host's first queued URL puts it in the hosts set (a host with
+// URLs queued is always there: lease removes it only once it has none). Returns how many it
+// queued and excluded.
 const addEntries = `
-local function add_entries(hosts, counts, used, budget, k, a, n, inc)
+local function add_entries(hosts, used, budget, k, a, n, inc)
+  local fps = {}
+  for i = 0, n - 1 do fps[i+1] = ARGV[a + 5*i] end
+  seenPreload(fps)
+  local pushes, queues = {}, {}
   local added, excluded = 0, 0
   for i = 0, n - 1 do
     local b = a + 5*i
     local fp, st, host, item, reason = ARGV[b], ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4]
-    local bucket, queue = seenKey(fp), KEYS[k+i]
-    if not seenState(bucket, fp) then
+    if not seenState(fp) then
       if st == '1' and budget > 0 and tonumber(redis.call('HGET', used, host) or '0') >= budget then
         st, reason = '4', 'limit'
       end
-      redis.call('SADD', bucket, fp .. st)
+      seenPut(fp, st)
       if st == '1' then
-        if redis.call('RPUSH', queue, item) == 1 then redis.call('SADD', hosts, host) end
+        local q = KEYS[k+i]
+        if not pushes[q] then pushes[q] = {}; queues[#queues+1] = {q, host} end
+        local items = pushes[q]
+        items[#items+1] = item
         if budget > 0 then redis.call('HINCRBY', used, host, 1) end
         added = added + 1
       else
         excluded = excluded + 1
         inc('excluded:' .. reason, 1)
       end
-      seenGrew(1)
     end
   end
+  for _, qh in ipairs(queues) do
+    local items, len = pushes[qh[1]], 0
+    for i = 1, #items, 1000 do len = redis.call('RPUSH', qh[1], unpack(items, i, math.min(i + 999, #items))) end
+    if len == #items then redis.call('SADD', hosts, qh[2]) end
+  end
+  inc('queued', added)
+  inc('excluded', excluded)
   return added, excluded
 end
 `
 
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
-// KEYS hosts, counts, used, seen meta, then per entry its host's queue; ARGV the host budget
-// (0: none), the seen buckets' key prefix, then per entry the five arguments of add_entries.
-// Returns {queued, excluded}.
-var addScript = redis.NewScript(seenSet + addEntries + `
-seenOpen(KEYS[4], ARGV[2])
-local added, excluded = add_entries(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), 5, 3, #KEYS - 4,
-  function(f, d) redis.call('HINCRBY', KEYS[2], f, d) end)
-seenClose(added + excluded)
-if added > 0 then redis.call('HINCRBY', KEYS[2], 'queued', added) end
-if excluded > 0 then redis.call('HINCRBY', KEYS[2], 'excluded', excluded) end
+// KEYS hosts, counts, used, seen-set, then per entry its host's queue; ARGV the host budget
+// (0: none), then per entry the five arguments of add_entries. Returns {queued, excluded}.
+var addScript = redis.NewScript(seenSet + counters + addEntries + `
+seenOpen(KEYS[4])
+local inc, flush = counter(KEYS[2])
+local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5, 2, #KEYS - 4, inc)
+seenClose()
+flush()
 return {added, excluded}
 `)
 
@@ -206,68 +268,64 @@ for _, it in ipairs(items) do out[#out+1] = it end
 return out
 `)
 
-// complete: KEYS owner, inflight, counts, outbox, hosts, used, seen meta, then per result its
+// complete: KEYS owner, inflight, counts, outbox, hosts, used, seen-set, then per result its
 // host's delayed set, then per entry of this partition its host's queue (the keys of
-// add_entries); ARGV token, outbox payload (empty for none), the seen buckets' key prefix,
-// number of results, host budget (0: none), then per result: in-flight member, fingerprint
-// (seenBase), kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry), retry item, retry
-// not-before-ms, host, reason (failed, excluded), then per entry the five arguments of
-// add_entries. Returns per result 1, or 0 when its URL was not in flight (its state is then
-// left alone). The entries are the links (and exclusions) of the batch's fetched pages that
-// belong to this partition, added at once; the payload holds the others, for Forward.
-// Counters change once per batch.
-var completeScript = redis.NewScript(fence + seenSet + addEntries + `
-seenOpen(KEYS[7], ARGV[3])
-local inc, order = {}, {}
-local function add(k, d)
-  if not inc[k] then inc[k] = 0; order[#order+1] = k end
-  inc[k] = inc[k] + d
-end
+// add_entries); ARGV token, outbox payload (empty for none), number of results, host budget
+// (0: none), then per result: in-flight member, fingerprint (seenFP), kind ('f' fetched, 'F'
+// failed, 'x' excluded, 'r' retry), retry item, retry not-before-ms, host, reason (failed,
+// excluded), then per entry the five arguments of add_entries. Returns per result 1, or 0 when
+// its URL was not in flight (its state is then left alone). The entries are the links (and
+// exclusions) of the batch's fetched pages that belong to this partition, added at once; the
+// payload holds the others, for Forward. A fetched URL's record keeps its state (recorded; one
+// missing is added), a failed or excluded one's changes. The seen-set buckets of the results
+// and entries are read with one HMGET. Counters change once per batch.
+var completeScript = redis.NewScript(fence + seenSet + counters + addEntries + `
+seenOpen(KEYS[7])
+local add, flush = counter(KEYS[3])
 local names = {f='fetched', F='failed', x='excluded'}
-local states = {f='2', F='3', x='4'}
-local res, grew = {}, 0
-local nres = tonumber(ARGV[4])
+local states = {F='3', x='4'}
+local nres = tonumber(ARGV[3])
+local members, res, gone = {}, {}, {}
+for i = 0, nres - 1 do members[i+1] = ARGV[5 + 7*i] end
+for i = 1, #members, 1000 do
+  local part = {unpack(members, i, math.min(i + 999, #members))}
+  local sc = redis.call('ZMSCORE', KEYS[2], unpack(part))
+  for j = 1, #part do
+    if sc[j] then res[i+j-1] = 1; gone[#gone+1] = part[j] else res[i+j-1] = 0 end
+  end
+end
+for i = 1, #gone, 1000 do redis.call('ZREM', KEYS[2], unpack(gone, i, math.min(i + 999, #gone))) end
+add('inflight', -#gone)
+local fps = {}
 for i = 0, nres - 1 do
-  local a = 6 + 7*i
-  if redis.call('ZREM', KEYS[2], ARGV[a]) == 0 then
-    res[i+1] = 0
-  else
-    res[i+1] = 1
-    add('inflight', -1)
+  if res[i+1] == 1 and ARGV[7 + 7*i] ~= 'r' then fps[#fps+1] = ARGV[6 + 7*i] end
+end
+for i = 5 + 7*nres, #ARGV, 5 do fps[#fps+1] = ARGV[i] end
+seenPreload(fps)
+for i = 0, nres - 1 do
+  if res[i+1] == 1 then
+    local a = 5 + 7*i
     local k = ARGV[a+2]
     if k == 'r' then
       redis.call('ZADD', KEYS[8+i], ARGV[a+4], ARGV[a+3])
       redis.call('SADD', KEYS[5], ARGV[a+5])
       add('delayed', 1)
     else
-      local fp = ARGV[a+1]
-      local bucket = seenKey(fp)
-      if redis.call('SREM', bucket, fp .. '1') == 1 then
-        redis.call('SADD', bucket, fp .. states[k])
-      else -- not in state queued (not added through add): set its state all the same
-        local cur = seenState(bucket, fp)
-        if cur then redis.call('SREM', bucket, fp .. cur) else grew = grew + 1 end
-        redis.call('SADD', bucket, fp .. states[k])
-        if not cur then seenGrew(1) end
-      end
+      if states[k] then seenPut(ARGV[a+1], states[k])
+      elseif not seenState(ARGV[a+1]) then seenPut(ARGV[a+1], '1') end
       add('queued', -1)
       add(names[k], 1)
       if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+6], 1) end
     end
   end
 end
-local added, excluded = add_entries(KEYS[5], KEYS[3], KEYS[6], tonumber(ARGV[5]), 8 + nres, 6 + 7*nres,
-  #KEYS - 7 - nres, add)
-add('queued', added)
-add('excluded', excluded)
+add_entries(KEYS[5], KEYS[6], tonumber(ARGV[4]), 8 + nres, 5 + 7*nres, #KEYS - 7 - nres, add)
 if ARGV[2] ~= '' then
   redis.call('RPUSH', KEYS[4], ARGV[2])
   add('outbox', 1)
 end
-for _, k in ipairs(order) do
-  if inc[k] ~= 0 then redis.call('HINCRBY', KEYS[3], k, inc[k]) end
-end
-seenClose(grew + added + excluded)
+seenClose()
+flush()
 return res
 `)
 

@@ -126,9 +126,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 	return s, nil
 }
 
-// configLayout names how this version stores a crawl: the seen-set grown by linear hashing,
+// configLayout names how this version stores a crawl: the seen-set as one hash of buckets,
 // queue items in the binary item encoding (docs/fleet.md "Crawls of earlier versions").
-const configLayout = "seen=linear items=bin1 active-set"
+const configLayout = "seen=hash items=bin1 active-set"
 
 // configOf is the configuration a crawl of partitions partitions records at its creation.
 func configOf(partitions int) string {
@@ -146,7 +146,7 @@ func parseConfig(crawl, cfg string) (partitions int, err error) {
 	_, rest, _ = strings.Cut(cfg, " ")
 	if rest = strings.TrimSuffix(rest, ByAddress.configSuffix()); rest != configLayout {
 		return 0, fmt.Errorf("%w: crawl %q was stored by another version of crawl (%q; this one stores %q: "+
-			"a seen-set that grows by linear hashing and binary queue items): finish it with the version that started it, or start a new crawl (--crawl NAME)",
+			"a seen-set of hashed buckets and binary queue items): finish it with the version that started it, or start a new crawl (--crawl NAME)",
 			ErrConfigMismatch, crawl, cfg, configOf(partitions))
 	}
 	return partitions, nil
@@ -347,8 +347,8 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 	}
 	groups := map[*redis.Client][]*scriptCall{}
 	for p, ws := range byPart {
-		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seenMeta(p)}}
-		c.args = append(make([]any, 0, 2+5*len(ws)), max(s.opts.HostBudget, 0), s.k.seenPrefix(p))
+		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seen(p)}}
+		c.args = append(make([]any, 0, 1+5*len(ws)), max(s.opts.HostBudget, 0))
 		c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
 		node, err := s.nodeOf(ctx, c.keys[0])
 		if err != nil {
@@ -384,7 +384,7 @@ func (s *Store) ownLink(p int, host string) bool {
 func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) ([]string, []any) {
 	for _, w := range ws {
 		keys = append(keys, s.k.queue(p, w.entry.Host))
-		args = append(args, seenBase(Fingerprint(w.entry.URL)), w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+		args = append(args, seenFP(Fingerprint(w.entry.URL)), w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
 	}
 	return keys, args
 }
@@ -573,9 +573,9 @@ func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.R
 func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFlight []bool, err error) {
 	p := o.Partition
 	ks := make([]string, 0, 7+len(ds))
-	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p), s.k.used(p), s.k.seenMeta(p))
-	args := make([]any, 0, 5+7*len(ds))
-	args = append(args, o.token, "", s.k.seenPrefix(p), len(ds), max(s.opts.HostBudget, 0))
+	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p), s.k.used(p), s.k.seen(p))
+	args := make([]any, 0, 4+7*len(ds))
+	args = append(args, o.token, "", len(ds), max(s.opts.HostBudget, 0))
 	var pl outboxPayload
 	var here []seenWrite // links and exclusions of partition p
 	for _, d := range ds {
@@ -616,7 +616,7 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 			return nil, fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
 		}
 		ks = append(ks, s.k.delayed(p, l.Host))
-		args = append(args, l.member, seenBase(Fingerprint(l.URL)), kind, retryItem, notBefore, l.Host, r.Reason)
+		args = append(args, l.member, seenFP(Fingerprint(l.URL)), kind, retryItem, notBefore, l.Host, r.Reason)
 	}
 	ks, args = s.appendWrites(ks, args, p, here)
 	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {

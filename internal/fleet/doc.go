@@ -13,8 +13,9 @@
 //
 // Inside a partition: a FIFO queue and a delayed set (retries, scored by not-before) per host,
 // a set of the hosts with work, an in-flight set scored by each URL's lease deadline, the
-// seen-set (each URL's fingerprint and state as one integer, in sets that the scripts split by
-// linear hashing as the partition grows, so each stays in Redis' compact intset encoding),
+// seen-set (each URL's fingerprint and state as an 8-byte record, in buckets of one hash that
+// the scripts split by linear hashing as the partition grows; a script reads and writes them
+// with one command each),
 // counters, an outbox of links found by its pages, and the hosts' learned politeness state.
 // Every key of partition p carries the hash tag {p}, so every script touches one Redis Cluster
 // slot.

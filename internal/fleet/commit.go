@@ -12,11 +12,12 @@ import (
 
 // commits group the results that several goroutines complete at once into one script per
 // partition ownership (a group commit): the first caller of an ownership with nothing being
-// committed commits, in a loop, everything queued for that ownership meanwhile, and hands
-// every caller its own outcome. Nobody waits for a batch to fill: a result committed alone is
-// sent at once. Safe for concurrent use.
+// committed waits up to FrontierOptions.CommitLinger for the results of the ownership's other
+// leases, then commits, in a loop, everything queued for that ownership meanwhile, and hands
+// every caller its own outcome. Safe for concurrent use.
 type commits struct {
 	mu      sync.Mutex
+	more    *sync.Cond            // on mu: a result was queued
 	queue   map[string][]*pending // by ownership (commitKey)
 	running map[string]bool       // an ownership's results are being committed
 }
@@ -50,20 +51,30 @@ const maxBatch = 128
 func commitKey(o Ownership) string { return strconv.Itoa(o.Partition) + "/" + o.token }
 
 func newCommits() *commits {
-	return &commits{queue: map[string][]*pending{}, running: map[string]bool{}}
+	c := &commits{queue: map[string][]*pending{}, running: map[string]bool{}}
+	c.more = sync.NewCond(&c.mu)
+	return c
 }
 
 // commit queues p and returns its outcome once its group is committed.
 func (c *commits) commit(f *Frontier, p *pending) outcome {
 	key := commitKey(p.l.o)
 	p.done = make(chan outcome, 1)
+	want := 0 // the ownership's results to wait for
+	if f.opts.CommitLinger > 0 {
+		want = min(f.leasedUnder(key), maxBatch)
+	}
 	c.mu.Lock()
 	c.queue[key] = append(c.queue[key], p)
+	c.more.Broadcast()
 	if c.running[key] {
 		c.mu.Unlock()
 		return <-p.done
 	}
 	c.running[key] = true
+	if len(c.queue[key]) < want {
+		c.linger(key, want, f.opts.CommitLinger)
+	}
 	for {
 		batch := c.queue[key]
 		if len(batch) == 0 {
@@ -77,6 +88,20 @@ func (c *commits) commit(f *Frontier, p *pending) outcome {
 		c.mu.Unlock()
 		f.commitBatch(batch[:n])
 		c.mu.Lock()
+	}
+}
+
+// linger waits, with c.mu held, until key has want results queued or d has passed.
+func (c *commits) linger(key string, want int, d time.Duration) {
+	end := time.Now().Add(d)
+	t := time.AfterFunc(d, func() {
+		c.mu.Lock()
+		c.more.Broadcast()
+		c.mu.Unlock()
+	})
+	defer t.Stop()
+	for len(c.queue[key]) < want && time.Now().Before(end) {
+		c.more.Wait()
 	}
 }
 

@@ -108,3 +108,59 @@ func TestFrontierGroupsCompletes(t *testing.T) {
 		t.Errorf("counts %+v, want %d fetched", c, n)
 	}
 }
+
+// A result waits for the results of the other URLs of its partition being fetched, up to
+// CommitLinger: eight results completed together go to Redis in one script; a result whose
+// partition's other lease never completes goes alone once the linger has passed.
+func TestFrontierCommitLingers(t *testing.T) {
+	rdb := newRedis(t)
+	hook := &completeHook{release: make(chan struct{})}
+	close(hook.release)
+	rdb.AddHook(hook)
+	s := newStore(t, rdb, "a", &Options{Partitions: 1, LeaseTTL: 5 * time.Second})
+	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond, CommitLinger: time.Minute})
+	runFrontier(t, f)
+	const n = 8
+	if _, err := f.Add(entries("a.example", n+2)); err != nil {
+		t.Fatal(err)
+	}
+	var ls []frontier.Lease
+	for range n {
+		ls = append(ls, leaseOne(t, f, "a.example"))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- f.Complete(l, frontier.Result{Kind: frontier.Fetched, Links: entries("b.example", 2)})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := hook.calls.Load(); got != 1 {
+		t.Errorf("%d complete scripts for %d results completed together, want 1", got, n)
+	}
+
+	f.opts.CommitLinger = 100 * time.Millisecond
+	a, b := leaseOne(t, f, "a.example"), leaseOne(t, f, "a.example")
+	start := time.Now()
+	if err := f.Complete(a, frontier.Result{Kind: frontier.Fetched}); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond || waited > 30*time.Second {
+		t.Errorf("a result whose partition's other lease is still out waited %v, want the linger (100ms)", waited)
+	}
+	if err := f.Complete(b, frontier.Result{Kind: frontier.Fetched}); err != nil {
+		t.Fatal(err)
+	}
+	if got := hook.calls.Load(); got != 3 {
+		t.Errorf("%d complete scripts in all, want 3", got)
+	}
+}

@@ -33,6 +33,10 @@ type FrontierOptions struct {
 	// RecentLinks is how many URLs the worker remembers as recorded in the crawl, so that a
 	// page's links already sent are not sent again (default 262,144: 2 MB).
 	RecentLinks int
+	// CommitLinger is how long a result waits for the results of the other URLs of its
+	// partition this worker is fetching, to go to Redis in the same script (default 2 ms;
+	// negative: none, a result goes as soon as no other of its partition is being sent).
+	CommitLinger time.Duration
 }
 
 func (o FrontierOptions) withDefaults() FrontierOptions {
@@ -47,6 +51,9 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.CommitLinger == 0 {
+		o.CommitLinger = 2 * time.Millisecond
 	}
 	return o
 }
@@ -1002,6 +1009,20 @@ func (f *Frontier) mayHold(o Ownership, at time.Time) bool {
 	defer f.mu.Unlock()
 	h := f.parts[o.Partition]
 	return h != nil && h.o.Epoch == o.Epoch && h.o.StateAt(at) != Lapsed
+}
+
+// leasedUnder is how many of the worker's leases (handed out, their results not yet recorded)
+// were leased under the ownership commitKey names.
+func (f *Frontier) leasedUnder(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, l := range f.leases {
+		if commitKey(l.o) == key {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *Frontier) forget(l leased) {

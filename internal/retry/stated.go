@@ -45,10 +45,17 @@ const (
 )
 
 // inferable are the windows PolicyReader may infer for a limit stated without one, shortest
-// first: a minute and an hour, the windows of most de-facto X-RateLimit-* quotas (GitHub's is
-// an hour, most gateways' a minute). A reset of one or two seconds tells nothing: it is as
-// often a refilling bucket's next token as a window's end.
-var inferable = []time.Duration{time.Minute, time.Hour}
+// first, each from a reset longer than above and no longer than the window (plus rounding): a
+// minute and an hour, the windows of most de-facto X-RateLimit-* quotas (GitHub's is an hour,
+// most gateways' a minute). A reset of half a minute or less tells nothing: it is as often a
+// window of a few seconds (its end rounded up to a whole second and read against a server
+// clock known to a second: a 2-s window names resets of up to 4 s) or a refilling bucket's
+// next token as a minute's last moments, and a 2-s window read as a minute would pace the host
+// at a thirtieth of its quota, which no refusal ever corrects.
+var inferable = []struct{ above, window time.Duration }{
+	{30 * time.Second, time.Minute},
+	{time.Minute + resetRounding, time.Hour},
+}
 
 // PolicyReader reads the policy a host's answers state (ReadPolicy) and remembers what it
 // needs to infer a window the headers leave out. The zero value is ready to use. A
@@ -71,9 +78,9 @@ const tokenRefusals = 2
 // Read returns the policy the answer's headers state, as the first form ParseRateLimit reads
 // (RateLimit and RateLimit-Policy, the earlier drafts' RateLimit-Limit with its `w`, or
 // X-RateLimit-Limit, plain or with a `w` parameter). A limit stated without a window has one
-// inferred from the longest reset seen with it so far: a reset of more than 2 s and at most a
-// minute means a minute, at most an hour an hour; any other leaves the window unknown and ok
-// false. ref is the server's clock now, as for ParseRateLimit.
+// inferred from the longest reset seen with it so far: a reset of more than 30 s and at most a
+// minute means a minute, longer and at most an hour an hour; any other leaves the window
+// unknown and ok false. ref is the server's clock now, as for ParseRateLimit.
 //
 // The headers are ignored (ok false) when they contradict themselves: more remaining than the
 // quota, a reset further than the window (plus the rounding of a whole-second reset), or the
@@ -131,12 +138,9 @@ func (p *PolicyReader) policyOf(q Quota) (Stated, bool) {
 		return Stated{Quota: q.Limit, Window: q.Window}, true
 	}
 	p.longest = max(p.longest, q.Reset)
-	if p.longest <= 2*time.Second {
-		return Stated{}, false
-	}
 	for _, w := range inferable {
-		if p.longest <= w+resetRounding {
-			return Stated{Quota: q.Limit, Window: w, Inferred: true}, true
+		if p.longest > w.above && p.longest <= w.window+resetRounding {
+			return Stated{Quota: q.Limit, Window: w.window, Inferred: true}, true
 		}
 	}
 	return Stated{}, false

@@ -72,6 +72,7 @@ type Store struct {
 	mu       sync.Mutex
 	active   map[int]bool            // partitions this Store saw in the crawl's active set (guarded by mu)
 	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
+	runIDs   map[string]string       // run_id per master address, as last read (guarded by mu)
 }
 
 // Lease is a URL handed to the owner of its partition. It is in the partition's in-flight set
@@ -92,7 +93,8 @@ type outboxPayload struct {
 
 // Open joins crawl (created with opts' partitions if it does not exist) as worker (an id unique
 // in the fleet, e.g. host name and PID). It fails with ErrConfigMismatch when the crawl exists
-// with another number of partitions or was made by a version that stored it otherwise.
+// with another number of partitions or was made by a version that stored it otherwise, and
+// with ErrServerTooOld, naming the node and its version, on a Redis older than 6.2.
 func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, opts *Options) (*Store, error) {
 	if err := validName(crawl); err != nil {
 		return nil, err
@@ -102,6 +104,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 	}
 	o := opts.withDefaults()
 	s := &Store{rdb: rdb, k: keys{crawl: crawl}, opts: o, worker: worker}
+	if err := s.checkServers(ctx); err != nil {
+		return nil, err
+	}
 	if o.Placement == ByAddress {
 		s.place = newPlacer(rdb, s.k, o.Partitions, o.Resolve)
 	}

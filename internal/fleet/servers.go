@@ -1,0 +1,174 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// server is one Redis node the crawl's keys live on, as its INFO server section describes it.
+type server struct {
+	Addr    string // HOST:PORT, as the client dials it
+	Version string // redis_version (Valkey reports the Redis version it matches)
+	RunID   string // run_id: drawn anew each time the process starts
+}
+
+// minVersion is the oldest Redis the scripts run on: SMISMEMBER, ZMSCORE and LPOP with a
+// count came with 6.2.
+var minVersion = version{6, 2}
+
+// version is a server's major and minor version.
+type version struct{ major, minor int }
+
+func (v version) less(w version) bool {
+	return v.major < w.major || v.major == w.major && v.minor < w.minor
+}
+
+// parseVersion reads the major and minor numbers of a redis_version ("7.0.15", "6.2.0",
+// "255.255.255" for an unstable build).
+func parseVersion(s string) (version, error) {
+	parts := strings.SplitN(s, ".", 3)
+	if len(parts) < 2 {
+		return version{}, fmt.Errorf("redis_version %q is not MAJOR.MINOR[.PATCH]", shorten(s))
+	}
+	var v version
+	var err1, err2 error
+	v.major, err1 = strconv.Atoi(parts[0])
+	v.minor, err2 = strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || v.major < 0 || v.minor < 0 {
+		return version{}, fmt.Errorf("redis_version %q is not MAJOR.MINOR[.PATCH]", shorten(s))
+	}
+	return v, nil
+}
+
+// shorten bounds a string a server sent before it is quoted in a message.
+func shorten(s string) string {
+	const most = 40
+	if len(s) > most {
+		return s[:most] + "…"
+	}
+	return s
+}
+
+// checkVersion refuses a server older than minVersion (or one whose version cannot be read),
+// naming its address and version.
+func (sv server) checkVersion() error {
+	v, err := parseVersion(sv.Version)
+	if err != nil {
+		return fmt.Errorf("%s: %w", sv.Addr, err)
+	}
+	if v.less(minVersion) {
+		return fmt.Errorf("redis %s at %s: %w", shorten(sv.Version), sv.Addr, ErrServerTooOld)
+	}
+	return nil
+}
+
+// parseServerInfo reads redis_version and run_id from the reply of INFO server.
+func parseServerInfo(addr, info string) server {
+	sv := server{Addr: addr}
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "redis_version":
+			sv.Version = v
+		case "run_id":
+			sv.RunID = v
+		}
+	}
+	return sv
+}
+
+// readServers reads INFO server of the node a single-node client talks to, or of every
+// master of a cluster (the nodes that hold the crawl's keys). A node that does not answer
+// fails the read.
+func (s *Store) readServers(ctx context.Context) ([]server, error) {
+	read := func(ctx context.Context, c *redis.Client) (server, error) {
+		addr := c.Options().Addr
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return server{}, fmt.Errorf("fleet: INFO server of %s: %w", addr, err)
+		}
+		return parseServerInfo(addr, info), nil
+	}
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+		sv, err := read(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return []server{sv}, nil
+	case *redis.ClusterClient:
+		var mu sync.Mutex
+		var out []server
+		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			sv, err := read(ctx, n)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			out = append(out, sv)
+			mu.Unlock()
+			return nil
+		})
+		return out, err
+	}
+	return nil, fmt.Errorf("fleet: unsupported Redis client %T", s.rdb)
+}
+
+// checkServers refuses servers too old for the crawl's scripts (at Open) and records their
+// run_ids, against which restarted compares.
+func (s *Store) checkServers(ctx context.Context) error {
+	svs, err := s.readServers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, sv := range svs {
+		if err := sv.checkVersion(); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.runIDs = runIDsOf(svs)
+	s.mu.Unlock()
+	return nil
+}
+
+func runIDsOf(svs []server) map[string]string {
+	m := make(map[string]string, len(svs))
+	for _, sv := range svs {
+		m[sv.Addr] = sv.RunID
+	}
+	return m
+}
+
+// restarted reads the servers' run_ids again and returns the address of one that is new or
+// has a new run_id since the last read ("" if none): a node that restarted, or a replica
+// promoted in a failover, either of which may have lost the last writes acknowledged. (A
+// master gone from the list had its slots moved, which loses nothing.)
+func (s *Store) restarted(ctx context.Context) (string, error) {
+	svs, err := s.readServers(ctx)
+	if err != nil {
+		return "", err
+	}
+	now := runIDsOf(svs)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.runIDs
+	s.runIDs = now
+	for addr, id := range now {
+		if old, ok := was[addr]; !ok || old != id {
+			if was == nil { // never read before: nothing to compare with
+				return "", nil
+			}
+			return addr, nil
+		}
+	}
+	return "", nil
+}

@@ -153,7 +153,7 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	}
 }
 
-// Stats returns the counts of refused results, dropped partitions and Redis outages.
+// Stats returns the counts of refused results, dropped partitions, Redis outages and restarts.
 func (f *Frontier) Stats() FrontierStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()

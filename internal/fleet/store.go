@@ -32,6 +32,9 @@ type Options struct {
 	// (default 30 days): a host not crawled for that long starts afresh, and its state stops
 	// taking memory.
 	HostStateTTL time.Duration
+	// RobotsTTL is how long a host's robots.txt, shared through Redis, outlives its last
+	// save: the crawl's --robots-ttl, after which no worker trusts it (default HostStateTTL).
+	RobotsTTL time.Duration
 	// Placement chooses each host's partition (ByName, or ByAddress for the crawler's
 	// --key-by-ip); fixed when the crawl is created.
 	Placement Placement
@@ -56,6 +59,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.HostStateTTL <= 0 {
 		r.HostStateTTL = 30 * 24 * time.Hour
+	}
+	if r.RobotsTTL <= 0 {
+		r.RobotsTTL = r.HostStateTTL
 	}
 	return r
 }
@@ -784,13 +790,14 @@ func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bo
 }
 
 // SaveRobots stores host's cached robots.txt (opaque bytes) for the host's later owners, if o
-// is still the ownership of host's partition (ErrFenced otherwise).
+// is still the ownership of host's partition (ErrFenced otherwise); it expires
+// Options.RobotsTTL after the save.
 func (s *Store) SaveRobots(ctx context.Context, o Ownership, host string, b []byte) error {
 	p := o.Partition
 	if q, ok := s.knownPartition(host); ok && q != p {
 		return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, host, p)
 	}
-	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, 0, b).Err()
+	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, s.opts.RobotsTTL.Milliseconds(), b).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: save robots.txt of %q: %w", host, err)
 	}

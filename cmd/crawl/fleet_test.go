@@ -716,6 +716,23 @@ func TestFleetHostStateTTLFlag(t *testing.T) {
 	}
 }
 
+// --robots-ttl reaches Redis: each host's shared robots.txt expires when no worker would trust
+// it any more, so an abandoned crawl's entries do not stay forever.
+func TestFleetRobotsExpire(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetWeb(), steadyLease, "--robots-ttl", "90m")
+	f.finish(f.start(""))
+	keys, err := f.rdb.Keys(f.ctx, "crawl:t:{*}:r:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("robots.txt keys in Redis: %v, %v; want one per host", keys, err)
+	}
+	for _, k := range keys {
+		if ttl, err := f.rdb.PTTL(f.ctx, k).Result(); err != nil || ttl <= 0 || ttl > 90*time.Minute {
+			t.Errorf("%s expires in %v (%v), want within --robots-ttl 90m", k, ttl, err)
+		}
+	}
+}
+
 // Fleet-wide politeness on the politeness web (hosts with hidden limits and every reply style,
 // a ban after 10 strikes): three workers together stay within 1% over-limit replies, are never
 // banned, and never have more requests in flight to a host than one worker allows.

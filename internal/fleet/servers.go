@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,40 +87,51 @@ func parseServerInfo(addr, info string) server {
 }
 
 // readServers reads INFO server of the node a single-node client talks to, or of every
-// master of a cluster (the nodes that hold the crawl's keys). A node that does not answer
-// fails the read.
+// master of a cluster that holds one of the crawl's keys (a partition's, or one of the
+// crawl-wide keys), as the client's map of slots (reloaded every clusterReload) names them.
+// A node that does not answer fails the read.
 func (s *Store) readServers(ctx context.Context) ([]server, error) {
-	read := func(ctx context.Context, c *redis.Client) (server, error) {
-		addr := c.Options().Addr
-		info, err := c.Info(ctx, "server").Result()
-		if err != nil {
-			return server{}, fmt.Errorf("fleet: INFO server of %s: %w", addr, err)
-		}
-		return parseServerInfo(addr, info), nil
-	}
+	var nodes []*redis.Client
 	switch c := s.rdb.(type) {
 	case *redis.Client:
-		sv, err := read(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		return []server{sv}, nil
+		nodes = []*redis.Client{c}
 	case *redis.ClusterClient:
-		var mu sync.Mutex
-		var out []server
-		err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			sv, err := read(ctx, n)
+		byAddr := map[string]*redis.Client{}
+		keys := []string{s.k.config(), s.k.active(), s.k.workers(), s.k.released(), s.k.reports()}
+		for p := range s.opts.Partitions {
+			keys = append(keys, s.k.counts(p))
+		}
+		for _, key := range keys {
+			n, err := c.MasterForKey(ctx, key)
 			if err != nil {
-				return err
+				return nil, fmt.Errorf("fleet: the master of %s: %w", key, err)
 			}
-			mu.Lock()
-			out = append(out, sv)
-			mu.Unlock()
-			return nil
-		})
-		return out, err
+			byAddr[n.Options().Addr] = n
+		}
+		for _, n := range byAddr {
+			nodes = append(nodes, n)
+		}
+	default:
+		return nil, fmt.Errorf("fleet: unsupported Redis client %T", s.rdb)
 	}
-	return nil, fmt.Errorf("fleet: unsupported Redis client %T", s.rdb)
+	out := make([]server, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addr := n.Options().Addr
+			info, err := n.Info(ctx, "server").Result()
+			if err != nil {
+				errs[i] = fmt.Errorf("fleet: INFO server of %s: %w", addr, err)
+				return
+			}
+			out[i] = parseServerInfo(addr, info)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // checkServers refuses servers too old for the crawl's scripts (at Open) and records their

@@ -135,8 +135,8 @@ func TestRestartedFindsFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if addr, err := s.restarted(ctx); addr != "" || err != nil {
-		t.Fatalf("restarted() = %q, %v before any failover", addr, err)
+	if addr, complete, err := s.restarted(ctx); addr != "" || !complete || err != nil {
+		t.Fatalf("restarted() = %q, %v, %v before any failover", addr, complete, err)
 	}
 	ms, err := c.Masters()
 	if err != nil || len(ms) != 3 {
@@ -149,10 +149,10 @@ func TestRestartedFindsFailover(t *testing.T) {
 	if err := c.WaitHealthy(); err != nil {
 		t.Fatal(err)
 	}
-	// the client learns the promoted replica at a reload of the slots' owners; until then a
-	// read of the dead master fails
+	// the client learns the promoted replica at a reload of the slots' owners; until then the
+	// dead master is not read (and the read is not complete)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		addr, err := s.restarted(ctx)
+		addr, _, err := s.restarted(ctx)
 		if addr != "" {
 			if addr == dead {
 				t.Fatalf("restarted() names the dead master %s", dead)
@@ -163,7 +163,7 @@ func TestRestartedFindsFailover(t *testing.T) {
 			t.Fatalf("no failover found 30 s after it (last: %v)", err)
 		}
 	}
-	if addr, err := s.restarted(ctx); addr != "" || err != nil {
-		t.Errorf("restarted() = %q, %v once the failover was found", addr, err)
+	if addr, complete, err := s.restarted(ctx); addr != "" || !complete || err != nil {
+		t.Errorf("restarted() = %q, %v, %v once the failover was found", addr, complete, err)
 	}
 }

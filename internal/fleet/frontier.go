@@ -315,10 +315,11 @@ const watchEvery = time.Second
 
 // watchServers reads the run_ids of the crawl's Redis nodes every watchEvery, and at every
 // round while links left out wait for confirmation and nothing is in flight (the crawl may be
-// ending). Unchanged, it confirms the links recentLinks left out before the read; a node
-// restarted or replaced (it may have lost the last writes it acknowledged), it does what the
-// end of an outage does: forgets the links seen recorded, and sends again those left out
-// since the last read.
+// ending). Every node read unchanged, it confirms the links recentLinks left out before the
+// read; a node restarted or replaced (it may have lost the last writes it acknowledged), it
+// does what the end of an outage does: forgets the links seen recorded, and sends again those
+// left out since the last read. A node that does not answer is not an error here (nor a
+// reason to stop the round's work on the others): it confirms nothing until it answers.
 func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 	if err := f.sendAgain(ctx); err != nil {
 		return err
@@ -330,13 +331,16 @@ func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	m := f.recent.mark()
-	addr, err := f.s.restarted(ctx)
-	if err != nil {
-		return err
-	}
+	addr, complete, err := f.s.restarted(ctx)
 	f.watched = now
-	if addr == "" {
+	switch {
+	case addr == "" && complete:
 		f.recent.confirm(m)
+		return nil
+	case addr == "":
+		// a node not read confirms nothing; the round goes on (its own calls say whether
+		// Redis is reachable), and the node is compared once it answers
+		f.opts.Log.Debug("a Redis node's run_id not read", "err", err)
 		return nil
 	}
 	lost := f.recent.takeAll()

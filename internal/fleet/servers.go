@@ -89,7 +89,7 @@ func parseServerInfo(addr, info string) server {
 // readServers reads INFO server of the node a single-node client talks to, or of every
 // master of a cluster that holds one of the crawl's keys (a partition's, or one of the
 // crawl-wide keys), as the client's map of slots (reloaded every clusterReload) names them.
-// A node that does not answer fails the read.
+// The error names each node not read (the others are returned).
 func (s *Store) readServers(ctx context.Context) ([]server, error) {
 	var nodes []*redis.Client
 	switch c := s.rdb.(type) {
@@ -114,7 +114,7 @@ func (s *Store) readServers(ctx context.Context) ([]server, error) {
 	default:
 		return nil, fmt.Errorf("fleet: unsupported Redis client %T", s.rdb)
 	}
-	out := make([]server, len(nodes))
+	out := make([]server, len(nodes)) // a node not read stays the zero server
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
@@ -161,26 +161,28 @@ func runIDsOf(svs []server) map[string]string {
 }
 
 // restarted reads the servers' run_ids again and returns the address of one that is new or
-// has a new run_id since the last read ("" if none): a node that restarted, or a replica
-// promoted in a failover, either of which may have lost the last writes acknowledged. (A
-// master gone from the list had its slots moved, which loses nothing.)
-func (s *Store) restarted(ctx context.Context) (string, error) {
+// has a new run_id since it was last read ("" if none): a node that restarted, or a replica
+// promoted in a failover, either of which may have lost the last writes it acknowledged. (A
+// master gone from the list had its slots moved, which loses nothing.) complete reports
+// whether every node was read; one that was not (it does not answer, or the client does not
+// know the master of a slot yet) keeps its last run_id, and is compared once it answers. The
+// error says why a node was not read.
+func (s *Store) restarted(ctx context.Context) (addr string, complete bool, err error) {
 	svs, err := s.readServers(ctx)
-	if err != nil {
-		return "", err
-	}
-	now := runIDsOf(svs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	was := s.runIDs
-	s.runIDs = now
-	for addr, id := range now {
-		if old, ok := was[addr]; !ok || old != id {
-			if was == nil { // never read before: nothing to compare with
-				return "", nil
-			}
-			return addr, nil
-		}
+	if s.runIDs == nil {
+		s.runIDs = map[string]string{}
 	}
-	return "", nil
+	for _, sv := range svs {
+		if sv.Addr == "" {
+			continue // not read
+		}
+		if old, ok := was[sv.Addr]; (!ok || old != sv.RunID) && was != nil && addr == "" {
+			addr = sv.Addr
+		}
+		s.runIDs[sv.Addr] = sv.RunID
+	}
+	return addr, err == nil, err
 }

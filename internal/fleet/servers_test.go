@@ -92,8 +92,38 @@ func TestOpenReadsTheServer(t *testing.T) {
 			t.Errorf("server %+v: version %v, check %v", sv, err, sv.checkVersion())
 		}
 	}
-	if addr, err := s.restarted(context.Background()); addr != "" || err != nil {
-		t.Errorf("restarted() = %q, %v with no restart", addr, err)
+	if addr, complete, err := s.restarted(context.Background()); addr != "" || !complete || err != nil {
+		t.Errorf("restarted() = %q, %v, %v with no restart", addr, complete, err)
+	}
+}
+
+// A node that does not answer is not read (the read is not complete, and names it), keeps its
+// last run_id, and is found restarted once it answers with a new one.
+func TestRestartedAfterNodeUnreachable(t *testing.T) {
+	rdb, srv := newRedisServer(t)
+	s := newStore(t, rdb, "a", nil)
+	ctx := context.Background()
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	addr, complete, err := s.restarted(ctx)
+	if addr != "" || complete || err == nil || !strings.Contains(err.Error(), srv.Addr) {
+		t.Fatalf("restarted() with the node down = %q, %v, %v; want incomplete, naming %s", addr, complete, err, srv.Addr)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		addr, complete, err = s.restarted(ctx)
+		if complete {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node not read 30 s after its restart: %v", err)
+		}
+	}
+	if addr != srv.Addr {
+		t.Errorf("restarted() after the restart = %q, want %s", addr, srv.Addr)
 	}
 }
 

@@ -190,14 +190,24 @@ func startStop(t *testing.T, f *Frontier) (stop func()) {
 	return stop
 }
 
-// copyTree copies the regular files of directory from into to (created).
-func copyTree(t *testing.T, from, to string) {
+// copyAOF copies the append-only files of directory from (appendonlydir/ since Redis 7,
+// appendonly.aof before) into directory to, replacing those there.
+func copyAOF(t *testing.T, from, to string) {
 	t.Helper()
+	olds, _ := filepath.Glob(filepath.Join(to, "appendonly*"))
+	for _, old := range olds {
+		if err := os.RemoveAll(old); err != nil {
+			t.Fatal(err)
+		}
+	}
 	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(from, path)
+		if rel != "." && !strings.HasPrefix(rel, "appendonly") {
+			return nil
+		}
 		dst := filepath.Join(to, rel)
 		if d.IsDir() {
 			return os.MkdirAll(dst, 0o755)
@@ -235,9 +245,8 @@ func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 	stop()
 
 	// the state Redis will come back with: the URLs in flight, no link recorded
-	aof := filepath.Join(srv.Dir, "appendonlydir")
-	before := filepath.Join(t.TempDir(), "appendonlydir")
-	copyTree(t, aof, before)
+	before := t.TempDir()
+	copyAOF(t, srv.Dir, before)
 
 	stop = startStop(t, f)
 	link := []frontier.Entry{{URL: "http://b/0", Host: "b", Depth: 1}}
@@ -255,10 +264,7 @@ func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(aof); err != nil {
-		t.Fatal(err)
-	}
-	copyTree(t, before, aof)
+	copyAOF(t, before, srv.Dir)
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/crawl-project/crawl/internal/termsafe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -63,7 +64,7 @@ func (sv server) checkVersion() error {
 		return fmt.Errorf("%s: %w", sv.Addr, err)
 	}
 	if v.less(minVersion) {
-		return fmt.Errorf("redis %s at %s: %w", shorten(sv.Version), sv.Addr, ErrServerTooOld)
+		return fmt.Errorf("redis %s at %s: %w", termsafe.Escape(shorten(sv.Version)), sv.Addr, ErrServerTooOld)
 	}
 	return nil
 }

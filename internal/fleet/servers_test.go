@@ -52,6 +52,7 @@ func TestCheckVersion(t *testing.T) {
 		{"10.0.0", ""},
 		{"6.0.16", "redis 6.0.16 at 127.0.0.1:6379: the shared crawl needs Redis 6.2 or later"},
 		{"5.0.7", "redis 5.0.7 at 127.0.0.1:6379: the shared crawl needs Redis 6.2 or later"},
+		{"6.0.\x1b]0;owned\a", `redis 6.0.\x1b]0;owned\x07 at 127.0.0.1:6379: the shared crawl needs Redis 6.2 or later`},
 		{"", `127.0.0.1:6379: redis_version "" is not MAJOR.MINOR[.PATCH]`},
 		{strings.Repeat("9", 100), `127.0.0.1:6379: redis_version "` + strings.Repeat("9", 40) + `…" is not MAJOR.MINOR[.PATCH]`},
 	} {

@@ -704,6 +704,26 @@ func TestFleetRedisUnreachable(t *testing.T) {
 	}
 }
 
+// A Redis older than 6.2: exit 2 with one line naming its address and version, before any
+// crawling.
+func TestFleetRedisTooOld(t *testing.T) {
+	t.Parallel()
+	addr := redistest.StartOld(t, "6.0.16")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code, out := crawlOutput(t, ctx, "run", "--data", t.TempDir(), "--redis", "redis://"+addr+"/0", "https://example.invalid/")
+	want := "crawl run: redis 6.0.16 at " + addr + ": the shared crawl needs Redis 6.2 or later"
+	if code != exitUsage || strings.TrimSpace(out) != want {
+		t.Errorf("exit %d, output %q; want exit %d and %q", code, out, exitUsage, want)
+	}
+	// an operator's command is refused the same way
+	code, out = crawlOutput(t, ctx, "add", "--redis", "redis://"+addr+"/0", "https://example.invalid/")
+	want = "crawl add: redis 6.0.16 at " + addr + ": the shared crawl needs Redis 6.2 or later"
+	if code != exitUsage || strings.TrimSpace(out) != want {
+		t.Errorf("crawl add: exit %d, output %q; want exit %d and %q", code, out, exitUsage, want)
+	}
+}
+
 // --host-state-ttl below a minute is refused before Redis is asked (fleet's TestHostStateExpires
 // checks that the setting is the states' expiry).
 func TestFleetHostStateTTLFlag(t *testing.T) {

@@ -1,11 +1,8 @@
 package fleet
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -307,64 +305,10 @@ func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 	}
 }
 
-// oldRedis is a loopback server that speaks just enough RESP to say it is Redis 6.0.16:
-// INFO answers with that version, HELLO is unknown (as before Redis 6), anything else is OK.
-func oldRedis(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	serve := func(c net.Conn) {
-		defer c.Close()
-		r := bufio.NewReader(c)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil || !strings.HasPrefix(line, "*") {
-				return
-			}
-			n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-			var args []string
-			for range n {
-				if _, err := r.ReadString('\n'); err != nil { // $LEN
-					return
-				}
-				arg, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				args = append(args, strings.TrimSpace(arg))
-			}
-			reply := "+OK\r\n"
-			switch strings.ToUpper(args[0]) {
-			case "HELLO":
-				reply = "-ERR unknown command 'HELLO'\r\n"
-			case "INFO":
-				info := "# Server\r\nredis_version:6.0.16\r\nrun_id:0123456789abcdef\r\n"
-				reply = fmt.Sprintf("$%d\r\n%s\r\n", len(info), info)
-			}
-			if _, err := c.Write([]byte(reply)); err != nil {
-				return
-			}
-		}
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serve(c)
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // Open refuses a Redis older than 6.2 at once, naming its address and version, rather than
 // failing later on the first script that uses a newer command.
 func TestOpenRefusesOldRedis(t *testing.T) {
-	addr := oldRedis(t)
+	addr := redistest.StartOld(t, "6.0.16")
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	_, err := Open(context.Background(), rdb, "t", "a", nil)

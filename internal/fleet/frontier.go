@@ -95,6 +95,7 @@ type Frontier struct {
 	store     *storage.DB                    // the worker's store, for pages (Join)
 	recent    *recentLinks                   // URLs known recorded: their links are not sent again
 	resend    dropped                        // links left out before a Redis restart was found, to send again
+	remark    bool                           // a Redis restart was found: mark the partitions active again (Store.remarkActive)
 	watched   time.Time                      // when Run last read the run_ids of Redis' nodes (Run's goroutine only)
 	commits   *commits                       // results being committed, grouped by ownership
 	batches   map[string]*hostBatch          // URLs taken from Redis not yet handed out, by host
@@ -318,7 +319,7 @@ const watchEvery = time.Second
 // ending). Every node read unchanged, it confirms the links recentLinks left out before the
 // read; a node restarted or replaced (it may have lost the last writes it acknowledged), it
 // does what the end of an outage does: forgets the links seen recorded, and sends again those
-// left out since the last read. A node that does not answer is not an error here (nor a
+// left out since the last read and the partitions it marked active. A node that does not answer is not an error here (nor a
 // reason to stop the round's work on the others): it confirms nothing until it answers.
 func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 	if err := f.sendAgain(ctx); err != nil {
@@ -346,6 +347,7 @@ func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 	lost := f.recent.takeAll()
 	f.mu.Lock()
 	f.stats.Restarts++
+	f.remark = true
 	f.resend.links = append(f.resend.links, lost.links...)
 	f.resend.excluded = append(f.resend.excluded, lost.excluded...)
 	f.dirty = true
@@ -359,9 +361,21 @@ func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 // resendChunk bounds the links of one Add that sendAgain makes.
 const resendChunk = 512
 
-// sendAgain adds the links and exclusions a restart may have lost (f.resend); what Redis has
-// not taken stays for the next round.
+// sendAgain marks again the partitions the worker marked active and adds the links and
+// exclusions a restart may have lost (f.resend); what Redis has not taken stays for the next
+// round.
 func (f *Frontier) sendAgain(ctx context.Context) error {
+	f.mu.Lock()
+	remark := f.remark
+	f.mu.Unlock()
+	if remark {
+		if err := f.s.remarkActive(ctx); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.remark = false
+		f.mu.Unlock()
+	}
 	for {
 		f.mu.Lock()
 		links := f.resend.links[:min(len(f.resend.links), resendChunk)]

@@ -187,3 +187,23 @@ func (s *Store) restarted(ctx context.Context) (addr string, complete bool, err 
 	}
 	return addr, err == nil, err
 }
+
+// remarkActive adds every partition this Store has marked active (markActive) to the crawl's
+// active set again: a restarted Redis may have lost a mark that this Store still remembers,
+// and a partition with work missing from the set is never read (no worker leases from it, and
+// the crawl looks idle).
+func (s *Store) remarkActive(ctx context.Context) error {
+	s.mu.Lock()
+	add := make([]any, 0, len(s.active))
+	for p := range s.active {
+		add = append(add, p)
+	}
+	s.mu.Unlock()
+	if len(add) == 0 {
+		return nil
+	}
+	if err := s.rdb.SAdd(ctx, s.k.active(), add...).Err(); err != nil {
+		return fmt.Errorf("fleet: mark partitions active again: %w", err)
+	}
+	return nil
+}

@@ -225,7 +225,8 @@ func copyAOF(t *testing.T, from, to string) {
 // Redis restarts from a state older than what the worker saw it record, and no call of the
 // worker fails on it (go-redis sends the next command on a new connection by itself): the
 // worker must learn of it from the server's new run_id, and send again the links it left out
-// as recorded, which the restart lost. Without that, the link is never queued.
+// as recorded, which the restart lost, and mark again active the partitions it marked (the
+// restart lost the mark of the links' partition too). Without that, the link is never queued.
 func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 	rdb, srv := newRedisServer(t)
 	ctx := context.Background()
@@ -234,7 +235,12 @@ func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 	if err := rdb.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
 		t.Fatal(err)
 	}
-	s := newStore(t, rdb, "a", &Options{Partitions: 1, LeaseTTL: time.Minute})
+	s := newStore(t, rdb, "a", &Options{Partitions: 2, LeaseTTL: time.Minute})
+	hostB := "b" // a host of the partition a's page links to, the other one
+	for i := 0; PartitionOf(hostB, 2) == PartitionOf("a", 2); i++ {
+		hostB = "b" + strconv.Itoa(i)
+	}
+	pB := PartitionOf(hostB, 2)
 	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond})
 	stop := startStop(t, f)
 	if _, err := f.Add([]frontier.Entry{{URL: "http://a/0", Host: "a"}, {URL: "http://a/1", Host: "a"}, {URL: "http://a/2", Host: "a"}}); err != nil {
@@ -248,15 +254,28 @@ func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 	copyAOF(t, srv.Dir, before)
 
 	stop = startStop(t, f)
-	link := []frontier.Entry{{URL: "http://b/0", Host: "b", Depth: 1}}
-	other := []frontier.Entry{{URL: "http://b/1", Host: "b", Depth: 1}}
+	link := []frontier.Entry{{URL: "http://" + hostB + "/0", Host: hostB, Depth: 1}}
+	other := []frontier.Entry{{URL: "http://" + hostB + "/1", Host: hostB, Depth: 1}}
 	if err := f.Complete(l0, frontier.Result{Kind: frontier.Fetched, Links: append(link, other...)}); err != nil {
 		t.Fatal(err)
 	}
-	queueB := s.k.queue(0, "b")
-	if n, err := rdb.LLen(ctx, queueB).Result(); err != nil || n != 2 {
-		t.Fatalf("b's queue holds %d URLs (%v) after the first page, want its 2 links", n, err)
+	queueB := s.k.queue(pB, hostB)
+	waitQueued := func(want int64, after string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			n, err := rdb.LLen(ctx, queueB).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("b's queue holds %d URLs 30 s %s, want %d (stats %+v)", n, after, want, f.Stats())
+			}
+		}
 	}
+	waitQueued(2, "after the first page (forwarded from its outbox)")
 	stop()
 
 	// the restart: stopped, its files replaced by the earlier copy, started on the same port
@@ -270,6 +289,9 @@ func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 	if n, err := rdb.LLen(ctx, queueB).Result(); err != nil || n != 0 {
 		t.Fatalf("b's queue holds %d URLs (%v) after the restart, want none (the earlier state)", n, err)
 	}
+	if in, err := rdb.SIsMember(ctx, s.k.active(), pB).Result(); err != nil || in {
+		t.Fatalf("b's partition active after the restart: %v, %v; want not (the earlier state)", in, err)
+	}
 
 	// a page completed before the worker looks at the servers again: its link is left out
 	// as recorded, and the call succeeds
@@ -280,29 +302,20 @@ func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 		t.Fatalf("stats %+v: a call failed or was refused, so this is not a silent restart", st)
 	}
 	startStop(t, f)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		n, err := rdb.LLen(ctx, queueB).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b's link not queued 30 s after the restart (stats %+v): lost", f.Stats())
-		}
-	}
+	waitQueued(1, "after the restart: the link is lost")
 	if st := f.Stats(); st.Restarts != 1 || st.Outages != 0 {
 		t.Errorf("stats %+v; want one restart found, no outage", st)
+	}
+	// its partition is in the active set again, so workers read it and the crawl is not idle
+	if in, err := rdb.SIsMember(ctx, s.k.active(), pB).Result(); err != nil || !in {
+		t.Errorf("b's partition not active again after the restart (%v): never read", err)
 	}
 	// a page completed after the worker found the restart sends the other link, recorded
 	// before the restart and lost with it: the worker forgot what it saw recorded
 	if err := f.Complete(l2, frontier.Result{Kind: frontier.Fetched, Links: other}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := rdb.LLen(ctx, queueB).Result(); err != nil || n != 2 {
-		t.Errorf("b's queue holds %d URLs (%v), want both links", n, err)
-	}
+	waitQueued(2, "after a page sent the other link")
 }
 
 // Open refuses a Redis older than 6.2 at once, naming its address and version, rather than

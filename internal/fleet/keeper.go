@@ -27,6 +27,7 @@ type Keeper struct {
 	s     *Store
 	mu    sync.Mutex
 	owned map[int]Ownership // guarded by mu
+	stale []Ownership       // lost by a lapse or an ended lease, owner keys not yet handed back (guarded by mu)
 	scan  scanState         // guarded by mu
 }
 
@@ -95,11 +96,13 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 		if b.lease == leaseStarted || o.StateAt(now) == Lapsed {
 			delete(k.owned, p)
 			ch.Lost = append(ch.Lost, p)
+			k.stale = append(k.stale, o)
 			continue
 		}
 		o.sent = now // the lease they hang on was renewed by a request sent after now
 		k.owned[p] = o
 	}
+	k.releaseStale(ctx)
 	target := fairShare(s.opts.Partitions, len(b.live))
 	if held := k.sorted(); len(held) > target {
 		ch.Surplus = held[target:]
@@ -144,6 +147,20 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	return ch, nil
 }
 
+// releaseStale (k.mu held) hands back the owner keys of the ownerships lost: they still name
+// this worker, whose lease is live again, so no other worker would take those partitions,
+// and this one does not once it holds its share with others. A key another worker took since
+// is left alone (fenced); one Redis did not answer about is tried again at the next Tick.
+func (k *Keeper) releaseStale(ctx context.Context) {
+	kept := k.stale[:0]
+	for _, o := range k.stale {
+		if err := k.s.Release(ctx, o); err != nil && !errors.Is(err, ErrFenced) {
+			kept = append(kept, o)
+		}
+	}
+	k.stale = kept
+}
+
 // Release hands partition p back (after the caller stopped using it). Releasing a partition
 // the keeper no longer holds does nothing.
 func (k *Keeper) Release(ctx context.Context, p int) error {
@@ -174,6 +191,7 @@ func (k *Keeper) ReleaseAll(ctx context.Context) error {
 	for _, p := range k.sorted() {
 		errs = append(errs, k.releaseLocked(ctx, p))
 	}
+	k.releaseStale(ctx)
 	errs = append(errs, k.s.rdb.ZRem(ctx, k.s.k.workers(), k.s.worker).Err())
 	return errors.Join(errs...)
 }

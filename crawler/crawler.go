@@ -203,7 +203,7 @@ func (s *sharedCrawl) open(ctx context.Context, cfg engine.Config) (e *engine.Cr
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := fleet.Join(ctx, rdb, s.name, fleet.NewWorkerID(), &fleet.Options{HostBudget: cfg.MaxHostPages},
+	w, err := fleet.Join(ctx, rdb, s.name, fleet.NewWorkerID(), &fleet.Options{HostBudget: cfg.MaxHostPages, RobotsTTL: cfg.RobotsTTL},
 		fleet.FrontierOptions{Log: cfg.Log, Data: cfg.Dir, Redis: s.target.String(), Crawl: s.name})
 	if err != nil {
 		rdb.Close()

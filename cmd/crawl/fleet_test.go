@@ -704,6 +704,26 @@ func TestFleetRedisUnreachable(t *testing.T) {
 	}
 }
 
+// A Redis older than 6.2: exit 2 with one line naming its address and version, before any
+// crawling.
+func TestFleetRedisTooOld(t *testing.T) {
+	t.Parallel()
+	addr := redistest.StartOld(t, "6.0.16")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code, out := crawlOutput(t, ctx, "run", "--data", t.TempDir(), "--redis", "redis://"+addr+"/0", "https://example.invalid/")
+	want := "crawl run: redis 6.0.16 at " + addr + ": the shared crawl needs Redis 6.2 or later"
+	if code != exitUsage || strings.TrimSpace(out) != want {
+		t.Errorf("exit %d, output %q; want exit %d and %q", code, out, exitUsage, want)
+	}
+	// an operator's command is refused the same way
+	code, out = crawlOutput(t, ctx, "add", "--redis", "redis://"+addr+"/0", "https://example.invalid/")
+	want = "crawl add: redis 6.0.16 at " + addr + ": the shared crawl needs Redis 6.2 or later"
+	if code != exitUsage || strings.TrimSpace(out) != want {
+		t.Errorf("crawl add: exit %d, output %q; want exit %d and %q", code, out, exitUsage, want)
+	}
+}
+
 // --host-state-ttl below a minute is refused before Redis is asked (fleet's TestHostStateExpires
 // checks that the setting is the states' expiry).
 func TestFleetHostStateTTLFlag(t *testing.T) {
@@ -712,6 +732,23 @@ func TestFleetHostStateTTLFlag(t *testing.T) {
 		code := runCmd([]string{"--data", t.TempDir(), "--redis", "redis://127.0.0.1:1/0", "--host-state-ttl", v, "https://example.invalid/"}, &out, &errb)
 		if code != exitUsage || !strings.Contains(errb.String(), "--host-state-ttl") || strings.Contains(errb.String(), "127.0.0.1:1") {
 			t.Errorf("--host-state-ttl %s: exit %d, %q; want exit %d naming the flag before any dial", v, code, errb.String(), exitUsage)
+		}
+	}
+}
+
+// --robots-ttl reaches Redis: each host's shared robots.txt expires when no worker would trust
+// it any more, so an abandoned crawl's entries do not stay forever.
+func TestFleetRobotsExpire(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetWeb(), steadyLease, "--robots-ttl", "90m")
+	f.finish(f.start(""))
+	keys, err := f.rdb.Keys(f.ctx, "crawl:t:{*}:r:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("robots.txt keys in Redis: %v, %v; want one per host", keys, err)
+	}
+	for _, k := range keys {
+		if ttl, err := f.rdb.PTTL(f.ctx, k).Result(); err != nil || ttl <= 0 || ttl > 90*time.Minute {
+			t.Errorf("%s expires in %v (%v), want within --robots-ttl 90m", k, ttl, err)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	machine, _ := os.Hostname()
 	w, err := fleet.Join(ctx, rdb, o.crawl, fleet.NewWorkerID(),
-		&fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages, HostStateTTL: o.stateTTL,
+		&fleet.Options{Partitions: o.partitions, LeaseTTL: o.leaseTTL, HostBudget: cfg.MaxHostPages, HostStateTTL: o.stateTTL, RobotsTTL: cfg.RobotsTTL,
 			Placement: placement(cfg.KeyByIP), Resolve: fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer}).LookupNetIP},
 		fleet.FrontierOptions{Log: log, Machine: machine, Data: cfg.Dir, Redis: redactedRedis(o.redisURL), Crawl: o.crawl})
 	if err != nil {
@@ -84,9 +84,9 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 	if err := w.Leave(rctx); err != nil {
 		fmt.Fprintf(stderr, "crawl: cannot hand the partitions back (they move when their leases run out): %v\n", err)
 	}
-	if st := fr.Stats(); st.Refused > 0 || st.Outages > 0 {
-		fmt.Fprintf(stderr, "crawl: shared crawl %q: %d results refused (their hosts had moved to another worker: fenced), %d Redis outages, %d partitions dropped\n",
-			o.crawl, st.Refused, st.Outages, st.Dropped)
+	if st := fr.Stats(); st.Refused > 0 || st.Outages > 0 || st.Restarts > 0 {
+		fmt.Fprintf(stderr, "crawl: shared crawl %q: %d results refused (their hosts had moved to another worker: fenced), %d Redis outages, %d Redis restarts or failovers, %d partitions dropped\n",
+			o.crawl, st.Refused, st.Outages, st.Restarts, st.Dropped)
 	}
 	return code
 }

@@ -161,6 +161,9 @@ func openSharedCrawlError(cmd string, err error, t fleet.Target, name string, st
 	case errors.Is(err, fleet.ErrCrawlName):
 		fmt.Fprintf(stderr, "%s: --crawl %q: a name is 1 to 64 letters, digits, '.', '_' or '-'\n", cmd, name)
 		return nil, exitUsage, false
+	case errors.Is(err, fleet.ErrServerTooOld):
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return nil, exitUsage, false
 	}
 	fmt.Fprintf(stderr, "%s: Redis at %s: %s\n", cmd, t, strings.TrimPrefix(err.Error(), "fleet: "))
 	return nil, exitRuntime, false

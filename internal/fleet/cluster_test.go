@@ -20,6 +20,7 @@ import (
 func TestOnCluster(t *testing.T) {
 	onCluster(t,
 		TestOpenChecksConfiguration,
+		TestOpenReadsTheServer,
 		TestOnePartitionOneOwner,
 		TestAddIsExactlyOnceAcrossWorkers,
 		TestCompleteStatesAndLinks,
@@ -30,6 +31,7 @@ func TestOnCluster(t *testing.T) {
 		TestHostBudget,
 		TestHostStateFollowsThePartition,
 		TestRobotsFollowThePartition,
+		TestHostStateExpires,
 		TestKeepersShareAndRebalance,
 		TestKeeperTakesOverFromDeadWorker,
 		TestWorkersShareCrawlAndSurviveADeadOne,
@@ -118,5 +120,50 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 	}
 	if c, err := s.Counts(ctx); err != nil || c.Queued != 2 || c.Fetched != 1 {
 		t.Errorf("counts %+v, %v; want the 2 links queued and 1 fetched", c, err)
+	}
+}
+
+// A failover on a cluster (a master killed, its replica promoted) is found as a restart: the
+// promoted replica is a master whose run_id the worker had not read, and it may lack the last
+// writes its master acknowledged.
+func TestRestartedFindsFailover(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: clusterReload})
+	defer rdb.Close()
+	s, err := Open(ctx, rdb, "t", "w", &Options{Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr, complete, err := s.restarted(ctx); addr != "" || !complete || err != nil {
+		t.Fatalf("restarted() = %q, %v, %v before any failover", addr, complete, err)
+	}
+	ms, err := c.Masters()
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("masters %v, err %v; want 3", ms, err)
+	}
+	dead := ms[0].Addr
+	if err := ms[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitHealthy(); err != nil {
+		t.Fatal(err)
+	}
+	// the client learns the promoted replica at a reload of the slots' owners; until then the
+	// dead master is not read (and the read is not complete)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		addr, _, err := s.restarted(ctx)
+		if addr != "" {
+			if addr == dead {
+				t.Fatalf("restarted() names the dead master %s", dead)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failover found 30 s after it (last: %v)", err)
+		}
+	}
+	if addr, complete, err := s.restarted(ctx); addr != "" || !complete || err != nil {
+		t.Errorf("restarted() = %q, %v, %v once the failover was found", addr, complete, err)
 	}
 }

@@ -28,7 +28,10 @@
 // trimming the outbox, so a crash at any
 // instant loses nothing. Page bodies never go to Redis: Frontier.Complete stores a page in the
 // worker's own store (Join) before the script runs. Times that workers compare (in-flight
-// deadlines, retry times) are Redis' TIME, never a worker's clock.
+// deadlines, retry times) are Redis' TIME, never a worker's clock. A Redis node that restarts
+// (or a replica promoted) may lose its last acknowledged writes: Frontier.Run reads every
+// node's run_id each second and, on a new one, forgets the links it saw recorded and sends
+// again those it left out since; Open refuses a Redis older than 6.2.
 //
 // A crawl created ByAddress (the crawler's --key-by-ip) puts a host in the partition of the
 // address its name resolves to instead of its name's, recorded once per host for the whole

@@ -24,6 +24,10 @@ var (
 	// Ownership's partition.
 	ErrWrongPartition = errors.New("fleet: host not in the ownership's partition")
 
+	// ErrServerTooOld is returned by Open when a Redis node the crawl lives on is older than
+	// 6.2, whose commands the scripts use (SMISMEMBER, ZMSCORE, LPOP with a count).
+	ErrServerTooOld = errors.New("the shared crawl needs Redis 6.2 or later")
+
 	// ErrNoCrawl is returned by ReadView when Redis holds no crawl of that name.
 	ErrNoCrawl = errors.New("fleet: no such crawl")
 )

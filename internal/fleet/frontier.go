@@ -101,6 +101,9 @@ type Frontier struct {
 	save      func() error                   // checkpoints hosts' learned state (Join)
 	store     *storage.DB                    // the worker's store, for pages (Join)
 	recent    *recentLinks                   // URLs known recorded: their links are not sent again
+	resend    dropped                        // links left out before a Redis restart was found, to send again
+	remark    bool                           // a Redis restart was found: mark the partitions active again (Store.remarkActive)
+	watched   time.Time                      // when Run last read the run_ids of Redis' nodes (Run's goroutine only)
 	commits   *commits                       // results being committed, grouped by ownership
 	batches   map[string]*hostBatch          // URLs taken from Redis not yet handed out, by host
 }
@@ -110,6 +113,7 @@ type FrontierStats struct {
 	Refused     int // results and releases refused: the partition is another worker's (fenced) or the URL was reclaimed
 	Dropped     int // partitions given up: lost, lapsed or released as surplus
 	Outages     int // times Redis became unreachable
+	Restarts    int // times a Redis node was found restarted or replaced (a new run_id)
 	Reacquired  int // partitions acquired
 	LastRefused string
 }
@@ -157,7 +161,7 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	}
 }
 
-// Stats returns the counts of refused results, dropped partitions and Redis outages.
+// Stats returns the counts of refused results, dropped partitions, Redis outages and restarts.
 func (f *Frontier) Stats() FrontierStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -269,6 +273,9 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 	f.releaseDrained(ctx, time.Now())
 	rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
+	if err := f.watchServers(rctx, now); err != nil {
+		return err
+	}
 	members, err := f.readHeld(rctx, now)
 	if err != nil {
 		return err
@@ -307,6 +314,100 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 		return err
 	}
 	return f.scanHosts(rctx, members)
+}
+
+// watchEvery is how often Run reads the run_id of each Redis node the crawl lives on (one
+// INFO server per node), to learn of a restart or failover that no call failed on: go-redis
+// retries a command on a new connection by itself.
+const watchEvery = time.Second
+
+// watchServers reads the run_ids of the crawl's Redis nodes every watchEvery, and at every
+// round while links left out wait for confirmation and nothing is in flight (the crawl may be
+// ending). Every node read unchanged, it confirms the links recentLinks left out before the
+// read; a node restarted or replaced (it may have lost the last writes it acknowledged), it
+// does what the end of an outage does: forgets the links seen recorded, and sends again those
+// left out since the last read and the partitions it marked active. A node that does not answer is not an error here (nor a
+// reason to stop the round's work on the others): it confirms nothing until it answers.
+func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
+	if err := f.sendAgain(ctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	idle := len(f.leases) == 0
+	f.mu.Unlock()
+	if now.Sub(f.watched) < watchEvery && !(idle && f.recent.pending()) {
+		return nil
+	}
+	m := f.recent.mark()
+	addr, complete, err := f.s.restarted(ctx)
+	f.watched = now
+	switch {
+	case addr == "" && complete:
+		f.recent.confirm(m)
+		return nil
+	case addr == "":
+		// a node not read confirms nothing; the round goes on (its own calls say whether
+		// Redis is reachable), and the node is compared once it answers
+		f.opts.Log.Debug("a Redis node's run_id not read", "err", err)
+		return nil
+	}
+	lost := f.recent.takeAll()
+	f.mu.Lock()
+	f.stats.Restarts++
+	f.remark = true
+	f.resend.links = append(f.resend.links, lost.links...)
+	f.resend.excluded = append(f.resend.excluded, lost.excluded...)
+	f.dirty = true
+	f.heldAt = time.Time{}
+	f.mu.Unlock()
+	f.opts.Log.Warn("Redis restarted or failed over (a new run_id): forgetting the links seen recorded, sending again those left out since the last check",
+		"node", addr, "links", lost.len())
+	return f.sendAgain(ctx)
+}
+
+// resendChunk bounds the links of one Add that sendAgain makes.
+const resendChunk = 512
+
+// sendAgain marks again the partitions the worker marked active and adds the links and
+// exclusions a restart may have lost (f.resend); what Redis has not taken stays for the next
+// round.
+func (f *Frontier) sendAgain(ctx context.Context) error {
+	f.mu.Lock()
+	remark := f.remark
+	f.mu.Unlock()
+	if remark {
+		if err := f.s.remarkActive(ctx); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.remark = false
+		f.mu.Unlock()
+	}
+	for {
+		f.mu.Lock()
+		links := f.resend.links[:min(len(f.resend.links), resendChunk)]
+		ex := f.resend.excluded[:min(len(f.resend.excluded), resendChunk)]
+		f.mu.Unlock()
+		if len(links)+len(ex) == 0 {
+			return nil
+		}
+		if len(links) > 0 {
+			if _, err := f.s.Add(ctx, links); err != nil {
+				return err
+			}
+		}
+		if len(ex) > 0 {
+			if err := f.s.Exclude(ctx, ex); err != nil {
+				return err
+			}
+		}
+		f.mu.Lock()
+		f.resend.links = f.resend.links[len(links):]
+		f.resend.excluded = f.resend.excluded[len(ex):]
+		f.dirty = true
+		f.heldAt = time.Time{}
+		f.mu.Unlock()
+	}
 }
 
 // forwardEvery is how long a partition's outbox may wait for more payloads before Run
@@ -1132,7 +1233,8 @@ func (f *Frontier) Hosts() []frontier.HostCount {
 
 // Idle reports whether the whole crawl is over: at Run's last read of every partition nothing
 // was queued, delayed, in flight or in an outbox in any of them, this worker added nothing
-// since, and it holds no lease.
+// since, and it holds no lease and no link left out that a Redis restart may have lost
+// (watchServers).
 func (f *Frontier) Idle() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -1140,5 +1242,6 @@ func (f *Frontier) Idle() bool {
 }
 
 func (f *Frontier) idleLocked() bool {
-	return f.counts != nil && !f.dirty && f.counts.Idle() && len(f.leases) == 0 && len(f.putBack) == 0
+	return f.counts != nil && !f.dirty && f.counts.Idle() && len(f.leases) == 0 && len(f.putBack) == 0 &&
+		f.resend.len() == 0 && !f.recent.pending()
 }

@@ -86,11 +86,12 @@ func TestRobotsFollowThePartition(t *testing.T) {
 	}
 }
 
-// A host's saved state expires HostStateTTL after its last save; robots.txt does not expire.
+// A host's saved state expires HostStateTTL after its last save, its robots.txt RobotsTTL
+// after its last save (by default HostStateTTL too), so an abandoned crawl's are not kept forever.
 func TestHostStateExpires(t *testing.T) {
 	ctx := context.Background()
 	rdb := newRedis(t)
-	s := newStore(t, rdb, "a", &Options{Partitions: 1, HostStateTTL: 300 * time.Millisecond})
+	s := newStore(t, rdb, "a", &Options{Partitions: 1, HostStateTTL: 300 * time.Millisecond, RobotsTTL: time.Hour})
 	o := mustAcquire(t, s, 0)
 	if err := s.SaveHostStates(ctx, o, map[string][]byte{"h.example": []byte("state")}); err != nil {
 		t.Fatal(err)
@@ -101,10 +102,13 @@ func TestHostStateExpires(t *testing.T) {
 	if ttl, err := rdb.PTTL(ctx, s.k.state(0, "h.example")).Result(); err != nil || ttl <= 0 || ttl > 300*time.Millisecond {
 		t.Fatalf("state's expiry %v (%v), want within 300 ms", ttl, err)
 	}
-	if ttl, _ := rdb.PTTL(ctx, s.k.robots(0, "h.example")).Result(); ttl != -1 {
-		t.Errorf("robots.txt's expiry %v, want none", ttl)
+	if ttl, err := rdb.PTTL(ctx, s.k.robots(0, "h.example")).Result(); err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
+		t.Errorf("robots.txt's expiry %v (%v), want within the hour (RobotsTTL)", ttl, err)
 	}
-	if d := (*Options)(nil).withDefaults().HostStateTTL; d != 30*24*time.Hour {
-		t.Errorf("default HostStateTTL %v, want 30 days", d)
+	if d := (*Options)(nil).withDefaults(); d.HostStateTTL != 30*24*time.Hour || d.RobotsTTL != d.HostStateTTL {
+		t.Errorf("default HostStateTTL %v, RobotsTTL %v; want 30 days both", d.HostStateTTL, d.RobotsTTL)
+	}
+	if d := (&Options{HostStateTTL: time.Hour}).withDefaults(); d.RobotsTTL != time.Hour {
+		t.Errorf("RobotsTTL %v, want HostStateTTL's hour by default", d.RobotsTTL)
 	}
 }

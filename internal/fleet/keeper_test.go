@@ -290,3 +290,27 @@ func TestKeeperLooksAgainAfterALoss(t *testing.T) {
 		t.Fatalf("b's tick after its lease ended: %+v, %v; want partition %d lost and taken again", ch, err, p)
 	}
 }
+
+// A Keeper whose ownerships lapsed on its own clock (Redis unreachable for a while) while its
+// lease lived on in Redis hands back the owner keys it no longer uses: they name a live
+// worker, so another worker would never take those partitions, and this one, holding its
+// share with others, would not either (a crawl then hung with work queued in them).
+func TestKeeperHandsBackLapsedPartitions(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	start := time.Now()
+	if ch, err := ka.Tick(ctx, start); err != nil || len(ch.Acquired) != 4 {
+		t.Fatalf("a alone: %+v, %v; want the 4 partitions", ch, err)
+	}
+	if _, err := b.heartbeat(ctx); err != nil { // b is live: a's share is 2
+		t.Fatal(err)
+	}
+	ch, err := ka.Tick(ctx, start.Add(time.Minute)) // a's ownerships lapsed on its clock
+	if err != nil || len(ch.Lost) != 4 || len(ch.Acquired) != 2 {
+		t.Fatalf("a after the lapse: %+v, %v; want 4 lost and its share of 2 taken again", ch, err)
+	}
+	if ch, err := kb.Tick(ctx, time.Now()); err != nil || len(ch.Acquired) != 2 {
+		t.Fatalf("b: %+v, %v; want the 2 partitions a does not use", ch, err)
+	}
+}

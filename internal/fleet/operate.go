@@ -13,9 +13,14 @@ import (
 // OpenExisting opens crawl as Open does, for an operator's command rather than a worker (crawl
 // add, crawl urls): with the crawl's own configuration (a ByAddress crawl's new names are
 // looked up with the system resolver), and failing with ErrNoCrawl when Redis holds no crawl
-// of that name rather than creating one.
+// of that name rather than creating one. A Redis older than 6.2 is refused first, as Open
+// refuses it (ErrServerTooOld).
 func OpenExisting(ctx context.Context, rdb redis.UniversalClient, crawl, worker string) (*Store, error) {
 	if err := validName(crawl); err != nil {
+		return nil, err
+	}
+	probe := &Store{rdb: rdb, k: keys{crawl: crawl}, opts: (*Options)(nil).withDefaults()}
+	if err := probe.checkServers(ctx); err != nil {
 		return nil, err
 	}
 	cfg, err := rdb.Get(ctx, keys{crawl: crawl}.config()).Result()

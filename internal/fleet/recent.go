@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/crawl-project/crawl/frontier"
@@ -15,10 +16,31 @@ import (
 // (one fingerprint per slot, a newer one evicts an older one), so it forgets, but never answers
 // yes for a URL it was not given (fingerprints are the seen-set's own, exact to 64 bits). Safe
 // for concurrent use.
+//
+// What it knows holds only while no Redis node restarts: a restarted node (or a promoted
+// replica) may have lost the last writes it acknowledged. So filter keeps what it leaves out
+// (unconfirmed) until the Frontier has read the nodes' run_ids unchanged since (confirm), or
+// finds one changed and sends them again (takeAll); while unconfirmed is full, filter leaves
+// nothing out.
 type recentLinks struct {
-	mu    sync.Mutex
-	slots []uint64 // 0: empty
+	mu          sync.Mutex
+	slots       []uint64 // 0: empty
+	unconfirmed dropped  // left out since the last mark confirmed
 }
+
+// dropped are links and exclusions filter left out as known recorded.
+type dropped struct {
+	links    []frontier.Entry
+	excluded []frontier.Exclusion
+}
+
+func (d dropped) len() int { return len(d.links) + len(d.excluded) }
+
+// dropMark is how far unconfirmed reached at an instant (mark).
+type dropMark struct{ links, excluded int }
+
+// maxUnconfirmed bounds the links and exclusions left out and not yet confirmed.
+const maxUnconfirmed = 1 << 16
 
 // defaultRecentLinks is the number of fingerprints a worker remembers (8 bytes each).
 const defaultRecentLinks = 1 << 18
@@ -51,6 +73,40 @@ func (r *recentLinks) reset() {
 	clear(r.slots)
 }
 
+// mark returns how far unconfirmed reaches now: the links left out so far.
+func (r *recentLinks) mark() dropMark {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return dropMark{len(r.unconfirmed.links), len(r.unconfirmed.excluded)}
+}
+
+// confirm forgets the links left out before m (mark): Redis was found holding every write
+// acknowledged before then.
+func (r *recentLinks) confirm(m dropMark) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unconfirmed.links = slices.Delete(r.unconfirmed.links, 0, m.links)
+	r.unconfirmed.excluded = slices.Delete(r.unconfirmed.excluded, 0, m.excluded)
+}
+
+// pending reports whether links left out wait for confirm.
+func (r *recentLinks) pending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.unconfirmed.len() > 0
+}
+
+// takeAll empties the memory and returns every link left out and not confirmed: a Redis node
+// restarted, so they may be lost and must be sent again.
+func (r *recentLinks) takeAll() dropped {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.slots)
+	d := r.unconfirmed
+	r.unconfirmed = dropped{}
+	return d
+}
+
 // forget gives back the fingerprints fps claimed by filter (their result was not recorded);
 // a slot a newer fingerprint took keeps it.
 func (r *recentLinks) forget(fps []uint64) {
@@ -64,34 +120,45 @@ func (r *recentLinks) forget(fps []uint64) {
 }
 
 // filter returns res with the links and exclusions the worker knows were recorded, or are
-// being recorded, left out, and each only once; it claims those kept and returns their
-// fingerprints (for forget, should res not be recorded).
+// being recorded, left out (and kept unconfirmed), and each only once; it claims those kept
+// and returns their fingerprints (for forget, should res not be recorded).
 func (r *recentLinks) filter(res frontier.Result) (frontier.Result, []uint64) {
 	if len(res.Links) == 0 && len(res.Excluded) == 0 {
 		return res, nil
 	}
 	fps := make([]uint64, 0, len(res.Links)+len(res.Excluded))
-	kept := make(map[uint64]bool, cap(fps))
-	keep := func(url string) bool {
+	seen := make(map[uint64]bool, cap(fps))
+	// verdict: 0 keep, 1 a repeat in res, 2 known recorded
+	verdict := func(url string) int {
 		fp := Fingerprint(url)
-		if kept[fp] || fp != 0 && r.slots[r.slot(fp)] == fp {
-			return false
+		switch {
+		case seen[fp]:
+			return 1
+		case fp != 0 && r.slots[r.slot(fp)] == fp && r.unconfirmed.len() < maxUnconfirmed:
+			seen[fp] = true
+			return 2
 		}
-		kept[fp] = true
+		seen[fp] = true
 		fps = append(fps, fp)
-		return true
+		return 0
 	}
 	r.mu.Lock()
 	links := make([]frontier.Entry, 0, len(res.Links))
 	for _, e := range res.Links {
-		if keep(e.URL) {
+		switch verdict(e.URL) {
+		case 0:
 			links = append(links, e)
+		case 2:
+			r.unconfirmed.links = append(r.unconfirmed.links, e)
 		}
 	}
 	var ex []frontier.Exclusion
 	for _, x := range res.Excluded {
-		if keep(x.URL) {
+		switch verdict(x.URL) {
+		case 0:
 			ex = append(ex, x)
+		case 2:
+			r.unconfirmed.excluded = append(r.unconfirmed.excluded, x)
 		}
 	}
 	for _, fp := range fps {

@@ -32,6 +32,9 @@ type Options struct {
 	// (default 30 days): a host not crawled for that long starts afresh, and its state stops
 	// taking memory.
 	HostStateTTL time.Duration
+	// RobotsTTL is how long a host's robots.txt, shared through Redis, outlives its last
+	// save: the crawl's --robots-ttl, after which no worker trusts it (default HostStateTTL).
+	RobotsTTL time.Duration
 	// Placement chooses each host's partition (ByName, or ByAddress for the crawler's
 	// --key-by-ip); fixed when the crawl is created.
 	Placement Placement
@@ -57,6 +60,9 @@ func (o *Options) withDefaults() Options {
 	if r.HostStateTTL <= 0 {
 		r.HostStateTTL = 30 * 24 * time.Hour
 	}
+	if r.RobotsTTL <= 0 {
+		r.RobotsTTL = r.HostStateTTL
+	}
 	return r
 }
 
@@ -72,6 +78,7 @@ type Store struct {
 	mu       sync.Mutex
 	active   map[int]bool            // partitions this Store saw in the crawl's active set (guarded by mu)
 	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
+	runIDs   map[string]string       // run_id per master address, as last read (guarded by mu)
 }
 
 // Lease is a URL handed to the owner of its partition. It is in the partition's in-flight set
@@ -92,7 +99,8 @@ type outboxPayload struct {
 
 // Open joins crawl (created with opts' partitions if it does not exist) as worker (an id unique
 // in the fleet, e.g. host name and PID). It fails with ErrConfigMismatch when the crawl exists
-// with another number of partitions or was made by a version that stored it otherwise.
+// with another number of partitions or was made by a version that stored it otherwise, and
+// with ErrServerTooOld, naming the node and its version, on a Redis older than 6.2.
 func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, opts *Options) (*Store, error) {
 	if err := validName(crawl); err != nil {
 		return nil, err
@@ -102,6 +110,9 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 	}
 	o := opts.withDefaults()
 	s := &Store{rdb: rdb, k: keys{crawl: crawl}, opts: o, worker: worker}
+	if err := s.checkServers(ctx); err != nil {
+		return nil, err
+	}
 	if o.Placement == ByAddress {
 		s.place = newPlacer(rdb, s.k, o.Partitions, o.Resolve)
 	}
@@ -779,13 +790,14 @@ func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bo
 }
 
 // SaveRobots stores host's cached robots.txt (opaque bytes) for the host's later owners, if o
-// is still the ownership of host's partition (ErrFenced otherwise).
+// is still the ownership of host's partition (ErrFenced otherwise); it expires
+// Options.RobotsTTL after the save.
 func (s *Store) SaveRobots(ctx context.Context, o Ownership, host string, b []byte) error {
 	p := o.Partition
 	if q, ok := s.knownPartition(host); ok && q != p {
 		return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, host, p)
 	}
-	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, 0, b).Err()
+	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, s.opts.RobotsTTL.Milliseconds(), b).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: save robots.txt of %q: %w", host, err)
 	}

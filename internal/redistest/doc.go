@@ -11,6 +11,9 @@
 // NewCerts in the test's temporary directory; a cluster's bus and replication use TLS too),
 // and ACL users (the default user is then off; this package's own checks log in as AdminUser).
 //
+// StartOld starts a stand-in that only claims an old redis_version, to test how a client
+// refuses a server older than any installed.
+//
 // When redis-server (or, for a cluster, redis-cli) is not on PATH the test is skipped, except
 // under CI=true, where it fails: CI installs redis-server (.ci/run), so a missing binary there
 // is a broken machine, not a reason to pass without testing.

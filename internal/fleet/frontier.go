@@ -1188,12 +1188,16 @@ func (f *Frontier) Release(fl frontier.Lease) {
 }
 
 // Counts returns the crawl's counters (all workers) as of Run's last read of every partition
-// (at most a second old), or read now if this worker added URLs since.
+// (at most a second old), or read now if this worker added URLs since. Before any read
+// succeeded it reads, retrying while Redis does not answer for up to
+// FrontierOptions.Patience: zeros read as "nothing to resume" are not served for a failure.
 func (f *Frontier) Counts() frontier.Counts {
 	f.mu.Lock()
-	dirty := f.dirty
+	dirty, never := f.dirty, f.counts == nil
 	f.mu.Unlock()
-	if dirty {
+	if never {
+		_ = f.retry(f.readCounts)
+	} else if dirty {
 		ctx, cancel := context.WithTimeout(context.Background(), f.opts.Timeout)
 		_ = f.readCounts(ctx) // on failure the last counts serve
 		cancel()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/redis/go-redis/v9"
 )
 
 // runFrontier starts f.Run for the test and stops it (and checks it returned) at cleanup.
@@ -400,5 +401,41 @@ func TestFrontierLeaseBeforeListingIsAnnounced(t *testing.T) {
 	l = leaseOne(t, f, "h")
 	if err := f.Complete(l, frontier.Result{Kind: frontier.Fetched}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// failFirstCounts fails the first read of partition counters (a pipeline of HGETALLs), as a
+// timeout on a loaded machine does.
+type failFirstCounts struct{ failed atomic.Bool }
+
+func (h *failFirstCounts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failFirstCounts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *failFirstCounts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "hgetall" && h.failed.CompareAndSwap(false, true) {
+			return context.DeadlineExceeded
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A worker joining a crawl asks its counts before anything was read: a failed first read is
+// retried, not answered with zeros (which the crawler reads as "nothing to resume").
+func TestFrontierFirstCountsRetried(t *testing.T) {
+	rdb := newRedis(t)
+	s := newStore(t, rdb, "a", &Options{Partitions: 4})
+	if _, err := s.Add(context.Background(), entries("a.example", 3)); err != nil {
+		t.Fatal(err)
+	}
+	hook := &failFirstCounts{}
+	rdb.AddHook(hook)
+	f := NewFrontier(s.NewKeeper(), FrontierOptions{})
+	if c := f.Counts(); c.Queued != 3 {
+		t.Errorf("counts %+v, want 3 queued", c)
+	}
+	if !hook.failed.Load() {
+		t.Error("the first read did not fail: the test tested nothing")
 	}
 }

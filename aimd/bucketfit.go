@@ -357,6 +357,7 @@ func (c *Controller) runFit(now time.Time) {
 	raised := r > c.curve.plateau
 	c.rate = r
 	c.curve.from, c.curve.plateau = r, r
+	c.curve.peak = max(c.curve.peak, r)
 	f.held.set(r)
 	f.size = 0
 	if !f.fit.unboundedBurst() {

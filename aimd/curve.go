@@ -20,6 +20,11 @@ const (
 	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
 	maxPatience = 4
 
+	// starvedBelow: a plateau more than this factor under both the highest plateau held
+	// (curve.peak) and InitialRate is starved: its probe is not stretched, and it restarts
+	// slow start after one probe time unrefused (R44).
+	starvedBelow = 4
+
 	// pauseProbeRatio, maxPauseProbe: the probe time is at least pauseProbeRatio × the pause
 	// the last refusal cost, up to maxPauseProbe.
 	pauseProbeRatio = 20
@@ -38,11 +43,13 @@ type curve struct {
 	hold      time.Duration // time in use still to spend at K before the curve starts
 	steps     int           // successes since the last decrease or search step
 	searched  bool          // a search step was taken since the last decrease
+	peak      float64       // the highest plateau held so far (0: none; not persisted)
 }
 
 // restart starts the curve afresh at rate from, returning to plateau.
 func (k *curve) restart(from, plateau float64) {
 	k.from, k.plateau = from, plateau
+	k.peak = max(k.peak, plateau)
 	k.elapsed, k.hold, k.steps = 0, 0, 0
 }
 
@@ -113,12 +120,24 @@ func (c *Controller) searchSends() int {
 	return searchSends
 }
 
+// starved reports whether the plateau lies more than starvedBelow under both the highest
+// plateau held and InitialRate: what the host allowed before is far above it (R44).
+func (c *Controller) starved() bool {
+	k := &c.curve
+	return k.plateau*starvedBelow < min(k.peak, c.cfg.InitialRate)
+}
+
 // probeSeconds is the current probe time: the pace's probe time, stretched to ProbeRequests
 // sending intervals at the plateau (at most maxPatience × ProbeTime), and at least
-// pauseProbeRatio × the last refusal's pause (at most maxPauseProbe).
+// pauseProbeRatio × the last refusal's pause (at most maxPauseProbe). A starved plateau's
+// probe time is ProbeTime, not stretched (R44).
 func (c *Controller) probeSeconds() float64 {
+	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
+	if c.starved() {
+		return max(c.cfg.ProbeTime.Seconds(), pause)
+	}
 	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*c.cfg.ProbeTime.Seconds())
-	return max(c.pace.probeTime.Seconds(), stretch, min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds())
+	return max(c.pace.probeTime.Seconds(), stretch, pause)
 }
 
 // grow applies the increase rules after success s, dt of activity after the previous outcome.
@@ -179,6 +198,16 @@ func (c *Controller) climb(dt time.Duration) {
 	}
 	if c.target.kind != noTarget && c.rate > c.target.rate {
 		c.target.clear() // beyond the target without a refusal: the limit has risen
+	}
+	if c.starved() && k.elapsed >= c.returnTime()+time.Duration(c.probeSeconds()*float64(time.Second)) {
+		// A starved plateau held unrefused for one probe time: what starved it (another
+		// client of the same limit) may be gone. Slow start again, from at least InitialRate;
+		// each such restart halves the peak, so a limit that really fell stops them (R44).
+		k.peak /= 2
+		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
+		k.slowStart = true
+		c.win.mode = windowFollowsRate
+		return
 	}
 	if c.rate >= c.cfg.RestartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
 		k.slowStart = true

@@ -39,6 +39,9 @@ type scanState struct {
 	live     string    // the live workers then
 	released string    // the crawl's released counter then
 	again    bool      // the last look acquired a partition or lost one to a race
+	// unsure: an acquire's answer was lost (its script may have run), so an owner key may name
+	// this worker for a partition it does not hold; look again even at the fair share
+	unsure bool
 }
 
 // rescanEvery, in lease TTLs, is how often a Keeper below its fair share looks for free
@@ -79,7 +82,10 @@ func (k *Keeper) holding(p int, now time.Time) (Ownership, bool) {
 }
 
 // Tick does one round of the keeper's work at local time now (taken just before the call):
-// the heartbeat, then the fair share.
+// the heartbeat, then the fair share. A partition whose owner key names this worker but which
+// it does not hold (lost on its own clock, or acquired by a call whose answer was lost) is
+// taken again within the fair share and released beyond it: no other worker takes a partition
+// from a live owner.
 func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -105,7 +111,7 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 		ch.Surplus = held[target:]
 		return ch, nil
 	}
-	if len(k.owned) == target {
+	if len(k.owned) == target && !k.scan.unsure && len(ch.Lost) == 0 {
 		return ch, nil
 	}
 	released, err := s.rdb.Get(ctx, s.k.released()).Result()
@@ -114,7 +120,7 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	}
 	live := strings.Join(b.live, " ")
 	sc := k.scan
-	if !sc.at.IsZero() && !sc.again && len(ch.Lost) == 0 && sc.live == live && sc.released == released &&
+	if !sc.at.IsZero() && !sc.again && !sc.unsure && len(ch.Lost) == 0 && sc.live == live && sc.released == released &&
 		now.Sub(sc.at) < rescanEvery*s.opts.LeaseTTL {
 		return ch, nil
 	}
@@ -125,10 +131,20 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	}
 	for _, c := range free {
 		if len(k.owned) >= target {
-			break
+			// Named here but not held (it lapsed on this worker's clock, or an acquire's answer
+			// was lost): no other worker takes a partition from a live owner, so give it back.
+			if c.owner != "" && tokenWorker(c.owner) == s.worker {
+				err := s.Release(ctx, Ownership{Partition: c.p, token: c.owner})
+				if err != nil && !errors.Is(err, ErrFenced) {
+					k.scan.unsure = true
+					return ch, err
+				}
+			}
+			continue
 		}
 		o, ok, err := s.acquireFrom(ctx, now, c.p, c.owner)
 		if err != nil {
+			k.scan.unsure = true
 			return ch, err
 		}
 		k.scan.again = true

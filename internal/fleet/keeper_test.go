@@ -290,3 +290,47 @@ func TestKeeperLooksAgainAfterALoss(t *testing.T) {
 		t.Fatalf("b's tick after its lease ended: %+v, %v; want partition %d lost and taken again", ch, err, p)
 	}
 }
+
+// A worker whose ownerships lapsed on its own clock while its lease lived on in Redis (a Redis
+// outage longer than the TTL's margin, Redis back before the lease ended) still has its name
+// on their owner keys, and no other worker takes a partition from a live owner. When it held
+// more than its fair share (surplus not yet released), it must give back the named partitions
+// it does not take again: TestFleetRedisKilled stalled a minute with two partitions queued,
+// owned in Redis by a live worker that no longer knew it held them.
+func TestKeeperGivesBackWhatItLostAboveItsShare(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Minute
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: ttl})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	t0 := time.Now()
+	if ch, err := ka.Tick(ctx, t0); err != nil || len(ch.Acquired) != 4 {
+		t.Fatalf("a alone: %+v, %v; want all 4", ch, err)
+	}
+	if ch, err := kb.Tick(ctx, t0); err != nil || len(ch.Acquired) != 0 || ch.Live != 2 {
+		t.Fatalf("b with a alive: %+v, %v; want nothing, 2 live", ch, err)
+	}
+	late := t0.Add(ttl - ttl/safetyDiv) // a's ownerships lapse before it released its surplus
+	ch, err := ka.Tick(ctx, late)
+	if err != nil || len(ch.Lost) != 4 || len(ch.Acquired) != 2 {
+		t.Fatalf("a after a local lapse: %+v, %v; want 4 lost and its share of 2 taken again", ch, err)
+	}
+	for range 3 {
+		if _, err := kb.Tick(ctx, late); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(kb.Owned(late)); n != 2 {
+		t.Errorf("b holds %d partitions, want the 2 a no longer holds", n)
+	}
+	for p := range 4 {
+		tok, err := a.rdb.Get(ctx, a.k.owner(p)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, byA := ka.holding(p, late)
+		_, byB := kb.holding(p, late)
+		if byA == byB || byA != (tokenWorker(tok) == "a") {
+			t.Errorf("partition %d: owner key %q, held by a %v, by b %v; want one holder, named by the key", p, tok, byA, byB)
+		}
+	}
+}

@@ -67,6 +67,7 @@ type HostStats struct {
 // Web is a running set of simulated hosts. It is safe for concurrent use by multiple goroutines.
 type Web struct {
 	clock    func() time.Time
+	kernel   bool // Options.KernelArrival
 	grace    time.Duration
 	hosts    []*host
 	byName   map[string]*host
@@ -99,6 +100,9 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 	if opts != nil {
 		o = *opts
 	}
+	if o.KernelArrival && o.Clock != nil {
+		return nil, fmt.Errorf("%w: KernelArrival needs the real clock (Clock nil)", ErrBadSpec)
+	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -119,6 +123,7 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 	w := &Web{
 		clock:   o.Clock,
 		grace:   max(o.Grace, 0),
+		kernel:  o.KernelArrival,
 		byName:  make(map[string]*host, len(specs)),
 		closing: make(chan struct{}),
 	}
@@ -159,6 +164,10 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 		}
 	}
 	for i, srv := range w.servers {
+		if o.KernelArrival {
+			lns[i] = stampListener{lns[i]}
+			srv.ConnContext = withConn
+		}
 		// Serve returns http.ErrServerClosed after Close; any other error means the listener
 		// died, which the hosts' silence (and the client's errors) already shows.
 		w.serving.Go(func() { _ = srv.Serve(lns[i]) })

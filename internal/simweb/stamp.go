@@ -16,6 +16,11 @@ import (
 // stampListener accepts connections whose reads record the kernel's receive time.
 type stampListener struct{ net.Listener }
 
+func newStampListener(ln net.Listener) stampListener {
+	stampOn(ln)
+	return stampListener{ln}
+}
+
 func (l stampListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {

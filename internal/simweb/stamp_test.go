@@ -13,16 +13,16 @@ import (
 )
 
 // With KernelArrival a request's arrival is when its bytes reached the host, however late its
-// handler runs: a request whose handler is held back 600 ms, then one sent as soon as the first
-// is answered, to a host allowing one per 500 ms, are both served; without it (the control)
-// they seem to arrive together and the second is refused.
+// handler runs: a request whose handler is held back 1.2 s, then one sent as soon as the first
+// is answered, to a host allowing one a second, are both served; without it (the control) they
+// seem to arrive together and the second is refused.
 func TestKernelArrival(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("SO_TIMESTAMPNS on TCP is Linux's")
 	}
 	for _, kernel := range []bool{true, false} {
 		t.Run(fmt.Sprintf("KernelArrival=%v", kernel), func(t *testing.T) {
-			spec := HostSpec{Name: "h", Pages: 3, Limit: 2, Burst: 1, Reply: Reply429Seconds}
+			spec := HostSpec{Name: "h", Pages: 3, Limit: 1, Burst: 1, Reply: Reply429Seconds}
 			w, err := Start([]HostSpec{spec}, &Options{KernelArrival: kernel})
 			if err != nil {
 				t.Fatal(err)
@@ -51,7 +51,7 @@ func TestKernelArrival(t *testing.T) {
 				resp.Body.Close()
 				return resp.StatusCode, sent
 			}
-			code1, sent := get("/p1", 600*time.Millisecond)
+			code1, sent := get("/p1", 1200*time.Millisecond)
 			code2, _ := get("/p2", 0)
 			st := w.Stats()["h"]
 			t.Logf("statuses %d %d; arrivals %v after the first send, %v apart", code1, code2, st.FirstRequest.Sub(sent), st.LastRequest.Sub(st.FirstRequest))

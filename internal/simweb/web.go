@@ -165,9 +165,14 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 	}
 	for i, srv := range w.servers {
 		if o.KernelArrival {
-			lns[i] = stampListener{lns[i]}
+			lns[i] = newStampListener(lns[i])
 			srv.ConnContext = withConn
 		}
+	}
+	if o.KernelArrival {
+		stampsReady()
+	}
+	for i, srv := range w.servers {
 		// Serve returns http.ErrServerClosed after Close; any other error means the listener
 		// died, which the hosts' silence (and the client's errors) already shows.
 		w.serving.Go(func() { _ = srv.Serve(lns[i]) })

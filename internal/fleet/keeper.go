@@ -127,6 +127,7 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 	k.scan = scanState{at: now, live: live, released: released}
 	free, err := k.free(ctx, b.live)
 	if err != nil {
+		k.scan.unsure = sc.unsure // not looked at yet
 		return ch, err
 	}
 	for _, c := range free {

@@ -334,3 +334,33 @@ func TestKeeperGivesBackWhatItLostAboveItsShare(t *testing.T) {
 		}
 	}
 }
+
+// An acquire whose answer was lost (the call failed after its script ran) leaves an owner key
+// naming a worker that does not hold the partition: its next Tick looks, even at its fair
+// share, and gives the partition back.
+func TestKeeperGivesBackAnAcquireItDidNotHear(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	settle(t, []*Keeper{ka, kb})
+	p := kb.Owned(time.Now())[0].Partition
+	if err := kb.Release(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.acquireFrom(ctx, time.Now(), p, ""); err != nil || !ok {
+		t.Fatalf("a's acquire of %d: ok=%v err=%v", p, ok, err)
+	}
+	ka.scan.unsure = true // what Tick notes when an acquire call fails
+	for range 2 {
+		for _, k := range []*Keeper{ka, kb} {
+			if _, err := k.Tick(ctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, ok := kb.holding(p, time.Now()); !ok {
+		tok, _ := a.rdb.Get(ctx, a.k.owner(p)).Result()
+		t.Errorf("partition %d: owner key %q, b does not hold it again", p, tok)
+	}
+	checkShares(t, []*Keeper{ka, kb})
+}

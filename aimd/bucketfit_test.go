@@ -60,6 +60,7 @@ func climb(r0, k float64) func(float64) float64 {
 // TestBucketFitSound: whatever the bucket and however it was probed, the fit never rules out
 // the true rate for the true size.
 func TestBucketFitSound(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(7))
 	for trial := 0; trial < 100; trial++ {
 		l := 1 + rng.Float64()*99
@@ -84,6 +85,7 @@ func TestBucketFitSound(t *testing.T) {
 // a low rate, but two, drawn as the controller draws them (slow start, then a linear climb
 // after the pause), pin a bucket of rate 10 and size 2 within a few percent.
 func TestBucketFitPins(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(1))
 	srv := &bucketServer{l: 10, b: 2, level: 2}
 	evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(2), climb(7, 1.7)}, 1, 2, 0.0005, rng)
@@ -108,6 +110,7 @@ func TestBucketFitPins(t *testing.T) {
 // TestBucketFitLimitChange: once the limit falls, no bucket explains the whole crawl, and the
 // requests since the first refusal at the new limit bracket it (as runFit starts over).
 func TestBucketFitLimitChange(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewSource(3))
 	srv := &bucketServer{l: 20, b: 2, level: 2}
 	evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(2), climb(14, 3)}, 1, 3, 0.0005, rng)

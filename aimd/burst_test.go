@@ -9,6 +9,7 @@ import (
 // size the fit allows (at most maxBurst), and 1 again after any refusal, under a stated limit,
 // and on a host whose fit bounded no size (a fixed window). The state carries it.
 func TestBurstFromFit(t *testing.T) {
+	t.Parallel()
 	if got := New(Config{}, t0).Burst(); got != 1 {
 		t.Fatalf("a new controller: Burst %d, want 1", got)
 	}
@@ -66,6 +67,7 @@ func TestBurstFromFit(t *testing.T) {
 // lateness from every interval of a burst-1 pacer; with Burst it catches up within the host's
 // known bucket, with no more refusals than on time.
 func TestSimLateTimer(t *testing.T) {
+	t.Parallel()
 	for _, late := range []float64{0, 0.005, 0.010} {
 		sc := simConfig{host: simHost{limit: 50, burst: 5, service: 0.001}, pages: 1000, duration: 300, rtt: 0.001, jitter: 0.0005, seed: 1, late: late}
 		r := runSim(sc)

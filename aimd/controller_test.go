@@ -98,6 +98,7 @@ func (d *driver) run(dur time.Duration) {
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*math.Abs(b) }
 
 func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   Config
@@ -139,6 +140,7 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestSlowStartRate(t *testing.T) {
+	t.Parallel()
 	// An unlimited host reaches full speed (MaxRate, or MaxWindow requests in flight) within a
 	// few seconds, the window following the rate.
 	tests := []struct {
@@ -176,6 +178,7 @@ func TestSlowStartRate(t *testing.T) {
 }
 
 func TestSlowStartDoublingPace(t *testing.T) {
+	t.Parallel()
 	// At a high rate the step is SlowStartInterval: ×2 per 125ms of use.
 	c := New(Config{InitialRate: 100}, t0)
 	d := &driver{c: c, now: t0, lat: time.Millisecond}
@@ -186,6 +189,7 @@ func TestSlowStartDoublingPace(t *testing.T) {
 }
 
 func TestSlowStartNeedsUse(t *testing.T) {
+	t.Parallel()
 	// A host we have few URLs for: one request every 2s at an allowed 10 req/s. Nothing tests
 	// a higher rate, so nothing may grow.
 	c := New(Config{InitialRate: 10}, t0)
@@ -203,6 +207,7 @@ func TestSlowStartNeedsUse(t *testing.T) {
 }
 
 func TestSlowStartWindow(t *testing.T) {
+	t.Parallel()
 	// Rate far from binding: a closed loop that sends again as soon as a request finishes, so
 	// requests find the window full and it grows by one per such success, to MaxWindow within
 	// a few round trips.
@@ -250,6 +255,7 @@ func (d *driver) refuse(sig Signal) {
 }
 
 func TestOverloadDecrease(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		cfg   Config
@@ -345,6 +351,7 @@ func TestOverloadDecrease(t *testing.T) {
 }
 
 func TestStaleSignalIgnored(t *testing.T) {
+	t.Parallel()
 	c, d := settled(Config{})
 	d.refuse(Overload)
 	r, decs := c.Rate(), c.Stats().Decreases
@@ -359,6 +366,7 @@ func TestStaleSignalIgnored(t *testing.T) {
 }
 
 func TestFailureWithFullWindowShrinksWindow(t *testing.T) {
+	t.Parallel()
 	c := New(Config{InitialRate: 1000, InitialWindow: 8, MaxWindow: 8}, t0)
 	// Eight requests in flight (the window is full), the last three time out.
 	for i := 0; i < 5; i++ {
@@ -374,6 +382,7 @@ func TestFailureWithFullWindowShrinksWindow(t *testing.T) {
 }
 
 func TestReturnThenProbe(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		cfg   Config
@@ -392,6 +401,7 @@ func TestReturnThenProbe(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c, d := settled(tc.cfg)
 			c.cfg.MaxRate, c.top = 1000, 1000 // let it grow again
 			d.pause = tc.pause
@@ -430,6 +440,7 @@ func TestReturnThenProbe(t *testing.T) {
 }
 
 func TestPatience(t *testing.T) {
+	t.Parallel()
 	// Refusals that recur at the same rate stretch the probe time: on a steady token bucket the
 	// gaps between refusals grow (after the first ones, which find the limit).
 	r := runSim(simConfig{host: simHost{limit: 10}, duration: 600, rtt: 0.01})
@@ -448,6 +459,7 @@ func TestPatience(t *testing.T) {
 }
 
 func TestSearchAfterOvercut(t *testing.T) {
+	t.Parallel()
 	// Refusals right after each decrease (epochs too short to measure) halve the rate each
 	// time, far below the limit; the plateau is then raised by binary search toward the last
 	// refused rate, one step per ReturnTime, until it is within searchGap of it. The slow cubic
@@ -478,6 +490,7 @@ func TestSearchAfterOvercut(t *testing.T) {
 // measured nothing: the search goes on above it. Before, the rate stayed under the refused
 // 4 req/s for the 30 s that follow (3.3 req/s at the end), held there by the slow probe.
 func TestSpuriousSlowStartRefusal(t *testing.T) {
+	t.Parallel()
 	c := New(Config{}, t0)
 	d := &driver{c: c, now: t0, lat: time.Millisecond}
 	for range 2 { // robots.txt and a first page: slow start reaches 4 req/s
@@ -502,6 +515,7 @@ func TestSpuriousSlowStartRefusal(t *testing.T) {
 }
 
 func TestUnblockAfterRefusalRun(t *testing.T) {
+	t.Parallel()
 	// A host that refuses whatever is sent for 10 s (a sliding-window quota spent, no
 	// Retry-After): each refusal with no success since the last halves the rate, spacing the
 	// run's requests out. The first success ends the run: the rate returns to what the host
@@ -540,6 +554,7 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 }
 
 func TestResumedRefusalRunIsOneEpisode(t *testing.T) {
+	t.Parallel()
 	// A sliding window that has slid only a little lets one request through and blocks
 	// again. The second run is the same episode: at its end the rate is measured from where
 	// the first run's epoch began (settled's 100 successes), not from the first run's last
@@ -583,6 +598,7 @@ func blockedHost(dur time.Duration) (*Controller, *driver) {
 }
 
 func TestResumedRefusalEndsBelowItsRate(t *testing.T) {
+	t.Parallel()
 	// After a run, a single refusal soon after (the rate the run ended with is a little too
 	// high for the window) resumes the episode: the next success ends it like a run, with the
 	// rate measured over the episode, but Beta under the rate just refused, not halved and
@@ -608,6 +624,7 @@ func TestResumedRefusalEndsBelowItsRate(t *testing.T) {
 }
 
 func TestRunWithNothingAcceptedRestartsSlowStart(t *testing.T) {
+	t.Parallel()
 	// A host whose limit someone else has spent (another client, or another of our names for
 	// the same server) refuses from our first page on. When it finally accepts one, the episode
 	// holds nothing to measure: slow start begins again from the initial rate instead of the
@@ -635,6 +652,7 @@ func TestRunWithNothingAcceptedRestartsSlowStart(t *testing.T) {
 }
 
 func TestSearchAfterSlowStartRunIsBounded(t *testing.T) {
+	t.Parallel()
 	// A window limiter lets its whole quota through at any speed: slow start climbs to
 	// hundreds of req/s inside one burst, then the host refuses whatever is sent until the
 	// window has slid. The rate that drew the run's first refusal says nothing of the limit,
@@ -677,6 +695,7 @@ func latencyRound(c *Controller, start time.Time, n int, base time.Duration, wor
 }
 
 func TestLatencySignal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		rounds     int // loaded rounds of 8 requests
@@ -714,6 +733,7 @@ func TestLatencySignal(t *testing.T) {
 }
 
 func TestLatencyAloneIsNoSignal(t *testing.T) {
+	t.Parallel()
 	// Slow answers to requests sent alone cannot be our queueing.
 	c := New(Config{InitialRate: 1000}, t0)
 	now := t0
@@ -729,6 +749,7 @@ func TestLatencyAloneIsNoSignal(t *testing.T) {
 }
 
 func TestBaselineRisesOnlyFromLoneRequests(t *testing.T) {
+	t.Parallel()
 	// MinWindow = MaxWindow: no window to shrink, so loaded latency is observed but not acted on.
 	cfg := Config{InitialRate: 1000, InitialWindow: 4, MinWindow: 4, MaxWindow: 4, BaselineForget: 10 * time.Second}
 	c := New(cfg, t0)
@@ -757,6 +778,7 @@ func TestBaselineRisesOnlyFromLoneRequests(t *testing.T) {
 }
 
 func TestRateNotGrownWhenWindowBound(t *testing.T) {
+	t.Parallel()
 	// Window 2, 500ms per request: 4 req/s get through while the rate allows 10. Every request
 	// is sent the moment a slot frees, so the window, not the rate, is the limit: the rate must
 	// not grow untested, in slow start or after.
@@ -778,6 +800,7 @@ func TestRateNotGrownWhenWindowBound(t *testing.T) {
 }
 
 func TestFloorsAndCeilings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  Config
@@ -818,6 +841,7 @@ func TestFloorsAndCeilings(t *testing.T) {
 }
 
 func TestNeutralMovesNothing(t *testing.T) {
+	t.Parallel()
 	c, d := settled(Config{})
 	before := c.Stats()
 	for i := 0; i < 50; i++ {
@@ -835,6 +859,7 @@ func TestNeutralMovesNothing(t *testing.T) {
 }
 
 func TestOutOfOrderTimes(t *testing.T) {
+	t.Parallel()
 	c := New(Config{}, t0)
 	c.Observe(t0.Add(time.Second), Outcome{Signal: Success, Sent: t0, Latency: time.Second})
 	// Earlier completion time, zero Sent, Sent in the future, negative latency: clamped.
@@ -846,6 +871,7 @@ func TestOutOfOrderTimes(t *testing.T) {
 }
 
 func TestStateRoundTrip(t *testing.T) {
+	t.Parallel()
 	c, d := settled(Config{})
 	d.pause = 0 // a refusal without Retry-After: QuickRefusals must survive the round trip
 	d.refuse(Overload)
@@ -897,6 +923,7 @@ func TestStateRoundTrip(t *testing.T) {
 }
 
 func TestRestoredBaselineIsProvisional(t *testing.T) {
+	t.Parallel()
 	r := Restore(Config{}, State{Rate: 10, Window: 2, Baseline: 10 * time.Millisecond}, t0)
 	now := t0
 	for i := 0; i < 12; i++ {
@@ -908,6 +935,7 @@ func TestRestoredBaselineIsProvisional(t *testing.T) {
 }
 
 func TestRandomOutcomesStayInBounds(t *testing.T) {
+	t.Parallel()
 	const seed = 42
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewSource(seed))
@@ -963,6 +991,7 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 // previous success than any accepted one behaves like a one-token bucket, whose limit the
 // shortest accepted gap measures.
 func TestSingleTokenLimit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		gaps   []float64 // s between consecutive successes (by send time)
@@ -1014,6 +1043,7 @@ func logNormal(rnd *rand.Rand, median time.Duration, sigma float64) time.Duratio
 }
 
 func TestLatencySpreadIsNoSignal(t *testing.T) {
+	t.Parallel()
 	// A host whose latency spreads (p95 ≈ 2.3 × the median) the same at 8 requests in flight as
 	// at one: no latency decrease, for any of 20 seeds.
 	for seed := int64(1); seed <= 20; seed++ {
@@ -1037,6 +1067,7 @@ func TestLatencySpreadIsNoSignal(t *testing.T) {
 }
 
 func TestLatencyQueueingAmidSpread(t *testing.T) {
+	t.Parallel()
 	// Two workers, service times spread as above, 8 requests at a time: six queue, the last
 	// two behind three others each. With the reference slow start's first requests give (32
 	// sent alone), the window comes down to twice the workers or less. (Milder queueing on a
@@ -1065,6 +1096,7 @@ func TestLatencyQueueingAmidSpread(t *testing.T) {
 }
 
 func TestLowPlateauStillProbes(t *testing.T) {
+	t.Parallel()
 	// ProbeRequests stretches the probe at a low plateau, but to no more than maxPatience ×
 	// ProbeTime: a host cut to 1 req/s is probed above it within minutes, not 400 requests.
 	c := New(Config{InitialRate: 1, MaxRate: 1}, t0)
@@ -1089,6 +1121,7 @@ func TestLowPlateauStillProbes(t *testing.T) {
 }
 
 func TestIsolatedFailureMovesNothing(t *testing.T) {
+	t.Parallel()
 	// A page that always fails (a broken endpoint's 502, a timeout) among pages that succeed is
 	// the page's fault: counted, and nothing cut. A third failure among the last 8 outcomes is
 	// the host's.
@@ -1114,6 +1147,7 @@ func TestIsolatedFailureMovesNothing(t *testing.T) {
 }
 
 func TestFailureRunFloorWhileServing(t *testing.T) {
+	t.Parallel()
 	// A run of failures from a host that succeeded within failureServing backs off three
 	// halvings at most (a crawl's last URLs may all be pages that always fail); a minute after
 	// its last success it is an outage, and the halvings go on to the floor.
@@ -1180,6 +1214,7 @@ func randomFailureSeeds(t *testing.T, p float64, dur time.Duration, maxLate int)
 }
 
 func TestBackgroundFailuresAreNotCongestion(t *testing.T) {
+	t.Parallel()
 	// A host that fails a tenth of its requests whatever the rate (a flaky backend, one bad node
 	// behind a balancer), from its first request on: once its background share is known, the
 	// cuts its first clusters drew are undone and its later clusters are not cut at. Before,
@@ -1192,6 +1227,7 @@ func TestBackgroundFailuresAreNotCongestion(t *testing.T) {
 }
 
 func TestHeavyBackgroundFailures(t *testing.T) {
+	t.Parallel()
 	// A fifth of the requests failing at random from the first: most seeds learn the share and
 	// undo the early cuts; a seed whose early cuts took the rate very low needs minutes to see
 	// the 48 outcomes that teach it, and ends low here.
@@ -1201,6 +1237,7 @@ func TestHeavyBackgroundFailures(t *testing.T) {
 }
 
 func TestRandomRefusalsAreNotCongestion(t *testing.T) {
+	t.Parallel()
 	// A host that answers a twentieth of its requests 503 without Retry-After at random (a
 	// proxy with no live upstream now and then), from the first request on. Taken at its word
 	// each one cut the rate: 0.3–1.4 successes/s in the last 30 s, all 12 seeds (checked at
@@ -1228,6 +1265,7 @@ func TestRandomRefusalsAreNotCongestion(t *testing.T) {
 }
 
 func TestLoadFailuresStillCut(t *testing.T) {
+	t.Parallel()
 	// A host that holds 20 req/s and fails the excess (a proxy answering 502 or 504 for what
 	// its backend cannot take): its failures come only near the rate its clusters were cut at,
 	// teach no background share, and are cut at as before (the successes and failure shares
@@ -1249,6 +1287,7 @@ func TestLoadFailuresStillCut(t *testing.T) {
 }
 
 func TestRefusalExcessTeachesNoShare(t *testing.T) {
+	t.Parallel()
 	// A share learned under a rate far above the limit: 20 req/s, half of it refused.
 	f := failureLog{cut: optional[float64]{v: 40, ok: true}, base: 0.4, older: overloadBaseMin, undo: failureUndo{rate: 30}}
 	for i := 0; i < 16; i++ {
@@ -1274,6 +1313,7 @@ func TestRefusalExcessTeachesNoShare(t *testing.T) {
 }
 
 func TestFailureLog(t *testing.T) {
+	t.Parallel()
 	var f failureLog
 	for i := 0; i < 16+failureBaseMin-1; i++ {
 		f.add(i%10 == 0, true)
@@ -1312,6 +1352,7 @@ func TestFailureLog(t *testing.T) {
 }
 
 func TestFailuresBeforeADecreaseCountOnce(t *testing.T) {
+	t.Parallel()
 	// The failures that drew a cut were answered by it: one more failure after it is not a new
 	// cluster with two of the old ones.
 	c, d := settled(Config{})
@@ -1336,6 +1377,7 @@ func TestFailuresBeforeADecreaseCountOnce(t *testing.T) {
 }
 
 func TestBackgroundShareSurvivesRestore(t *testing.T) {
+	t.Parallel()
 	// A resumed crawl keeps what the host taught about its own failures: restored at the rate
 	// it had learned, a host failing a tenth of its requests at random is not cut again while
 	// the share is relearned. Without the share in State, the restored controller had no rate
@@ -1369,6 +1411,7 @@ func TestBackgroundShareSurvivesRestore(t *testing.T) {
 }
 
 func TestStateMovesMidEpisode(t *testing.T) {
+	t.Parallel()
 	// A host saved in a refusal run and restored elsewhere (later, or at once) is still in the
 	// run, and its first success ends it as it would have ended on the first worker: with the
 	// rate measured over the episode, not a fresh slow start.
@@ -1405,6 +1448,7 @@ func TestStateMovesMidEpisode(t *testing.T) {
 }
 
 func TestGrowthFollowsUse(t *testing.T) {
+	t.Parallel()
 	// A rate grows only while it limits sending. A host whose requests each went as soon as
 	// they were ready (DemandSpare: a broad crawl bound by its workers, not by the host) keeps
 	// the rate it used, in slow start and after; one whose rate held ready requests back
@@ -1432,6 +1476,7 @@ func TestGrowthFollowsUse(t *testing.T) {
 }
 
 func TestRingGrowsToItsCapacity(t *testing.T) {
+	t.Parallel()
 	// A ring's buffer grows with use; what it holds is always the latest cap elements in order.
 	for _, capacity := range []int{1, 5, 8, 20} {
 		r := newRing[int](capacity)

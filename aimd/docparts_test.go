@@ -16,6 +16,7 @@ import (
 // declares at top level (a type, function, constant or variable), or `T.m`, a field or method
 // m of type T. The map of the controller then cannot drift from the code.
 func TestDocPartsNameExistingIdentifiers(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/aimd.md")
 	if err != nil {
 		t.Fatal(err)

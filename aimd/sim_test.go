@@ -403,6 +403,7 @@ func (r *simResult) backUnder(from, limit, hold float64) float64 {
 }
 
 func TestSimTokenBucket(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		sc          simConfig
@@ -456,6 +457,7 @@ func TestSimTokenBucket(t *testing.T) {
 }
 
 func TestSimLimitDrop(t *testing.T) {
+	t.Parallel()
 	for _, noPause := range []bool{false, true} {
 		name := "Retry-After honoured"
 		if noPause {
@@ -485,6 +487,7 @@ func TestSimLimitDrop(t *testing.T) {
 }
 
 func TestSimRisingLimit(t *testing.T) {
+	t.Parallel()
 	// 10 req/s, tripled at 30s: the probe finds the new limit.
 	sc := simConfig{host: simHost{limit: 10, service: 0.02, dropAt: 30, dropBy: 3}, duration: 150, rtt: 0.01, jitter: 0.001, seed: 1}
 	r := runSim(sc)
@@ -507,6 +510,7 @@ func TestSimRisingLimit(t *testing.T) {
 }
 
 func TestSimLatencyOnly(t *testing.T) {
+	t.Parallel()
 	// W workers, service time S, never a refusal: latency is the only signal.
 	tests := []struct {
 		workers int
@@ -536,6 +540,7 @@ func TestSimLatencyOnly(t *testing.T) {
 }
 
 func TestSimSpreadLatency(t *testing.T) {
+	t.Parallel()
 	// Real servers' latencies spread (log-normal service times, p95 2-5x the median) whether
 	// or not we load them. The spread alone must not read as congestion: an unlimited host runs
 	// at the full window, a rate-limited one at its limit. A worker pool with spread service
@@ -560,6 +565,7 @@ func TestSimSpreadLatency(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			worst, sum := math.Inf(1), 0.0
 			for seed := int64(1); seed <= 20; seed++ {
 				r := runSim(simConfig{host: tc.host, duration: 60, rtt: 0.02, jitter: 0.002, seed: seed})
@@ -575,6 +581,7 @@ func TestSimSpreadLatency(t *testing.T) {
 }
 
 func TestSimUnlimited(t *testing.T) {
+	t.Parallel()
 	// No limit at all: full speed is MaxWindow (8) requests in flight.
 	sc := simConfig{host: simHost{service: 0.02}, duration: 10, rtt: 0.002, jitter: 0.0005, seed: 1}
 	r := runSim(sc)
@@ -596,6 +603,7 @@ func TestSimUnlimited(t *testing.T) {
 // hidden limits, where every over-limit reply costs a whole-second Retry-After pause that is a
 // visible share of the makespan, and the rate starts at the crawler's default of 2 req/s.
 func TestSimShortCrawl(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		host        simHost
@@ -659,6 +667,7 @@ func checkQuotaCrawl(t *testing.T, sc simConfig, ideal, maxMakespan, maxOver flo
 // fit can be fooled by one for a while) must still ride it. Bounds are regression guards at
 // today's figures. Ideal = pages at quota/window.
 func TestSimFixedWindow(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		window      float64
 		quota       int
@@ -694,6 +703,7 @@ func TestSimFixedWindow(t *testing.T) {
 // overshoot for the whole period (slow start's, a probe's) with a run of refusals, hence over
 // 1% there. Ideal = pages at quota/period.
 func TestSimSlidingWindow(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		period, retry float64
 		quota         int
@@ -709,6 +719,7 @@ func TestSimSlidingWindow(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%d per %gs retry %gs service %gs", tc.quota, tc.period, tc.retry, tc.service), func(t *testing.T) {
+			t.Parallel()
 			for seed := int64(1); seed <= 4; seed++ {
 				sc := simConfig{host: simHost{sliding: tc.period, slidingRetry: tc.retry, quota: tc.quota, service: tc.service}, pages: 2000,
 					duration: 20000, rtt: 0.01, jitter: 0.001, seed: seed}
@@ -733,6 +744,7 @@ func TestSimSlidingWindow(t *testing.T) {
 // doubling 2.9x–3.0x with 1.0%; with both 2.3x–2.5x with 0.67%–0.97%. Bounds are regression
 // guards at today's figures. Ideal = pages at banCount per second.
 func TestSimBan(t *testing.T) {
+	t.Parallel()
 	for seed := int64(1); seed <= 4; seed++ {
 		sc := simConfig{host: simHost{banCount: 50, banFor: 5, service: 0.001}, pages: 3000,
 			duration: 3000, rtt: 0.001, jitter: 0.0005, seed: seed}
@@ -751,6 +763,7 @@ func TestSimBan(t *testing.T) {
 // Now 3, 2 and 2 (1.14x, 1.27x, 1.48x): the two refusals that find the limit, and probes only
 // every 20 pauses. Bounds are regression guards at today's figures.
 func TestSimLongRetryAfter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pause       float64 // s
 		maxOver     int
@@ -798,6 +811,7 @@ func TestSimLongRetryAfter(t *testing.T) {
 // a window's quota per period, a bucket's refill; Controller.unblock), and a refusal with 5 or
 // more of 16 refused lowers the rate the share is learned under (failureLog.excess).
 func TestSimBigBurstBare(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		h       simHost
 		pages   int

@@ -10,6 +10,7 @@ import (
 // MaxRate still win; a refusal's statement is not taken (the rate never rises on a refusal),
 // the next success's is.
 func TestStatedSetsRate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		cfg     Config
@@ -50,6 +51,7 @@ func TestStatedSetsRate(t *testing.T) {
 // TestStatedChange: a statement that moves by more than 1% sets the rate again (down or up);
 // a smaller move, or an answer stating nothing, changes nothing.
 func TestStatedChange(t *testing.T) {
+	t.Parallel()
 	c := New(Config{}, t0)
 	now := t0
 	for i, tc := range []struct {
@@ -67,6 +69,7 @@ func TestStatedChange(t *testing.T) {
 // the second, in a later epoch, refutes the limit: later statements are ignored and the rate
 // is learned above the stated one.
 func TestStatedRefuted(t *testing.T) {
+	t.Parallel()
 	c := New(Config{}, t0)
 	d := &driver{c: c, now: t0, lat: 10 * time.Millisecond, pause: time.Second, stated: 20}
 	d.run(5 * time.Second)

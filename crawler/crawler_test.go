@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // limited host refused no more than learning its limit costs. (Over-limit as a share of a
 // bigger web is TestProgramKilledResumes'.)
 func TestCrawlPoliteAndResumed(t *testing.T) {
-	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 7, Grace: 50 * time.Millisecond})
+	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 7, Grace: 50 * time.Millisecond, KernelArrival: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestProgramKilledResumes(t *testing.T) {
 			specs = append(specs, s)
 		}
 	}
-	web, err := simweb.Start(specs, &simweb.Options{Seed: 11, Grace: 50 * time.Millisecond})
+	web, err := simweb.Start(specs, &simweb.Options{Seed: 11, Grace: 50 * time.Millisecond, KernelArrival: true})
 	if err != nil {
 		t.Fatal(err)
 	}

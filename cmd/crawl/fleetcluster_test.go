@@ -28,6 +28,7 @@ func TestFleetClusterPoliteness(t *testing.T) {
 	}
 	t.Logf("3 workers on a 3-master cluster, politeness web: %d pages in %v, %d over-limit replies (%.2f%%)",
 		pages, time.Since(start).Round(time.Millisecond), over, 100*float64(over)/float64(max(pages, 1)))
+	t.Logf("over-limit replies by host: %s", overLimitByHost(f.web, start))
 	if over*100 > pages {
 		t.Errorf("%d over-limit replies for %d pages: more than 1%%", over, pages)
 	}

@@ -314,3 +314,77 @@ func TestKeeperHandsBackLapsedPartitions(t *testing.T) {
 		t.Fatalf("b: %+v, %v; want the 2 partitions a does not use", ch, err)
 	}
 }
+
+// A worker whose ownerships lapsed on its own clock while its lease lived on in Redis (a Redis
+// outage longer than the TTL's margin, Redis back before the lease ended) still has its name
+// on their owner keys, and no other worker takes a partition from a live owner. When it held
+// more than its fair share (surplus not yet released), it must give back the named partitions
+// it does not take again: TestFleetRedisKilled stalled a minute with two partitions queued,
+// owned in Redis by a live worker that no longer knew it held them.
+func TestKeeperGivesBackWhatItLostAboveItsShare(t *testing.T) {
+	ctx := context.Background()
+	const ttl = time.Minute
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: ttl})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	t0 := time.Now()
+	if ch, err := ka.Tick(ctx, t0); err != nil || len(ch.Acquired) != 4 {
+		t.Fatalf("a alone: %+v, %v; want all 4", ch, err)
+	}
+	if ch, err := kb.Tick(ctx, t0); err != nil || len(ch.Acquired) != 0 || ch.Live != 2 {
+		t.Fatalf("b with a alive: %+v, %v; want nothing, 2 live", ch, err)
+	}
+	late := t0.Add(ttl - ttl/safetyDiv) // a's ownerships lapse before it released its surplus
+	ch, err := ka.Tick(ctx, late)
+	if err != nil || len(ch.Lost) != 4 || len(ch.Acquired) != 2 {
+		t.Fatalf("a after a local lapse: %+v, %v; want 4 lost and its share of 2 taken again", ch, err)
+	}
+	for range 3 {
+		if _, err := kb.Tick(ctx, late); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(kb.Owned(late)); n != 2 {
+		t.Errorf("b holds %d partitions, want the 2 a no longer holds", n)
+	}
+	for p := range 4 {
+		tok, err := a.rdb.Get(ctx, a.k.owner(p)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, byA := ka.holding(p, late)
+		_, byB := kb.holding(p, late)
+		if byA == byB || byA != (tokenWorker(tok) == "a") {
+			t.Errorf("partition %d: owner key %q, held by a %v, by b %v; want one holder, named by the key", p, tok, byA, byB)
+		}
+	}
+}
+
+// An acquire whose answer was lost (the call failed after its script ran) leaves an owner key
+// naming a worker that does not hold the partition: its next Tick looks, even at its fair
+// share, and gives the partition back.
+func TestKeeperGivesBackAnAcquireItDidNotHear(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	settle(t, []*Keeper{ka, kb})
+	p := kb.Owned(time.Now())[0].Partition
+	if err := kb.Release(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.acquireFrom(ctx, time.Now(), p, ""); err != nil || !ok {
+		t.Fatalf("a's acquire of %d: ok=%v err=%v", p, ok, err)
+	}
+	ka.scan.unsure = true // what Tick notes when an acquire call fails
+	for range 2 {
+		for _, k := range []*Keeper{ka, kb} {
+			if _, err := k.Tick(ctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, ok := kb.holding(p, time.Now()); !ok {
+		tok, _ := a.rdb.Get(ctx, a.k.owner(p)).Result()
+		t.Errorf("partition %d: owner key %q, b does not hold it again", p, tok)
+	}
+	checkShares(t, []*Keeper{ka, kb})
+}

@@ -88,6 +88,9 @@ func (h *host) admitLocked(now time.Time, p string) (v verdict, deadline time.Ti
 	h.mu.Lock()
 	s := &h.st
 	st := &s.stats
+	if h.web.kernel && now.Before(st.LastRequest) { // its handler overtaken by a later arrival's
+		now = st.LastRequest
+	}
 	st.Requests++
 	isRobots := p == "/robots.txt"
 	if isRobots {
@@ -268,7 +271,7 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.web.leave()
 	start := time.Now()
-	now := h.web.clock()
+	now := h.web.arrival(r)
 	w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
 	p := r.URL.Path
 

@@ -168,6 +168,13 @@ type Options struct {
 	// inside a window open nothing, so hammering is never forgiven. 0 counts exactly; for
 	// real-clock crawls with per-host concurrency above 1, about 50ms is a fair value.
 	Grace time.Duration
+	// KernelArrival takes a request's arrival time (for everything Clock is read for) from the
+	// kernel's receive time of its bytes (SO_TIMESTAMPNS, Linux only; elsewhere Clock), so that
+	// the server's own lateness on a loaded machine (its handlers running late, requests
+	// queued meanwhile seeming to arrive together) does not count against the client. Arrivals
+	// are never taken as earlier than one the host already counted. It requires the real clock
+	// (Clock nil).
+	KernelArrival bool
 }
 
 // burst returns the effective bucket size.

@@ -67,6 +67,7 @@ type HostStats struct {
 // Web is a running set of simulated hosts. It is safe for concurrent use by multiple goroutines.
 type Web struct {
 	clock    func() time.Time
+	kernel   bool // Options.KernelArrival
 	grace    time.Duration
 	hosts    []*host
 	byName   map[string]*host
@@ -99,6 +100,9 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 	if opts != nil {
 		o = *opts
 	}
+	if o.KernelArrival && o.Clock != nil {
+		return nil, fmt.Errorf("%w: KernelArrival needs the real clock (Clock nil)", ErrBadSpec)
+	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -119,6 +123,7 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 	w := &Web{
 		clock:   o.Clock,
 		grace:   max(o.Grace, 0),
+		kernel:  o.KernelArrival,
 		byName:  make(map[string]*host, len(specs)),
 		closing: make(chan struct{}),
 	}
@@ -157,6 +162,15 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 		for _, h := range w.hosts {
 			w.servers = append(w.servers, newServer(h))
 		}
+	}
+	for i, srv := range w.servers {
+		if o.KernelArrival {
+			lns[i] = newStampListener(lns[i])
+			srv.ConnContext = withConn
+		}
+	}
+	if o.KernelArrival {
+		stampsReady()
 	}
 	for i, srv := range w.servers {
 		// Serve returns http.ErrServerClosed after Close; any other error means the listener

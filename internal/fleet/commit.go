@@ -60,10 +60,6 @@ func newCommits() *commits {
 func (c *commits) commit(f *Frontier, p *pending) outcome {
 	key := commitKey(p.l.o)
 	p.done = make(chan outcome, 1)
-	want := 0 // the ownership's results to wait for
-	if f.opts.CommitLinger > 0 {
-		want = min(f.leasedUnder(key), maxBatch)
-	}
 	c.mu.Lock()
 	c.queue[key] = append(c.queue[key], p)
 	c.more.Broadcast()
@@ -72,8 +68,10 @@ func (c *commits) commit(f *Frontier, p *pending) outcome {
 		return <-p.done
 	}
 	c.running[key] = true
-	if len(c.queue[key]) < want {
-		c.linger(key, want, f.opts.CommitLinger)
+	if f.opts.CommitLinger > 0 { // (f.mu is taken under c.mu, never the other way)
+		if want := min(f.leasedUnder(p.l.o), maxBatch); len(c.queue[key]) < want {
+			c.linger(key, want, f.opts.CommitLinger)
+		}
 	}
 	for {
 		batch := c.queue[key]

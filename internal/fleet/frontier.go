@@ -1113,13 +1113,13 @@ func (f *Frontier) mayHold(o Ownership, at time.Time) bool {
 }
 
 // leasedUnder is how many of the worker's leases (handed out, their results not yet recorded)
-// were leased under the ownership commitKey names.
-func (f *Frontier) leasedUnder(key string) int {
+// were leased under ownership o.
+func (f *Frontier) leasedUnder(o Ownership) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
 	for _, l := range f.leases {
-		if commitKey(l.o) == key {
+		if l.o.Partition == o.Partition && l.o.token == o.token {
 			n++
 		}
 	}

@@ -176,7 +176,8 @@ end
 // addEntries defines add_entries(hosts, used, budget, k, a, n, inc), after seenSet and
 // counters, with the seen-set open (seenOpen): it adds n entries whose keys start at KEYS[k]
 // (per entry its host's queue) and whose arguments start at ARGV[a] (per entry: fingerprint
-// (seenFP), state ('1' to queue, '4' excluded), host, item, exclusion reason), and counts in
+// (seenFP), state ('1' to queue, '4' excluded), host, item, exclusion reason; the caller
+// preloads their buckets: seenPreload(entry_fps({}, a, n))), and counts in
 // inc what it queued ('queued') and excluded ('excluded', 'excluded:REASON'); the caller closes
 // the seen-set. A queue's new items are pushed with one RPUSH. With a budget (> 0), a host's
 // URLs ever queued are counted in used, and an unseen URL of a host at its budget is excluded
@@ -184,10 +185,11 @@ end
 // URLs queued is always there: lease removes it only once it has none). Returns how many it
 // queued and excluded.
 const addEntries = `
+local function entry_fps(fps, a, n) -- appends the fingerprints of n entries from ARGV[a]
+  for i = 0, n - 1 do fps[#fps+1] = ARGV[a + 5*i] end
+  return fps
+end
 local function add_entries(hosts, used, budget, k, a, n, inc)
-  local fps = {}
-  for i = 0, n - 1 do fps[i+1] = ARGV[a + 5*i] end
-  seenPreload(fps)
   local pushes, queues = {}, {}
   local added, excluded = 0, 0
   for i = 0, n - 1 do
@@ -227,6 +229,7 @@ end
 // (0: none), then per entry the five arguments of add_entries. Returns {queued, excluded}.
 var addScript = redis.NewScript(seenSet + counters + addEntries + `
 seenOpen(KEYS[4])
+seenPreload(entry_fps({}, 2, #KEYS - 4))
 local inc, flush = counter(KEYS[2])
 local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5, 2, #KEYS - 4, inc)
 seenClose()
@@ -300,8 +303,7 @@ local fps = {}
 for i = 0, nres - 1 do
   if res[i+1] == 1 and ARGV[7 + 7*i] ~= 'r' then fps[#fps+1] = ARGV[6 + 7*i] end
 end
-for i = 5 + 7*nres, #ARGV, 5 do fps[#fps+1] = ARGV[i] end
-seenPreload(fps)
+seenPreload(entry_fps(fps, 5 + 7*nres, #KEYS - 7 - nres))
 for i = 0, nres - 1 do
   if res[i+1] == 1 then
     local a = 5 + 7*i

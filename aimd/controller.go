@@ -29,6 +29,7 @@ type Controller struct {
 	lat    latencyRef  // the host's own latency: baseline and reference
 	fails  failureLog  // the recent Failures, and the host's background share of them
 	overs  failureLog  // the same for bare refusals (Overload with no pause)
+	served servedPeak  // the highest success rate the host answered lately
 	counts counters
 
 	last    time.Time // latest time seen
@@ -143,6 +144,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	// 3. A success ends a refusal run; the episode may restore the rate it measured.
 	if o.Signal == Success {
 		c.counts.lastOK = max(c.counts.lastOK, s.sent)
+		c.served.note(s.sent, c.recentAccepted(s.sent+1))
 		if !stale {
 			c.epoch.ok++
 			if c.ep.endsRun() {
@@ -197,8 +199,9 @@ func (c *Controller) count(o Outcome) bool {
 
 // remember records the finished request o in the failure logs, the samples and the fit's log,
 // and returns its sample. isolated reports a Failure or bare refusal too rare to be congestion
-// (see failureLog.signal, overloadNeed). A background share that has just become known may
-// undo the cuts made before it (rejudge).
+// (see failureLog.signal, overloadNeed), or a Failure far under what the host has just served
+// (servedPeak). A background share that has just become known may undo the cuts made before it
+// (rejudge).
 func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool) {
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
@@ -215,8 +218,10 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool
 	if c.overs.undo.pending() && overNeed > 1 {
 		c.rejudge(&c.overs.undo, overNeed)
 	}
-	isolated = o.Signal == Failure && !c.fails.signal(run) || bare && !c.overs.reaches(run, overNeed)
-	s = sample{sent: toNanos(sent), done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare, demand: o.Demand}
+	ts := toNanos(sent)
+	isolated = o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))) ||
+		bare && !c.overs.reaches(run, overNeed)
+	s = sample{sent: ts, done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare, demand: o.Demand}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
 		s.conc = o.InFlight

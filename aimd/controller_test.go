@@ -1152,6 +1152,7 @@ func TestFailureRunFloorWhileServing(t *testing.T) {
 	// halvings at most (a crawl's last URLs may all be pages that always fail); a minute after
 	// its last success it is an outage, and the halvings go on to the floor.
 	c, d := settled(Config{})
+	d.now = d.now.Add(servedMemory + time.Second) // the run is not under a peak served lately (R45)
 	for i := 0; i < 10; i++ {
 		d.refuse(Failure)
 	}
@@ -1163,6 +1164,30 @@ func TestFailureRunFloorWhileServing(t *testing.T) {
 	d.refuse(Failure)
 	if r := c.Rate(); r > 0.6*floor {
 		t.Errorf("a minute after the last success a failure left the rate at %.3f, want it halved below %.3f", r, floor)
+	}
+}
+
+func TestFailuresUnderTheServedRateStop(t *testing.T) {
+	t.Parallel()
+	// A crawl's last URLs are pages that fail, answered in a row just after the host served
+	// 10 req/s. The first cuts answer them; once the rate is under half of what the host has
+	// just served, slowing down cannot relieve them and they move nothing (R26 alone let the
+	// run halve the rate to 1/8). A peak older than servedMemory protects nothing.
+	c, d := settled(Config{})
+	for i := 0; i < 12; i++ {
+		d.refuse(Failure)
+	}
+	st := c.Stats()
+	if st.Rate < servedUnder*servedUnder*10 || st.Rate > servedUnder*10 || st.Decreases > 3 {
+		t.Fatalf("12 failures after the host served 10 req/s: rate %.2f after %d decreases; want within [%.2f, %.2f] after at most 3",
+			st.Rate, st.Decreases, servedUnder*servedUnder*10, servedUnder*10)
+	}
+	d.now = d.now.Add(servedMemory)
+	for i := 0; i < 4; i++ {
+		d.refuse(Failure)
+	}
+	if after := c.Stats(); after.Decreases == st.Decreases || after.Rate >= st.Rate {
+		t.Errorf("failures %v after the host last served moved nothing (rate %.2f); want cuts", servedMemory, after.Rate)
 	}
 }
 

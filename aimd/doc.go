@@ -34,8 +34,9 @@
 //     decrease belongs to the epoch that decrease answered.
 //   - The rate never rises on a refusal, and grows only while it is the binding limit (sends
 //     spaced as fast as it allows, with a window slot free).
-//   - A Failure moves the rate only in a cluster, and a bare refusal (no Retry-After) only
-//     beyond the host's learned background share of them.
+//   - A Failure moves the rate only in a cluster, and not while sent at under half the success
+//     rate the host answered within the last 10 s; a bare refusal (no Retry-After) only beyond
+//     the host's learned background share of them.
 //   - The window shrinks only on a latency signal that our own concurrency explains, or on
 //     Failures with the window full.
 //   - Outcomes with out-of-order times are clamped; invalid Config and State fields are

@@ -242,10 +242,13 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 		resp, err := c.client.Get(ctx, u)
 		now := time.Now()
 		e.FetchedAt = now
-		if ctx.Err() != nil { // shutting down: leave the host as it was
+		if ctx.Err() != nil {
+			// Shutting down, or the host moved to another worker of a shared crawl: leave
+			// the host as if never loaded, so that its robots.txt is looked up again (in the
+			// store and the shared cache, where the host's next owner may have saved it).
 			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
 			rs.mu.Lock()
-			rs.pending = false
+			rs.pending, rs.loaded = false, false
 			rs.mu.Unlock()
 			return nil
 		}

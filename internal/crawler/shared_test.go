@@ -26,6 +26,7 @@ type sharedFake struct {
 	*frontier.Frontier
 	states   hostlimit.StateStore
 	robots   *robotsFake // nil: no robots.txt shared
+	hostCtx  func(ctx context.Context, host string) context.Context // nil: ctx itself
 	mu       sync.Mutex
 	sets     map[string][]string
 	values   map[string]string
@@ -77,7 +78,12 @@ func (s *sharedFake) Where() (redis, crawl string) { return "fake://", "fake" }
 
 func (s *sharedFake) HostStates() hostlimit.StateStore { return s.states }
 
-func (s *sharedFake) HostContext(ctx context.Context, host string) context.Context { return ctx }
+func (s *sharedFake) HostContext(ctx context.Context, host string) context.Context {
+	if s.hostCtx != nil {
+		return s.hostCtx(ctx, host)
+	}
+	return ctx
+}
 
 func (s *sharedFake) LoadRobots(host string) ([]byte, bool, error) {
 	if s.robots == nil {
@@ -243,6 +249,53 @@ func TestSharedRobots(t *testing.T) {
 	}
 	if n, violations := robotsRequests(); n != first || violations != 0 {
 		t.Errorf("the second worker requested robots.txt %d times and disallowed paths %d times; want 0 and 0", n-first, violations)
+	}
+}
+
+// A robots.txt fetch cut short because the host's partition moved (its context cancelled)
+// leaves the host as if never loaded: when the worker holds the host again, it takes the
+// robots.txt another owner saved meanwhile instead of fetching its own.
+func TestSharedRobotsAfterAMove(t *testing.T) {
+	web, err := simweb.Start(simweb.Small(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	saved := &robotsFake{m: map[string][]byte{}}
+	first := newSharedFake(t)
+	first.robots = saved
+	runShared(t, testConfig(t, web), first) // every host's robots.txt, saved by an earlier owner
+	before := 0
+	for _, st := range web.Stats() {
+		before += st.RobotsRequests
+	}
+	sh := newSharedFake(t)
+	sh.robots = &robotsFake{m: map[string][]byte{}} // nothing saved yet when the host is met
+	var mu sync.Mutex
+	moved := map[string]bool{}
+	sh.hostCtx = func(ctx context.Context, host string) context.Context {
+		mu.Lock()
+		defer mu.Unlock()
+		if !moved[host] { // the first request to host is cut short by a move...
+			moved[host] = true
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return ctx
+		}
+		saved.mu.Lock() // ...meanwhile its next owner fetched and saved its robots.txt
+		if b, ok := saved.m[host]; ok {
+			sh.robots.SaveRobots(host, b)
+		}
+		saved.mu.Unlock()
+		return ctx
+	}
+	runShared(t, testConfig(t, web), sh)
+	after := 0
+	for _, st := range web.Stats() {
+		after += st.RobotsRequests
+	}
+	if after != before || len(moved) == 0 {
+		t.Errorf("robots.txt requested %d more times after %d cut short by a move; want none: the saved ones are used", after-before, len(moved))
 	}
 }
 

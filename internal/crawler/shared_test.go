@@ -25,7 +25,7 @@ import (
 type sharedFake struct {
 	*frontier.Frontier
 	states   hostlimit.StateStore
-	robots   *robotsFake // nil: no robots.txt shared
+	robots   *robotsFake                                            // nil: no robots.txt shared
 	hostCtx  func(ctx context.Context, host string) context.Context // nil: ctx itself
 	mu       sync.Mutex
 	sets     map[string][]string

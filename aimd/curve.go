@@ -22,8 +22,15 @@ const (
 
 	// starvedBelow: a plateau more than this factor under both the highest plateau held
 	// (curve.peak) and InitialRate is starved: its probe is not stretched, and it restarts
-	// slow start after one probe time unrefused (R44).
-	starvedBelow = 4
+	// slow start after one probe time unrefused (R44). Where refusals cost no pause, so is a
+	// plateau under InitialRate and this factor under the highest rate sustained
+	// (curve.sustained), and it restarts after ProbeTime / quickStarvedWait (R45).
+	starvedBelow     = 4
+	quickStarvedWait = 4
+
+	// sustainedSends: a rate counts as sustained (curve.sustained) once the curve has had this
+	// many successes since the last decrease at or above it (R45).
+	sustainedSends = 5
 
 	// pauseProbeRatio, maxPauseProbe: the probe time is at least pauseProbeRatio × the pause
 	// the last refusal cost, up to maxPauseProbe.
@@ -44,6 +51,7 @@ type curve struct {
 	steps     int           // successes since the last decrease or search step
 	searched  bool          // a search step was taken since the last decrease
 	peak      float64       // the highest plateau held so far (0: none; not persisted)
+	sustained float64       // the highest rate held for sustainedSends successes after a decrease (0: none; not persisted)
 }
 
 // restart starts the curve afresh at rate from, returning to plateau.
@@ -120,20 +128,54 @@ func (c *Controller) searchSends() int {
 	return searchSends
 }
 
-// starved reports whether the plateau lies more than starvedBelow under both the highest
-// plateau held and InitialRate: what the host allowed before is far above it (R44).
-func (c *Controller) starved() bool {
+// starvation says whether the plateau is starved: far under what the host allowed before, so
+// that what holds it down (another client of the same limit) may be gone.
+type starvation uint8
+
+const (
+	notStarved   starvation = iota
+	starved                 // more than starvedBelow under both the peak and InitialRate (R44)
+	quickStarved            // starved where refusals cost no pause, or under InitialRate and starvedBelow under the rate sustained (R45)
+)
+
+// starvation judges the plateau against the highest plateau held and InitialRate (R44) and,
+// where the last refusal paused nothing, a plateau under InitialRate against the highest rate
+// sustained after a decrease (R45). Slow start's rates count for the peak, not as sustained:
+// a big bucket's burst takes them.
+func (c *Controller) starvation() starvation {
 	k := &c.curve
-	return k.plateau*starvedBelow < min(k.peak, c.cfg.InitialRate)
+	switch {
+	case k.plateau*starvedBelow < min(k.peak, c.cfg.InitialRate):
+		if c.pace.quick {
+			return quickStarved
+		}
+		return starved
+	case c.pace.quick && k.plateau < c.cfg.InitialRate && k.plateau*starvedBelow < k.sustained:
+		return quickStarved
+	}
+	return notStarved
+}
+
+// starvedWait is how long a starved plateau is held unrefused, after the return time, before
+// slow start begins again: the probe time (R44), or ProbeTime / quickStarvedWait where
+// refusals cost no pause (R45); ok is false if the plateau is not starved.
+func (c *Controller) starvedWait() (wait time.Duration, ok bool) {
+	switch c.starvation() {
+	case quickStarved:
+		return c.cfg.ProbeTime / quickStarvedWait, true
+	case starved:
+		return time.Duration(c.probeSeconds() * float64(time.Second)), true
+	}
+	return 0, false
 }
 
 // probeSeconds is the current probe time: the pace's probe time, stretched to ProbeRequests
 // sending intervals at the plateau (at most maxPatience × ProbeTime), and at least
 // pauseProbeRatio × the last refusal's pause (at most maxPauseProbe). A starved plateau's
-// probe time is ProbeTime, not stretched (R44).
+// probe time is ProbeTime, not stretched (R44, R45).
 func (c *Controller) probeSeconds() float64 {
 	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
-	if c.starved() {
+	if c.starvation() != notStarved {
 		return max(c.cfg.ProbeTime.Seconds(), pause)
 	}
 	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*c.cfg.ProbeTime.Seconds())
@@ -172,6 +214,9 @@ func (c *Controller) climb(dt time.Duration) {
 	k, pf := &c.curve, c.cfg.PlateauFactor
 	k.advance(dt)
 	k.steps++
+	if k.steps >= sustainedSends {
+		k.sustained = max(k.sustained, min(c.rate, k.plateau))
+	}
 	stepDue := k.elapsed >= c.returnTime() && k.steps >= c.searchSends()
 	if stepDue && c.target.reached(k.plateau, pf) {
 		switch c.target.kind {
@@ -199,11 +244,13 @@ func (c *Controller) climb(dt time.Duration) {
 	if c.target.kind != noTarget && c.rate > c.target.rate {
 		c.target.clear() // beyond the target without a refusal: the limit has risen
 	}
-	if c.starved() && k.elapsed >= c.returnTime()+time.Duration(c.probeSeconds()*float64(time.Second)) {
-		// A starved plateau held unrefused for one probe time: what starved it (another
-		// client of the same limit) may be gone. Slow start again, from at least InitialRate;
-		// each such restart halves the peak, so a limit that really fell stops them (R44).
+	if w, ok := c.starvedWait(); ok && k.elapsed >= c.returnTime()+w {
+		// A starved plateau held unrefused for one probe time (R44), or a quarter of one
+		// where refusals cost no pause (R45): what starved it (another client of the same
+		// limit) may be gone. Slow start again, from at least InitialRate; each such restart
+		// halves the peak and the rate sustained, so a limit that really fell stops them.
 		k.peak /= 2
+		k.sustained /= 2
 		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
 		k.slowStart = true
 		c.win.mode = windowFollowsRate

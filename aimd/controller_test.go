@@ -1152,7 +1152,7 @@ func TestFailureRunFloorWhileServing(t *testing.T) {
 	// halvings at most (a crawl's last URLs may all be pages that always fail); a minute after
 	// its last success it is an outage, and the halvings go on to the floor.
 	c, d := settled(Config{})
-	d.now = d.now.Add(servedMemory + time.Second) // the run is not under a peak served lately (R45)
+	d.now = d.now.Add(servedMemory + time.Second) // the run is not under a peak served lately (R46)
 	for i := 0; i < 10; i++ {
 		d.refuse(Failure)
 	}

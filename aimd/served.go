@@ -5,7 +5,7 @@ import "time"
 const (
 	// servedUnder, servedMemory: a Failure sent at no more than servedUnder × the success rate
 	// the host answered at its peak within servedMemory before is not congestion (docs/aimd.md,
-	// R45).
+	// R46).
 	servedUnder  = 0.5
 	servedMemory = 10 * time.Second
 )

@@ -215,6 +215,16 @@ func (r *robotsFake) SaveRobots(host string, b []byte) error {
 	return nil
 }
 
+// robotsRequests is how many times the web's hosts were asked for robots.txt, and how many
+// requests they had for paths it disallows.
+func robotsRequests(web *simweb.Web) (n, violations int) {
+	for _, st := range web.Stats() {
+		n += st.RobotsRequests
+		violations += st.RobotsViolations
+	}
+	return n, violations
+}
+
 // A host's robots.txt fetched by one worker of a shared crawl is used by the next without a
 // fetch of its own, and its rules hold there.
 func TestSharedRobots(t *testing.T) {
@@ -231,15 +241,8 @@ func TestSharedRobots(t *testing.T) {
 		runShared(t, cfg, sh)
 		return cfg.Dir
 	}
-	robotsRequests := func() (n, violations int) {
-		for _, st := range web.Stats() {
-			n += st.RobotsRequests
-			violations += st.RobotsViolations
-		}
-		return n, violations
-	}
 	firstDir := crawl()
-	first, _ := robotsRequests()
+	first, _ := robotsRequests(web)
 	if len(robots.m) != len(web.Seeds()) || first < len(robots.m) {
 		t.Fatalf("after the first worker: %d robots.txt shared, %d requested; want one per host (%d)", len(robots.m), first, len(web.Seeds()))
 	}
@@ -247,7 +250,7 @@ func TestSharedRobots(t *testing.T) {
 	if got, want := len(storedOK(t, dir)), len(storedOK(t, firstDir)); got != want || got == 0 {
 		t.Errorf("the second worker stored %d pages, the first %d", got, want)
 	}
-	if n, violations := robotsRequests(); n != first || violations != 0 {
+	if n, violations := robotsRequests(web); n != first || violations != 0 {
 		t.Errorf("the second worker requested robots.txt %d times and disallowed paths %d times; want 0 and 0", n-first, violations)
 	}
 }
@@ -265,10 +268,7 @@ func TestSharedRobotsAfterAMove(t *testing.T) {
 	first := newSharedFake(t)
 	first.robots = saved
 	runShared(t, testConfig(t, web), first) // every host's robots.txt, saved by an earlier owner
-	before := 0
-	for _, st := range web.Stats() {
-		before += st.RobotsRequests
-	}
+	before, _ := robotsRequests(web)
 	sh := newSharedFake(t)
 	sh.robots = &robotsFake{m: map[string][]byte{}} // nothing saved yet when the host is met
 	var mu sync.Mutex
@@ -290,10 +290,7 @@ func TestSharedRobotsAfterAMove(t *testing.T) {
 		return ctx
 	}
 	runShared(t, testConfig(t, web), sh)
-	after := 0
-	for _, st := range web.Stats() {
-		after += st.RobotsRequests
-	}
+	after, _ := robotsRequests(web)
 	if after != before || len(moved) == 0 {
 		t.Errorf("robots.txt requested %d more times after %d cut short by a move; want none: the saved ones are used", after-before, len(moved))
 	}

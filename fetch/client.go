@@ -194,6 +194,9 @@ type GetOptions struct {
 	// the Response has Body nil, ContentType that type and BodyState BodyRefused. A response
 	// without a usable Content-Type is read (its type can only be sniffed from the body).
 	AcceptType func(mediaType string) bool
+	// Wrote, if not nil, is called with the time the request was written to the connection
+	// (a per-host gate paces from it: see hostlimit.Ticket.Wrote).
+	Wrote func(time.Time)
 }
 
 // GetWith is Get shaped by o.
@@ -223,10 +226,15 @@ func (c *Client) GetWith(ctx context.Context, u *url.URL, o GetOptions) (*Respon
 			}
 		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				mu.Lock()
-				defer mu.Unlock()
-				wrote = time.Now()
+			if info.Err != nil {
+				return
+			}
+			at := time.Now()
+			mu.Lock()
+			wrote = at
+			mu.Unlock()
+			if o.Wrote != nil {
+				o.Wrote(at)
 			}
 		},
 	}

@@ -47,6 +47,12 @@
 // average 1/rate, and none is shorter than 1/rate by more than that credit, which is within
 // the margin aimd keeps under a one-token server's limit (host.go, maxLateCredit).
 //
+// The server sees when a request arrives, not when it was admitted. One that leaves late (a
+// busy machine, a dial or a TLS handshake before it) would leave the next one, sent on time, a
+// gap shorter than the interval. The caller tells the ticket when its request was written
+// (Ticket.Wrote, from httptrace's WroteRequest), and a burst-1 bucket admits nothing until an
+// interval after that write, less the same late credit.
+//
 // # Window: a counter, not a semaphore
 //
 // The window (requests in flight) is a plain counter compared against the controller's Window(),

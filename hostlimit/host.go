@@ -52,15 +52,18 @@ type host struct {
 	ceiling     float64 // Crawl-delay cap, req/s; 0 = none
 	inFlight    int
 	pausedUntil time.Time
-	last        time.Time // latest time seen; earlier times are clamped to it
-	lastActive  time.Time
-	admitted    uint64
-	demand      aimd.Demand   // what the next admitted request tells the controller (see Config.DemandByCaller)
-	byCaller    bool          // Config.DemandByCaller
-	stateErr    string        // why saved state could not be loaded, if it could not
-	changed     chan struct{} // closed (and replaced) when a waiter may now get in sooner
-	evicting    bool          // state saved by a running Evict; cleared by any use
-	evicted     bool          // removed from the registry: callers must look the key up again
+	// wireFree is the earliest a burst-1 bucket admits again after a request reached the wire
+	// late (see Ticket.Wrote): its write plus one interval, less the late credit.
+	wireFree   time.Time
+	last       time.Time // latest time seen; earlier times are clamped to it
+	lastActive time.Time
+	admitted   uint64
+	demand     aimd.Demand   // what the next admitted request tells the controller (see Config.DemandByCaller)
+	byCaller   bool          // Config.DemandByCaller
+	stateErr   string        // why saved state could not be loaded, if it could not
+	changed    chan struct{} // closed (and replaced) when a waiter may now get in sooner
+	evicting   bool          // state saved by a running Evict; cleared by any use
+	evicted    bool          // removed from the registry: callers must look the key up again
 }
 
 func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, loadErr error) *host {
@@ -185,6 +188,9 @@ func (h *host) tryAdmitLocked(now time.Time) (*Ticket, time.Time) {
 	if ready := h.tokenReadyAtLocked(now); ready.After(now) {
 		return nil, ready
 	}
+	if now.Before(h.wireFree) {
+		return nil, h.wireFree
+	}
 	// A late request takes its token as of when it was due (creditLocked); if float rounding
 	// leaves a hair less than a token then, it takes it now.
 	at := h.creditLocked(now)
@@ -215,7 +221,8 @@ func (h *host) unheld() aimd.Demand {
 // A pause or a full window holds nothing back that the rate could change.
 func (h *host) starveLocked(now time.Time) {
 	now = h.clockLocked(now)
-	if now.Before(h.pausedUntil) || h.inFlight >= h.windowLocked() || !h.tokenReadyAtLocked(now).After(now) {
+	if now.Before(h.pausedUntil) || h.inFlight >= h.windowLocked() ||
+		(!h.tokenReadyAtLocked(now).After(now) && !now.Before(h.wireFree)) {
 		return
 	}
 	h.demand = aimd.DemandHeld
@@ -226,15 +233,22 @@ func (h *host) starveLocked(now time.Time) {
 // than the late credit before now (see maxLateCredit). The bucket must hold a whole token at
 // now.
 func (h *host) creditLocked(now time.Time) time.Time {
-	credit := maxLateCredit
-	if h.limit > 0 {
-		credit = min(credit, time.Duration(lateShare/h.limit*float64(time.Second)))
-	}
+	credit := h.lateCreditLocked()
 	at := later(now.Add(-credit), later(h.creditFrom, h.pausedUntil))
 	if ready := h.tokenReadyAtLocked(at); ready.Before(now) {
 		return ready
 	}
 	return now
+}
+
+// lateCreditLocked is how much earlier than now a late request may take its token: maxLateCredit
+// or lateShare of the sending interval, whichever is less.
+func (h *host) lateCreditLocked() time.Duration {
+	credit := maxLateCredit
+	if h.limit > 0 {
+		credit = min(credit, time.Duration(lateShare/h.limit*float64(time.Second)))
+	}
+	return credit
 }
 
 func later(a, b time.Time) time.Time {
@@ -281,6 +295,23 @@ func (t *Ticket) Host() string { return t.h.key }
 
 // Sent returns the time the ticket was admitted.
 func (t *Ticket) Sent() time.Time { return t.sent }
+
+// Wrote tells the gate that the ticket's request reached the wire at at. A burst-1 bucket took
+// the request's token when it was admitted; a request that left later than that (a busy
+// machine, a dial or a handshake first) would otherwise leave the next one, sent on time, a
+// shorter gap than the rate's interval at the server. So the host admits nothing until one
+// interval after at, less the late credit. Calls after Done, or for a bucket whose burst
+// exceeds 1, have no effect.
+func (t *Ticket) Wrote(at time.Time) {
+	h := t.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t.done || h.burst > 1 || h.limit <= 0 {
+		return
+	}
+	free := at.Add(time.Duration(float64(time.Second)/h.limit) - h.lateCreditLocked())
+	h.wireFree = later(h.wireFree, free)
+}
 
 // Done releases the ticket's window slot and feeds the outcome to the host's controller, which
 // may change the host's rate and window. A positive o.Pause (Retry-After, or a spent quota)

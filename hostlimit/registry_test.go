@@ -134,6 +134,38 @@ func TestLateCreditNotBeforeItCouldSend(t *testing.T) {
 	})
 }
 
+// TestWroteLatePushesTheNext: a request that reached the wire late (a busy machine, a dial
+// first) leaves the next one at least an interval less the late credit behind it at the
+// server, not an interval behind its admission; one written on time changes nothing.
+func TestWroteLatePushesTheNext(t *testing.T) {
+	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(10, 4)}, nil)
+	tk, _ := r.TryAdmit(t0, "a.test")
+	tk.Wrote(t0.Add(60 * time.Millisecond))
+	_, ready := r.TryAdmit(t0.Add(100*time.Millisecond), "a.test")
+	if want := t0.Add(159 * time.Millisecond); !ready.Equal(want) { // 60 + 100 − 1 ms credit
+		t.Fatalf("readyAt %v after a write at +60ms, want %v", ready.Sub(t0), want.Sub(t0))
+	}
+	if tk, _ := r.TryAdmit(ready.Add(-time.Nanosecond), "a.test"); tk != nil {
+		t.Fatal("admitted a nanosecond before readyAt")
+	}
+	tk2, _ := r.TryAdmit(ready, "a.test")
+	if tk2 == nil {
+		t.Fatal("refused at readyAt")
+	}
+	// held back past its token, tk2 took it with the 1 ms late credit: the bucket's next
+	// token is 99 ms on, and a write on time does not move it
+	tk2.Wrote(ready)
+	if _, next := r.TryAdmit(ready.Add(time.Millisecond), "a.test"); !next.Equal(ready.Add(99 * time.Millisecond)) {
+		t.Fatalf("after a write on time: readyAt %v later, want 99ms", next.Sub(ready))
+	}
+	tk.Done(ready, neutral)
+	tk.Wrote(ready.Add(time.Hour)) // after Done: no effect
+	tk2.Done(ready, neutral)
+	if _, next := r.TryAdmit(ready.Add(time.Millisecond), "a.test"); !next.Equal(ready.Add(99 * time.Millisecond)) {
+		t.Fatalf("a Wrote after Done moved readyAt to %v later", next.Sub(ready))
+	}
+}
+
 func TestWindow(t *testing.T) {
 	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(1000, 3)}, nil)
 	now := t0

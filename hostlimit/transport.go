@@ -232,7 +232,13 @@ func discard(b io.ReadCloser) {
 // response with a body, whose ticket is Done when the body is read to the end or closed.
 func (t *transport) send(req *http.Request, tk *Ticket, key string, attempt int, waited time.Duration) (*http.Response, time.Duration, error) {
 	var wrote atomic.Int64 // UnixNano of WroteRequest; 0 until then
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(t.now().UnixNano()) }}
+	trace := &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err == nil {
+			at := t.now()
+			wrote.Store(at.UnixNano())
+			tk.Wrote(at)
+		}
+	}}
 	r := req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	sent := t.now()
 	resp, err := t.base.RoundTrip(r)

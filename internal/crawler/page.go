@@ -27,7 +27,7 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		last = c.lastVersionOf(l.Prev)
 	}
 	sent := time.Now()
-	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{If: last.v, AcceptType: c.acceptType()})
+	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{If: last.v, AcceptType: c.acceptType(), Wrote: t.Wrote})
 	now := time.Now()
 	if ctx.Err() != nil {
 		t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})

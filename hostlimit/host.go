@@ -52,9 +52,9 @@ type host struct {
 	ceiling     float64 // Crawl-delay cap, req/s; 0 = none
 	inFlight    int
 	pausedUntil time.Time
-	// wireFree is the earliest a burst-1 bucket admits again after a request reached the wire
-	// late (see Ticket.Wrote): its write plus one interval, less the late credit.
-	wireFree   time.Time
+	// wrote is the latest time a request reached the wire (see Ticket.Wrote); a burst-1
+	// bucket admits nothing until one interval after it, less the late credit.
+	wrote      time.Time
 	last       time.Time // latest time seen; earlier times are clamped to it
 	lastActive time.Time
 	admitted   uint64
@@ -188,8 +188,8 @@ func (h *host) tryAdmitLocked(now time.Time) (*Ticket, time.Time) {
 	if ready := h.tokenReadyAtLocked(now); ready.After(now) {
 		return nil, ready
 	}
-	if now.Before(h.wireFree) {
-		return nil, h.wireFree
+	if free := h.wireFreeLocked(); now.Before(free) {
+		return nil, free
 	}
 	// A late request takes its token as of when it was due (creditLocked); if float rounding
 	// leaves a hair less than a token then, it takes it now.
@@ -222,7 +222,7 @@ func (h *host) unheld() aimd.Demand {
 func (h *host) starveLocked(now time.Time) {
 	now = h.clockLocked(now)
 	if now.Before(h.pausedUntil) || h.inFlight >= h.windowLocked() ||
-		(!h.tokenReadyAtLocked(now).After(now) && !now.Before(h.wireFree)) {
+		(!h.tokenReadyAtLocked(now).After(now) && !now.Before(h.wireFreeLocked())) {
 		return
 	}
 	h.demand = aimd.DemandHeld
@@ -249,6 +249,15 @@ func (h *host) lateCreditLocked() time.Duration {
 		credit = min(credit, time.Duration(lateShare/h.limit*float64(time.Second)))
 	}
 	return credit
+}
+
+// wireFreeLocked is the earliest a burst-1 bucket admits after the latest write: one interval at
+// the current rate, less the late credit. Zero for a larger burst, no rate or no write yet.
+func (h *host) wireFreeLocked() time.Time {
+	if h.burst > 1 || h.limit <= 0 || h.wrote.IsZero() {
+		return time.Time{}
+	}
+	return h.wrote.Add(time.Duration(float64(time.Second)/h.limit) - h.lateCreditLocked())
 }
 
 func later(a, b time.Time) time.Time {
@@ -299,18 +308,17 @@ func (t *Ticket) Sent() time.Time { return t.sent }
 // Wrote tells the gate that the ticket's request reached the wire at at. A burst-1 bucket took
 // the request's token when it was admitted; a request that left later than that (a busy
 // machine, a dial or a handshake first) would otherwise leave the next one, sent on time, a
-// shorter gap than the rate's interval at the server. So the host admits nothing until one
-// interval after at, less the late credit. Calls after Done, or for a bucket whose burst
-// exceeds 1, have no effect.
+// shorter gap than the rate's interval at the server. So while the bucket's burst is 1 the host
+// admits nothing until one interval after the latest write, less the late credit. Calls after
+// Done have no effect.
 func (t *Ticket) Wrote(at time.Time) {
 	h := t.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if t.done || h.burst > 1 || h.limit <= 0 {
+	if t.done {
 		return
 	}
-	free := at.Add(time.Duration(float64(time.Second)/h.limit) - h.lateCreditLocked())
-	h.wireFree = later(h.wireFree, free)
+	h.wrote = later(h.wrote, at)
 }
 
 // Done releases the ticket's window slot and feeds the outcome to the host's controller, which

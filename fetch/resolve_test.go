@@ -173,19 +173,24 @@ func TestResolverSlowNameHoldsOnlyItself(t *testing.T) {
 	}
 }
 
-// TestResolverTimeout: a lookup past the timeout fails as a timeout and is not kept.
+// TestResolverTimeout: a lookup past the timeout fails as a timeout and is not kept: the next
+// lookup asks the server again. (How many of a lookup's two queries leave before its timeout
+// depends on the machine's load, so only that the server is asked again is checked.)
 func TestResolverTimeout(t *testing.T) {
 	dnsSrv := startDNS(t, time.Minute)
-	r, _ := newTestResolver(dnsSrv.Addr(), 50*time.Millisecond)
+	r, _ := newTestResolver(dnsSrv.Addr(), 250*time.Millisecond)
+	asked := 0
 	for i := 1; i <= 2; i++ {
 		_, err := r.LookupNetIP(context.Background(), "slow.test")
 		var dnsErr *net.DNSError
 		if !errors.As(err, &dnsErr) || !dnsErr.IsTimeout {
 			t.Fatalf("lookup %d: %v, want a timeout *net.DNSError", i, err)
 		}
-		if got := dnsSrv.Queries("slow.test"); got != 2*i {
-			t.Errorf("lookup %d: %d queries, want %d (a timeout is not kept)", i, got, 2*i)
+		got := dnsSrv.Queries("slow.test")
+		if got <= asked || got > 2*i {
+			t.Errorf("lookup %d: %d queries after %d, want 1 or 2 more (a timeout is not kept)", i, got, asked)
 		}
+		asked = got
 	}
 }
 

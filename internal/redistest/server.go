@@ -259,13 +259,28 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ping checks that s answers PING.
+// ping checks that s's own process answers on s.Addr. Another test's server may hold the port
+// (picked free by both, bound by the other first): its answer is an error, so that start tries
+// another port instead of handing out a server two tests would share.
 func (s *Server) ping() error {
 	rdb := s.Client()
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	return rdb.Ping(ctx).Err()
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	want := strconv.Itoa(s.PID())
+	for _, line := range strings.Split(info, "\r\n") {
+		if pid, ok := strings.CutPrefix(line, "process_id:"); ok {
+			if pid != want {
+				return fmt.Errorf("%s is served by process %s, not by redis-server %s", s.Addr, pid, want)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: no process_id in INFO server", s.Addr)
 }
 
 func lastLines(s string, n int) string {

@@ -31,6 +31,20 @@ func TestStartAnswersAndStops(t *testing.T) {
 	}
 }
 
+// A server started on a port another server holds is refused, not handed out as the other:
+// two tests (or two test processes) that picked the same free port would share one Redis.
+func TestStartRefusesAPortAnotherServerHolds(t *testing.T) {
+	a := Start(t)
+	s, err := start(a.bin, t.TempDir(), a.port, Options{}, nil)
+	if err == nil {
+		s.Stop()
+		t.Fatalf("a second redis-server on %s was started: its PING was answered by the first", a.Addr)
+	}
+	if err := a.ping(); err != nil {
+		t.Fatalf("the first server: %v", err)
+	}
+}
+
 func TestTwoServersAreIndependent(t *testing.T) {
 	a, b := Start(t), Start(t)
 	if a.Addr == b.Addr || a.PID() == b.PID() {

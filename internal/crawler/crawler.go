@@ -812,7 +812,7 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	if c.shared != nil {
 		fetchCtx = c.shared.HostContext(fetchCtx, host)
 	}
-	rs, err := c.robotsFor(host)
+	rs, err := c.robotsFor(host, now)
 	if err != nil {
 		return job{}, time.Time{}, err
 	}

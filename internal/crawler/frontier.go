@@ -65,9 +65,10 @@ type Shared interface {
 	// LoadRobots and SaveRobots share hosts' robots.txt among the workers (each host's
 	// storage.RobotsEntry as JSON), so that a host's next owner does not fetch it again. The
 	// crawler treats them as a cache: an entry it cannot load is fetched, one it cannot save
-	// is kept in its own store only.
+	// is kept in its own store only. SaveRobots saves only while host is this worker's, and
+	// reports whether it saved.
 	LoadRobots(host string) ([]byte, bool, error)
-	SaveRobots(host string, b []byte) error
+	SaveRobots(host string, b []byte) (saved bool, err error)
 	// HostStates stores the hosts' learned politeness, following a host to its next worker.
 	HostStates() hostlimit.StateStore
 	// HostContext returns the context requests to host run under, derived from ctx (the same

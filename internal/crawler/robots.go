@@ -53,6 +53,9 @@ type robotsState struct {
 	next    time.Time // when to fetch again
 	since   time.Time // while unreachable: when the current streak of failures began
 	given   bool      // while unreachable: given up on in this run (giveUp), whatever the failures
+	// unshared: entry was fetched by this worker of a shared crawl and is not in the shared
+	// cache yet (the host was not the worker's when the fetch ended)
+	unshared bool
 }
 
 func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
@@ -110,7 +113,7 @@ func (rs *robotsState) test(agent string, u *url.URL) robots.Verdict {
 func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.entry, rs.loaded, rs.pending, rs.given = e, true, false, false
+	rs.entry, rs.loaded, rs.pending, rs.given, rs.unshared = e, true, false, false, false
 	if e.Err != "" {
 		rs.rules = robots.DisallowAll()
 	} else {
@@ -151,9 +154,11 @@ func (rs *robotsState) giveUp() {
 }
 
 // robotsFor returns the host's robots state, loading a cached copy from the store the first
-// time the host is seen in this run. Under --retry excluded the copy is ignored, and under
-// --retry failed a copy whose last fetch failed is: the host's robots.txt is asked for afresh.
-func (c *Crawler) robotsFor(host string) (*robotsState, error) {
+// time the host is seen in this run (in a shared crawl, the shared cache's copy if it is newer).
+// Under --retry excluded the copy is ignored, and under --retry failed a copy whose last fetch
+// failed is: the host's robots.txt is asked for afresh. After that, in a shared crawl, the
+// state is kept in step with the shared cache (syncSharedRobots).
+func (c *Crawler) robotsFor(host string, now time.Time) (*robotsState, error) {
 	c.mu.Lock()
 	rs := &c.hostLocked(host).robots
 	c.mu.Unlock()
@@ -163,24 +168,66 @@ func (c *Crawler) robotsFor(host string) (*robotsState, error) {
 	rs.mu.Unlock()
 	if !loaded && c.cfg.Hosts[host].Robots == RobotsIgnored {
 		// A robots.txt that allows everything, never fetched again in this run.
-		rs.set(storage.RobotsEntry{Host: host, Status: http.StatusNotFound, FetchedAt: time.Now()}, robotsIgnoredTTL, c.cfg.RobotsRetry)
+		rs.set(storage.RobotsEntry{Host: host, Status: http.StatusNotFound, FetchedAt: now}, robotsIgnoredTTL, c.cfg.RobotsRetry)
 		c.applyCrawlDelay(host, rs)
 		return rs, nil
 	}
-	if !loaded {
-		e, ok, err := c.db.Robots(host)
-		if err != nil {
-			return nil, err
+	if loaded {
+		if c.shared != nil {
+			c.syncSharedRobots(host, rs, now)
 		}
-		if se, shared := c.sharedRobots(host); shared && (!ok || se.FetchedAt.After(e.FetchedAt)) {
-			e, ok = se, true // another worker fetched it since
-		}
-		if ok && !c.cfg.RetryExcluded && !(c.cfg.RetryFailed && e.Failures > 0) {
-			rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
-			c.applyCrawlDelay(host, rs)
-		}
+		return rs, nil
+	}
+	e, ok, err := c.db.Robots(host)
+	if err != nil {
+		return nil, err
+	}
+	if se, shared := c.sharedRobots(host); shared && (!ok || se.FetchedAt.After(e.FetchedAt)) {
+		e, ok = se, true // another worker fetched it since
+	}
+	if ok {
+		c.useRobots(host, rs, e)
 	}
 	return rs, nil
+}
+
+// syncSharedRobots keeps host's robots state, seen before in this run, in step with the
+// shared cache: when the host's rules are needed at now (none yet, or due for a fetch), it takes
+// the cache's copy if that is newer; while the state holds a fetch of this worker's that the
+// cache refused (unshared), it saves the fetch, or takes the cache's copy if that is newer. The
+// cache saves only while the host is this worker's (docs/fleet.md).
+func (c *Crawler) syncSharedRobots(host string, rs *robotsState, now time.Time) {
+	st, _ := rs.state(now)
+	rs.mu.Lock()
+	e, ok, unshared := rs.entry, rs.rules != nil, rs.unshared
+	rs.mu.Unlock()
+	if st == robotsPending || (st != robotsNeeded && !unshared) {
+		return
+	}
+	se, shared := c.sharedRobots(host)
+	switch {
+	case shared && (!ok || se.FetchedAt.After(e.FetchedAt)):
+		rs.mu.Lock()
+		rs.unshared = false
+		rs.mu.Unlock()
+		c.useRobots(host, rs, se) // another worker fetched it since
+	case unshared && c.shareRobots(e):
+		rs.mu.Lock()
+		if rs.entry.FetchedAt.Equal(e.FetchedAt) {
+			rs.unshared = false
+		}
+		rs.mu.Unlock()
+	}
+}
+
+// useRobots installs e, a copy of host's robots.txt fetched earlier, unless the run asks for
+// it afresh (--retry excluded, or --retry failed and its last fetch failed).
+func (c *Crawler) useRobots(host string, rs *robotsState, e storage.RobotsEntry) {
+	if c.cfg.RetryExcluded || (c.cfg.RetryFailed && e.Failures > 0) {
+		return
+	}
+	rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
+	c.applyCrawlDelay(host, rs)
 }
 
 // robotsVerdict answers for a URL whose host's rules are already known; known is false
@@ -340,7 +387,11 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	rules := rs.rules
 	rs.mu.Unlock()
 	c.discoverSitemaps(host, scheme, rules)
-	c.shareRobots(e)
+	if c.shared != nil && !c.shareRobots(e) {
+		rs.mu.Lock()
+		rs.unshared = true // saved when the host is this worker's again (syncSharedRobots)
+		rs.mu.Unlock()
+	}
 	return errors.Join(keepErr, c.db.PutRobots(e))
 }
 

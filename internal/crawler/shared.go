@@ -81,14 +81,19 @@ func (c *Crawler) sharedRobots(host string) (storage.RobotsEntry, bool) {
 	return e, true
 }
 
-// shareRobots saves host's robots.txt entry to the shared cache, if there is one.
-func (c *Crawler) shareRobots(e storage.RobotsEntry) {
+// shareRobots saves host's robots.txt entry to the shared cache, and reports whether it did:
+// not without a shared cache, nor while the host is not this worker's, nor when the cache
+// cannot be reached (a cache: the entry is in the worker's own store).
+func (c *Crawler) shareRobots(e storage.RobotsEntry) bool {
 	if c.shared == nil {
-		return
+		return false
 	}
-	if b, err := json.Marshal(e); err == nil {
-		_ = c.shared.SaveRobots(e.Host, b) // a cache: the entry is in the worker's own store
+	b, err := json.Marshal(e)
+	if err != nil {
+		return false
 	}
+	saved, err := c.shared.SaveRobots(e.Host, b)
+	return saved && err == nil
 }
 
 // SharedCrawl names a crawl shared by several workers: its Redis (a URL without password) and

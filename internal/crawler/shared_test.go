@@ -2,10 +2,15 @@ package crawler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +20,7 @@ import (
 	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/dnstest"
 	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -92,9 +98,9 @@ func (s *sharedFake) LoadRobots(host string) ([]byte, bool, error) {
 	return s.robots.LoadRobots(host)
 }
 
-func (s *sharedFake) SaveRobots(host string, b []byte) error {
+func (s *sharedFake) SaveRobots(host string, b []byte) (bool, error) {
 	if s.robots == nil {
-		return nil
+		return false, nil
 	}
 	return s.robots.SaveRobots(host, b)
 }
@@ -197,8 +203,10 @@ func TestSharedCrawl(t *testing.T) {
 
 // robotsFake is a shared robots.txt cache in memory.
 type robotsFake struct {
-	mu sync.Mutex
-	m  map[string][]byte
+	mu      sync.Mutex
+	m       map[string][]byte
+	saves   int  // saves made
+	notHeld bool // the worker holds no host: saves are skipped
 }
 
 func (r *robotsFake) LoadRobots(host string) ([]byte, bool, error) {
@@ -208,11 +216,15 @@ func (r *robotsFake) LoadRobots(host string) ([]byte, bool, error) {
 	return b, ok, nil
 }
 
-func (r *robotsFake) SaveRobots(host string, b []byte) error {
+func (r *robotsFake) SaveRobots(host string, b []byte) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.notHeld {
+		return false, nil
+	}
 	r.m[host] = b
-	return nil
+	r.saves++
+	return true, nil
 }
 
 // robotsRequests is how many times the web's hosts were asked for robots.txt, and how many
@@ -293,6 +305,118 @@ func TestSharedRobotsAfterAMove(t *testing.T) {
 	after, _ := robotsRequests(web)
 	if after != before || len(moved) == 0 {
 		t.Errorf("robots.txt requested %d more times after %d cut short by a move; want none: the saved ones are used", after-before, len(moved))
+	}
+}
+
+// A host the worker saw before its robots.txt was saved anywhere (while another worker held
+// it, or in an earlier ownership that fetched nothing) is looked up in the shared cache again
+// when its rules are needed: the worker uses the copy an owner saved since, and fetches none.
+func TestSharedRobotsSavedAfterSeen(t *testing.T) {
+	sh := newSharedFake(t)
+	sh.robots = &robotsFake{m: map[string][]byte{}}
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{"http://127.0.0.2:9/"}
+	c, err := OpenWith(cfg, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const host = "127.0.0.2:9"
+	now := time.Now()
+	if _, err := c.robotsFor(host, now); err != nil { // seen, nothing saved yet
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(storage.RobotsEntry{Host: host, Status: 200, Body: []byte("User-agent: *\nDisallow: /private/\n"), FetchedAt: now.Add(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.robots.SaveRobots(host, b) // the owner of the time fetched and saved it
+	j, _, err := c.nextJob(context.Background(), now.Add(2*time.Second), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !j.page {
+		t.Errorf("the host held again: job %+v, want a page fetch (no robots.txt fetch: a copy is saved)", j)
+	}
+	private, _ := url.Parse("http://" + host + "/private/a")
+	if v, known := c.robotsVerdict(host, private); !known || v.Allowed {
+		t.Errorf("/private/a: verdict %+v, known %v; want disallowed by the saved copy", v, known)
+	}
+}
+
+// A robots.txt fetch that ends when its host is no longer the worker's is not saved then (the
+// shared cache saves only a holder's); once the host is the worker's again, the worker saves
+// it for the host's later owners, unless an owner saved a newer copy meanwhile, which it takes.
+func TestSharedRobotsSavedWhenHeldAgain(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "User-agent: *\nDisallow: /mine/\n")
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	host := urlnorm.HostKey(u)
+	newer, err := json.Marshal(storage.RobotsEntry{Host: host, Status: 200, Body: []byte("User-agent: *\nDisallow: /theirs/\n"), FetchedAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		meanwhile []byte // saved by the host's owner while the worker did not hold it
+		disallows string // the path the rules in force disallow
+		saves     int    // by the worker
+	}{
+		{"nothing saved meanwhile", nil, "/mine/", 1},
+		{"a newer copy saved meanwhile", newer, "/theirs/", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := &robotsFake{m: map[string][]byte{}, notHeld: true}
+			sh := newSharedFake(t)
+			sh.robots = cache
+			cfg := Defaults()
+			cfg.Dir = t.TempDir()
+			cfg.Seeds = []string{srv.URL + "/"}
+			c, err := OpenWith(cfg, sh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			now := time.Now()
+			if _, err := c.robotsFor(host, now); err != nil {
+				t.Fatal(err)
+			}
+			gate, _ := c.gates.key(host)
+			tk, _ := c.tryAdmit(now, host, gate)
+			if tk == nil {
+				t.Fatal("the host's gate admits no request")
+			}
+			if err := c.fetchRobots(context.Background(), host, "http", tk); err != nil {
+				t.Fatal(err)
+			}
+			if cache.saves != 0 {
+				t.Fatalf("%d saves while the host was not the worker's", cache.saves)
+			}
+			cache.mu.Lock()
+			if tc.meanwhile != nil {
+				cache.m[host] = tc.meanwhile
+			}
+			cache.notHeld = false // the host is the worker's again
+			cache.mu.Unlock()
+			for range 2 {
+				if _, err := c.robotsFor(host, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if cache.saves != tc.saves {
+				t.Errorf("the worker saved robots.txt %d times once it held the host again, want %d", cache.saves, tc.saves)
+			}
+			for _, path := range []string{"/mine/a", "/theirs/a"} {
+				p, _ := url.Parse(srv.URL + path)
+				v, known := c.robotsVerdict(host, p)
+				if want := strings.HasPrefix(path, tc.disallows); !known || v.Allowed == want {
+					t.Errorf("%s: verdict %+v, known %v; want allowed %v", path, v, known, !want)
+				}
+			}
+		})
 	}
 }
 

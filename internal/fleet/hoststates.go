@@ -82,20 +82,23 @@ func (r *Robots) LoadRobots(host string) ([]byte, bool, error) {
 	return r.k.s.LoadRobots(ctx, host)
 }
 
-// SaveRobots saves host's robots.txt if k holds its partition.
-func (r *Robots) SaveRobots(host string, b []byte) error {
+// SaveRobots saves host's robots.txt if k holds its partition, and reports whether it saved
+// it: not when k does not hold the partition, nor when the save is fenced (another worker
+// holds it by then), neither of which is an error.
+func (r *Robots) SaveRobots(host string, b []byte) (saved bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	p, placed, err := r.k.s.partitionOf(ctx, host)
 	if err != nil || !placed {
-		return err
+		return false, err
 	}
 	o, ok := r.k.holding(p, time.Now())
 	if !ok {
-		return nil
+		return false, nil
 	}
-	if err := r.k.s.SaveRobots(ctx, o, host, b); err != nil && !errors.Is(err, ErrFenced) {
-		return err
+	err = r.k.s.SaveRobots(ctx, o, host, b)
+	if errors.Is(err, ErrFenced) {
+		return false, nil
 	}
-	return nil
+	return err == nil, err
 }

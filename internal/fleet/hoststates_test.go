@@ -50,7 +50,8 @@ func TestHostStateFollowsThePartition(t *testing.T) {
 }
 
 // A host's robots.txt moves with its partition: a saves it while it holds the partition, b
-// loads it after taking over; a's save once it no longer holds the partition is dropped.
+// loads it after taking over; a's save once it no longer holds the partition is dropped, and
+// SaveRobots says so.
 func TestRobotsFollowThePartition(t *testing.T) {
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
@@ -63,14 +64,14 @@ func TestRobotsFollowThePartition(t *testing.T) {
 	if _, ok, err := rb.LoadRobots(host); ok || err != nil {
 		t.Fatalf("robots.txt before any save: %v, %v", ok, err)
 	}
-	if err := ra.SaveRobots(host, []byte("first")); err != nil {
-		t.Fatal(err)
+	if saved, err := ra.SaveRobots(host, []byte("first")); !saved || err != nil {
+		t.Fatalf("a's save while it holds the partition: saved %v, %v", saved, err)
 	}
 	if err := ka.ReleaseAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := ra.SaveRobots(host, []byte("after release")); err != nil {
-		t.Fatal(err)
+	if saved, err := ra.SaveRobots(host, []byte("after release")); saved || err != nil {
+		t.Fatalf("a's save after the release: saved %v, %v; want skipped without error", saved, err)
 	}
 	if _, err := kb.Tick(ctx, time.Now()); err != nil {
 		t.Fatal(err)
@@ -78,8 +79,8 @@ func TestRobotsFollowThePartition(t *testing.T) {
 	if got, ok, err := rb.LoadRobots(host); string(got) != "first" || !ok || err != nil {
 		t.Fatalf("b loads %q, %v, %v; want a's save while it held the partition", got, ok, err)
 	}
-	if err := rb.SaveRobots(host, []byte("second")); err != nil {
-		t.Fatal(err)
+	if saved, err := rb.SaveRobots(host, []byte("second")); !saved || err != nil {
+		t.Fatalf("b's save: saved %v, %v", saved, err)
 	}
 	if got, _, _ := ra.LoadRobots(host); string(got) != "second" {
 		t.Fatalf("a loads %q, want b's save", got)

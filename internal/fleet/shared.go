@@ -134,7 +134,8 @@ func (f *Frontier) LoadRobots(host string) ([]byte, bool, error) {
 	return f.k.Robots(f.opts.Timeout).LoadRobots(host)
 }
 
-// SaveRobots saves host's robots.txt if the worker holds its partition (Keeper.Robots).
-func (f *Frontier) SaveRobots(host string, b []byte) error {
+// SaveRobots saves host's robots.txt if the worker holds its partition, and reports whether it
+// saved it (Keeper.Robots).
+func (f *Frontier) SaveRobots(host string, b []byte) (saved bool, err error) {
 	return f.k.Robots(f.opts.Timeout).SaveRobots(host, b)
 }

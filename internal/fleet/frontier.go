@@ -92,7 +92,7 @@ type Frontier struct {
 	// partitions whose outbox this worker filled since it last read it empty
 	outboxed  map[int]bool
 	forwarded map[int]time.Time // when Run last forwarded each partition's outbox (local time)
-	dirty     bool              // counts predate an Add or Exclude of this worker
+	age       countsAge         // whether counts may miss a write of this worker
 	offset    time.Duration     // Redis' clock minus the local clock
 	link      linkState
 	stats     FrontierStats
@@ -155,7 +155,7 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
 		parts: map[int]*held{}, leases: map[string]leased{},
-		dirty: true, done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{}, outboxed: map[int]bool{}, forwarded: map[int]time.Time{},
+		done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{}, outboxed: map[int]bool{}, forwarded: map[int]time.Time{},
 		recent: newRecentLinks(opts.RecentLinks), commits: newCommits(),
 		batches: map[string]*hostBatch{},
 	}
@@ -303,7 +303,7 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 	if len(f.leases) == 0 {
 		every = idleEvery
 	}
-	due := f.counts == nil || f.dirty || now.Sub(f.full) >= every
+	due := f.counts == nil || f.age.stale() || now.Sub(f.full) >= every
 	f.mu.Unlock()
 	if due {
 		if err := f.readCounts(rctx); err != nil {
@@ -357,7 +357,7 @@ func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 	f.remark = true
 	f.resend.links = append(f.resend.links, lost.links...)
 	f.resend.excluded = append(f.resend.excluded, lost.excluded...)
-	f.dirty = true
+	f.age.mark()
 	f.heldAt = time.Time{}
 	f.mu.Unlock()
 	f.opts.Log.Warn("Redis restarted or failed over (a new run_id): forgetting the links seen recorded, sending again those left out since the last check",
@@ -404,7 +404,7 @@ func (f *Frontier) sendAgain(ctx context.Context) error {
 		f.mu.Lock()
 		f.resend.links = f.resend.links[len(links):]
 		f.resend.excluded = f.resend.excluded[len(ex):]
-		f.dirty = true
+		f.age.mark()
 		f.heldAt = time.Time{}
 		f.mu.Unlock()
 	}
@@ -681,20 +681,30 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 // readCounts reads the crawl's counters.
 func (f *Frontier) readCounts(ctx context.Context) error {
 	f.mu.Lock()
-	f.dirty = false // an Add from now on marks it again
+	marks := f.age.marks // a write from now on may be missing from this read
 	f.mu.Unlock()
 	ps, err := f.s.PartitionCounts(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err != nil {
-		f.mu.Lock()
-		f.dirty = true
-		f.mu.Unlock()
+		f.age.mark()
 		return err
 	}
-	f.mu.Lock()
-	f.counts, f.full = ps, time.Now()
-	f.mu.Unlock()
+	f.counts, f.full, f.age.counted = ps, time.Now(), marks
 	return nil
 }
+
+// countsAge says whether a Frontier's counts may miss a write of its worker (an Add, an
+// Exclude, a resend): every such write marks it, and a read of the counts records the marks
+// made before it began. Until a read begun after the last mark is in, the counts are stale,
+// the read itself in flight included.
+type countsAge struct {
+	marks   uint64 // writes made
+	counted uint64 // marks when the read behind counts began
+}
+
+func (a *countsAge) mark()      { a.marks++ }
+func (a countsAge) stale() bool { return a.marks != a.counted }
 
 // scanHosts makes ready, of the hosts with work of the partitions in use that have URLs not in
 // flight, those new to the worker, drained before (new URLs came), or waiting for a retry while
@@ -861,7 +871,7 @@ func (f *Frontier) retry(call func(ctx context.Context) error) error {
 		cancel()
 		if err == nil {
 			f.mu.Lock()
-			f.dirty = true
+			f.age.mark()
 			f.heldAt = time.Time{} // the partitions in use may have new URLs: read them all
 			f.mu.Unlock()
 			return nil
@@ -1193,7 +1203,7 @@ func (f *Frontier) Release(fl frontier.Lease) {
 // FrontierOptions.Patience: zeros read as "nothing to resume" are not served for a failure.
 func (f *Frontier) Counts() frontier.Counts {
 	f.mu.Lock()
-	dirty, never := f.dirty, f.counts == nil
+	dirty, never := f.age.stale(), f.counts == nil
 	f.mu.Unlock()
 	if never {
 		_ = f.retry(f.readCounts)
@@ -1246,6 +1256,6 @@ func (f *Frontier) Idle() bool {
 }
 
 func (f *Frontier) idleLocked() bool {
-	return f.counts != nil && !f.dirty && f.counts.Idle() && len(f.leases) == 0 && len(f.putBack) == 0 &&
+	return f.counts != nil && !f.age.stale() && f.counts.Idle() && len(f.leases) == 0 && len(f.putBack) == 0 &&
 		f.resend.len() == 0 && !f.recent.pending()
 }

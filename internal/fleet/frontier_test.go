@@ -439,3 +439,63 @@ func TestFrontierFirstCountsRetried(t *testing.T) {
 		t.Error("the first read did not fail: the test tested nothing")
 	}
 }
+
+// holdHook holds each SMEMBERS (the active set, which every read of the counts begins with)
+// while hold is set, until release is closed; reading reports each one held.
+type holdHook struct {
+	hold    atomic.Bool
+	reading chan struct{}
+	release chan struct{}
+}
+
+func (h *holdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "smembers" && h.hold.Load() {
+			h.reading <- struct{}{}
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// Counts read before an Add do not say the crawl is idle while the read that follows the Add
+// is in flight: until that read is in, the worker's own write may be missing from them.
+func TestFrontierNotIdleWhileCountsAreRead(t *testing.T) {
+	rdb := newRedis(t)
+	hook := &holdHook{reading: make(chan struct{}), release: make(chan struct{})}
+	rdb.AddHook(hook)
+	s := newStore(t, rdb, "a", &Options{Partitions: 4})
+	f := NewFrontier(s.NewKeeper(), FrontierOptions{})
+	ctx := context.Background()
+	if err := f.readCounts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Idle() {
+		t.Fatal("an empty crawl is not idle")
+	}
+	if _, err := f.Add([]frontier.Entry{{URL: "http://h0/0", Host: "h0"}}); err != nil {
+		t.Fatal(err)
+	}
+	if f.Idle() {
+		t.Fatal("idle right after an Add")
+	}
+	hook.hold.Store(true)
+	read := make(chan error, 1)
+	go func() { read <- f.readCounts(ctx) }()
+	<-hook.reading
+	if f.Idle() {
+		t.Error("idle while the counts after the Add are being read, from the counts before it")
+	}
+	hook.hold.Store(false)
+	close(hook.release)
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	if f.Idle() {
+		t.Errorf("idle with a URL queued: %+v", f.Counts())
+	}
+}

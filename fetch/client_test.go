@@ -26,6 +26,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"go.uber.org/goleak"
 
+	"github.com/crawl-project/crawl/internal/refused"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
@@ -534,12 +535,7 @@ func rawServer(t *testing.T, reply string) string {
 }
 
 func TestErrorKinds(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String() + "/"
-	ln.Close()
+	refusedURL := "http://" + refused.Addr(t) + "/"
 
 	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake failure is the point
@@ -573,7 +569,7 @@ func TestErrorKinds(t *testing.T) {
 		wraps  error
 		within time.Duration
 	}{
-		{name: "refused", url: refused, kind: ConnRefused, wraps: syscall.ECONNREFUSED},
+		{name: "refused", url: refusedURL, kind: ConnRefused, wraps: syscall.ECONNREFUSED},
 		{name: "tls unknown authority", url: tlsSrv.URL, kind: TLS},
 		{name: "garbage status line", url: rawServer(t, "garbage\r\n\r\n"), kind: Protocol},
 		{name: "bad status code", url: rawServer(t, "HTTP/1.1 abc OK\r\n\r\n"), kind: Protocol},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/fleet"
 	"github.com/crawl-project/crawl/internal/redistest"
+	"github.com/crawl-project/crawl/internal/refused"
 )
 
 // jsonKeys returns the top-level keys of the JSON object b.
@@ -147,12 +147,7 @@ func TestStatusRedis(t *testing.T) {
 
 // Redis unreachable: exit 2 with the address and the cause; a malformed URL is a usage error.
 func TestStatusRedisUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	addr := refused.Addr(t)
 	code, out, errOut := crawlCmd(t, "", "status", "--redis", "redis://"+addr+"/0", "--json")
 	if code != exitUsage || out != "" || !strings.Contains(errOut, "Redis at "+addr+" unreachable") || !strings.Contains(errOut, "connection refused") {
 		t.Errorf("exit %d, stdout %q, stderr %q: want 2 naming %s and the refusal", code, out, errOut, addr)

@@ -7,26 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// refusedAddr returns a loopback address whose port refuses connections: one that was
-// listened on and closed.
-func refusedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+	"github.com/crawl-project/crawl/internal/refused"
+)
 
 // TestUnreachableSeedEndsSoon: a crawl whose only seed refuses connections says which host it
 // waits for, ends within 30 s with exit 1 and the seed failed, and --retry failed fetches it
 // once the host answers.
 func TestUnreachableSeedEndsSoon(t *testing.T) {
-	addr := refusedAddr(t)
+	port := refused.Hold(t)
+	addr := port.Addr
 	dir := t.TempDir()
 	start := time.Now()
 	code, out, errOut := crawlCmd(t, "", "run", "--data", dir, "http://"+addr+"/")
@@ -61,9 +51,10 @@ func TestUnreachableSeedEndsSoon(t *testing.T) {
 	}
 	t.Logf("ended in %s (%v with the process's start and exit)", m[1], took.Round(100*time.Millisecond))
 
+	port.Release()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Skipf("cannot listen on %s again to try --retry failed: %v", addr, err)
+		t.Fatalf("cannot listen on %s again to try --retry failed: %v", addr, err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {

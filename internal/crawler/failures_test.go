@@ -2,22 +2,18 @@ package crawler
 
 import (
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crawl-project/crawl/internal/refused"
 )
 
 // TestRefusedHostAnnouncedOnce: a seed on a port nothing listens on is announced with its cause
 // (connection refused) the first time it fails, and only then, though its robots.txt is tried
 // robotsMaxFailures times; the summary's host carries the cause.
 func TestRefusedHostAnnouncedOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := refused.Addr(t)
 	var logs lockedBuffer
 	cfg := Defaults()
 	cfg.Dir = t.TempDir()

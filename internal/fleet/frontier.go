@@ -548,7 +548,7 @@ func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
 	for _, p := range release {
 		rctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 		if err := f.k.Release(rctx, p); err != nil {
-			f.opts.Log.Warn("cannot release a surplus partition; its lease will run out", "partition", p, "err", err)
+			f.opts.Log.Warn("cannot release a surplus partition; the next tick of the keeper will", "partition", p, "err", err)
 		}
 		cancel()
 	}

@@ -39,8 +39,9 @@ type scanState struct {
 	live     string    // the live workers then
 	released string    // the crawl's released counter then
 	again    bool      // the last look acquired a partition or lost one to a race
-	// unsure: an acquire's answer was lost (its script may have run), so an owner key may name
-	// this worker for a partition it does not hold; look again even at the fair share
+	// unsure: an acquire's answer was lost (its script may have run) or a release failed, so an
+	// owner key may name this worker for a partition it does not hold; look again even at the
+	// fair share
 	unsure bool
 }
 
@@ -162,7 +163,9 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 }
 
 // Release hands partition p back (after the caller stopped using it). Releasing a partition
-// the keeper no longer holds does nothing.
+// the keeper no longer holds does nothing. The keeper stops holding p even when Release fails:
+// the owner key may still name this live worker, so no other worker would take p, and the
+// next Tick looks again and hands it back.
 func (k *Keeper) Release(ctx context.Context, p int) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -177,6 +180,7 @@ func (k *Keeper) releaseLocked(ctx context.Context, p int) error {
 	}
 	delete(k.owned, p)
 	if err := k.s.Release(ctx, o); err != nil && !errors.Is(err, ErrFenced) {
+		k.scan.unsure = true
 		return err
 	}
 	return nil

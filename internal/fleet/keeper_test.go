@@ -388,3 +388,44 @@ func TestKeeperGivesBackAnAcquireItDidNotHear(t *testing.T) {
 	}
 	checkShares(t, []*Keeper{ka, kb})
 }
+
+// A surplus partition whose release fails (Redis unreachable, or a cluster down during a
+// failover) is no longer held, yet its owner key still names the live worker, so no other
+// worker takes it: the keeper's next Tick, at its fair share, looks again and gives it back.
+// TestFleetClusterFailover stalled a minute with URLs queued in such a partition.
+func TestKeeperReleasesAgainAfterAFailedRelease(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
+	ka, kb := a.NewKeeper(), b.NewKeeper()
+	if ch, err := ka.Tick(ctx, time.Now()); err != nil || len(ch.Acquired) != 4 {
+		t.Fatalf("a alone: %+v, %v; want all 4", ch, err)
+	}
+	if _, err := b.heartbeat(ctx); err != nil { // b is live: a's share is 2
+		t.Fatal(err)
+	}
+	ch, err := ka.Tick(ctx, time.Now())
+	if err != nil || len(ch.Surplus) != 2 {
+		t.Fatalf("a with b live: %+v, %v; want 2 surplus", ch, err)
+	}
+	down, cancel := context.WithCancel(ctx)
+	cancel() // the release never reaches Redis
+	for _, p := range ch.Surplus {
+		if err := ka.Release(down, p); err == nil {
+			t.Fatalf("release of %d with a cancelled context succeeded", p)
+		}
+	}
+	for range 2 {
+		for _, k := range []*Keeper{ka, kb} {
+			if _, err := k.Tick(ctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, p := range ch.Surplus {
+		if _, ok := kb.holding(p, time.Now()); !ok {
+			tok, _ := a.rdb.Get(ctx, a.k.owner(p)).Result()
+			t.Errorf("partition %d: owner key %q, b does not hold it", p, tok)
+		}
+	}
+	checkShares(t, []*Keeper{ka, kb})
+}

@@ -20,7 +20,10 @@ type RepairStats struct {
 	Unqueued    int  // URLs in another state that still named a queue entry: the name removed
 	Refetch     int  // fetched URLs whose page was lost, queued to be fetched again
 	ParentsLost int  // records whose parent's record was lost: the parent is forgotten
+	Rebuilt     int  // queued URLs whose record was lost, recorded again from their entry
+	Recorded    int  // fetched URLs whose record was lost, recorded again from their stored page
 	Orphans     int  // queue and delayed entries of no queued URL, removed
+	QueuedLost  int  // queue entries of a lost record that no stored page names: removed, the URLs lost
 	Counters    bool // the stored counters disagreed with the records and were rewritten
 }
 
@@ -30,17 +33,32 @@ func (s RepairStats) Changed() bool { return s != RepairStats{} }
 // repairChunk bounds the records or entries Repair changes per transaction.
 const repairChunk = 10_000
 
+// RepairOptions are Repair's seams; nil means none.
+type RepairOptions struct {
+	// Host returns the host key (as Entry.Host) of a stored page's URL. With it, a stored page
+	// whose URL's record was lost is recorded again as fetched; nil: it is not.
+	Host func(url string) string
+	// Links returns the entries the crawl made of stored page p (its links, redirect target
+	// and requisites, as Complete was given them). Repair tries them, with the pages' own URLs
+	// and parents, to name a queue entry whose record was lost: such an entry holds only its
+	// URL's fingerprint. Nil: only the pages' URLs and parents are tried.
+	Links func(p *storage.Page) []Entry
+}
+
 // Repair makes the frontier of db agree with itself again where records or entries were lost,
 // as after storage.Salvage: the URL records are the truth. Host IDs lost from either of their
 // two indexes are restored from the other, and sequences are moved past every key in use, so no
-// new key can overwrite an old one. A queued URL whose queue entry is
-// gone is queued again at the back of its host's queue; entries of no queued URL go; the host,
-// total and per-reason counters are rewritten from the records. A fetched URL whose page is
-// gone is queued to be fetched again. A record that cannot be read is
-// dropped (and counted): nothing else that is readable is lost. Call it on a store that no
-// Frontier has open; Check passes afterwards unless host IDs themselves were damaged. A store in
-// a legacy format must be opened (and so upgraded) first.
-func Repair(db *storage.DB) (RepairStats, error) {
+// new key can overwrite an old one. A URL whose record was lost is recorded again where the
+// store still names it: queued from its delayed entry (which holds the URL), or from its queue
+// entry if a stored page or opts.Links names a URL of the entry's fingerprint; else fetched from
+// its stored page (if opts.Host is given). A queued URL whose queue entry is gone is queued again
+// at the back of its host's queue; a fetched URL whose page is gone is queued to be fetched
+// again; entries of no queued URL go (QueuedLost counts those whose URL nothing names); the
+// host, total and per-reason counters are rewritten from the records. A record that cannot be
+// read is dropped (and counted). Call it on a store that no Frontier has open; Check passes
+// afterwards unless host IDs themselves were damaged. A store in a legacy format must be opened
+// (and so upgraded) first.
+func Repair(db *storage.DB, opts *RepairOptions) (RepairStats, error) {
 	var st RepairStats
 	if db.ReadOnly() {
 		return st, errors.New("frontier: repair: the store is open read-only")
@@ -68,7 +86,12 @@ func Repair(db *storage.DB) (RepairStats, error) {
 	if errors.Is(err, errNothingToRepair) {
 		return st, nil
 	}
-	for _, step := range []func(*RepairStats) error{f.repairIndexes, f.repairRecords, f.removeOrphans, f.rewriteCounters} {
+	var o RepairOptions
+	if opts != nil {
+		o = *opts
+	}
+	rebuild := func(st *RepairStats) error { return f.rebuildRecords(db, o, st) }
+	for _, step := range []func(*RepairStats) error{f.repairIndexes, rebuild, f.repairRecords, f.removeOrphans, f.rewriteCounters} {
 		if err == nil {
 			err = step(&st)
 		}
@@ -278,7 +301,8 @@ func (t *txn) repairRecord(k []byte, st *RepairStats) error {
 	return t.urls.Put(k, r.encode4())
 }
 
-// removeOrphans removes the queue and delayed entries that no queued record names.
+// removeOrphans removes the queue and delayed entries that no queued record names, counting
+// apart the queue entries whose URL's record was lost (QueuedLost).
 func (f *Frontier) removeOrphans(st *RepairStats) error {
 	type place int
 	const (
@@ -289,6 +313,7 @@ func (f *Frontier) removeOrphans(st *RepairStats) error {
 	type orphan struct {
 		at         place
 		queue, key []byte
+		lost       bool // a queue entry whose URL's record was lost
 	}
 	var orphans []orphan
 	err := f.bolt.View(func(tx *bbolt.Tx) error {
@@ -302,7 +327,9 @@ func (f *Frontier) removeOrphans(st *RepairStats) error {
 			return q.ForEach(func(seq, v []byte) error {
 				qkey := append(append([]byte{0}, name...), seq...)
 				if !t.namedBy(qkey, v) {
-					orphans = append(orphans, orphan{at: inQueue, queue: bytes.Clone(name), key: bytes.Clone(seq)})
+					fp, ok := queueRef(v)
+					lost := ok && t.urls.Get(fp) == nil
+					orphans = append(orphans, orphan{at: inQueue, queue: bytes.Clone(name), key: bytes.Clone(seq), lost: lost})
 				}
 				return nil
 			})
@@ -341,7 +368,13 @@ func (f *Frontier) removeOrphans(st *RepairStats) error {
 			return nil
 		})
 		if err == nil {
-			st.Orphans += n
+			for _, o := range orphans[:n] {
+				if o.lost {
+					st.QueuedLost++
+				} else {
+					st.Orphans++
+				}
+			}
 			orphans = orphans[n:]
 		}
 	}

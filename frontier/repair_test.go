@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,16 +73,16 @@ func TestRepairAfterLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err := Repair(db)
+	st, err := Repair(db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Sequences: the entry of no URL was put past its queue's sequence.
-	want := RepairStats{HostIDs: 1, Sequences: 1, Dropped: 1, Requeued: 2, Refetch: 1, ParentsLost: 2, Orphans: 1, Counters: true}
+	want := RepairStats{HostIDs: 1, Sequences: 1, Dropped: 1, Requeued: 2, Refetch: 1, ParentsLost: 2, QueuedLost: 1, Counters: true}
 	if st != want {
 		t.Errorf("Repair = %+v, want %+v", st, want)
 	}
-	if st, err := Repair(db); err != nil || st.Changed() {
+	if st, err := Repair(db, nil); err != nil || st.Changed() {
 		t.Errorf("second Repair = %+v, %v; want nothing changed", st, err)
 	}
 	if err := db.Close(); err != nil {
@@ -115,5 +116,95 @@ func TestRepairAfterLoss(t *testing.T) {
 		if !got[u] {
 			t.Errorf("%s was not leased after the repair (leased: %v)", u, got)
 		}
+	}
+}
+
+// TestRepairRebuildsLostRecords loses the records of URLs in every state the store still names
+// elsewhere — a fetched URL (its page), a queued link (its queue entry, named by its page's
+// links), a delayed URL (its delayed entry) — and one queued seed nothing names, and checks that
+// Repair records the named ones again, counts the other as lost, and that the crawl goes on.
+func TestRepairRebuildsLostRecords(t *testing.T) {
+	tf := newTestFrontier(t)
+	tf.add("http://a/1", "http://a/2", "http://a/3", "http://b/1")
+	l := tf.lease(t0, "a") // a/1: fetched, the parent of a/5 and a/6
+	links := entries("http://a/5", "http://a/6")
+	for i := range links {
+		links[i].Parent, links[i].Depth = l.URL, 1
+	}
+	tf.complete(l, Result{Kind: Fetched, Page: page(l.URL), Links: links})
+	l = tf.lease(t0, "b") // b/1: delayed for a retry
+	tf.complete(l, Result{Kind: Retry, Status: 503, Reason: "503", NotBefore: t0.Add(time.Hour)})
+	tf.check()
+	key := tf.key
+	if err := tf.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tf.db = nil
+
+	db, err := storage.Open(tf.dir, &storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		for _, u := range []string{"http://a/1", "http://a/3", "http://a/5", "http://b/1"} {
+			if err := tx.Bucket(bucketURLs).Delete(fpBytes(sum(key, u))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := &RepairOptions{Host: hostOf, Links: func(p *storage.Page) []Entry {
+		if p.URL == "http://a/1" {
+			return links
+		}
+		return nil
+	}}
+	st, err := Repair(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RepairStats{Rebuilt: 2, Recorded: 1, QueuedLost: 1, Counters: true}
+	if st != want {
+		t.Errorf("Repair = %+v, want %+v", st, want)
+	}
+	if st, err := Repair(db, opts); err != nil || st.Changed() {
+		t.Errorf("second Repair = %+v, %v; want nothing changed", st, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tf.open()
+	tf.check()
+	if c := tf.Counts(); c.Queued != 4 || c.Delayed != 1 || c.Fetched != 1 {
+		t.Errorf("Counts = %+v; want 4 queued (a/2, a/5, a/6, b/1) of which 1 delayed, 1 fetched (a/1)", c)
+	}
+	if s := tf.state("http://a/1"); s.State != "fetched" {
+		t.Errorf("a/1 is %+v; want fetched, its page kept", s)
+	}
+	var got []string
+	for {
+		l, ok, err := tf.Lease(t0, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		got = append(got, l.URL)
+		if l.URL == "http://a/5" && (l.Parent != "http://a/1" || l.Depth != 1) {
+			t.Errorf("a/5 leased with parent %q depth %d; want http://a/1 and 1, as its page named it", l.Parent, l.Depth)
+		}
+		tf.complete(l, Result{Kind: Fetched, Page: page(l.URL)})
+	}
+	if want := []string{"http://a/2", "http://a/5", "http://a/6"}; !slices.Equal(got, want) {
+		t.Errorf("leased %v after the repair; want %v (a/3 was lost with its record)", got, want)
+	}
+	l = tf.lease(t0.Add(2*time.Hour), "b")
+	if l.URL != "http://b/1" {
+		t.Errorf("leased %s from b; want the delayed http://b/1", l.URL)
 	}
 }

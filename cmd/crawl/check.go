@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
+	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -76,7 +79,10 @@ Copies every record of DIR/crawl.db that can be read (pages, bodies, the frontie
 queues, host state) into a new store in NEWDIR, passing over the damaged parts, and says what
 was lost. DIR is only read. Then it repairs the new store's frontier from its URL records: a
 queued URL whose queue entry was lost is queued again, a fetched URL whose page was lost is
-queued to be fetched again, entries of no URL go, and the counts are recomputed, so that crawl run --data NEWDIR resumes the crawl and its pages export as usual.`
+queued to be fetched again, and the counts are recomputed. A URL whose record was lost is
+recorded again where the store still names it: fetched if a page of it is stored, queued if its
+queue entry is left and a stored page links to it (a queue entry holds only a fingerprint of its
+URL). crawl run --data NEWDIR then resumes the crawl, and its pages export as usual.`
 
 func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("salvage", salvageSynopsis)
@@ -121,6 +127,8 @@ func repairSummary(rs frontier.RepairStats) string {
 		what string
 	}{{rs.Requeued, "queued again (queue entry lost)"}, {rs.Refetch, "to fetch again (page lost)"},
 		{rs.Dropped, "unreadable, dropped"}, {rs.Moved, "moved to their own key"}, {rs.Unqueued, "queue entry unnamed"},
+		{rs.Rebuilt, "queued URLs recorded again (record lost)"}, {rs.Recorded, "fetched URLs recorded again from their pages (record lost)"},
+		{rs.QueuedLost, "queued URLs lost (record lost, and no stored page links to them)"},
 		{rs.Orphans, "stray queue entries removed"}, {rs.ParentsLost, "parents forgotten"}, {rs.HostIDs, "host IDs restored"},
 		{rs.Sequences, "sequences advanced"}} {
 		if p.n > 0 {
@@ -141,22 +149,68 @@ func repairSalvaged(dir string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	defer db.Close()
-	rs, err := frontier.Repair(db)
+	rs, err := frontier.Repair(db, &frontier.RepairOptions{Host: pageHost, Links: pageLinks})
+	var c frontier.Counts
 	if err == nil {
 		if rs.Changed() {
 			fmt.Fprintf(stdout, "frontier repaired from its URL records: %s\n", repairSummary(rs))
 		}
 		var fr *frontier.Frontier
 		if fr, err = frontier.Open(db, nil); err == nil {
-			err = fr.Check()
+			if err = fr.Check(); err == nil {
+				c = fr.Counts()
+			}
 		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl salvage: the new store's frontier: %v\n", err)
 		return exitRuntime
 	}
-	fmt.Fprintf(stdout, "crawl check --data %s passes; crawl run --data %s resumes the crawl\n", dir, dir)
+	if c.Queued > 0 {
+		fmt.Fprintf(stdout, "crawl check --data %s passes; crawl run --data %s resumes the crawl (%d %s queued)\n", dir, dir, c.Queued, plural(c.Queued, "URL", "URLs"))
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "crawl check --data %s passes, but no URL is left queued (%d fetched, %d failed, %d excluded): crawl run --data %s resumes nothing; "+
+		"crawl run --data %s URL… queues again what the store has not seen, and crawl export --data %s writes the pages kept\n",
+		dir, c.Fetched, c.Failed, c.Excluded, dir, dir, dir)
 	return exitOK
+}
+
+// pageHost is the host key of a stored page's URL, "" if it does not parse.
+func pageHost(raw string) string {
+	u, err := urlnorm.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return urlnorm.HostKey(u)
+}
+
+// pageLinks returns what a crawl could have queued from stored page p, as the crawler makes
+// it: its links, its requisites and a redirect's target (not a sitemap's URLs). Repair takes
+// only those whose fingerprint is that of a queue entry it lost the record of, so that too
+// many do no harm.
+func pageLinks(p *storage.Page) []frontier.Entry {
+	base, err := urlnorm.Parse(p.URL)
+	if err != nil {
+		return nil
+	}
+	var es []frontier.Entry
+	add := func(u *url.URL, depth, hops int, role frontier.Role) {
+		u.User = nil // as the crawler: credentials are not followed
+		es = append(es, frontier.Entry{URL: u.String(), Host: urlnorm.HostKey(u), Depth: depth, Hops: hops, Parent: p.URL, Role: role})
+	}
+	if loc := p.Header.Get("Location"); loc != "" && p.Status >= 300 && p.Status < 400 {
+		if u, err := urlnorm.Resolve(base, loc); err == nil {
+			add(u, p.Depth, 1, frontier.RolePage) // the hops before p are not stored
+		}
+	}
+	for _, lk := range fetch.ExtractLinks(base, p.Header, p.ContentType, p.Body, "").Links {
+		add(lk.URL, p.Depth+1, 0, frontier.RolePage)
+	}
+	for _, lk := range fetch.ExtractRequisites(base, p.ContentType, p.Body).Links {
+		add(lk.URL, p.Depth, 0, frontier.RoleRequisite)
+	}
+	return es
 }
 
 // damageHint tells what to do about err when it says the store in dir is damaged.

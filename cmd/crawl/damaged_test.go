@@ -59,33 +59,60 @@ func TestDamagedStore(t *testing.T) {
 		}
 	})
 
-	t.Run("one leaf", func(t *testing.T) {
-		dir, path := copyStore(t)
-		if n := storetest.MustDamageLeaves(t, path, func(i, n int) bool { return i == n/2 }); n != 1 {
-			t.Fatalf("damaged %d pages, want 1", n)
-		}
-		code, out := crawl("check", "--data", dir)
-		if code != exitRuntime || !strings.Contains(out, "damaged") || !strings.Contains(out, "crawl salvage") {
-			t.Errorf("crawl check: exit %d; want %d listing the damage and naming crawl salvage:\n%s", code, exitRuntime, out)
-		}
-		to := filepath.Join(t.TempDir(), "salvaged")
-		code, out = crawl("salvage", "--data", dir, "--to", to)
-		if code != exitOK || !strings.Contains(out, "passed over") {
-			t.Fatalf("crawl salvage: exit %d\n%s", code, out)
-		}
-		t.Log(out)
-		for _, args := range [][]string{{"check", "--data", to}, {"status", "--data", to}, {"export", "--data", to, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "x.jsonl")}} {
-			if code, out := crawl(args...); code != exitOK {
-				t.Errorf("crawl %s on the salvaged store: exit %d\n%s", args[0], code, out)
+	// One leaf damaged, wherever it lies: which bucket the middle leaf belongs to depends on how
+	// the crawl's commits were batched, so the leaves of the frontier's URL records and of the
+	// pages are damaged on purpose too.
+	for _, tc := range []struct {
+		name, bucket string // bucket "": any
+	}{{"one leaf", ""}, {"one leaf of the URL records", "frontier/urls"}, {"one leaf of the pages", "pages"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, path := copyStore(t)
+			if n := storetest.MustDamageLeavesOf(t, path, tc.bucket, func(i, n int) bool { return i == n/2 }); n != 1 {
+				t.Fatalf("damaged %d pages, want 1", n)
 			}
-		}
-		// The salvaged crawl resumes: what lost its page is fetched again, and it ends complete.
-		if code, out := crawl("run", "--data", to, "--quiet", "--max-pages", "150"); code != exitOK {
-			t.Fatalf("crawl run on the salvaged store: exit %d\n%s", code, out)
-		}
-		pages, c := inspectStore(t, to, "after resuming the salvaged crawl")
-		if c.Queued != 0 || len(pages) != 150 {
-			t.Errorf("after resuming: %d pages stored, counts %+v; want the site's 150 and nothing queued", len(pages), c)
-		}
-	})
+			code, out := crawl("check", "--data", dir)
+			if code != exitRuntime || !strings.Contains(out, "damaged") || !strings.Contains(out, "crawl salvage") {
+				t.Errorf("crawl check: exit %d; want %d listing the damage and naming crawl salvage:\n%s", code, exitRuntime, out)
+			}
+			to := filepath.Join(t.TempDir(), "salvaged")
+			code, out = crawl("salvage", "--data", dir, "--to", to)
+			if code != exitOK || !strings.Contains(out, "passed over") || !strings.Contains(out, "resumes the crawl") {
+				t.Fatalf("crawl salvage: exit %d; want %d, saying what was passed over and that the crawl resumes\n%s", code, exitOK, out)
+			}
+			t.Log(out)
+			for _, args := range [][]string{{"check", "--data", to}, {"status", "--data", to}, {"export", "--data", to, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "x.jsonl")}} {
+				if code, out := crawl(args...); code != exitOK {
+					t.Errorf("crawl %s on the salvaged store: exit %d\n%s", args[0], code, out)
+				}
+			}
+			// The salvaged crawl resumes: what lost its page is fetched again, and it ends complete.
+			if code, out := crawl("run", "--data", to, "--quiet", "--max-pages", "150"); code != exitOK {
+				t.Fatalf("crawl run on the salvaged store: exit %d\n%s", code, out)
+			}
+			pages, c := inspectStore(t, to, "after resuming the salvaged crawl")
+			if c.Queued != 0 || len(pages) != 150 {
+				t.Errorf("after resuming: %d pages stored, counts %+v; want the site's 150 and nothing queued", len(pages), c)
+			}
+		})
+	}
+}
+
+// TestSalvageNothingQueued: crawl salvage of a crawl that has nothing left to fetch does not
+// say that crawl run resumes it; it says what the store holds and how to queue URLs again.
+func TestSalvageNothingQueued(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 10}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := crawlSite(t, web)
+	to := filepath.Join(t.TempDir(), "salvaged")
+	var out, errb strings.Builder
+	if code := salvageCmd([]string{"--data", dir, "--to", to}, &out, &errb); code != exitOK {
+		t.Fatalf("crawl salvage: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if s := out.String(); strings.Contains(s, "resumes the crawl") || !strings.Contains(s, "no URL is left queued (10 fetched") ||
+		!strings.Contains(s, "crawl run --data "+to+" URL…") {
+		t.Errorf("crawl salvage of a finished crawl says:\n%s\nwant that no URL is left queued, what it holds and how to queue URLs again", s)
+	}
 }

@@ -28,6 +28,27 @@ func MustDamageLeaves(t testing.TB, path string, pick func(i, n int) bool) int {
 // damaging one changes nothing a reader sees). The meta pages and the root bucket's pages are
 // left alone, so the store still opens. It returns how many pages it damaged.
 func DamageLeaves(path string, pick func(i, n int) bool) (int, error) {
+	return damageLeaves(path, "", pick)
+}
+
+// MustDamageLeavesOf is DamageLeavesOf, failing t on an error.
+func MustDamageLeavesOf(t testing.TB, path, bucket string, pick func(i, n int) bool) int {
+	t.Helper()
+	n, err := DamageLeavesOf(path, bucket, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// DamageLeavesOf is DamageLeaves choosing among the leaf pages of the top-level bucket named
+// bucket (those of the buckets nested in it included) only.
+func DamageLeavesOf(path, bucket string, pick func(i, n int) bool) (int, error) {
+	return damageLeaves(path, bucket, pick)
+}
+
+// damageLeaves is DamageLeaves among the leaves of top-level bucket only, or all if it is "".
+func damageLeaves(path, only string, pick func(i, n int) bool) (int, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
@@ -43,8 +64,8 @@ func DamageLeaves(path string, pick func(i, n int) bool) (int, error) {
 	// and a bucket's value (element flag 0x01) begins with its tree's root pgid (0: inline).
 	var leaves []int
 	seen := map[uint64]bool{}
-	var walk func(id uint64, rootTree bool) error
-	walk = func(id uint64, rootTree bool) error {
+	var walk func(id uint64, rootTree bool, bucket string) error
+	walk = func(id uint64, rootTree bool, bucket string) error {
 		if seen[id] {
 			return nil
 		}
@@ -57,12 +78,12 @@ func DamageLeaves(path string, pick func(i, n int) bool) (int, error) {
 		switch binary.LittleEndian.Uint16(h[8:]) {
 		case 0x01: // branch
 			for e := range count {
-				if err := walk(binary.LittleEndian.Uint64(h[16+16*e+8:]), rootTree); err != nil {
+				if err := walk(binary.LittleEndian.Uint64(h[16+16*e+8:]), rootTree, bucket); err != nil {
 					return err
 				}
 			}
 		case 0x02: // leaf
-			if !rootTree {
+			if !rootTree && (only == "" || bucket == only) {
 				leaves = append(leaves, int(id))
 			}
 			for e := range count {
@@ -70,9 +91,13 @@ func DamageLeaves(path string, pick func(i, n int) bool) (int, error) {
 				if binary.LittleEndian.Uint32(el)&0x01 == 0 {
 					continue
 				}
-				v := el[binary.LittleEndian.Uint32(el[4:])+binary.LittleEndian.Uint32(el[8:]):]
-				if root := binary.LittleEndian.Uint64(v); root != 0 {
-					if err := walk(root, false); err != nil {
+				pos, ksize := binary.LittleEndian.Uint32(el[4:]), binary.LittleEndian.Uint32(el[8:])
+				name := bucket
+				if rootTree {
+					name = string(el[pos : pos+ksize])
+				}
+				if root := binary.LittleEndian.Uint64(el[pos+ksize:]); root != 0 {
+					if err := walk(root, false, name); err != nil {
 						return err
 					}
 				}
@@ -80,7 +105,7 @@ func DamageLeaves(path string, pick func(i, n int) bool) (int, error) {
 		}
 		return nil
 	}
-	if err := walk(binary.LittleEndian.Uint64(meta[16:]), true); err != nil {
+	if err := walk(binary.LittleEndian.Uint64(meta[16:]), true, ""); err != nil {
 		return 0, err
 	}
 	slices.Sort(leaves)

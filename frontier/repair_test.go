@@ -31,17 +31,7 @@ func TestRepairAfterLoss(t *testing.T) {
 	tf.complete(l, Result{Kind: Excluded, Reason: ReasonDepth})
 	l = tf.lease(t0, "b") // b/3: fetched, and its page will be lost
 	tf.complete(l, Result{Kind: Fetched, Page: page(l.URL)})
-	tf.check()
-	key := tf.key
-	if err := tf.db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tf.db = nil
-
-	db, err := storage.Open(tf.dir, &storage.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, db := reopenRaw(t, tf)
 	f := &Frontier{key: key}
 	fp := func(u string) []byte { return fpBytes(sum(key, u)) }
 	if err := db.Update(func(tx *bbolt.Tx) error {
@@ -73,21 +63,8 @@ func TestRepairAfterLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err := Repair(db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Sequences: the entry of no URL was put past its queue's sequence.
-	want := RepairStats{HostIDs: 1, Sequences: 1, Dropped: 1, Requeued: 2, Refetch: 1, ParentsLost: 2, QueuedLost: 1, Counters: true}
-	if st != want {
-		t.Errorf("Repair = %+v, want %+v", st, want)
-	}
-	if st, err := Repair(db, nil); err != nil || st.Changed() {
-		t.Errorf("second Repair = %+v, %v; want nothing changed", st, err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	repairOnce(t, db, nil, RepairStats{HostIDs: 1, Sequences: 1, Dropped: 1, Requeued: 2, Refetch: 1, ParentsLost: 2, QueuedLost: 1, Counters: true})
 
 	tf.open()
 	tf.check()
@@ -134,17 +111,7 @@ func TestRepairRebuildsLostRecords(t *testing.T) {
 	tf.complete(l, Result{Kind: Fetched, Page: page(l.URL), Links: links})
 	l = tf.lease(t0, "b") // b/1: delayed for a retry
 	tf.complete(l, Result{Kind: Retry, Status: 503, Reason: "503", NotBefore: t0.Add(time.Hour)})
-	tf.check()
-	key := tf.key
-	if err := tf.db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tf.db = nil
-
-	db, err := storage.Open(tf.dir, &storage.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, db := reopenRaw(t, tf)
 	if err := db.Update(func(tx *bbolt.Tx) error {
 		for _, u := range []string{"http://a/1", "http://a/3", "http://a/5", "http://b/1"} {
 			if err := tx.Bucket(bucketURLs).Delete(fpBytes(sum(key, u))); err != nil {
@@ -162,20 +129,7 @@ func TestRepairRebuildsLostRecords(t *testing.T) {
 		}
 		return nil
 	}}
-	st, err := Repair(db, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := RepairStats{Rebuilt: 2, Recorded: 1, QueuedLost: 1, Counters: true}
-	if st != want {
-		t.Errorf("Repair = %+v, want %+v", st, want)
-	}
-	if st, err := Repair(db, opts); err != nil || st.Changed() {
-		t.Errorf("second Repair = %+v, %v; want nothing changed", st, err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	repairOnce(t, db, opts, RepairStats{Rebuilt: 2, Recorded: 1, QueuedLost: 1, Counters: true})
 
 	tf.open()
 	tf.check()
@@ -207,4 +161,40 @@ func TestRepairRebuildsLostRecords(t *testing.T) {
 	if l.URL != "http://b/1" {
 		t.Errorf("leased %s from b; want the delayed http://b/1", l.URL)
 	}
+}
+
+// repairOnce repairs db with opts, wants stats want, wants a second Repair to change nothing,
+// and closes db.
+func repairOnce(t *testing.T, db *storage.DB, opts *RepairOptions, want RepairStats) {
+	t.Helper()
+	st, err := Repair(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != want {
+		t.Errorf("Repair = %+v, want %+v", st, want)
+	}
+	if st, err := Repair(db, opts); err != nil || st.Changed() {
+		t.Errorf("second Repair = %+v, %v; want nothing changed", st, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reopenRaw checks tf, closes its frontier and opens its store bare, for a test to damage;
+// it returns the frontier's fingerprint key and the store.
+func reopenRaw(t *testing.T, tf *testFrontier) (fpKey, *storage.DB) {
+	t.Helper()
+	tf.check()
+	key := tf.key
+	if err := tf.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tf.db = nil
+	db, err := storage.Open(tf.dir, &storage.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, db
 }

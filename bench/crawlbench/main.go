@@ -6,6 +6,7 @@
 //
 //	go run -C bench ./crawlbench -scenario politeness
 //	go run -C bench ./crawlbench -scenario politeness -scale 4   # 4× the pages per host
+//	go run -C bench ./crawlbench -scenario politeness -learned   # then again from a new directory, --learned-from the first
 //	go run -C bench ./crawlbench -scenario stated      # hosts that state their limits in rate-limit headers
 //	go run -C bench ./crawlbench -scenario learned     # a second crawl with --learned-from the first's data directory
 //	go run -C bench ./crawlbench -scenario throughput
@@ -52,6 +53,7 @@ func main() {
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts); recrawl: pages of its one host")
 	data := flag.String("data", "", "throughput: keep the crawl store in this directory (default: a temporary one, removed)")
 	scale := flag.Int("scale", 1, "politeness: multiply every host's page count by this (longer crawls: start-up costs weigh less, steady-state riding more)")
+	learnedPass := flag.Bool("learned", false, "politeness: crawl the web a second time from a new data directory with --learned-from the first's")
 	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
 	var bc broadConfig
 	flag.IntVar(&bc.hosts, "hosts", 1000, "broad: hosts in the web")
@@ -105,7 +107,7 @@ func main() {
 	var err error
 	switch *scenario {
 	case "politeness":
-		err = politeness(os.Stdout, *seed, *grace, *scale)
+		err = politeness(os.Stdout, *seed, *grace, *scale, *learnedPass)
 	case "stated":
 		err = stated(os.Stdout, *seed, *grace, *scale)
 	case "learned":
@@ -124,7 +126,7 @@ func main() {
 		fc.crawlBin, fc.flags, fc.timeout, fc.seed, fc.pageKB = bc.crawlBin, bc.crawlFlags, bc.timeout, *seed, max(bc.pageKB, 1)
 		err = fleetBench(os.Stdout, fc)
 	case "all":
-		if err = politeness(os.Stdout, *seed, *grace, *scale); err == nil {
+		if err = politeness(os.Stdout, *seed, *grace, *scale, false); err == nil {
 			err = throughput(os.Stdout, *seed, *pages, *data)
 		}
 	default:
@@ -166,7 +168,10 @@ func crawlWeb(web *simweb.Web, dir string, adjust func(*crawler.Config)) (*crawl
 	return sum, err
 }
 
-func politeness(w io.Writer, seed int64, grace time.Duration, scale int) error {
+// politeness crawls the politeness web and prints what its servers counted. With learned, it
+// then crawls the web again from a new data directory with --learned-from the first's, and
+// prints the same for that crawl.
+func politeness(w io.Writer, seed int64, grace time.Duration, scale int, learned bool) error {
 	specs := simweb.PolitenessBench()
 	for i := range specs {
 		specs[i].Pages *= max(scale, 1)
@@ -176,12 +181,38 @@ func politeness(w io.Writer, seed int64, grace time.Duration, scale int) error {
 		return err
 	}
 	defer web.Close()
-	sum, err := crawlWeb(web, "", tune)
+	first, err := os.MkdirTemp("", "crawl-bench-politeness-")
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(first)
+	sum, err := crawlWeb(web, first, tune)
+	if err != nil {
+		return err
+	}
+	printPoliteness(w, web, specs, sum, grace, "")
+	if !learned {
+		return nil
+	}
+	web.Reset()
+	sum, err = crawlWeb(web, "", func(c *crawler.Config) {
+		if tune != nil {
+			tune(c)
+		}
+		c.LearnedFrom = first
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	printPoliteness(w, web, specs, sum, grace, ", again from a new directory with --learned-from the first's")
+	return nil
+}
+
+// printPoliteness prints the politeness table of the crawl that just ended on web.
+func printPoliteness(w io.Writer, web *simweb.Web, specs []simweb.HostSpec, sum *crawler.Summary, grace time.Duration, which string) {
 	stats, expected := web.Stats(), web.Expected()
-	fmt.Fprintf(w, "politeness: %d hosts, crawl took %s (simweb grace %s)\n\n", len(specs), sum.Elapsed.Round(time.Millisecond), grace)
+	fmt.Fprintf(w, "politeness%s: %d hosts, crawl took %s (simweb grace %s)\n\n", which, len(specs), sum.Elapsed.Round(time.Millisecond), grace)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "host\tstyle\tlimit\tpages\tcomplete\tover-limit\tper page\tin Retry-After\tmakespan\tideal\tratio\tof ideal\tpeak in-flight\tp95\tbanned\t")
 	var tot struct {
@@ -276,7 +307,6 @@ func politeness(w io.Writer, seed int64, grace time.Duration, scale int) error {
 				st.LatencyP95.Seconds()/sp.Service.Seconds(), sp.Service)
 		}
 	}
-	return nil
 }
 
 func throughput(w io.Writer, seed int64, pages int, dir string) error {

@@ -31,21 +31,22 @@ const (
 // be held.
 type forbidState struct {
 	served   bool      // the host has answered a page 2xx in this run
-	lastOK   time.Time // when it last answered normally: a page 2xx, or robots.txt (see serving)
 	run      int       // 403 answers since the last ordinary answer
 	runStart time.Time // when the first of them came
 }
 
 // servingWindow: a host that answered normally this recently (a page 2xx, or its robots.txt,
 // 404 included) is serving; its refusals are throttling (see throttledAttempts), not an outage.
+// The reading outlives the host's record: a URL refused while its host's record sits idle
+// waiting for the retry is still refused by a serving host.
 const servingWindow = time.Minute
 
 // serving reports whether host answered normally within servingWindow before now.
 func (c *Crawler) serving(host string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r := c.hosts[host]
-	return r != nil && !r.forbid.lastOK.IsZero() && now.Sub(r.forbid.lastOK) < servingWindow
+	t, ok := c.answered[host]
+	return ok && now.Sub(t) < servingWindow
 }
 
 // answeredRobots notes that host answered its robots.txt normally at now (see serving). It is
@@ -53,7 +54,26 @@ func (c *Crawler) serving(host string, now time.Time) bool {
 func (c *Crawler) answeredRobots(host string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.hostLocked(host).forbid.lastOK = now
+	c.hostLocked(host)
+	c.answeredLocked(host, now)
+}
+
+// answeredLocked notes that host answered normally at now. It requires c.mu to be held.
+func (c *Crawler) answeredLocked(host string, now time.Time) {
+	if c.answered == nil {
+		c.answered = map[string]time.Time{}
+	}
+	c.answered[host] = now
+}
+
+// forgetAnswers drops the answers older than servingWindow before now, which serving no
+// longer counts. It requires c.mu to be held.
+func (c *Crawler) forgetAnswers(now time.Time) {
+	for host, t := range c.answered {
+		if now.Sub(t) >= servingWindow {
+			delete(c.answered, host)
+		}
+	}
 }
 
 // classifyForbidden returns the class of a page answer with status from host at now, whose
@@ -66,7 +86,8 @@ func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.
 	switch {
 	case status == http.StatusForbidden:
 	case status >= 200 && status < 300:
-		st.served, st.run, st.lastOK = true, 0, now
+		st.served, st.run = true, 0
+		c.answeredLocked(host, now)
 		return cl
 	case status < 500 && !retry.KindOf(status).SlowDown():
 		st.run = 0 // answered as usual (a redirect, a 404): the host is not banning us

@@ -102,3 +102,40 @@ func TestPageFault(t *testing.T) {
 		t.Errorf("a retry's 502 a minute after the host last answered: %v, want Failure", got.Signal)
 	}
 }
+
+func TestServingOutlivesTheHostRecord(t *testing.T) {
+	// A host that answered its robots.txt and then refuses a URL with "slow down" (a second
+	// name of a server that another name keeps busy) is serving even when its record left
+	// memory between the URL's retries: the URL gets the throttled attempts, not the plain ones.
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{"http://127.0.0.2:9/"}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now()
+	c.answeredRobots("second.test", now)
+	c.mu.Lock()
+	c.hosts["second.test"].used = now.Add(-hostIdle)
+	c.mu.Unlock()
+	c.dropIdleHosts(now.Add(time.Second))
+	if c.warm("second.test") {
+		t.Fatal("the host's record was kept; the test needs it dropped")
+	}
+	lease := frontier.Lease{Entry: frontier.Entry{URL: "http://second.test/", Host: "second.test"}, Attempts: cfg.Retry.MaxAttempts - 1}
+	refused := retry.ClassifyStatus(503)
+	if res := c.retryOrFail(lease, refused, "503", 503, 0, now.Add(10*time.Second)); res.Kind != frontier.Retry {
+		t.Fatalf("attempt %d refused 10 s after robots.txt was answered: %v (%s), want a retry", lease.Attempts+1, res.Kind, res.Detail)
+	}
+	c.dropIdleHosts(now.Add(servingWindow))
+	if res := c.retryOrFail(lease, refused, "503", 503, 0, now.Add(servingWindow+time.Second)); res.Kind != frontier.Failed {
+		t.Fatalf("attempt %d refused a minute after the last answer: %v, want failed", lease.Attempts+1, res.Kind)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.answered) != 0 {
+		t.Errorf("answers older than servingWindow still held: %v", c.answered)
+	}
+}

@@ -58,10 +58,11 @@ func (c *Crawler) jobEnded(host string) {
 }
 
 // dropIdleHosts drops the records of the hosts with no job running, no ready work and no use
-// since hostIdle before now. Dispatcher only.
+// since hostIdle before now, and the answers serving no longer counts. Dispatcher only.
 func (c *Crawler) dropIdleHosts(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgetAnswers(now)
 	for host, r := range c.hosts {
 		if r.jobs == 0 && now.Sub(r.used) >= hostIdle && !c.fr.Ready(host) {
 			delete(c.hosts, host)

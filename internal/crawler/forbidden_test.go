@@ -107,14 +107,7 @@ func TestServingOutlivesTheHostRecord(t *testing.T) {
 	// A host that answered its robots.txt and then refuses a URL with "slow down" (a second
 	// name of a server that another name keeps busy) is serving even when its record left
 	// memory between the URL's retries: the URL gets the throttled attempts, not the plain ones.
-	cfg := Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.Seeds = []string{"http://127.0.0.2:9/"}
-	c, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openSeeded(t, "http://127.0.0.2:9/")
 	now := time.Now()
 	c.answeredRobots("second.test", now)
 	c.mu.Lock()
@@ -124,7 +117,7 @@ func TestServingOutlivesTheHostRecord(t *testing.T) {
 	if c.warm("second.test") {
 		t.Fatal("the host's record was kept; the test needs it dropped")
 	}
-	lease := frontier.Lease{Entry: frontier.Entry{URL: "http://second.test/", Host: "second.test"}, Attempts: cfg.Retry.MaxAttempts - 1}
+	lease := frontier.Lease{Entry: frontier.Entry{URL: "http://second.test/", Host: "second.test"}, Attempts: c.cfg.Retry.MaxAttempts - 1}
 	refused := retry.ClassifyStatus(503)
 	if res := c.retryOrFail(lease, refused, "503", 503, 0, now.Add(10*time.Second)); res.Kind != frontier.Retry {
 		t.Fatalf("attempt %d refused 10 s after robots.txt was answered: %v (%s), want a retry", lease.Attempts+1, res.Kind, res.Detail)

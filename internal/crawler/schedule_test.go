@@ -91,14 +91,7 @@ func TestScheduleWarmHostsGoFirst(t *testing.T) {
 
 func TestDropIdleHosts(t *testing.T) {
 	// A host's record leaves memory once it has no job, no ready work and no use for hostIdle.
-	cfg := Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.Seeds = []string{"http://127.0.0.2:9/"}
-	c, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openSeeded(t, "http://127.0.0.2:9/")
 	now := time.Now()
 	c.mu.Lock()
 	c.hostLocked("idle.test")

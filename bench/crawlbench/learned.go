@@ -43,12 +43,7 @@ func learned(w io.Writer, seed int64, grace time.Duration) error {
 	}
 	run := func(name, dir, from string) (row, error) {
 		web.Reset()
-		sum, err := crawlWeb(web, dir, func(c *crawler.Config) {
-			if tune != nil {
-				tune(c)
-			}
-			c.LearnedFrom = from
-		})
+		sum, err := crawlWeb(web, dir, tunedLearnedFrom(from))
 		if err != nil {
 			return row{}, err
 		}
@@ -96,4 +91,14 @@ func learned(w io.Writer, seed int64, grace time.Duration) error {
 		fmt.Fprintf(tw, "%s\t%.2f req/s\t%.2f\t%d\t%d\t%s\t\n", r.name, rate, rate/st.AIMD.Rate, r.all, r.over, r.took.Round(10*time.Millisecond))
 	}
 	return tw.Flush()
+}
+
+// tunedLearnedFrom is the bench's tuning (tune) with --learned-from dir ("" for none).
+func tunedLearnedFrom(dir string) func(*crawler.Config) {
+	return func(c *crawler.Config) {
+		if tune != nil {
+			tune(c)
+		}
+		c.LearnedFrom = dir
+	}
 }

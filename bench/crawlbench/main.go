@@ -195,12 +195,7 @@ func politeness(w io.Writer, seed int64, grace time.Duration, scale int, learned
 		return nil
 	}
 	web.Reset()
-	sum, err = crawlWeb(web, "", func(c *crawler.Config) {
-		if tune != nil {
-			tune(c)
-		}
-		c.LearnedFrom = first
-	})
+	sum, err = crawlWeb(web, "", tunedLearnedFrom(first))
 	if err != nil {
 		return err
 	}

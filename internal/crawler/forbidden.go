@@ -54,7 +54,7 @@ func (c *Crawler) serving(host string, now time.Time) bool {
 func (c *Crawler) answeredRobots(host string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.hostLocked(host)
+	c.hostLocked(host) // marks the record used
 	c.answeredLocked(host, now)
 }
 

@@ -82,11 +82,11 @@ type Crawler struct {
 	// before a record's budget's own lock; a record's robots lock is never taken under mu.
 	mu    sync.Mutex
 	hosts map[string]*hostRecord // made in Open; records made by hostLocked, dropped by dropIdleHosts
-	// answered is when each host last answered normally (see serving), kept servingWindow
-	// whether or not its record is still held. Guarded by mu; made on first use.
-	answered map[string]time.Time
-	gates    *gateKeys       // host → key of its gate in reg (gatekey.go)
-	res      *fetch.Resolver // looks host names up, for the client, the guard and the gates
+	// answers is how each host answered lately (hostAnswers), kept whether or not its record
+	// is still held. Guarded by mu; made on first use.
+	answers map[string]*hostAnswers
+	gates   *gateKeys       // host → key of its gate in reg (gatekey.go)
+	res     *fetch.Resolver // looks host names up, for the client, the guard and the gates
 
 	// dispatcher-owned
 	inflight int

@@ -13,40 +13,42 @@ import (
 // request that arrives during it. Taken at its word, every page sent during the ban would be
 // stored as a 403 and never fetched, and the pages only they link to never found.
 //
-// So a 403 from a host that has answered a page 2xx in this run is not final at once: the URL
-// is retried (forbiddenRetries times). The first 403 after a 2xx says nothing about load (a
-// site has forbidden pages); from the second in a row on, while the run of 403s (no ordinary
-// answer between: a 2xx, a redirect, a 404) is younger than forbiddenBlockTime, each is an
-// Overload for the host's controller, which backs off as for any run of refusals, spacing its
-// requests out exponentially, and at the first 2xx returns to what the host accepted. A run
-// that outlasts forbiddenBlockTime is a host, or a part of it, that forbids those pages for
-// real: its 403s are final answers again, so a large forbidden section costs two retries a
-// page and one back-off, not the crawl.
+// So a 403 from a host that has answered a page 2xx lately (while its hostAnswers are kept) is
+// not final at once: the URL is retried (forbiddenRetries times). The first 403 after a 2xx
+// says nothing about load (a site has forbidden pages); from the second in a row on, while the
+// run of 403s (no ordinary answer between: a 2xx, a redirect, a 404) is younger than
+// forbiddenBlockTime, each is an Overload for the host's controller, which backs off as for
+// any run of refusals, spacing its requests out exponentially, and at the first 2xx returns to
+// what the host accepted. A run that outlasts forbiddenBlockTime is a host, or a part of it,
+// that forbids those pages for real: its 403s are final answers again, so a large forbidden
+// section costs two retries a page and one back-off, not the crawl.
 const (
 	forbiddenRetries   = 2
 	forbiddenBlockTime = time.Minute
 )
 
-// forbidState is one host's record for reading its 403s. forbidState requires Crawler.mu to
-// be held.
-type forbidState struct {
-	served   bool      // the host has answered a page 2xx in this run
+// hostAnswers is what the crawl keeps of how one host answered: whether it is serving, and
+// the reading of its 403s that may be a ban. It outlives the host's record (a host waiting out
+// a ban or a Retry-After sits idle long enough for its record to be dropped) and is dropped by
+// forgetAnswers once it says nothing any more: no normal answer within servingWindow and no run
+// of 403s younger than forbiddenBlockTime. hostAnswers requires Crawler.mu to be held.
+type hostAnswers struct {
+	normal   time.Time // its last normal answer: a page 2xx, or its robots.txt answered as usual
+	served   bool      // it has answered a page 2xx since this record was made
 	run      int       // 403 answers since the last ordinary answer
 	runStart time.Time // when the first of them came
 }
 
 // servingWindow: a host that answered normally this recently (a page 2xx, or its robots.txt,
 // 404 included) is serving; its refusals are throttling (see throttledAttempts), not an outage.
-// The reading outlives the host's record: a URL refused while its host's record sits idle
-// waiting for the retry is still refused by a serving host.
 const servingWindow = time.Minute
 
 // serving reports whether host answered normally within servingWindow before now.
 func (c *Crawler) serving(host string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.answered[host]
-	return ok && now.Sub(t) < servingWindow
+	a := c.answers[host]
+	return a != nil && !a.normal.IsZero() && now.Sub(a.normal) < servingWindow
 }
 
 // answeredRobots notes that host answered its robots.txt normally at now (see serving). It is
@@ -55,23 +57,28 @@ func (c *Crawler) answeredRobots(host string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.hostLocked(host) // marks the record used
-	c.answeredLocked(host, now)
+	c.answersLocked(host).normal = now
 }
 
-// answeredLocked notes that host answered normally at now. It requires c.mu to be held.
-func (c *Crawler) answeredLocked(host string, now time.Time) {
-	if c.answered == nil {
-		c.answered = map[string]time.Time{}
+// answersLocked returns host's answers, made on first use. It requires c.mu to be held.
+func (c *Crawler) answersLocked(host string) *hostAnswers {
+	a := c.answers[host]
+	if a == nil {
+		if c.answers == nil {
+			c.answers = map[string]*hostAnswers{}
+		}
+		a = &hostAnswers{}
+		c.answers[host] = a
 	}
-	c.answered[host] = now
+	return a
 }
 
-// forgetAnswers drops the answers older than servingWindow before now, which serving no
-// longer counts. It requires c.mu to be held.
+// forgetAnswers drops the answers that no longer say anything at now: no normal answer within
+// servingWindow, no run of 403s younger than forbiddenBlockTime. It requires c.mu to be held.
 func (c *Crawler) forgetAnswers(now time.Time) {
-	for host, t := range c.answered {
-		if now.Sub(t) >= servingWindow {
-			delete(c.answered, host)
+	for host, a := range c.answers {
+		if now.Sub(a.normal) >= servingWindow && (a.run == 0 || now.Sub(a.runStart) >= forbiddenBlockTime) {
+			delete(c.answers, host)
 		}
 	}
 }
@@ -82,20 +89,22 @@ func (c *Crawler) forgetAnswers(now time.Time) {
 func (c *Crawler) classifyForbidden(host string, status, attempts int, now time.Time, cl retry.Class) retry.Class {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := &c.hostLocked(host).forbid
 	switch {
 	case status == http.StatusForbidden:
 	case status >= 200 && status < 300:
-		st.served, st.run = true, 0
-		c.answeredLocked(host, now)
+		a := c.answersLocked(host)
+		a.normal, a.served, a.run = now, true, 0
 		return cl
 	case status < 500 && !retry.KindOf(status).SlowDown():
-		st.run = 0 // answered as usual (a redirect, a 404): the host is not banning us
+		if a := c.answers[host]; a != nil {
+			a.run = 0 // answered as usual (a redirect, a 404): the host is not banning us
+		}
 		return cl
 	default:
 		return cl
 	}
-	if !st.served {
+	st := c.answers[host]
+	if st == nil || !st.served {
 		return cl // a host that has served nothing: its 403 is all we know of it
 	}
 	if st.run == 0 {

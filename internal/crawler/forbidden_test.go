@@ -128,7 +128,48 @@ func TestServingOutlivesTheHostRecord(t *testing.T) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.answered) != 0 {
-		t.Errorf("answers older than servingWindow still held: %v", c.answered)
+	if len(c.answers) != 0 {
+		t.Errorf("answers older than servingWindow still held: %v", c.answers)
+	}
+}
+
+func TestBanReadingOutlivesTheHostRecord(t *testing.T) {
+	// A host that served a page and then bans (403 to everything) sits idle between the
+	// spaced-out retries long enough for its record to be dropped: its 403s are still read as
+	// a ban, until the run outlasts forbiddenBlockTime and nothing recent is left to read.
+	c := openSeeded(t, "http://127.0.0.2:9/")
+	now := time.Now()
+	idle := func(at time.Time) {
+		t.Helper()
+		c.mu.Lock()
+		if r := c.hosts["ban.test"]; r != nil {
+			r.used = at.Add(-hostIdle)
+		}
+		c.mu.Unlock()
+		c.dropIdleHosts(at)
+		if c.warm("ban.test") {
+			t.Fatal("the host's record was kept; the test needs it dropped")
+		}
+	}
+	c.setLastErr("ban.test", "") // makes the record
+	c.classifyForbidden("ban.test", 200, 0, now, retry.ClassifyStatus(200))
+	idle(now.Add(5 * time.Second))
+	if got := c.classifyForbidden("ban.test", 403, 0, now.Add(5*time.Second), retry.ClassifyStatus(403)); !got.Retryable || got.Signal != aimd.Neutral {
+		t.Errorf("the first 403 after the record was dropped: %+v, want retried and Neutral", got)
+	}
+	idle(now.Add(50 * time.Second))
+	if got := c.classifyForbidden("ban.test", 403, 1, now.Add(50*time.Second), retry.ClassifyStatus(403)); !got.Retryable || got.Signal != aimd.Overload {
+		t.Errorf("the second 403, after the record was dropped again: %+v, want retried and Overload", got)
+	}
+	// The page 2xx is 70 s old and the run 65 s: nothing left to read, and memory is freed.
+	c.mu.Lock()
+	c.forgetAnswers(now.Add(70 * time.Second))
+	n := len(c.answers)
+	c.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d hosts' answers kept after their run outlasted forbiddenBlockTime, want none", n)
+	}
+	if got := c.classifyForbidden("ban.test", 403, 0, now.Add(70*time.Second), retry.ClassifyStatus(403)); got != retry.ClassifyStatus(403) {
+		t.Errorf("a 403 once the answers were dropped: %+v, want final", got)
 	}
 }

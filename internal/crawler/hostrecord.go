@@ -10,8 +10,8 @@ import (
 // hostRecord is what the crawl keeps of one host (its urlnorm.HostKey) while it is crawled,
 // besides its gate in the registry. Records are made by hostLocked on first use and dropped by
 // dropIdleHosts once the host has no job, no ready work and no use for hostIdle: its robots.txt
-// is reloaded from the store on its next use, and its retry budget, clock reading and ban
-// reading start afresh.
+// is reloaded from the store on its next use, and its retry budget and clock reading start
+// afresh (how it answered is kept apart: see hostAnswers).
 //
 // Every field is guarded by Crawler.mu except robots, which has its own lock (robotsState.mu,
 // never taken while Crawler.mu is held).
@@ -22,7 +22,6 @@ type hostRecord struct {
 	budget  *retry.Budget   // its retry budget; nil until its first retry or success (see budget)
 	clock   retry.HostClock // its clock against ours and its quota windows (page.go)
 	lastErr string          // the last error seen, for Status; "" if none
-	forbid  forbidState     // the reading of its 403s that may be a ban (forbidden.go)
 }
 
 // hostLocked returns host's record, made on first use. hostLocked requires c.mu to be held.
@@ -58,7 +57,8 @@ func (c *Crawler) jobEnded(host string) {
 }
 
 // dropIdleHosts drops the records of the hosts with no job running, no ready work and no use
-// since hostIdle before now, and the answers serving no longer counts. Dispatcher only.
+// since hostIdle before now, and the answers that no longer say anything (forgetAnswers).
+// Dispatcher only.
 func (c *Crawler) dropIdleHosts(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -74,6 +74,9 @@ type Shared interface {
 	// HostContext returns the context requests to host run under, derived from ctx (the same
 	// ctx for every call of one Run) and cancelled when host stops being this worker's.
 	HostContext(ctx context.Context, host string) context.Context
+	// Holds reports whether host is this worker's at local time now. A job made while it was
+	// is not sent once it is not (a worker resumed after a pause past its lease).
+	Holds(host string, now time.Time) bool
 	// Join binds the frontier to the worker that crawls with it; OpenWith calls it once,
 	// before Run. Complete stores a Fetched result's page in pages before it records the
 	// rest; checkpoint saves the hosts' learned state (Crawler.SaveHostStates), and is called

@@ -27,6 +27,7 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		last = c.lastVersionOf(l.Prev)
 	}
 	sent := time.Now()
+	ctx = c.whileHeld(ctx, l.Host, sent)
 	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{If: last.v, AcceptType: c.acceptType(), Wrote: t.Wrote})
 	now := time.Now()
 	if ctx.Err() != nil {
@@ -49,6 +50,17 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		c.tallyPage(l, res.Page)
 	}
 	return nil
+}
+
+// whileHeld returns ctx for a request to host about to be sent at now: cancelled if host is
+// no longer this worker's (Shared.Holds), so that the request is given back unsent.
+func (c *Crawler) whileHeld(ctx context.Context, host string, now time.Time) context.Context {
+	if c.shared == nil || c.shared.Holds(host, now) {
+		return ctx
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	return gone
 }
 
 // decide turns one response (or error) into the frontier result for the lease, and feeds the

@@ -286,6 +286,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	var httpsErr string // the https failure that made a seed without a scheme try http
 	for hop := 0; ; hop++ {
 		sent := time.Now()
+		ctx = c.whileHeld(ctx, host, sent)
 		resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{Wrote: t.Wrote})
 		now := time.Now()
 		e.FetchedAt = now

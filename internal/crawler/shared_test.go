@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,7 @@ type sharedFake struct {
 	states   hostlimit.StateStore
 	robots   *robotsFake                                            // nil: no robots.txt shared
 	hostCtx  func(ctx context.Context, host string) context.Context // nil: ctx itself
+	notHeld  atomic.Bool                                            // Holds is false for every host
 	mu       sync.Mutex
 	sets     map[string][]string
 	values   map[string]string
@@ -90,6 +92,8 @@ func (s *sharedFake) HostContext(ctx context.Context, host string) context.Conte
 	}
 	return ctx
 }
+
+func (s *sharedFake) Holds(host string, now time.Time) bool { return !s.notHeld.Load() }
 
 func (s *sharedFake) LoadRobots(host string) ([]byte, bool, error) {
 	if s.robots == nil {
@@ -473,5 +477,69 @@ func TestAddSeedsToShared(t *testing.T) {
 	}
 	if st, ok, err := sh.State("http://late.test/"); err != nil || !ok || st.State != "queued" {
 		t.Errorf("the added seed: %+v %v %v; want queued", st, ok, err)
+	}
+}
+
+// A job made while its host was the worker's is not sent once the host is not (a worker
+// resumed after a pause past its lease): its robots.txt is left to be looked up again, its
+// page's lease is given back, and the server sees no request.
+func TestSharedJobNotSentOnceTheHostMoved(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	host := urlnorm.HostKey(u)
+	sh := newSharedFake(t)
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	c, err := OpenWith(cfg, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	gate, _ := c.gates.key(host)
+	at := time.Now()
+	admit := func() *hostlimit.Ticket { // a second apart on the gate's clock: its rate allows each
+		t.Helper()
+		at = at.Add(time.Second)
+		tk, _ := c.tryAdmit(at, host, gate)
+		if tk == nil {
+			t.Fatal("the host's gate admits no request")
+		}
+		return tk
+	}
+	if _, err := c.robotsFor(host, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, held := range []bool{false, true} {
+		sh.notHeld.Store(!held)
+		if err := c.fetchRobots(context.Background(), host, "http", admit()); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := c.robotsFor(host, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := rs.state(time.Now())
+		if n := requests.Load(); held && (n != 1 || st != robotsReady) || !held && (n != 0 || st != robotsNeeded) {
+			t.Fatalf("held %v: %d requests, robots.txt %v after its fetch", held, n, st)
+		}
+	}
+	l, ok, err := c.fr.Lease(time.Now(), host)
+	if err != nil || !ok {
+		t.Fatalf("lease: %v, %v", ok, err)
+	}
+	sh.notHeld.Store(true)
+	if err := c.fetchPage(context.Background(), l, u.JoinPath("/"), admit()); err != nil {
+		t.Fatal(err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests after a page job whose host is no longer held, want only robots.txt's", n)
+	}
+	if again, ok, err := c.fr.Lease(time.Now(), host); err != nil || !ok || again.URL != l.URL {
+		t.Errorf("lease after the page job: %q, %v, %v; want %s given back", again.URL, ok, err, l.URL)
 	}
 }

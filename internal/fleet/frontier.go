@@ -106,6 +106,15 @@ type Frontier struct {
 	watched   time.Time                      // when Run last read the run_ids of Redis' nodes (Run's goroutine only)
 	commits   *commits                       // results being committed, grouped by ownership
 	batches   map[string]*hostBatch          // URLs taken from Redis not yet handed out, by host
+	lapse     lapseTimer                     // drops the partitions in use when their lease may run out
+}
+
+// lapseTimer fires at the earliest local stop time of the partitions in use, so that they are
+// dropped (their requests cancelled) on time rather than at Run's next round, which a slow
+// Redis call may hold up. Guarded by Frontier.mu.
+type lapseTimer struct {
+	t     *time.Timer // nil until first armed
+	ended bool        // Run has returned: not armed again
 }
 
 // FrontierStats count what happened to this worker's results.
@@ -185,6 +194,7 @@ func (f *Frontier) Run(ctx context.Context) {
 	// The last figures, kept for ReportTTL, whenever the stop comes: between rounds or
 	// during one (a report skipped then would miss the pages completed since the last).
 	defer f.report(context.WithoutCancel(ctx))
+	defer f.endLapse()
 	// URLs taken but not handed out go back to their queues, before that last report.
 	defer func() {
 		f.mu.Lock()
@@ -479,6 +489,36 @@ func (f *Frontier) dropLapsed(now time.Time) {
 			f.dropLocked(p, "lapsed")
 		}
 	}
+	f.armLapseLocked()
+}
+
+// armLapseLocked sets the lapse timer to the earliest stop time of the partitions in use, or
+// stops it when none is in use. It requires f.mu to be held.
+func (f *Frontier) armLapseLocked() {
+	var first time.Time
+	for _, h := range f.parts {
+		if at := h.o.StopAt(); first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	switch {
+	case f.lapse.ended || first.IsZero():
+		if f.lapse.t != nil {
+			f.lapse.t.Stop()
+		}
+	case f.lapse.t == nil:
+		f.lapse.t = time.AfterFunc(time.Until(first), func() { f.dropLapsed(time.Now()) })
+	default:
+		f.lapse.t.Reset(time.Until(first))
+	}
+}
+
+// endLapse stops the lapse timer for good; Run calls it as it returns.
+func (f *Frontier) endLapse() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lapse.ended = true
+	f.armLapseLocked()
 }
 
 // sync makes the partitions in use those the keeper holds after a Tick that changed ch, and
@@ -511,6 +551,7 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 		f.heldAt = time.Time{} // read the new partitions at this round
 		f.stats.Reacquired++
 	}
+	f.armLapseLocked()
 	f.mu.Unlock()
 }
 
@@ -822,6 +863,16 @@ func (f *Frontier) HostContext(ctx context.Context, host string) context.Context
 		h.parent = ctx
 	}
 	return h.ctx
+}
+
+// Holds reports whether host is this worker's at local time now: its partition is in use and
+// its lease cannot have run out. A request is sent only while it holds.
+func (f *Frontier) Holds(host string, now time.Time) bool {
+	p, placed := f.partitionOf(host)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.parts[p]
+	return placed && h != nil && h.o.StateAt(now) != Lapsed
 }
 
 // partitionOf returns host's partition, asking Redis (bounded by the frontier's timeout) when

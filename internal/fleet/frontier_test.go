@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -497,5 +498,42 @@ func TestFrontierNotIdleWhileCountsAreRead(t *testing.T) {
 	}
 	if f.Idle() {
 		t.Errorf("idle with a URL queued: %+v", f.Counts())
+	}
+}
+
+// A partition whose lease may have run out is dropped when it does, its hosts' requests
+// cancelled and Holds false, even while Run's round waits on a Redis that stopped answering
+// (held up for the call's Timeout).
+func TestFrontierDropsALapsedPartitionOnTime(t *testing.T) {
+	rdb, srv := newRedisServer(t)
+	opts := &Options{Partitions: 1, LeaseTTL: 300 * time.Millisecond}
+	s := newStore(t, rdb, "a", opts)
+	const timeout = 10 * time.Second
+	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond, Timeout: timeout})
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx) }()
+	defer func() { stop(); <-done }()
+	if _, err := f.Add(entries("h", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitOwned(t, f, 1)
+	hctx := f.HostContext(context.Background(), "h")
+	if !f.Holds("h", time.Now()) || hctx.Err() != nil {
+		t.Fatal("a host of the partition in use is not held")
+	}
+	stopped := time.Now()
+	if err := syscall.Kill(srv.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(srv.PID(), syscall.SIGCONT)
+	select {
+	case <-hctx.Done():
+	case <-time.After(timeout / 2):
+		t.Fatalf("the host's requests were not cancelled %v after Redis stopped answering (lease TTL %v)", timeout/2, opts.LeaseTTL)
+	}
+	t.Logf("cancelled %v after Redis stopped answering (lease TTL %v)", time.Since(stopped).Round(time.Millisecond), opts.LeaseTTL)
+	if f.Holds("h", time.Now()) {
+		t.Error("Holds is true for a host whose partition was dropped")
 	}
 }

@@ -213,12 +213,18 @@ func (pl *placer) place(ctx context.Context, hosts []string, wait time.Duration)
 	return out, nil
 }
 
-// start starts placing host, unless that is under way, and returns its lookup. The lookup has
-// a context of its own: a caller that stops waiting does not cut it short.
+// start starts placing host, unless that is under way or host was placed since the caller
+// looked (a lookup that ended meanwhile), and returns its placing. The lookup has a context of
+// its own: a caller that stops waiting does not cut it short.
 func (pl *placer) start(host string) *placing {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if w := pl.pending[host]; w != nil {
+		return w
+	}
+	if p, ok := pl.known[host]; ok { // settle remembers before it leaves pending
+		w := &placing{done: make(chan struct{}), p: p}
+		close(w.done)
 		return w
 	}
 	w := &placing{done: make(chan struct{})}

@@ -203,6 +203,24 @@ func TestForwardWaitsForPlacement(t *testing.T) {
 	}
 }
 
+// A host whose placement ended between a caller's read of its record (none yet) and its call
+// to start is not looked up again: start finds it placed.
+func TestPlacementEndedMeanwhileIsNotLookedUpAgain(t *testing.T) {
+	rdb := newRedis(t)
+	dns := newFakeDNS(map[string]string{"late.test": "10.0.0.9"})
+	s := newStore(t, rdb, "a", &Options{Partitions: 64, Placement: ByAddress, Resolve: dns.lookup})
+	first := s.place.start("late.test")
+	<-first.done
+	again := s.place.start("late.test") // as place does after reading the record before it was written
+	<-again.done
+	if first.err != nil || again.err != nil || again.p != first.p || again.p != PartitionOf("10.0.0.9", 64) {
+		t.Errorf("placed in %d (%v), then %d (%v); want %d both times", first.p, first.err, again.p, again.err, PartitionOf("10.0.0.9", 64))
+	}
+	if n := dns.lookups("late.test"); n != 1 {
+		t.Errorf("late.test looked up %d times, want once", n)
+	}
+}
+
 // The placement cache stays within maxPlaced and keeps what it was told last; a placement it
 // forgot is read again from its record, not looked up again.
 func TestPlacementCacheIsBounded(t *testing.T) {

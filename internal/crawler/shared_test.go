@@ -143,6 +143,21 @@ func (s *sharedFake) Settle(name, value string) (string, error) {
 	return value, nil
 }
 
+// openSharedSeeded opens a worker of shared with the default settings and seeds, closed when
+// the test ends.
+func openSharedSeeded(t *testing.T, shared Shared, seeds ...string) *Crawler {
+	t.Helper()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = seeds
+	c, err := OpenWith(cfg, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // runShared runs a worker of the shared crawl to its end and closes it.
 func runShared(t *testing.T, cfg Config, shared Shared) {
 	t.Helper()
@@ -376,14 +391,7 @@ func TestSharedRobotsSavedWhenHeldAgain(t *testing.T) {
 			cache := &robotsFake{m: map[string][]byte{}, notHeld: true}
 			sh := newSharedFake(t)
 			sh.robots = cache
-			cfg := Defaults()
-			cfg.Dir = t.TempDir()
-			cfg.Seeds = []string{srv.URL + "/"}
-			c, err := OpenWith(cfg, sh)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := openSharedSeeded(t, sh, srv.URL+"/")
 			now := time.Now()
 			if _, err := c.robotsFor(host, now); err != nil {
 				t.Fatal(err)
@@ -492,14 +500,7 @@ func TestSharedJobNotSentOnceTheHostMoved(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 	host := urlnorm.HostKey(u)
 	sh := newSharedFake(t)
-	cfg := Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.Seeds = []string{srv.URL + "/"}
-	c, err := OpenWith(cfg, sh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openSharedSeeded(t, sh, srv.URL+"/")
 	gate, _ := c.gates.key(host)
 	at := time.Now()
 	admit := func() *hostlimit.Ticket { // a second apart on the gate's clock: its rate allows each

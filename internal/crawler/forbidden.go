@@ -48,7 +48,7 @@ func (c *Crawler) serving(host string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.answers[host]
-	return a != nil && !a.normal.IsZero() && now.Sub(a.normal) < servingWindow
+	return a != nil && now.Sub(a.normal) < servingWindow
 }
 
 // answeredRobots notes that host answered its robots.txt normally at now (see serving). It is

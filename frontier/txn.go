@@ -44,7 +44,10 @@ func (d *delta) write(tx *bbolt.Tx) error {
 	for name := range d.ids {
 		d.host(name) // written below with its new ID
 	}
-	for name, hd := range d.hosts {
+	// In key order: bbolt inserts into a node's sorted slice, so keys in random order cost a
+	// copy of the node per key, quadratic in the hosts a transaction names.
+	for _, name := range slices.Sorted(maps.Keys(d.hosts)) {
+		hd := d.hosts[name]
 		c, id, err := decodeHost(hb.Get(hostBucketKey(name)))
 		if err != nil {
 			return fmt.Errorf("%w: host %q: %v", ErrCorrupt, name, err)

@@ -46,25 +46,22 @@ func (n *netScope) Control(network, address string, rc syscall.RawConn) error {
 	if err == nil || n.shared == nil || !errors.Is(err, netguard.ErrPrivateAddress) {
 		return err
 	}
-	if n.widen() {
-		return n.cur.Load().Control(network, address, rc)
-	}
-	return err
+	n.widen()
+	return n.cur.Load().Control(network, address, rc) // widened by this call or another
 }
 
-// widen takes in the blocks the crawl's set holds beyond those of the guard, and reports
-// whether it took any. It asks Redis for the set's size (one SCARD) and reads the set only when
+// widen takes in the blocks the crawl's set holds beyond those of the guard. It asks Redis for the set's size (one SCARD) and reads the set only when
 // the size is not the one last read. A failed read leaves the guard as it is.
-func (n *netScope) widen() bool {
+func (n *netScope) widen() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	count, err := n.shared.Count(privateRangesName)
 	if err != nil || count == n.known {
-		return false
+		return
 	}
 	all, err := n.shared.Union(privateRangesName, nil)
 	if err != nil {
-		return false
+		return
 	}
 	n.known = len(all)
 	old := n.cur.Load()
@@ -75,9 +72,7 @@ func (n *netScope) widen() bool {
 			g.Allowed = append(g.Allowed, p)
 		}
 	}
-	if len(g.Allowed) == len(old.Allowed) {
-		return false
+	if len(g.Allowed) > len(old.Allowed) {
+		n.cur.Store(&g)
 	}
-	n.cur.Store(&g)
-	return true
 }

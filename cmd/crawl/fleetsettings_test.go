@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/internal/redistest"
+	"github.com/crawl-project/crawl/internal/simweb"
+)
+
+// startBare starts a worker as the README shows a second one: on a new data directory, with
+// no seeds and none of the crawl's settings, only what joins it (Redis, the crawl's name, and
+// the fleet flags every worker must be given alike).
+func (f *fleetRun) startBare() *worker {
+	f.t.Helper()
+	args := []string{"run", "--data", f.t.TempDir(), "--redis", f.url, "--crawl", "t", "--quiet",
+		"--lease-ttl", f.ttl.String(), "--partitions", "64"}
+	out := &syncBuffer{}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "CRAWL_AS_MAIN=1")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := &worker{name: fmt.Sprintf("bare worker %d (pid %d)", len(f.workers), cmd.Process.Pid), dir: args[2], cmd: cmd, out: out, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(w.exited) }()
+	f.workers = append(f.workers, w)
+	return w
+}
+
+// cappedWeb is hosts hosts of 30 pages each, linked in a ring.
+func cappedWeb(hosts int) []simweb.HostSpec {
+	specs := make([]simweb.HostSpec, hosts)
+	for i := range specs {
+		specs[i] = simweb.HostSpec{Name: fmt.Sprintf("h%d", i), Pages: 30, CrossLinks: []string{fmt.Sprintf("h%d", (i+1)%hosts)}}
+	}
+	return specs
+}
+
+// checkCapped fails the test unless every host served exactly cap distinct pages (the cap
+// held, and every URL it admitted was fetched), and Redis counts no URL failed or excluded
+// private-address. It returns how many pages the worker w says it fetched.
+func (f *fleetRun) checkCapped(cap int, w *worker) int {
+	f.t.Helper()
+	for name, s := range f.web.Stats() {
+		if len(s.Fetched) != cap {
+			f.t.Errorf("host %s: %d pages fetched, want the crawl's --max-host-pages %d", name, len(s.Fetched), cap)
+		}
+		if s.PeakInFlight > fleetHostConcurrency {
+			f.t.Errorf("host %s: %d requests in flight at once; the crawl's --host-concurrency is %d", name, s.PeakInFlight, fleetHostConcurrency)
+		}
+	}
+	keys, err := f.keys(f.ctx, "crawl:t:{*}:counts")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	private, failed := 0, 0
+	for _, k := range keys {
+		m, err := f.rdb.HGetAll(f.ctx, k).Result()
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(m["excluded:private-address"])
+		private += n
+		n, _ = strconv.Atoi(m["failed"])
+		failed += n
+	}
+	if private > 0 || failed > 0 {
+		f.t.Errorf("%d URLs excluded private-address, %d failed; want none", private, failed)
+	}
+	m := regexp.MustCompile(`this worker (\d+) fetched`).FindStringSubmatch(w.out.String())
+	if m == nil {
+		f.t.Fatalf("%s: no summary of its own pages:\n%s", w.name, w.out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// A second worker started as the README shows it, with no flags but those that join the crawl,
+// crawls with the shared crawl's settings, not its own defaults: its hosts keep the crawl's
+// --max-host-pages and --max-rate, and it says which settings it took.
+func TestFleetJoinerKeepsCrawlSettings(t *testing.T) {
+	t.Parallel()
+	const (
+		hostCap = 12
+		maxRate = 3.0
+	)
+	f := newFleet(t, cappedWeb(8), steadyLease, "--max-rate", "3", "--initial-rate", "3", "--max-host-pages", strconv.Itoa(hostCap))
+	first := f.start("")
+	f.waitServed(1) // its seeds are in
+	second := f.startBare()
+	f.finish(first, second)
+	if !strings.Contains(second.out.String(), "taking its") || !strings.Contains(second.out.String(), "--max-rate 3") ||
+		!strings.Contains(second.out.String(), "--max-host-pages 12") {
+		t.Errorf("%s does not say it took the crawl's settings:\n%s", second.name, second.out)
+	}
+	if n := f.checkCapped(hostCap, second); n == 0 {
+		t.Fatalf("%s fetched no page: it never held a host, the test shows nothing", second.name)
+	} else {
+		t.Logf("%s fetched %d pages", second.name, n)
+	}
+	// Each host's requests (robots.txt included) were paced at --max-rate by one worker at a
+	// time; a host that moved between the workers may have had one more.
+	for name, s := range f.web.Stats() {
+		span := s.LastRequest.Sub(s.FirstRequest)
+		if min := time.Duration(float64(s.Requests-2) / maxRate * float64(time.Second)); span < min {
+			t.Errorf("host %s: %d requests in %v; at the crawl's --max-rate %g they take at least %v", name, s.Requests, span.Round(time.Millisecond), maxRate, min)
+		}
+	}
+}
+
+// Three workers started together on a real 3-master Redis Cluster, two given the seeds and the
+// crawl's settings and one given neither: the third waits for the crawl, takes its settings and
+// its network scope (the seeds' loopback block), and the crawl completes: every host's page cap
+// held, every URL it admitted fetched, none excluded private-address.
+func TestFleetClusterWorkerWithoutSeeds(t *testing.T) {
+	t.Parallel()
+	const hostCap = 10
+	c := redistest.StartCluster(t, 3, 0)
+	f := newClusterFleet(t, c, cappedWeb(9), steadyLease, "--max-host-pages", strconv.Itoa(hostCap))
+	bare := f.startBare()
+	ws := []*worker{f.start(""), f.start(""), bare}
+	f.finish(ws...)
+	n := f.checkCapped(hostCap, bare)
+	t.Logf("the worker without seeds fetched %d pages", n)
+	f.idleInRedis()
+}

@@ -123,13 +123,17 @@ func TestFleetJoinerKeepsCrawlSettings(t *testing.T) {
 // held, every URL it admitted fetched, none excluded private-address.
 func TestFleetClusterWorkerWithoutSeeds(t *testing.T) {
 	t.Parallel()
-	const hostCap = 10
+	const hostCap = 15
 	c := redistest.StartCluster(t, 3, 0)
-	f := newClusterFleet(t, c, cappedWeb(9), steadyLease, "--max-host-pages", strconv.Itoa(hostCap))
+	// at 3 requests/s a host takes 5 s: time for the third worker to take its share
+	f := newClusterFleet(t, c, cappedWeb(9), steadyLease, "--max-host-pages", strconv.Itoa(hostCap), "--max-rate", "3", "--initial-rate", "3")
 	bare := f.startBare()
 	ws := []*worker{f.start(""), f.start(""), bare}
 	f.finish(ws...)
-	n := f.checkCapped(hostCap, bare)
-	t.Logf("the worker without seeds fetched %d pages", n)
+	if n := f.checkCapped(hostCap, bare); n == 0 {
+		t.Errorf("%s fetched no page: it never held a host, the test shows nothing:\n%s", bare.name, bare.out)
+	} else {
+		t.Logf("%s fetched %d pages", bare.name, n)
+	}
 	f.idleInRedis()
 }

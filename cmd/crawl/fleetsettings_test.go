@@ -127,8 +127,9 @@ func TestFleetClusterWorkerWithoutSeeds(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
 	// at 3 requests/s a host takes 5 s: time for the third worker to take its share
 	f := newClusterFleet(t, c, cappedWeb(9), steadyLease, "--max-host-pages", strconv.Itoa(hostCap), "--max-rate", "3", "--initial-rate", "3")
+	first := f.start("")
 	bare := f.startBare()
-	ws := []*worker{f.start(""), f.start(""), bare}
+	ws := []*worker{first, bare, f.start("")}
 	f.finish(ws...)
 	if n := f.checkCapped(hostCap, bare); n == 0 {
 		t.Errorf("%s fetched no page: it never held a host, the test shows nothing:\n%s", bare.name, bare.out)

@@ -93,9 +93,9 @@ func TestFleetJoinerKeepsCrawlSettings(t *testing.T) {
 		hostCap = 12
 		maxRate = 3.0
 	)
-	f := newFleet(t, cappedWeb(8), steadyLease, "--max-rate", "3", "--initial-rate", "3", "--max-host-pages", strconv.Itoa(hostCap))
+	f := newFleet(t, cappedWeb(16), steadyLease, "--max-rate", "3", "--initial-rate", "3", "--max-host-pages", strconv.Itoa(hostCap))
 	first := f.start("")
-	f.waitServed(1) // its seeds are in
+	f.waitServed(1) // its seeds are in; 16 hosts: its share holds one but for (1/2)^16
 	second := f.startBare()
 	f.finish(first, second)
 	if !strings.Contains(second.out.String(), "taking its") || !strings.Contains(second.out.String(), "--max-rate 3") ||
@@ -125,8 +125,9 @@ func TestFleetClusterWorkerWithoutSeeds(t *testing.T) {
 	t.Parallel()
 	const hostCap = 15
 	c := redistest.StartCluster(t, 3, 0)
-	// at 3 requests/s a host takes 5 s: time for the third worker to take its share
-	f := newClusterFleet(t, c, cappedWeb(9), steadyLease, "--max-host-pages", strconv.Itoa(hostCap), "--max-rate", "3", "--initial-rate", "3")
+	// At 3 requests/s a host takes 5 s: time for the third worker to take its share. With 24
+	// hosts, the chance that its share of partitions holds none of them is (2/3)^24, 6e-5.
+	f := newClusterFleet(t, c, cappedWeb(24), steadyLease, "--max-host-pages", strconv.Itoa(hostCap), "--max-rate", "3", "--initial-rate", "3")
 	first := f.start("")
 	bare := f.startBare()
 	ws := []*worker{first, bare, f.start("")}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/redistest"
 	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/redis/go-redis/v9"
 )
 
 // startBare starts a worker as the README shows a second one: on a new data directory, with
@@ -138,4 +141,47 @@ func TestFleetClusterWorkerWithoutSeeds(t *testing.T) {
 		t.Logf("%s fetched %d pages", bare.name, n)
 	}
 	f.idleInRedis()
+}
+
+// A worker given a crawl setting other than the shared crawl's is refused before it crawls,
+// naming the crawl's value and its own; so is every worker of a crawl whose settings record in
+// Redis is damaged or hostile, rather than crawling with its own flags.
+func TestFleetSettingsRefused(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := crawler.Defaults()
+	cfg.MaxRate = 30
+	good := crawler.EncodeCrawlSettings(crawler.CrawlSettingsOf(&cfg))
+	for _, tc := range []struct {
+		name, record string
+		args         []string
+		want         string
+	}{
+		{"another --max-rate", good, []string{"--max-rate", "50"}, "the shared crawl was started with --max-rate 30, not --max-rate 50"},
+		{"another --max-rate, no seeds", good, nil, "the shared crawl was started with --max-rate 30, not --max-rate 50"},
+		{"damaged record", "\x18{", nil, `shared crawl "t": bad settings record`},
+		{"hostile rate", strings.Replace(good, `"max_rate":30`, `"max_rate":-1`, 1), nil, "bad settings record: --max-rate (-1) must not be below --min-rate"},
+	} {
+		if err := rdb.Set(ctx, "crawl:t:shared:settings", tc.record, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, "crawl:t:shared:seeded", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"run", "--data", t.TempDir(), "--redis", srv.URL(), "--crawl", "t", "--partitions", "64"}
+		if !strings.Contains(tc.name, "no seeds") {
+			args = append(args, "http://127.0.0.1:9/")
+		}
+		if tc.args == nil && strings.Contains(tc.name, "--max-rate") {
+			tc.args = []string{"--max-rate", "50"}
+		}
+		code, out := crawlOutput(t, ctx, append(args, tc.args...)...)
+		if code != exitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, want %d saying %q:\n%s", tc.name, code, exitUsage, tc.want, out)
+		}
+	}
 }

@@ -80,6 +80,9 @@ func takeCrawlSettings(ctx context.Context, st crawlValues, fs *flag.FlagSet, cf
 // (seeded, it has a scope but no settings).
 func crawlRecord(ctx context.Context, st crawlValues, cfg *crawler.Config, seeded bool, name string, stderr io.Writer) (string, bool, error) {
 	if seeded {
+		if err := cfg.Validate(); err != nil { // what the crawl keeps must be what a worker may run with
+			return "", false, fmt.Errorf("%w (%w)", err, crawler.ErrUsage)
+		}
 		v, err := st.Settle(ctx, crawler.CrawlSettingsName, crawler.EncodeCrawlSettings(crawler.CrawlSettingsOf(cfg)))
 		return v, err == nil, err
 	}

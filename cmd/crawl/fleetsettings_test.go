@@ -185,3 +185,22 @@ func TestFleetSettingsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A worker given seeds and a flag no crawl may run with is refused before it creates the
+// shared crawl: it stores no settings that every later worker would have to refuse.
+func TestFleetBadFlagStoresNoSettings(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code, out := crawlOutput(t, ctx, "run", "--data", t.TempDir(), "--redis", srv.URL(), "--crawl", "t", "--partitions", "64",
+		"--robots-ttl", "1ns", "http://127.0.0.1:9/")
+	if code != exitUsage || !strings.Contains(out, "--robots-ttl must be at least") {
+		t.Errorf("exit %d, want %d saying what is wrong with --robots-ttl:\n%s", code, exitUsage, out)
+	}
+	if n, err := rdb.Exists(ctx, "crawl:t:shared:settings").Result(); err != nil || n != 0 {
+		t.Errorf("settings stored by a worker that could not run: %d, %v", n, err)
+	}
+}

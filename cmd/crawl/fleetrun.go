@@ -13,6 +13,7 @@ import (
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/fleet"
+	"github.com/redis/go-redis/v9"
 )
 
 // The fleet's frontier keeps the crawler's contract, extras included (discovered by OpenWith).
@@ -53,18 +54,9 @@ func sharedUnsupported(fs *flag.FlagSet) []string {
 // crawlShared runs cfg as a worker of the shared crawl o names: it joins the crawl in Redis,
 // keeps its share of partitions while the crawl loop runs on them, and at the end (the crawl
 // over, or a signal) hands its partitions back at once.
-func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout, stderr io.Writer) int {
-	if o.stateTTL < time.Minute {
-		fmt.Fprintf(stderr, "crawl run: --host-state-ttl %v: want at least 1m\n", o.stateTTL)
-		return exitUsage
-	}
+func crawlShared(cfg crawler.Config, rdb redis.UniversalClient, o *fleetOptions, out *outputOptions, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rdb, _, dialed := dialRedis(ctx, "run", o.redisURL, nil, stderr)
-	if dialed != exitOK {
-		return dialed
-	}
-	defer rdb.Close()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	machine, _ := os.Hostname()
 	w, err := fleet.Join(ctx, rdb, o.crawl, fleet.NewWorkerID(),
@@ -89,6 +81,32 @@ func crawlShared(cfg crawler.Config, o *fleetOptions, out *outputOptions, stdout
 			o.crawl, st.Refused, st.Outages, st.Restarts, st.Dropped)
 	}
 	return code
+}
+
+// joinSettings dials the Redis of the shared crawl o names and makes cfg's crawl settings the
+// crawl's (takeCrawlSettings). It returns the client, or the exit code of a failure.
+func joinSettings(fs *flag.FlagSet, cfg *crawler.Config, o *fleetOptions, stderr io.Writer) (redis.UniversalClient, int) {
+	if o.stateTTL < time.Minute {
+		fmt.Fprintf(stderr, "crawl run: --host-state-ttl %v: want at least 1m\n", o.stateTTL)
+		return nil, exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second+seedsWait)
+	defer cancel()
+	rdb, _, dialed := dialRedis(ctx, "run", o.redisURL, nil, stderr)
+	if dialed != exitOK {
+		return nil, dialed
+	}
+	st, err := fleet.Open(ctx, rdb, o.crawl, fleet.NewWorkerID(), &fleet.Options{Partitions: o.partitions, Placement: placement(cfg.KeyByIP),
+		Resolve: fetch.NewResolver(fetch.ResolverConfig{Server: cfg.DNSServer}).LookupNetIP})
+	if err == nil {
+		err = takeCrawlSettings(ctx, st, fs, cfg, len(cfg.Seeds) > 0, o.crawl, stderr)
+	}
+	if err != nil {
+		rdb.Close()
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return nil, exitUsage // as a failed Join
+	}
+	return rdb, exitOK
 }
 
 // placement is how a shared crawl partitions its hosts: with --key-by-ip by the address their

@@ -21,6 +21,7 @@ import (
 	"github.com/crawl-project/crawl/internal/termsafe"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
+	"github.com/redis/go-redis/v9"
 )
 
 func init() {
@@ -135,9 +136,11 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	gaveHostsConfig := flagGiven(fs, "hosts-config")
-	if err := applyStored(fs, *dir); err != nil {
-		fmt.Fprintf(stderr, "crawl run: %v\n", err)
-		return exitRuntime
+	if shared.redisURL == "" { // a shared crawl's settings are the crawl's (takeCrawlSettings)
+		if err := applyStored(fs, *dir); err != nil {
+			fmt.Fprintf(stderr, "crawl run: %v\n", err)
+			return exitRuntime
+		}
 	}
 	if *seeds != "" || len(argSeeds) > 0 {
 		urls, guessed, err := readSeeds(*seeds, argSeeds, stderr)
@@ -152,6 +155,13 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var err error
+	var rdb redis.UniversalClient
+	if shared.redisURL != "" {
+		if rdb, code = joinSettings(fs, cfg, shared, stderr); code != exitOK {
+			return code
+		}
+		defer rdb.Close()
+	}
 	if cfg.Net, err = netOpts.network(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
@@ -204,7 +214,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	out.beforeClose = prof.writeHeap
 	defer gcfloor.Start(gcFloor)()
 	if shared.redisURL != "" {
-		code = crawlShared(*cfg, shared, out, stdout, stderr)
+		code = crawlShared(*cfg, rdb, shared, out, stdout, stderr)
 	} else {
 		code = crawl(*cfg, out, stdout, stderr)
 	}

@@ -192,6 +192,12 @@ func openStore(cfg Config, fr Frontier, learned learnedSource) (*Crawler, error)
 		InitialRate: cfg.InitialRate, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
 		MaxWindow: cfg.HostConcurrency,
 	}, DemandByCaller: true, IdleEvict: hostIdle, MaxWindowOf: maxWindows(cfg)}, states)
+	if sh != nil {
+		if err := c.checkCrawlSettings(); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	if err := c.loadScope(); err != nil {
 		db.Close()
 		return nil, err
@@ -207,7 +213,7 @@ func openStore(cfg Config, fr Frontier, learned learnedSource) (*Crawler, error)
 	}
 	auth := withAuth(cfg.Net.BasicAuth) // addSeeds adds the seeds' user:password@
 	c.client = fetch.New(fetch.Config{UserAgent: cfg.UserAgent, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody,
-		DialControl: guard.Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header, HostHeader: cfg.Net.HostHeader,
+		DialControl: c.netScope(guard).Control, Resolver: res, Proxy: cfg.Net.Proxy, TLS: cfg.Net.TLS, Header: cfg.Net.Header, HostHeader: cfg.Net.HostHeader,
 		BasicAuth: auth, Jar: cfg.Net.Jar})
 	c.start.Kind = SharedWorker
 	if sh == nil {
@@ -225,6 +231,8 @@ func openStore(cfg Config, fr Frontier, learned learnedSource) (*Crawler, error)
 		c.changes, c.revised, err = c.settle()
 	} else if len(cfg.Seeds) == 0 {
 		err = c.saveScope() // learn the scope the other workers' seeds set
+	} else {
+		_, err = sh.Settle(SeededName, "1") // the crawl holds URLs: workers without seeds may start
 	}
 	if err == nil && sh != nil {
 		err = c.saveSharedCrawl()

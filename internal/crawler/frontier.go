@@ -93,8 +93,10 @@ type SharedSettings interface {
 	// how many it holds.
 	Union(name string, members []string) ([]string, error)
 	Count(name string) (int, error)
-	// Settle sets name to value unless it has a value, and returns the value it holds.
+	// Settle sets name to value unless it has a value, and returns the value it holds;
+	// Value returns the value name holds, and whether it holds one.
 	Settle(name, value string) (string, error)
+	Value(name string) (string, bool, error)
 }
 
 var (

@@ -139,9 +139,10 @@ type SeedTarget interface {
 // non-public address blocks the seeds are on (resolved with res), then queues the seeds not
 // seen before, and returns how many it queued. A seed with user:password@ is refused (the
 // credentials would be kept by no worker), and a crawl no worker has given seeds yet (it has
-// no scope mode) too. The workers' --include/--exclude are not shared: a seed is queued
-// whatever they say; its links are checked by the workers' filters. Workers already running
-// learn the wider scope within scopeEvery; a private block only at their next start.
+// no scope mode) too. The crawl's --include/--exclude are not applied to the seeds: a seed is
+// queued whatever they say; its links are checked by the workers' filters. Workers already
+// running learn the wider scope within scopeEvery, and a private block before they refuse an
+// address of it (netScope).
 func AddSeedsTo(t SeedTarget, seeds []string, res *fetch.Resolver) (int, error) {
 	mode, ok, err := t.Value("scope-mode")
 	if err != nil {

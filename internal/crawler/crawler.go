@@ -830,6 +830,8 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	switch st {
 	case robotsPending:
 		return job{}, time.Time{}, nil
+	case robotsStaged:
+		j = c.installRobotsJob(host, rs)
 	case robotsGaveUp:
 		j, readyAt, err = c.robotsUnreachableJob(now, host, rs)
 	case robotsNeeded:

@@ -310,6 +310,16 @@ type parser struct {
 	inAgents bool           // the last group still takes user-agent lines (no member seen yet)
 	sitemaps []string
 	listed   map[string]bool // the values of sitemaps
+	ruled    map[ruleKey]bool
+}
+
+// ruleKey identifies a rule within a group: a second rule with the same key never decides
+// (the earlier line wins the tie), so it is not kept, and repeating a line costs no more at
+// Test than writing it once.
+type ruleKey struct {
+	group           int
+	allow, anchored bool
+	pattern         string
 }
 
 const wsChars = " \t\v\f"
@@ -368,8 +378,17 @@ func (p *parser) line(n int, s string) {
 		if allow {
 			text = "Allow: " + value
 		}
-		g := &p.groups[len(p.groups)-1]
-		g.rules = append(g.rules, newRule(allow, value, text, n))
+		gi := len(p.groups) - 1
+		ru := newRule(allow, value, text, n)
+		k := ruleKey{gi, ru.allow, ru.anchored, ru.pattern}
+		if p.ruled[k] {
+			return
+		}
+		if p.ruled == nil {
+			p.ruled = make(map[ruleKey]bool)
+		}
+		p.ruled[k] = true
+		p.groups[gi].rules = append(p.groups[gi].rules, ru)
 	case "crawl-delay", "crawldelay":
 		if len(p.groups) == 0 {
 			return

@@ -115,7 +115,8 @@ func statusClass(status int) class {
 // ("crawl"); a full User-Agent string is reduced with ProductToken first. pathAndQuery is the
 // request target as sent on the wire ("/a/b?x=1", percent-encoded as in the URL; raw UTF-8 is
 // accepted too); "" means "/", a missing leading "/" is added, and a "#fragment" is dropped.
-// Test never fails and never panics.
+// Test never fails and never panics. It costs O(len(rule) + len(path)) per rule of the groups
+// that apply, fewer when a group's best rule matches early (see the package doc, "Cost").
 func (r *Robots) Test(agent string, pathAndQuery string) Verdict {
 	p := canonPath(pathAndQuery)
 	if p == "/robots.txt" {
@@ -268,7 +269,8 @@ func (r *Robots) groupNames(tok string, gs []int) string {
 
 // Parse parses a robots.txt body. It never fails: lines it cannot use are skipped (RFC 9309
 // §2.3.1.5), and an empty or unusable body allows everything. Only the first MaxSize bytes are
-// read. The result does not retain body.
+// read. The result does not retain body. Parse costs time and memory linear in the bytes read
+// (sorting each group's rules adds a log factor), whatever the lines say.
 func Parse(body []byte) *Robots {
 	truncated := false
 	if len(body) > MaxSize {

@@ -1,15 +1,18 @@
 package crawler
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/crawl-project/crawl/robots"
+	"github.com/crawl-project/crawl/storage"
 )
 
 // hostileRobots returns a robots.txt of robots.MaxSize bytes that is one group of distinct
@@ -128,5 +131,45 @@ func runStagedRobots(t *testing.T, c *Crawler, host string) {
 		if err := j.run(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A robots.txt copy read from the store (on a resumed crawl) is parsed by a job, not by the
+// dispatcher that read it: the host's first job is the copy's install, after which its rules
+// are in force and its next job is a page fetch, with no robots.txt request.
+func TestStoredRobotsParsedInAJob(t *testing.T) {
+	const host = "127.0.0.2:9"
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{"http://" + host + "/"}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now()
+	body := append([]byte("User-agent: *\nDisallow: /private/\n"), hostileRobots()[:robots.MaxSize/2]...)
+	if err := c.db.PutRobots(storage.RobotsEntry{Host: host, Status: 200, Body: body, FetchedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := c.nextJob(context.Background(), now, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	private, _ := url.Parse("http://" + host + "/private/a")
+	if _, known := c.robotsVerdict(host, private); known || j.run == nil || j.page {
+		t.Fatalf("first job %+v, rules known %v: want the stored copy's install job, the rules not parsed yet", j, known)
+	}
+	if j, _, _ := c.nextJob(context.Background(), now, host); j.run != nil {
+		t.Fatalf("second job %+v while the install is under way, want none", j)
+	}
+	if err := j.run(); err != nil {
+		t.Fatal(err)
+	}
+	if v, known := c.robotsVerdict(host, private); !known || v.Allowed {
+		t.Errorf("/private/a after the install: %+v, known %v; want disallowed by the stored copy", v, known)
+	}
+	if j, _, err = c.nextJob(context.Background(), now, host); err != nil || !j.page {
+		t.Errorf("job after the install: %+v, %v; want a page fetch", j, err)
 	}
 }

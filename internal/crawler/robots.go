@@ -82,7 +82,7 @@ func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
 	return robotsNeeded, time.Time{}
 }
 
-// stage keeps e to be installed by install, in a job: parsing a robots.txt costs time linear
+// stage keeps e to be installed by installRobotsJob: parsing a robots.txt costs time linear
 // in its size (up to robots.MaxSize), which is a worker's to spend, not the dispatcher's.
 func (rs *robotsState) stage(e storage.RobotsEntry) {
 	rs.mu.Lock()

@@ -71,6 +71,20 @@
 // query (RFC 3986 §3.4). So "*" in a rule crosses into the query as usual ("Disallow: /*/edit"
 // blocks "/p?next=/edit" and "/p?next=%2Fedit"), while in the path "%2F" and "/" stay apart.
 //
+// # Cost
+//
+// A robots.txt is written by the host, so nothing in it may make the crawler's work grow
+// faster than the file. Parse is linear in the bytes it reads (at most MaxSize): each line is
+// handled once, and nothing seen before is searched again (a group's user-agent lines, its
+// product tokens, the Sitemap values and each group's rules are kept in maps; a rule repeated
+// in a group is kept once, since the earlier line wins the tie). Test matches each rule of the
+// groups that apply in O(len(rule) + len(path)): a wildcard rule finds each segment at its
+// leftmost occurrence after the previous one, left to right, never backtracking. So a verdict
+// costs at most O(R·P + S) for R rules of S bytes in total and a path of P bytes, and the
+// Group string of a verdict that names several groups is built once per agent. R·P is not
+// bounded further: a file of MaxSize of distinct wildcard rules ("Disallow: /*a1*b", …, some
+// 25,000 rules) costs about 6 ms of CPU per 2,048-byte path (BENCHMARKS.md).
+//
 // Status codes (FromResponse): 2xx parses the body; 4xx other than 429 means "unavailable",
 // i.e. allow all (§2.3.1.3); 429, 5xx and anything else (1xx, out-of-range codes, and 0, which
 // callers pass for a network error or timeout) mean "unreachable", i.e. disallow all

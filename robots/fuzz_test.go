@@ -30,6 +30,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("User-agent:*\rDisallow:****$$\r\n"), "*", "/a?b#c")
 	f.Add([]byte("\xEF\xBB\xBF\xFF\xFE\x00:\n:\nuser-agent\nDisallow /a b c"), "x", "")
 	f.Add([]byte("User-agent: a\nCrawl-delay: 1e400\nCrawl-delay: -0\n"), "A", "/")
+	for _, s := range hostileShapes { // the shapes that made a parser quadratic, cut short
+		f.Add(s.body(300), s.agent, s.path)
+	}
+	f.Add([]byte("User-agent: *\nDisallow: /a\nAllow: /a\nDisallow: /a\nAllow: /%61\n"), "x", "/a")
 
 	f.Fuzz(func(t *testing.T, body []byte, agent, path string) {
 		orig := bytes.Clone(body)
@@ -86,6 +90,7 @@ func FuzzMatch(f *testing.F) {
 	f.Add("/a**$", "/a")
 	f.Add("/x*x*x", "/xx")
 	f.Add("/%E3*%84$", "/ツ")
+	f.Add("/"+strings.Repeat("*ab", 50)+"*c$", "/"+strings.Repeat("ab", 200))
 	f.Fuzz(func(t *testing.T, value, path string) {
 		if value == "" {
 			return

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,7 +25,17 @@ type Robots struct {
 	star        []int            // groups naming "*"
 	sitemaps    []string
 	unreachable bool
+
+	// The Group of a verdict that names several groups, by the product token that selected
+	// them ("" for the "*" groups): a file may make that list as long as itself, so it is
+	// built once per agent, not once per URL. At most maxMerged entries.
+	mergedMu sync.Mutex
+	merged   map[string]string
 }
+
+// maxMerged bounds Robots.merged, so that a caller asking about every agent a file names keeps
+// at most this many merged names; the others are built when asked.
+const maxMerged = 16
 
 // group is one group of the file: its user-agent lines and its members.
 type group struct {
@@ -104,7 +115,8 @@ func statusClass(status int) class {
 // ("crawl"); a full User-Agent string is reduced with ProductToken first. pathAndQuery is the
 // request target as sent on the wire ("/a/b?x=1", percent-encoded as in the URL; raw UTF-8 is
 // accepted too); "" means "/", a missing leading "/" is added, and a "#fragment" is dropped.
-// Test never fails and never panics.
+// Test never fails and never panics. It costs O(len(rule) + len(path)) per rule of the groups
+// that apply, fewer when a group's best rule matches early (see the package doc, "Cost").
 func (r *Robots) Test(agent string, pathAndQuery string) Verdict {
 	p := canonPath(pathAndQuery)
 	if p == "/robots.txt" {
@@ -113,7 +125,7 @@ func (r *Robots) Test(agent string, pathAndQuery string) Verdict {
 	if r.unreachable {
 		return Verdict{Allowed: false}
 	}
-	gs := r.selectGroups(agent)
+	tok, gs := r.selectGroups(agent)
 	if len(gs) == 0 {
 		return Verdict{Allowed: true}
 	}
@@ -130,7 +142,7 @@ func (r *Robots) Test(agent string, pathAndQuery string) Verdict {
 		}
 	}
 	if best == nil {
-		return Verdict{Allowed: true, Group: r.groupNames(gs)}
+		return Verdict{Allowed: true, Group: r.groupNames(tok, gs)}
 	}
 	return Verdict{Allowed: best.allow, Rule: best.text, Line: best.line, Group: r.groups[bestGroup].name}
 }
@@ -150,7 +162,8 @@ func (r *Robots) TestURL(agent string, u *url.URL) Verdict {
 func (r *Robots) CrawlDelay(agent string) (time.Duration, bool) {
 	var d time.Duration
 	found := false
-	for _, gi := range r.selectGroups(agent) {
+	_, gs := r.selectGroups(agent)
+	for _, gi := range gs {
 		g := &r.groups[gi]
 		if g.hasDelay && (!found || g.delay > d) {
 			d, found = g.delay, true
@@ -206,37 +219,58 @@ func isTokenChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-'
 }
 
-// selectGroups returns the groups that apply to agent (RFC 9309 §2.2.1).
-func (r *Robots) selectGroups(agent string) []int {
+// selectGroups returns the groups that apply to agent (RFC 9309 §2.2.1) and the lower-case
+// product token that selected them, "" for the "*" groups.
+func (r *Robots) selectGroups(agent string) (string, []int) {
 	if r.unreachable {
-		return nil
+		return "", nil
 	}
 	if tok := strings.ToLower(ProductToken(agent)); tok != "" {
 		if gs := r.byAgent[tok]; len(gs) > 0 {
-			return gs
+			return tok, gs
 		}
 	}
-	return r.star
+	return "", r.star
 }
 
-func (r *Robots) groupNames(gs []int) string {
+// groupNames returns the user-agent lines of groups gs, selected by tok, each once, in order.
+// It costs O(1) once built for tok, and building costs time linear in the names' length.
+func (r *Robots) groupNames(tok string, gs []int) string {
 	if len(gs) == 1 {
 		return r.groups[gs[0]].name
 	}
+	r.mergedMu.Lock()
+	name, ok := r.merged[tok]
+	r.mergedMu.Unlock()
+	if ok {
+		return name
+	}
 	var names []string
+	seen := make(map[string]bool)
 	for _, gi := range gs {
 		for n := range strings.SplitSeq(r.groups[gi].name, ", ") {
-			if !slices.Contains(names, n) {
+			if !seen[n] {
+				seen[n] = true
 				names = append(names, n)
 			}
 		}
 	}
-	return strings.Join(names, ", ")
+	name = strings.Join(names, ", ")
+	r.mergedMu.Lock()
+	if r.merged == nil {
+		r.merged = make(map[string]string)
+	}
+	if len(r.merged) < maxMerged {
+		r.merged[tok] = name
+	}
+	r.mergedMu.Unlock()
+	return name
 }
 
 // Parse parses a robots.txt body. It never fails: lines it cannot use are skipped (RFC 9309
 // §2.3.1.5), and an empty or unusable body allows everything. Only the first MaxSize bytes are
-// read. The result does not retain body.
+// read. The result does not retain body. Parse costs time and memory linear in the bytes read
+// (sorting each group's rules adds a log factor), whatever the lines say.
 func Parse(body []byte) *Robots {
 	truncated := false
 	if len(body) > MaxSize {
@@ -268,12 +302,26 @@ func Parse(body []byte) *Robots {
 	return p.finish()
 }
 
-// parser holds the state of Parse between lines.
+// parser holds the state of Parse between lines. Each line costs time linear in its length
+// (amortized), whatever came before it: nothing is searched or rebuilt per line.
 type parser struct {
 	groups   []group
-	agents   [][]string // per group: lower-case product tokens ("*" for the wildcard)
-	inAgents bool       // the last group still takes user-agent lines (no member seen yet)
+	names    [][]string     // per group: its user-agent lines, joined into group.name by finish
+	agents   [][]string     // per group: lower-case product tokens ("*" for the wildcard), each once
+	named    map[string]int // product token → 1 + the last group that named it
+	inAgents bool           // the last group still takes user-agent lines (no member seen yet)
 	sitemaps []string
+	listed   map[string]bool // the values of sitemaps
+	ruled    map[ruleKey]bool
+}
+
+// ruleKey identifies a rule within a group: a second rule with the same key never decides
+// (the earlier line wins the tie), so it is not kept, and repeating a line costs no more at
+// Test than writing it once.
+type ruleKey struct {
+	group           int
+	allow, anchored bool
+	pattern         string
 }
 
 const wsChars = " \t\v\f"
@@ -302,23 +350,22 @@ func (p *parser) line(n int, s string) {
 	case "user-agent", "useragent", "user agent":
 		if len(p.groups) == 0 || !p.inAgents {
 			p.groups = append(p.groups, group{})
+			p.names = append(p.names, nil)
 			p.agents = append(p.agents, nil)
 			p.inAgents = true
 		}
-		g := &p.groups[len(p.groups)-1]
-		if g.name != "" {
-			g.name += ", "
-		}
-		g.name += "User-agent: " + value
+		gi := len(p.groups) - 1
+		p.names[gi] = append(p.names[gi], "User-agent: "+value)
 		tok := "*"
 		if first, _, _ := strings.Cut(strings.ReplaceAll(value, "\t", " "), " "); first != "*" {
 			tok = strings.ToLower(ProductToken(value))
 		}
-		if tok != "" {
-			a := &p.agents[len(p.agents)-1]
-			if !slices.Contains(*a, tok) {
-				*a = append(*a, tok)
+		if tok != "" && p.named[tok] != gi+1 {
+			if p.named == nil {
+				p.named = make(map[string]int)
 			}
+			p.named[tok] = gi + 1
+			p.agents[gi] = append(p.agents[gi], tok)
 		}
 	case "allow", "disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw":
 		if len(p.groups) == 0 {
@@ -333,8 +380,17 @@ func (p *parser) line(n int, s string) {
 		if allow {
 			text = "Allow: " + value
 		}
-		g := &p.groups[len(p.groups)-1]
-		g.rules = append(g.rules, newRule(allow, value, text, n))
+		gi := len(p.groups) - 1
+		ru := newRule(allow, value, text, n)
+		k := ruleKey{gi, ru.allow, ru.anchored, ru.pattern}
+		if p.ruled[k] {
+			return
+		}
+		if p.ruled == nil {
+			p.ruled = make(map[ruleKey]bool)
+		}
+		p.ruled[k] = true
+		p.groups[gi].rules = append(p.groups[gi].rules, ru)
 	case "crawl-delay", "crawldelay":
 		if len(p.groups) == 0 {
 			return
@@ -349,7 +405,11 @@ func (p *parser) line(n int, s string) {
 			g.delay, g.hasDelay = d, true
 		}
 	case "sitemap", "site-map":
-		if value != "" && !slices.Contains(p.sitemaps, value) {
+		if value != "" && !p.listed[value] {
+			if p.listed == nil {
+				p.listed = make(map[string]bool)
+			}
+			p.listed[value] = true
 			p.sitemaps = append(p.sitemaps, value)
 		}
 	}
@@ -371,6 +431,7 @@ func parseDelay(v string) (time.Duration, bool) {
 func (p *parser) finish() *Robots {
 	r := &Robots{groups: p.groups, sitemaps: p.sitemaps}
 	for gi := range r.groups {
+		r.groups[gi].name = strings.Join(p.names[gi], ", ")
 		slices.SortStableFunc(r.groups[gi].rules, func(a, b *rule) int {
 			switch {
 			case a.beats(b):

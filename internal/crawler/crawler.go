@@ -838,6 +838,8 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	switch st {
 	case robotsPending:
 		return job{}, time.Time{}, nil
+	case robotsStaged:
+		j = c.installRobotsJob(host, rs)
 	case robotsGaveUp:
 		j, readyAt, err = c.robotsUnreachableJob(now, host, rs)
 	case robotsNeeded:
@@ -909,13 +911,15 @@ func (c *Crawler) pageJob(fetchCtx context.Context, now time.Time, host, gate st
 	if c.shared != nil && l.Depth == 0 && l.Parent == "" && c.scopeNow().Check(u) == frontier.ReasonScope {
 		c.widenScope() // a seed added to the shared crawl since the last widening: its links are in scope
 	}
-	if v := rs.test(c.agent, u); !v.Allowed {
-		giveBack(t, now)
-		return job{run: func() error {
+	return job{page: c.countsAgainstBudget(l), run: func() error {
+		// Asked in the job, not by the dispatcher: a verdict costs time linear in the host's
+		// rules (robots.Robots.Test), which is this host's to spend, not every host's.
+		if v := rs.test(c.agent, u); !v.Allowed {
+			giveBack(t, time.Now())
 			return c.complete(l, frontier.Result{Kind: frontier.Excluded, Reason: "robots", Detail: ruleDetail(v)})
-		}}, time.Time{}, nil
-	}
-	return job{page: c.countsAgainstBudget(l), run: func() error { return c.fetchPage(fetchCtx, l, u, t) }}, time.Time{}, nil
+		}
+		return c.fetchPage(fetchCtx, l, u, t)
+	}}, time.Time{}, nil
 }
 
 // overHTTP queues the http twin of l, an https URL of a host that answers over http only

@@ -38,7 +38,8 @@ type robotsPhase int
 const (
 	robotsReady   robotsPhase = iota // rules known and fresh
 	robotsNeeded                     // never fetched, expired, or a re-check is due
-	robotsPending                    // a fetch is under way
+	robotsPending                    // a fetch, or the install of a staged copy, is under way
+	robotsStaged                     // a copy read from the store or the shared cache awaits its install job
 	robotsWait                       // unreachable; re-check at the returned time
 	robotsGaveUp                     // unreachable too many times
 )
@@ -56,6 +57,9 @@ type robotsState struct {
 	// unshared: entry was fetched by this worker of a shared crawl and is not in the shared
 	// cache yet (the host was not the worker's when the fetch ended)
 	unshared bool
+	// staged: a copy read from the store or the shared cache, installed (parsed) by a job of
+	// its own, not by the dispatcher that read it (see stage)
+	staged *storage.RobotsEntry
 }
 
 func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
@@ -64,6 +68,8 @@ func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
 	switch {
 	case rs.pending:
 		return robotsPending, time.Time{}
+	case rs.staged != nil:
+		return robotsStaged, time.Time{}
 	case rs.rules == nil:
 		return robotsNeeded, time.Time{}
 	case rs.rules.Unreachable() && (rs.entry.Failures >= robotsMaxFailures || rs.given):
@@ -74,6 +80,27 @@ func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
 		return robotsReady, time.Time{}
 	}
 	return robotsNeeded, time.Time{}
+}
+
+// stage keeps e to be installed by installRobotsJob: parsing a robots.txt costs time linear
+// in its size (up to robots.MaxSize), which is a worker's to spend, not the dispatcher's.
+func (rs *robotsState) stage(e storage.RobotsEntry) {
+	rs.mu.Lock()
+	rs.staged = &e
+	rs.mu.Unlock()
+}
+
+// takeStaged returns the staged copy, if any, and marks the state pending until set installs
+// it.
+func (rs *robotsState) takeStaged() (storage.RobotsEntry, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.staged == nil {
+		return storage.RobotsEntry{}, false
+	}
+	e := *rs.staged
+	rs.staged, rs.pending = nil, true
+	return e, true
 }
 
 func (rs *robotsState) setPending() {
@@ -109,16 +136,18 @@ func (rs *robotsState) test(agent string, u *url.URL) robots.Verdict {
 	return rules.Test(agent, u.RequestURI())
 }
 
-// set installs a fetched (or loaded) entry and computes when to look again.
+// set installs a fetched (or loaded) entry and computes when to look again. The body is parsed
+// before rs.mu is taken: the dispatcher asks every host's state in turn, and must never wait
+// for one host's parse.
 func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
+	rules := robots.DisallowAll()
+	if e.Err == "" {
+		rules = robots.FromResponse(e.Status, e.Body)
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.entry, rs.loaded, rs.pending, rs.given, rs.unshared = e, true, false, false, false
-	if e.Err != "" {
-		rs.rules = robots.DisallowAll()
-	} else {
-		rs.rules = robots.FromResponse(e.Status, e.Body)
-	}
+	rs.rules, rs.staged = rules, nil
 	if rs.rules.Unreachable() {
 		rs.next = e.FetchedAt.Add(min(retry<<min(max(e.Failures-1, 0), 20), robotsMaxBackoff))
 		if e.Failures <= 1 || rs.since.IsZero() {
@@ -186,7 +215,7 @@ func (c *Crawler) robotsFor(host string, now time.Time) (*robotsState, error) {
 		e, ok = se, true // another worker fetched it since
 	}
 	if ok {
-		c.useRobots(host, rs, e)
+		c.useRobots(rs, e)
 	}
 	return rs, nil
 }
@@ -210,7 +239,7 @@ func (c *Crawler) syncSharedRobots(host string, rs *robotsState, now time.Time) 
 		rs.mu.Lock()
 		rs.unshared = false
 		rs.mu.Unlock()
-		c.useRobots(host, rs, se) // another worker fetched it since
+		c.useRobots(rs, se) // another worker fetched it since
 	case unshared && c.shareRobots(e):
 		rs.mu.Lock()
 		if rs.entry.FetchedAt.Equal(e.FetchedAt) {
@@ -220,14 +249,28 @@ func (c *Crawler) syncSharedRobots(host string, rs *robotsState, now time.Time) 
 	}
 }
 
-// useRobots installs e, a copy of host's robots.txt fetched earlier, unless the run asks for
-// it afresh (--retry excluded, or --retry failed and its last fetch failed).
-func (c *Crawler) useRobots(host string, rs *robotsState, e storage.RobotsEntry) {
+// useRobots stages e, a copy of host's robots.txt fetched earlier, for installRobotsJob,
+// unless the run asks for it afresh (--retry excluded, or --retry failed and its last fetch
+// failed).
+func (c *Crawler) useRobots(rs *robotsState, e storage.RobotsEntry) {
 	if c.cfg.RetryExcluded || (c.cfg.RetryFailed && e.Failures > 0) {
 		return
 	}
-	rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
-	c.applyCrawlDelay(host, rs)
+	rs.stage(e)
+}
+
+// installRobotsJob parses and installs host's staged robots.txt copy, in a job so that the
+// dispatcher, which read the copy, does not spend the parse.
+func (c *Crawler) installRobotsJob(host string, rs *robotsState) job {
+	e, ok := rs.takeStaged()
+	if !ok {
+		return job{}
+	}
+	return job{run: func() error {
+		rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
+		c.applyCrawlDelay(host, rs)
+		return nil
+	}}
 }
 
 // robotsVerdict answers for a URL whose host's rules are already known; known is false

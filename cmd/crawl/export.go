@@ -203,9 +203,13 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case st.Omitted > 0:
 		omitted = fmt.Sprintf(", %d without a file (error statuses, older versions)", st.Omitted)
 	}
-	if ww, ok := w.(*export.WARCWriter); ok {
+	withdrawn := err != nil && ctx.Err() == nil // a WARC or mirror export that failed removed its files
+	switch ww, ok := w.(*export.WARCWriter); {
+	case (ok || *format == "mirror") && withdrawn:
+		dst = "nothing (removed)"
+	case ok:
 		dst = filesList(ww.Files())
-	} else if *format == "mirror" {
+	case *format == "mirror":
 		dst = fmt.Sprintf("%d %s under %s", st.Files, plural(st.Files, "file", "files"), dst)
 	}
 	robots := ""

@@ -33,6 +33,22 @@ type Stats struct {
 	Omitted int64 // mirror: pages that get no file (error statuses, versions a later one replaced)
 	Files   int   // output files created (JSONL: the one stream)
 	Bytes   int64 // bytes written to the output, after compression
+	// Flattened counts the HTML pages (JSONL, CSV) nested deeper than the HTML parser takes,
+	// read with their deepest elements flattened (JSONL: "nesting_flattened_at");
+	// FlattenedURLs are the first MaxFlattenedURLs of them.
+	Flattened     int64
+	FlattenedURLs []string
+}
+
+// MaxFlattenedURLs bounds Stats.FlattenedURLs.
+const MaxFlattenedURLs = 10
+
+// flattened counts the page u as Flattened.
+func (s *Stats) flattened(u string) {
+	s.Flattened++
+	if len(s.FlattenedURLs) < MaxFlattenedURLs {
+		s.FlattenedURLs = append(s.FlattenedURLs, u)
+	}
 }
 
 // Skipper is implemented by a Writer that needs to see the pages the Filter leaves out (they

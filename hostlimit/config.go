@@ -55,6 +55,18 @@ type StateStore interface {
 	SaveHostStates(states map[string][]byte) error
 }
 
+// HintStore is a StateStore that also holds hints: states learned by another crawl (its store,
+// or a file of them) for hosts this store has none of. A hint is loaded only for a host
+// LoadHostState has nothing for, and gives it a starting rate and window only (aimd.Hint):
+// never a pause, a Crawl-delay ceiling or the rest of a controller's state. A host started
+// from a hint is not saved until it has had an outcome of its own, so nothing of the hint
+// reaches the store unless the crawl's own observations carried it.
+type HintStore interface {
+	StateStore
+	// LoadHostHint returns the hint for host; ok is false when there is none.
+	LoadHostHint(host string) (b []byte, ok bool, err error)
+}
+
 // memStore is the StateStore used when New is given nil: evicted hosts' states stay in memory
 // (a few hundred bytes each) so eviction never loses a running pause.
 type memStore struct {

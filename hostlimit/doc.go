@@ -81,7 +81,10 @@
 // as JSON and written through a StateStore (storage.DB implements it) by Flush and by Evict,
 // which also drops hosts that have been idle for Config.IdleEvict with nothing in flight. A
 // host created later is restored from the store, so a resumed crawl still honours a running
-// backoff. With a nil store, states are kept in memory so eviction still loses nothing.
+// backoff, for MaxRestoredPause after its save at most; an invalid ceiling restores as none.
+// With a nil store, states are kept in memory so eviction still loses nothing. A HintStore
+// adds hints (another crawl's states) for hosts the store has none of: a hint gives a starting
+// rate and window only (aimd.Hint), and a host holding only a hint is not saved.
 //
 // # Host keys
 //

@@ -61,12 +61,15 @@ type host struct {
 	demand     aimd.Demand   // what the next admitted request tells the controller (see Config.DemandByCaller)
 	byCaller   bool          // Config.DemandByCaller
 	stateErr   string        // why saved state could not be loaded, if it could not
+	fromHint   bool          // started from a hint (HintStore) and no outcome since: not saved
 	changed    chan struct{} // closed (and replaced) when a waiter may now get in sooner
 	evicting   bool          // state saved by a running Evict; cleared by any use
 	evicted    bool          // removed from the registry: callers must look the key up again
 }
 
-func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, loadErr error) *host {
+// newHost makes key's host from what the store gave: data (found) was saved by this crawl, or is
+// a hint from another if hint.
+func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, loadErr error, hint bool) *host {
 	h := &host{
 		key:        key,
 		maxWindow:  cfg.AIMD.MaxWindow,
@@ -87,9 +90,14 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 			h.stateErr = "decode: " + err.Error()
 			break
 		}
+		if hint {
+			h.ctrl = aimd.Hint(cfg.AIMD, s.AIMD.Rate, s.AIMD.Window, now)
+			h.fromHint = true
+			break
+		}
 		h.ctrl = aimd.Restore(cfg.AIMD, s.AIMD, now)
-		h.pausedUntil = s.PausedUntil
-		h.ceiling = s.Ceiling
+		h.pausedUntil = restoredPause(s, now)
+		h.ceiling = validCeiling(s.Ceiling)
 	}
 	if h.ctrl == nil {
 		h.ctrl = aimd.New(cfg.AIMD, now)
@@ -280,7 +288,12 @@ func (h *host) wakeLocked() {
 	h.changed = make(chan struct{})
 }
 
+// stateLocked encodes the host's state to save, stamped savedAt; nil (no error) for a host
+// that holds only a hint.
 func (h *host) stateLocked(savedAt time.Time) ([]byte, error) {
+	if h.fromHint {
+		return nil, nil
+	}
 	return encodeState(savedState{
 		AIMD:        h.ctrl.State(),
 		PausedUntil: h.pausedUntil,
@@ -336,6 +349,7 @@ func (t *Ticket) Done(now time.Time, o aimd.Outcome) {
 		return
 	}
 	t.done = true
+	h.fromHint = false // the host's own outcome: its state is the crawl's now
 	if o.Pause > 0 {
 		h.pauseLocked(now.Add(o.Pause))
 	}

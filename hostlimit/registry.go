@@ -57,7 +57,12 @@ func (r *Registry) lookup(now time.Time, key string) *host {
 		}
 		// Load outside the lock: one host's store read never blocks other hosts.
 		data, ok, err := r.store.LoadHostState(key)
-		nh := newHost(&r.cfg, key, now, data, ok, err)
+		hint := false
+		if hs, isHints := r.store.(HintStore); isHints && !ok && err == nil {
+			data, ok, err = hs.LoadHostHint(key)
+			hint = true
+		}
+		nh := newHost(&r.cfg, key, now, data, ok, err, hint)
 		r.mu.Lock()
 		if h := r.hosts[key]; h != nil {
 			r.mu.Unlock()
@@ -147,14 +152,18 @@ func (r *Registry) Wait(ctx context.Context, host string) (*Ticket, error) {
 }
 
 // SetCeiling caps host's rate at rate req/s (robots.txt Crawl-delay: 1/delay); 0 removes the
-// cap. The ceiling is saved with the host's state.
+// cap. The ceiling is saved with the host's state. Setting the ceiling the host has changes
+// nothing.
 func (r *Registry) SetCeiling(host string, rate float64) {
 	now := r.cfg.Now()
 	h := r.lockedHost(now, host)
 	defer h.mu.Unlock()
+	if validCeiling(rate) == h.ceiling {
+		return
+	}
 	now = h.clockLocked(now)
 	h.lastActive = now
-	h.ceiling = max(rate, 0)
+	h.ceiling = validCeiling(rate)
 	h.ctrl.SetCeiling(h.ceiling)
 	h.syncLimitLocked(now)
 	h.wakeLocked()
@@ -274,7 +283,9 @@ func (r *Registry) EvictUnless(now time.Time, keep func(host string) bool) error
 			if b, err := h.stateLocked(now); err != nil {
 				encErr = cmp.Or(encErr, fmt.Errorf("hostlimit: encode %s: %w", h.key, err))
 			} else {
-				batch[h.key] = b
+				if b != nil {
+					batch[h.key] = b
+				}
 				h.evicting = true
 				cands = append(cands, h)
 			}
@@ -284,7 +295,7 @@ func (r *Registry) EvictUnless(now time.Time, keep func(host string) bool) error
 	if len(cands) == 0 {
 		return encErr
 	}
-	if err := r.store.SaveHostStates(batch); err != nil {
+	if err := r.saveStates(batch); err != nil {
 		for _, h := range cands {
 			h.mu.Lock()
 			h.evicting = false
@@ -310,6 +321,14 @@ func (r *Registry) EvictUnless(now time.Time, keep func(host string) bool) error
 	return encErr
 }
 
+// saveStates saves batch through the store; an empty batch is no call.
+func (r *Registry) saveStates(batch map[string][]byte) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	return r.store.SaveHostStates(batch)
+}
+
 // Flush saves every in-memory host's learned state (controller state, pause, ceiling) through
 // the store, stamped with Config.Now.
 func (r *Registry) Flush() error {
@@ -323,7 +342,7 @@ func (r *Registry) Flush() error {
 		if !h.evicted {
 			if b, err := h.stateLocked(now); err != nil {
 				encErr = cmp.Or(encErr, fmt.Errorf("hostlimit: encode %s: %w", h.key, err))
-			} else {
+			} else if b != nil {
 				batch[h.key] = b
 			}
 		}

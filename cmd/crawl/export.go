@@ -14,6 +14,7 @@ import (
 
 	"github.com/crawl-project/crawl/internal/export"
 	"github.com/crawl-project/crawl/internal/learnedfile"
+	"github.com/crawl-project/crawl/internal/termsafe"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -203,9 +204,13 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case st.Omitted > 0:
 		omitted = fmt.Sprintf(", %d without a file (error statuses, older versions)", st.Omitted)
 	}
-	if ww, ok := w.(*export.WARCWriter); ok {
+	withdrawn := err != nil && ctx.Err() == nil // a WARC or mirror export that failed removed its files
+	switch ww, ok := w.(*export.WARCWriter); {
+	case (ok || *format == "mirror") && withdrawn:
+		dst = "nothing (removed)"
+	case ok:
 		dst = filesList(ww.Files())
-	} else if *format == "mirror" {
+	case *format == "mirror":
 		dst = fmt.Sprintf("%d %s under %s", st.Files, plural(st.Files, "file", "files"), dst)
 	}
 	robots := ""
@@ -218,6 +223,10 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "crawl export: %d pages%s written (%d filtered out%s%s) to %s, %s, %.1fs\n",
 		st.Pages, robots, st.Skipped, omitted, superseded, dst, formatBytes(st.Bytes), time.Since(start).Seconds())
+	if st.Flattened > 0 {
+		fmt.Fprintf(stderr, "crawl export: %d HTML %s nested deeper than the HTML parser's 512 elements, read with the elements past depth 256 (32 where that was not enough) flattened into their ancestors, so title, text and fields are as near as that gives%s: %s\n",
+			st.Flattened, plural(int(st.Flattened), "page", "pages"), flattenedNote(*format), urlsList(st.FlattenedURLs, st.Flattened))
+	}
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")
@@ -261,6 +270,27 @@ func exportLearned(srcs []learnedfile.Source, filter *export.Filter, out string,
 	}
 	fmt.Fprintf(stderr, "crawl export: the learned politeness of %d %s written to %s\n", n, plural(n, "host", "hosts"), dst)
 	return exitOK
+}
+
+// flattenedNote says where the output marks a flattened page.
+func flattenedNote(format string) string {
+	if format == "jsonl" {
+		return `; each line says "nesting_flattened_at"`
+	}
+	return ""
+}
+
+// urlsList names urls, escaped for a terminal, and how many of n it leaves out.
+func urlsList(urls []string, n int64) string {
+	esc := make([]string, len(urls))
+	for i, u := range urls {
+		esc[i] = termsafe.Escape(u)
+	}
+	s := strings.Join(esc, ", ")
+	if more := n - int64(len(urls)); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // sameDirs reports the first two of dirs that are one directory (the same store given twice).

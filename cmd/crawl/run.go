@@ -116,7 +116,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
 	fs.BoolVar(&cfg.Recrawl, "recrawl", false, "revisit the fetched pages with conditional GETs (If-None-Match, If-Modified-Since): an unchanged page answers 304 and keeps its stored copy, a changed one is stored anew")
 	fs.DurationVar(&cfg.RecrawlOlderThan, "older-than", 0, "with --recrawl, revisit only the pages last visited at least this long ago (e.g. 24h)")
-	fs.StringVar(&cfg.LearnedFrom, "learned-from", "", "start each host another crawl's data directory, or a file of crawl export --format learned, has learned at its learned rate and window (re-checked as usual); `PATH` is read, never written, and a directory must not be in use; not stored")
+	fs.StringVar(&cfg.LearnedFrom, "learned-from", "", "start each host another crawl's data directory, or a file of crawl export --format learned, has learned at its learned rate and window, as a hint (a rate above --initial-rate, at most --max-rate; never a pause or a cap; re-checked as usual); `PATH` is read, never written, and a directory must not be in use; not stored")
 	logURLs := fs.String("log-urls", "", "append one JSON line per URL fetched, failed or excluded to FILE as it happens")
 	prof := profileFlags(fs)
 	shared := fleetFlags(fs)

@@ -14,8 +14,9 @@ import (
 )
 
 // learnedStates is the host state store of a crawl started from another's learned politeness
-// (Config.LearnedFrom): a host the crawl's own store has no state for is restored from the
-// other's. Saves go to the own store only.
+// (Config.LearnedFrom): a hostlimit.HintStore whose hints are the other's states, so that a
+// host the crawl's own store has no state for starts from the other's rate and window, clamped,
+// and from nothing else of it (hostlimit.HintStore). Saves go to the own store only.
 type learnedStates struct {
 	own     hostlimit.StateStore
 	learned learnedSource
@@ -38,11 +39,13 @@ func (f learnedFile) LoadHostState(host string) ([]byte, bool, error) {
 
 func (learnedFile) Close() error { return nil }
 
-// LoadHostState returns the own store's state for host, else the learned store's.
+// LoadHostState returns the own store's state for host.
 func (s learnedStates) LoadHostState(host string) ([]byte, bool, error) {
-	if b, ok, err := s.own.LoadHostState(host); ok || err != nil {
-		return b, ok, err
-	}
+	return s.own.LoadHostState(host)
+}
+
+// LoadHostHint returns the learned store's state for host.
+func (s learnedStates) LoadHostHint(host string) ([]byte, bool, error) {
 	return s.learned.LoadHostState(host)
 }
 

@@ -293,7 +293,9 @@ func (c *Crawler) robotsVerdict(host string, u *url.URL) (v robots.Verdict, know
 }
 
 // applyCrawlDelay caps host's rate at the lower of its robots.txt Crawl-delay (unless
-// --ignore-crawl-delay, or its robots.txt is ignored) and its --hosts-config max_rate.
+// --ignore-crawl-delay, or its robots.txt is ignored) and its --hosts-config max_rate, or
+// removes the cap when neither gives one: what the rules say now replaces a ceiling the host's
+// saved state brought.
 func (c *Crawler) applyCrawlDelay(host string, rs *robotsState) {
 	pol := c.cfg.Hosts[host]
 	ceiling := pol.MaxRate
@@ -305,9 +307,7 @@ func (c *Crawler) applyCrawlDelay(host string, rs *robotsState) {
 			ceiling = 1 / d.Seconds()
 		}
 	}
-	if ceiling > 0 {
-		c.reg.SetCeiling(c.gates.known(host), ceiling)
-	}
+	c.reg.SetCeiling(c.gates.known(host), ceiling)
 }
 
 // robotsIgnoredTTL is how long the allow-all rules of a host whose robots.txt is ignored

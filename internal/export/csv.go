@@ -76,6 +76,9 @@ func (c *CSVWriter) Write(p *storage.Page) error {
 	if err != nil {
 		return fmt.Errorf("export: csv: %s: %w", p.URL, err)
 	}
+	if d.flattenedAt > 0 {
+		c.stats.flattened(p.URL)
+	}
 	if err := c.csv.Write(append([]string{p.URL}, cells...)); err != nil {
 		return fmt.Errorf("export: csv: %s: %w", p.URL, err)
 	}

@@ -16,7 +16,8 @@
 // Every writer refuses to overwrite: an output file (or a non-empty mirror directory) that
 // already exists is an error wrapping ErrOutputExists. Every file is written under a temporary
 // name and given its own only when complete (Output; a mirror's files one by one), so an export
-// killed or failing mid-way leaves no file cut short under a final name.
+// killed or failing mid-way leaves no file cut short under a final name. Run withdraws a WARC
+// or mirror export that fails for any reason but its context: the files it named are removed.
 //
 // # WARC
 //

@@ -33,6 +33,22 @@ type Stats struct {
 	Omitted int64 // mirror: pages that get no file (error statuses, versions a later one replaced)
 	Files   int   // output files created (JSONL: the one stream)
 	Bytes   int64 // bytes written to the output, after compression
+	// Flattened counts the HTML pages (JSONL, CSV) nested deeper than the HTML parser takes,
+	// read with their deepest elements flattened (JSONL: "nesting_flattened_at");
+	// FlattenedURLs are the first MaxFlattenedURLs of them.
+	Flattened     int64
+	FlattenedURLs []string
+}
+
+// MaxFlattenedURLs bounds Stats.FlattenedURLs.
+const MaxFlattenedURLs = 10
+
+// flattened counts the page u as Flattened.
+func (s *Stats) flattened(u string) {
+	s.Flattened++
+	if len(s.FlattenedURLs) < MaxFlattenedURLs {
+		s.FlattenedURLs = append(s.FlattenedURLs, u)
+	}
 }
 
 // Skipper is implemented by a Writer that needs to see the pages the Filter leaves out (they
@@ -47,10 +63,19 @@ type Source func(fn func(p *storage.Page) error) error
 
 // Run streams the pages of src that f matches (all pages if f is nil) into w, then closes w.
 // It stops at the first error, including ctx being cancelled (checked before each page), and
-// returns the stats so far with that error.
+// returns the stats so far with that error. A writer of files (WARC, mirror) that fails for
+// any reason but ctx is withdrawn rather than closed: the files it wrote are removed, so a
+// failed export leaves nothing under its output names. Cancelled, it is closed: what it wrote
+// is whole (records, files) and keeps its names.
 func Run(ctx context.Context, src Source, w Writer, f *Filter) (Stats, error) {
 	skipped, err := stream(ctx, src, w.Write, skipOf(w), f)
-	return finish(w, skipped, err)
+	return finish(ctx, w, skipped, err)
+}
+
+// withdrawer is a Writer whose output can be withdrawn after a failure: withdraw removes the
+// files it wrote and releases it, as Close would.
+type withdrawer interface {
+	withdraw()
 }
 
 // skipOf returns w's Skip, if w is a Skipper, else nil.
@@ -63,13 +88,14 @@ func skipOf(w Writer) func(*storage.Page) {
 
 // RunWARC is Run for a WARC file that also records robots.txt: after the pages of src it writes
 // the robots.txt responses of robots (storage.DB.RobotsFetches) that f matches, in the order they
-// were stored (each as its fetch ended), then closes w. Stats.Skipped counts the pages f left out, not robots.txt.
+// were stored (each as its fetch ended), then closes w, or withdraws its files after a
+// failure as Run does. Stats.Skipped counts the pages f left out, not robots.txt.
 func RunWARC(ctx context.Context, src, robots Source, w *WARCWriter, f *Filter) (Stats, error) {
 	skipped, err := stream(ctx, src, w.Write, skipOf(w), f)
 	if err == nil && robots != nil {
 		_, err = stream(ctx, robots, w.WriteRobots, nil, f)
 	}
-	return finish(w, skipped, err)
+	return finish(ctx, w, skipped, err)
 }
 
 // stream calls write for every page of src that f matches, checking ctx before each, and skip
@@ -91,10 +117,16 @@ func stream(ctx context.Context, src Source, write func(*storage.Page) error, sk
 	return skipped, err
 }
 
-// finish closes w after an export and returns its stats with skipped, and the first error.
-func finish(w Writer, skipped int64, err error) (Stats, error) {
-	if cerr := w.Close(); err == nil {
+// finish closes w after an export, or withdraws it after a failure other than ctx's, and
+// returns its stats with skipped, and the first error.
+func finish(ctx context.Context, w Writer, skipped int64, err error) (Stats, error) {
+	if wd, ok := w.(withdrawer); ok && err != nil && ctx.Err() == nil {
+		wd.withdraw()
+	} else if cerr := w.Close(); err == nil {
 		err = cerr
+		if err != nil && ok {
+			wd.withdraw() // the last file could not be finished: none of them stays
+		}
 	}
 	st := w.Stats()
 	st.Skipped = skipped

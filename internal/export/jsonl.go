@@ -82,6 +82,9 @@ type jsonPage struct {
 	Referrer string       `json:"referrer"`
 	Text     *string      `json:"text,omitempty"`
 	Fields   *fieldValues `json:"fields,omitempty"`
+	// FlattenedAt: the page nests deeper than the HTML parser takes, and was read with its
+	// elements past this depth flattened (parseHTML).
+	FlattenedAt int `json:"nesting_flattened_at,omitempty"`
 }
 
 // NewJSONL returns a writer of JSON Lines to w. Close flushes but does not close w.
@@ -159,6 +162,9 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 		if len(w.opts.Fields) > 0 {
 			fv := extractFields(w.opts.Fields, d.root())
 			line.Fields = &fv
+		}
+		if line.FlattenedAt = d.flattenedAt; d.flattenedAt > 0 {
+			w.stats.flattened(p.URL)
 		}
 	case isHTMLType(p.ContentType): // no body to read: charset may come from a <meta>
 	case IsTextual(p.ContentType):
@@ -273,6 +279,9 @@ type htmlDecoder struct {
 	// which); nil with parsed set if the body does not decode.
 	doc    *html.Node
 	parsed bool
+	// flattenedAt is the depth past which the page's elements were flattened so that the
+	// parser would take it (parseHTML); 0 if it took the page as it is.
+	flattenedAt int
 }
 
 func newHTMLDecoder(body []byte, contentType string) *htmlDecoder {
@@ -331,7 +340,7 @@ func (d *htmlDecoder) root() *html.Node {
 	if !d.parsed {
 		d.parsed = true
 		if b, ok := d.utf8(d.body); ok {
-			d.doc = parseHTML(bytes.TrimPrefix(b, []byte("\uFEFF")))
+			d.doc, d.flattenedAt = parseHTML(bytes.TrimPrefix(b, []byte("\uFEFF")))
 		}
 	}
 	return d.doc
@@ -340,15 +349,22 @@ func (d *htmlDecoder) root() *html.Node {
 // htmlParses counts parseHTML's calls, so tests can check that a page is parsed at most once.
 var htmlParses atomic.Int64
 
-// parseHTML parses b (UTF-8) as an HTML document; nil if it cannot (the parser fails only on
-// read errors, which a byte slice has none of).
-func parseHTML(b []byte) *html.Node {
+// parseHTML parses b (UTF-8) as an HTML document. The parser refuses a document nested deeper
+// than 512 elements (a byte slice gives it no other error): such a page is parsed again with
+// its elements past a depth of flattenDepths flattened (flattenDeep), and flattenedAt is that
+// depth. nil if even that is refused.
+func parseHTML(b []byte) (doc *html.Node, flattenedAt int) {
 	htmlParses.Add(1)
 	n, err := html.Parse(bytes.NewReader(b))
-	if err != nil {
-		return nil
+	if err == nil {
+		return n, 0
 	}
-	return n
+	for _, depth := range flattenDepths {
+		if n, err := html.Parse(bytes.NewReader(flattenDeep(b, depth))); err == nil {
+			return n, depth
+		}
+	}
+	return nil, 0
 }
 
 // title is htmlTitle. With the whole body parsed already (root), it reads the title there.
@@ -364,7 +380,8 @@ func (d *htmlDecoder) title() (string, bool) {
 	if !d.parsed {
 		if cut := endOfFirstTitle(body); cut > 0 && cut < len(body) {
 			if b, ok := d.utf8(body[:cut]); ok {
-				if t, ok := docTitle(parseHTML(b)); ok {
+				doc, _ := parseHTML(b)
+				if t, ok := docTitle(doc); ok {
 					return t, true
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -38,6 +39,8 @@ type MirrorWriter struct {
 	opts     MirrorOptions
 	stats    Stats
 	closed   bool
+	made     bool     // NewMirror created the root directory
+	written  []string // the files written, relative to the root, for withdraw
 }
 
 // MirrorOptions configures NewMirror. The nil *MirrorOptions means the defaults.
@@ -64,6 +67,7 @@ func NewMirror(dir string, pages Source, opts *MirrorOptions) (*MirrorWriter, er
 	if opts != nil {
 		o = *opts
 	}
+	_, statErr := os.Lstat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("export: mirror: %w", err)
 	}
@@ -92,7 +96,7 @@ func NewMirror(dir string, pages Source, opts *MirrorOptions) (*MirrorWriter, er
 		_ = root.Close()
 		return nil, fmt.Errorf("export: mirror: %w", err)
 	}
-	return &MirrorWriter{root: root, rootPath: abs, plan: plan, opts: o}, nil
+	return &MirrorWriter{root: root, rootPath: abs, plan: plan, opts: o, made: errors.Is(statErr, fs.ErrNotExist)}, nil
 }
 
 // Stats implements Writer.
@@ -105,6 +109,44 @@ func (m *MirrorWriter) Close() error {
 	}
 	m.closed = true
 	return m.root.Close()
+}
+
+// withdraw ends a failed export: the files written are removed, then the directories that
+// held them once empty, and the root if NewMirror created it; what someone else put there
+// stays. It may be called after Close.
+func (m *MirrorWriter) withdraw() {
+	if m.closed {
+		if r, err := os.OpenRoot(m.rootPath); err == nil {
+			m.root = r
+		} else {
+			m.root = nil
+		}
+	}
+	m.closed = true
+	if m.root != nil {
+		dirs := map[string]bool{}
+		for _, rel := range m.written {
+			_ = m.root.Remove(rel)
+			for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
+				dirs[d] = true
+			}
+		}
+		// Deepest first: a directory is empty once its subdirectories are gone.
+		order := make([]string, 0, len(dirs))
+		for d := range dirs {
+			order = append(order, d)
+		}
+		slices.SortFunc(order, func(a, b string) int { return len(b) - len(a) })
+		for _, d := range order {
+			_ = m.root.Remove(d) // fails, as it should, on a directory not empty
+		}
+		_ = m.root.Close()
+	}
+	if m.made {
+		_ = os.Remove(m.rootPath)
+	}
+	m.written = nil
+	m.stats.Files = 0
 }
 
 // Write writes p's file if p is the version the plan mirrors (the latest 2xx or redirect of
@@ -164,6 +206,9 @@ func (m *MirrorWriter) Write(p *storage.Page) error {
 		}
 	}
 	_ = m.root.Remove(tmp)
+	if err == nil {
+		m.written = append(m.written, rel)
+	}
 	if err == nil && !p.FetchedAt.IsZero() {
 		err = m.root.Chtimes(rel, p.FetchedAt, p.FetchedAt)
 	}

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crawl-project/crawl/storage"
 )
 
 // entries lists the names in dir.
@@ -157,4 +160,78 @@ func TestCreateOutputRemovesStalePartial(t *testing.T) {
 	if !strings.HasPrefix(filepath.Base(o.Name()), fmt.Sprintf(".site.jsonl.partial-%d-", os.Getpid())) {
 		t.Errorf("temporary name %s does not carry the writer's PID", o.Name())
 	}
+}
+
+// failingSource yields pages, then fails as a damaged store does mid-way.
+func failingSource(pages []*storage.Page) Source {
+	return func(fn func(p *storage.Page) error) error {
+		if err := sliceSource(pages)(fn); err != nil {
+			return err
+		}
+		return errors.New("storage: page 9: body: maximum output size exceeded")
+	}
+}
+
+// TestFailedExportLeavesNothing: a WARC or mirror export whose source fails part-way (a
+// damaged store) ends with the source's error and leaves no file under an output name: not
+// the file being written, not a split's earlier files, not a mirror's files or the root it
+// made. Cancelled instead, the export keeps what it wrote, whole and named.
+func TestFailedExportLeavesNothing(t *testing.T) {
+	pages := syntheticPages()[:3]
+	t.Run("warc", func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := NewWARC(filepath.Join(dir, "site.warc.gz"), &WARCOptions{MaxSize: 1, Rand: seededReader(testSeed)}) // a file per page
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := RunWARC(context.Background(), failingSource(pages), nil, w, nil)
+		if err == nil || !strings.Contains(err.Error(), "maximum output size exceeded") {
+			t.Fatalf("RunWARC: %v; want the source's error", err)
+		}
+		if names := entries(t, dir); len(names) != 0 || len(w.Files()) != 0 || st.Files != 0 {
+			t.Fatalf("after a failed export: %q on disk, files %q, stats %+v; want nothing", names, w.Files(), st)
+		}
+	})
+	t.Run("mirror", func(t *testing.T) {
+		parent := t.TempDir()
+		root := filepath.Join(parent, "m")
+		src := sliceSource(mirrorPages("http://a.example/", "http://a.example/x/y", "http://b.example/z"))
+		w, err := NewMirror(root, src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages := mirrorPages("http://a.example/", "http://a.example/x/y", "http://b.example/z")
+		if _, err := Run(context.Background(), failingSource(pages), w, nil); err == nil {
+			t.Fatal("Run: no error from a failing source")
+		}
+		if names := entries(t, parent); len(names) != 0 {
+			t.Fatalf("after a failed mirror: %q beside it; want nothing", names)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := NewWARC(filepath.Join(dir, "site.warc.gz"), &WARCOptions{MaxSize: 1, Rand: seededReader(testSeed)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		src := func(fn func(p *storage.Page) error) error {
+			return sliceSource(pages)(func(p *storage.Page) error {
+				if n++; n == 3 {
+					cancel()
+				}
+				return fn(p)
+			})
+		}
+		if _, err := RunWARC(ctx, src, nil, w, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("RunWARC: %v; want context.Canceled", err)
+		}
+		if names := entries(t, dir); len(names) != 2 || len(w.Files()) != 2 {
+			t.Fatalf("after a cancelled export: %q, files %q; want the 2 files written, named", names, w.Files())
+		}
+		for _, f := range w.Files() {
+			readRawWARC(t, f)
+		}
+	})
 }

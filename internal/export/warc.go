@@ -301,6 +301,22 @@ func (w *WARCWriter) Close() error {
 	return w.closeFile()
 }
 
+// withdraw ends a failed export: the current file is removed unnamed and the files already
+// named (a split's earlier ones) are removed, so that none of the series stays; Files is then
+// empty. It may be called after Close.
+func (w *WARCWriter) withdraw() {
+	w.closed = true
+	if w.f != nil {
+		w.f.Abort()
+		w.f = nil
+	}
+	for _, f := range w.files {
+		os.Remove(f)
+	}
+	w.files = nil
+	w.stats.Files = 0
+}
+
 func (w *WARCWriter) fail(err error) error {
 	w.err = err
 	return err

@@ -544,16 +544,35 @@ func TestWARCHostileURLs(t *testing.T) {
 }
 
 // TestWARCRejectedPage: a page whose records gowarc rejects stops the export with an error
-// naming it, and leaves no half pair in the file.
+// naming it and, the export failed, leaves no file. A writer closed after the rejected Write
+// holds no half pair: both records are built before either is written.
 func TestWARCRejectedPage(t *testing.T) {
 	pages := mirrorPages("http://a.example/ok", "http://[::1/broken", "http://a.example/never")
-	w, err := NewWARC(filepath.Join(t.TempDir(), "r"), &WARCOptions{Date: baseTime, Rand: seededReader(1)})
+	dir := t.TempDir()
+	w, err := NewWARC(filepath.Join(dir, "r"), &WARCOptions{Date: baseTime, Rand: seededReader(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st, err := Run(context.Background(), sliceSource(pages), w, nil)
 	if err == nil || !strings.Contains(err.Error(), "http://[::1/broken") || st.Pages != 1 {
 		t.Fatalf("Run = %+v, %v; want an error naming the broken URL after 1 page", st, err)
+	}
+	if names := entries(t, dir); len(names) != 0 || len(w.Files()) != 0 {
+		t.Fatalf("after the failed export: %q on disk, files %q; want none", names, w.Files())
+	}
+
+	w, err = NewWARC(filepath.Join(t.TempDir(), "r"), &WARCOptions{Date: baseTime, Rand: seededReader(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(pages[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(pages[1]); err == nil {
+		t.Fatal("Write of the broken URL: no error")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 	checkWithGowarc(t, w.Files()[0], pages[:1])
 }

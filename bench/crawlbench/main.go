@@ -8,6 +8,7 @@
 //	go run -C bench ./crawlbench -scenario politeness -scale 4   # 4× the pages per host
 //	go run -C bench ./crawlbench -scenario politeness -learned   # then again from a new directory, --learned-from the first
 //	go run -C bench ./crawlbench -scenario stated      # hosts that state their limits in rate-limit headers
+//	go run -C bench ./crawlbench -scenario stated-nowindow   # hosts that state a limit but no window, beside the same stating nothing
 //	go run -C bench ./crawlbench -scenario learned     # a second crawl with --learned-from the first's data directory
 //	go run -C bench ./crawlbench -scenario throughput
 //	go run -C bench ./crawlbench -scenario flaky      # hosts failing a share of requests at random
@@ -47,7 +48,7 @@ import (
 var tune func(*crawler.Config)
 
 func main() {
-	scenario := flag.String("scenario", "politeness", "politeness, stated, learned, throughput, flaky, broad, links, recrawl, fleet or all (all but broad, links, recrawl and fleet)")
+	scenario := flag.String("scenario", "politeness", "politeness, stated, stated-nowindow, learned, throughput, flaky, broad, links, recrawl, fleet or all (all but broad, links, recrawl and fleet)")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts); recrawl: pages of its one host")
@@ -110,6 +111,8 @@ func main() {
 		err = politeness(os.Stdout, *seed, *grace, *scale, *learnedPass)
 	case "stated":
 		err = stated(os.Stdout, *seed, *grace, *scale)
+	case "stated-nowindow":
+		err = statedNoWindow(os.Stdout, *seed, *grace, *scale)
 	case "learned":
 		err = learned(os.Stdout, *seed, *grace)
 	case "throughput":

@@ -9,6 +9,7 @@
 //	go run -C bench ./crawlbench -scenario politeness -learned   # then again from a new directory, --learned-from the first
 //	go run -C bench ./crawlbench -scenario stated      # hosts that state their limits in rate-limit headers
 //	go run -C bench ./crawlbench -scenario stated-nowindow   # hosts that state a limit but no window, beside the same stating nothing
+//	go run -C bench ./crawlbench -scenario stated-nowindow -only bucket10-delta,bucket10-none
 //	go run -C bench ./crawlbench -scenario learned     # a second crawl with --learned-from the first's data directory
 //	go run -C bench ./crawlbench -scenario throughput
 //	go run -C bench ./crawlbench -scenario flaky      # hosts failing a share of requests at random
@@ -55,6 +56,7 @@ func main() {
 	data := flag.String("data", "", "throughput: keep the crawl store in this directory (default: a temporary one, removed)")
 	scale := flag.Int("scale", 1, "politeness: multiply every host's page count by this (longer crawls: start-up costs weigh less, steady-state riding more)")
 	learnedPass := flag.Bool("learned", false, "politeness: crawl the web a second time from a new data directory with --learned-from the first's")
+	only := flag.String("only", "", "stated, stated-nowindow: comma-separated host names to crawl (default: all)")
 	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
 	var bc broadConfig
 	flag.IntVar(&bc.hosts, "hosts", 1000, "broad: hosts in the web")
@@ -110,9 +112,9 @@ func main() {
 	case "politeness":
 		err = politeness(os.Stdout, *seed, *grace, *scale, *learnedPass)
 	case "stated":
-		err = stated(os.Stdout, *seed, *grace, *scale)
+		err = stated(os.Stdout, *seed, *grace, *scale, *only)
 	case "stated-nowindow":
-		err = statedNoWindow(os.Stdout, *seed, *grace, *scale)
+		err = statedNoWindow(os.Stdout, *seed, *grace, *scale, *only)
 	case "learned":
 		err = learned(os.Stdout, *seed, *grace)
 	case "throughput":

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,19 +13,49 @@ import (
 // stated crawls hosts that state their limits on every answer (simweb.StatedBench) and prints,
 // per host, the pages, the time from its first request to its last, the share of the ideal
 // (IdealMakespan over that time) and the share of requests refused.
-func stated(w io.Writer, seed int64, grace time.Duration, scale int) error {
-	return statedRun(w, "stated", "stating their limits", simweb.StatedBench(), seed, grace, scale, 0.95)
+func stated(w io.Writer, seed int64, grace time.Duration, scale int, only string) error {
+	return statedRun(w, "stated", "stating their limits", pickHosts(simweb.StatedBench(), only), seed, grace, scale, 0.95)
 }
 
 // statedNoWindow crawls limiters that state a limit without its window, beside the same
 // limiters stating nothing (simweb.StatedNoWindowBench), and prints the same table as stated.
-func statedNoWindow(w io.Writer, seed int64, grace time.Duration, scale int) error {
-	return statedRun(w, "stated-nowindow", "stating a limit but no window, or nothing", simweb.StatedNoWindowBench(), seed, grace, scale, 0.9)
+func statedNoWindow(w io.Writer, seed int64, grace time.Duration, scale int, only string) error {
+	return statedRun(w, "stated-nowindow", "stating a limit but no window, or nothing", pickHosts(simweb.StatedNoWindowBench(), only), seed, grace, scale, 0.9)
+}
+
+// pickHosts returns the specs named in only (comma-separated; "" keeps all), without their
+// cross-links to hosts left out.
+func pickHosts(specs []simweb.HostSpec, only string) []simweb.HostSpec {
+	if only == "" {
+		return specs
+	}
+	keep := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		keep[strings.TrimSpace(n)] = true
+	}
+	var out []simweb.HostSpec
+	for _, sp := range specs {
+		if !keep[sp.Name] {
+			continue
+		}
+		var links []string
+		for _, l := range sp.CrossLinks {
+			if keep[l] {
+				links = append(links, l)
+			}
+		}
+		sp.CrossLinks = links
+		out = append(out, sp)
+	}
+	return out
 }
 
 // statedRun crawls specs (their pages × scale) in one run and prints the table; target is the
 // share of the ideal each host that states something should reach.
 func statedRun(w io.Writer, name, what string, specs []simweb.HostSpec, seed int64, grace time.Duration, scale int, target float64) error {
+	if len(specs) == 0 {
+		return fmt.Errorf("%s: -only names no host of the scenario", name)
+	}
 	for i := range specs {
 		specs[i].Pages *= max(scale, 1)
 	}

@@ -8,6 +8,8 @@
 //	go run -C bench ./crawlbench -scenario politeness -scale 4   # 4× the pages per host
 //	go run -C bench ./crawlbench -scenario politeness -learned   # then again from a new directory, --learned-from the first
 //	go run -C bench ./crawlbench -scenario stated      # hosts that state their limits in rate-limit headers
+//	go run -C bench ./crawlbench -scenario stated-nowindow   # hosts that state a limit but no window, beside the same stating nothing
+//	go run -C bench ./crawlbench -scenario stated-nowindow -only bucket10-delta,bucket10-none
 //	go run -C bench ./crawlbench -scenario learned     # a second crawl with --learned-from the first's data directory
 //	go run -C bench ./crawlbench -scenario throughput
 //	go run -C bench ./crawlbench -scenario flaky      # hosts failing a share of requests at random
@@ -47,13 +49,14 @@ import (
 var tune func(*crawler.Config)
 
 func main() {
-	scenario := flag.String("scenario", "politeness", "politeness, stated, learned, throughput, flaky, broad, links, recrawl, fleet or all (all but broad, links, recrawl and fleet)")
+	scenario := flag.String("scenario", "politeness", "politeness, stated, stated-nowindow, learned, throughput, flaky, broad, links, recrawl, fleet or all (all but broad, links, recrawl and fleet)")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts); recrawl: pages of its one host")
 	data := flag.String("data", "", "throughput: keep the crawl store in this directory (default: a temporary one, removed)")
 	scale := flag.Int("scale", 1, "politeness: multiply every host's page count by this (longer crawls: start-up costs weigh less, steady-state riding more)")
 	learnedPass := flag.Bool("learned", false, "politeness: crawl the web a second time from a new data directory with --learned-from the first's")
+	only := flag.String("only", "", "stated, stated-nowindow: comma-separated host names to crawl (default: all)")
 	grace := flag.Duration("grace", 50*time.Millisecond, "simweb grace: requests arriving this soon after the refusal that opened a Retry-After window are not counted as inside it (they were sent before the reply could be read)")
 	var bc broadConfig
 	flag.IntVar(&bc.hosts, "hosts", 1000, "broad: hosts in the web")
@@ -109,7 +112,9 @@ func main() {
 	case "politeness":
 		err = politeness(os.Stdout, *seed, *grace, *scale, *learnedPass)
 	case "stated":
-		err = stated(os.Stdout, *seed, *grace, *scale)
+		err = stated(os.Stdout, *seed, *grace, *scale, *only)
+	case "stated-nowindow":
+		err = statedNoWindow(os.Stdout, *seed, *grace, *scale, *only)
 	case "learned":
 		err = learned(os.Stdout, *seed, *grace)
 	case "throughput":

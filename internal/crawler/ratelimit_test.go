@@ -34,10 +34,12 @@ func TestHonourRetryAfterQuota(t *testing.T) {
 		wait   time.Duration
 		pause  time.Duration // 0: not paused
 	}{
-		{"200 with the quota spent", 200, []string{"RateLimit", `"d";r=0;t=5`}, 0, 5 * time.Second},
+		{"200 with the quota spent", 200, []string{"RateLimit", `"d";r=0;t=5`, "RateLimit-Policy", `"d";q=1`}, 0, 5 * time.Second},
 		{"200 with quota left", 200, []string{"RateLimit", `"d";r=3;t=5`}, 0, 0},
-		{"301 with the quota spent", 301, []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1"}, 0, time.Second},
-		{"404 with the quota spent", 404, []string{"RateLimit-Remaining", "0", "RateLimit-Reset", "3"}, 0, 3 * time.Second},
+		{"301 with the quota spent", 301, []string{"X-RateLimit-Limit", "1", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1"}, 0, time.Second},
+		{"404 with the quota spent", 404, []string{"RateLimit-Limit", "1", "RateLimit-Remaining", "0", "RateLimit-Reset", "3"}, 0, 3 * time.Second},
+		{"200, a bucket's burst of a limit with no window spent", 200,
+			[]string{"X-RateLimit-Limit", "600", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "1"}, 0, 0},
 		{"spent quota without a reset", 200, []string{"X-RateLimit-Remaining", "0"}, 0, 0},
 		{"429: the quota's longer reset wins", 429, []string{"Retry-After", "2", "RateLimit", `"d";r=0;t=10`},
 			2 * time.Second, 10 * time.Second},
@@ -91,6 +93,7 @@ func TestQuotaResetOnTheHostsClock(t *testing.T) {
 	resp := func(local time.Time, remaining int, reset time.Time) *fetch.Response {
 		h := http.Header{}
 		h.Set("Date", local.Add(skew-time.Millisecond).UTC().Format(http.TimeFormat))
+		h.Set("X-RateLimit-Limit", "41")
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		h.Set("X-RateLimit-Reset", fmt.Sprintf("%d.%03d", reset.Unix(), reset.Nanosecond()/1e6))
 		return &fetch.Response{Status: 200, Header: h, Started: local.Add(-3 * time.Millisecond), HeaderLatency: 3 * time.Millisecond}

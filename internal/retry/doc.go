@@ -15,7 +15,9 @@
 //   - PolicyReader: the policy those headers state (quota per window), the window inferred
 //     from the resets when only a limit is named, headers that contradict themselves
 //     ignored; it sets the host's rate (aimd.Outcome.Stated), and a spent quota that is a
-//     refilling bucket's pauses the host one token, not until a rounded reset.
+//     refilling bucket's pauses the host one token, not until a rounded reset. A limit whose
+//     window is not read states no rate, and its spent quota pauses only when it is known to
+//     be a count (or on a refusal): otherwise the host is learned as if it stated nothing.
 //   - Windows: how long a spent quota really lasts when its reset is rounded up to whole
 //     seconds and the host's fixed windows end their length after their first request
 //     (express-rate-limit's and most others), tried once per host and dropped if refused.

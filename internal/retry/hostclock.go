@@ -32,7 +32,8 @@ type Answer struct {
 // down" status (StatusKind.SlowDown), or, on a response of any status (200 included) whose
 // rate-limit headers say the quota is spent (ParseRateLimit), the time it needs to come back,
 // whichever is longer: under a stated policy, one interval when the quota is a refilling
-// bucket's (PolicyReader.spentPause); otherwise the reset, shortened by Windows.
+// bucket's; otherwise the reset, shortened by Windows. With no policy read, a spent quota
+// pauses only when it is known to be a count, or on a refusal (PolicyReader.spentPause).
 //
 // sent is when the request went out and received when the response's headers came (both on
 // our clock; received no later than now). A time the response names on the host's clock (an
@@ -52,14 +53,17 @@ func (h *HostClock) Read(status int, header http.Header, sent, received, now tim
 	q, ok := ParseRateLimit(header, ref)
 	h.windows.Observe(sent, date, q, ok, refused)
 	a.Stated, _ = h.policy.Read(header, ref)
+	if ok {
+		h.policy.counts(q)
+	}
 	if ok && q.Remaining <= 0 {
 		if refused || status >= 400 {
 			h.policy.refusedSpent()
 		}
-		if d, token := h.policy.spentPause(a.Stated, q); token {
-			a.Pause = max(a.Pause, d)
-		} else {
+		if d, untilReset := h.policy.spentPause(a.Stated, q, refused); untilReset {
 			a.Pause = max(a.Pause, h.windows.Resume(now, q))
+		} else {
+			a.Pause = max(a.Pause, d)
 		}
 	}
 	return a

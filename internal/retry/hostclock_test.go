@@ -20,7 +20,9 @@ func TestHostClockPause(t *testing.T) {
 		{"503 HTTP-date on the host's clock", 503, http.Header{"Date": {date},
 			"Retry-After": {now.Add(skew + 2*time.Second).UTC().Format(http.TimeFormat)}}, 2 * time.Second, 2 * time.Second},
 		{"200 ignores Retry-After", 200, http.Header{"Retry-After": {"3"}}, 0, 0},
-		{"200 with a spent quota", 200, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"4"}}, 0, 4 * time.Second},
+		{"200 with a spent quota of one", 200, http.Header{"X-Ratelimit-Limit": {"1"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"4"}}, 0, 4 * time.Second},
+		{"200 with a spent quota not known to be a count", 200, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"4"}}, 0, 0},
+		{"429 with a spent quota", 429, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"4"}}, 0, 4 * time.Second},
 		{"429 bare", 429, http.Header{}, 0, 0},
 	}
 	for _, tt := range tests {

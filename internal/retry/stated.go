@@ -66,6 +66,9 @@ type PolicyReader struct {
 	longest time.Duration
 	// most is the most remaining any answer stating a policy has shown.
 	most int
+	// counted: an answer stating a limit has shown more than half of it left, its own
+	// request included (see counts).
+	counted bool
 	// refusals counts refusals that said the quota was spent; at tokenRefusals the host's
 	// spent quotas are never read as a bucket's (spentPause).
 	refusals int
@@ -146,24 +149,54 @@ func (p *PolicyReader) policyOf(q Quota) (Stated, bool) {
 	return Stated{}, false
 }
 
-// spentPause returns how long to leave a host alone when its answer says quota q is spent
-// under the stated policy s, when that is a refilling bucket's momentary emptiness: one
-// Interval, the time the bucket takes to give one request back. It is one when the reset q
-// names is no further than a token of s rounded up to whole seconds (waiting for the rounded
-// reset would cost up to a second per token), or when no answer has shown even half the quota
-// remaining (what remains is a bucket's burst, not a fixed window's count, which starts at the
-// quota less one). Otherwise, or once tokenRefusals refusals came with a spent quota, ok is
-// false: the quota is a window's, and its end is waited for (Windows).
-func (p *PolicyReader) spentPause(s Stated, q Quota) (time.Duration, bool) {
+// tokenReset: a reset no further than this may be a refilling bucket's next token as well as
+// a quota's end: a reset rounded up to a whole second, read against a server clock known to a
+// second.
+const tokenReset = 2 * resetRounding
+
+// spentPause decides how long to leave a host alone when its answer says quota q is spent,
+// under the policy s it states (the zero Stated when it states none it can be read by). With
+// untilReset true the quota's end is waited for (Windows.Resume); otherwise the pause is
+// pause, which may be 0.
+//
+// Under a stated policy, a refilling bucket's momentary emptiness pauses one Interval, the
+// time the bucket takes to give one request back. It is one when the reset q names is no
+// further than a token of s rounded up to whole seconds (waiting for the rounded reset would
+// cost up to a second per token), or when no answer has shown even half the quota remaining
+// (what remains is a bucket's burst, not a fixed window's count, which starts at the quota
+// less one). Otherwise, or once tokenRefusals refusals came with a spent quota, the quota is a
+// window's, and its end is waited for.
+//
+// When no policy is read, nothing tells how soon a bucket gives a request back, and a wait
+// for its reset (a whole second, rounded up) would pace a bucket of 10 req/s at one: the
+// reset is waited for only when the quota is known to be a count spent down from its limit
+// (counts), on a refusal (refused: 429, 503 and their kin), or, with a reset further than
+// tokenReset, after a refusal that came with a spent quota. Otherwise there is no pause: the
+// host's rate is learned as if nothing were stated, and its refusals teach it.
+func (p *PolicyReader) spentPause(s Stated, q Quota, refused bool) (pause time.Duration, untilReset bool) {
 	iv := s.Interval()
-	if iv <= 0 || p.refusals >= tokenRefusals {
-		return 0, false
+	if iv <= 0 {
+		return 0, refused || p.counted || p.refusals > 0 && q.Reset > tokenReset
+	}
+	if p.refusals >= tokenRefusals {
+		return 0, true
 	}
 	whole := time.Duration(math.Ceil(iv.Seconds())) * time.Second
 	if q.Reset > whole+windowMargin && 2*p.most >= s.Quota {
-		return 0, false
+		return 0, true
 	}
-	return iv, true
+	return iv, false
+}
+
+// counts records the quota q an answer states (the form ParseRateLimit reads) for spentPause:
+// an answer that stated a limit and showed more than half of it left, its own request
+// included, shows the quota is a count spent down from that limit, as a fixed window's first
+// answer does (the limit less one left), and not a bucket's burst, which is a small part of a
+// limit stated per minute or per hour. A quota that contradicts itself shows nothing.
+func (p *PolicyReader) counts(q Quota) {
+	if q.Limit > 0 && consistent(q) && 2*(q.Remaining+1) > q.Limit {
+		p.counted = true
+	}
 }
 
 // refusedSpent records a refusal whose answer said the quota was spent.

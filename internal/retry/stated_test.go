@@ -99,6 +99,13 @@ func TestHostClockRead(t *testing.T) {
 		return http.Header{"X-Ratelimit-Limit": {"600"}, "X-Ratelimit-Remaining": {strconv.Itoa(r)},
 			"X-Ratelimit-Reset": {strconv.FormatInt(now.Add(reset).Unix(), 10)}}
 	}
+	bare := func(limit string, r int, reset string) http.Header { // no window; reset in delta seconds
+		h := http.Header{"X-Ratelimit-Remaining": {strconv.Itoa(r)}, "X-Ratelimit-Reset": {reset}}
+		if limit != "" {
+			h.Set("X-Ratelimit-Limit", limit)
+		}
+		return h
+	}
 	type answer struct {
 		status int
 		header http.Header
@@ -122,7 +129,16 @@ func TestHostClockRead(t *testing.T) {
 			answer{429, func() http.Header { h := ietf(0, 1); h.Set("Retry-After", "1"); return h }()}, time.Second, 20},
 		{"two refusals with a spent quota: the reset", []answer{{429, ietf(0, 8)}},
 			answer{429, ietf(0, 8)}, 8 * time.Second, 20},
-		{"spent without a policy: the reset", nil, answer{200, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1"}}}, time.Second, 0},
+		{"no window, a bucket's burst of a limit per minute spent: no pause", []answer{{200, x(0, time.Second)}},
+			answer{200, x(0, time.Second)}, 0, 0},
+		{"no window, counted down from its limit: the reset", []answer{{200, bare("10", 9, "1")}},
+			answer{200, bare("10", 0, "1")}, time.Second, 0},
+		{"no window, refused with a spent quota: the reset", nil, answer{429, bare("600", 0, "3")}, 3 * time.Second, 0},
+		{"no limit, after a refusal with a spent quota: a reset past a token", []answer{{429, bare("", 0, "5")}},
+			answer{200, bare("", 0, "5")}, 5 * time.Second, 0},
+		{"no limit, after a refusal with a spent quota: a bucket's next token", []answer{{429, bare("", 0, "1")}},
+			answer{200, bare("", 0, "1")}, 0, 0},
+		{"no limit, nothing known: no pause", nil, answer{200, bare("", 0, "5")}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

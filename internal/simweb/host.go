@@ -278,7 +278,7 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.web.arrive(now)
 	v, deadline, secs, quota := h.admit(now, p)
 	if h.spec.Headers != HeadersNone && h.spec.Limit > 0 && v != banned {
-		h.writeQuota(w.Header(), quota)
+		h.writeQuota(w.Header(), quota, now)
 	}
 	switch v {
 	case banned:

@@ -88,6 +88,41 @@ func StatedBench() []HostSpec {
 	}
 }
 
+// StatedNoWindowBench returns limiters that state a limit but not its window, as API gateways'
+// X-RateLimit-* headers do, each three times: with the reset as delta seconds (HeadersXDelta,
+// "-delta"), as a Unix time (HeadersXUnix, "-unix"), and stating nothing ("-none"). The
+// limiters: token buckets of 10 req/s burst 1 and 50 req/s burst 10, their limits stated per
+// minute (600 and 3000), and fixed windows of 600 per minute and 100 per 10 s, each window
+// starting at the first request after the last one ended. Refusals are 429 with Retry-After
+// in seconds. Cross-linked in a ring; each host needs 120 s at its limit, long enough that
+// the cost of discovering a limit (a few seconds, with or without the headers) weighs little.
+func StatedNoWindowBench() []HostSpec {
+	kinds := []HostSpec{
+		{Name: "bucket10", Pages: 1200, Limit: 10, Burst: 1, PolicyWindow: time.Minute},
+		{Name: "bucket50", Pages: 6000, Limit: 50, Burst: 10, PolicyWindow: time.Minute},
+		{Name: "win600m", Pages: 1200, Limit: 10, FixedWindow: time.Minute, PolicyWindow: time.Minute},
+		{Name: "win100s", Pages: 1200, Limit: 10, FixedWindow: 10 * time.Second, PolicyWindow: 10 * time.Second},
+	}
+	var specs []HostSpec
+	for _, k := range kinds {
+		for _, f := range []struct {
+			suffix string
+			style  HeaderStyle
+		}{{"-delta", HeadersXDelta}, {"-unix", HeadersXUnix}, {"-none", HeadersNone}} {
+			sp := k
+			sp.Name, sp.Headers, sp.Reply = k.Name+f.suffix, f.style, Reply429Seconds
+			if f.style == HeadersNone {
+				sp.PolicyWindow = 0
+			}
+			specs = append(specs, sp)
+		}
+	}
+	for i := range specs {
+		specs[i].CrossLinks = []string{specs[(i+1)%len(specs)].Name}
+	}
+	return specs
+}
+
 // BroadDomain is the domain Broad names its hosts under. ".test" is reserved (RFC 6761): no real
 // host has such a name, so a crawl of it never leaves the simulated web.
 const BroadDomain = "broad.test"

@@ -243,7 +243,7 @@ func (s *HostSpec) validate(names map[string]bool) error {
 		return fmt.Errorf("Burst %d < 0", s.Burst)
 	case s.FixedWindow < 0 || s.FixedWindow > 0 && s.Limit == 0:
 		return fmt.Errorf("FixedWindow %v needs Limit > 0", s.FixedWindow)
-	case s.Headers < HeadersNone || s.Headers > HeadersX:
+	case s.Headers < HeadersNone || s.Headers > HeadersXUnix:
 		return fmt.Errorf("unknown Headers %d", int(s.Headers))
 	case s.Headers != HeadersNone && (s.Limit == 0 || s.PolicyWindow < time.Second || s.PolicyWindow%time.Second != 0):
 		return fmt.Errorf("Headers need Limit > 0 and PolicyWindow of whole seconds, got %v", s.PolicyWindow)

@@ -25,6 +25,14 @@ const (
 	// at the host's first request (a new one begins when it ends), rounded up to the second.
 	// The window is not stated; only the reset tells it.
 	HeadersX
+	// HeadersXDelta sends `X-RateLimit-Limit: Q` (no window), `X-RateLimit-Remaining: R` and
+	// `X-RateLimit-Reset: T`, the limiter's own reset as Envoy-style gateways send it: the
+	// whole seconds (rounded up) until the quota is whole again, the bucket full or the fixed
+	// window's end. Neither the window nor the refill rate is stated.
+	HeadersXDelta
+	// HeadersXUnix is HeadersXDelta with the reset as a Unix time (GitHub's form): the time
+	// the quota is whole again, rounded up to the second.
+	HeadersXUnix
 )
 
 // String returns a short name for the style.
@@ -36,6 +44,10 @@ func (s HeaderStyle) String() string {
 		return "ietf"
 	case HeadersX:
 		return "x-ratelimit"
+	case HeadersXDelta:
+		return "x-delta"
+	case HeadersXUnix:
+		return "x-unix"
 	}
 	return fmt.Sprintf("HeaderStyle(%d)", int(s))
 }
@@ -68,8 +80,8 @@ func (h *host) quotaLocked(now time.Time) quotaView {
 	return q
 }
 
-// writeQuota writes the rate-limit headers of HostSpec.Headers for q.
-func (h *host) writeQuota(hd http.Header, q quotaView) {
+// writeQuota writes the rate-limit headers of HostSpec.Headers for q, seen at now.
+func (h *host) writeQuota(hd http.Header, q quotaView, now time.Time) {
 	w := h.spec.PolicyWindow
 	quota := int(math.Round(h.spec.Limit * w.Seconds()))
 	switch h.spec.Headers {
@@ -85,6 +97,18 @@ func (h *host) writeQuota(hd http.Header, q quotaView) {
 		hd.Set("X-RateLimit-Limit", strconv.Itoa(quota))
 		hd.Set("X-RateLimit-Remaining", strconv.Itoa(q.remaining))
 		hd.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	case HeadersXDelta, HeadersXUnix:
+		hd.Set("X-RateLimit-Limit", strconv.Itoa(quota))
+		hd.Set("X-RateLimit-Remaining", strconv.Itoa(q.remaining))
+		if h.spec.Headers == HeadersXDelta {
+			hd.Set("X-RateLimit-Reset", strconv.Itoa(max(int(math.Ceil(q.full.Seconds()-1e-9)), 0)))
+			break
+		}
+		whole := now.Add(q.full)
+		if whole.Nanosecond() != 0 {
+			whole = whole.Truncate(time.Second).Add(time.Second)
+		}
+		hd.Set("X-RateLimit-Reset", strconv.FormatInt(whole.Unix(), 10))
 	}
 }
 

@@ -259,3 +259,18 @@ func (f *Frontier) repairCounts(ctx context.Context, members map[int][]string) e
 	}
 	return nil
 }
+
+// reasonName is a failure or exclusion reason as a counter's field names it: the crawl's
+// reasons are 1 to 48 of [a-z0-9_-]; any other field (damage) is counted as "unreadable", so
+// that what Redis holds can neither flood nor garble a report.
+func reasonName(r string) string {
+	if r == "" || len(r) > 48 {
+		return "unreadable"
+	}
+	for _, c := range r {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return "unreadable"
+		}
+	}
+	return r
+}

@@ -55,10 +55,12 @@ return 1
 //	state st (appended when new, which may split buckets); seenClose() writes what changed.
 //
 // Lookups that miss the preloaded buckets (after a split) read their bucket on their own.
-// A bucket count n that is not an integer in [1, seenMaxN] (damage) is taken from the hash's
-// fields, a URL count urls outside [0, seenLoad·n] is clamped, and seenRepaired is set (the
-// scripts count it in the partition's "repaired" counter): no value makes a script loop
-// without bound.
+// A bucket count n that is not an integer from 1 to the buckets the hash holds (its fields but
+// n and urls; at most seenMaxN) is taken from the hash's fields, a URL count urls that is not
+// an integer in [0, seenLoad·n] is counted from the buckets' lengths (work in proportion to
+// what is stored, and only then), and a value repaired sets seenRepaired (the scripts count
+// it in the partition's "repaired" counter): no value makes a script loop beyond what the
+// hash holds.
 var seenSet = `
 local seenKey, seenN, seenM, seenURLs, seenB, seenDirty
 local seenLoad = ` + strconv.Itoa(seenLoad) + `
@@ -76,15 +78,21 @@ local seenRepaired = false
 local function seenOpen(key)
   seenKey, seenB, seenDirty = key, {}, {}
   local v = redis.call('HMGET', key, 'n', 'urls')
-  seenN = seenInt(v[1] or '1', 1, seenMaxN)
-  if not seenN then -- damaged: every bucket 0..n-1 is a field, beside n and urls
-    seenN = math.max(1, math.min(redis.call('HLEN', key) - 2, seenMaxN))
-    seenRepaired = true
-  end
-  seenURLs = seenInt(v[2] or '0', 0, seenLoad * seenN)
-  if not seenURLs then
-    seenURLs = math.max(0, math.min(tonumber(v[2]) or 0, seenLoad * seenN))
-    seenRepaired = true
+  seenN, seenURLs = 1, 0
+  if v[1] or v[2] then
+    local buckets = redis.call('HLEN', key) - (v[1] and 1 or 0) - (v[2] and 1 or 0)
+    seenN = seenInt(v[1] or '', 1, math.min(math.max(buckets, 1), seenMaxN))
+    if not seenN then -- damaged: every bucket 0..n-1 is a field, beside n and urls
+      seenN = math.max(1, math.min(buckets, seenMaxN))
+      seenRepaired = true
+    end
+    seenURLs = seenInt(v[2] or '', 0, seenLoad * seenN)
+    if not seenURLs then -- damaged, or over the load: count the records (8 bytes each)
+      local bytes = 0
+      for b = 0, seenN - 1 do bytes = bytes + redis.call('HSTRLEN', key, b) end
+      seenURLs = math.floor(bytes / 8)
+      seenRepaired = tostring(seenURLs) ~= v[2]
+    end
   end
   if seenRepaired then
     redis.log(redis.LOG_WARNING, 'crawl: seen-set ' .. key .. ': damaged n or urls, repaired to ' .. seenN .. ', ' .. seenURLs)

@@ -1054,12 +1054,12 @@ func (s *Store) readPartitionCounts(ctx context.Context) (Partitions, error) {
 				if c.FailedBy == nil {
 					c.FailedBy = map[string]int{}
 				}
-				c.FailedBy[reason] += n
+				c.FailedBy[reasonName(reason)] += n
 			} else if reason, ok := strings.CutPrefix(name, "excluded:"); ok && n != 0 {
 				if c.ExcludedBy == nil {
 					c.ExcludedBy = map[string]int{}
 				}
-				c.ExcludedBy[reason] += n
+				c.ExcludedBy[reasonName(reason)] += n
 			}
 		}
 	}

@@ -791,26 +791,26 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	return added, nil
 }
 
-// readPayload decodes an outbox payload; one that is not JSON, or names an entry without a
-// URL or a host or with a depth or hops out of bounds, is refused whole.
+// readPayload decodes an outbox payload; one that is not JSON, or names a link without a URL
+// or a host (an exclusion may have none), or a depth or hops out of bounds, is refused whole.
 func readPayload(r string) (outboxPayload, error) {
 	var pl outboxPayload
 	if err := json.Unmarshal([]byte(r), &pl); err != nil {
 		return pl, fmt.Errorf("%w: outbox payload (%d bytes %q): %v", errBadItem, len(r), clip(r), err)
 	}
-	check := func(e frontier.Entry) error {
-		if e.URL == "" || e.Host == "" || e.Depth < 0 || e.Depth > maxItemInt || e.Hops < 0 || e.Hops > maxItemInt {
+	check := func(e frontier.Entry, hostless bool) error {
+		if e.URL == "" || e.Host == "" && !hostless || e.Depth < 0 || e.Depth > maxItemInt || e.Hops < 0 || e.Hops > maxItemInt {
 			return fmt.Errorf("%w: outbox payload (%d bytes %q): entry %q of host %q, depth %d, hops %d", errBadItem, len(r), clip(r), clip(e.URL), clip(e.Host), e.Depth, e.Hops)
 		}
 		return nil
 	}
 	for _, e := range pl.Links {
-		if err := check(e); err != nil {
+		if err := check(e, false); err != nil {
 			return pl, err
 		}
 	}
 	for _, x := range pl.Excluded {
-		if err := check(x.Entry); err != nil {
+		if err := check(x.Entry, true); err != nil { // a mailto: link has no host
 			return pl, err
 		}
 	}

@@ -227,18 +227,23 @@ func (s *Store) recount(ctx context.Context, o Ownership) ([]string, error) {
 // it such a partition would never look idle, or never be leased from, and the crawl would
 // stall without a word.
 func (f *Frontier) repairCounts(ctx context.Context, members map[int][]string) error {
+	type suspect struct {
+		o     Ownership
+		stale bool // the last read of every partition's counters saw it damaged
+	}
 	f.mu.Lock()
-	var suspect []Ownership
+	var suspects []suspect
 	for p, h := range f.parts {
 		c := f.held[p]
 		hosts, read := members[p]
 		full := f.counts != nil && p < len(f.counts) && len(f.counts[p].Damaged) > 0
 		if len(c.Damaged) > 0 || full || c.Queued < c.InFlight || read && len(hosts) == 0 && c.Queued > c.InFlight {
-			suspect = append(suspect, h.o)
+			suspects = append(suspects, suspect{h.o, full})
 		}
 	}
 	f.mu.Unlock()
-	for _, o := range suspect {
+	for _, sp := range suspects {
+		o := sp.o
 		fixed, err := f.s.recount(ctx, o)
 		if errors.Is(err, ErrFenced) {
 			continue
@@ -247,8 +252,10 @@ func (f *Frontier) repairCounts(ctx context.Context, members map[int][]string) e
 			return err
 		}
 		f.mu.Lock()
-		f.heldAt = time.Time{} // read them again
-		f.age.mark()
+		if len(fixed) > 0 || sp.stale { // read them again (a suspicion from a race changes nothing)
+			f.heldAt = time.Time{}
+			f.age.mark()
+		}
 		if len(fixed) > 0 {
 			f.stats.Recounted++
 		}

@@ -447,7 +447,8 @@ const orphanAge = 10 * time.Second
 
 // returnOrphans puts back the URLs in flight in held partitions that this worker does not know
 // it leased, once they are orphanAge old (an in-flight URL's score is its deadline, Take's time
-// plus the URL lease TTL, on Redis' clock).
+// plus the URL lease TTL, on Redis' clock), or at once when their deadline is later than any
+// of this worker's leases can be; an unreadable one is set aside.
 func (f *Frontier) returnOrphans(ctx context.Context) error {
 	f.mu.Lock()
 	mine := map[int]int{}
@@ -470,12 +471,21 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 	offset := f.offset
 	f.mu.Unlock()
 	takenBefore := time.Now().Add(offset).Add(-orphanAge).Add(f.s.opts.URLLeaseTTL)
+	// no lease of this worker ends later than this (a deadline beyond is damage, or a lease of
+	// a worker with a longer URL lease TTL before this one: an orphan too)
+	leasedAfter := time.Now().Add(offset).Add(orphanAge).Add(f.s.opts.URLLeaseTTL)
 	for _, o := range suspect {
 		old, err := f.s.rdb.ZRangeByScore(ctx, f.s.k.inflight(o.Partition),
 			&redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(takenBefore.UnixMilli(), 10)}).Result()
 		if err != nil {
 			return err
 		}
+		late, err := f.s.rdb.ZRangeByScore(ctx, f.s.k.inflight(o.Partition),
+			&redis.ZRangeBy{Min: "(" + strconv.FormatInt(leasedAfter.UnixMilli(), 10), Max: "+inf"}).Result()
+		if err != nil {
+			return err
+		}
+		old = append(old, late...)
 		var bad []aside
 		for _, m := range old {
 			it, _, err := decodeMember(m)

@@ -211,7 +211,8 @@ func TestSeenSetHeaderDamageRepaired(t *testing.T) {
 }
 
 // Counters that cannot be right (negative, not numbers, too large, or URLs counted queued in a
-// partition that lists no host) and unreadable queue items do not stall a worker: it recounts
+// partition that lists no host), unreadable queue items and an in-flight deadline no lease
+// can have do not stall a worker: it recounts
 // the counters of its partitions from their keys, sets the items aside, crawls every URL and
 // ends. Before, a negative count kept the crawl from ever being idle, a counter that was not
 // a number failed every script that changed it, and a bad item failed every round as "Redis
@@ -237,6 +238,19 @@ func TestHostileCountsAndItemsDoNotStallTheWorker(t *testing.T) {
 	rdb.HSet(ctx, s.k.counts(idle), "queued", "5")
 	rdb.SAdd(ctx, s.k.active(), idle)
 	runFrontier(t, f)
+	waitOwned(t, f, 16)
+	// once the worker holds every partition (a new owner reclaims what is in flight): a URL in
+	// flight whose deadline is in year 33658, which no lease of the worker can have
+	p3 := PartitionOf("h3", 16)
+	far := itemOf(frontier.Entry{URL: "http://h3/far", Host: "h3"}, 0).inFlightMember()
+	pipe := rdb.TxPipeline()
+	pipe.ZAdd(ctx, s.k.inflight(p3), redis.Z{Score: 1e15, Member: far})
+	pipe.HIncrBy(ctx, s.k.counts(p3), "queued", 1)
+	pipe.HIncrBy(ctx, s.k.counts(p3), "inflight", 1)
+	pipe.SAdd(ctx, s.k.active(), p3)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
 	links := func(u string) []frontier.Entry {
 		var k, i int
 		fmt.Sscanf(u, "http://h%d/%d", &k, &i)
@@ -254,8 +268,8 @@ func TestHostileCountsAndItemsDoNotStallTheWorker(t *testing.T) {
 	for _, u := range done {
 		seen[u] = true
 	}
-	if len(done) != 30 || len(seen) != 30 {
-		t.Errorf("completed %d URLs, %d distinct; want 30 once each", len(done), len(seen))
+	if len(done) != 31 || len(seen) != 31 || !seen["http://h3/far"] {
+		t.Errorf("completed %d URLs, %d distinct; want the 30 of the web and the one in flight too long, once each", len(done), len(seen))
 	}
 	st := f.Stats()
 	if st.SetAside != 2 || st.Recounted == 0 || st.Outages != 0 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
 	"net/url"
 	"strconv"
@@ -83,7 +85,8 @@ func TestFleetHostileRedisOperators(t *testing.T) {
 }
 
 // A worker meets unreadable items in a host's queue and in a partition's in-flight set, a
-// negative counter, a counter that is not a number and a damaged seen-set, and still crawls
+// negative counter, a counter that is not a number, a damaged seen-set and learned states
+// cut short or inflating far past their bound (those two were refused before too), and still crawls
 // every page and ends, saying what it set aside. Before, the bad item stopped every round as
 // "Redis unreachable" (the worker never ended), the negative count kept the crawl from ever
 // being idle, and the seen-set's count kept Redis busy for good.
@@ -117,9 +120,20 @@ func TestFleetWorkerSurvivesHostileRedis(t *testing.T) {
 	f.rdb.HSet(ctx, key(h1, "counts"), "queued", "1", "inflight", "1")
 	f.rdb.HSet(ctx, key(h1, "seen"), "n", "inf", "urls", "1e18")
 	mark(h1)
-	// h2: a negative count
+	// h2: a negative count, and a learned state cut short
 	f.rdb.HSet(ctx, key(h2, "counts"), "queued", "-5", "delayed", "x")
+	f.rdb.Set(ctx, key(h2, "h:"+h2), "\x01\xff\xfe", 0)
 	mark(h2)
+	// h0's learned state: a DEFLATE bomb (16 MiB of zeros, 256 times the bound)
+	var bomb bytes.Buffer
+	bomb.WriteByte(1)
+	zw, _ := flate.NewWriter(&bomb, flate.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for range 16 {
+		zw.Write(zeros)
+	}
+	zw.Close()
+	f.rdb.Set(ctx, key(h0, "h:"+h0), bomb.Bytes(), 0)
 
 	w := f.start("")
 	f.finish(w)

@@ -82,15 +82,12 @@ const (
 // bad is partition p's set-aside list.
 func (k keys) bad(p int) string { return k.part(p, "bad") }
 
-// SetAside is a value read from Redis that could not be used, moved to its partition's
-// set-aside list (List) and counted there: From is the key it was read from, Err says why.
-type SetAside struct {
+// asideNote tells of a value read from Redis that could not be used, moved to its
+// partition's set-aside list (List) and counted there: From is the key it was read from, Err
+// says why.
+type asideNote struct {
 	From, List string
 	Err        error
-}
-
-func (a SetAside) String() string {
-	return fmt.Sprintf("unreadable value of %s set aside in %s: %v", a.From, a.List, a.Err)
 }
 
 // setAsideScript: KEYS owner, inflight, counts, bad; ARGV token, then per member: the
@@ -137,14 +134,14 @@ func (s *Store) setAside(ctx context.Context, o Ownership, as []aside) error {
 	}
 	if fn := s.asideFn.Load(); fn != nil {
 		for _, a := range as {
-			(*fn)(SetAside{From: a.from, List: s.k.bad(p), Err: a.err})
+			(*fn)(asideNote{From: a.from, List: s.k.bad(p), Err: a.err})
 		}
 	}
 	return nil
 }
 
 // watchSetAside makes fn be called for every value the Store sets aside.
-func (s *Store) watchSetAside(fn func(SetAside)) { s.asideFn.Store(&fn) }
+func (s *Store) watchSetAside(fn func(asideNote)) { s.asideFn.Store(&fn) }
 
 // safeCount is Lua for the scripts that change counters: countOK(v) says whether v (an
 // HGET's answer) is a counter HINCRBY may change (absent, or a decimal integer of at most 15

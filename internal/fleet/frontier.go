@@ -164,7 +164,7 @@ type leased struct {
 // NewFrontier returns the Frontier of k's worker. Call Run in a goroutine of its own.
 func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	f := newFrontier(k, opts)
-	k.s.watchSetAside(func(a SetAside) {
+	k.s.watchSetAside(func(a asideNote) {
 		f.mu.Lock()
 		f.stats.SetAside++
 		f.mu.Unlock()

@@ -79,8 +79,8 @@ func TestTakeSetsAsideUnreadableItems(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := hostileCtx(t)
 	s := openRaw(t, rdb, "w", &Options{Partitions: 4})
-	var told []SetAside
-	s.watchSetAside(func(a SetAside) { told = append(told, a) })
+	var told []asideNote
+	s.watchSetAside(func(a asideNote) { told = append(told, a) })
 	if _, err := s.Add(ctx, entries("h", 2)); err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ type Store struct {
 	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
 	runIDs   map[string]string       // run_id per master address, as last read (guarded by mu)
 
-	asideFn atomic.Pointer[func(SetAside)] // told of each value set aside (watchSetAside)
+	asideFn atomic.Pointer[func(asideNote)] // told of each value set aside (watchSetAside)
 }
 
 // Lease is a URL handed to the owner of its partition. It is in the partition's in-flight set
@@ -785,7 +785,7 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	}
 	if fn := s.asideFn.Load(); fn != nil {
 		for _, err := range why {
-			(*fn)(SetAside{From: s.k.outbox(p), List: s.k.bad(p), Err: err})
+			(*fn)(asideNote{From: s.k.outbox(p), List: s.k.bad(p), Err: err})
 		}
 	}
 	return added, nil

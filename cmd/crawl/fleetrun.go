@@ -76,9 +76,14 @@ func crawlShared(cfg crawler.Config, rdb redis.UniversalClient, o *fleetOptions,
 	if err := w.Leave(rctx); err != nil {
 		fmt.Fprintf(stderr, "crawl: cannot hand the partitions back (they move when their leases run out): %v\n", err)
 	}
-	if st := fr.Stats(); st.Refused > 0 || st.Outages > 0 || st.Restarts > 0 {
+	st := fr.Stats()
+	if st.Refused > 0 || st.Outages > 0 || st.Restarts > 0 {
 		fmt.Fprintf(stderr, "crawl: shared crawl %q: %d results refused (their hosts had moved to another worker: fenced), %d Redis outages, %d Redis restarts or failovers, %d partitions dropped\n",
 			o.crawl, st.Refused, st.Outages, st.Restarts, st.Dropped)
+	}
+	if st.SetAside > 0 || st.Recounted > 0 {
+		fmt.Fprintf(stderr, "crawl: shared crawl %q: damage found in Redis: %d unreadable %s set aside in the partitions' bad lists, %d %s' damaged counters recounted\n",
+			o.crawl, st.SetAside, plural(st.SetAside, "value", "values"), st.Recounted, plural(st.Recounted, "partition", "partitions"))
 	}
 	return code
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/fleet"
+	"github.com/crawl-project/crawl/internal/termsafe"
 )
 
 // Commands that operate a running shared crawl from outside its workers: crawl add, and
@@ -124,6 +125,7 @@ func urlsShared(rawURL, name string, states []string, reason, host string, asJSO
 	if !asJSON {
 		fmt.Fprintf(w, "%-8s %-10s %8s %5s  %s  %s\n", "state", "where", "attempts", "depth", "url", "parent")
 	}
+	unreadable := 0
 	err = s.Queued(context.Background(), func(q fleet.QueuedURL) error {
 		if host != "" && !hostMatches(q.Host, host) {
 			return nil
@@ -132,8 +134,12 @@ func urlsShared(rawURL, name string, states []string, reason, host string, asJSO
 			return enc.Encode(sharedURLLine{urlLine: urlLine{URL: q.URL, State: "queued", Attempts: q.Attempts, Depth: q.Depth, Parent: q.Parent},
 				Where: q.State.String()})
 		}
-		_, err := fmt.Fprintf(w, "%-8s %-10s %8d %5d  %s  %s\n", "queued", q.State, q.Attempts, q.Depth, q.URL, dash(q.Parent))
+		_, err := fmt.Fprintf(w, "%-8s %-10s %8d %5d  %s  %s\n", "queued", q.State, q.Attempts, q.Depth, termsafe.Escape(q.URL), termsafe.Escape(dash(q.Parent)))
 		return err
+	}, func(err error) {
+		if unreadable++; unreadable <= maxUnreadableShown {
+			fmt.Fprintf(stderr, "crawl urls: skipped: %s\n", termsafe.Escape(strings.TrimPrefix(err.Error(), "fleet: ")))
+		}
 	})
 	if err == nil {
 		err = w.Flush()
@@ -142,8 +148,16 @@ func urlsShared(rawURL, name string, states []string, reason, host string, asJSO
 		fmt.Fprintf(stderr, "crawl urls: %v\n", err)
 		return exitRuntime
 	}
+	if unreadable > 0 {
+		fmt.Fprintf(stderr, "crawl urls: %d unreadable %s in Redis skipped (a worker sets them aside in their partition's bad list when it meets them)\n",
+			unreadable, plural(unreadable, "item", "items"))
+		return exitRuntime
+	}
 	return exitOK
 }
+
+// maxUnreadableShown bounds the unreadable items crawl urls --redis names one by one.
+const maxUnreadableShown = 10
 
 // sharedURLLine is one URL as crawl urls --redis --json prints it: crawl urls' fields plus
 // where the queued URL is (waiting, delayed, in flight).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/fleet"
+	"github.com/crawl-project/crawl/internal/termsafe"
 )
 
 // fleetStatus is `crawl status --redis --json`: the keys of crawl status (crawler.Status)
@@ -26,6 +27,13 @@ type fleetStatus struct {
 	HostsQueued    int                `json:"hosts_queued"`    // hosts with URLs queued or delayed
 	Workers        []fleet.WorkerView `json:"workers"`
 	WorkersAlive   int                `json:"workers_alive"`
+	// What Redis held that could not be used (docs/guarantees.md "Hostile contents in Redis"):
+	// values set aside in the partitions' bad lists, damaged values repaired, and counters
+	// read as 0 until their partition's owner recounts them.
+	SetAside       int      `json:"set_aside"`
+	Repaired       int      `json:"repaired"`
+	DamagedCount   int      `json:"damaged_counters"`
+	DamagedSamples []string `json:"damaged,omitempty"`
 }
 
 // redisTimeout bounds how long crawl status waits for Redis before it reports it unreachable.
@@ -76,6 +84,7 @@ func fleetStatusOf(v fleet.View) fleetStatus {
 		},
 		Crawl: v.Crawl, Partitions: v.Partitions, PartitionsFree: v.PartitionsFree,
 		Outbox: v.Outbox, HostsQueued: v.HostsQueued, Workers: v.Workers,
+		SetAside: v.SetAside, Repaired: v.Repaired, DamagedCount: v.DamagedCount, DamagedSamples: v.Damaged,
 	}
 	if st.Workers == nil {
 		st.Workers = []fleet.WorkerView{}
@@ -101,6 +110,16 @@ func printFleetStatus(w io.Writer, st fleetStatus, target fleet.Target) {
 		st.HostsQueued, plural(st.HostsQueued, "host", "hosts"), st.Outbox, plural(st.Outbox, "page's links", "pages' links"), st.Partitions, st.PartitionsFree)
 	printReasons(w, "failed", st.FailedBy)
 	printReasons(w, "excluded", st.ExcludedBy)
+	if st.SetAside > 0 || st.Repaired > 0 {
+		fmt.Fprintf(w, "damage found in Redis: %d unreadable %s set aside (in the partitions' bad lists, crawl:%s:{P}:bad), %d damaged %s repaired\n",
+			st.SetAside, plural(st.SetAside, "value", "values"), st.Crawl, st.Repaired, plural(st.Repaired, "value", "values"))
+	}
+	if st.DamagedCount > 0 {
+		fmt.Fprintf(w, "%d damaged %s read as 0 until the partition's owner recounts:\n", st.DamagedCount, plural(st.DamagedCount, "counter", "counters"))
+		for _, d := range st.DamagedSamples {
+			fmt.Fprintf(w, "  %s\n", termsafe.Escape(strings.TrimPrefix(d, "fleet: bad value in Redis: ")))
+		}
+	}
 	if len(st.Workers) == 0 {
 		return
 	}
@@ -111,6 +130,6 @@ func printFleetStatus(w io.Writer, st fleetStatus, target fleet.Target) {
 			beat = fmt.Sprintf("%.1fs ago", st.UpdatedAt.Sub(*wv.Heartbeat).Seconds())
 		}
 		where := strings.Trim(wv.Host+":"+wv.Data, ":")
-		fmt.Fprintf(w, "%-24s %-5s %10d %8d %14s  %s\n", wv.ID, wv.State, len(wv.Partitions), wv.Pages, beat, dash(where))
+		fmt.Fprintf(w, "%-24s %-5s %10d %8d %14s  %s\n", termsafe.Escape(wv.ID), wv.State, len(wv.Partitions), wv.Pages, beat, termsafe.Escape(dash(where)))
 	}
 }

@@ -124,6 +124,8 @@ type FrontierStats struct {
 	Outages     int // times Redis became unreachable
 	Restarts    int // times a Redis node was found restarted or replaced (a new run_id)
 	Reacquired  int // partitions acquired
+	SetAside    int // unreadable values moved to their partition's bad list (Store.setAside)
+	Recounted   int // partitions whose damaged counters were recounted (Frontier.repairCounts)
 	LastRefused string
 }
 
@@ -161,6 +163,17 @@ type leased struct {
 
 // NewFrontier returns the Frontier of k's worker. Call Run in a goroutine of its own.
 func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
+	f := newFrontier(k, opts)
+	k.s.watchSetAside(func(a asideNote) {
+		f.mu.Lock()
+		f.stats.SetAside++
+		f.mu.Unlock()
+		f.opts.Log.Warn("unreadable value in Redis set aside; the crawl goes on without it", "from", a.From, "to", a.List, "err", a.Err)
+	})
+	return f
+}
+
+func newFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
 		parts: map[int]*held{}, leases: map[string]leased{},
@@ -323,6 +336,9 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 	if err := f.returnOrphans(rctx); err != nil {
 		return err
 	}
+	if err := f.repairCounts(rctx, members); err != nil {
+		return err
+	}
 	return f.scanHosts(rctx, members)
 }
 
@@ -431,7 +447,8 @@ const orphanAge = 10 * time.Second
 
 // returnOrphans puts back the URLs in flight in held partitions that this worker does not know
 // it leased, once they are orphanAge old (an in-flight URL's score is its deadline, Take's time
-// plus the URL lease TTL, on Redis' clock).
+// plus the URL lease TTL, on Redis' clock), or at once when their deadline is later than any
+// of this worker's leases can be; an unreadable one is set aside.
 func (f *Frontier) returnOrphans(ctx context.Context) error {
 	f.mu.Lock()
 	mine := map[int]int{}
@@ -454,16 +471,27 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 	offset := f.offset
 	f.mu.Unlock()
 	takenBefore := time.Now().Add(offset).Add(-orphanAge).Add(f.s.opts.URLLeaseTTL)
+	// no lease of this worker ends later than this (a deadline beyond is damage, or a lease of
+	// a worker with a longer URL lease TTL before this one: an orphan too)
+	leasedAfter := time.Now().Add(offset).Add(orphanAge).Add(f.s.opts.URLLeaseTTL)
 	for _, o := range suspect {
 		old, err := f.s.rdb.ZRangeByScore(ctx, f.s.k.inflight(o.Partition),
 			&redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(takenBefore.UnixMilli(), 10)}).Result()
 		if err != nil {
 			return err
 		}
+		late, err := f.s.rdb.ZRangeByScore(ctx, f.s.k.inflight(o.Partition),
+			&redis.ZRangeBy{Min: "(" + strconv.FormatInt(leasedAfter.UnixMilli(), 10), Max: "+inf"}).Result()
+		if err != nil {
+			return err
+		}
+		old = append(old, late...)
+		var bad []aside
 		for _, m := range old {
 			it, _, err := decodeMember(m)
 			if err != nil {
-				return err
+				bad = append(bad, aside{member: m, from: f.s.k.inflight(o.Partition), err: err})
+				continue
 			}
 			f.mu.Lock()
 			_, leasedHere := f.leases[it.URL]
@@ -475,6 +503,9 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 			if err := f.s.PutBack(ctx, o, l); err != nil && !errors.Is(err, ErrFenced) && !errors.Is(err, ErrNotInFlight) {
 				return err
 			}
+		}
+		if err := f.s.setAside(ctx, o, bad); err != nil && !errors.Is(err, ErrFenced) {
+			return err
 		}
 	}
 	return nil
@@ -635,6 +666,9 @@ const (
 // knows busy (hosts with work, URLs in flight, links to forward).
 const heldEvery = time.Second
 
+// heldFields are the counters readHeld reads of each partition in use.
+var heldFields = [3]string{"queued", "inflight", "outbox"}
+
 // readHeld reads, in one pipeline, Redis' clock (setting the offset of Redis' clock from the
 // local one, at the round trip's midpoint) and the counters and hosts with work of the
 // partitions in use: every heldEvery all of them, and in between those known busy. It returns
@@ -677,7 +711,7 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 	cmds := make([]*redis.SliceCmd, len(ps))
 	hosts := make([]*redis.StringSliceCmd, len(ps))
 	for i, p := range ps {
-		cmds[i] = pipe.HMGet(ctx, f.s.k.counts(p), "queued", "inflight", "outbox")
+		cmds[i] = pipe.HMGet(ctx, f.s.k.counts(p), heldFields[:]...)
 		hosts[i] = pipe.SMembers(ctx, f.s.k.hosts(p))
 	}
 	sent := time.Now()
@@ -689,12 +723,16 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 	for i, p := range ps {
 		members[p] = hosts[i].Val()
 		var n [3]int
+		var c PartCounts
+		key := f.s.k.counts(p)
 		for j, v := range cmds[i].Val() {
 			if s, ok := v.(string); ok {
-				n[j], _ = strconv.Atoi(s)
+				var good bool
+				if n[j], good = countOf(key, heldFields[j], s); !good {
+					c.Damaged = append(c.Damaged, badValue(key, heldFields[j], s, "a count").Error())
+				}
 			}
 		}
-		var c PartCounts
 		c.Queued, c.InFlight, c.Outbox = n[0], n[1], n[2]
 		read[p] = c
 	}

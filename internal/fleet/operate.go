@@ -88,12 +88,20 @@ type QueuedURL struct {
 const queuedChunk = 512
 
 // Queued calls fn for every URL queued in the crawl (waiting, delayed or in flight), partition
-// by partition, host by host, reading a queue queuedChunk items at a time; fn's error stops it.
-// It writes nothing. URLs in state fetched, failed or excluded are not listed: the seen-set
+// by partition (those of the crawl's active set), host by host, reading a queue queuedChunk
+// items at a time; fn's error stops it. An item that cannot be read is skipped, and
+// unreadable (if not nil) is called with the error naming it. It writes nothing. URLs in state fetched, failed or excluded are not listed: the seen-set
 // keeps their fingerprints only. While workers run, it is a near snapshot: a URL taken or
 // completed meanwhile may be listed twice or not at all.
-func (s *Store) Queued(ctx context.Context, fn func(QueuedURL) error) error {
-	for p := range s.opts.Partitions {
+func (s *Store) Queued(ctx context.Context, fn func(QueuedURL) error, unreadable func(error)) error {
+	if unreadable == nil {
+		unreadable = func(error) {}
+	}
+	active, err := s.activePartitions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range active {
 		hosts, err := s.rdb.SMembers(ctx, s.k.hosts(p)).Result()
 		if err != nil {
 			return fmt.Errorf("fleet: list hosts: %w", err)
@@ -105,7 +113,7 @@ func (s *Store) Queued(ctx context.Context, fn func(QueuedURL) error) error {
 					return fmt.Errorf("fleet: list queue of %s: %w", host, err)
 				}
 				for _, m := range items {
-					if err := emit(fn, host, m, p, QueueWaiting, 0); err != nil {
+					if err := emit(fn, unreadable, s.k.queue(p, host), host, m, p, QueueWaiting, 0); err != nil {
 						return err
 					}
 				}
@@ -113,11 +121,11 @@ func (s *Store) Queued(ctx context.Context, fn func(QueuedURL) error) error {
 					break
 				}
 			}
-			if err := s.scored(ctx, s.k.delayed(p, host), host, p, QueueDelayed, fn); err != nil {
+			if err := s.scored(ctx, s.k.delayed(p, host), host, p, QueueDelayed, fn, unreadable); err != nil {
 				return err
 			}
 		}
-		if err := s.scored(ctx, s.k.inflight(p), "", p, QueueInFlight, fn); err != nil {
+		if err := s.scored(ctx, s.k.inflight(p), "", p, QueueInFlight, fn, unreadable); err != nil {
 			return err
 		}
 	}
@@ -126,7 +134,7 @@ func (s *Store) Queued(ctx context.Context, fn func(QueuedURL) error) error {
 
 // scored calls fn for the items of the sorted set key, whose scores are times in ms: those of
 // host's delayed set, or with host "" the in-flight set's members.
-func (s *Store) scored(ctx context.Context, key, host string, p int, st QueueState, fn func(QueuedURL) error) error {
+func (s *Store) scored(ctx context.Context, key, host string, p int, st QueueState, fn func(QueuedURL) error, unreadable func(error)) error {
 	for start := int64(0); ; start += queuedChunk {
 		zs, err := s.rdb.ZRangeWithScores(ctx, key, start, start+queuedChunk-1).Result()
 		if err != nil {
@@ -134,7 +142,7 @@ func (s *Store) scored(ctx context.Context, key, host string, p int, st QueueSta
 		}
 		for _, z := range zs {
 			m, _ := z.Member.(string)
-			if err := emit(fn, host, m, p, st, int64(z.Score)); err != nil {
+			if err := emit(fn, unreadable, key, host, m, p, st, int64(z.Score)); err != nil {
 				return err
 			}
 		}
@@ -145,8 +153,8 @@ func (s *Store) scored(ctx context.Context, key, host string, p int, st QueueSta
 }
 
 // emit calls fn for the item m of host's queue or delayed set, or with host "" the in-flight
-// member m.
-func emit(fn func(QueuedURL) error, host, m string, p int, st QueueState, ms int64) error {
+// member m (read from key); unreadable for one that cannot be read.
+func emit(fn func(QueuedURL) error, unreadable func(error), key, host, m string, p int, st QueueState, ms int64) error {
 	var it item
 	var err error
 	if host == "" {
@@ -155,7 +163,8 @@ func emit(fn func(QueuedURL) error, host, m string, p int, st QueueState, ms int
 		it, err = decodeItem(host, m)
 	}
 	if err != nil {
-		return err
+		unreadable(fmt.Errorf("%s: %w", key, err))
+		return nil
 	}
 	q := QueuedURL{Entry: it.entry(), Attempts: it.Attempts, Partition: p, State: st}
 	if ms != 0 {

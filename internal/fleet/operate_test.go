@@ -50,7 +50,7 @@ func TestOperatorReads(t *testing.T) {
 			t.Errorf("%s %s: time %v; only delayed and in-flight URLs have one", q.State, q.URL, q.At)
 		}
 		return nil
-	})
+	}, func(err error) { t.Errorf("unreadable: %v", err) })
 	if err != nil {
 		t.Fatal(err)
 	}

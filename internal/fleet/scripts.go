@@ -21,11 +21,17 @@ end
 
 // acquire: KEYS owner, epoch; ARGV expected owner token (empty for none), worker. If the owner
 // key still holds the expected token (or is absent, for empty), draws the next epoch and sets the
-// owner key to EPOCH:WORKER, with no expiry: the worker's heartbeat is the lease. Returns
+// owner key to EPOCH:WORKER, with no expiry: the worker's heartbeat is the lease. An epoch key
+// that is not a counter (damage) starts again from Redis' time in ms, above any drawn. Returns
 // {epoch, token}, or {0, current token} when the owner changed since the caller read it.
 var acquireScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1]) or ''
 if cur ~= ARGV[1] then return {0, cur} end
+local last = redis.call('GET', KEYS[2])
+if last and not (#last <= 15 and string.match(last, '^%d+$')) then
+  local t = redis.call('TIME') -- damaged: start again above any epoch drawn (ms since 1970)
+  redis.call('SET', KEYS[2], tonumber(t[1]) * 1000)
+end
 local e = redis.call('INCR', KEYS[2])
 local tok = e .. ':' .. ARGV[2]
 redis.call('SET', KEYS[1], tok)
@@ -49,17 +55,48 @@ return 1
 //	state st (appended when new, which may split buckets); seenClose() writes what changed.
 //
 // Lookups that miss the preloaded buckets (after a split) read their bucket on their own.
+// A bucket count n that is not an integer from 1 to the buckets the hash holds (its fields but
+// n and urls; at most seenMaxN) is taken from the hash's fields, a URL count urls that is not
+// an integer in [0, seenLoad·n] is counted from the buckets' lengths (work in proportion to
+// what is stored, and only then), and a value repaired sets seenRepaired (the scripts count
+// it in the partition's "repaired" counter): no value makes a script loop beyond what the
+// hash holds.
 var seenSet = `
 local seenKey, seenN, seenM, seenURLs, seenB, seenDirty
 local seenLoad = ` + strconv.Itoa(seenLoad) + `
+local seenMaxN = ` + strconv.Itoa(seenMaxN) + `
 local function seenTop()
   seenM = 1
   while seenM * 2 <= seenN do seenM = seenM * 2 end
 end
+local function seenInt(v, lo, hi) -- v if it is an integer in [lo, hi], else nil
+  local n = tonumber(v)
+  if n and n == math.floor(n) and n >= lo and n <= hi then return n end
+  return nil
+end
+local seenRepaired = false
 local function seenOpen(key)
   seenKey, seenB, seenDirty = key, {}, {}
   local v = redis.call('HMGET', key, 'n', 'urls')
-  seenN, seenURLs = tonumber(v[1] or '1'), tonumber(v[2] or '0')
+  seenN, seenURLs = 1, 0
+  if v[1] or v[2] then
+    local buckets = redis.call('HLEN', key) - (v[1] and 1 or 0) - (v[2] and 1 or 0)
+    seenN = seenInt(v[1] or '', 1, math.min(math.max(buckets, 1), seenMaxN))
+    if not seenN then -- damaged: every bucket 0..n-1 is a field, beside n and urls
+      seenN = math.max(1, math.min(buckets, seenMaxN))
+      seenRepaired = true
+    end
+    seenURLs = seenInt(v[2] or '', 0, seenLoad * seenN)
+    if not seenURLs then -- damaged, or over the load: count the records (8 bytes each)
+      local bytes = 0
+      for b = 0, seenN - 1 do bytes = bytes + redis.call('HSTRLEN', key, b) end
+      seenURLs = math.floor(bytes / 8)
+      seenRepaired = tostring(seenURLs) ~= v[2]
+    end
+  end
+  if seenRepaired then
+    redis.log(redis.LOG_WARNING, 'crawl: seen-set ' .. key .. ': damaged n or urls, repaired to ' .. seenN .. ', ' .. seenURLs)
+  end
   seenTop()
 end
 local function seenHash(fp) -- the first 31 bits of fp
@@ -125,16 +162,19 @@ local function seenPut(fp, st)
   end
   seenB[b] = s .. fp .. st
   seenURLs = seenURLs + 1
-  while seenURLs > seenLoad * seenN do seenSplit() end
+  while seenURLs > seenLoad * seenN and seenN < seenMaxN do seenSplit() end
 end
 local function seenClose()
   local kv = {}
   for b in pairs(seenDirty) do kv[#kv+1] = b; kv[#kv+1] = seenB[b] end
-  if #kv == 0 then return end
+  if #kv == 0 and not seenRepaired then return end
   kv[#kv+1] = 'n'; kv[#kv+1] = seenN; kv[#kv+1] = 'urls'; kv[#kv+1] = seenURLs
   for i = 1, #kv, 1000 do redis.call('HSET', seenKey, unpack(kv, i, math.min(i + 999, #kv))) end
 end
 `
+
+// seenMaxN bounds a seen-set's buckets: a bucket is picked by 31 bits of a fingerprint.
+const seenMaxN = 1 << 31
 
 // seenLoad is the seen-set's records per bucket: a partition splits a bucket whenever it holds
 // more (docs/fleet.md "Seen-set"). Buckets average seenLoad records (512 bytes) and the fullest
@@ -151,8 +191,8 @@ const (
 
 // counters defines counter(key) -> inc(field, delta) and flush(): the changes of a batch to the
 // counters hash key, written at flush with one HINCRBY when one field changed, else with one
-// HMGET and one HSET.
-const counters = `
+// HMGET and one HSET; a damaged counter (not countOK) is left as it is.
+const counters = safeCount + `
 local function counter(key)
   local inc, order = {}, {}
   local function add(f, d)
@@ -162,12 +202,14 @@ local function counter(key)
   local function flush()
     local fs = {}
     for _, f in ipairs(order) do if inc[f] ~= 0 then fs[#fs+1] = f end end
-    if #fs == 1 then redis.call('HINCRBY', key, fs[1], inc[fs[1]]) end
+    if #fs == 1 then cincr(key, fs[1], inc[fs[1]]) end
     if #fs < 2 then return end
     local cur = redis.call('HMGET', key, unpack(fs))
     local kv = {}
-    for i, f in ipairs(fs) do kv[2*i-1] = f; kv[2*i] = (tonumber(cur[i] or '0') or 0) + inc[f] end
-    redis.call('HSET', key, unpack(kv))
+    for i, f in ipairs(fs) do -- a damaged counter is left for the owner to recount
+      if countOK(cur[i]) then kv[#kv+1] = f; kv[#kv+1] = tonumber(cur[i] or '0') + inc[f] end
+    end
+    if #kv > 0 then redis.call('HSET', key, unpack(kv)) end
   end
   return add, flush
 end
@@ -196,7 +238,7 @@ local function add_entries(hosts, used, budget, k, a, n, inc)
     local b = a + 5*i
     local fp, st, host, item, reason = ARGV[b], ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4]
     if not seenState(fp) then
-      if st == '1' and budget > 0 and tonumber(redis.call('HGET', used, host) or '0') >= budget then
+      if st == '1' and budget > 0 and (tonumber(redis.call('HGET', used, host) or '0') or 0) >= budget then
         st, reason = '4', 'limit'
       end
       seenPut(fp, st)
@@ -205,7 +247,7 @@ local function add_entries(hosts, used, budget, k, a, n, inc)
         if not pushes[q] then pushes[q] = {}; queues[#queues+1] = {q, host} end
         local items = pushes[q]
         items[#items+1] = item
-        if budget > 0 then redis.call('HINCRBY', used, host, 1) end
+        if budget > 0 then cincr(used, host, 1) end
         added = added + 1
       else
         excluded = excluded + 1
@@ -232,25 +274,31 @@ seenOpen(KEYS[4])
 seenPreload(entry_fps({}, 2, #KEYS - 4))
 local inc, flush = counter(KEYS[2])
 local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5, 2, #KEYS - 4, inc)
+if seenRepaired then inc('repaired', 1) end
 seenClose()
 flush()
 return {added, excluded}
 `)
 
 // lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms, n,
-// in-flight prefix. Moves the host's due retries to the queue's tail, pops up to n items from
+// in-flight prefix. Moves the host's due retries (and those due more than maxRetryDelay from
+// now: damage) to the queue's tail, pops up to n items from
 // the head into the in-flight set (after the prefix, as in-flight members are) scored by their
 // deadline, and drops the host from the hosts set when it has nothing left. Returns
 // {deadline-ms, now-ms, item…} (the items as queued), or {next-due-ms or -1, now-ms} with no
 // item.
-var leaseScript = redis.NewScript(fence + `
+var leaseScript = redis.NewScript(fence + safeCount + `
 local now = nowms()
 local n = tonumber(ARGV[4])
+local far = '(' .. (now + ` + strconv.FormatInt(maxRetryDelay.Milliseconds(), 10) + `)
 local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+local absurd = redis.call('ZRANGEBYSCORE', KEYS[3], far, '+inf')
+for _, it in ipairs(absurd) do due[#due+1] = it end
 if #due > 0 then
   for i = 1, #due, 1000 do redis.call('RPUSH', KEYS[2], unpack(due, i, math.min(i + 999, #due))) end
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  redis.call('HINCRBY', KEYS[6], 'delayed', -#due)
+  if #absurd > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[3], far, '+inf') end
+  cincr(KEYS[6], 'delayed', -#due)
 end
 local items = redis.call('LPOP', KEYS[2], n) or {}
 if (#items < n or redis.call('LLEN', KEYS[2]) == 0) and redis.call('ZCARD', KEYS[3]) == 0 then
@@ -265,7 +313,7 @@ local deadline = now + tonumber(ARGV[3])
 local z = {}
 for i, it in ipairs(items) do z[2*i-1] = deadline; z[2*i] = ARGV[5] .. it end
 redis.call('ZADD', KEYS[4], unpack(z))
-redis.call('HINCRBY', KEYS[6], 'inflight', #items)
+cincr(KEYS[6], 'inflight', #items)
 local out = {deadline, now}
 for _, it in ipairs(items) do out[#out+1] = it end
 return out
@@ -326,6 +374,7 @@ if ARGV[2] ~= '' then
   redis.call('RPUSH', KEYS[4], ARGV[2])
   add('outbox', 1)
 end
+if seenRepaired then add('repaired', 1) end
 seenClose()
 flush()
 return res
@@ -333,7 +382,7 @@ return res
 
 // reclaim: KEYS owner, inflight, hosts, counts, then one queue per item; ARGV token, then per
 // item: in-flight member, item to queue (attempt + 1), host. Returns how many it moved.
-var reclaimScript = redis.NewScript(fence + `
+var reclaimScript = redis.NewScript(fence + safeCount + `
 local n = 0
 for i = 0, #KEYS - 5 do
   if redis.call('ZREM', KEYS[2], ARGV[2+3*i]) == 1 then
@@ -342,14 +391,21 @@ for i = 0, #KEYS - 5 do
     n = n + 1
   end
 end
-if n > 0 then redis.call('HINCRBY', KEYS[4], 'inflight', -n) end
+cincr(KEYS[4], 'inflight', -n)
 return n
 `)
 
-// trim: KEYS owner, outbox, counts; ARGV token, n. Drops the outbox's first n payloads.
-var trimScript = redis.NewScript(fence + `
+// trim: KEYS owner, outbox, counts, bad; ARGV token, n, then the payloads among them that
+// could not be read. Drops the outbox's first n payloads, and keeps those unreadable in the
+// partition's bad list as setAside does.
+var trimScript = redis.NewScript(fence + safeCount + `
 redis.call('LTRIM', KEYS[2], ARGV[2], -1)
-redis.call('HINCRBY', KEYS[3], 'outbox', -tonumber(ARGV[2]))
+cincr(KEYS[3], 'outbox', -tonumber(ARGV[2]))
+for i = 3, #ARGV do redis.call('RPUSH', KEYS[4], KEYS[2] .. '\n' .. string.sub(ARGV[i], 1, ` + strconv.Itoa(maxBadBytes) + `)) end
+if #ARGV > 2 then
+  redis.call('LTRIM', KEYS[4], -` + strconv.Itoa(maxBadKept) + `, -1)
+  cincr(KEYS[3], 'bad', #ARGV - 2)
+end
 return 1
 `)
 
@@ -366,40 +422,44 @@ return #KEYS - 1
 
 // heartbeat: KEYS workers; ARGV worker, ttl-ms. The workers set scores each worker by the
 // end of its lease (ms, Redis clock): the heartbeat sets the caller's to now + ttl, forgets
-// the workers whose lease ended, and returns {1 if the caller's lease was still live (0: none,
+// the workers whose lease ended (and those whose lease would end more than MaxLeaseTTL from
+// now, which no worker's can: damage), and returns {1 if the caller's lease was still live (0: none,
 // or it had ended), the live workers…}.
 var heartbeatScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local far = now + ` + strconv.FormatInt(MaxLeaseTTL.Milliseconds(), 10) + `
 local cur = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
 local kept = 0
-if cur and cur > now then kept = 1 end
+if cur and cur > now and cur <= far then kept = 1 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. far, '+inf')
 local out = redis.call('ZRANGE', KEYS[1], 0, -1)
 table.insert(out, 1, kept)
 return out
 `)
 
 // alive: KEYS workers; ARGV worker ids. Returns, per id, 1 if its lease is live now (Redis
-// clock), else 0. Read-only.
+// clock) and ends within MaxLeaseTTL, else 0. Read-only.
 var aliveScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local far = now + ` + strconv.FormatInt(MaxLeaseTTL.Milliseconds(), 10) + `
 local out = {}
 for i, id in ipairs(ARGV) do
   local sc = tonumber(redis.call('ZSCORE', KEYS[1], id))
-  if sc and sc > now then out[i] = 1 else out[i] = 0 end
+  if sc and sc > now and sc <= far then out[i] = 1 else out[i] = 0 end
 end
 return out
 `)
 
 // putBack: KEYS owner, inflight, queue, hosts, counts; ARGV token, in-flight member, host,
 // item. Puts a leased URL back at the head of its queue as it was (no attempt counted).
-var putBackScript = redis.NewScript(fence + `
+var putBackScript = redis.NewScript(fence + safeCount + `
 if redis.call('ZREM', KEYS[2], ARGV[2]) == 0 then return redis.error_reply('NOTINFLIGHT') end
 redis.call('LPUSH', KEYS[3], ARGV[4])
 redis.call('SADD', KEYS[4], ARGV[3])
-redis.call('HINCRBY', KEYS[5], 'inflight', -1)
+cincr(KEYS[5], 'inflight', -1)
 return 1
 `)

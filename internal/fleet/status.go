@@ -26,7 +26,21 @@ type View struct {
 	Outbox         int // links of completed pages not yet forwarded to their partitions
 	HostsQueued    int // hosts with URLs queued or delayed
 	Workers        []WorkerView
+	// SetAside counts the unreadable values workers moved to their partitions' bad lists,
+	// Repaired the damaged values the scripts or the partitions' owners repaired.
+	SetAside, Repaired int
+	// Damaged names the counters read as 0 because they are not counts (the first
+	// maxDamagedShown; DamagedCount says how many), until their partitions' owners recount them.
+	Damaged      []string
+	DamagedCount int
 }
+
+// maxWorkersShown bounds the workers a View reads from the heartbeats and from the reports
+// (the latest of each), so that a hostile workers set costs a bounded read.
+const maxWorkersShown = 1000
+
+// maxDamagedShown bounds the damaged counters a View names.
+const maxDamagedShown = 10
 
 // WorkerState says whether a worker in the view is crawling.
 type WorkerState int
@@ -115,6 +129,12 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 	v.Counts = ps.Sum()
 	for _, p := range ps {
 		v.Outbox += p.Outbox
+		v.SetAside += p.Bad
+		v.Repaired += p.Repaired
+		v.DamagedCount += len(p.Damaged)
+		if room := maxDamagedShown - len(v.Damaged); room > 0 {
+			v.Damaged = append(v.Damaged, p.Damaged[:min(room, len(p.Damaged))]...)
+		}
 	}
 
 	pipe := rdb.Pipeline()
@@ -124,8 +144,8 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 		owners[p] = pipe.Get(ctx, s.k.owner(p))
 		hosts[p] = pipe.SCard(ctx, s.k.hosts(p))
 	}
-	beats := pipe.ZRangeWithScores(ctx, s.k.workers(), 0, -1)
-	reported := pipe.ZRange(ctx, s.k.reports(), 0, -1)
+	beats := pipe.ZRangeWithScores(ctx, s.k.workers(), -maxWorkersShown, -1)
+	reported := pipe.ZRange(ctx, s.k.reports(), -maxWorkersShown, -1)
 	pipe.Exec(ctx) // errors are checked per command: a missing owner key (redis.Nil) is no error
 	for p := range owners {
 		if err := owners[p].Err(); err != nil && !errors.Is(err, redis.Nil) {
@@ -159,7 +179,9 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 	leaseEnds := map[string]time.Time{} // the workers set scores each by the end of its lease
 	for _, z := range beats.Val() {
 		id, _ := z.Member.(string)
-		leaseEnds[id] = time.UnixMilli(int64(z.Score))
+		if z.Score <= float64(now.Add(MaxLeaseTTL).UnixMilli()) { // else damage: no lease
+			leaseEnds[id] = time.UnixMilli(int64(z.Score))
+		}
 		worker(id)
 	}
 	if err := readReports(ctx, s, reported.Val(), worker); err != nil {
@@ -210,7 +232,7 @@ func readReports(ctx context.Context, s *Store, ids []string, worker func(string
 		w := worker(ids[i])
 		w.Pages, _ = strconv.ParseInt(h["pages"], 10, 64)
 		w.Host, w.Data = h["host"], h["data"]
-		if ms, err := strconv.ParseInt(h["ttl"], 10, 64); err == nil {
+		if ms, err := strconv.ParseInt(h["ttl"], 10, 64); err == nil && ms > 0 && ms <= MaxLeaseTTL.Milliseconds() {
 			w.ttl = time.Duration(ms) * time.Millisecond
 		}
 		if ms, err := strconv.ParseInt(h["at"], 10, 64); err == nil {

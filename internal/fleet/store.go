@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crawl-project/crawl/frontier"
@@ -79,6 +80,8 @@ type Store struct {
 	active   map[int]bool            // partitions this Store saw in the crawl's active set (guarded by mu)
 	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
 	runIDs   map[string]string       // run_id per master address, as last read (guarded by mu)
+
+	asideFn atomic.Pointer[func(asideNote)] // told of each value set aside (watchSetAside)
 }
 
 // Lease is a URL handed to the owner of its partition. It is in the partition's in-flight set
@@ -109,6 +112,12 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 		return nil, fmt.Errorf("fleet: invalid worker id %q", worker)
 	}
 	o := opts.withDefaults()
+	if o.Partitions > MaxPartitions {
+		return nil, fmt.Errorf("fleet: %d partitions: at most %d", o.Partitions, MaxPartitions)
+	}
+	if o.LeaseTTL > MaxLeaseTTL {
+		return nil, fmt.Errorf("fleet: lease TTL %v: at most %v", o.LeaseTTL, MaxLeaseTTL)
+	}
 	s := &Store{rdb: rdb, k: keys{crawl: crawl}, opts: o, worker: worker}
 	if err := s.checkServers(ctx); err != nil {
 		return nil, err
@@ -149,12 +158,19 @@ func configOf(partitions int) string {
 // parseConfig returns the partitions of crawl's recorded configuration cfg (configOf, then its
 // placement's suffix, read by placementOf). A crawl made by an earlier version (fixed seen-set
 // buckets, JSON queue items) is refused with ErrConfigMismatch, saying so.
+// The partitions must be 1 to MaxPartitions: a configuration saying more (damaged or hostile)
+// is refused with an error naming the key, before anything is allocated by it.
 func parseConfig(crawl, cfg string) (partitions int, err error) {
-	var rest string
-	if n, _ := fmt.Sscanf(cfg, "partitions=%d", &partitions); n != 1 || partitions <= 0 {
-		return 0, fmt.Errorf("fleet: crawl %q: bad configuration %q", crawl, cfg)
+	key := keys{crawl: crawl}.config()
+	first, rest, _ := strings.Cut(cfg, " ")
+	n, ok, err := configInt(key, first, "partitions", 1, MaxPartitions)
+	if err != nil {
+		return 0, fmt.Errorf("crawl %q: %w", crawl, err)
 	}
-	_, rest, _ = strings.Cut(cfg, " ")
+	if !ok {
+		return 0, badValue(key, "", cfg, "partitions=P first")
+	}
+	partitions = int(n)
 	if rest = strings.TrimSuffix(rest, ByAddress.configSuffix()); rest != configLayout {
 		return 0, fmt.Errorf("%w: crawl %q was stored by another version of crawl (%q; this one stores %q: "+
 			"a seen-set of hashed buckets and binary queue items): finish it with the version that started it, or start a new crawl (--crawl NAME)",
@@ -542,11 +558,13 @@ func (s *Store) TakeN(ctx context.Context, o Ownership, host string, n int) (ls 
 		}
 		return nil, next, nil
 	}
+	var bad []aside
 	for _, m := range r[2:] {
 		enc, _ := m.(string)
 		it, err := decodeItem(host, enc)
-		if err != nil {
-			return ls, next, err
+		if err != nil { // in flight now: set aside below, the others leased
+			bad = append(bad, aside{member: prefix + enc, from: s.k.queue(p, host), err: err})
+			continue
 		}
 		ls = append(ls, Lease{
 			Lease:     frontier.Lease{Entry: it.entry(), Attempts: it.Attempts},
@@ -554,6 +572,9 @@ func (s *Store) TakeN(ctx context.Context, o Ownership, host string, n int) (ls 
 			Deadline:  time.UnixMilli(at),
 			member:    prefix + enc,
 		})
+	}
+	if err := s.setAside(ctx, o, bad); err != nil && len(ls) == 0 {
+		return nil, next, err // (with leases, what stays in flight is set aside by the next owner's Reclaim or returnOrphans)
 	}
 	return ls, next, nil
 }
@@ -678,15 +699,23 @@ func (s *Store) Reclaim(ctx context.Context, o Ownership) (int, error) {
 	}
 	ks := []string{s.k.owner(p), s.k.inflight(p), s.k.hosts(p), s.k.counts(p)}
 	args := []any{o.token}
+	var bad []aside
 	for _, m := range members {
 		it, _, err := decodeMember(m)
 		if err != nil {
-			return 0, fmt.Errorf("fleet: reclaim partition %d: %w", p, err)
+			bad = append(bad, aside{member: m, from: s.k.inflight(p), err: err})
+			continue
 		}
 		ks = append(ks, s.k.queue(p, it.Host))
 		next := it
 		next.Attempts++
 		args = append(args, m, next.encode(), it.Host)
+	}
+	if err := s.setAside(ctx, o, bad); err != nil {
+		return 0, fmt.Errorf("fleet: reclaim partition %d: %w", p, err)
+	}
+	if len(ks) == 4 {
+		return 0, nil
 	}
 	n, err := reclaimScript.Run(ctx, s.rdb, ks, args...).Int()
 	if err = scriptErr(err); err != nil {
@@ -708,12 +737,18 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	if err != nil || len(raw) == 0 {
 		return 0, err
 	}
-	pls := make([]outboxPayload, len(raw))
+	pls := make([]outboxPayload, 0, len(raw))
 	var hosts []string
-	for i, r := range raw {
-		if err := json.Unmarshal([]byte(r), &pls[i]); err != nil {
-			return 0, fmt.Errorf("fleet: bad outbox payload in partition %d: %w", p, err)
+	var bad []any // payloads that cannot be read: set aside by the trim
+	var why []error
+	for _, r := range raw {
+		pl, err := readPayload(r)
+		if err != nil {
+			bad, why = append(bad, r), append(why, err)
+			continue
 		}
+		pls = append(pls, pl)
+		i := len(pls) - 1
 		for _, x := range pls[i].Excluded {
 			hosts = append(hosts, x.Host)
 		}
@@ -743,11 +778,43 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	if err != nil {
 		return added, err
 	}
-	err = trimScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.outbox(p), s.k.counts(p)}, o.token, len(raw)).Err()
+	err = trimScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.outbox(p), s.k.counts(p), s.k.bad(p)},
+		append([]any{o.token, len(raw)}, bad...)...).Err()
 	if err = scriptErr(err); err != nil {
 		return added, fmt.Errorf("fleet: trim outbox of partition %d: %w", p, err)
 	}
+	if fn := s.asideFn.Load(); fn != nil {
+		for _, err := range why {
+			(*fn)(asideNote{From: s.k.outbox(p), List: s.k.bad(p), Err: err})
+		}
+	}
 	return added, nil
+}
+
+// readPayload decodes an outbox payload; one that is not JSON, or names a link without a URL
+// or a host (an exclusion may have none), or a depth or hops out of bounds, is refused whole.
+func readPayload(r string) (outboxPayload, error) {
+	var pl outboxPayload
+	if err := json.Unmarshal([]byte(r), &pl); err != nil {
+		return pl, fmt.Errorf("%w: outbox payload (%d bytes %q): %v", errBadItem, len(r), clip(r), err)
+	}
+	check := func(e frontier.Entry, hostless bool) error {
+		if e.URL == "" || e.Host == "" && !hostless || e.Depth < 0 || e.Depth > maxItemInt || e.Hops < 0 || e.Hops > maxItemInt {
+			return fmt.Errorf("%w: outbox payload (%d bytes %q): entry %q of host %q, depth %d, hops %d", errBadItem, len(r), clip(r), clip(e.URL), clip(e.Host), e.Depth, e.Hops)
+		}
+		return nil
+	}
+	for _, e := range pl.Links {
+		if err := check(e, false); err != nil {
+			return pl, err
+		}
+	}
+	for _, x := range pl.Excluded {
+		if err := check(x.Entry, true); err != nil { // a mailto: link has no host
+			return pl, err
+		}
+	}
+	return pl, nil
 }
 
 // SaveHostStates writes the learned politeness state of hosts of o's partition (hostlimit's
@@ -837,16 +904,22 @@ func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
 // PartCounts are the counters of one partition.
 type PartCounts struct {
 	frontier.Counts
-	Outbox int // payloads waiting for Forward
+	Outbox   int // payloads waiting for Forward
+	Bad      int // unreadable values set aside in the partition's bad list
+	Repaired int // damaged values the scripts or the owner's recount repaired
+	// Damaged names the counters that are not integers in [0, maxCount] (read as 0): the
+	// partition is not idle until its owner recounts them (Store.recount).
+	Damaged []string
 }
 
 // Partitions are the counters of every partition, indexed by partition, read at one instant.
 type Partitions []PartCounts
 
-// Idle reports whether nothing is queued, delayed, in flight or in an outbox in any partition.
+// Idle reports whether nothing is queued, delayed, in flight or in an outbox in any partition
+// (and no partition's counters are damaged).
 func (ps Partitions) Idle() bool {
 	for _, p := range ps {
-		if p.Queued != 0 || p.Outbox != 0 {
+		if p.Queued != 0 || p.Outbox != 0 || len(p.Damaged) > 0 {
 			return false
 		}
 	}
@@ -966,21 +1039,27 @@ func (s *Store) readPartitionCounts(ctx context.Context) (Partitions, error) {
 	for i, cmd := range cmds {
 		c := &ps[active[i]]
 		fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
-			"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &c.Outbox}
+			"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &c.Outbox,
+			"bad": &c.Bad, "repaired": &c.Repaired}
+		key := s.k.counts(active[i])
 		for name, v := range cmd.Val() {
-			n, _ := strconv.Atoi(v)
+			n, ok := countOf(key, name, v)
+			if !ok {
+				c.Damaged = append(c.Damaged, badValue(key, name, v, "a count").Error())
+				continue
+			}
 			if f := fields[name]; f != nil {
 				*f += n
 			} else if reason, ok := strings.CutPrefix(name, "failed:"); ok && n != 0 {
 				if c.FailedBy == nil {
 					c.FailedBy = map[string]int{}
 				}
-				c.FailedBy[reason] += n
+				c.FailedBy[reasonName(reason)] += n
 			} else if reason, ok := strings.CutPrefix(name, "excluded:"); ok && n != 0 {
 				if c.ExcludedBy == nil {
 					c.ExcludedBy = map[string]int{}
 				}
-				c.ExcludedBy[reason] += n
+				c.ExcludedBy[reasonName(reason)] += n
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package retry
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,9 @@ const (
 	UnansweredURLs   = 4
 	UnansweredMemory = 10 * time.Minute
 )
+
+// maxCause bounds the error kept from a run's last request.
+const maxCause = 512
 
 // NoAnswer reports whether a failed request of kind (a fetch error kind, as ClassifyError
 // takes) got no answer from its host: a timeout, or a connection refused or reset.
@@ -40,6 +44,9 @@ type Unanswered struct {
 // reason is its kind and cause its error; timeout is the request timeout. It reports whether
 // this request gave the host up (false if it was given up before).
 func (u *Unanswered) Failed(url string, sent, ended time.Time, timeout time.Duration, reason, cause string) bool {
+	if len(cause) > maxCause {
+		cause = strings.ToValidUTF8(cause[:maxCause], "") + "…"
+	}
 	u.reason, u.cause = reason, cause
 	if u.count > 0 && sent.Before(u.lastEnd) {
 		return false // it ran alongside the one counted last: the same silence

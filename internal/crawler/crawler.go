@@ -814,6 +814,7 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 		return job{}, now.Add(50 * time.Millisecond), nil
 	}
 	if given, reason, why := c.givenUp(host); given { // no answer: its URLs fail unrequested
+		delete(c.robotsWaiting, host)
 		j, readyAt, err := c.unansweredJob(now, host, reason, why)
 		j.host, j.gate = host, gate
 		return j, readyAt, err

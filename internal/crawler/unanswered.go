@@ -59,11 +59,11 @@ func (c *Crawler) unansweredJob(now time.Time, host, reason, why string) (job, t
 	if err != nil || !ok {
 		return job{}, time.Time{}, err
 	}
+	detail := "not requested: the host was given up after " + why
+	if l.Attempts > 0 {
+		detail = fmt.Sprintf("not requested again after %d attempts: the host was given up after %s", l.Attempts, why)
+	}
 	return job{run: func() error {
-		return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: reason, Detail: givenUpDetail(why)})
+		return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: reason, Detail: detail})
 	}}, time.Time{}, nil
-}
-
-func givenUpDetail(why string) string {
-	return "not requested: the host was given up after " + why
 }

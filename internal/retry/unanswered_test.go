@@ -196,3 +196,14 @@ func TestUnansweredBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestNoAnswer(t *testing.T) {
+	for kind, want := range map[string]bool{
+		"timeout": true, "conn-refused": true, "conn-reset": true,
+		"dns": false, "tls": false, "protocol": false, "canceled": false, "other": false,
+	} {
+		if got := NoAnswer(kind); got != want {
+			t.Errorf("NoAnswer(%q) = %v, want %v", kind, got, want)
+		}
+	}
+}

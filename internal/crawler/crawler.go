@@ -814,11 +814,18 @@ func (r *run) work() {
 
 // nextJob returns host's next job, or no job and when host may have one (zero: when a job of
 // its ends or its robots.txt arrives). Until host's robots.txt is known, the job is fetching
-// it; once it is known, a page.
+// it; once it is known, a page. A host given up for not answering (unanswered.go) gets jobs
+// that fail its URLs unrequested.
 func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) (job, time.Time, error) {
 	gate, ok := c.gates.key(host)
 	if !ok { // its address is being looked up (--key-by-ip): look again shortly
 		return job{}, now.Add(50 * time.Millisecond), nil
+	}
+	if given, reason, why := c.givenUp(host); given { // no answer: its URLs fail unrequested
+		delete(c.robotsWaiting, host)
+		j, readyAt, err := c.unansweredJob(now, host, reason, why)
+		j.host, j.gate = host, gate
+		return j, readyAt, err
 	}
 	if c.shared != nil {
 		fetchCtx = c.shared.HostContext(fetchCtx, host)

@@ -27,16 +27,18 @@ const (
 	forbiddenBlockTime = time.Minute
 )
 
-// hostAnswers is what the crawl keeps of how one host answered: whether it is serving, and
-// the reading of its 403s that may be a ban. It outlives the host's record (a host waiting out
-// a ban or a Retry-After sits idle long enough for its record to be dropped) and is dropped by
-// forgetAnswers once it says nothing any more: no normal answer within servingWindow and no run
-// of 403s younger than forbiddenBlockTime. hostAnswers requires Crawler.mu to be held.
+// hostAnswers is what the crawl keeps of how one host answered: whether it is serving, the
+// reading of its 403s that may be a ban, and its requests that went unanswered. It outlives
+// the host's record (a host waiting out a ban, a Retry-After or its pace sits idle long enough
+// for its record to be dropped) and is dropped by forgetAnswers once it says nothing any more:
+// no normal answer within servingWindow, no run of 403s younger than forbiddenBlockTime, and
+// an unanswered run that is forgettable. hostAnswers requires Crawler.mu to be held.
 type hostAnswers struct {
-	normal   time.Time // its last normal answer: a page 2xx, or its robots.txt answered as usual
-	served   bool      // it has answered a page 2xx since this record was made
-	run      int       // 403 answers since the last ordinary answer
-	runStart time.Time // when the first of them came
+	normal     time.Time        // its last normal answer: a page 2xx, or its robots.txt answered as usual
+	served     bool             // it has answered a page 2xx since this record was made
+	run        int              // 403 answers since the last ordinary answer
+	runStart   time.Time        // when the first of them came
+	unanswered retry.Unanswered // its requests unanswered since its last answer (unanswered.go)
 }
 
 // servingWindow: a host that answered normally this recently (a page 2xx, or its robots.txt,
@@ -57,7 +59,9 @@ func (c *Crawler) answeredRobots(host string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.hostLocked(host) // marks the record used
-	c.answersLocked(host).normal = now
+	a := c.answersLocked(host)
+	a.normal = now
+	a.unanswered.Answered()
 }
 
 // answersLocked returns host's answers, made on first use. It requires c.mu to be held.
@@ -74,10 +78,12 @@ func (c *Crawler) answersLocked(host string) *hostAnswers {
 }
 
 // forgetAnswers drops the answers that no longer say anything at now: no normal answer within
-// servingWindow, no run of 403s younger than forbiddenBlockTime. It requires c.mu to be held.
+// servingWindow, no run of 403s younger than forbiddenBlockTime, an unanswered run that is
+// forgettable (retry.Unanswered.Forgettable). It requires c.mu to be held.
 func (c *Crawler) forgetAnswers(now time.Time) {
 	for host, a := range c.answers {
-		if now.Sub(a.normal) >= servingWindow && (a.run == 0 || now.Sub(a.runStart) >= forbiddenBlockTime) {
+		if now.Sub(a.normal) >= servingWindow && (a.run == 0 || now.Sub(a.runStart) >= forbiddenBlockTime) &&
+			a.unanswered.Forgettable(now) {
 			delete(c.answers, host)
 		}
 	}

@@ -366,6 +366,23 @@ func hostileCases() []hostileCase {
 			want:     []expect{{url: "/silent", state: "failed", reason: "timeout"}},
 		},
 		{
+			name:     "host whose pages all drip a byte a second",
+			links:    dripLinks(50),
+			handlers: map[string]handler{"/drip/": slowHeaders},
+			want:     []expect{{url: "/drip/0", state: "failed", reason: "timeout"}, {url: "/drip/49", state: "failed", reason: "timeout"}},
+			check: func(t *testing.T, r *hostileResult) {
+				// given up after retry.UnansweredLimit requests in a row without an answer,
+				// a window of them at once at most: not --max-attempts × 50
+				limit := retry.UnansweredLimit * hostileConfig(t).HostConcurrency
+				if n := r.site.hitPrefix("/drip/"); n > limit {
+					t.Errorf("%d requests for the 50 dripping pages, want at most %d", n, limit)
+				}
+				if h := r.hostCount(t); h.Failed != 50 {
+					t.Errorf("%d URLs failed, want the 50 dripping pages", h.Failed)
+				}
+			},
+		},
+		{
 			name:     "nested sitemap indexes of 50,000 entries",
 			heavy:    true,
 			handlers: map[string]handler{"/sitemap.xml": sitemapBomb, "/smap/": sitemapBomb, "/p/": leaf},
@@ -646,6 +663,15 @@ func startRaw(t *testing.T, serve func(done <-chan struct{}, c net.Conn)) string
 		wg.Wait()
 	})
 	return "http://" + ln.Addr().String()
+}
+
+// dripLinks are n paths under /drip/.
+func dripLinks(n int) []string {
+	links := make([]string, n)
+	for i := range links {
+		links[i] = "/drip/" + strconv.Itoa(i)
+	}
+	return links
 }
 
 func leaf(_ <-chan struct{}, w http.ResponseWriter, r *http.Request) {

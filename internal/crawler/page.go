@@ -79,11 +79,18 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 		cause := l.URL + ": " + detail
 		c.setLastErr(l.Host, cause)
 		c.hostFailed(l.Host, cause)
+		if retry.NoAnswer(cl.Reason) {
+			if given, why := c.unanswered(l.Host, l.URL, sent, now, cl.Reason, detail); given {
+				return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason,
+					Detail: fmt.Sprintf("%s (after %d attempts); the host was given up after %s", detail, l.Attempts+1, why)}
+			}
+		}
 		if cl.Retryable {
 			return c.retryOrFail(l, cl, detail, 0, 0, now)
 		}
 		return frontier.Result{Kind: frontier.Failed, Reason: cl.Reason, Detail: detail}
 	}
+	c.answered(l.Host)
 	cl := c.pageFault(l, c.classifyForbidden(l.Host, resp.Status, l.Attempts, now, retry.ClassifyStatus(resp.Status)), now)
 	a := c.honourRetryAfter(l.Host, resp, now)
 	c.endRequest(t, now, responseOutcome(cl.Signal, sent, resp, a))

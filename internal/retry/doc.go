@@ -1,5 +1,5 @@
 // Package retry decides whether and when a failed request is tried again. Its one job: the
-// retry policy, as pure functions and one small budget. It holds eight things:
+// retry policy, as pure functions and one small budget. It holds nine things:
 //
 //   - Policy: capped exponential backoff with full jitter (a uniformly random wait in
 //     [0, min(Cap, Base·2^attempt))), never less than the host's own Retry-After.
@@ -32,6 +32,10 @@
 //     tokens, first-try successes earn them back, so that a host (or the whole crawl) that
 //     fails everything cannot triple its own load with retries; a small floor of retries per
 //     interval lets a quiet host still retry. An empty budget defers a URL, it never drops it.
+//   - Unanswered: one host's run of requests that got no answer (NoAnswer: a timeout, a
+//     refused or reset connection), and when it gives the host up: UnansweredLimit in a row,
+//     those in flight together counted once, so that a host that never answers costs a
+//     bounded number of requests instead of --max-attempts per URL.
 //
 // Time and randomness come in as arguments (now time.Time, *rand.Rand), so every decision is
 // deterministic under test.

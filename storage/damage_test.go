@@ -28,7 +28,10 @@ func TestDamagedStore(t *testing.T) {
 		t.Fatalf("damaged %d pages, want 1", got)
 	}
 
-	db, err := Open(dir, &Options{ReadOnly: true})
+	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("opening the damaged store: %v; want ErrDamaged naming %s", err, path)
+	}
+	db, err := Open(dir, &Options{Damaged: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +47,7 @@ func TestDamagedStore(t *testing.T) {
 	t.Logf("check: %d problems, first %q", total, problems[0])
 
 	to := filepath.Join(t.TempDir(), "salvaged")
-	st, err := db.Salvage(to)
+	st, err := db.Salvage(to, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

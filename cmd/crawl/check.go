@@ -38,18 +38,21 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, strings.SplitN(checkSynopsis, "\n", 2)[0])
 		return exitUsage
 	}
-	db, ok := openStopped("crawl check", *dir, stderr)
+	db, ok := openStopped("crawl check", *dir, stderr, true)
 	if !ok {
 		return exitRuntime
 	}
 	defer db.Close()
 	problems, total, err := db.Check(maxProblems)
 	if err == nil && total == 0 {
+		problems, total, err = db.CheckPages(maxProblems)
+	}
+	if err == nil && total == 0 {
 		var fr *frontier.Frontier
 		if fr, err = frontier.Open(db, nil); err == nil {
 			err = fr.Check()
 		}
-		if errors.Is(err, frontier.ErrCorrupt) {
+		if errors.Is(err, frontier.ErrCorrupt) || errors.Is(err, storage.ErrDamaged) {
 			problems, total, err = []string{err.Error()}, 1, nil
 		}
 	}
@@ -59,7 +62,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	if total == 0 {
-		fmt.Fprintf(stdout, "crawl check: %s passes bbolt's and the frontier's checks\n", db.Path())
+		fmt.Fprintf(stdout, "crawl check: %s passes the checks of its pages, its records and its frontier\n", db.Path())
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "crawl check: %s is damaged: %d %s\n", db.Path(), total, plural(total, "problem", "problems"))
@@ -96,12 +99,17 @@ func salvageCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, strings.SplitN(salvageSynopsis, "\n", 2)[0])
 		return exitUsage
 	}
-	db, ok := openStopped("crawl salvage", *dir, stderr)
+	db, ok := openStopped("crawl salvage", *dir, stderr, true)
 	if !ok {
 		return exitRuntime
 	}
 	defer db.Close()
-	st, err := db.Salvage(*to)
+	var rs frontier.RepairStats
+	var c frontier.Counts
+	st, err := db.Salvage(*to, func(db *storage.DB) (err error) {
+		rs, c, err = repairSalvaged(db)
+		return err
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl salvage: %v\n", err)
 		return exitRuntime
@@ -116,7 +124,18 @@ func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	if st.BodiesLost > 0 {
 		fmt.Fprintf(stdout, "%d %s lost their body and were left out\n", st.BodiesLost, plural(st.BodiesLost, "page", "pages"))
 	}
-	return repairSalvaged(*to, stdout, stderr)
+	if rs.Changed() {
+		fmt.Fprintf(stdout, "frontier repaired from its URL records: %s\n", repairSummary(rs))
+	}
+	dir2 := *to
+	if c.Queued > 0 {
+		fmt.Fprintf(stdout, "crawl check --data %s passes; crawl run --data %s resumes the crawl (%d %s queued)\n", dir2, dir2, c.Queued, plural(c.Queued, "URL", "URLs"))
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "crawl check --data %s passes, but no URL is left queued (%d fetched, %d failed, %d excluded): crawl run --data %s resumes nothing; "+
+		"crawl run --data %s URL… queues again what the store has not seen, and crawl export --data %s writes the pages kept\n",
+		dir2, c.Fetched, c.Failed, c.Excluded, dir2, dir2, dir2)
+	return exitOK
 }
 
 // repairSummary lists what a repair changed, each nonzero count once.
@@ -141,39 +160,21 @@ func repairSummary(rs frontier.RepairStats) string {
 	return strings.Join(parts, ", ")
 }
 
-// repairSalvaged repairs the frontier of the store salvaged into dir and checks it.
-func repairSalvaged(dir string, stdout, stderr io.Writer) int {
-	db, err := storage.Open(dir, nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "crawl salvage: %v\n", err)
-		return exitRuntime
-	}
-	defer db.Close()
+// repairSalvaged repairs the frontier of the salvaged store db and checks it: the store takes
+// its name only if this succeeds.
+func repairSalvaged(db *storage.DB) (frontier.RepairStats, frontier.Counts, error) {
 	rs, err := frontier.Repair(db, &frontier.RepairOptions{Host: pageHost, Links: pageLinks})
-	var c frontier.Counts
+	if err != nil {
+		return rs, frontier.Counts{}, fmt.Errorf("the new store's frontier: %w", err)
+	}
+	fr, err := frontier.Open(db, nil)
 	if err == nil {
-		if rs.Changed() {
-			fmt.Fprintf(stdout, "frontier repaired from its URL records: %s\n", repairSummary(rs))
-		}
-		var fr *frontier.Frontier
-		if fr, err = frontier.Open(db, nil); err == nil {
-			if err = fr.Check(); err == nil {
-				c = fr.Counts()
-			}
-		}
+		err = fr.Check()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "crawl salvage: the new store's frontier: %v\n", err)
-		return exitRuntime
+		return rs, frontier.Counts{}, fmt.Errorf("the new store's frontier: %w", err)
 	}
-	if c.Queued > 0 {
-		fmt.Fprintf(stdout, "crawl check --data %s passes; crawl run --data %s resumes the crawl (%d %s queued)\n", dir, dir, c.Queued, plural(c.Queued, "URL", "URLs"))
-		return exitOK
-	}
-	fmt.Fprintf(stdout, "crawl check --data %s passes, but no URL is left queued (%d fetched, %d failed, %d excluded): crawl run --data %s resumes nothing; "+
-		"crawl run --data %s URL… queues again what the store has not seen, and crawl export --data %s writes the pages kept\n",
-		dir, c.Fetched, c.Failed, c.Excluded, dir, dir, dir)
-	return exitOK
+	return rs, fr.Counts(), nil
 }
 
 // pageHost is the host key of a stored page's URL, "" if it does not parse.

@@ -116,7 +116,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	stores := make([]export.Store, len(dirs))
 	learned := make([]learnedfile.Source, len(dirs))
 	for i, dir := range dirs {
-		db, ok := openStopped("crawl export", dir, stderr)
+		db, ok := openStopped("crawl export", dir, stderr, false)
 		if !ok {
 			return exitRuntime
 		}

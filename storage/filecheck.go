@@ -42,7 +42,7 @@ func readMeta(r io.ReaderAt, off int64) (m boltMeta, ok bool) {
 		pgid: le.Uint64(meta[40:]), txid: le.Uint64(meta[48:])}, true
 }
 
-// checkLength refuses, with ErrNotStore, a bbolt file shorter than its newest valid meta page
+// checkLength refuses, with ErrDamaged, a bbolt file shorter than its newest valid meta page
 // says it is: a copy cut short, a disk that filled up while it was copied. bbolt maps the file
 // into memory and would read the missing pages there, which faults and kills the process
 // instead of returning an error. A file without a valid meta page is left to bbolt to judge.
@@ -61,7 +61,7 @@ func checkLength(path string) error {
 		return nil
 	}
 	if need := best.pgid * best.pageSize; need > uint64(fi.Size()) {
-		return fmt.Errorf("%w (damaged: the file has %d bytes but its pages reach byte %d; was it cut short?)", ErrNotStore, fi.Size(), need)
+		return fmt.Errorf("%w (the file has %d bytes but its pages reach byte %d; was it cut short?)", ErrDamaged, fi.Size(), need)
 	}
 	return nil
 }

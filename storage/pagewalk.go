@@ -160,9 +160,15 @@ func (w *pageWalk) run(m boltMeta, size uint64) {
 		w.problem("meta page: page size %d", w.ps)
 		return
 	}
-	if w.hwm < 2 || w.hwm > size/w.ps { // checkLength refuses a file shorter than hwm pages
-		w.problem("meta page: %d pages, but the file has room for %d", w.hwm, size/w.ps)
+	if w.hwm < 2 {
+		w.problem("meta page: %d pages", w.hwm)
 		return
+	}
+	if n := size / w.ps; w.hwm > n { // Open refuses it first, unless Options.Damaged
+		w.problem("the file holds %d pages but its meta page says %d: was it cut short?", n, w.hwm)
+		if w.hwm = n; n < 2 || w.done() {
+			return
+		}
 	}
 	w.used = make([]uint64, (w.hwm+63)/64)
 	w.mark(0)

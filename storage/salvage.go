@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Check walks the whole file's page graph (read with pread, never through the mapping, so it
@@ -199,22 +200,14 @@ func (s *salvager) flush() error {
 	}
 	err := s.dst.Update(func(tx *bbolt.Tx) error {
 		for _, it := range s.pending {
-			b, err := tx.CreateBucketIfNotExists(it.path[0])
-			if err != nil {
-				return err
-			}
-			for _, name := range it.path[1:] {
-				if b, err = b.CreateBucketIfNotExists(name); err != nil {
-					return err
+			err := putItem(tx, it)
+			switch {
+			case errors.Is(err, berrors.ErrIncompatibleValue), errors.Is(err, berrors.ErrKeyTooLarge), errors.Is(err, berrors.ErrValueTooLarge):
+				// A record and a bucket of one name (a flag changed on disk): the first kept.
+				if s.st.Lost++; len(s.st.Damage) < 20 {
+					s.st.Damage = append(s.st.Damage, fmt.Sprintf("%s: key %q: %v", pageName(it.path), it.k, err))
 				}
-			}
-			if it.bucket {
-				if err := b.SetSequence(it.seq); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := b.Put(it.k, it.v); err != nil {
+			case err != nil:
 				return err
 			}
 		}
@@ -227,31 +220,49 @@ func (s *salvager) flush() error {
 	return nil
 }
 
-// dropBodiless deletes from db the pages whose body is missing (it was lost), and returns how
-// many it deleted.
+// putItem writes it into tx.
+func putItem(tx *bbolt.Tx, it salvageItem) error {
+	b, err := tx.CreateBucketIfNotExists(it.path[0])
+	if err != nil {
+		return err
+	}
+	for _, name := range it.path[1:] {
+		if b, err = b.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	if it.bucket {
+		return b.SetSequence(it.seq)
+	}
+	return b.Put(it.k, it.v)
+}
+
+// dropBodiless deletes from db the pages whose metadata or body is missing or does not decode
+// (it was lost or damaged), and returns how many it deleted.
 func dropBodiless(db *DB) (int, error) {
 	n := 0
 	err := db.Update(func(tx *bbolt.Tx) error {
 		pages, bodies := tx.Bucket(bucketPages), tx.Bucket(bucketBodies)
 		var lost [][]byte
 		err := pages.ForEach(func(k, v []byte) error {
-			if len(k) != 8 {
+			if len(k) != 8 || v == nil { // v nil: a bucket, where a page's flag changed on disk
+				lost = append(lost, bytes.Clone(k))
 				return nil
 			}
-			p, err := decodePage(binary.BigEndian.Uint64(k), v, nil, false)
-			switch {
-			case err != nil: // unreadable metadata: as lost as its body
-			case bodies.Get(k) != nil, p.RevisitOf != 0, p.SameAs != 0 && bodies.Get(seqKey(p.SameAs)) != nil:
-				return nil
+			if _, err := decodePage(binary.BigEndian.Uint64(k), v, bodies, true); err != nil {
+				lost = append(lost, bytes.Clone(k))
 			}
-			lost = append(lost, bytes.Clone(k))
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 		for _, k := range lost {
-			if err := pages.Delete(k); err != nil {
+			err := pages.Delete(k)
+			if errors.Is(err, berrors.ErrIncompatibleValue) {
+				err = pages.DeleteBucket(k)
+			}
+			if err != nil {
 				return err
 			}
 		}

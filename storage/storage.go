@@ -121,7 +121,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			}
 		}
 	}
-	if err := checkLength(path); err != nil {
+	if err := checkLength(path); err != nil && !o.Damaged {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
 	db, err := openChecked(dir, path, o)

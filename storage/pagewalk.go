@@ -281,7 +281,10 @@ func (w *pageWalk) readPage(id uint64, where string) (page, bool) {
 	le := binary.LittleEndian
 	if got := le.Uint64(buf); got != id {
 		w.problem("%s: page %d says it is page %d", where, id, got)
-		return page{}, false
+		if w.mode != walkSalvage {
+			return page{}, false
+		}
+		// Salvage reads on: the rest of the page may be whole, and every bound is checked.
 	}
 	flags, count, overflow := le.Uint16(buf[8:]), int(le.Uint16(buf[10:])), uint64(le.Uint32(buf[12:]))
 	if id+overflow >= w.hwm {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
 )
@@ -46,6 +47,11 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 	problems, total, err := db.Check(maxProblems)
 	if err == nil && total == 0 {
 		problems, total, err = db.CheckPages(maxProblems)
+	}
+	if err == nil && total == 0 {
+		if err = crawler.CheckSettings(db); errors.Is(err, storage.ErrDamaged) {
+			problems, total, err = []string{err.Error()}, 1, nil
+		}
 	}
 	if err == nil && total == 0 {
 		var fr *frontier.Frontier
@@ -106,12 +112,17 @@ func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	defer db.Close()
 	var rs frontier.RepairStats
 	var c frontier.Counts
+	frontierFailed := false
 	st, err := db.Salvage(*to, func(db *storage.DB) (err error) {
 		rs, c, err = repairSalvaged(db)
+		frontierFailed = err != nil
 		return err
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl salvage: %v\n", err)
+		if frontierFailed {
+			fmt.Fprintf(stderr, "crawl salvage: %s is damaged past what salvage mends: nothing was written to %s\n", db.Path(), *to)
+		}
 		return exitRuntime
 	}
 	fmt.Fprintf(stdout, "crawl salvage: %d records in %d buckets copied from %s into %s/%s\n", st.Keys, st.Buckets, db.Path(), *to, storage.FileName)
@@ -157,12 +168,18 @@ func repairSummary(rs frontier.RepairStats) string {
 	if rs.Counters {
 		parts = append(parts, "counts recomputed")
 	}
+	if rs.KeyLost {
+		parts = append(parts, "fingerprint key lost and made anew")
+	}
 	return strings.Join(parts, ", ")
 }
 
 // repairSalvaged repairs the frontier of the salvaged store db and checks it: the store takes
 // its name only if this succeeds.
 func repairSalvaged(db *storage.DB) (frontier.RepairStats, frontier.Counts, error) {
+	if _, err := crawler.MendSettings(db); err != nil {
+		return frontier.RepairStats{}, frontier.Counts{}, err
+	}
 	rs, err := frontier.Repair(db, &frontier.RepairOptions{Host: pageHost, Links: pageLinks})
 	if err != nil {
 		return rs, frontier.Counts{}, fmt.Errorf("the new store's frontier: %w", err)

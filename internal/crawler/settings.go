@@ -186,6 +186,27 @@ type settingsMeta struct {
 
 const settingsKey = "settings"
 
+// CheckSettings returns an error wrapping storage.ErrDamaged, naming the store, if the crawl's
+// settings record in db does not decode.
+func CheckSettings(db *storage.DB) error {
+	_, _, err := loadSettings(db)
+	return err
+}
+
+// MendSettings deletes the settings record of db if it does not decode (the next run stores its
+// own), and reports whether it did.
+func MendSettings(db *storage.DB) (bool, error) {
+	b, ok, err := db.Meta(settingsKey)
+	if err != nil || !ok {
+		return false, err
+	}
+	var m settingsMeta
+	if json.Unmarshal(b, &m) == nil {
+		return false, nil
+	}
+	return true, db.DeleteMeta(settingsKey)
+}
+
 func loadSettings(db *storage.DB) (settingsMeta, bool, error) {
 	var m settingsMeta
 	b, ok, err := db.Meta(settingsKey)
@@ -193,7 +214,7 @@ func loadSettings(db *storage.DB) (settingsMeta, bool, error) {
 		return m, false, err
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, false, fmt.Errorf("bad settings record: %w", err)
+		return m, false, db.Damage(fmt.Sprintf("its settings record does not decode: %v", err))
 	}
 	if m.Settings.RequisitesScope == "" { // stored before it was kept: the default applied
 		m.Settings.RequisitesScope = RequisitesScopeAny

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 )
 
@@ -78,7 +79,15 @@ type pageWalk struct {
 	total    int
 	err      error  // the visitor's: ends the walk
 	format   []byte // the value of crawl/format, if the walk read it
+
+	// ahead holds the pages from aheadID on, read in one go: the walk goes through a tree's
+	// pages in increasing id order, which bbolt mostly writes side by side.
+	ahead   []byte
+	aheadID uint64
 }
+
+// readAhead is how many pages the walk reads at once.
+const readAhead = 64
 
 // walkItem is a page to read: its id, who pointed to it (for messages), the bucket it belongs
 // to, its depth in that bucket's tree, and (walkCheck) the range its keys must lie in.
@@ -138,6 +147,13 @@ func newestMeta(r io.ReaderAt) (boltMeta, bool) {
 func (w *pageWalk) problem(format string, args ...any) {
 	if w.total++; len(w.problems) < w.max {
 		w.problems = append(w.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// elemProblem is problem, for an element of page d: not counted on a lenient page.
+func (w *pageWalk) elemProblem(d *pageData, format string, args ...any) {
+	if !d.lenient {
+		w.problem(format, args...)
 	}
 }
 
@@ -248,6 +264,9 @@ type pageData struct {
 	buf   []byte // its first bytes
 	flags uint16
 	count int
+	// lenient: the page's header is wrong (Salvage reads it anyway): its elements' problems
+	// are not counted apart.
+	lenient bool
 }
 
 // at returns the n bytes at offset off of the page; the caller has checked that they lie
@@ -273,18 +292,21 @@ type page struct {
 // element array.
 func (w *pageWalk) readPage(id uint64, where string) (page, bool) {
 	off := id * w.ps
-	buf := make([]byte, w.ps)
-	if _, err := w.r.ReadAt(buf, int64(off)); err != nil {
+	buf, err := w.first(id)
+	if err != nil {
 		w.problem("%s: page %d: %v", where, id, err)
 		return page{}, false
 	}
 	le := binary.LittleEndian
+	lenient := false
 	if got := le.Uint64(buf); got != id {
 		w.problem("%s: page %d says it is page %d", where, id, got)
 		if w.mode != walkSalvage {
 			return page{}, false
 		}
-		// Salvage reads on: the rest of the page may be whole, and every bound is checked.
+		// Salvage reads on: the rest of the page may be whole, and every bound is checked;
+		// what is not is passed over without a problem of its own.
+		lenient = true
 	}
 	flags, count, overflow := le.Uint16(buf[8:]), int(le.Uint16(buf[10:])), uint64(le.Uint32(buf[12:]))
 	if id+overflow >= w.hwm {
@@ -298,7 +320,7 @@ func (w *pageWalk) readPage(id uint64, where string) (page, bool) {
 		}
 	}
 	span := (overflow + 1) * w.ps
-	d := &pageData{r: w.r, off: off, span: span, buf: buf, flags: flags, count: count}
+	d := &pageData{r: w.r, off: off, span: span, buf: buf, flags: flags, count: count, lenient: lenient}
 	if flags == branchPage || flags == leafPage {
 		need := uint64(pageHeader + elemSize*count)
 		if need > span {
@@ -317,6 +339,24 @@ func (w *pageWalk) readPage(id uint64, where string) (page, bool) {
 	return page{data: d, span: span, flags: flags}, true
 }
 
+// first returns the first page size bytes of page id, valid until the next call.
+func (w *pageWalk) first(id uint64) ([]byte, error) {
+	if id < w.aheadID || (id-w.aheadID+1)*w.ps > uint64(len(w.ahead)) {
+		n := min(readAhead, w.hwm-id)
+		if cap(w.ahead) < int(n*w.ps) {
+			w.ahead = make([]byte, readAhead*w.ps)
+		}
+		w.ahead, w.aheadID = w.ahead[:n*w.ps], id
+		if k, err := w.r.ReadAt(w.ahead, int64(id*w.ps)); err != nil {
+			if w.ahead = w.ahead[:k-k%int(w.ps)]; k < int(w.ps) {
+				return nil, err
+			}
+		}
+	}
+	i := (id - w.aheadID) * w.ps
+	return w.ahead[i : i+w.ps], nil
+}
+
 // branch checks a branch page's elements and pushes its children.
 func (w *pageWalk) branch(it walkItem, p page, stack []walkItem) []walkItem {
 	where := pageName(it.path)
@@ -332,7 +372,7 @@ func (w *pageWalk) branch(it walkItem, p page, stack []walkItem) []walkItem {
 		e := uint64(pageHeader + elemSize*i)
 		pos, ksize, child := uint64(le.Uint32(d.buf[e:])), uint64(le.Uint32(d.buf[e+4:])), le.Uint64(d.buf[e+8:])
 		if ksize == 0 || ksize > maxKeySize || e+pos+ksize > p.span {
-			w.problem("%s: branch page %d: element %d has a key of %d bytes at %d, outside the page", where, it.id, i, ksize, e+pos)
+			w.elemProblem(d, "%s: branch page %d: element %d has a key of %d bytes at %d, outside the page", where, it.id, i, ksize, e+pos)
 			continue
 		}
 		next := walkItem{id: child, from: it.id, path: it.path, depth: it.depth + 1, nest: it.nest}
@@ -354,6 +394,7 @@ func (w *pageWalk) branch(it walkItem, p page, stack []walkItem) []walkItem {
 		}
 		stack = append(stack, next)
 	}
+	slices.Reverse(stack[first:]) // the first child on top: ids mostly increase
 	return stack
 }
 
@@ -387,12 +428,12 @@ func (w *pageWalk) leaf(it walkItem, d *pageData, span uint64, stack []walkItem)
 		flags := le.Uint32(d.buf[e:])
 		pos, ksize, vsize := uint64(le.Uint32(d.buf[e+4:])), uint64(le.Uint32(d.buf[e+8:])), uint64(le.Uint32(d.buf[e+12:]))
 		if ksize == 0 || ksize > maxKeySize || e+pos+ksize+vsize > span {
-			w.problem("%s: page %d: element %d has a key of %d bytes and a value of %d at %d, outside the page", where, it.id, i, ksize, vsize, e+pos)
+			w.elemProblem(d, "%s: page %d: element %d has a key of %d bytes and a value of %d at %d, outside the page", where, it.id, i, ksize, vsize, e+pos)
 			continue
 		}
 		bucket := flags&bucketLeaf != 0
 		if !bucket && len(it.path) == 0 {
-			w.problem("%s: page %d: element %d is a record, not a bucket", where, it.id, i)
+			w.elemProblem(d, "%s: page %d: element %d is a record, not a bucket", where, it.id, i)
 			continue
 		}
 		var k []byte

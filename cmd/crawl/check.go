@@ -49,7 +49,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		problems, total, err = db.CheckPages(maxProblems)
 	}
 	if err == nil && total == 0 {
-		if err = crawler.CheckSettings(db); errors.Is(err, storage.ErrDamaged) {
+		if err = crawler.CheckRecords(db); errors.Is(err, storage.ErrDamaged) {
 			problems, total, err = []string{err.Error()}, 1, nil
 		}
 	}
@@ -114,7 +114,7 @@ func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	var c frontier.Counts
 	frontierFailed := false
 	st, err := db.Salvage(*to, func(db *storage.DB) (err error) {
-		rs, c, err = repairSalvaged(db)
+		rs, c, err = repairSalvaged(db, stdout)
 		frontierFailed = err != nil
 		return err
 	})
@@ -176,9 +176,13 @@ func repairSummary(rs frontier.RepairStats) string {
 
 // repairSalvaged repairs the frontier of the salvaged store db and checks it: the store takes
 // its name only if this succeeds.
-func repairSalvaged(db *storage.DB) (frontier.RepairStats, frontier.Counts, error) {
-	if _, err := crawler.MendSettings(db); err != nil {
+func repairSalvaged(db *storage.DB, stdout io.Writer) (frontier.RepairStats, frontier.Counts, error) {
+	dropped, err := crawler.MendRecords(db)
+	if err != nil {
 		return frontier.RepairStats{}, frontier.Counts{}, err
+	}
+	for _, key := range dropped {
+		fmt.Fprintf(stdout, "the crawl's %s record did not decode and was dropped\n", key)
 	}
 	rs, err := frontier.Repair(db, &frontier.RepairOptions{Host: pageHost, Links: pageLinks})
 	if err != nil {

@@ -186,25 +186,46 @@ type settingsMeta struct {
 
 const settingsKey = "settings"
 
-// CheckSettings returns an error wrapping storage.ErrDamaged, naming the store, if the crawl's
-// settings record in db does not decode.
-func CheckSettings(db *storage.DB) error {
+// The crawl's records in the store's metadata that a run decodes: its settings, scope and
+// private ranges, each JSON.
+var crawlRecords = []string{settingsKey, "scope", "private-ranges"}
+
+// CheckRecords returns an error wrapping storage.ErrDamaged, naming the store, if one of the
+// crawl's records in db (settings, scope, private ranges) does not decode.
+func CheckRecords(db *storage.DB) error {
+	for _, key := range crawlRecords {
+		b, ok, err := db.Meta(key)
+		if err != nil {
+			return err
+		}
+		if ok && !json.Valid(b) {
+			return db.Damage(fmt.Sprintf("its %s record does not decode", key))
+		}
+	}
 	_, _, err := loadSettings(db)
 	return err
 }
 
-// MendSettings deletes the settings record of db if it does not decode (the next run stores its
-// own), and reports whether it did.
-func MendSettings(db *storage.DB) (bool, error) {
-	b, ok, err := db.Meta(settingsKey)
-	if err != nil || !ok {
-		return false, err
+// MendRecords deletes those of the crawl's records in db that do not decode, so that the next
+// run starts without them (it stores its own settings; a lost scope or private-range record
+// makes it exclude what only that record allowed), and returns their names.
+func MendRecords(db *storage.DB) ([]string, error) {
+	var dropped []string
+	for _, key := range crawlRecords {
+		b, ok, err := db.Meta(key)
+		if err != nil {
+			return dropped, err
+		}
+		var m settingsMeta
+		if !ok || (json.Valid(b) && (key != settingsKey || json.Unmarshal(b, &m) == nil)) {
+			continue
+		}
+		if err := db.DeleteMeta(key); err != nil {
+			return dropped, err
+		}
+		dropped = append(dropped, key)
 	}
-	var m settingsMeta
-	if json.Unmarshal(b, &m) == nil {
-		return false, nil
-	}
-	return true, db.DeleteMeta(settingsKey)
+	return dropped, nil
 }
 
 func loadSettings(db *storage.DB) (settingsMeta, bool, error) {

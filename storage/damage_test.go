@@ -72,3 +72,46 @@ func TestDamagedStore(t *testing.T) {
 		t.Errorf("salvaged %d of %d pages' metadata; want all: only a page's header was damaged", got, n)
 	}
 }
+
+// TestSalvageEscapesNames: what Salvage and Check say about a damaged bucket names it with its
+// bytes escaped (a NUL or an escape sequence in a bucket name never reaches a terminal raw).
+func TestSalvageEscapesNames(t *testing.T) {
+	db, dir := newTestDB(t)
+	const name = "hosts\x00a\x1b[31m"
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte(name))
+		if err != nil {
+			return err
+		}
+		for i := range 2000 {
+			if err := b.Put([]byte(strings.Repeat("k", 20)+string(rune('a'+i%26))+strings.Repeat("0", i%40)+string(rune(i))), make([]byte, 100)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	path := filepath.Join(dir, FileName)
+	if n := storetest.MustDamageLeavesOf(t, path, name, func(i, n int) bool { return i == 0 }); n != 1 {
+		t.Fatalf("damaged %d pages, want 1", n)
+	}
+	db, err := Open(dir, &Options{Damaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	problems, _, err := db.Check(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.Salvage(filepath.Join(t.TempDir(), "salvaged"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := strings.Join(append(problems, st.Damage...), "\n")
+	if strings.ContainsAny(said, "\x00\x1b") || !strings.Contains(said, `hosts\x00a\x1b[31m`) {
+		t.Errorf("Check and Salvage say %q; want the bucket named with its bytes escaped", said)
+	}
+}

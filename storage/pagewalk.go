@@ -484,6 +484,10 @@ func (w *pageWalk) leaf(it walkItem, d *pageData, span uint64, stack []walkItem)
 			return stack
 		}
 		root, seq := le.Uint64(hdr), le.Uint64(hdr[8:])
+		if root != 0 && (root < 2 || root >= w.hwm) {
+			w.problem("%s: page %d points to page %d, outside the file's %d pages", pageName(path), it.id, root, w.hwm)
+			continue // not a bucket Salvage makes: a record's flag may have changed
+		}
 		if w.mode == walkSalvage {
 			if w.err = w.visit.bucket(path, seq); w.err != nil {
 				return stack

@@ -244,8 +244,24 @@ func dropBodiless(db *DB) (int, error) {
 	err := db.Update(func(tx *bbolt.Tx) error {
 		pages, bodies := tx.Bucket(bucketPages), tx.Bucket(bucketBodies)
 		var lost [][]byte
+		// The page buckets hold no buckets: one there is a record whose flag changed on disk,
+		// and would stand in the way of a page stored under its key.
+		var nested [][]byte
+		if err := bodies.ForEach(func(k, v []byte) error {
+			if v == nil {
+				nested = append(nested, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range nested {
+			if err := bodies.DeleteBucket(k); err != nil {
+				return err
+			}
+		}
 		err := pages.ForEach(func(k, v []byte) error {
-			if len(k) != 8 || v == nil { // v nil: a bucket, where a page's flag changed on disk
+			if len(k) != 8 || v == nil {
 				lost = append(lost, bytes.Clone(k))
 				return nil
 			}

@@ -15,15 +15,17 @@ import (
 )
 
 func init() {
-	commands["check"] = command{summary: "check a stopped crawl's store for damage (bbolt's and the frontier's consistency checks)", run: checkCmd}
+	commands["check"] = command{summary: "check a stopped crawl's store for damage (its pages, its records and its frontier)", run: checkCmd}
 	commands["salvage"] = command{summary: "copy what is readable of a damaged store into a new one", run: salvageCmd}
 }
 
 const checkSynopsis = `usage: crawl check --data DIR
 
-Runs bbolt's consistency check over DIR/crawl.db (every page readable, reachable once, keys in
-order), then the frontier's (every URL in one state, queues and counts agreeing). Exit 0 if
-both pass, 1 with the problems listed if not.`
+Walks the pages of DIR/crawl.db, reading the file without trusting it (every page within the
+file and reached once, of the right type, its elements within it, keys in order, free pages
+apart from those in use), then decodes every stored page and the crawl's records, then runs
+the frontier's check (every URL in one state, queues and counts agreeing). Opens a store any
+other command refuses as damaged. Exit 0 if all pass, 1 with the problems listed if not.`
 
 // maxProblems is how many problems crawl check lists.
 const maxProblems = 20
@@ -85,13 +87,16 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 const salvageSynopsis = `usage: crawl salvage --data DIR --to NEWDIR
 
 Copies every record of DIR/crawl.db that can be read (pages, bodies, the frontier's URLs and
-queues, host state) into a new store in NEWDIR, passing over the damaged parts, and says what
-was lost. DIR is only read. Then it repairs the new store's frontier from its URL records: a
+queues, host state) into a new store in NEWDIR, reading the file page by page without trusting
+it, passing over the damaged parts, and says what was lost. DIR is only read. Pages whose
+metadata or body does not decode, and crawl records that do not, are left out. Then it repairs the new store's frontier from its URL records: a
 queued URL whose queue entry was lost is queued again, a fetched URL whose page was lost is
 queued to be fetched again, and the counts are recomputed. A URL whose record was lost is
 recorded again where the store still names it: fetched if a page of it is stored, queued if its
 queue entry is left and a stored page links to it (a queue entry holds only a fingerprint of its
-URL). crawl run --data NEWDIR then resumes the crawl, and its pages export as usual.`
+URL). The store takes the name NEWDIR/crawl.db only when all that is done: a salvage that is
+killed leaves none. crawl run --data NEWDIR then resumes the crawl, and its pages export as
+usual.`
 
 func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("salvage", salvageSynopsis)

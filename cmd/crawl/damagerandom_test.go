@@ -138,9 +138,10 @@ func runDamaged(t *testing.T, dir, seedFile string) {
 		}
 	}
 	for i, r := range results[:after] {
-		bad := strings.Contains(r.out, "panic:") || strings.Contains(r.out, "fatal error") || strings.Contains(r.out, "goroutine ")
+		bad := strings.Contains(r.out, "panic:") || strings.Contains(r.out, "fatal error") || strings.Contains(r.out, "goroutine ") ||
+			strings.ContainsAny(r.out, "\x00\x1b") // bytes of the store reach the terminal escaped
 		if bad || (r.code != exitOK && (r.code != exitRuntime || !strings.Contains(r.out, path) || !strings.Contains(r.out, "damaged"))) {
-			t.Errorf("crawl %s: exit %d; want %d, or %d naming %s as damaged, and no panic:\n%s", strings.Join(script[i], " "), r.code, exitOK, exitRuntime, path, r.out)
+			t.Errorf("crawl %s: exit %d; want %d, or %d naming %s as damaged, no panic and no raw control bytes:\n%s", strings.Join(script[i], " "), r.code, exitOK, exitRuntime, path, r.out)
 		}
 	}
 	if results[salvage].code != exitOK {

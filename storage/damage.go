@@ -32,17 +32,25 @@ func (db *DB) Update(fn func(*bbolt.Tx) error) (err error) {
 
 // damaged turns a panic that damage explains into ErrDamaged in *err; any other panic goes
 // on. It must be deferred directly. Damage explains a fault reading the mapped file (each
-// transaction sets debug.SetPanicOnFault for its goroutine, so a fault is a panic) and a panic
-// raised in bbolt's code (an assertion on a page, an index out of range).
+// transaction sets debug.SetPanicOnFault for its goroutine, so a fault is a panic), a panic
+// raised in bbolt's code (an assertion on a page), and an index or slice out of range in the
+// transaction's own code (a decoder trusting a length the file gave); the message names where.
 func (db *DB) damaged(err *error) {
 	r := recover()
 	if r == nil {
 		return
 	}
-	if !fault(r) && !fromBolt() {
+	site := panicSite()
+	if !fault(r) && !strings.HasPrefix(site, "go.etcd.io/bbolt") && !outOfRange(r) {
 		panic(r)
 	}
-	*err = db.damage(r)
+	*err = db.damage(fmt.Sprintf("%v, in %s", r, site))
+}
+
+// outOfRange reports whether r is the runtime's panic for an index or slice out of range.
+func outOfRange(r any) bool {
+	e, ok := r.(runtime.Error)
+	return ok && strings.Contains(e.Error(), "out of range")
 }
 
 // Damage returns ErrDamaged for the store, naming its file, with what was found: for a reader
@@ -68,12 +76,11 @@ func fault(r any) bool {
 	return ok
 }
 
-// fromBolt reports whether the panic being recovered was raised in bbolt's code (an assertion
-// on a page, an index out of range): its first frame outside the runtime and the standard
-// library (bytes.Compare, sort.Search… inlined into bbolt's cursor) is bbolt's. It is called
-// from the deferred function that recovered it, while the panicking frames are still on the
-// stack.
-func fromBolt() bool {
+// panicSite names the function that raised the panic being recovered: its first frame outside
+// the runtime and the standard library (bytes.Compare, sort.Search… inlined into bbolt's
+// cursor count as bbolt's). It is called from the deferred function that recovered it (one
+// call deeper), while the panicking frames are still on the stack.
+func panicSite() string {
 	pcs := make([]uintptr, 64)
 	n := runtime.Callers(3, pcs)
 	frames := runtime.CallersFrames(pcs[:n])
@@ -84,10 +91,10 @@ func fromBolt() bool {
 		case f.Function == "runtime.gopanic":
 			panicking = true
 		case panicking && !stdlib(f.Function):
-			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt")
+			return f.Function
 		}
 		if !more {
-			return false
+			return "?"
 		}
 	}
 }

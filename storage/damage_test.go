@@ -115,3 +115,24 @@ func TestSalvageEscapesNames(t *testing.T) {
 		t.Errorf("Check and Salvage say %q; want the bucket named with its bytes escaped", said)
 	}
 }
+
+// TestDamagePanics: inside a transaction, an index out of range (a decoder trusting a length
+// the file gave) is ErrDamaged naming the file and the function; any other panic goes on.
+func TestDamagePanics(t *testing.T) {
+	db, dir := newTestDB(t)
+	short := []byte{1, 2, 3}
+	err := db.View(func(*bbolt.Tx) error { _ = short[len(short)+4]; return nil })
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), filepath.Join(dir, FileName)) || !strings.Contains(err.Error(), "TestDamagePanics") {
+		t.Errorf("an index out of range in View: %v; want ErrDamaged naming the file and where", err)
+	}
+	for _, bug := range []func(){func() { panic("a bug") }, func() { var p *Page; _ = p.URL }} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("a panic that is no damage was swallowed")
+				}
+			}()
+			db.View(func(*bbolt.Tx) error { bug(); return nil })
+		}()
+	}
+}

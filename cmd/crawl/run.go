@@ -135,8 +135,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	gaveHostsConfig := flagGiven(fs, "hosts-config")
-	if err := applyStored(fs, *dir); err != nil {
+	applied, err := applyStored(fs, *dir)
+	if err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		damageHint(stderr, *dir, err)
 		return exitRuntime
 	}
 	if *seeds != "" || len(argSeeds) > 0 {
@@ -151,7 +153,6 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %s holds no crawl to resume; give seed URLs or --seeds FILE to start one\n", *dir)
 		return exitUsage
 	}
-	var err error
 	if cfg.Net, err = netOpts.network(); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
@@ -180,6 +181,12 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := cfg.Validate(); err != nil {
+		if fromStore(err, applied) {
+			err = storedDamage(*dir, "its stored settings make no valid crawl: "+err.Error())
+			fmt.Fprintf(stderr, "crawl run: %v\n", err)
+			damageHint(stderr, *dir, err)
+			return exitRuntime
+		}
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}

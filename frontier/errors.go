@@ -13,6 +13,7 @@ var (
 
 	// ErrCorrupt is returned when the records on disk contradict each other (a queue entry
 	// without its URL record, counters that do not add up); Check reports what it found.
+	// Found by Open, it wraps storage.ErrDamaged too.
 	ErrCorrupt = errors.New("frontier: store is inconsistent")
 
 	// ErrOldFormat is returned by Open on a read-only store that still holds records of

@@ -12,6 +12,7 @@ import (
 	"github.com/crawl-project/crawl/internal/simweb"
 	"github.com/crawl-project/crawl/internal/storetest"
 	"github.com/crawl-project/crawl/storage"
+	"go.etcd.io/bbolt"
 )
 
 // TestDamagedStore: a store with bytes flipped in its pages makes crawl run, crawl urls and
@@ -151,5 +152,50 @@ func TestStoredSettingsDamaged(t *testing.T) {
 	errb.Reset()
 	if code := runCmd([]string{"--data", dir, "--quiet", "--max-rate", "0.01"}, &out, &errb); code != exitUsage {
 		t.Errorf("crawl run --max-rate 0.01 (below --min-rate): exit %d; want %d\n%s", code, exitUsage, errb.String())
+	}
+}
+
+// TestInconsistentFrontierDamaged: a store whose frontier's records contradict each other (a
+// host's counters record cut short, as damage leaves it) makes crawl run say the store is
+// damaged, naming its file (exit 1), not tell the operator to free disk space.
+func TestInconsistentFrontierDamaged(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 60}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := crawlSite(t, web, "--max-pages", "5")
+	db, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := 0
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		hosts := tx.Bucket([]byte("frontier/hosts"))
+		var keys [][]byte
+		hosts.ForEach(func(k, v []byte) error {
+			if v != nil && len(v) > 2 {
+				keys = append(keys, bytes.Clone(k))
+			}
+			return nil
+		})
+		for _, k := range keys {
+			if err := hosts.Put(k, bytes.Clone(hosts.Get(k)[:2])); err != nil {
+				return err
+			}
+			cut++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if cut == 0 {
+		t.Fatal("no host record to cut")
+	}
+	var out, errb strings.Builder
+	code := runCmd([]string{"--data", dir, "--quiet", "--max-pages", "60"}, &out, &errb)
+	if path := filepath.Join(dir, storage.FileName); code != exitRuntime || !strings.Contains(errb.String(), path) || !strings.Contains(errb.String(), "damaged") || strings.Contains(errb.String(), "disk space") {
+		t.Errorf("crawl run on a store whose host records are cut short: exit %d; want %d naming %s as damaged\n%s", code, exitRuntime, path, errb.String())
 	}
 }

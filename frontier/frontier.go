@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -265,10 +264,6 @@ func Open(db *storage.DB, opts *Options) (*Frontier, error) {
 		return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 	}
 	if err := f.bolt.View(f.load); err != nil {
-		if errors.Is(err, ErrCorrupt) && !errors.Is(err, storage.ErrDamaged) {
-			// Records that contradict each other when the store opens are damage.
-			return nil, fmt.Errorf("frontier: open %s: %w (%w)", db.Path(), storage.ErrDamaged, err)
-		}
 		return nil, fmt.Errorf("frontier: open %s: %w", db.Path(), err)
 	}
 	if !f.readOnly {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/crawl-project/crawl/fetch"
@@ -51,7 +52,10 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		problems, total, err = db.CheckPages(maxProblems)
 	}
 	if err == nil && total == 0 {
-		if err = crawler.CheckRecords(db); errors.Is(err, storage.ErrDamaged) {
+		if err = crawler.CheckRecords(db); err == nil {
+			err = checkStored(db)
+		}
+		if errors.Is(err, storage.ErrDamaged) {
 			problems, total, err = []string{err.Error()}, 1, nil
 		}
 	}
@@ -189,6 +193,14 @@ func repairSalvaged(db *storage.DB, stdout io.Writer) (frontier.RepairStats, fro
 	for _, key := range dropped {
 		fmt.Fprintf(stdout, "the crawl's %s record did not decode and was dropped\n", key)
 	}
+	if err := checkStored(db); errors.Is(err, storage.ErrDamaged) {
+		if err := db.DeleteMeta("settings"); err != nil {
+			return frontier.RepairStats{}, frontier.Counts{}, err
+		}
+		fmt.Fprintf(stdout, "the crawl's stored settings made no valid crawl and were dropped (%v): crawl run takes its flags' defaults\n", err)
+	} else if err != nil {
+		return frontier.RepairStats{}, frontier.Counts{}, err
+	}
 	rs, err := frontier.Repair(db, &frontier.RepairOptions{Host: pageHost, Links: pageLinks})
 	if err != nil {
 		return rs, frontier.Counts{}, fmt.Errorf("the new store's frontier: %w", err)
@@ -243,6 +255,7 @@ func pageLinks(p *storage.Page) []frontier.Entry {
 // damageHint tells what to do about err when it says the store in dir is damaged.
 func damageHint(w io.Writer, dir string, err error) {
 	if errors.Is(err, storage.ErrDamaged) {
-		fmt.Fprintf(w, "crawl: the store in %s is damaged: crawl check --data %s lists the damage; crawl salvage --data %s --to NEWDIR copies what is readable into a new store\n", dir, dir, dir)
+		fmt.Fprintf(w, "crawl: the store %s is damaged: crawl check --data %s lists the damage; crawl salvage --data %s --to NEWDIR copies what is readable into a new store\n",
+			filepath.Join(dir, storage.FileName), dir, dir)
 	}
 }

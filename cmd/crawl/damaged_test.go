@@ -153,6 +153,18 @@ func TestStoredSettingsDamaged(t *testing.T) {
 	if code := runCmd([]string{"--data", dir, "--quiet", "--max-rate", "0.01"}, &out, &errb); code != exitUsage {
 		t.Errorf("crawl run --max-rate 0.01 (below --min-rate): exit %d; want %d\n%s", code, exitUsage, errb.String())
 	}
+	out.Reset()
+	if code := checkCmd([]string{"--data", dir}, &out, &errb); code != exitRuntime || !strings.Contains(out.String(), "stored settings make no valid crawl") {
+		t.Errorf("crawl check: exit %d; want %d saying the stored settings are damaged\n%s", code, exitRuntime, out.String())
+	}
+	to := filepath.Join(t.TempDir(), "salvaged")
+	out.Reset()
+	if code := salvageCmd([]string{"--data", dir, "--to", to}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "were dropped") {
+		t.Fatalf("crawl salvage: exit %d; want %d, dropping the stored settings\n%s%s", code, exitOK, out.String(), errb.String())
+	}
+	if code := checkCmd([]string{"--data", to}, &out, &errb); code != exitOK {
+		t.Errorf("crawl check of the salvaged store: exit %d\n%s", code, out.String())
+	}
 }
 
 // TestInconsistentFrontierDamaged: a store whose frontier's records contradict each other (a

@@ -43,6 +43,32 @@ func applyStored(fs *flag.FlagSet, dir string) (map[string]bool, error) {
 	return applied, nil
 }
 
+// checkStored returns an error wrapping storage.ErrDamaged if the settings stored in db by
+// earlier runs, taken alone, make no valid crawl (they were valid when stored).
+func checkStored(db *storage.DB) error {
+	stored, ok, err := crawler.StoredSettings(db)
+	if err != nil || !ok {
+		return err
+	}
+	fs := flag.NewFlagSet("stored", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	cfg := crawlFlags(fs)
+	for _, s := range stored.Flags() {
+		if fs.Lookup(s.Flag) == nil {
+			continue // not a crawl setting crawlFlags knows (network, hosts file…)
+		}
+		for _, v := range s.Values {
+			if err := fs.Set(s.Flag, v); err != nil {
+				return db.Damage(fmt.Sprintf("its stored setting --%s %q: %v", s.Flag, v, err))
+			}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return db.Damage("its stored settings make no valid crawl: " + err.Error())
+	}
+	return nil
+}
+
 // storedDamage is storage.ErrDamaged for the store in dir: settings its earlier runs stored,
 // which were valid when stored, are not.
 func storedDamage(dir, what string) error {

@@ -259,9 +259,14 @@ func ReadSettings(dir string) (Settings, bool, error) {
 		return Settings{}, false, err // ErrLocked names the process holding the store
 	}
 	defer db.Close()
+	return StoredSettings(db)
+}
+
+// StoredSettings is ReadSettings of an open store.
+func StoredSettings(db *storage.DB) (Settings, bool, error) {
 	m, ok, err := loadSettings(db)
 	if err != nil {
-		return Settings{}, false, fmt.Errorf("store %s: %w", dir, err)
+		return Settings{}, false, err
 	}
 	return m.Settings, ok, nil
 }

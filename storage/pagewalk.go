@@ -376,7 +376,7 @@ func (w *pageWalk) branch(it walkItem, p page, stack []walkItem) []walkItem {
 			continue
 		}
 		next := walkItem{id: child, from: it.id, path: it.path, depth: it.depth + 1, nest: it.nest}
-		if w.mode == walkCheck {
+		if w.mode != walkSalvage {
 			k, err := d.at(e+pos, ksize)
 			if err != nil {
 				w.problem("%s: page %d: %v", where, it.id, err)
@@ -436,16 +436,13 @@ func (w *pageWalk) leaf(it walkItem, d *pageData, span uint64, stack []walkItem)
 			w.elemProblem(d, "%s: page %d: element %d is a record, not a bucket", where, it.id, i)
 			continue
 		}
-		var k []byte
-		if bucket || w.mode != walkOpen || (len(it.path) == 1 && bytes.Equal(it.path[0], formatBucket)) {
-			var err error
-			if k, err = d.at(e+pos, ksize); err != nil {
-				w.problem("%s: page %d: %v", where, it.id, err)
-				return stack
-			}
-			k = bytes.Clone(k)
+		// k lies in d's buffer (valid while this page is read) or a read of its own.
+		k, err := d.at(e+pos, ksize)
+		if err != nil {
+			w.problem("%s: page %d: %v", where, it.id, err)
+			return stack
 		}
-		if w.mode == walkCheck {
+		if w.mode != walkSalvage {
 			if !w.inOrder(where, it, i, prev, k) {
 				continue
 			}
@@ -464,12 +461,12 @@ func (w *pageWalk) leaf(it walkItem, d *pageData, span uint64, stack []walkItem)
 					w.format = v
 				}
 				if w.mode == walkSalvage {
-					w.err = w.visit.record(it.path, k, v)
+					w.err = w.visit.record(it.path, bytes.Clone(k), v)
 				}
 			}
 			continue
 		}
-		path := append(append([][]byte(nil), it.path...), k)
+		path := append(append([][]byte(nil), it.path...), bytes.Clone(k))
 		if it.nest+1 > maxNesting {
 			w.problem("%s: buckets nest more than %d deep", pageName(path), maxNesting)
 			continue

@@ -129,7 +129,7 @@ func runDamaged(t *testing.T, dir, seedFile string) {
 	script = append(script, []string{"run", "--data", dir, "--quiet", "--max-pages", "150"}, []string{"@library", dir})
 	salvage := 5
 	after := len(script)
-	script = append(script, []string{"check", "--data", salvaged}, []string{"run", "--data", salvaged, "--quiet", "--max-pages", "150"})
+	script = append(script, []string{"check", "--data", salvaged}, []string{"run", "--data", salvaged, "--quiet", "--max-pages", "150", "--initial-rate", "1000"}) // its settings may be lost
 
 	results := runScript(t, script)
 	if os.Getenv("CRAWL_DAMAGE_VERBOSE") != "" {

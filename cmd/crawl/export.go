@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -146,6 +147,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case "jsonl", "csv":
 		body := func(p *storage.Page) ([]byte, error) { // HTML only, for title, fields and the like
 			full, err := db.Page(p.Seq)
+			if errors.Is(err, storage.ErrNotFound) {
+				err = fmt.Errorf("%w (a page listed but not found): %w", storage.ErrDamaged, err) // keys out of order
+			}
 			if err != nil {
 				return nil, err
 			}

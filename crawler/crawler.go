@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -291,7 +293,7 @@ func (c *Crawler) Run(ctx context.Context) error {
 	}
 	e, leave, err := c.open(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("crawler: %w", err)
+		return namedDamage(cfg.Dir, fmt.Errorf("crawler: %w", err))
 	}
 	if len(h.onEvent) > 0 {
 		e.SetObserver(observer{h})
@@ -304,9 +306,19 @@ func (c *Crawler) Run(ctx context.Context) error {
 		runErr = err
 	}
 	if runErr != nil {
-		return fmt.Errorf("crawler: %w", runErr)
+		return namedDamage(cfg.Dir, fmt.Errorf("crawler: %w", runErr))
 	}
 	return nil
+}
+
+// namedDamage returns err, naming the store file in dir if err wraps storage.ErrDamaged
+// without naming it: damage always says which file is damaged.
+func namedDamage(dir string, err error) error {
+	path := filepath.Join(dir, storage.FileName)
+	if errors.Is(err, storage.ErrDamaged) && !strings.Contains(err.Error(), path) {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return err
 }
 
 // open opens the crawl loop on the crawl's frontier: the store's own, or a shared crawl's.

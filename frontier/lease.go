@@ -52,6 +52,9 @@ func (f *Frontier) Lease(now time.Time, host string) (Lease, bool, error) {
 		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(k) != 8 {
+				return f.db.Damage(fmt.Sprintf("a queue entry's key is %d bytes (%x), not a sequence's 8", len(k), k))
+			}
 			k = idQueueKey(id, binary.BigEndian.Uint64(k))
 			f.mu.Lock()
 			_, leased := h.leased[string(k)]

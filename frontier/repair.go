@@ -25,6 +25,9 @@ type RepairStats struct {
 	Orphans     int  // queue and delayed entries of no queued URL, removed
 	QueuedLost  int  // queue entries of a lost record that no stored page names: removed, the URLs lost
 	Counters    bool // the stored counters disagreed with the records and were rewritten
+	// KeyLost: the fingerprint key was lost; a new one was made, and every record moved to the
+	// key its URL has under it (Moved counts them; their parents are forgotten).
+	KeyLost bool
 }
 
 // Changed reports whether Repair changed anything.
@@ -78,7 +81,12 @@ func Repair(db *storage.DB, opts *RepairOptions) (RepairStats, error) {
 		}
 		k, err := parseFPKey(tx.Bucket(bucketMeta).Get(fpKeyName))
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			var b []byte
+			k, b = newFPKey()
+			if err := tx.Bucket(bucketMeta).Put(fpKeyName, b); err != nil {
+				return err
+			}
+			st.KeyLost = true
 		}
 		f.key = k
 		return nil
@@ -91,7 +99,9 @@ func Repair(db *storage.DB, opts *RepairOptions) (RepairStats, error) {
 		o = *opts
 	}
 	rebuild := func(st *RepairStats) error { return f.rebuildRecords(db, o, st) }
-	for _, step := range []func(*RepairStats) error{f.repairIndexes, rebuild, f.repairRecords, f.removeOrphans, f.rewriteCounters} {
+	// repairRecords runs twice: a record whose parent's record the first pass dropped (it did
+	// not decode, or it was a copy of another) forgets its parent in the second.
+	for _, step := range []func(*RepairStats) error{f.repairIndexes, rebuild, f.repairRecords, f.repairRecords, f.removeOrphans, f.rewriteCounters} {
 		if err == nil {
 			err = step(&st)
 		}

@@ -3,6 +3,7 @@ package frontier
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"slices"
 	"sync"
@@ -101,6 +102,9 @@ func loadSeen(db *storage.DB, limit int) (*seenSet, error) {
 			for ; k != nil && n < loadChunk; k, _ = c.Next() {
 				n++
 				after = k
+				if len(k) != 8 {
+					return db.Damage(fmt.Sprintf("a URL record's key is %d bytes (%x), not a fingerprint's 8", len(k), k))
+				}
 				if !s.add(binary.BigEndian.Uint64(k)) {
 					return nil
 				}

@@ -12,6 +12,9 @@ import (
 // View is bbolt's DB.View on the store, with a page bbolt cannot read returned as ErrDamaged
 // rather than a panic. The frontier runs its transactions through it too.
 func (db *DB) View(fn func(*bbolt.Tx) error) (err error) {
+	if db.broken != nil {
+		return db.broken
+	}
 	defer db.damaged(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return db.bolt.View(fn)
@@ -19,23 +22,41 @@ func (db *DB) View(fn func(*bbolt.Tx) error) (err error) {
 
 // Update is bbolt's DB.Update on the store, with damage returned as ErrDamaged (see View).
 func (db *DB) Update(fn func(*bbolt.Tx) error) (err error) {
+	if db.broken != nil {
+		return db.broken
+	}
 	defer db.damaged(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return db.bolt.Update(fn)
 }
 
-// damaged turns a panic raised inside bbolt into ErrDamaged in *err; any other panic goes on.
-// It must be deferred directly. A fault reading the mapped file is such a panic too: each
-// transaction sets debug.SetPanicOnFault for its goroutine.
+// damaged turns a panic that damage explains into ErrDamaged in *err; any other panic goes
+// on. It must be deferred directly. Damage explains a fault reading the mapped file (each
+// transaction sets debug.SetPanicOnFault for its goroutine, so a fault is a panic), a panic
+// raised in bbolt's code (an assertion on a page), and an index or slice out of range in the
+// transaction's own code (a decoder trusting a length the file gave); the message names where.
 func (db *DB) damaged(err *error) {
 	r := recover()
 	if r == nil {
 		return
 	}
-	if !fromBolt() {
+	site := panicSite()
+	if !fault(r) && !strings.HasPrefix(site, "go.etcd.io/bbolt") && !outOfRange(r) {
 		panic(r)
 	}
-	*err = db.damage(r)
+	*err = db.damage(fmt.Sprintf("%v, in %s", r, site))
+}
+
+// outOfRange reports whether r is the runtime's panic for an index or slice out of range.
+func outOfRange(r any) bool {
+	e, ok := r.(runtime.Error)
+	return ok && strings.Contains(e.Error(), "out of range")
+}
+
+// Damage returns ErrDamaged for the store, naming its file, with what was found: for a reader
+// of the store's records (the frontier) that finds one it cannot decode.
+func (db *DB) Damage(what string) error {
+	return damageError(db.path, what)
 }
 
 func (db *DB) damage(r any) error {
@@ -47,10 +68,19 @@ func damageError(path string, r any) error {
 	return fmt.Errorf("storage: %s: %w (%v)", path, ErrDamaged, r)
 }
 
-// fromBolt reports whether the panic being recovered was raised in bbolt's code (an assertion
-// on a page, an index out of range, a fault in the mapped file). It is called from the
-// deferred function that recovered it, while the panicking frames are still on the stack.
-func fromBolt() bool {
+// fault reports whether r is the panic of a memory fault at an address (what
+// debug.SetPanicOnFault makes of a read of the mapped file past its end, or of a page the
+// disk cannot give): only pointer arithmetic can make one, and only bbolt's reaches the file.
+func fault(r any) bool {
+	_, ok := r.(interface{ Addr() uintptr })
+	return ok
+}
+
+// panicSite names the function that raised the panic being recovered: its first frame outside
+// the runtime and the standard library (bytes.Compare, sort.Search… inlined into bbolt's
+// cursor count as bbolt's). It is called from the deferred function that recovered it (one
+// call deeper), while the panicking frames are still on the stack.
+func panicSite() string {
 	pcs := make([]uintptr, 64)
 	n := runtime.Callers(3, pcs)
 	frames := runtime.CallersFrames(pcs[:n])
@@ -60,11 +90,21 @@ func fromBolt() bool {
 		switch {
 		case f.Function == "runtime.gopanic":
 			panicking = true
-		case panicking && !strings.HasPrefix(f.Function, "runtime."):
-			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt")
+		case panicking && !stdlib(f.Function):
+			return f.Function
 		}
 		if !more {
-			return false
+			return "?"
 		}
 	}
+}
+
+// stdlib reports whether the function named fn (package path, dot, name) is in the standard
+// library, whose package paths have no dot in their first element.
+func stdlib(fn string) bool {
+	if first, _, ok := strings.Cut(fn, "/"); ok {
+		return !strings.Contains(first, ".")
+	}
+	pkg, _, _ := strings.Cut(fn, ".")
+	return pkg != "main"
 }

@@ -21,7 +21,7 @@ const (
 )
 
 type boltMeta struct {
-	pageSize, pgid, txid uint64
+	pageSize, root, freelist, pgid, txid uint64
 }
 
 // readMeta decodes the meta page at off; ok is false if there is none (bad magic, version or
@@ -38,10 +38,11 @@ func readMeta(r io.ReaderAt, off int64) (m boltMeta, ok bool) {
 	if le.Uint32(meta[0:]) != boltMagic || le.Uint32(meta[4:]) != boltVersion || le.Uint64(meta[metaSumOffset:]) != h.Sum64() {
 		return m, false
 	}
-	return boltMeta{pageSize: uint64(le.Uint32(meta[8:])), pgid: le.Uint64(meta[40:]), txid: le.Uint64(meta[48:])}, true
+	return boltMeta{pageSize: uint64(le.Uint32(meta[8:])), root: le.Uint64(meta[16:]), freelist: le.Uint64(meta[32:]),
+		pgid: le.Uint64(meta[40:]), txid: le.Uint64(meta[48:])}, true
 }
 
-// checkLength refuses, with ErrNotStore, a bbolt file shorter than its newest valid meta page
+// checkLength refuses, with ErrDamaged, a bbolt file shorter than its newest valid meta page
 // says it is: a copy cut short, a disk that filled up while it was copied. bbolt maps the file
 // into memory and would read the missing pages there, which faults and kills the process
 // instead of returning an error. A file without a valid meta page is left to bbolt to judge.
@@ -55,22 +56,12 @@ func checkLength(path string) error {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	best, found := readMeta(f, 0)
-	// The second meta page is one page further; if the first is damaged, try the usual sizes.
-	sizes := []uint64{4096, 8192, 16384, 32768, 65536}
-	if found {
-		sizes = []uint64{best.pageSize}
-	}
-	for _, ps := range sizes {
-		if m, ok := readMeta(f, int64(ps)); ok && (!found || m.txid > best.txid) {
-			best, found = m, true
-		}
-	}
+	best, found := newestMeta(f)
 	if !found || best.pageSize == 0 {
 		return nil
 	}
 	if need := best.pgid * best.pageSize; need > uint64(fi.Size()) {
-		return fmt.Errorf("%w (damaged: the file has %d bytes but its pages reach byte %d; was it cut short?)", ErrNotStore, fi.Size(), need)
+		return fmt.Errorf("%w (the file has %d bytes but its pages reach byte %d; was it cut short?)", ErrDamaged, fi.Size(), need)
 	}
 	return nil
 }

@@ -27,8 +27,9 @@ func TestOpenNotAFile(t *testing.T) {
 	}
 }
 
-// TestOpenCutShort: a store whose file lost its tail is refused, read-only too (a read-only
-// open would otherwise show the counters of its first pages as if nothing were wrong).
+// TestOpenCutShort: a store whose file lost its tail is refused as damaged, read-only too (a
+// read-only open would otherwise show the counters of its first pages as if nothing were
+// wrong); Options.Damaged opens it, for Check and Salvage.
 func TestOpenCutShort(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(dir, &Options{NoSync: true})
@@ -56,9 +57,17 @@ func TestOpenCutShort(t *testing.T) {
 		if err == nil {
 			db.Close()
 		}
-		if !errors.Is(err, ErrNotStore) {
-			t.Errorf("ReadOnly %v: Open of a store cut in half = %v, want ErrNotStore", ro, err)
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
+			t.Errorf("ReadOnly %v: Open of a store cut in half = %v, want ErrDamaged naming %s", ro, err, path)
 		}
+	}
+	db, err = Open(dir, &Options{Damaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, total, err := db.Check(1); err != nil || total == 0 {
+		t.Errorf("Check of a store cut in half: %v, %d problems; want the damage found", err, total)
 	}
 }
 

@@ -190,7 +190,7 @@ func (db *DB) pages(body bool, fn func(p *Page) error) error {
 				_ = trimTx(tx) // keep a full scan from making the whole file resident
 			}
 			if len(k) != 8 {
-				return fmt.Errorf("bad page key %x", k)
+				return fmt.Errorf("%w: a page key of %d bytes (%x)", ErrDamaged, len(k), k)
 			}
 			p, err := decodePage(binary.BigEndian.Uint64(k), v, bodies, body)
 			if err != nil {
@@ -219,12 +219,12 @@ func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, e
 	if len(v) > 0 && v[0] != '{' { // compressed; a store written before keeps plain JSON
 		var err error
 		if v, err = dec.DecodeAll(v, nil); err != nil {
-			return nil, fmt.Errorf("page %d: metadata: %w", seq, err)
+			return nil, fmt.Errorf("%w: page %d: metadata: %v", ErrDamaged, seq, err)
 		}
 	}
 	p := new(Page)
 	if err := json.Unmarshal(v, p); err != nil {
-		return nil, fmt.Errorf("page %d: metadata: %w", seq, err)
+		return nil, fmt.Errorf("%w: page %d: metadata: %v", ErrDamaged, seq, err)
 	}
 	p.Seq = seq
 	if !body {
@@ -241,11 +241,11 @@ func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, e
 	case z == nil && p.RevisitOf != 0:
 		return p, nil // a 304 stored bodiless
 	case z == nil:
-		return nil, fmt.Errorf("page %d: body missing", seq)
+		return nil, fmt.Errorf("%w: page %d: body missing", ErrDamaged, seq)
 	}
 	b, err := dec.DecodeAll(z, nil)
 	if err != nil {
-		return nil, fmt.Errorf("page %d: body: %w", seq, err)
+		return nil, fmt.Errorf("%w: page %d: body: %v", ErrDamaged, seq, err)
 	}
 	if len(b) > 0 {
 		p.Body = b

@@ -8,23 +8,58 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
+	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
-// Check runs bbolt's consistency check (tx.Check) over the whole file: every page reachable
-// once, none both used and free, keys in order. It returns the first max problems found and
-// how many there were in all. A damaged page is a problem, not an error; err is for a store
-// that cannot be read at all.
+// Check walks the whole file's page graph (read with pread, never through the mapping, so it
+// cannot fault, loop or run out of memory on any damage): every page within the file and
+// reached once, of the right type, its elements within it, keys in order, the free pages
+// apart from those in use and none left out. It returns the first max problems found and how
+// many there were in all. A damaged page is a problem, not an error; err is for a file that
+// cannot be read at all.
 func (db *DB) Check(max int) (problems []string, total int, err error) {
+	res, err := walkFile(db.path, walkCheck, max, 0, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("storage: check %s: %w", db.path, err)
+	}
+	if res.total == 0 && db.broken != nil {
+		// The walk at Open found what this one did not: the file changed meanwhile.
+		return []string{db.broken.Error()}, 1, nil
+	}
+	return res.problems, res.total, nil
+}
+
+// CheckPages decodes every stored page's metadata and body, as an export reads them, and
+// returns the first max that do not decode and how many there were. It needs a store whose
+// pages Check passes.
+func (db *DB) CheckPages(max int) (problems []string, total int, err error) {
 	err = db.View(func(tx *bbolt.Tx) error {
-		for e := range tx.Check() {
-			if total++; len(problems) < max {
-				problems = append(problems, e.Error())
-			}
+		pages := tx.Bucket(bucketPages)
+		if pages == nil {
+			return nil
 		}
-		return nil
+		bodies := tx.Bucket(bucketBodies)
+		n := 0
+		return pages.ForEach(func(k, v []byte) error {
+			if n++; n%trimPages == 0 {
+				_ = trimTx(tx)
+			}
+			var err error
+			if len(k) != 8 {
+				err = fmt.Errorf("a page key of %d bytes (%x)", len(k), k)
+			} else {
+				_, err = decodePage(binary.BigEndian.Uint64(k), v, bodies, true)
+			}
+			if err != nil {
+				if total++; len(problems) < max {
+					problems = append(problems, "pages: "+err.Error())
+				}
+			}
+			return nil
+		})
 	})
 	return problems, total, err
 }
@@ -33,80 +68,88 @@ func (db *DB) Check(max int) (problems []string, total int, err error) {
 type SalvageStats struct {
 	Buckets int      // buckets copied, nested ones included
 	Keys    int      // records copied
-	Lost    int      // places where bbolt could not read on: the records there are lost
-	Damage  []string // the first of those places: bucket path and what bbolt said
+	Lost    int      // places where the file could not be read on: the records there are lost
+	Damage  []string // the first of those places: bucket path (escaped) and what was wrong
 	// BodiesLost counts the pages whose metadata was copied but not their body: they are left
 	// out of the new store, so that every page it holds exports.
 	BodiesLost int
 }
 
-// salvageChunk bounds the records Salvage copies per commit of the new store.
-const salvageChunk = 20_000
+// Bounds of what Salvage holds before it commits to the new store.
+const (
+	salvageChunk = 20_000   // records
+	salvageBytes = 64 << 20 // bytes of keys and values
+)
 
-// Salvage copies every record of db that bbolt can read — pages, bodies, the frontier's
-// records, host state, everything — with its bucket and the bucket's sequence, into a new
-// store in dir (created; dir must hold no store yet). Where a bucket's records cannot be read
-// on, it seeks past the damaged part and goes on; what lay there is lost and counted. Whatever
-// the damage, the new store opens. A frontier copied so may still disagree with itself where
-// records were lost (frontier.Check says where).
-func (db *DB) Salvage(dir string) (SalvageStats, error) {
+// Salvage copies every record of db that can be read — pages, bodies, the frontier's records,
+// host state, everything — with its bucket and the bucket's sequence, into a new store in dir
+// (created; dir must hold no store yet). It reads the file page by page as Check does, never
+// trusting the page graph, so any store that opens (with Options.Damaged) is salvaged: what
+// lies in a damaged page is lost and counted, the rest is copied. Then finish, if not nil,
+// runs on the new store (the frontier's repair). The new store is built under a temporary name
+// in dir and takes the name crawl.db only when all that is done, so a salvage that is killed
+// leaves no store behind. A frontier copied so may still disagree with itself where records
+// were lost (frontier.Check says where; frontier.Repair mends it).
+func (db *DB) Salvage(dir string, finish func(*DB) error) (SalvageStats, error) {
 	var st SalvageStats
-	if _, err := os.Stat(filepath.Join(dir, FileName)); !errors.Is(err, fs.ErrNotExist) {
+	final := filepath.Join(dir, FileName)
+	if _, err := os.Stat(final); !errors.Is(err, fs.ErrNotExist) {
 		return st, fmt.Errorf("storage: salvage into %s: a store is there already", dir)
 	}
-	dst, err := Open(dir, nil)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return st, fmt.Errorf("storage: salvage into %s: %w", dir, err)
+	}
+	removeStaleSalvages(dir)
+	tmp, err := os.MkdirTemp(dir, salvagePrefix)
+	if err != nil {
+		return st, fmt.Errorf("storage: salvage into %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	dst, err := Open(tmp, nil)
 	if err != nil {
 		return st, err
 	}
 	s := &salvager{dst: dst, st: &st}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	err = db.View(func(tx *bbolt.Tx) error {
-		var names [][]byte
-		if d := protect(func() {
-			tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
-				names = append(names, bytes.Clone(name))
-				return nil
-			})
-		}); d != nil {
-			s.lost(nil, d)
-		}
-		for _, name := range names {
-			if bytes.Equal(name, formatBucket) {
-				continue // the new store has its own marker
-			}
-			var b *bbolt.Bucket
-			if d := protect(func() { b = tx.Bucket(name) }); d != nil {
-				s.lost([][]byte{name}, d)
-				continue
-			}
-			if err := s.bucket([][]byte{name}, b); err != nil {
-				return err
-			}
-		}
-		return s.flush()
-	})
+	res, err := walkFile(db.path, walkSalvage, 20, 0, s)
+	st.Lost, st.Damage = res.total, res.problems
+	if err == nil {
+		err = s.flush()
+	}
 	if err == nil {
 		st.BodiesLost, err = dropBodiless(dst)
+	}
+	if err == nil && finish != nil {
+		err = finish(dst)
 	}
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}
-	return st, err
+	if err != nil {
+		return st, err
+	}
+	// Linking fails if a store appeared meanwhile: it is never replaced.
+	if err := os.Link(filepath.Join(tmp, FileName), final); err != nil {
+		return st, fmt.Errorf("storage: salvage into %s: %w", dir, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return st, nil
 }
 
-// protect runs fn and returns the value of a panic raised in bbolt, nil if there was none; any
-// other panic goes on.
-func protect(fn func()) (damage any) {
-	defer func() {
-		if r := recover(); r != nil {
-			if !fromBolt() {
-				panic(r)
-			}
-			damage = r
+// salvagePrefix names the directories Salvage builds its store in.
+const salvagePrefix = ".salvage-"
+
+// removeStaleSalvages deletes what a salvage killed midway left in dir (older than a minute,
+// so that one running right now keeps its directory).
+func removeStaleSalvages(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, salvagePrefix+"*"))
+	for _, n := range names {
+		if fi, err := os.Stat(n); err == nil && fi.IsDir() && time.Since(fi.ModTime()) > time.Minute {
+			os.RemoveAll(n)
 		}
-	}()
-	fn()
-	return nil
+	}
 }
 
 // salvageItem is one thing to write into the new store: a bucket (with its sequence) or a
@@ -118,87 +161,36 @@ type salvageItem struct {
 	k, v   []byte
 }
 
+// salvager writes what the walk reads into the new store, in commits of bounded size.
 type salvager struct {
 	dst     *DB
 	st      *SalvageStats
 	pending []salvageItem
+	bytes   int
 }
 
-func (s *salvager) lost(path [][]byte, d any) {
-	s.st.Lost++
-	if len(s.st.Damage) < 20 {
-		s.st.Damage = append(s.st.Damage, fmt.Sprintf("%s: %v", bytes.Join(path, []byte("/")), d))
+func (s *salvager) bucket(path [][]byte, seq uint64) error {
+	if bytes.Equal(path[0], formatBucket) {
+		return nil // the new store has its own marker
 	}
+	s.st.Buckets++
+	return s.add(salvageItem{path: path, bucket: true, seq: seq})
+}
+
+func (s *salvager) record(path [][]byte, k, v []byte) error {
+	if bytes.Equal(path[0], formatBucket) {
+		return nil
+	}
+	s.st.Keys++
+	return s.add(salvageItem{path: path, k: k, v: v})
 }
 
 func (s *salvager) add(it salvageItem) error {
 	s.pending = append(s.pending, it)
-	if len(s.pending) >= salvageChunk {
+	if s.bytes += len(it.k) + len(it.v); len(s.pending) >= salvageChunk || s.bytes >= salvageBytes {
 		return s.flush()
 	}
 	return nil
-}
-
-// bucket copies b, at path, record by record, skipping what cannot be read.
-func (s *salvager) bucket(path [][]byte, b *bbolt.Bucket) error {
-	s.st.Buckets++
-	if err := s.add(salvageItem{path: path, bucket: true, seq: b.Sequence()}); err != nil {
-		return err
-	}
-	c := b.Cursor()
-	var k, v, last []byte
-	if d := protect(func() { k, v = c.First() }); d != nil {
-		s.lost(path, d)
-		c, k, v = skipPast(b, nil)
-	}
-	for k != nil {
-		if last != nil && bytes.Compare(k, last) <= 0 { // out of order: the page lies
-			s.lost(path, fmt.Sprintf("key %x after %x", k, last))
-			if c, k, v = skipPast(b, last); k == nil {
-				break
-			}
-		}
-		last = bytes.Clone(k)
-		if v == nil {
-			var nb *bbolt.Bucket
-			if d := protect(func() { nb = b.Bucket(k) }); d != nil {
-				s.lost(append(path, last), d)
-			} else if nb != nil {
-				if err := s.bucket(append(append([][]byte(nil), path...), last), nb); err != nil {
-					return err
-				}
-			}
-		} else {
-			s.st.Keys++
-			if err := s.add(salvageItem{path: path, k: last, v: bytes.Clone(v)}); err != nil {
-				return err
-			}
-		}
-		if d := protect(func() { k, v = c.Next() }); d != nil {
-			s.lost(path, d)
-			c, k, v = skipPast(b, last)
-		}
-	}
-	return nil
-}
-
-// skipPast returns a cursor on b at the first readable record after the damaged part that
-// follows key after (nil: from the start), or a nil key if none is found. It seeks to ever
-// coarser successors of after (its last byte incremented, then the one before with the rest
-// cut…), so it may pass over some readable records, never over one before after.
-func skipPast(b *bbolt.Bucket, after []byte) (*bbolt.Cursor, []byte, []byte) {
-	for i := len(after) - 1; i >= 0; i-- {
-		if after[i] == 0xff {
-			continue
-		}
-		cand := append(bytes.Clone(after[:i]), after[i]+1)
-		c := b.Cursor()
-		var k, v []byte
-		if d := protect(func() { k, v = c.Seek(cand) }); d == nil && (k == nil || bytes.Compare(k, after) > 0) {
-			return c, k, v
-		}
-	}
-	return nil, nil, nil
 }
 
 // flush writes the pending items into the new store in one transaction.
@@ -208,59 +200,85 @@ func (s *salvager) flush() error {
 	}
 	err := s.dst.Update(func(tx *bbolt.Tx) error {
 		for _, it := range s.pending {
-			b, err := tx.CreateBucketIfNotExists(it.path[0])
-			if err != nil {
-				return err
-			}
-			for _, name := range it.path[1:] {
-				if b, err = b.CreateBucketIfNotExists(name); err != nil {
-					return err
+			err := putItem(tx, it)
+			switch {
+			case errors.Is(err, berrors.ErrIncompatibleValue), errors.Is(err, berrors.ErrKeyTooLarge), errors.Is(err, berrors.ErrValueTooLarge):
+				// A record and a bucket of one name (a flag changed on disk): the first kept.
+				if s.st.Lost++; len(s.st.Damage) < 20 {
+					s.st.Damage = append(s.st.Damage, fmt.Sprintf("%s: key %q: %v", pageName(it.path), it.k, err))
 				}
-			}
-			if it.bucket {
-				if err := b.SetSequence(it.seq); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := b.Put(it.k, it.v); err != nil {
+			case err != nil:
 				return err
 			}
 		}
 		return nil
 	})
-	s.pending = s.pending[:0]
+	s.pending, s.bytes = s.pending[:0], 0
 	if err != nil {
 		return fmt.Errorf("storage: salvage into %s: %w", s.dst.path, err)
 	}
 	return nil
 }
 
-// dropBodiless deletes from db the pages whose body is missing (it was lost), and returns how
-// many it deleted.
+// putItem writes it into tx.
+func putItem(tx *bbolt.Tx, it salvageItem) error {
+	b, err := tx.CreateBucketIfNotExists(it.path[0])
+	if err != nil {
+		return err
+	}
+	for _, name := range it.path[1:] {
+		if b, err = b.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	if it.bucket {
+		return b.SetSequence(it.seq)
+	}
+	return b.Put(it.k, it.v)
+}
+
+// dropBodiless deletes from db the pages whose metadata or body is missing or does not decode
+// (it was lost or damaged), and returns how many it deleted.
 func dropBodiless(db *DB) (int, error) {
 	n := 0
 	err := db.Update(func(tx *bbolt.Tx) error {
 		pages, bodies := tx.Bucket(bucketPages), tx.Bucket(bucketBodies)
 		var lost [][]byte
+		// The page buckets hold no buckets: one there is a record whose flag changed on disk,
+		// and would stand in the way of a page stored under its key.
+		var nested [][]byte
+		if err := bodies.ForEach(func(k, v []byte) error {
+			if v == nil {
+				nested = append(nested, bytes.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range nested {
+			if err := bodies.DeleteBucket(k); err != nil {
+				return err
+			}
+		}
 		err := pages.ForEach(func(k, v []byte) error {
-			if len(k) != 8 {
+			if len(k) != 8 || v == nil {
+				lost = append(lost, bytes.Clone(k))
 				return nil
 			}
-			p, err := decodePage(binary.BigEndian.Uint64(k), v, nil, false)
-			switch {
-			case err != nil: // unreadable metadata: as lost as its body
-			case bodies.Get(k) != nil, p.RevisitOf != 0, p.SameAs != 0 && bodies.Get(seqKey(p.SameAs)) != nil:
-				return nil
+			if _, err := decodePage(binary.BigEndian.Uint64(k), v, bodies, true); err != nil {
+				lost = append(lost, bytes.Clone(k))
 			}
-			lost = append(lost, bytes.Clone(k))
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 		for _, k := range lost {
-			if err := pages.Delete(k); err != nil {
+			err := pages.Delete(k)
+			if errors.Is(err, berrors.ErrIncompatibleValue) {
+				err = pages.DeleteBucket(k)
+			}
+			if err != nil {
 				return err
 			}
 		}

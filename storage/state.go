@@ -72,7 +72,9 @@ type RobotsEntry struct {
 	HTTPOnly bool `json:"http_only,omitempty"`
 }
 
-// Robots returns the cached robots.txt entry of host and whether there is one.
+// Robots returns the cached robots.txt entry of host and whether there is one. An entry that
+// does not decode (damaged) is no entry: the cache is only a cache, and robots.txt is fetched
+// again.
 func (db *DB) Robots(host string) (RobotsEntry, bool, error) {
 	v, ok, err := db.get(bucketRobots, host, "robots")
 	if !ok || err != nil {
@@ -80,7 +82,7 @@ func (db *DB) Robots(host string) (RobotsEntry, bool, error) {
 	}
 	var e RobotsEntry
 	if err := json.Unmarshal(v, &e); err != nil {
-		return RobotsEntry{}, false, fmt.Errorf("storage: robots %s in %s: %w", host, db.path, err)
+		return RobotsEntry{}, false, nil
 	}
 	return e, true, nil
 }
@@ -106,6 +108,15 @@ func (db *DB) Meta(key string) ([]byte, bool, error) {
 // PutMeta stores v under key, replacing any previous value.
 func (db *DB) PutMeta(key string, v []byte) error {
 	return db.put(bucketMeta, key, v, "meta")
+}
+
+// DeleteMeta deletes the crawl metadata stored under key, if any.
+func (db *DB) DeleteMeta(key string) error {
+	err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Delete([]byte(key)) })
+	if err != nil {
+		return fmt.Errorf("storage: delete meta %q in %s: %w", key, db.path, err)
+	}
+	return nil
 }
 
 func (db *DB) get(bucket []byte, key, what string) ([]byte, bool, error) {

@@ -59,6 +59,12 @@ type Options struct {
 	// NoSync skips fsync after each commit. A process crash still loses nothing, a power
 	// failure may. For tests and benchmarks only.
 	NoSync bool
+
+	// Damaged opens, read-only, a store whose pages Open finds damaged, for Check and Salvage
+	// (which read the file without trusting its page graph); every transaction on it (View,
+	// Update, Batch and what uses them) then returns ErrDamaged. A store without damage opens
+	// as usual, read-only.
+	Damaged bool
 }
 
 // DB is an open crawl store. It is safe for concurrent use by multiple goroutines.
@@ -67,6 +73,9 @@ type DB struct {
 	path     string
 	readOnly bool
 	trim     trimmer // gives back mapped pages while the store is open for writing
+	broken   error   // Options.Damaged and the walk at Open found damage: every transaction returns it
+	format   []byte  // the format marker as the walk at Open read it
+	walked   bool    // the walk at Open read the file
 	batch    batcher // Batch's groups
 }
 
@@ -81,6 +90,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.Damaged {
+		o.ReadOnly = true
 	}
 	path := filepath.Join(dir, FileName)
 	if o.ReadOnly {
@@ -109,35 +121,15 @@ func Open(dir string, opts *Options) (*DB, error) {
 			}
 		}
 	}
-	if err := checkLength(path); err != nil {
+	if err := checkLength(path); err != nil && !o.Damaged {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
-	b, err := openBolt(path, &bbolt.Options{
-		Timeout:  o.Timeout,
-		ReadOnly: o.ReadOnly,
-		NoSync:   o.NoSync,
-		// The map freelist keeps commits fast when the file is large and fragmented.
-		FreelistType: bbolt.FreelistMapType,
-	})
-	var pathErr *fs.PathError
-	var errno syscall.Errno
-	switch {
-	case err == nil:
-	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("storage: open %s: %w (%slock not acquired within %v)", path, ErrLocked, holder(dir), o.Timeout)
-	case errors.Is(err, ErrNotStore), errors.Is(err, ErrDamaged):
-		return nil, fmt.Errorf("storage: open %s: %w", path, err)
-	case errors.As(err, &pathErr), errors.As(err, &errno):
-		return nil, fmt.Errorf("storage: open %s: %w", path, err) // permissions, I/O, mmap limits
-	default:
-		// bbolt's own complaints about the content: invalid meta pages, checksum or version
-		// mismatch, "file size too small"…
-		return nil, fmt.Errorf("storage: open %s: %w (%v)", path, ErrNotStore, err)
+	db, err := openChecked(dir, path, o)
+	if err != nil {
+		return nil, err
 	}
-
-	db := &DB{bolt: b, path: path, readOnly: o.ReadOnly}
 	if err := db.checkFormat(); err != nil {
-		_ = b.Close()
+		_ = db.bolt.Close()
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
 	if !o.ReadOnly {
@@ -146,6 +138,70 @@ func Open(dir string, opts *Options) (*DB, error) {
 		_ = os.WriteFile(filepath.Join(dir, PIDFileName), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	}
 	return db, nil
+}
+
+// openChecked opens the bbolt file at path after walking its pages (walkOpen) under a shared
+// lock, so that no reader or writer of the store ever meets a page graph that could crash,
+// loop or exhaust memory: a store the walk finds damaged is refused with ErrDamaged, unless
+// o.Damaged, which opens it read-only with every transaction refused (see Options.Damaged).
+func openChecked(dir, path string, o Options) (*DB, error) {
+	ro := bbolt.Options{Timeout: o.Timeout, ReadOnly: true, FreelistType: bbolt.FreelistMapType}
+	rw := bbolt.Options{Timeout: o.Timeout, NoSync: o.NoSync, FreelistType: bbolt.FreelistMapType}
+	db := &DB{path: path, readOnly: o.ReadOnly}
+	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
+		// A new file bbolt initializes: nothing to walk.
+		b, err := openBolt(path, &rw)
+		if err != nil {
+			return nil, openError(dir, path, o, err)
+		}
+		db.bolt = b
+		return db, nil
+	}
+	b, err := openBolt(path, &ro)
+	if err != nil {
+		return nil, openError(dir, path, o, err)
+	}
+	res, err := walkFile(path, walkOpen, 1, 1, nil)
+	switch {
+	case err != nil:
+		_ = b.Close()
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	case res.total > 0 && !o.Damaged:
+		_ = b.Close()
+		return nil, fmt.Errorf("storage: open %s: %w (%s)", path, ErrDamaged, res.problems[0])
+	case res.total > 0:
+		db.broken = damageError(path, res.problems[0])
+	}
+	db.format, db.walked = res.format, res.found
+	if o.ReadOnly {
+		db.bolt = b
+		return db, nil
+	}
+	if err := b.Close(); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	if db.bolt, err = openBolt(path, &rw); err != nil {
+		return nil, openError(dir, path, o, err)
+	}
+	return db, nil
+}
+
+// openError is the error of Open for bbolt's error err opening path.
+func openError(dir, path string, o Options, err error) error {
+	var pathErr *fs.PathError
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("storage: open %s: %w (%slock not acquired within %v)", path, ErrLocked, holder(dir), o.Timeout)
+	case errors.Is(err, ErrNotStore), errors.Is(err, ErrDamaged):
+		return fmt.Errorf("storage: open %s: %w", path, err)
+	case errors.As(err, &pathErr), errors.As(err, &errno):
+		return fmt.Errorf("storage: open %s: %w", path, err) // permissions, I/O, mmap limits
+	default:
+		// bbolt's own complaints about the content: invalid meta pages, checksum or version
+		// mismatch, "file size too small"…
+		return fmt.Errorf("storage: open %s: %w (%v)", path, ErrNotStore, err)
+	}
 }
 
 // openBolt is bbolt.Open turning a panic on a damaged file into ErrDamaged. A fault reading
@@ -163,16 +219,18 @@ func openBolt(path string, o *bbolt.Options) (b *bbolt.DB, err error) {
 
 // checkFormat verifies the format marker, writing it (and storage's buckets) into a file that
 // has no buckets at all: a new file, or one whose creation was interrupted before the marker
-// was committed.
-func (db *DB) checkFormat() (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w (%v)", ErrDamaged, r)
+// was committed. A marker that is not this format's nor another version's is damage.
+func (db *DB) checkFormat() error {
+	if db.broken != nil {
+		// Only Check and Salvage will read it: refuse only what is surely another format.
+		if db.format != nil && !bytes.Equal(db.format, formatValue) && formatVersion(db.format) {
+			return fmt.Errorf("%w (format %q, want %q)", ErrNotStore, db.format, formatValue)
 		}
-	}()
+		return nil
+	}
 	var empty, ok bool
 	var found []byte
-	if err := db.bolt.View(func(tx *bbolt.Tx) error {
+	if err := db.View(func(tx *bbolt.Tx) error {
 		if b := tx.Bucket(formatBucket); b != nil {
 			found = bytes.Clone(b.Get(formatKey))
 			ok = true
@@ -191,15 +249,32 @@ func (db *DB) checkFormat() (err error) {
 		if db.readOnly {
 			return nil
 		}
-		return db.bolt.Update(createBuckets)
-	case ok:
+		return db.Update(createBuckets)
+	case ok && formatVersion(found):
 		return fmt.Errorf("%w (format %q, want %q)", ErrNotStore, found, formatValue)
+	case ok:
+		return fmt.Errorf("%w (its format marker reads %q, want %q)", ErrDamaged, found, formatValue)
 	case !empty:
 		return fmt.Errorf("%w (a bbolt file without the crawl format marker)", ErrNotStore)
 	case db.readOnly:
 		return fmt.Errorf("%w (no format marker)", ErrNotStore)
 	}
-	return db.bolt.Update(initStore)
+	return db.Update(initStore)
+}
+
+// formatVersion reports whether v is a format marker of this family, of any version:
+// "crawl-store/" and a number.
+func formatVersion(v []byte) bool {
+	n, ok := bytes.CutPrefix(v, []byte("crawl-store/"))
+	if !ok || len(n) == 0 || len(n) > 9 {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // initStore writes the format marker and creates every bucket of a new store.

@@ -251,8 +251,8 @@ func fileHash(t *testing.T, path string) [32]byte {
 }
 
 // TestDataDirNotAStore: `crawl run` (with and without --seeds) and `crawl status` on a --data
-// that is not a crawl store fail at once with a message saying so, and leave what is there
-// untouched.
+// that is not a crawl store fail at once with a message saying so (a crawl store cut short: that
+// it is damaged), and leave what is there untouched.
 func TestDataDirNotAStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
@@ -284,6 +284,7 @@ func TestDataDirNotAStore(t *testing.T) {
 		want string
 	}
 	notStore := outcome{exitRuntime, "not a crawl store"}
+	damaged := outcome{exitRuntime, "is damaged"} // a crawl store, cut short
 	tests := []struct {
 		name                string
 		setup               func(t *testing.T, dir string) string // returns the --data path
@@ -308,7 +309,7 @@ func TestDataDirNotAStore(t *testing.T) {
 		{"store cut in half", func(t *testing.T, dir string) string {
 			os.WriteFile(filepath.Join(dir, "crawl.db"), whole[:len(whole)/2], 0o644)
 			return dir
-		}, notStore, notStore, notStore},
+		}, damaged, damaged, damaged},
 		{"crawl.db is a directory", func(t *testing.T, dir string) string {
 			os.Mkdir(filepath.Join(dir, "crawl.db"), 0o755)
 			return dir

@@ -5,24 +5,28 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
 )
 
 func init() {
-	commands["check"] = command{summary: "check a stopped crawl's store for damage (bbolt's and the frontier's consistency checks)", run: checkCmd}
+	commands["check"] = command{summary: "check a stopped crawl's store for damage (its pages, its records and its frontier)", run: checkCmd}
 	commands["salvage"] = command{summary: "copy what is readable of a damaged store into a new one", run: salvageCmd}
 }
 
 const checkSynopsis = `usage: crawl check --data DIR
 
-Runs bbolt's consistency check over DIR/crawl.db (every page readable, reachable once, keys in
-order), then the frontier's (every URL in one state, queues and counts agreeing). Exit 0 if
-both pass, 1 with the problems listed if not.`
+Walks the pages of DIR/crawl.db, reading the file without trusting it (every page within the
+file and reached once, of the right type, its elements within it, keys in order, free pages
+apart from those in use), then decodes every stored page and the crawl's records, then runs
+the frontier's check (every URL in one state, queues and counts agreeing). Opens a store any
+other command refuses as damaged. Exit 0 if all pass, 1 with the problems listed if not.`
 
 // maxProblems is how many problems crawl check lists.
 const maxProblems = 20
@@ -38,18 +42,29 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, strings.SplitN(checkSynopsis, "\n", 2)[0])
 		return exitUsage
 	}
-	db, ok := openStopped("crawl check", *dir, stderr)
+	db, ok := openStopped("crawl check", *dir, stderr, true)
 	if !ok {
 		return exitRuntime
 	}
 	defer db.Close()
 	problems, total, err := db.Check(maxProblems)
 	if err == nil && total == 0 {
+		problems, total, err = db.CheckPages(maxProblems)
+	}
+	if err == nil && total == 0 {
+		if err = crawler.CheckRecords(db); err == nil {
+			err = checkStored(db)
+		}
+		if errors.Is(err, storage.ErrDamaged) {
+			problems, total, err = []string{err.Error()}, 1, nil
+		}
+	}
+	if err == nil && total == 0 {
 		var fr *frontier.Frontier
 		if fr, err = frontier.Open(db, nil); err == nil {
 			err = fr.Check()
 		}
-		if errors.Is(err, frontier.ErrCorrupt) {
+		if errors.Is(err, frontier.ErrCorrupt) || errors.Is(err, storage.ErrDamaged) {
 			problems, total, err = []string{err.Error()}, 1, nil
 		}
 	}
@@ -59,7 +74,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	if total == 0 {
-		fmt.Fprintf(stdout, "crawl check: %s passes bbolt's and the frontier's checks\n", db.Path())
+		fmt.Fprintf(stdout, "crawl check: %s passes the checks of its pages, its records and its frontier\n", db.Path())
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "crawl check: %s is damaged: %d %s\n", db.Path(), total, plural(total, "problem", "problems"))
@@ -76,13 +91,16 @@ func checkCmd(args []string, stdout, stderr io.Writer) int {
 const salvageSynopsis = `usage: crawl salvage --data DIR --to NEWDIR
 
 Copies every record of DIR/crawl.db that can be read (pages, bodies, the frontier's URLs and
-queues, host state) into a new store in NEWDIR, passing over the damaged parts, and says what
-was lost. DIR is only read. Then it repairs the new store's frontier from its URL records: a
+queues, host state) into a new store in NEWDIR, reading the file page by page without trusting
+it, passing over the damaged parts, and says what was lost. DIR is only read. Pages whose
+metadata or body does not decode, and crawl records that do not, are left out. Then it repairs the new store's frontier from its URL records: a
 queued URL whose queue entry was lost is queued again, a fetched URL whose page was lost is
 queued to be fetched again, and the counts are recomputed. A URL whose record was lost is
 recorded again where the store still names it: fetched if a page of it is stored, queued if its
 queue entry is left and a stored page links to it (a queue entry holds only a fingerprint of its
-URL). crawl run --data NEWDIR then resumes the crawl, and its pages export as usual.`
+URL). The store takes the name NEWDIR/crawl.db only when all that is done: a salvage that is
+killed leaves none. crawl run --data NEWDIR then resumes the crawl, and its pages export as
+usual.`
 
 func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("salvage", salvageSynopsis)
@@ -96,14 +114,24 @@ func salvageCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, strings.SplitN(salvageSynopsis, "\n", 2)[0])
 		return exitUsage
 	}
-	db, ok := openStopped("crawl salvage", *dir, stderr)
+	db, ok := openStopped("crawl salvage", *dir, stderr, true)
 	if !ok {
 		return exitRuntime
 	}
 	defer db.Close()
-	st, err := db.Salvage(*to)
+	var rs frontier.RepairStats
+	var c frontier.Counts
+	frontierFailed := false
+	st, err := db.Salvage(*to, func(db *storage.DB) (err error) {
+		rs, c, err = repairSalvaged(db, stdout)
+		frontierFailed = err != nil
+		return err
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl salvage: %v\n", err)
+		if frontierFailed {
+			fmt.Fprintf(stderr, "crawl salvage: %s is damaged past what salvage mends: nothing was written to %s\n", db.Path(), *to)
+		}
 		return exitRuntime
 	}
 	fmt.Fprintf(stdout, "crawl salvage: %d records in %d buckets copied from %s into %s/%s\n", st.Keys, st.Buckets, db.Path(), *to, storage.FileName)
@@ -116,7 +144,18 @@ func salvageCmd(args []string, stdout, stderr io.Writer) int {
 	if st.BodiesLost > 0 {
 		fmt.Fprintf(stdout, "%d %s lost their body and were left out\n", st.BodiesLost, plural(st.BodiesLost, "page", "pages"))
 	}
-	return repairSalvaged(*to, stdout, stderr)
+	if rs.Changed() {
+		fmt.Fprintf(stdout, "frontier repaired from its URL records: %s\n", repairSummary(rs))
+	}
+	dir2 := *to
+	if c.Queued > 0 {
+		fmt.Fprintf(stdout, "crawl check --data %s passes; crawl run --data %s resumes the crawl (%d %s queued)\n", dir2, dir2, c.Queued, plural(c.Queued, "URL", "URLs"))
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "crawl check --data %s passes, but no URL is left queued (%d fetched, %d failed, %d excluded): crawl run --data %s resumes nothing; "+
+		"crawl run --data %s URL… queues again what the store has not seen, and crawl export --data %s writes the pages kept\n",
+		dir2, c.Fetched, c.Failed, c.Excluded, dir2, dir2, dir2)
+	return exitOK
 }
 
 // repairSummary lists what a repair changed, each nonzero count once.
@@ -138,42 +177,42 @@ func repairSummary(rs frontier.RepairStats) string {
 	if rs.Counters {
 		parts = append(parts, "counts recomputed")
 	}
+	if rs.KeyLost {
+		parts = append(parts, "fingerprint key lost and made anew")
+	}
 	return strings.Join(parts, ", ")
 }
 
-// repairSalvaged repairs the frontier of the store salvaged into dir and checks it.
-func repairSalvaged(dir string, stdout, stderr io.Writer) int {
-	db, err := storage.Open(dir, nil)
+// repairSalvaged repairs the frontier of the salvaged store db and checks it: the store takes
+// its name only if this succeeds.
+func repairSalvaged(db *storage.DB, stdout io.Writer) (frontier.RepairStats, frontier.Counts, error) {
+	dropped, err := crawler.MendRecords(db)
 	if err != nil {
-		fmt.Fprintf(stderr, "crawl salvage: %v\n", err)
-		return exitRuntime
+		return frontier.RepairStats{}, frontier.Counts{}, err
 	}
-	defer db.Close()
+	for _, key := range dropped {
+		fmt.Fprintf(stdout, "the crawl's %s record did not decode and was dropped\n", key)
+	}
+	if err := checkStored(db); errors.Is(err, storage.ErrDamaged) {
+		if err := db.DeleteMeta("settings"); err != nil {
+			return frontier.RepairStats{}, frontier.Counts{}, err
+		}
+		fmt.Fprintf(stdout, "the crawl's stored settings made no valid crawl and were dropped (%v): crawl run takes its flags' defaults\n", err)
+	} else if err != nil {
+		return frontier.RepairStats{}, frontier.Counts{}, err
+	}
 	rs, err := frontier.Repair(db, &frontier.RepairOptions{Host: pageHost, Links: pageLinks})
-	var c frontier.Counts
+	if err != nil {
+		return rs, frontier.Counts{}, fmt.Errorf("the new store's frontier: %w", err)
+	}
+	fr, err := frontier.Open(db, nil)
 	if err == nil {
-		if rs.Changed() {
-			fmt.Fprintf(stdout, "frontier repaired from its URL records: %s\n", repairSummary(rs))
-		}
-		var fr *frontier.Frontier
-		if fr, err = frontier.Open(db, nil); err == nil {
-			if err = fr.Check(); err == nil {
-				c = fr.Counts()
-			}
-		}
+		err = fr.Check()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "crawl salvage: the new store's frontier: %v\n", err)
-		return exitRuntime
+		return rs, frontier.Counts{}, fmt.Errorf("the new store's frontier: %w", err)
 	}
-	if c.Queued > 0 {
-		fmt.Fprintf(stdout, "crawl check --data %s passes; crawl run --data %s resumes the crawl (%d %s queued)\n", dir, dir, c.Queued, plural(c.Queued, "URL", "URLs"))
-		return exitOK
-	}
-	fmt.Fprintf(stdout, "crawl check --data %s passes, but no URL is left queued (%d fetched, %d failed, %d excluded): crawl run --data %s resumes nothing; "+
-		"crawl run --data %s URL… queues again what the store has not seen, and crawl export --data %s writes the pages kept\n",
-		dir, c.Fetched, c.Failed, c.Excluded, dir, dir, dir)
-	return exitOK
+	return rs, fr.Counts(), nil
 }
 
 // pageHost is the host key of a stored page's URL, "" if it does not parse.
@@ -216,6 +255,7 @@ func pageLinks(p *storage.Page) []frontier.Entry {
 // damageHint tells what to do about err when it says the store in dir is damaged.
 func damageHint(w io.Writer, dir string, err error) {
 	if errors.Is(err, storage.ErrDamaged) {
-		fmt.Fprintf(w, "crawl: the store in %s is damaged: crawl check --data %s lists the damage; crawl salvage --data %s --to NEWDIR copies what is readable into a new store\n", dir, dir, dir)
+		fmt.Fprintf(w, "crawl: the store %s is damaged: crawl check --data %s lists the damage; crawl salvage --data %s --to NEWDIR copies what is readable into a new store\n",
+			filepath.Join(dir, storage.FileName), dir, dir)
 	}
 }

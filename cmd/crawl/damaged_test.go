@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/crawl-project/crawl/internal/simweb"
 	"github.com/crawl-project/crawl/internal/storetest"
+	"github.com/crawl-project/crawl/storage"
+	"go.etcd.io/bbolt"
 )
 
 // TestDamagedStore: a store with bytes flipped in its pages makes crawl run, crawl urls and
@@ -114,5 +117,97 @@ func TestSalvageNothingQueued(t *testing.T) {
 	if s := out.String(); strings.Contains(s, "resumes the crawl") || !strings.Contains(s, "no URL is left queued (10 fetched") ||
 		!strings.Contains(s, "crawl run --data "+to+" URL…") {
 		t.Errorf("crawl salvage of a finished crawl says:\n%s\nwant that no URL is left queued, what it holds and how to queue URLs again", s)
+	}
+}
+
+// TestStoredSettingsDamaged: a settings record that decodes but holds settings no crawl could
+// have run with (a changed digit: --max-rate 0) makes crawl run say the store is damaged,
+// naming its file (exit 1), not blame the command line; a flag given on the command line that
+// makes the settings invalid is still a usage error.
+func TestStoredSettingsDamaged(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 10}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := crawlSite(t, web, "--max-rate", "30")
+	db, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := db.Meta("settings")
+	if err != nil || !bytes.Contains(b, []byte(`"max_rate":30`)) {
+		db.Close()
+		t.Fatalf("settings record %s (%v); want a max_rate of 30 in it", b, err)
+	}
+	if err := db.PutMeta("settings", bytes.Replace(b, []byte(`"max_rate":30`), []byte(`"max_rate":0`), 1)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	var out, errb strings.Builder
+	code := runCmd([]string{"--data", dir, "--quiet"}, &out, &errb)
+	if path := filepath.Join(dir, storage.FileName); code != exitRuntime || !strings.Contains(errb.String(), path) || !strings.Contains(errb.String(), "damaged") {
+		t.Errorf("crawl run on stored settings with --max-rate 0: exit %d; want %d naming %s as damaged\n%s", code, exitRuntime, path, errb.String())
+	}
+	errb.Reset()
+	if code := runCmd([]string{"--data", dir, "--quiet", "--max-rate", "0.01"}, &out, &errb); code != exitUsage {
+		t.Errorf("crawl run --max-rate 0.01 (below --min-rate): exit %d; want %d\n%s", code, exitUsage, errb.String())
+	}
+	out.Reset()
+	if code := checkCmd([]string{"--data", dir}, &out, &errb); code != exitRuntime || !strings.Contains(out.String(), "stored settings make no valid crawl") {
+		t.Errorf("crawl check: exit %d; want %d saying the stored settings are damaged\n%s", code, exitRuntime, out.String())
+	}
+	to := filepath.Join(t.TempDir(), "salvaged")
+	out.Reset()
+	if code := salvageCmd([]string{"--data", dir, "--to", to}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "were dropped") {
+		t.Fatalf("crawl salvage: exit %d; want %d, dropping the stored settings\n%s%s", code, exitOK, out.String(), errb.String())
+	}
+	if code := checkCmd([]string{"--data", to}, &out, &errb); code != exitOK {
+		t.Errorf("crawl check of the salvaged store: exit %d\n%s", code, out.String())
+	}
+}
+
+// TestInconsistentFrontierDamaged: a store whose frontier's records contradict each other (a
+// host's counters record cut short, as damage leaves it) makes crawl run say the store is
+// damaged, naming its file (exit 1), not tell the operator to free disk space.
+func TestInconsistentFrontierDamaged(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 60}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := crawlSite(t, web, "--max-pages", "5")
+	db, err := storage.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := 0
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		hosts := tx.Bucket([]byte("frontier/hosts"))
+		var keys [][]byte
+		hosts.ForEach(func(k, v []byte) error {
+			if v != nil && len(v) > 2 {
+				keys = append(keys, bytes.Clone(k))
+			}
+			return nil
+		})
+		for _, k := range keys {
+			if err := hosts.Put(k, bytes.Clone(hosts.Get(k)[:2])); err != nil {
+				return err
+			}
+			cut++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if cut == 0 {
+		t.Fatal("no host record to cut")
+	}
+	var out, errb strings.Builder
+	code := runCmd([]string{"--data", dir, "--quiet", "--max-pages", "60"}, &out, &errb)
+	if path := filepath.Join(dir, storage.FileName); code != exitRuntime || !strings.Contains(errb.String(), path) || !strings.Contains(errb.String(), "damaged") || strings.Contains(errb.String(), "disk space") {
+		t.Errorf("crawl run on a store whose host records are cut short: exit %d; want %d naming %s as damaged\n%s", code, exitRuntime, path, errb.String())
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -117,7 +118,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	stores := make([]export.Store, len(dirs))
 	learned := make([]learnedfile.Source, len(dirs))
 	for i, dir := range dirs {
-		db, ok := openStopped("crawl export", dir, stderr)
+		db, ok := openStopped("crawl export", dir, stderr, false)
 		if !ok {
 			return exitRuntime
 		}
@@ -147,6 +148,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case "jsonl", "csv":
 		body := func(p *storage.Page) ([]byte, error) { // HTML only, for title, fields and the like
 			full, err := db.Page(p.Seq)
+			if errors.Is(err, storage.ErrNotFound) {
+				err = fmt.Errorf("%w (a page listed but not found): %w", storage.ErrDamaged, err) // keys out of order
+			}
 			if err != nil {
 				return nil, err
 			}

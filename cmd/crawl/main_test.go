@@ -13,6 +13,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CRAWL_AS_MAIN") == "1" {
 		os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	if js := os.Getenv("CRAWL_SCRIPT"); js != "" {
+		os.Exit(runScriptMain(js))
+	}
 	flag.Parse()
 	parallelByDefault(testParallel)
 	os.Exit(m.Run())

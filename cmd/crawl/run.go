@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/gcfloor"
 	"github.com/crawl-project/crawl/internal/termsafe"
@@ -136,9 +137,12 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	gaveHostsConfig := flagGiven(fs, "hosts-config")
+	var applied map[string]bool
 	if shared.redisURL == "" { // a shared crawl's settings are the crawl's (takeCrawlSettings)
-		if err := applyStored(fs, *dir); err != nil {
+		var err error
+		if applied, err = applyStored(fs, *dir); err != nil {
 			fmt.Fprintf(stderr, "crawl run: %v\n", err)
+			damageHint(stderr, *dir, err)
 			return exitRuntime
 		}
 	}
@@ -190,6 +194,12 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := cfg.Validate(); err != nil {
+		if fromStore(err, applied) {
+			err = storedDamage(*dir, "its stored settings make no valid crawl: "+err.Error())
+			fmt.Fprintf(stderr, "crawl run: %v\n", err)
+			damageHint(stderr, *dir, err)
+			return exitRuntime
+		}
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
@@ -360,6 +370,13 @@ func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer,
 	case errors.Is(runErr, crawler.ErrInterrupted):
 		fmt.Fprintf(stderr, "crawl: interrupted; everything fetched is saved. Run the same command again to resume.\n")
 		return exitInterrupted
+	case errors.Is(runErr, frontier.ErrCorrupt), errors.Is(runErr, frontier.ErrNotLeased):
+		// The frontier's records contradict each other (a URL queued twice, and so leased
+		// twice, is one way): the store is damaged, whatever the disk's free space.
+		runErr = storedDamage(cfg.Dir, runErr.Error())
+		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
+		damageHint(stderr, cfg.Dir, runErr)
+		return exitRuntime
 	case errors.Is(runErr, storage.ErrDamaged):
 		fmt.Fprintf(stderr, "crawl: %v\n", runErr)
 		damageHint(stderr, cfg.Dir, runErr)

@@ -156,11 +156,11 @@ func printStatusJSON(stdout, stderr io.Writer, v any) int {
 	return exitOK
 }
 
-// statusCheckMax is the largest store crawl status checks for damage (bbolt's check reads
-// every page of the file's trees, so its time grows with the file); crawl check checks any.
+// statusCheckMax is the largest store crawl status checks for damage (the check reads every
+// page of the file's trees, so its time grows with the file); crawl check checks any.
 const statusCheckMax = 256 << 20
 
-// checkStopped runs bbolt's check over the stopped store in dir, if it is at most
+// checkStopped runs the store's page check (storage.DB.Check) over the stopped store in dir, if it is at most
 // statusCheckMax bytes, and returns an error wrapping storage.ErrDamaged if it finds damage:
 // the counts crawl status shows come from records that can be intact while others are not.
 func checkStopped(dir string) error {

@@ -74,7 +74,7 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 	if *redisURL != "" {
 		return urlsShared(*redisURL, *crawlName, states, *reason, *host, *asJSON, stdout, stderr)
 	}
-	db, ok := openStopped("crawl urls", *dir, stderr)
+	db, ok := openStopped("crawl urls", *dir, stderr, false)
 	if !ok {
 		return exitRuntime
 	}
@@ -122,9 +122,10 @@ func urlsCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // openStopped opens the store in dir read-only for command cmd, failing at once (with a
-// message on stderr) while a crawl holds it or when there is none.
-func openStopped(cmd, dir string, stderr io.Writer) (*storage.DB, bool) {
-	db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: exportLockTimeout})
+// message on stderr) while a crawl holds it or when there is none. damaged opens a store whose
+// pages are damaged too (storage.Options.Damaged), for check and salvage.
+func openStopped(cmd, dir string, stderr io.Writer, damaged bool) (*storage.DB, bool) {
+	db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: exportLockTimeout, Damaged: damaged})
 	switch {
 	case errors.Is(err, storage.ErrLocked):
 		by := ""

@@ -282,7 +282,7 @@ func (c *Crawler) guard(seeds []string) (*netguard.Guard, error) {
 		return nil, err
 	} else if ok {
 		if err := json.Unmarshal(b, &saved); err != nil {
-			return nil, fmt.Errorf("store %s: bad private-ranges record: %w", c.cfg.Dir, err)
+			return nil, c.db.Damage(fmt.Sprintf("its private-ranges record does not decode: %v", err))
 		}
 	}
 	for _, s := range saved {
@@ -380,7 +380,7 @@ func (c *Crawler) loadScope() error {
 	}
 	var m scopeMeta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("store %s: bad scope record: %w", c.cfg.Dir, err)
+		return c.db.Damage(fmt.Sprintf("its scope record does not decode: %v", err))
 	}
 	if m.Mode != c.cfg.Scope {
 		hosts, err := c.seedHosts()

@@ -186,6 +186,48 @@ type settingsMeta struct {
 
 const settingsKey = "settings"
 
+// The crawl's records in the store's metadata that a run decodes: its settings, scope and
+// private ranges, each JSON.
+var crawlRecords = []string{settingsKey, "scope", "private-ranges"}
+
+// CheckRecords returns an error wrapping storage.ErrDamaged, naming the store, if one of the
+// crawl's records in db (settings, scope, private ranges) does not decode.
+func CheckRecords(db *storage.DB) error {
+	for _, key := range crawlRecords {
+		b, ok, err := db.Meta(key)
+		if err != nil {
+			return err
+		}
+		if ok && !json.Valid(b) {
+			return db.Damage(fmt.Sprintf("its %s record does not decode", key))
+		}
+	}
+	_, _, err := loadSettings(db)
+	return err
+}
+
+// MendRecords deletes those of the crawl's records in db that do not decode, so that the next
+// run starts without them (it stores its own settings; a lost scope or private-range record
+// makes it exclude what only that record allowed), and returns their names.
+func MendRecords(db *storage.DB) ([]string, error) {
+	var dropped []string
+	for _, key := range crawlRecords {
+		b, ok, err := db.Meta(key)
+		if err != nil {
+			return dropped, err
+		}
+		var m settingsMeta
+		if !ok || (json.Valid(b) && (key != settingsKey || json.Unmarshal(b, &m) == nil)) {
+			continue
+		}
+		if err := db.DeleteMeta(key); err != nil {
+			return dropped, err
+		}
+		dropped = append(dropped, key)
+	}
+	return dropped, nil
+}
+
 func loadSettings(db *storage.DB) (settingsMeta, bool, error) {
 	var m settingsMeta
 	b, ok, err := db.Meta(settingsKey)
@@ -193,7 +235,7 @@ func loadSettings(db *storage.DB) (settingsMeta, bool, error) {
 		return m, false, err
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, false, fmt.Errorf("bad settings record: %w", err)
+		return m, false, db.Damage(fmt.Sprintf("its settings record does not decode: %v", err))
 	}
 	if m.Settings.RequisitesScope == "" { // stored before it was kept: the default applied
 		m.Settings.RequisitesScope = RequisitesScopeAny
@@ -217,9 +259,14 @@ func ReadSettings(dir string) (Settings, bool, error) {
 		return Settings{}, false, err // ErrLocked names the process holding the store
 	}
 	defer db.Close()
+	return StoredSettings(db)
+}
+
+// StoredSettings is ReadSettings of an open store.
+func StoredSettings(db *storage.DB) (Settings, bool, error) {
 	m, ok, err := loadSettings(db)
 	if err != nil {
-		return Settings{}, false, fmt.Errorf("store %s: %w", dir, err)
+		return Settings{}, false, err
 	}
 	return m.Settings, ok, nil
 }

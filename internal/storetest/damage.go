@@ -53,66 +53,21 @@ func damageLeaves(path, only string, pick func(i, n int) bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	const ps = 4096
-	m0, m1 := data[16:], data[ps+16:]
-	meta := m0
-	if binary.LittleEndian.Uint64(m1[48:]) > binary.LittleEndian.Uint64(m0[48:]) { // txid
-		meta = m1
+	f, err := ReadFile(data)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
-	// A page: a 16-byte header (id, flags, count, overflow), then count elements. A branch's
-	// are 16 bytes (pos, ksize, child pgid); a leaf's are 16 bytes (flags, pos, ksize, vsize),
-	// and a bucket's value (element flag 0x01) begins with its tree's root pgid (0: inline).
 	var leaves []int
-	seen := map[uint64]bool{}
-	var walk func(id uint64, rootTree bool, bucket string) error
-	walk = func(id uint64, rootTree bool, bucket string) error {
-		if seen[id] {
-			return nil
+	for _, pg := range f.Pages {
+		if pg.Flags == 0x02 && pg.Bucket != "" && (only == "" || pg.Bucket == only) {
+			leaves = append(leaves, int(pg.ID))
 		}
-		seen[id] = true
-		if (id+1)*ps > uint64(len(data)) {
-			return fmt.Errorf("storetest: %s: page %d beyond the file", path, id)
-		}
-		h := data[id*ps:]
-		count := int(binary.LittleEndian.Uint16(h[10:]))
-		switch binary.LittleEndian.Uint16(h[8:]) {
-		case 0x01: // branch
-			for e := range count {
-				if err := walk(binary.LittleEndian.Uint64(h[16+16*e+8:]), rootTree, bucket); err != nil {
-					return err
-				}
-			}
-		case 0x02: // leaf
-			if !rootTree && (only == "" || bucket == only) {
-				leaves = append(leaves, int(id))
-			}
-			for e := range count {
-				el := h[16+16*e:]
-				if binary.LittleEndian.Uint32(el)&0x01 == 0 {
-					continue
-				}
-				pos, ksize := binary.LittleEndian.Uint32(el[4:]), binary.LittleEndian.Uint32(el[8:])
-				name := bucket
-				if rootTree {
-					name = string(el[pos : pos+ksize])
-				}
-				if root := binary.LittleEndian.Uint64(el[pos+ksize:]); root != 0 {
-					if err := walk(root, false, name); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return nil
-	}
-	if err := walk(binary.LittleEndian.Uint64(meta[16:]), true, ""); err != nil {
-		return 0, err
 	}
 	slices.Sort(leaves)
 	n := 0
 	for j, i := range leaves {
 		if pick(j, len(leaves)) {
-			binary.LittleEndian.PutUint64(data[i*ps:], uint64(i)+1_000_000)
+			binary.LittleEndian.PutUint64(data[i*pageSize:], uint64(i)+1_000_000)
 			n++
 		}
 	}

@@ -63,8 +63,8 @@ type Links struct {
 //
 // Only text/html and application/xhtml+xml bodies are parsed; for other
 // types only X-Robots-Tag is read. Links come from a[href], area[href],
-// frame[src], iframe[src] and link[href] whose rel has canonical, next or
-// prev; relative references resolve against the first <base href> (if it is
+// frame[src], iframe[src] and link[href] whose rel has canonical, next,
+// prev or search; relative references resolve against the first <base href> (if it is
 // a usable http(s) URL) or else base. Bytes are read as UTF-8; invalid
 // sequences are kept and percent-encoded by normalization.
 //
@@ -161,7 +161,7 @@ func (e *extractor) scan(body []byte) {
 			}
 		case tagLink:
 			rel, _ := s.attr(attrRel)
-			if href, ok := s.attr(attrHref); ok && (hasToken(rel, "canonical") || hasToken(rel, "next") || hasToken(rel, "prev")) {
+			if href, ok := s.attr(attrHref); ok && (hasToken(rel, "canonical") || hasToken(rel, "next") || hasToken(rel, "prev") || hasToken(rel, "search")) {
 				e.add(view(href), hasToken(rel, "nofollow"))
 			}
 		case tagMeta:

@@ -75,7 +75,7 @@ func tokenizerLinks(page *url.URL, body []byte, agent string) extracted {
 }
 
 // domLinks reads page with goquery: links from a[href], area[href], frame[src], iframe[src]
-// and link[href] with rel canonical, next or prev, all in the HTML namespace; relative
+// and link[href] with rel canonical, next, prev or search, all in the HTML namespace; relative
 // references resolved against the first <base href> if usable; nofollow per link if every
 // occurrence has rel=nofollow, for every link if meta robots (or meta named agent) says so.
 func domLinks(t *testing.T, page *url.URL, body []byte, agent string) extracted {
@@ -148,7 +148,7 @@ func domLinks(t *testing.T, page *url.URL, body []byte, agent string) extracted 
 			src, _ := attr(s, "src")
 			add(src, false)
 		case "link":
-			if relHas(s, "canonical", "next", "prev") {
+			if relHas(s, "canonical", "next", "prev", "search") {
 				href, _ := attr(s, "href")
 				add(href, relHas(s, "nofollow"))
 			}
@@ -334,7 +334,7 @@ func TestExtractLinksMatchesDOMGenerated(t *testing.T) {
 		}
 		return v
 	}
-	rels := []string{"", "nofollow", "NOFOLLOW noopener", "canonical", "next", "prev nofollow", "stylesheet", "ugc"}
+	rels := []string{"", "nofollow", "NOFOLLOW noopener", "canonical", "next", "prev nofollow", "stylesheet", "ugc", "search"}
 	relAttr := func() string {
 		if rel := rels[r.IntN(len(rels))]; rel != "" {
 			return " rel=" + quote(rel)

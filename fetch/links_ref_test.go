@@ -120,7 +120,7 @@ func refScan(e *extractor, body []byte) {
 				e.add(a.src, false)
 			}
 		case "link":
-			if a.hasHref && (refHasToken(a.rel, "canonical") || refHasToken(a.rel, "next") || refHasToken(a.rel, "prev")) {
+			if a.hasHref && (refHasToken(a.rel, "canonical") || refHasToken(a.rel, "next") || refHasToken(a.rel, "prev") || refHasToken(a.rel, "search")) {
 				e.add(a.href, refHasToken(a.rel, "nofollow"))
 			}
 		case "meta":

@@ -41,9 +41,10 @@ func TestExtractLinks(t *testing.T) {
 			name: "sources",
 			body: `<a href="a1">x</a><area href="/area"><frame src="f.html"><iframe src="//cdn.b.com/i">inner <a href="raw">
 				</iframe><link rel="canonical" href="/canon"><link rel="Next" href="?p=2"><link rel="prev" href="?p=0">
+				<link rel="search" title="Search" href="search.html"><link rel="alternate" hreflang="de" href="/de/">
 				<link rel="stylesheet" href="/style.css"><img src="/img.png"><script src="/s.js"></script><a name="anchor">`,
 			want: []string{"http://a.com/dir/a1", "http://a.com/area", "http://a.com/dir/f.html", "http://cdn.b.com/i",
-				"http://a.com/canon", "http://a.com/dir/page.html?p=2", "http://a.com/dir/page.html?p=0"},
+				"http://a.com/canon", "http://a.com/dir/page.html?p=2", "http://a.com/dir/page.html?p=0", "http://a.com/dir/search.html"},
 		},
 		{
 			name: "relative forms",

@@ -13,9 +13,9 @@ import (
 
 // ExtractRequisites returns what a browser fetches to show a response, as Links (NoFollow is
 // never set; the robots fields are left zero). For text/html and application/xhtml+xml:
-// stylesheets, icons, preloads and OpenSearch descriptions (link[href] whose rel has
-// stylesheet, icon, apple-touch-icon, mask-icon, preload, modulepreload or search, as wget
-// -p fetches them, and their imagesrcset), scripts, images (img and
+// stylesheets, icons and preloads (link[href] whose rel has stylesheet, icon,
+// apple-touch-icon, mask-icon, preload or modulepreload, and their imagesrcset; not the
+// hyperlink rels such as search, next or alternate), scripts, images (img and
 // source src and srcset, so <picture> too; input type=image; the background attribute),
 // video and audio sources and posters, tracks, embeds and objects, and the url()s of style
 // attributes and <style> elements; relative references resolve against <base href> as for
@@ -45,8 +45,10 @@ func (e *extractor) css(b []byte) {
 	}
 }
 
-// requisiteRels are the link relations whose href a page needs to be shown.
-var requisiteRels = []string{"stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon", "preload", "modulepreload", "search"}
+// requisiteRels are the link relations whose href a page needs to be shown: the HTML
+// standard's external resources that a browser loads to render, and the icons browsers take
+// as such (docs/cli.md, Requisites).
+var requisiteRels = []string{"stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon", "preload", "modulepreload"}
 
 // requisiteAttrs are, per element, the attributes holding one URL of a requisite.
 var requisiteAttrs = map[string][]string{

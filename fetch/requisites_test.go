@@ -16,9 +16,11 @@ func TestExtractRequisites(t *testing.T) {
 <link rel=next href=p2><script src="/js/app.js"></script><script>var u = "url(no.png)"</script></head>`,
 			[]string{"http://a.example/dir/s.css", "http://a.example/favicon.ico", "http://a.example/dir/hero.png",
 				"http://a.example/dir/hero@2x.png", "http://a.example/js/app.js"}},
-		{"OpenSearch description, as wget fetches it", "text/html",
-			`<link rel="search" type="application/opensearchdescription+xml" href="/opensearch.xml" title="s">`,
-			[]string{"http://a.example/opensearch.xml"}},
+		{"hyperlink rels are links, not requisites, as for wget -p", "text/html",
+			`<link rel="search" type="application/opensearchdescription+xml" href="/opensearch.xml" title="s">
+<link rel="search" title="Search" href="search.html"><link rel=alternate hreflang=de href=/de/><link rel=help href=/help>
+<link rel="alternate stylesheet" href="alt.css" title="alt">`,
+			[]string{"http://a.example/dir/alt.css"}},
 		{"images and picture", "text/html", `<img src="a.png" srcset="a.png 1x, b,c.png 2x, d.png 100w"><picture>
 <source srcset="e.avif" type="image/avif"><source srcset="f.webp 1x,g.webp 2x"><img src=h.jpg></picture>
 <input type=image src=i.png><input type=text src=no.png><a href=link.html>not a requisite</a>`,

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/crawl-project/crawl/internal/mirrorcheck"
@@ -73,4 +77,67 @@ func exportMirror(t *testing.T, dir string) (string, mirrorcheck.Report, string)
 		t.Errorf("broken links offline: %q", rep.Broken)
 	}
 	return out, rep, stderr
+}
+
+// TestMirrorRequisiteDocumentsOffline crawls a page laid out as Sphinx lays one out: a
+// <link rel=search> to search.html, whose scripts are its own, and an HTML document embedded as
+// an <object> (a requisite) with its own stylesheet and image. In the mirror, under the
+// directory 127.0.0.1+PORT, every script, stylesheet and image of both is a relative path to
+// a mirrored file: search.html is a page (a hyperlink rel), the embedded document's
+// requisites are requisites too; the embedded document's links are not followed.
+func TestMirrorRequisiteDocumentsOffline(t *testing.T) {
+	var mu sync.Mutex
+	asked := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path]++
+		mu.Unlock()
+		switch p := r.URL.Path; {
+		case p == "/":
+			fmt.Fprint(w, `<html><head><link rel="stylesheet" href="_static/basic.css"><link rel="search" title="Search" href="search.html">
+<script src="_static/doctools.js"></script></head><body><object data="figure.html" type="text/html"></object></body></html>`)
+		case p == "/search.html":
+			fmt.Fprint(w, `<html><head><link rel="stylesheet" href="_static/basic.css"><script src="_static/searchtools.js"></script>
+<script src="searchindex.js" defer></script></head><body><form action="search.html"><input name="q"></form></body></html>`)
+		case p == "/figure.html":
+			fmt.Fprint(w, `<html><head><link rel=stylesheet href="_static/figure.css"></head><body><img src="_static/figure.png">
+<a href="elsewhere.html">not followed</a></body></html>`)
+		case strings.HasSuffix(p, ".js"):
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, "var x;")
+		case strings.HasSuffix(p, ".css"):
+			w.Header().Set("Content-Type", "text/css")
+			fmt.Fprint(w, "body { color: black }")
+		case strings.HasSuffix(p, ".png"):
+			w.Header().Set("Content-Type", "image/png")
+			fmt.Fprint(w, "PNG")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	runOK(t, srv.URL+"/", "--data", dir, "--requisites")
+	out, rep, _ := exportMirror(t, dir)
+
+	host := strings.ReplaceAll(strings.TrimPrefix(srv.URL, "http://"), ":", "+")
+	if !strings.HasPrefix(host, "127.0.0.1+") {
+		t.Fatalf("host directory %q, want 127.0.0.1+PORT", host)
+	}
+	for _, f := range []string{"index.html", "search.html", "figure.html", "_static/basic.css", "_static/doctools.js",
+		"_static/searchtools.js", "searchindex.js", "_static/figure.css", "_static/figure.png"} {
+		if _, err := os.Stat(filepath.Join(out, host, filepath.FromSlash(f))); err != nil {
+			t.Errorf("not in the mirror: %v", err)
+		}
+	}
+	for _, a := range rep.Absolute {
+		if !strings.HasSuffix(a, "/elsewhere.html") {
+			t.Errorf("left pointing at the live site: %s", a)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked["/elsewhere.html"] != 0 {
+		t.Errorf("a link of a document fetched as a requisite was followed: requests %v", asked)
+	}
 }

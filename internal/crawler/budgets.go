@@ -138,35 +138,37 @@ func (b *sitemapBudget) takeURLs(host string, n int) int {
 	return n
 }
 
-// Requisite budgets. A stylesheet's requisites are requisites too (its @imports, fonts and
-// images), so a stylesheet that imports a new one without end would be followed without end,
-// whatever --max-depth and --max-pages say: these bound it.
+// Requisite budgets. A requisite's requisites are requisites too (a stylesheet's @imports,
+// fonts and images; the scripts, stylesheets and images of an HTML document fetched as a
+// requisite), so a stylesheet that imports a new one without end, or a document that embeds a
+// new one, would be followed without end, whatever --max-depth and --max-pages say: these
+// bound it.
 const (
 	// maxRequisiteHops is how far from its page a requisite may be: a page's own requisites
-	// are 1 hop away, what a stylesheet at n hops loads is at n+1.
+	// are 1 hop away, what a requisite at n hops loads is at n+1.
 	maxRequisiteHops = 5
-	// requisiteBudgetPerPage is how many requisites a run takes from stylesheets, per page the
+	// requisiteBudgetPerPage is how many requisites a run takes from requisites, per page the
 	// run fetched (for at least one page).
 	requisiteBudgetPerPage = 100
 )
 
-// ReasonRequisiteBudget is the exclusion reason of the requisites of a stylesheet left out
-// because the run's budget of requisites from stylesheets was spent, recorded once per
-// stylesheet with the count in its detail.
+// ReasonRequisiteBudget is the exclusion reason of the requisites of a requisite left out
+// because the run's budget of requisites from requisites was spent, recorded once per
+// requisite with the count in its detail.
 const ReasonRequisiteBudget = "requisite-budget"
 
-// requisiteChains counts what the run took from stylesheets, and keeps the hops of the
+// requisiteChains counts what the run took from requisites, and keeps the hops of the
 // requisites it queued from them until they are fetched. It is safe for concurrent use; its
 // memory is bounded by the budget.
 type requisiteChains struct {
 	mu    sync.Mutex
-	hops  map[string]int // requisites queued from a stylesheet in this run, by URL
-	taken int            // requisites taken from stylesheets in this run
+	hops  map[string]int // requisites queued from a requisite in this run, by URL
+	taken int            // requisites taken from requisites in this run
 	pages int            // pages fetched in this run
 }
 
 // hopsOf returns how many hops the requisite url is from its page: as noted when it was
-// queued from a stylesheet in this run, else 1 (a page's own, or queued by an earlier run).
+// queued from a requisite in this run, else 1 (a page's own, or queued by an earlier run).
 func (r *requisiteChains) hopsOf(url string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -176,7 +178,7 @@ func (r *requisiteChains) hopsOf(url string) int {
 	return 1
 }
 
-// take spends up to n of the run's budget of requisites from stylesheets and returns how many
+// take spends up to n of the run's budget of requisites from requisites and returns how many
 // it spent.
 func (r *requisiteChains) take(n int) int {
 	r.mu.Lock()
@@ -186,7 +188,7 @@ func (r *requisiteChains) take(n int) int {
 	return n
 }
 
-// queued notes the hops of a requisite queued from a stylesheet.
+// queued notes the hops of a requisite queued from a requisite.
 func (r *requisiteChains) queued(url string, hops int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

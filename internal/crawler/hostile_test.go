@@ -440,6 +440,29 @@ func hostileCases() []hostileCase {
 			},
 		},
 		{
+			name:     "endless chain of documents embedding the next as an <object>, with --max-depth 0",
+			head:     `<object data="/doc/0.html"></object>`,
+			handlers: map[string]handler{"/doc/": docChain, "/js/": typed("text/javascript", "js")},
+			noOK:     true,
+			cfg:      func(c *Config) { c.Requisites, c.MaxDepth = true, 0 },
+			want:     docChainWant(expect{url: "/ok", state: "excluded", reason: "depth"}),
+			check:    checkDocChain,
+		},
+		{
+			name:     "document requisite that embeds 200 new documents each",
+			head:     `<embed src="/docfan/r.html">`,
+			handlers: map[string]handler{"/docfan/": docFan},
+			cfg:      func(c *Config) { c.Requisites = true },
+			check: func(t *testing.T, r *hostileResult) {
+				if n := r.site.hitPrefix("/docfan/"); n > 1+2*requisiteBudgetPerPage {
+					t.Errorf("%d documents fetched, want at most %d", n, 1+2*requisiteBudgetPerPage)
+				}
+				if r.sum.ExcludedBy[ReasonRequisiteBudget] == 0 {
+					t.Errorf("excluded by %v, want the cut documents recorded as %s", r.sum.ExcludedBy, ReasonRequisiteBudget)
+				}
+			},
+		},
+		{
 			name: "host that resets every connection",
 			raw: func(_ <-chan struct{}, c net.Conn) {
 				c.(*net.TCPConn).SetLinger(0)

@@ -124,9 +124,7 @@ func (c *Crawler) decide(l frontier.Lease, u *url.URL, resp *fetch.Response, err
 	case resp.Status >= 300 && resp.Status < 400 && resp.LocationErr != nil:
 		unusable(&res, l.URL, resp.Header.Get("Location"), resp.LocationErr, l.Depth, l.Hops+1)
 	case resp.Status >= 200 && resp.Status < 300 && l.Role == frontier.RoleRequisite:
-		if resp.ContentType == "text/css" { // what a stylesheet loads; nothing a requisite links to
-			c.requisites(&res, l, u, resp)
-		}
+		c.requisites(&res, l, u, resp) // what a stylesheet or document loads; nothing a requisite links to
 	case resp.Status >= 200 && resp.Status < 300 && c.sitemapLinks(&res, l, u, resp):
 	case resp.Status >= 200 && resp.Status < 300:
 		c.requisites(&res, l, u, resp)

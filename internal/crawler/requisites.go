@@ -14,12 +14,13 @@ import (
 // requisites sorts what the page or stylesheet of lease l needs to be shown into res, when
 // --requisites is set: each is a URL of role RoleRequisite at l's depth (a requisite is no link
 // hop), through the requisite scope, filters and robots.txt like a link, and fetched through
-// its host's gate like any URL. Unusable references are recorded as links' are. Of a
-// requisite, only a stylesheet's are taken: an HTML page fetched as a requisite (an <object>,
-// a mistyped <img>) would otherwise lead on, page by page, at the same depth. What a
-// stylesheet loads is bounded (budgets.go): a requisite more than maxRequisiteHops from its
-// page is excluded as "limit", and past the run's budget of requisites from stylesheets the
-// rest of a stylesheet's are recorded once, as ReasonRequisiteBudget with their count.
+// its host's gate like any URL. Unusable references are recorded as links' are. A
+// requisite's own requisites are taken too: what a stylesheet loads, and what an HTML document
+// fetched as a requisite (an <object>, an <embed>, a mistyped <img>) needs to be shown; never
+// its links. What requisites load is bounded (budgets.go): a requisite more than
+// maxRequisiteHops from its page is excluded as "limit", and past the run's budget of
+// requisites from requisites the rest of a requisite's are recorded once, as
+// ReasonRequisiteBudget with their count.
 func (c *Crawler) requisites(res *frontier.Result, l frontier.Lease, u *url.URL, resp *fetch.Response) {
 	if !c.cfg.Requisites {
 		return
@@ -32,7 +33,7 @@ func (c *Crawler) requisites(res *frontier.Result, l frontier.Lease, u *url.URL,
 			res.Excluded = append(res.Excluded, frontier.Exclusion{
 				Entry:  frontier.Entry{URL: l.URL + " (requisites over the budget)", Host: l.Host, Depth: l.Depth, Parent: l.URL, Role: frontier.RoleRequisite},
 				Reason: ReasonRequisiteBudget,
-				Detail: fmt.Sprintf("stylesheet %s: %d of its %d requisites not taken: the run's budget of %d requisites from stylesheets per page fetched was spent",
+				Detail: fmt.Sprintf("requisite %s: %d of its %d requisites not taken: the run's budget of %d requisites from requisites per page fetched was spent",
 					l.URL, len(links)-take, len(links), requisiteBudgetPerPage),
 			})
 			links = links[:take]
@@ -44,7 +45,7 @@ func (c *Crawler) requisites(res *frontier.Result, l frontier.Lease, u *url.URL,
 			Role: frontier.RoleRequisite}
 		if hops > maxRequisiteHops {
 			res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: frontier.ReasonLimit,
-				Detail: fmt.Sprintf("more than %d requisite hops from its page (a stylesheet's, %d deep)", maxRequisiteHops, hops)})
+				Detail: fmt.Sprintf("more than %d requisite hops from its page (a requisite's, %d deep)", maxRequisiteHops, hops)})
 			continue
 		}
 		n := len(res.Links)
@@ -71,7 +72,7 @@ func hasScheme(ref, scheme string) bool {
 // N pages gives N pages that can be shown offline: a requisite is not counted, and once N pages
 // are fetched the pages still queued are set aside (excluded with reason "limit", which a later
 // run with a larger --max-pages queues again) and the run goes on to fetch the requisites of
-// the pages it fetched, and what their stylesheets load, and no more. Without --requisites
+// the pages it fetched, and what those requisites load, and no more. Without --requisites
 // every fetch counts and the run stops at the budget, the rest left queued; so it does with a
 // frontier that cannot be walked and revised (one shared by a fleet of crawlers).
 type pageBudget struct {

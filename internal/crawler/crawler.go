@@ -98,7 +98,7 @@ type Crawler struct {
 	ob observation // counters, samples and events for watching the crawl (observe.go)
 
 	sitemaps sitemapBudget   // what the hosts' sitemaps spent in this run (budgets.go)
-	chains   requisiteChains // requisites taken from stylesheets in this run (budgets.go)
+	chains   requisiteChains // requisites taken from requisites in this run (budgets.go)
 
 	changes []Change         // settings this run changed from the stored ones (settings.go)
 	revised frontier.Revised // what the changes did to URLs already seen

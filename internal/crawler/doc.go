@@ -13,8 +13,8 @@
 //
 // What a server's content can add is bounded (budgets.go, docs/guarantees.md): per host, the
 // sitemap documents read, the URLs taken from sitemaps and the nesting of indexes; per run, the
-// hops of a chain of requisites and the requisites taken from stylesheets. What a budget cuts
-// is recorded once per sitemap or stylesheet, with its count.
+// hops of a chain of requisites and the requisites taken from requisites. What a budget cuts
+// is recorded once per sitemap or requisite, with its count.
 //
 // Data flows one way: frontier → hostlimit → fetch → storage (via the frontier's commit) → links
 // back to the frontier. The rooms never call each other; only this package calls them.

@@ -48,7 +48,19 @@ type recrawlPlan struct {
 	on   bool
 	rate map[uint64]changeRate // by the Seq of each URL's latest page; pages too recent are left out
 	pass changeRate            // the rate settle revisits now
+	left RecrawlLeft           // the URLs --older-than leaves out
 }
+
+// RecrawlLeft is what --recrawl --older-than D leaves for a later run: the URLs whose last
+// visit is less than D old, and when the first of them will be D old (zero if there is none).
+type RecrawlLeft struct {
+	URLs  int
+	DueAt time.Time
+}
+
+// RecrawlLeft returns what this run's --recrawl --older-than left out: the zero value without
+// them.
+func (c *Crawler) RecrawlLeft() RecrawlLeft { return c.recrawl.left }
 
 // planRecrawl reads the stored pages' metadata once: each URL's visits and changes, and which
 // latest pages are too recent to be revisited at now.
@@ -95,6 +107,10 @@ func planRecrawl(cfg *Config, db *storage.DB, now time.Time) (recrawlPlan, error
 	cutoff := now.Add(-cfg.RecrawlOlderThan)
 	for k, h := range urls {
 		if cfg.RecrawlOlderThan > 0 && !h.latestAt.Before(cutoff) {
+			due := h.latestAt.Add(cfg.RecrawlOlderThan)
+			if p.left.URLs++; p.left.DueAt.IsZero() || due.Before(p.left.DueAt) {
+				p.left.DueAt = due
+			}
 			continue
 		}
 		rate := rateOf(h.revisits, h.changes)

@@ -11,24 +11,26 @@ import (
 )
 
 // printRecrawlLeft says, after --recrawl queued its revisits (rev, as printChanges has it),
-// what the run left alone: with nothing queued, why there is nothing to revisit; with
-// --older-than (olderThan), how many fetched pages are too recent and when the first of them
-// will be old enough (left, at now).
-func printRecrawlLeft(w io.Writer, olderThan time.Duration, rev frontier.Revised, left crawler.RecrawlLeft, now time.Time) {
-	if left.URLs == 0 {
-		if rev.Revisited == 0 {
-			fmt.Fprintln(w, "crawl: nothing to revisit: the store holds no fetched page that the settings admit")
-		}
-		return
-	}
-	due := fmt.Sprintf("%s (in %s)", left.DueAt.Local().Format(time.DateTime), fmtWait(left.DueAt.Sub(now)))
-	if rev.Revisited == 0 {
+// what it left alone: with nothing queued, why there is nothing to revisit; with --older-than
+// (olderThan), how many fetched pages are too recent and when the first of them will be old
+// enough (ages, at now).
+func printRecrawlLeft(w io.Writer, olderThan time.Duration, rev frontier.Revised, ages crawler.RecrawlAges, now time.Time) {
+	older := shortDuration(olderThan)
+	due := fmt.Sprintf("%s (in %s)", ages.NextAt.Local().Format(time.DateTime), fmtWait(ages.NextAt.Sub(now)))
+	switch {
+	case rev.Revisited == 0 && ages.Old == 0 && ages.Recent > 0:
 		fmt.Fprintf(w, "crawl: nothing to revisit: no fetched page is older than %s (%d %s last visited since); the oldest will be at %s\n",
-			shortDuration(olderThan), left.URLs, plural(left.URLs, "page was", "pages were"), due)
+			older, ages.Recent, plural(ages.Recent, "page was", "pages were"), due)
 		return
+	case rev.Revisited == 0 && ages.Recent > 0:
+		fmt.Fprintf(w, "crawl: nothing to revisit: the store holds no fetched page that the settings admit older than %s\n", older)
+	case rev.Revisited == 0:
+		fmt.Fprintln(w, "crawl: nothing to revisit: the store holds no fetched page that the settings admit")
 	}
-	fmt.Fprintf(w, "crawl: %d fetched %s newer than %s left for a later run; the oldest of them will be old enough at %s\n",
-		left.URLs, plural(left.URLs, "page", "pages"), shortDuration(olderThan), due)
+	if ages.Recent > 0 {
+		fmt.Fprintf(w, "crawl: %d fetched %s newer than %s left for a later run; the oldest of them will be old enough at %s\n",
+			ages.Recent, plural(ages.Recent, "page", "pages"), older, due)
+	}
 }
 
 // fmtWait writes d to the second under a minute and to the minute above ("23h59m"); a d not

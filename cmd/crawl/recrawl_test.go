@@ -231,28 +231,31 @@ func TestRecrawlNothingOldEnough(t *testing.T) {
 	}
 }
 
-// TestPrintRecrawlLeft: what --recrawl says it left alone: nothing to revisit in an empty store,
-// nothing old enough (and when it will be), or the pages too recent beside those revisited.
+// TestPrintRecrawlLeft: what --recrawl says it left alone: nothing to revisit in an empty store
+// or among the pages the settings admit, nothing old enough (and when it will be), or the pages
+// too recent beside those revisited.
 func TestPrintRecrawlLeft(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.Local)
-	left := crawler.RecrawlLeft{URLs: 7, DueAt: now.Add(90 * time.Minute)}
 	for _, c := range []struct {
 		name      string
 		olderThan time.Duration
 		revisited int
-		left      crawler.RecrawlLeft
+		ages      crawler.RecrawlAges
 		want      string
 	}{
-		{"no fetched page", 0, 0, crawler.RecrawlLeft{}, "crawl: nothing to revisit: the store holds no fetched page that the settings admit\n"},
-		{"all revisited", 0, 5, crawler.RecrawlLeft{}, ""},
-		{"none old enough", 2 * time.Hour, 0, left,
+		{"no fetched page", 0, 0, crawler.RecrawlAges{}, "crawl: nothing to revisit: the store holds no fetched page that the settings admit\n"},
+		{"all revisited", 0, 5, crawler.RecrawlAges{Old: 5}, ""},
+		{"none old enough", 2 * time.Hour, 0, crawler.RecrawlAges{Recent: 7, NextAt: now.Add(90 * time.Minute)},
 			"crawl: nothing to revisit: no fetched page is older than 2h (7 pages were last visited since); the oldest will be at 2026-12-01 11:30:00 (in 1h30m)\n"},
-		{"some old enough", 90 * time.Second, 5, crawler.RecrawlLeft{URLs: 1, DueAt: now.Add(30 * time.Second)},
+		{"old ones not admitted", 24 * time.Hour, 0, crawler.RecrawlAges{Old: 3, Recent: 2, NextAt: now.Add(time.Hour)},
+			"crawl: nothing to revisit: the store holds no fetched page that the settings admit older than 24h\n" +
+				"crawl: 2 fetched pages newer than 24h left for a later run; the oldest of them will be old enough at 2026-12-01 11:00:00 (in 1h)\n"},
+		{"some old enough", 90 * time.Second, 5, crawler.RecrawlAges{Old: 5, Recent: 1, NextAt: now.Add(30 * time.Second)},
 			"crawl: 1 fetched page newer than 1m30s left for a later run; the oldest of them will be old enough at 2026-12-01 10:00:30 (in 30s)\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
-			printRecrawlLeft(&b, c.olderThan, frontier.Revised{Revisited: c.revisited}, c.left, now)
+			printRecrawlLeft(&b, c.olderThan, frontier.Revised{Revisited: c.revisited}, c.ages, now)
 			if b.String() != c.want {
 				t.Errorf("wrote %q\nwant  %q", b.String(), c.want)
 			}

@@ -577,6 +577,8 @@ func TestFleetThreeWorkers(t *testing.T) {
 	late := []string{"run", "--data", t.TempDir(), "--redis", f.url, "--crawl", "t", "--partitions", "64"}
 	if code, out := crawlOutput(t, f.ctx, late...); code != exitOK || !strings.Contains(out, "crawl done") {
 		t.Errorf("a worker joining the finished crawl: exit %d, want 0:\n%s", code, out)
+	} else if want := fmt.Sprintf("worker_fetched=0 shared_fetched=%d ", view.Fetched); !strings.Contains(out, want) {
+		t.Errorf("a worker joining the finished crawl: its progress lacks %q (its own pages apart from the crawl's):\n%s", want, out)
 	}
 	if code, out := crawlOutput(t, f.ctx, append(late, "--scope", "domain")...); code != exitUsage || !strings.Contains(out, "--scope host") {
 		t.Errorf("a worker with another --scope: exit %d, want %d naming the crawl's --scope host:\n%s", code, exitUsage, out)

@@ -115,16 +115,26 @@ func (wt *watcher) close() {
 	}
 }
 
-// progress is the crawler's Progress hook.
+// progress is the crawler's Progress hook. A worker of a shared crawl shows its own pages and
+// rate apart from the shared crawl's counts, as its summary does (Status.Shared: the
+// frontier's counts are the fleet's).
 func (wt *watcher) progress(st crawler.Status) {
 	now := time.Now()
-	wt.hist = append(wt.hist, progressPoint{now, st.Fetched})
+	var run crawler.RunCounters
+	if st.Run != nil {
+		run = *st.Run
+	}
+	own := st.Fetched // the pages the rate counts: the crawl's, or a shared crawl's worker's own
+	if st.Shared != nil {
+		own = run.Pages
+	}
+	wt.hist = append(wt.hist, progressPoint{now, own})
 	for len(wt.hist) > 2 && now.Sub(wt.hist[1].t) >= 5*time.Second {
 		wt.hist = wt.hist[1:] // keep about five seconds
 	}
 	rate := 0.0
 	if first := wt.hist[0]; now.Sub(first.t) > 0 {
-		rate = float64(st.Fetched-first.fetched) / now.Sub(first.t).Seconds()
+		rate = float64(own-first.fetched) / now.Sub(first.t).Seconds()
 	}
 	active, paused := st.HostsNotCrawledQueued, 0 // a host waiting for its first request is active
 	for _, h := range st.Hosts {
@@ -135,24 +145,28 @@ func (wt *watcher) progress(st crawler.Status) {
 			paused++
 		}
 	}
-	var run crawler.RunCounters
-	if st.Run != nil {
-		run = *st.Run
-	}
 	elapsed := now.Sub(wt.start)
 	if !wt.w.tty {
 		if st.Running && !wt.lastLog.IsZero() && now.Sub(wt.lastLog) < progressEvery {
 			return
 		}
 		wt.lastLog = now
-		wt.log.Info("progress", "elapsed", elapsed.Round(time.Second).String(), "fetched", st.Fetched,
+		pages := []any{"fetched", st.Fetched}
+		if st.Shared != nil {
+			pages = []any{"worker_fetched", run.Pages, "shared_fetched", st.Fetched}
+		}
+		wt.log.Info("progress", append(append([]any{"elapsed", elapsed.Round(time.Second).String()}, pages...),
 			"pages_per_s", float64(int(rate*10))/10, "queued", st.Queued, "in_flight", st.InFlight,
 			"hosts_active", active, "hosts_paused", paused, "over_limit", run.OverLimit,
-			"retries", run.Retries, "errors", run.Errors)
+			"retries", run.Retries, "errors", run.Errors)...)
 		return
 	}
-	wt.w.setLine(fmt.Sprintf("%s  %d pages (%.1f/s)  queued %d  hosts: %d active, %d paused  429/503: %d  retries: %d  errors: %d",
-		fmtElapsed(elapsed), st.Fetched, rate, st.Queued, active, paused, run.OverLimit, run.Retries, run.Errors))
+	pages := fmt.Sprintf("%d pages (%.1f/s)  queued %d", st.Fetched, rate, st.Queued)
+	if st.Shared != nil {
+		pages = fmt.Sprintf("this worker %d pages (%.1f/s); shared crawl %d fetched, %d queued", run.Pages, rate, st.Fetched, st.Queued)
+	}
+	wt.w.setLine(fmt.Sprintf("%s  %s  hosts: %d active, %d paused  429/503: %d  retries: %d  errors: %d",
+		fmtElapsed(elapsed), pages, active, paused, run.OverLimit, run.Retries, run.Errors))
 }
 
 func fmtElapsed(d time.Duration) string {

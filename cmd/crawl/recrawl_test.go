@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"maps"
@@ -11,9 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nlnwa/gowarc"
 
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/simweb"
 )
 
@@ -194,5 +198,67 @@ func TestRecrawlStoresChangesOnly(t *testing.T) {
 	want := map[string]int{gowarc.ProfileServerNotModifiedV1_1: len(urls) - plain - 1, gowarc.ProfileIdenticalPayloadDigestV1_1: plain - 1}
 	if !maps.Equal(profiles, want) || responses != len(urls)+2 {
 		t.Errorf("warc: revisit records by profile %v, %d responses; want %v, %d", profiles, responses, want, len(urls)+2)
+	}
+}
+
+// TestRecrawlNothingOldEnough: --recrawl --older-than with no page old enough says so, how many
+// pages are too recent and when the oldest will be old enough, instead of a bare summary.
+func TestRecrawlNothingOldEnough(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 12, Revisions: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	before := time.Now().Truncate(time.Second)
+	dir := crawlSite(t, web)
+	after := time.Now()
+	pages := len(web.Expected()["a"])
+
+	web.Reset()
+	var out, errb bytes.Buffer
+	code := runCmd([]string{"--data", dir, "--quiet", "--recrawl", "--older-than", "24h"}, &out, &errb)
+	stderr := errb.String()
+	want := fmt.Sprintf("crawl: nothing to revisit: no fetched page is older than 24h (%d pages were last visited since); the oldest will be at ", pages)
+	_, at, ok := strings.Cut(stderr, want)
+	if code != exitOK || !ok || web.Stats()["a"].PageRequests != 0 {
+		t.Fatalf("--recrawl --older-than 24h right after the crawl: exit %d, %d page requests; want a line starting %q\n%s",
+			code, web.Stats()["a"].PageRequests, want, stderr)
+	}
+	due, err := time.ParseInLocation(time.DateTime, at[:min(len(at), len(time.DateTime))], time.Local)
+	if err != nil || due.Before(before.Add(24*time.Hour)) || due.After(after.Add(24*time.Hour)) {
+		t.Errorf("the oldest page is due at %q (%v); want between %v and %v, 24h after the crawl", at, err,
+			before.Add(24*time.Hour), after.Add(24*time.Hour))
+	}
+}
+
+// TestPrintRecrawlLeft: what --recrawl says it left alone: nothing to revisit in an empty store
+// or among the pages the settings admit, nothing old enough (and when it will be), or the pages
+// too recent beside those revisited.
+func TestPrintRecrawlLeft(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.Local)
+	for _, c := range []struct {
+		name      string
+		olderThan time.Duration
+		revisited int
+		ages      crawler.RecrawlAges
+		want      string
+	}{
+		{"no fetched page", 0, 0, crawler.RecrawlAges{}, "crawl: nothing to revisit: the store holds no fetched page that the settings admit\n"},
+		{"all revisited", 0, 5, crawler.RecrawlAges{Old: 5}, ""},
+		{"none old enough", 2 * time.Hour, 0, crawler.RecrawlAges{Recent: 7, NextAt: now.Add(90 * time.Minute)},
+			"crawl: nothing to revisit: no fetched page is older than 2h (7 pages were last visited since); the oldest will be at 2026-12-01 11:30:00 (in 1h30m)\n"},
+		{"old ones not admitted", 24 * time.Hour, 0, crawler.RecrawlAges{Old: 3, Recent: 2, NextAt: now.Add(time.Hour)},
+			"crawl: nothing to revisit: the store holds no fetched page that the settings admit older than 24h\n" +
+				"crawl: 2 fetched pages newer than 24h left for a later run; the oldest of them will be old enough at 2026-12-01 11:00:00 (in 1h)\n"},
+		{"some old enough", 90 * time.Second, 5, crawler.RecrawlAges{Old: 5, Recent: 1, NextAt: now.Add(30 * time.Second)},
+			"crawl: 1 fetched page newer than 1m30s left for a later run; the oldest of them will be old enough at 2026-12-01 10:00:30 (in 30s)\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			printRecrawlLeft(&b, c.olderThan, frontier.Revised{Revisited: c.revisited}, c.ages, now)
+			if b.String() != c.want {
+				t.Errorf("wrote %q\nwant  %q", b.String(), c.want)
+			}
+		})
 	}
 }

@@ -339,6 +339,9 @@ func crawlWith(cfg crawler.Config, out *outputOptions, stdout, stderr io.Writer,
 	}
 	changes, revised := c.Changes()
 	printChanges(stderr, changes, revised)
+	if cfg.Recrawl {
+		printRecrawlLeft(stderr, cfg.RecrawlOlderThan, revised, c.RecrawlAges(), time.Now())
+	}
 	w.attach(c)
 	sum, runErr := c.Run(ctx)
 	if out.beforeClose != nil {

@@ -147,6 +147,9 @@ func TestResumeAfterMaxPages(t *testing.T) {
 	if sum.StopReason != "done" {
 		t.Fatalf("resume: stop %q", sum.StopReason)
 	}
+	if r := sum.Status.Run; r == nil || r.Pages != sum.Fetched-7 || r.Pages != sum.ThisRun.Fetched {
+		t.Errorf("resume: status counts %+v of this run's pages, want %d (%d fetched in all runs, 7 by the first)", r, sum.Fetched-7, sum.Fetched)
+	}
 	checkComplete(t, web, cfg.Dir, 0)
 }
 

@@ -74,6 +74,9 @@ type RunCounters struct {
 	Retries         int `json:"retries"`          // retries scheduled
 	Errors          int `json:"errors"`           // no response, or a 5xx other than a "slow down"
 	BudgetExhausted int `json:"budget_exhausted"` // retries deferred because a retry budget was empty
+	// Pages counts the pages this process fetched and stored since Run started (RunTally.Fetched):
+	// for a worker of a shared crawl, its own, while Status.Fetched is the crawl's.
+	Pages int `json:"pages"`
 }
 
 // SetObserver makes o receive the crawl's events. Call it before Run.

@@ -48,7 +48,21 @@ type recrawlPlan struct {
 	on   bool
 	rate map[uint64]changeRate // by the Seq of each URL's latest page; pages too recent are left out
 	pass changeRate            // the rate settle revisits now
+	ages RecrawlAges           // how many URLs are due, how many too recent
 }
+
+// RecrawlAges is how the fetched URLs a --recrawl found in the store divide by their last
+// visit (a URL's latest stored page): Old were last visited at least --older-than D ago (all of
+// them without --older-than) and are revisited if the settings admit them; Recent less than D
+// ago, left for a later run, the first of them D old at NextAt (zero when Recent is 0).
+type RecrawlAges struct {
+	Old, Recent int
+	NextAt      time.Time
+}
+
+// RecrawlAges returns how this run's --recrawl divided the fetched URLs: the zero value
+// without --recrawl.
+func (c *Crawler) RecrawlAges() RecrawlAges { return c.recrawl.ages }
 
 // planRecrawl reads the stored pages' metadata once: each URL's visits and changes, and which
 // latest pages are too recent to be revisited at now.
@@ -95,8 +109,13 @@ func planRecrawl(cfg *Config, db *storage.DB, now time.Time) (recrawlPlan, error
 	cutoff := now.Add(-cfg.RecrawlOlderThan)
 	for k, h := range urls {
 		if cfg.RecrawlOlderThan > 0 && !h.latestAt.Before(cutoff) {
+			at := h.latestAt.Add(cfg.RecrawlOlderThan)
+			if p.ages.Recent++; p.ages.NextAt.IsZero() || at.Before(p.ages.NextAt) {
+				p.ages.NextAt = at
+			}
 			continue
 		}
+		p.ages.Old++
 		rate := rateOf(h.revisits, h.changes)
 		if t, ok := lastMod[k]; ok {
 			rate = changesSeldom // a sitemap says when the page last changed: trust it

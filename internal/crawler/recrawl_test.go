@@ -50,6 +50,7 @@ func storedByURL(t *testing.T, dir string) map[string][]*storage.Page {
 // without validators, which are stored anew. A third run revalidates from the newest 200 or
 // through the 304s; --older-than skips pages visited since.
 func TestRecrawl(t *testing.T) {
+	started := time.Now()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 24, Revisions: true}}, &simweb.Options{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +153,9 @@ func TestRecrawl(t *testing.T) {
 	}
 	if _, rev := c.Changes(); rev.Revisited != 0 {
 		t.Errorf("--older-than 1h revisited %d URLs", rev.Revisited)
+	}
+	if a := c.RecrawlAges(); a.Old != 0 || a.Recent != len(expected) || !a.NextAt.After(started.Add(time.Hour)) || a.NextAt.After(time.Now().Add(time.Hour)) {
+		t.Errorf("--older-than 1h: %+v; want %d recent URLs, the first 1h old within the hour after %v", a, len(expected), started)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -142,7 +142,9 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 		Fetched: cn.Fetched, Failed: cn.Failed, Excluded: cn.Excluded, Queued: cn.Queued, InFlight: cn.InFlight,
 		FailedBy: cn.FailedBy, ExcludedBy: cn.ExcludedBy, Dropped: cn.Dropped,
 	}
-	st.Run = c.ob.run(running)
+	if st.Run = c.ob.run(running); st.Run != nil {
+		st.Run.Pages = c.tally().Fetched
+	}
 	if c.shared != nil {
 		redis, crawl := c.shared.Where()
 		st.Shared = &SharedCrawl{Redis: redis, Crawl: crawl}

@@ -98,7 +98,25 @@ func TestExportLatest(t *testing.T) {
 		t.Fatalf("the store holds %d visits, /a answered %v; want 6 and [200 200 304]", len(visits), statuses)
 	}
 
-	code, out, stderr := runExport(t, "--data", dir, "--format", "jsonl", "--out", "-", "--latest")
+	code, out, stderr := runExport(t, "--data", dir, "--format", "csv", "--out", "-", "--field", "title=title")
+	if code != exitOK {
+		t.Fatalf("export csv: exit %d: %s", code, stderr)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) > 1 { // in fetch order of the newest visits, which the recrawl's order sets
+		slices.SortFunc(rows[1:], func(x, y []string) int { return strings.Compare(x[0], y[0]) })
+	}
+	if wantRows := [][]string{{"url", "title"}, {root, "Home"}, {a, "A v2"}}; !slices.EqualFunc(rows, wantRows, slices.Equal) {
+		t.Errorf("csv rows %q, want %q", rows, wantRows)
+	}
+	if strings.Contains(stderr, "not HTML") || !strings.Contains(stderr, "4 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm") {
+		t.Errorf("csv summary %q", stderr)
+	}
+
+	code, out, stderr = runExport(t, "--data", dir, "--format", "jsonl", "--out", "-", "--latest")
 	if code != exitOK {
 		t.Fatalf("export jsonl --latest: exit %d: %s", code, stderr)
 	}
@@ -116,24 +134,6 @@ func TestExportLatest(t *testing.T) {
 	}
 	if w := "2 pages written (0 filtered out, 4 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm)"; !strings.Contains(stderr, w) {
 		t.Errorf("--latest summary %q, want %q", stderr, w)
-	}
-
-	code, out, stderr = runExport(t, "--data", dir, "--format", "csv", "--out", "-", "--field", "title=title")
-	if code != exitOK {
-		t.Fatalf("export csv: exit %d: %s", code, stderr)
-	}
-	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) > 1 { // in fetch order of the newest visits, which the recrawl's order sets
-		slices.SortFunc(rows[1:], func(x, y []string) int { return strings.Compare(x[0], y[0]) })
-	}
-	if wantRows := [][]string{{"url", "title"}, {root, "Home"}, {a, "A v2"}}; !slices.EqualFunc(rows, wantRows, slices.Equal) {
-		t.Errorf("csv rows %q, want %q", rows, wantRows)
-	}
-	if strings.Contains(stderr, "not HTML") || !strings.Contains(stderr, "4 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm") {
-		t.Errorf("csv summary %q", stderr)
 	}
 
 	// --latest with filters: they apply to each URL's newest version as written.

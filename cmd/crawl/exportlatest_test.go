@@ -13,8 +13,9 @@ import (
 )
 
 // refreshedStore crawls a two-page site, changes /a, recrawls (/ answers 304, /a a new 200),
-// and recrawls again (both answer 304): six visits of two URLs, each URL's newest a 304.
-func refreshedStore(t *testing.T) (dir, root string) {
+// and recrawls again (both answer 304): six visits of two URLs, each URL's newest a 304. Each of
+// others, if any, gets a crawl of the site right after the first one.
+func refreshedStore(t *testing.T, others ...string) (dir, root string) {
 	t.Helper()
 	var version atomic.Int32
 	version.Store(1)
@@ -48,6 +49,9 @@ func refreshedStore(t *testing.T) (dir, root string) {
 		}
 	}
 	crawl("--seeds", writeSeeds(t, []string{root}))
+	for _, o := range others {
+		crawlInto(t, o, []string{root})
+	}
 	version.Store(2)
 	crawl("--recrawl")
 	crawl("--recrawl")
@@ -155,5 +159,30 @@ func TestExportLatestRefused(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, why) {
 			t.Errorf("--format %s --latest: exit %d, %q; want %d and %q", format, code, stderr, exitUsage, why)
 		}
+	}
+}
+
+// TestExportLatestSeveralStores: with the stores of several workers, --latest takes each URL
+// from the store that fetched it last and folds its 304s into the versions they confirm,
+// found under the merged numbering.
+func TestExportLatestSeveralStores(t *testing.T) {
+	other := t.TempDir() + "/other"
+	dir, root := refreshedStore(t, other)
+	code, out, stderr := runExport(t, "--data", other, "--data", dir, "--format", "csv", "--out", "-", "--field", "title=title")
+	if code != exitOK {
+		t.Fatalf("export csv: exit %d: %s", code, stderr)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) > 1 {
+		slices.SortFunc(rows[1:], func(x, y []string) int { return strings.Compare(x[0], y[0]) })
+	}
+	if want := [][]string{{"url", "title"}, {root, "Home"}, {root + "a", "A v2"}}; !slices.EqualFunc(rows, want, slices.Equal) {
+		t.Errorf("csv rows %q, want %q", rows, want)
+	}
+	if w := "(0 filtered out, 4 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm, 2 fetches of URLs another store fetched later)"; !strings.Contains(stderr, w) {
+		t.Errorf("summary %q, want %q", stderr, w)
 	}
 }

@@ -229,7 +229,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case st.Omitted > 0 && *format == "csv":
-		omitted = fmt.Sprintf(", %d without a row (not HTML)", st.Omitted)
+		omitted += fmt.Sprintf(", %d without a row (not HTML)", st.Omitted)
 	case st.Omitted > 0:
 		omitted = fmt.Sprintf(", %d without a file (error statuses, older versions)", st.Omitted)
 	}

@@ -12,8 +12,9 @@ import (
 	"testing"
 )
 
-// refreshedStore crawls a two-page site, changes /a, recrawls (/ answers 304, /a a new 200),
-// and recrawls again (both answer 304): six visits of two URLs, each URL's newest a 304. Each of
+// refreshedStore crawls a site of two HTML pages and a text file without validators, changes
+// /a, recrawls (/ answers 304, /a a new 200, /t.txt the same 200) and recrawls again (the pages
+// answer 304): nine visits of three URLs, each page's newest a 304. Each of
 // others, if any, gets a crawl of the site right after the first one.
 func refreshedStore(t *testing.T, others ...string) (dir, root string) {
 	t.Helper()
@@ -30,11 +31,15 @@ func refreshedStore(t *testing.T, others ...string) (dir, root string) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
-		serve(w, r, `"home"`, `<title>Home</title><a href=/a>a</a>`)
+		serve(w, r, `"home"`, `<title>Home</title><a href=/a>a</a> <a href=/t.txt>t</a>`)
 	})
 	mux.HandleFunc("/a", func(w http.ResponseWriter, r *http.Request) {
 		v := version.Load()
 		serve(w, r, fmt.Sprintf(`"a%d"`, v), fmt.Sprintf(`<title>A v%d</title><p>version %d`, v, v))
+	})
+	mux.HandleFunc("/t.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("plain text"))
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -98,8 +103,8 @@ func TestExportLatest(t *testing.T) {
 			statuses = append(statuses, l.Status)
 		}
 	}
-	if len(visits) != 6 || !slices.Equal(statuses, []int{200, 200, 304}) {
-		t.Fatalf("the store holds %d visits, /a answered %v; want 6 and [200 200 304]", len(visits), statuses)
+	if len(visits) != 9 || !slices.Equal(statuses, []int{200, 200, 304}) {
+		t.Fatalf("the store holds %d visits, /a answered %v; want 9 and [200 200 304]", len(visits), statuses)
 	}
 
 	code, out, stderr := runExport(t, "--data", dir, "--format", "csv", "--out", "-", "--field", "title=title")
@@ -116,8 +121,8 @@ func TestExportLatest(t *testing.T) {
 	if wantRows := [][]string{{"url", "title"}, {root, "Home"}, {a, "A v2"}}; !slices.EqualFunc(rows, wantRows, slices.Equal) {
 		t.Errorf("csv rows %q, want %q", rows, wantRows)
 	}
-	if strings.Contains(stderr, "not HTML") || !strings.Contains(stderr, "4 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm") {
-		t.Errorf("csv summary %q", stderr)
+	if w := "2 pages written (0 filtered out, 6 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm, 1 without a row (not HTML))"; !strings.Contains(stderr, w) {
+		t.Errorf("csv summary %q, want %q", stderr, w)
 	}
 
 	code, out, stderr = runExport(t, "--data", dir, "--format", "jsonl", "--out", "-", "--latest")
@@ -125,24 +130,25 @@ func TestExportLatest(t *testing.T) {
 		t.Fatalf("export jsonl --latest: exit %d: %s", code, stderr)
 	}
 	latest := parse(out)
-	want := map[string]string{root: "Home", a: "A v2"}
+	want := map[string]string{root: "Home", a: "A v2", root + "t.txt": "plain text"}
 	if len(latest) != len(want) {
 		t.Fatalf("--latest: %d lines, want %d:\n%s", len(latest), len(want), out)
 	}
 	for _, l := range latest {
-		if l.Status != 200 || l.Title == nil || *l.Title != want[l.URL] || l.Body == nil || !strings.Contains(*l.Body, want[l.URL]) ||
-			!l.NotModified || l.FetchedAt != lastVisit[l.URL] {
-			t.Errorf("--latest: %s: status %d, title %v, not_modified %v, fetched_at %s; want 200, %q, true, %s (its last visit)",
-				l.URL, l.Status, l.Title, l.NotModified, l.FetchedAt, want[l.URL], lastVisit[l.URL])
+		page := !strings.HasSuffix(l.URL, ".txt") // a 304 stands for the page; the text file's newest is its own 200
+		if l.Status != 200 || l.Body == nil || !strings.Contains(*l.Body, want[l.URL]) || page && (l.Title == nil || *l.Title != want[l.URL]) ||
+			l.NotModified != page || l.FetchedAt != lastVisit[l.URL] {
+			t.Errorf("--latest: %s: status %d, title %v, body %v, not_modified %v, fetched_at %s; want 200, %q, not_modified %v, %s (its last visit)",
+				l.URL, l.Status, l.Title, l.Body, l.NotModified, l.FetchedAt, want[l.URL], page, lastVisit[l.URL])
 		}
 	}
-	if w := "2 pages written (0 filtered out, 4 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm)"; !strings.Contains(stderr, w) {
+	if w := "3 pages written (0 filtered out, 6 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm)"; !strings.Contains(stderr, w) {
 		t.Errorf("--latest summary %q, want %q", stderr, w)
 	}
 
 	// --latest with filters: they apply to each URL's newest version as written.
 	code, out, stderr = runExport(t, "--data", dir, "--format", "jsonl", "--out", "-", "--latest", "--no-body", "--status", "304")
-	if code != exitOK || out != "" || !strings.Contains(stderr, "0 pages written (2 filtered out, 4 earlier visits") {
+	if code != exitOK || out != "" || !strings.Contains(stderr, "0 pages written (3 filtered out, 6 earlier visits") {
 		t.Errorf("--latest --status 304: exit %d, %q\n%s", code, out, stderr)
 	}
 }
@@ -182,7 +188,7 @@ func TestExportLatestSeveralStores(t *testing.T) {
 	if want := [][]string{{"url", "title"}, {root, "Home"}, {root + "a", "A v2"}}; !slices.EqualFunc(rows, want, slices.Equal) {
 		t.Errorf("csv rows %q, want %q", rows, want)
 	}
-	if w := "(0 filtered out, 4 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm, 2 fetches of URLs another store fetched later)"; !strings.Contains(stderr, w) {
+	if w := "(0 filtered out, 6 earlier visits of the same URLs, 2 304 Not Modified written as the versions they confirm, 1 without a row (not HTML), 3 fetches of URLs another store fetched later)"; !strings.Contains(stderr, w) {
 		t.Errorf("summary %q, want %q", stderr, w)
 	}
 }

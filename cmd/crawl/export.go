@@ -33,7 +33,7 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror|learned --out PATH [--no-body] [--text] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
+const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror|learned --out PATH [--latest] [--no-body] [--text] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
 	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.\nWith several --data (the stores of the workers of a shared crawl), each URL comes from the store that fetched it last.")
@@ -42,6 +42,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	flags.Var(&dirs, "data", "data directory of the crawl (read only); repeat it to export the stores of several workers as one")
 	format := flags.String("format", "", "output format: warc, jsonl, csv, mirror, or learned (each host's learned politeness, for crawl run --learned-from FILE)")
 	out := flags.String("out", "", "warc: X.warc.gz (then X-00001.warc.gz … if it must split), a prefix (PREFIX-00000.warc.gz, ...) or a directory; jsonl, csv, learned: file, or - for stdout; mirror: empty or new directory")
+	latest := flags.Bool("latest", false, "jsonl: one line per URL, its newest visit (a 304 stands for the version it confirms); csv is one row per URL always")
 	noBody := flags.Bool("no-body", false, "jsonl: leave the bodies out")
 	text := flags.Bool("text", false, "jsonl: add each HTML page's visible text")
 	var fieldSpecs stringList
@@ -73,6 +74,15 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case "warc", "jsonl", "csv", "mirror", "learned":
 	default:
 		return usageErr(fmt.Sprintf("unknown format %q", *format))
+	}
+	switch {
+	case !*latest:
+	case *format == "warc":
+		return usageErr("--latest applies to --format jsonl (and csv, one row per URL always): a WARC keeps every visit, the unchanged ones as revisit records")
+	case *format == "mirror":
+		return usageErr("--latest applies to --format jsonl (and csv, one row per URL always): the mirror holds each URL's newest version already")
+	case *format == "learned":
+		return usageErr("--latest applies to pages, not to --format learned")
 	}
 	if *noBody && *format != "jsonl" {
 		return usageErr("--no-body applies to --format jsonl only")
@@ -134,11 +144,15 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var (
 		w   export.Writer
 		src export.Source = db.Pages
 		dst               = *out
 		jf  *export.Output
+		// newest, for one line or row per URL (--latest, csv), counts what it left out.
+		newest *export.Newest
 	)
 	switch *format {
 	case "warc":
@@ -156,8 +170,13 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			return full.Body, nil
 		}
+		get := db.Page
 		if *noBody || *format == "csv" {
-			src = db.PagesMeta
+			src, get = db.PagesMeta, db.PageMeta
+		}
+		if *latest || *format == "csv" {
+			newest = export.NewNewest(ctx, db.PagesMeta, src, get)
+			src = newest.Pages
 		}
 		jw := stdout
 		if *out == "-" {
@@ -182,8 +201,6 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	start := time.Now()
 	var st export.Stats
 	if ww, ok := w.(*export.WARCWriter); ok {
@@ -202,9 +219,17 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	omitted := ""
+	if newest != nil {
+		if n := newest.Older(); n > 0 {
+			omitted += fmt.Sprintf(", %d earlier %s of the same URLs", n, plural(int(n), "visit", "visits"))
+		}
+		if n := newest.Folded(); n > 0 {
+			omitted += fmt.Sprintf(", %d 304 Not Modified written as the %s", n, plural(int(n), "version it confirms", "versions they confirm"))
+		}
+	}
 	switch {
 	case st.Omitted > 0 && *format == "csv":
-		omitted = fmt.Sprintf(", %d without a row (not HTML)", st.Omitted)
+		omitted += fmt.Sprintf(", %d without a row (not HTML)", st.Omitted)
 	case st.Omitted > 0:
 		omitted = fmt.Sprintf(", %d without a file (error statuses, older versions)", st.Omitted)
 	}

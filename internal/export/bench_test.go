@@ -50,7 +50,27 @@ func BenchmarkExportMirror(b *testing.B) {
 	})
 }
 
+// BenchmarkExportJSONLLatest is BenchmarkExportJSONL through Newest (--latest): one more pass
+// over the pages and one map entry per URL.
+func BenchmarkExportJSONLLatest(b *testing.B) {
+	latest := func(src Source) Source {
+		return NewNewest(context.Background(), src, src, func(uint64) (*storage.Page, error) { return nil, storage.ErrNotFound }).Pages
+	}
+	benchExportWith(b, latest, func(dir string, _ Source) (Writer, *os.File) {
+		f, err := os.Create(filepath.Join(dir, "out.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return NewJSONL(f, nil), f
+	})
+}
+
 func benchExport(b *testing.B, open func(dir string, src Source) (Writer, *os.File)) {
+	benchExportWith(b, nil, open)
+}
+
+// benchExportWith is benchExport with the pages read through wrap, if not nil.
+func benchExportWith(b *testing.B, wrap func(Source) Source, open func(dir string, src Source) (Writer, *os.File)) {
 	src, perOp := generatedSource(b.N), false
 	if dir := os.Getenv("EXPORT_BENCH_STORE"); dir != "" {
 		db, err := storage.Open(dir, &storage.Options{ReadOnly: true, Timeout: time.Second})
@@ -89,6 +109,9 @@ func benchExport(b *testing.B, open func(dir string, src Source) (Writer, *os.Fi
 				return fn(p)
 			})
 		})
+		if wrap != nil {
+			sampled = wrap(sampled)
+		}
 		st, err := Run(context.Background(), sampled, w, nil)
 		if err != nil {
 			b.Fatal(err)

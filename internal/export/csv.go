@@ -18,7 +18,8 @@ type CSVOptions struct {
 
 // CSVWriter writes one row per HTML page (text/html, application/xhtml+xml): its URL, then
 // the value of each field (RFC 4180 through encoding/csv, after a header row of "url" and the
-// field names). Other pages get no row; Stats counts them as Omitted. A field that matched
+// field names). Other pages get no row; Stats counts them as Omitted. Fed each URL's newest
+// visit (Newest), as crawl export feeds it, it writes one row per URL. A field that matched
 // nothing is an empty cell; an array field (NAME[]) is a JSON array of strings. It is not safe
 // for concurrent use.
 type CSVWriter struct {

@@ -3,7 +3,9 @@
 //
 // There are only a few types: a Writer per format (WARCWriter, JSONLWriter, CSVWriter,
 // MirrorWriter), a Filter, Fields (values a CSS selector extracts from each HTML page, for JSON
-// Lines' "fields" and the CSV's columns; ParseFields), Stores (several stores read as one), and Run, which streams a Source
+// Lines' "fields" and the CSV's columns; ParseFields), Stores (several stores read as one), Newest
+// (each URL's newest visit only, a 304 standing for the version it confirms: JSON Lines'
+// --latest, the CSV's one row per URL), and Run, which streams a Source
 // (storage.DB.Pages or PagesMeta have its shape) through a Filter into a Writer. Pages are handled one at a time, so memory stays flat
 // whatever the size of the crawl. Writers are not safe for concurrent use: one goroutine
 // feeds one Writer, in fetch order.

@@ -85,6 +85,8 @@ type jsonPage struct {
 	// FlattenedAt: the page nests deeper than the HTML parser takes, and was read with its
 	// elements past this depth flattened (parseHTML).
 	FlattenedAt int `json:"nesting_flattened_at,omitempty"`
+	// NotModified: the line is the version a 304 confirmed, dated by that 304 (Newest).
+	NotModified bool `json:"not_modified,omitempty"`
 }
 
 // NewJSONL returns a writer of JSON Lines to w. Close flushes but does not close w.
@@ -117,6 +119,7 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 		ContentType: p.ContentType,
 		Truncated:   p.Truncated,
 		DecodedFrom: p.DecodedFrom,
+		NotModified: IsFolded(p),
 	}
 	if line.Headers == nil {
 		line.Headers = http.Header{}

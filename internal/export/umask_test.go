@@ -4,6 +4,7 @@ package export
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ func TestOutputModesFollowUmask(t *testing.T) {
 		umask           int
 		file, directory fs.FileMode
 	}{{0o022, 0o644, 0o755}, {0o077, 0o600, 0o700}, {0o002, 0o664, 0o775}} {
-		t.Run(tc.file.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("umask %03o", tc.umask), func(t *testing.T) {
 			dir := t.TempDir()
 			old := syscall.Umask(tc.umask)
 			defer syscall.Umask(old)

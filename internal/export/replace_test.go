@@ -86,3 +86,33 @@ func TestWARCReplace(t *testing.T) {
 		t.Errorf("the new file has %d records, want %d", len(recs), 1+2*len(pages))
 	}
 }
+
+// TestWARCCloseNameTaken: when a name of the series is taken while the export runs, Close
+// fails with ErrOutputExists and withdraws the series: the files it had named are removed, and
+// the file that took the name stays as it is.
+func TestWARCCloseNameTaken(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewWARC(filepath.Join(dir, "site.warc.gz"), &WARCOptions{MaxSize: 1, Rand: seededReader(testSeed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range syntheticPages()[:3] {
+		if err := w.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taken := filepath.Join(dir, "site-00001.warc.gz")
+	if err := os.WriteFile(taken, []byte("someone else's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); !errors.Is(err, ErrOutputExists) {
+		t.Fatalf("Close: %v, want ErrOutputExists", err)
+	}
+	names := entries(t, dir)
+	if b, _ := os.ReadFile(taken); len(names) != 1 || string(b) != "someone else's" {
+		t.Fatalf("after Close: %q, %s holds %q; want that file alone, untouched", names, taken, b)
+	}
+	if len(w.Files()) != 0 {
+		t.Errorf("Files after a withdrawn series: %q", w.Files())
+	}
+}

@@ -318,7 +318,8 @@ func (w *WARCWriter) Close() error {
 	}
 	for w.named < len(w.done) {
 		if err := w.done[w.named].Rename(); err != nil {
-			w.named++ // Rename removed its temporary file
+			// Rename removed its temporary file; the final name is another's.
+			w.done = slices.Delete(w.done, w.named, w.named+1)
 			w.withdraw()
 			return fmt.Errorf("export: warc: %w", err)
 		}

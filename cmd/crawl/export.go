@@ -233,10 +233,13 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 			st.Flattened, plural(int(st.Flattened), "page", "pages"), flattenedNote(*format), urlsList(st.FlattenedURLs, st.Flattened))
 	}
 	switch {
-	case ctx.Err() != nil:
-		if dst == "stdout" {
+	case err != nil && ctx.Err() != nil: // a signal after the export finished changes nothing
+		switch {
+		case dst == "stdout":
 			fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")
-		} else {
+		case *force:
+			fmt.Fprintf(stderr, "crawl export: interrupted; %s is as it was: run the export again\n", termsafe.Escape(*out))
+		default:
 			fmt.Fprintf(stderr, "crawl export: interrupted; nothing was left under %s: run the export again\n", termsafe.Escape(*out))
 		}
 		return exitInterrupted

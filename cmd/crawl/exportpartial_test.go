@@ -195,6 +195,22 @@ func TestExportForce(t *testing.T) {
 			if names := entries(t, dir); len(names) != 1 {
 				t.Errorf("after --force: %q; want the new output alone", names)
 			}
+			if format == "learned" {
+				return // not stopped by a signal: it reads no pages
+			}
+			before, _ := os.ReadFile(out)
+			defer func(old func() (context.Context, context.CancelFunc)) { exportContext = old }(exportContext)
+			exportContext = func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				return &interruptAfter{Context: ctx, cancel: cancel, n: 1}, cancel
+			}
+			code, _, errb = runExport(t, append(args, "--force", "--warc-max-size", "1")...)
+			if code != exitInterrupted || !strings.Contains(errb, "interrupted; "+args[5]+" is as it was") {
+				t.Fatalf("--force interrupted: exit %d, want %d and the old output kept:\n%s", code, exitInterrupted, errb)
+			}
+			if after, _ := os.ReadFile(out); string(after) != string(before) || len(entries(t, dir)) != 1 {
+				t.Errorf("after an interrupted --force: %q; want the last output alone, as it was", entries(t, dir))
+			}
 		})
 	}
 	code, _, errb := runExport(t, "--data", store, "--format", "mirror", "--out", t.TempDir(), "--force")

@@ -33,10 +33,10 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror|learned --out PATH [--latest] [--no-body] [--text] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false]"
+const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror|learned --out PATH [--latest] [--no-body] [--text] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false] [--force]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
-	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches and never overwrites.\nWith several --data (the stores of the workers of a shared crawl), each URL comes from the store that fetched it last.")
+	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches, and overwrites only with --force.\nWith several --data (the stores of the workers of a shared crawl), each URL comes from the store that fetched it last.")
 	flags := cf.FlagSet
 	var dirs stringList
 	flags.Var(&dirs, "data", "data directory of the crawl (read only); repeat it to export the stores of several workers as one")
@@ -52,6 +52,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	status := flags.String("status", "", "only these statuses: codes, classes or ranges, e.g. 200,301 or 2xx or 400-499")
 	since := flags.String("since", "", "only pages fetched at or after this date (2024-05-01) or time (2024-05-01T14:30 local, or RFC 3339)")
 	convertLinks := flags.Bool("convert-links", true, "mirror: rewrite links between mirrored files to relative paths and other links to absolute URLs, so the mirror browses offline (false: write bodies as stored)")
+	force := flags.Bool("force", false, "replace an existing output: the new one is written under a temporary name and replaces the old one only once complete (warc, jsonl, csv, learned)")
 	maxSize := flags.String("warc-max-size", strconv.Itoa(export.DefaultWARCMaxSize), "warc: start a new file before one grows past this many bytes (suffixes K, M, G: powers of 1024)")
 	pos, code, ok := cf.parse(args, stdout, stderr)
 	if !ok {
@@ -92,6 +93,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *out == "-" && *format != "jsonl" && *format != "csv" && *format != "learned" {
 		return usageErr("--out - (stdout) applies to --format jsonl, csv and learned only")
+	}
+	if *force && *format == "mirror" {
+		return usageErr("--force applies to files, not to --format mirror: remove the directory, or export to a new one")
 	}
 	if *format == "learned" && (*status != "" || *since != "") {
 		return usageErr("--status and --since apply to pages, not to --format learned")
@@ -136,7 +140,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		stores[i], learned[i] = db, db
 	}
 	if *format == "learned" {
-		return exportLearned(learned, filter, *out, stdout, stderr)
+		return exportLearned(learned, filter, *out, *force, stdout, stderr)
 	}
 	db, err := export.Merge(stores...)
 	if err != nil {
@@ -144,7 +148,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := exportContext()
 	defer stop()
 	var (
 		w   export.Writer
@@ -156,7 +160,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	)
 	switch *format {
 	case "warc":
-		w, err = export.NewWARC(*out, &export.WARCOptions{MaxSize: maxBytes, Date: time.Now(), Original: db.PageMeta})
+		w, err = export.NewWARC(*out, &export.WARCOptions{MaxSize: maxBytes, Date: time.Now(), Original: db.PageMeta, Replace: *force})
 	case "mirror":
 		w, err = export.NewMirror(*out, db.PagesMeta, &export.MirrorOptions{Filter: filter, KeepLinks: !*convertLinks})
 	case "jsonl", "csv":
@@ -182,7 +186,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		if *out == "-" {
 			dst = "stdout"
 		} else {
-			if jf, err = export.CreateOutput(*out); err == nil {
+			if jf, err = createOutput(*out, *force); err == nil {
 				jw = jf
 			}
 		}
@@ -198,6 +202,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+		existsHint(stderr, err, *format)
 		return exitRuntime
 	}
 
@@ -208,14 +213,11 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		st, err = export.Run(ctx, src, w, filter)
 	}
-	if jf != nil { // complete, or interrupted between whole lines: the file gets its name
-		if err == nil || ctx.Err() != nil {
-			if cerr := jf.Commit(); err == nil {
-				err = cerr
-			}
+	if jf != nil { // complete: the file gets its name; failed or interrupted: removed
+		if err == nil {
+			err = jf.Commit()
 		} else {
 			jf.Abort()
-			dst = "nothing (removed)"
 		}
 	}
 	omitted := ""
@@ -233,9 +235,8 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case st.Omitted > 0:
 		omitted = fmt.Sprintf(", %d without a file (error statuses, older versions)", st.Omitted)
 	}
-	withdrawn := err != nil && ctx.Err() == nil // a WARC or mirror export that failed removed its files
 	switch ww, ok := w.(*export.WARCWriter); {
-	case (ok || *format == "mirror") && withdrawn:
+	case err != nil && dst != "stdout": // an export that did not finish removed its files
 		dst = "nothing (removed)"
 	case ok:
 		dst = filesList(ww.Files())
@@ -257,11 +258,19 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 			st.Flattened, plural(int(st.Flattened), "page", "pages"), flattenedNote(*format), urlsList(st.FlattenedURLs, st.Flattened))
 	}
 	switch {
-	case ctx.Err() != nil:
-		fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")
+	case err != nil && ctx.Err() != nil: // a signal after the export finished changes nothing
+		switch {
+		case dst == "stdout":
+			fmt.Fprintln(stderr, "crawl export: interrupted; the output is incomplete")
+		case *force:
+			fmt.Fprintf(stderr, "crawl export: interrupted; %s is as it was: run the export again\n", termsafe.Escape(*out))
+		default:
+			fmt.Fprintf(stderr, "crawl export: interrupted; nothing was left under %s: run the export again\n", termsafe.Escape(*out))
+		}
 		return exitInterrupted
 	case err != nil:
 		fmt.Fprintf(stderr, "crawl export: %v\n", err)
+		existsHint(stderr, err, *format)
 		for _, d := range dirs {
 			if strings.Contains(err.Error(), d) {
 				damageHint(stderr, d, err)
@@ -274,13 +283,14 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // exportLearned writes the learned politeness of the stores' hosts that filter keeps to out.
-func exportLearned(srcs []learnedfile.Source, filter *export.Filter, out string, stdout, stderr io.Writer) int {
+func exportLearned(srcs []learnedfile.Source, filter *export.Filter, out string, force bool, stdout, stderr io.Writer) int {
 	w, dst := stdout, "stdout"
 	var f *export.Output
 	if out != "-" {
 		var err error
-		if f, err = export.CreateOutput(out); err != nil {
+		if f, err = createOutput(out, force); err != nil {
 			fmt.Fprintf(stderr, "crawl export: %v\n", err)
+			existsHint(stderr, err, "learned")
 			return exitRuntime
 		}
 		w, dst = f, out
@@ -299,6 +309,31 @@ func exportLearned(srcs []learnedfile.Source, filter *export.Filter, out string,
 	}
 	fmt.Fprintf(stderr, "crawl export: the learned politeness of %d %s written to %s\n", n, plural(n, "host", "hosts"), dst)
 	return exitOK
+}
+
+// exportContext is the context of an export: done on SIGINT or SIGTERM. Tests replace it.
+var exportContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// createOutput starts the output file out: a new one, or with force one that replaces out.
+func createOutput(out string, force bool) (*export.Output, error) {
+	if force {
+		return export.ReplaceOutput(out)
+	}
+	return export.CreateOutput(out)
+}
+
+// existsHint says how to replace an output that exists, if err says one does.
+func existsHint(stderr io.Writer, err error, format string) {
+	if !errors.Is(err, export.ErrOutputExists) {
+		return
+	}
+	if format == "mirror" {
+		fmt.Fprintln(stderr, "crawl export: a mirror goes to a new or empty directory: remove it, or name another")
+	} else {
+		fmt.Fprintln(stderr, "crawl export: --force replaces it")
+	}
 }
 
 // flattenedNote says where the output marks a flattened page.

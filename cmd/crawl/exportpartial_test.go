@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -116,6 +117,187 @@ func TestExportFailingStoreLeavesNothing(t *testing.T) {
 			}
 			if names := entries(t, dir); len(names) != 0 {
 				t.Fatalf("a failed export left %q:\n%s", names, stderr)
+			}
+		})
+	}
+}
+
+// TestExportInterruptedLeavesNothing: an export interrupted (Ctrl-C: here its context is done
+// after 3 pages, when a split WARC has 3 files) exits 130, says that it left nothing under its output's name, and
+// leaves nothing there, in any format, so that the same export run again writes it.
+func TestExportInterruptedLeavesNothing(t *testing.T) {
+	store := newExportStore(t)
+	defer func(old func() (context.Context, context.CancelFunc)) { exportContext = old }(exportContext)
+	for _, format := range []string{"warc", "jsonl", "csv", "mirror", "warc split"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "out."+format)
+			args := []string{"--data", store, "--format", format, "--out", out}
+			switch format {
+			case "warc":
+				args[len(args)-1] += ".gz"
+			case "warc split":
+				args[3], args[5] = "warc", filepath.Join(dir, "split") // split-00000.warc.gz …
+				args = append(args, "--warc-max-size", "1")
+			}
+			exportContext = func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				return &interruptAfter{Context: ctx, cancel: cancel, n: 3}, cancel
+			}
+			code, _, stderr := runExport(t, args...)
+			if code != exitInterrupted || !strings.Contains(stderr, "interrupted; nothing was left under "+args[5]) {
+				t.Fatalf("exit %d, want %d and where nothing was left:\n%s", code, exitInterrupted, stderr)
+			}
+			if names := entries(t, dir); len(names) != 0 {
+				t.Fatalf("an interrupted export left %q:\n%s", names, stderr)
+			}
+			exportContext = func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
+			if code, _, errb := runExport(t, args...); code != exitOK {
+				t.Fatalf("the export again: exit %d\n%s", code, errb)
+			}
+		})
+	}
+}
+
+// TestExportForce: an export to an existing output refuses and names --force; with --force
+// it replaces the output (the old WARC series' extra files too); a mirror refuses --force.
+func TestExportForce(t *testing.T) {
+	store := newExportStore(t)
+	for _, format := range []string{"jsonl", "csv", "warc", "learned"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "out."+format)
+			args := []string{"--data", store, "--format", format, "--out", out}
+			if format == "warc" {
+				args[len(args)-1] += ".gz"
+				out += ".gz"
+			}
+			first := args
+			if format == "warc" {
+				first = append(first, "--warc-max-size", "1") // a file per page
+			}
+			if code, _, errb := runExport(t, first...); code != exitOK {
+				t.Fatalf("first export: exit %d\n%s", code, errb)
+			}
+			code, _, errb := runExport(t, args...)
+			if code != exitRuntime || !strings.Contains(errb, "output already exists") || !strings.Contains(errb, "--force replaces it") {
+				t.Fatalf("again without --force: exit %d, want %d, the output exists and --force:\n%s", code, exitRuntime, errb)
+			}
+			if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, _, errb := runExport(t, append(args, "--force")...); code != exitOK {
+				t.Fatalf("with --force: exit %d\n%s", code, errb)
+			}
+			if b, err := os.ReadFile(out); err != nil || string(b) == "old" {
+				t.Errorf("%s after --force: %q, %v; want the new export", out, b, err)
+			}
+			if names := entries(t, dir); len(names) != 1 {
+				t.Errorf("after --force: %q; want the new output alone", names)
+			}
+			if format == "learned" {
+				return // not stopped by a signal: it reads no pages
+			}
+			before, _ := os.ReadFile(out)
+			defer func(old func() (context.Context, context.CancelFunc)) { exportContext = old }(exportContext)
+			exportContext = func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(context.Background())
+				return &interruptAfter{Context: ctx, cancel: cancel, n: 1}, cancel
+			}
+			code, _, errb = runExport(t, append(args, "--force", "--warc-max-size", "1")...)
+			if code != exitInterrupted || !strings.Contains(errb, "interrupted; "+args[5]+" is as it was") {
+				t.Fatalf("--force interrupted: exit %d, want %d and the old output kept:\n%s", code, exitInterrupted, errb)
+			}
+			if after, _ := os.ReadFile(out); string(after) != string(before) || len(entries(t, dir)) != 1 {
+				t.Errorf("after an interrupted --force: %q; want the last output alone, as it was", entries(t, dir))
+			}
+		})
+	}
+	code, _, errb := runExport(t, "--data", store, "--format", "mirror", "--out", t.TempDir(), "--force")
+	if code != exitUsage || !strings.Contains(errb, "--force applies to files") {
+		t.Errorf("mirror --force: exit %d, want %d:\n%s", code, exitUsage, errb)
+	}
+}
+
+// interruptAfter is a context that is done from its n+1th Err call on: an export (which checks
+// it before each page) interrupted after n pages, without timing.
+type interruptAfter struct {
+	context.Context
+	cancel context.CancelFunc
+	n      int
+}
+
+func (c *interruptAfter) Err() error {
+	if c.n > 0 {
+		c.n--
+		return nil
+	}
+	c.cancel()
+	return c.Context.Err()
+}
+
+// TestExportModesFollowUmask: crawl export, run under umask 022 and 077 (set by a shell that
+// then runs it: the umask is process-wide, so not set in this process), creates WARC, JSON
+// Lines and CSV files and a mirror's files 0666 less the umask, and directories 0777 less it.
+func TestExportModesFollowUmask(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns crawl processes")
+	}
+	store := newExportStore(t)
+	for _, tc := range []struct {
+		umask           string
+		file, directory os.FileMode
+	}{{"022", 0o644, 0o755}, {"077", 0o600, 0o700}} {
+		t.Run(tc.umask, func(t *testing.T) {
+			dir := t.TempDir()
+			check := func(path string, want os.FileMode) {
+				t.Helper()
+				fi, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode().Perm() != want {
+					t.Errorf("umask %s: %s is %v, want %v", tc.umask, path, fi.Mode().Perm(), want)
+				}
+			}
+			for _, format := range []string{"warc", "jsonl", "csv", "mirror"} {
+				out := filepath.Join(dir, format, "out."+format)
+				switch format {
+				case "warc":
+					out += ".gz"
+				case "jsonl", "csv": // files go to an existing directory
+					if err := os.Mkdir(filepath.Dir(out), 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cmd, msg := crawlProcess(ctx, "export", "--data", store, "--format", format, "--out", out)
+				cmd.Args = append([]string{"sh", "-c", "umask " + tc.umask + ` && exec "$0" "$@"`}, cmd.Args...)
+				cmd.Path = "/bin/sh"
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("%s: %v\n%s", format, err, msg)
+				}
+				if format != "mirror" {
+					check(out, tc.file)
+				}
+			}
+			check(filepath.Join(dir, "warc"), tc.directory) // made by the WARC export
+			files := 0
+			err := filepath.WalkDir(filepath.Join(dir, "mirror"), func(path string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.IsDir() {
+					check(path, tc.directory)
+				} else {
+					check(path, tc.file)
+					files++
+				}
+				return nil
+			})
+			if err != nil || files < 3 {
+				t.Errorf("the mirror: %d files, %v; want 3 or more", files, err)
 			}
 		})
 	}

@@ -15,11 +15,13 @@
 // fetched it last, with that store's versions of it, in one stream merged by fetch time and
 // with sequence numbers renumbered to stay unique. Over one store it is that store.
 //
-// Every writer refuses to overwrite: an output file (or a non-empty mirror directory) that
-// already exists is an error wrapping ErrOutputExists. Every file is written under a temporary
-// name and given its own only when complete (Output; a mirror's files one by one), so an export
-// killed or failing mid-way leaves no file cut short under a final name. Run withdraws a WARC
-// or mirror export that fails for any reason but its context: the files it named are removed.
+// Every writer refuses to overwrite, unless told to replace (ReplaceOutput,
+// WARCOptions.Replace): an output file (or a non-empty mirror directory) that already exists is
+// an error wrapping ErrOutputExists. Every file is written under a temporary name and given its
+// own only when complete (Output; a WARC series all at Close; a mirror's files one by one), so
+// an export killed or failing mid-way leaves no file cut short under a final name. Run
+// withdraws a WARC or mirror export that fails or whose context ends: the files it wrote are
+// removed. Files are created 0666 and directories 0777, less the umask.
 //
 // # WARC
 //

@@ -3,9 +3,9 @@ package export
 import "errors"
 
 var (
-	// ErrOutputExists is returned by NewWARC, NewMirror and WARCWriter.Write (on rotation) when
-	// an output file, or a non-empty mirror directory, already exists: export never
-	// overwrites.
+	// ErrOutputExists is returned by CreateOutput, NewWARC, NewMirror and WARCWriter.Write (on
+	// rotation) when an output file, or a non-empty mirror directory, already exists: export
+	// overwrites only through ReplaceOutput or WARCOptions.Replace.
 	ErrOutputExists = errors.New("output already exists")
 
 	// ErrClosed is returned by Write on a Writer that has been closed.

@@ -63,13 +63,12 @@ type Source func(fn func(p *storage.Page) error) error
 
 // Run streams the pages of src that f matches (all pages if f is nil) into w, then closes w.
 // It stops at the first error, including ctx being cancelled (checked before each page), and
-// returns the stats so far with that error. A writer of files (WARC, mirror) that fails for
-// any reason but ctx is withdrawn rather than closed: the files it wrote are removed, so a
-// failed export leaves nothing under its output names. Cancelled, it is closed: what it wrote
-// is whole (records, files) and keeps its names.
+// returns the stats so far with that error. A writer of files (WARC, mirror) that fails, or
+// is stopped by ctx, is withdrawn rather than closed: the files it wrote are removed, so an
+// export that does not finish leaves nothing under its output names.
 func Run(ctx context.Context, src Source, w Writer, f *Filter) (Stats, error) {
 	skipped, err := stream(ctx, src, w.Write, skipOf(w), f)
-	return finish(ctx, w, skipped, err)
+	return finish(w, skipped, err)
 }
 
 // withdrawer is a Writer whose output can be withdrawn after a failure: withdraw removes the
@@ -95,7 +94,7 @@ func RunWARC(ctx context.Context, src, robots Source, w *WARCWriter, f *Filter) 
 	if err == nil && robots != nil {
 		_, err = stream(ctx, robots, w.WriteRobots, nil, f)
 	}
-	return finish(ctx, w, skipped, err)
+	return finish(w, skipped, err)
 }
 
 // stream calls write for every page of src that f matches, checking ctx before each, and skip
@@ -117,10 +116,10 @@ func stream(ctx context.Context, src Source, write func(*storage.Page) error, sk
 	return skipped, err
 }
 
-// finish closes w after an export, or withdraws it after a failure other than ctx's, and
-// returns its stats with skipped, and the first error.
-func finish(ctx context.Context, w Writer, skipped int64, err error) (Stats, error) {
-	if wd, ok := w.(withdrawer); ok && err != nil && ctx.Err() == nil {
+// finish closes w after an export, or withdraws it after a failure or ctx's end, and returns
+// its stats with skipped, and the first error.
+func finish(w Writer, skipped int64, err error) (Stats, error) {
+	if wd, ok := w.(withdrawer); ok && err != nil {
 		wd.withdraw()
 	} else if cerr := w.Close(); err == nil {
 		err = cerr

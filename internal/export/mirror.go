@@ -68,7 +68,7 @@ func NewMirror(dir string, pages Source, opts *MirrorOptions) (*MirrorWriter, er
 		o = *opts
 	}
 	_, statErr := os.Lstat(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("export: mirror: %w", err)
 	}
 	f, err := os.Open(dir)
@@ -178,7 +178,7 @@ func (m *MirrorWriter) Write(p *storage.Page) error {
 	}
 	rel := filepath.FromSlash(e.rel)
 	if d := filepath.Dir(rel); d != "." {
-		if err := m.root.MkdirAll(d, 0o755); err != nil {
+		if err := m.root.MkdirAll(d, dirMode); err != nil {
 			return fmt.Errorf("export: mirror: %s: %w", u, err)
 		}
 	}
@@ -188,7 +188,7 @@ func (m *MirrorWriter) Write(p *storage.Page) error {
 	// Written under a name the mapping never makes ("%%" is no escape), then linked into
 	// place: a killed export leaves no file cut short under a page's name.
 	tmp := filepath.Join(filepath.Dir(rel), "%%partial")
-	f, err := m.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := m.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
 	if err != nil {
 		return fmt.Errorf("export: mirror: %s: %w", u, err)
 	}

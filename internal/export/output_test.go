@@ -27,10 +27,10 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
-// TestWARCNamedWhenComplete: while an export runs, the file being written has only its
-// temporary name, so a process killed at any point leaves no file cut short under a final
-// name; a split's finished files have theirs; Close names the last; and a file whose writing
-// failed never gets its name.
+// TestWARCNamedWhenComplete: while an export runs, every file of the series has only its
+// temporary name, so a process killed or stopped at any point leaves no file of the series
+// under a final name for the next export to trip on; Close names them all; and a file whose
+// writing failed never gets its name.
 func TestWARCNamedWhenComplete(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "site.warc.gz")
@@ -44,17 +44,13 @@ func TestWARCNamedWhenComplete(t *testing.T) {
 			t.Fatal(err)
 		}
 		names := entries(t, dir)
-		partial := 0
 		for _, n := range names {
-			if strings.Contains(n, ".partial-") {
-				partial++
+			if !strings.Contains(n, ".partial-") {
+				t.Fatalf("after page %d: %q; %s has a final name before Close", i, names, n)
 			}
 		}
-		if partial != 1 || len(names) != i+1 {
-			t.Fatalf("after page %d: %q; want the %d finished files named and one partial", i, names, i)
-		}
-		if _, err := os.Stat(out); (err == nil) != (i > 0) {
-			t.Fatalf("after page %d: %s exists=%v; it is named once finished, when the split starts the next", i, out, err == nil)
+		if len(names) != i+1 {
+			t.Fatalf("after page %d: %q; want %d temporary files", i, names, i+1)
 		}
 	}
 	if err := w.Close(); err != nil {
@@ -175,7 +171,7 @@ func failingSource(pages []*storage.Page) Source {
 // TestFailedExportLeavesNothing: a WARC or mirror export whose source fails part-way (a
 // damaged store) ends with the source's error and leaves no file under an output name: not
 // the file being written, not a split's earlier files, not a mirror's files or the root it
-// made. Cancelled instead, the export keeps what it wrote, whole and named.
+// made; nor does one stopped by its context (Ctrl-C).
 func TestFailedExportLeavesNothing(t *testing.T) {
 	pages := syntheticPages()[:3]
 	t.Run("warc", func(t *testing.T) {
@@ -227,11 +223,33 @@ func TestFailedExportLeavesNothing(t *testing.T) {
 		if _, err := RunWARC(ctx, src, nil, w, nil); !errors.Is(err, context.Canceled) {
 			t.Fatalf("RunWARC: %v; want context.Canceled", err)
 		}
-		if names := entries(t, dir); len(names) != 2 || len(w.Files()) != 2 {
-			t.Fatalf("after a cancelled export: %q, files %q; want the 2 files written, named", names, w.Files())
+		if names := entries(t, dir); len(names) != 0 || len(w.Files()) != 0 {
+			t.Fatalf("after a cancelled export: %q, files %q; want nothing", names, w.Files())
 		}
-		for _, f := range w.Files() {
-			readRawWARC(t, f)
+	})
+	t.Run("cancelled mirror", func(t *testing.T) {
+		parent := t.TempDir()
+		root := filepath.Join(parent, "m")
+		mp := mirrorPages("http://a.example/", "http://a.example/x/y", "http://b.example/z")
+		w, err := NewMirror(root, sliceSource(mp), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		src := func(fn func(p *storage.Page) error) error {
+			return sliceSource(mp)(func(p *storage.Page) error {
+				if n++; n == 3 {
+					cancel()
+				}
+				return fn(p)
+			})
+		}
+		if _, err := Run(ctx, src, w, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run: %v; want context.Canceled", err)
+		}
+		if names := entries(t, parent); len(names) != 0 {
+			t.Fatalf("after a cancelled mirror: %q beside it; want nothing", names)
 		}
 	})
 }

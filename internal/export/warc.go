@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -58,6 +59,11 @@ type WARCOptions struct {
 	// revisit record whose WARC-Refers-To-Date is that page's fetch time. Nil, or an error,
 	// leaves WARC-Refers-To-Date out; WARC-Refers-To-Target-URI is written either way.
 	Original func(seq uint64) (*storage.Page, error)
+
+	// Replace lets the series replace existing files of its names (crawl export --force):
+	// each file replaces its namesake in one rename when the series is complete, and files
+	// of an older, longer series past the new one's last are removed then.
+	Replace bool
 }
 
 // WARCWriter writes gzip-compressed WARC/1.1 files; see the package documentation for the
@@ -78,7 +84,10 @@ type WARCWriter struct {
 	size    int64 // bytes written to the current file
 	infoEnd int64 // size of the current file right after its warcinfo record
 	infoID  string
-	files   []string
+	done    []*Output // the files finished, still under their temporary names until Close
+	files   []string  // the final names of the files finished
+	named   int       // how many of files Close has named
+	replace bool
 
 	copyBuf []byte
 	stats   Stats
@@ -122,7 +131,7 @@ func NewWARC(out string, opts *WARCOptions) (*WARCWriter, error) {
 	if b, ok := strings.CutSuffix(base, ".warc.gz"); ok && b != "" {
 		first, base = base, b
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("export: warc: %w", err)
 	}
 	gz, err := gzip.NewWriterLevel(nil, gzip.DefaultCompression)
@@ -137,6 +146,7 @@ func NewWARC(out string, opts *WARCOptions) (*WARCWriter, error) {
 		software: o.Software,
 		original: o.Original,
 		gz:       gz,
+		replace:  o.Replace,
 	}
 	if err := w.openFile(); err != nil {
 		return nil, err
@@ -144,7 +154,8 @@ func NewWARC(out string, opts *WARCOptions) (*WARCWriter, error) {
 	return w, nil
 }
 
-// Files returns the paths of the files written so far, in order.
+// Files returns the final paths of the files finished so far, in order: they have these names
+// once Close returned nil.
 func (w *WARCWriter) Files() []string { return slices.Clone(w.files) }
 
 // Stats implements Writer.
@@ -292,28 +303,54 @@ func (w *WARCWriter) revisitRef(profile string, seq uint64, target string) *gowa
 	return ref
 }
 
-// Close finishes the current file. It is safe to call more than once.
+// Close finishes the current file and gives every file of the series its final name: until
+// then each has its temporary name, so that an export killed or stopped part-way leaves no
+// file of the series under a final name. If a name cannot be given (it was taken meanwhile),
+// the series is withdrawn. It is safe to call more than once.
 func (w *WARCWriter) Close() error {
 	if w.closed {
 		return nil
 	}
 	w.closed = true
-	return w.closeFile()
+	if err := w.closeFile(); err != nil || w.err != nil {
+		w.withdraw()
+		return cmp.Or(err, w.err)
+	}
+	for w.named < len(w.done) {
+		if err := w.done[w.named].Rename(); err != nil {
+			// Rename removed its temporary file; the final name is another's.
+			w.done = slices.Delete(w.done, w.named, w.named+1)
+			w.withdraw()
+			return fmt.Errorf("export: warc: %w", err)
+		}
+		w.named++
+	}
+	if w.replace { // an older series may have had more files
+		for s := w.serial; ; s++ {
+			if err := os.Remove(filepath.Join(w.dir, w.fileName(s))); err != nil {
+				break
+			}
+		}
+	}
+	return nil
 }
 
-// withdraw ends a failed export: the current file is removed unnamed and the files already
-// named (a split's earlier ones) are removed, so that none of the series stays; Files is then
-// empty. It may be called after Close.
+// withdraw ends a failed export: the current file and the finished ones are removed, named or
+// not, so that none of the series stays; Files is then empty. It may be called after Close.
 func (w *WARCWriter) withdraw() {
 	w.closed = true
 	if w.f != nil {
 		w.f.Abort()
 		w.f = nil
 	}
-	for _, f := range w.files {
-		os.Remove(f)
+	for i, f := range w.done {
+		if i < w.named {
+			os.Remove(f.Path())
+		} else {
+			f.Abort()
+		}
 	}
-	w.files = nil
+	w.done, w.files, w.named = nil, nil, 0
 	w.stats.Files = 0
 }
 
@@ -422,12 +459,13 @@ func recordType(rec gowarc.WarcRecord) string {
 
 // openFile creates the next file of the series and writes its warcinfo record.
 func (w *WARCWriter) openFile() error {
-	name := fmt.Sprintf("%s-%05d.warc.gz", w.base, w.serial)
-	if w.serial == 0 && w.first != "" {
-		name = w.first
-	}
+	name := w.fileName(w.serial)
 	path := filepath.Join(w.dir, name)
-	f, err := CreateOutput(path)
+	create := CreateOutput
+	if w.replace {
+		create = ReplaceOutput
+	}
+	f, err := create(path)
 	if err != nil {
 		return fmt.Errorf("export: warc: %w", err)
 	}
@@ -465,6 +503,15 @@ func (w *WARCWriter) openFile() error {
 	return nil
 }
 
+// fileName is the name of the file serial of the series.
+func (w *WARCWriter) fileName(serial int) string {
+	if serial == 0 && w.first != "" {
+		return w.first
+	}
+	return fmt.Sprintf("%s-%05d.warc.gz", w.base, serial)
+}
+
+// closeFile finishes the current file, which keeps its temporary name until Close.
 func (w *WARCWriter) closeFile() error {
 	if w.f == nil {
 		return nil
@@ -480,12 +527,13 @@ func (w *WARCWriter) closeFile() error {
 	if err != nil {
 		f.Abort()
 	} else {
-		err = f.Commit()
+		err = f.Finish()
 	}
 	if err != nil {
 		w.stats.Files--
 		return fmt.Errorf("export: warc: close %s: %w", f.Path(), err)
 	}
+	w.done = append(w.done, f)
 	w.files = append(w.files, f.Path())
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/crawl-project/crawl/internal/urlnorm"
@@ -46,7 +47,7 @@ func (e SeedError) Error() string {
 const maxSeedLine = 64 << 10
 
 // ReadSeeds reads a seed file: one URL per line, blank lines and '#' comments ignored,
-// surrounding whitespace trimmed. Bad lines are returned as SeedErrors and skipped; duplicates
+// surrounding whitespace trimmed; a line with whitespace inside (a URL and more text) is bad. Bad lines are returned as SeedErrors and skipped; duplicates
 // are dropped silently. err is set only when the file cannot be read at all, or is binary
 // (ErrBinarySeeds).
 func ReadSeeds(path string) (seeds []string, bad []SeedError, err error) {
@@ -111,6 +112,12 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 		default:
 			s := strings.TrimSpace(string(line))
 			if s == "" || strings.HasPrefix(s, "#") {
+				break
+			}
+			if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+				shown, _ := urlnorm.RedactPassword(s[:i])
+				report(SeedError{name, n, fmt.Sprintf("%q followed by %q: one URL per line (a space in a URL is written %%20)",
+					truncate(shown, 200), truncate(strings.TrimSpace(s[i:]), 60)), SeedSkipped, ""})
 				break
 			}
 			guessed := bareHost.MatchString(s) && (strings.Contains(strings.SplitN(s, "/", 2)[0], ".") || strings.HasPrefix(s, "localhost"))

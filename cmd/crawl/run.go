@@ -262,6 +262,7 @@ func readSeeds(file string, args []string, stderr io.Writer) (urls []string, gue
 	if len(args) > 0 {
 		add(crawler.ParseSeedArgs(args))
 	}
+	urls, notes = crawler.SchemesFromSeeds(urls, notes)
 	for _, n := range notes {
 		if n.Outcome == crawler.SeedAssumedHTTPS {
 			if u, err := url.Parse(n.URL); err == nil {

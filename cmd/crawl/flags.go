@@ -106,7 +106,8 @@ var (
 func flagError(fs *flag.FlagSet, err error) string {
 	msg := err.Error()
 	if m := reUndefined.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("unknown flag --%s", m[1])
+		name, _, _ := strings.Cut(m[1], "=")
+		return fmt.Sprintf("unknown flag --%s%s", m[1], didYouMean(name, namesOfFlags(fs), "--"))
 	}
 	if m := reNeedsArg.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("--%s needs a value: %s", m[1], flagForm(fs.Lookup(m[1])))

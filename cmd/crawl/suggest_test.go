@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestMistypedNameSuggestsNearest: a mistyped command or flag is answered with the nearest
+// name, when one is near; a name near none gets no guess.
+func TestMistypedNameSuggestsNearest(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string // "" : no suggestion
+	}{
+		{[]string{"rnu"}, "did you mean run?"},
+		{[]string{"exprot"}, "did you mean export?"},
+		{[]string{"help", "stauts"}, "did you mean status?"},
+		{[]string{"xy"}, ""},
+		{[]string{"run", "--max-rates", "3", "--data", "d"}, "did you mean --max-rate?"},
+		{[]string{"run", "--max-rates=3", "--data", "d"}, "did you mean --max-rate?"},
+		{[]string{"export", "--fromat", "csv"}, "did you mean --format?"},
+		{[]string{"status", "--zzz"}, ""},
+	} {
+		var out, errOut bytes.Buffer
+		if code := dispatch(tt.args, &out, &errOut); code != exitUsage {
+			t.Errorf("crawl %q: exit %d, want %d", tt.args, code, exitUsage)
+		}
+		msg := errOut.String()
+		if tt.want == "" && strings.Contains(msg, "did you mean") || !strings.Contains(msg, tt.want) {
+			t.Errorf("crawl %q: %q; want %q", tt.args, msg, tt.want)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"run", "run", 0}, {"rnu", "run", 1}, {"max-rates", "max-rate", 1}, {"kitten", "sitting", 3}, {"", "abc", 3}} {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

@@ -31,7 +31,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("status", statusSynopsis)
 	fs := flags.FlagSet
 	dir := fs.String("data", "", "data directory of the crawl")
-	asJSON := fs.Bool("json", false, "print the stable JSON form (see README); it lists every host contacted")
+	asJSON := fs.Bool("json", false, "print the stable JSON form (see docs/cli.md); it lists every host contacted")
 	rows := fs.Int("hosts", defaultHostRows, "list at most this many hosts, busiest first")
 	all := fs.Bool("all", false, "list every host contacted (overrides --hosts)")
 	redisURL := fs.String("redis", "", "the Redis (or Valkey) of a crawl shared by several workers, as "+redisURLForm+" (one node of a Redis Cluster finds the rest): show the fleet's view")

@@ -43,3 +43,18 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// TestInvokedAs: the demo's "next:" line names a command that works: go run's when the binary
+// is one go run built, else the binary as it was called.
+func TestInvokedAs(t *testing.T) {
+	for arg0, want := range map[string]string{
+		"/tmp/go-build1234567/b001/exe/crawl": "go run ./cmd/crawl",
+		"./crawl":                             "./crawl",
+		"crawl":                               "crawl",
+		"/usr/local/bin/crawl":                "/usr/local/bin/crawl",
+	} {
+		if got := invokedAs(arg0); got != want {
+			t.Errorf("invokedAs(%q) = %q, want %q", arg0, got, want)
+		}
+	}
+}

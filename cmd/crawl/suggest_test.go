@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/crawl-project/crawl/aimd"
 )
 
 // TestMistypedNameSuggestsNearest: a mistyped command or flag is answered with the nearest
@@ -55,6 +57,17 @@ func TestInvokedAs(t *testing.T) {
 	} {
 		if got := invokedAs(arg0); got != want {
 			t.Errorf("invokedAs(%q) = %q, want %q", arg0, got, want)
+		}
+	}
+}
+
+// TestStatusHelpExplainsPhases: every phase crawl status can show is explained in its help.
+func TestStatusHelpExplainsPhases(t *testing.T) {
+	var out, errOut bytes.Buffer
+	dispatch([]string{"help", "status"}, &out, &errOut)
+	for p := aimd.Phase(0); p.String() != "unknown"; p++ {
+		if !strings.Contains(out.String(), "\n  "+p.String()+" ") {
+			t.Errorf("crawl help status does not explain phase %q:\n%s", p, out.String())
 		}
 	}
 }

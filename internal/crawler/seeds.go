@@ -118,7 +118,7 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 			if s == "" || strings.HasPrefix(s, "#") {
 				break
 			}
-			if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+			if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 && isURL(s[:i]) {
 				shown, _ := urlnorm.RedactPassword(s[:i])
 				report(SeedError{name, n, fmt.Sprintf("%q followed by %q: one URL per line (a space in a URL is written %%20)",
 					truncate(shown, 200), truncate(strings.TrimSpace(s[i:]), 60)), SeedSkipped, ""})
@@ -189,6 +189,16 @@ func SchemesFromSeeds(seeds []string, notes []SeedError) ([]string, []SeedError)
 		rewritten[i] = n
 	}
 	return out, rewritten
+}
+
+// isURL reports whether s is a URL the crawler could fetch, with its scheme or a bare host
+// name with a dot in it.
+func isURL(s string) bool {
+	if bareHost.MatchString(s) && strings.Contains(strings.SplitN(s, "/", 2)[0], ".") {
+		return true
+	}
+	_, err := urlnorm.Parse(s)
+	return err == nil
 }
 
 // bareHost matches a seed written without a scheme: a host name or address, maybe a port,

@@ -41,7 +41,8 @@ type Controller struct {
 // counters are what Stats reports of the outcomes seen.
 type counters struct {
 	decreases, overLimit, failures, neutral int
-	lastOK                                  nanos // when the latest Success was sent
+	savedP95                                time.Duration // State.P95 restored, shown until a success is measured
+	lastOK                                  nanos         // when the latest Success was sent
 }
 
 // epoch is the congestion epoch: the time since the last decrease. Signals about requests sent

@@ -889,6 +889,10 @@ func TestStateRoundTrip(t *testing.T) {
 	if st.OverLimit != 1 || st.Decreases != 1 {
 		t.Errorf("restored counters %+v", st)
 	}
+	// The p95 a stopped crawl's status shows is the one last measured, not 0.
+	if p := c.Stats().P95; p <= 0 || st.P95 != p {
+		t.Errorf("restored p95 %v, want the saved %v (> 0)", st.P95, p)
+	}
 	if !s.QuickRefusals || !r.State().QuickRefusals {
 		t.Errorf("refusal cost not kept: saved %v, restored %v", s.QuickRefusals, r.State().QuickRefusals)
 	}

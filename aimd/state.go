@@ -29,7 +29,7 @@ func (c *Controller) Stats() Stats {
 	return Stats{
 		Rate:         c.Rate(),
 		Window:       c.Window(),
-		P95:          quantile(ds, 0.95),
+		P95:          c.p95(ds),
 		Baseline:     c.lat.baseline,
 		Phase:        c.phase(),
 		Plateau:      c.curve.plateau,
@@ -41,6 +41,15 @@ func (c *Controller) Stats() Stats {
 		AcceptedRate: c.acceptedRate(c.last),
 		Stated:       c.trustedStated(),
 	}
+}
+
+// p95 is the p95 of ds, the latest successes' latencies, or the restored State.P95 when there
+// are none yet.
+func (c *Controller) p95(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return c.counts.savedP95
+	}
+	return quantile(ds, 0.95)
 }
 
 // State is what a controller has learned about a host, to persist between runs. All fields are
@@ -55,6 +64,9 @@ type State struct {
 	Decreases int           `json:"decreases,omitempty"`
 	OverLimit int           `json:"over_limit,omitempty"`
 	Failures  int           `json:"failures,omitempty"`
+	// P95 is Stats().P95 when saved, so that a stopped crawl's status shows the latency its
+	// hosts were last seen at; it is shown, never used for a decision.
+	P95 time.Duration `json:"p95,omitempty"`
 	// QuickRefusals: the last refusal did not pause the host (see Config.QuickReturnTime).
 	QuickRefusals bool `json:"quick_refusals,omitempty"`
 	// RefusalPause is the pause the last refusal cost (its Retry-After): the probe above the
@@ -90,6 +102,7 @@ func (c *Controller) State() State {
 		Decreases: c.counts.decreases,
 		OverLimit: c.counts.overLimit,
 		Failures:  c.counts.failures,
+		P95:       c.p95(c.recentLatencies(never, 0)),
 
 		QuickRefusals: c.pace.quick,
 		RefusalPause:  c.pace.pause,
@@ -122,6 +135,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	}
 	c.counts.decreases, c.counts.overLimit, c.counts.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
 	c.pace.quick, c.pace.pause = s.QuickRefusals, max(s.RefusalPause, 0)
+	c.counts.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
 	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
 	c.overs.restore(s.RefusalShare, s.RefusalSamples, s.RefusalCut)
 	if s.Rate > 0 && !s.SlowStart {

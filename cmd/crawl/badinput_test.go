@@ -285,6 +285,7 @@ func TestDataDirNotAStore(t *testing.T) {
 	}
 	notStore := outcome{exitRuntime, "not a crawl store"}
 	damaged := outcome{exitRuntime, "is damaged"} // a crawl store, cut short
+	storeFile := outcome{exitUsage, "is the store file; --data names the directory that holds it"}
 	tests := []struct {
 		name                string
 		setup               func(t *testing.T, dir string) string // returns the --data path
@@ -318,8 +319,13 @@ func TestDataDirNotAStore(t *testing.T) {
 			p := filepath.Join(dir, "notes.txt")
 			os.WriteFile(p, []byte("my notes\n"), 0o644)
 			return p
-		}, outcome{exitRuntime, "not a directory"}, outcome{exitUsage, "holds no crawl to resume"},
-			outcome{exitRuntime, "not a crawl data directory"}},
+		}, outcome{exitUsage, "is a file; --data names a crawl's data directory"}, outcome{exitUsage, "is a file; --data names a crawl's data directory"},
+			outcome{exitUsage, "is a file; --data names a crawl's data directory"}},
+		{"--data names the store file", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "crawl.db")
+			os.WriteFile(p, whole, 0o644)
+			return p
+		}, storeFile, storeFile, storeFile},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -78,8 +78,22 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "\nreport with per-host charts (opens offline in any browser):\n  %s\n", (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String())
 	}
-	fmt.Fprintf(stdout, "\nnext: crawl status --data %s    crawl report --data %s --out report.html\n      crawl export --data %s --format jsonl --out pages.jsonl\n", *dir, *dir, *dir)
+	me := invokedAs(os.Args[0])
+	fmt.Fprintf(stdout, "\nnext: %s status --data %s    %s report --data %s --out report.html\n      %s export --data %s --format jsonl --out pages.jsonl\n", me, *dir, me, *dir, me, *dir)
 	return code
+}
+
+// invokedAs is the command that runs this binary again, from arg0 (os.Args[0]): "go run
+// ./cmd/crawl" for a binary go run built in its temporary directory (there is no crawl binary
+// yet), else arg0 as typed ("crawl" found on the PATH, "./crawl").
+func invokedAs(arg0 string) string {
+	if strings.Contains(filepath.ToSlash(arg0), "/go-build") {
+		return "go run ./cmd/crawl"
+	}
+	if arg0 == "" {
+		return "crawl"
+	}
+	return arg0
 }
 
 // labelHosts records the simulated hosts' names and hidden limits in the store, so the report

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crawl-project/crawl/storage"
 )
 
 // cmdFlags is the flag set of one command, with the synopsis its help starts with.
@@ -32,6 +36,11 @@ func newFlags(name, synopsis string) *cmdFlags {
 // after -h or --help printed the help to stdout, exitUsage after a bad flag printed one line
 // naming it and the form it takes.
 func (fs *cmdFlags) parse(args []string, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
+	if f := fs.Lookup("data"); f != nil {
+		if _, done := f.Value.(dataDirValue); !done {
+			f.Value = dataDirValue{f.Value}
+		}
+	}
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
@@ -58,6 +67,10 @@ func (fs *cmdFlags) parse(args []string, stdout, stderr io.Writer) (pos []string
 func (fs *cmdFlags) help(w io.Writer) {
 	fmt.Fprintf(w, "%s\n\nflags:\n", strings.TrimRight(fs.synopsis, "\n"))
 	fs.VisitAll(func(f *flag.Flag) {
+		if d, ok := f.Value.(dataDirValue); ok {
+			g := *f
+			g.Value, f = d.Value, &g
+		}
 		name, usage := flag.UnquoteUsage(f)
 		line := "  --" + f.Name
 		if name != "" {
@@ -93,7 +106,8 @@ var (
 func flagError(fs *flag.FlagSet, err error) string {
 	msg := err.Error()
 	if m := reUndefined.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("unknown flag --%s", m[1])
+		name, _, _ := strings.Cut(m[1], "=")
+		return fmt.Sprintf("unknown flag --%s%s", m[1], didYouMean(name, namesOfFlags(fs), "--"))
 	}
 	if m := reNeedsArg.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("--%s needs a value: %s", m[1], flagForm(fs.Lookup(m[1])))
@@ -129,6 +143,20 @@ func flagForm(f *flag.Flag) string {
 	default:
 		return "want a value"
 	}
+}
+
+// dataDirValue is a --data flag: it refuses a file, which is never a data directory, and
+// names the directory to give when the file is a store (DIR/crawl.db).
+type dataDirValue struct{ flag.Value }
+
+func (v dataDirValue) Set(s string) error {
+	if fi, err := os.Stat(s); err == nil && !fi.IsDir() {
+		if filepath.Base(s) == storage.FileName {
+			return fmt.Errorf("is the store file; --data names the directory that holds it: --data %s", filepath.Dir(s))
+		}
+		return errors.New("is a file; --data names a crawl's data directory")
+	}
+	return v.Value.Set(s)
 }
 
 // durationValue is a duration flag: Go's form ("30s", "1m30s") or a bare number of seconds.

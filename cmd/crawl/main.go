@@ -54,7 +54,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		if cmd, ok := commands[args[1]]; ok {
 			return cmd.run([]string{"-h"}, stdout, stderr)
 		}
-		fmt.Fprintf(stderr, "crawl help: unknown command %q (%s)\n", args[1], commandList())
+		fmt.Fprintf(stderr, "crawl help: unknown command %q%s (%s)\n", args[1], didYouMean(args[1], commandNames(), ""), commandList())
 		return exitUsage
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionLine())
@@ -62,7 +62,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "crawl: unknown command %q (%s; crawl help lists them)\n", args[0], commandList())
+		fmt.Fprintf(stderr, "crawl: unknown command %q%s (%s; crawl help lists them)\n", args[0], didYouMean(args[0], append(commandNames(), "help", "version"), ""), commandList())
 		return exitUsage
 	}
 	return cmd.run(args[1:], stdout, stderr)

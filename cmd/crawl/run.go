@@ -111,7 +111,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := crawlFlags(fs)
 	fs.StringVar(&cfg.DNSServer, "dns-server", "", "look host names up with the DNS server at IP:PORT instead of the system resolver")
 	netOpts := networkFlags(fs)
-	hostsConfig := fs.String("hosts-config", "", "per-host settings from this TOML `file`: max_rate, concurrency, ignore_robots, headers (see README); its path is stored with the settings and the file read again on resume (--hosts-config '' drops it)")
+	hostsConfig := fs.String("hosts-config", "", "per-host settings from this TOML `file`: max_rate, concurrency, ignore_robots, headers (see docs/cli.md); its path is stored with the settings and the file read again on resume (--hosts-config '' drops it)")
 	var maxTime time.Duration
 	durationVar(fs, &maxTime, "max-time", 0, "stop the run after this `duration`, as if interrupted, and exit 0 (0: no limit); run again to go on")
 	retryStates := fs.String("retry", "", "put these URLs back in the queue with fresh attempts first: failed, excluded or failed,excluded")
@@ -262,6 +262,7 @@ func readSeeds(file string, args []string, stderr io.Writer) (urls []string, gue
 	if len(args) > 0 {
 		add(crawler.ParseSeedArgs(args))
 	}
+	urls, notes = crawler.SchemesFromSeeds(urls, notes)
 	for _, n := range notes {
 		if n.Outcome == crawler.SeedAssumedHTTPS {
 			if u, err := url.Parse(n.URL); err == nil {

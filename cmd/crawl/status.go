@@ -25,13 +25,21 @@ const statusSynopsis = `usage: crawl status --data DIR [--json] [--hosts N | --a
 
 Prints the settings in force, URL counts by state and reason, and per host the learned rate,
 window, latency and last error; it works while a crawl runs. With --redis: the shared crawl's
-counts across all its workers, and each worker's partitions, pages and last heartbeat.`
+counts across all its workers, and each worker's partitions, pages and last heartbeat.
+
+The phase column says where a host's rate is on its way (docs/politeness.md, docs/aimd.md):
+  slow-start   no refusal seen yet: the rate grows fast while the host stays quick
+  refusal-run  refused with no success since: each refusal backs off further
+  return       after a decrease: climbing back to the rate the host last took (the plateau)
+  hold         a limit was measured: holding just under it before probing again
+  search       the plateau is well under the last refused rate: raised toward it step by step
+  probe        at the plateau: probing slowly for a higher limit`
 
 func statusCmd(args []string, stdout, stderr io.Writer) int {
 	flags := newFlags("status", statusSynopsis)
 	fs := flags.FlagSet
 	dir := fs.String("data", "", "data directory of the crawl")
-	asJSON := fs.Bool("json", false, "print the stable JSON form (see README); it lists every host contacted")
+	asJSON := fs.Bool("json", false, "print the stable JSON form (see docs/cli.md); it lists every host contacted")
 	rows := fs.Int("hosts", defaultHostRows, "list at most this many hosts, busiest first")
 	all := fs.Bool("all", false, "list every host contacted (overrides --hosts)")
 	redisURL := fs.String("redis", "", "the Redis (or Valkey) of a crawl shared by several workers, as "+redisURLForm+" (one node of a Redis Cluster finds the rest): show the fleet's view")

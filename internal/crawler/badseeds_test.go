@@ -29,6 +29,8 @@ func TestParseSeedsBadInput(t *testing.T) {
 		{"line over 64 KiB", "http://a.example/\n" + strings.Repeat("x", 100<<10) + "\nhttp://b.example/\n",
 			[]string{"http://a.example/", "http://b.example/"}, []int{2}, nil},
 		{"URL over 2048 bytes", "http://a.example/" + strings.Repeat("p", 3000) + "\n", nil, []int{1}, nil},
+		{"a URL followed by more text", "http://a.example/ trailing words\nhttp://b.example/x\tnote\nhttp://c.example/\nd.example/ more\n",
+			[]string{"http://c.example/"}, []int{1, 2, 4}, nil},
 		{"no final newline", "# c\nhttp://a.example/", []string{"http://a.example/"}, nil, nil},
 		{"only comments and blanks", "# nothing\n\n   \n\t# more\n", nil, nil, nil},
 		{"empty", "", nil, nil, nil},
@@ -53,6 +55,13 @@ func TestParseSeedsBadInput(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("the text after a URL is named", func(t *testing.T) {
+		_, bad, _ := ParseSeeds(strings.NewReader("http://a.example/ trailing words\n"), "seeds.txt")
+		if len(bad) != 1 || !strings.Contains(bad[0].Error(), "seeds.txt:1:") || !strings.Contains(bad[0].Error(), `"trailing words"`) {
+			t.Errorf("bad = %v; want seeds.txt:1 naming the text after the URL", bad)
+		}
+	})
 
 	t.Run("bad lines are listed up to a bound", func(t *testing.T) {
 		seeds, bad, err := ParseSeeds(strings.NewReader(manyBad), "log.txt")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crawl-project/crawl/aimd"
@@ -241,7 +242,11 @@ func errCause(err error) string {
 	if errors.As(inner, &ue) {
 		inner = ue.Err
 	}
-	return fe.Kind.String() + ": " + inner.Error()
+	msg, kind := inner.Error(), fe.Kind.String()
+	if strings.HasPrefix(msg, kind+": ") { // crypto/tls's errors start "tls: "
+		return msg
+	}
+	return kind + ": " + msg
 }
 
 func classifyErr(err error) retry.Class {

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/crawl-project/crawl/internal/urlnorm"
@@ -21,7 +23,7 @@ type SeedError struct {
 	Line    int
 	Reason  string
 	Outcome SeedOutcome
-	URL     string // SeedAssumedHTTPS: the https URL the line became
+	URL     string // SeedAssumedHTTPS, SeedSchemeOfHost: the URL the line became
 }
 
 // SeedOutcome says what became of a reported seed line.
@@ -33,6 +35,9 @@ const (
 	// SeedAssumedHTTPS: the line is a bare host name (and maybe a path); it is crawled with
 	// https:// in front, and over http if https cannot connect or handshake (HTTPFallback).
 	SeedAssumedHTTPS
+	// SeedSchemeOfHost: the line is a bare host name whose host:port another seed gives with
+	// a scheme; it is crawled with that scheme (SchemesFromSeeds).
+	SeedSchemeOfHost
 )
 
 func (e SeedError) Error() string {
@@ -46,7 +51,7 @@ func (e SeedError) Error() string {
 const maxSeedLine = 64 << 10
 
 // ReadSeeds reads a seed file: one URL per line, blank lines and '#' comments ignored,
-// surrounding whitespace trimmed. Bad lines are returned as SeedErrors and skipped; duplicates
+// surrounding whitespace trimmed; a line with whitespace inside (a URL and more text) is bad. Bad lines are returned as SeedErrors and skipped; duplicates
 // are dropped silently. err is set only when the file cannot be read at all, or is binary
 // (ErrBinarySeeds).
 func ReadSeeds(path string) (seeds []string, bad []SeedError, err error) {
@@ -113,6 +118,12 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 			if s == "" || strings.HasPrefix(s, "#") {
 				break
 			}
+			if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 && isURL(s[:i]) {
+				shown, _ := urlnorm.RedactPassword(s[:i])
+				report(SeedError{name, n, fmt.Sprintf("%q followed by %q: one URL per line (a space in a URL is written %%20)",
+					truncate(shown, 200), truncate(strings.TrimSpace(s[i:]), 60)), SeedSkipped, ""})
+				break
+			}
 			guessed := bareHost.MatchString(s) && (strings.Contains(strings.SplitN(s, "/", 2)[0], ".") || strings.HasPrefix(s, "localhost"))
 			if guessed {
 				s = "https://" + s
@@ -140,6 +151,54 @@ func ParseSeeds(r io.Reader, name string) (seeds []string, bad []SeedError, err 
 		}
 	}
 	return seeds, bad, nil
+}
+
+// SchemesFromSeeds gives each seed that notes mark SeedAssumedHTTPS the scheme another seed
+// gives its host:port (https if seeds give it both): a host a seed names as http:// is not
+// tried over https for a seed written without a scheme. It returns the seeds, in order, and
+// notes with those seeds' notes rewritten as SeedSchemeOfHost.
+func SchemesFromSeeds(seeds []string, notes []SeedError) ([]string, []SeedError) {
+	guessed := map[string]bool{}
+	for _, n := range notes {
+		if n.Outcome == SeedAssumedHTTPS {
+			guessed[n.URL] = true
+		}
+	}
+	known := map[string]string{} // host:port as the URL writes it → scheme
+	for _, s := range seeds {
+		if u, err := url.Parse(s); err == nil && !guessed[s] && (known[u.Host] == "" || u.Scheme == "https") {
+			known[u.Host] = u.Scheme
+		}
+	}
+	became := map[string]string{}
+	out := make([]string, 0, len(seeds))
+	for _, s := range seeds {
+		if u, err := url.Parse(s); err == nil && guessed[s] && known[u.Host] == "http" {
+			u.Scheme = "http"
+			became[s] = u.String()
+			s = u.String()
+		}
+		out = append(out, s)
+	}
+	rewritten := make([]SeedError, len(notes))
+	for i, n := range notes {
+		if to, ok := became[n.URL]; ok && n.Outcome == SeedAssumedHTTPS {
+			n.Outcome, n.URL = SeedSchemeOfHost, to
+			n.Reason = "no scheme: crawling " + to + " (the scheme another seed gives this host)"
+		}
+		rewritten[i] = n
+	}
+	return out, rewritten
+}
+
+// isURL reports whether s is a URL the crawler could fetch, with its scheme or a bare host
+// name with a dot in it.
+func isURL(s string) bool {
+	if bareHost.MatchString(s) && strings.Contains(strings.SplitN(s, "/", 2)[0], ".") {
+		return true
+	}
+	_, err := urlnorm.Parse(s)
+	return err == nil
 }
 
 // bareHost matches a seed written without a scheme: a host name or address, maybe a port,

@@ -69,6 +69,16 @@ func (b *builder) xs(t time.Time) float64 { return t.Sub(b.t0).Seconds() }
 // clock formats seconds since the start as the time axis labels them.
 func (b *builder) clock(s float64) string { return fmtClock(s, b.xMax >= 3600) }
 
+// requestsNote says what the requests figure counts: the requests sampled while crawling. A
+// run killed (or crashed) loses its last interval's sample, so unsampled pages fetched (the
+// store's count less the samples') are named, their requests not being counted.
+func requestsNote(unsampled int, noSamples bool) string {
+	if unsampled <= 0 || noSamples {
+		return "robots.txt included"
+	}
+	return fmt.Sprintf("robots.txt included; not counted: those of the last second of a run killed, when %d pages were fetched", unsampled)
+}
+
 func build(d *Data, now time.Time) view {
 	v := view{
 		Dir: d.Dir, Generated: now.Format("2006-01-02 15:04:05 MST"),
@@ -115,7 +125,7 @@ func build(d *Data, now time.Time) view {
 		{"excluded", fmt.Sprint(st.Excluded), ""},
 		{"queued", fmt.Sprint(st.Queued), ""},
 		{"hosts crawled", fmt.Sprint(len(st.Hosts) + st.HostsNotListed), notCrawledNote(st.HostsNotCrawled)},
-		{"requests", fmt.Sprint(reqs), "robots.txt included"},
+		{"requests", fmt.Sprint(reqs), requestsNote(st.Fetched-pages, v.NoSamples)},
 		{"429/503 replies", fmt.Sprint(over), "the host said slow down"},
 		{"retries", fmt.Sprint(retries), ""},
 		{"errors", fmt.Sprint(errs), "no response, or 5xx"},

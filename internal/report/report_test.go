@@ -344,3 +344,28 @@ func absDiff(a, b int) int {
 	}
 	return b - a
 }
+
+// TestRequestsNoteNamesUnsampledPages: when the store holds more pages fetched than the
+// samples saw (a run killed before its last sample), the requests figure says what it leaves
+// out, so that fewer requests than pages reads as what it is.
+func TestRequestsNoteNamesUnsampledPages(t *testing.T) {
+	d := synthetic()
+	sampled := 0
+	for _, s := range d.Series[storage.CrawlWide] {
+		sampled += s.Pages
+	}
+	for _, tt := range []struct {
+		fetched int
+		want    string
+	}{{sampled, ""}, {sampled + 36, "when 36 pages were fetched"}} {
+		d.Status.Fetched = tt.fetched
+		var buf bytes.Buffer
+		if err := Write(&buf, d, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		got := bytes.Contains(buf.Bytes(), []byte("not counted: those of the last second of a run killed"))
+		if got != (tt.want != "") || !bytes.Contains(buf.Bytes(), []byte(tt.want)) {
+			t.Errorf("%d fetched, %d sampled: note shown %v; want %q", tt.fetched, sampled, got, tt.want)
+		}
+	}
+}

@@ -502,6 +502,26 @@ func (r *hostileResult) hostCount(t *testing.T) frontier.HostCount {
 	return frontier.HostCount{}
 }
 
+// runToEnd opens a crawler on cfg, runs it until it ends by itself (within hostileDeadline) and
+// closes it, failing the test if it does not end or cannot be opened.
+func runToEnd(t *testing.T, cfg Config) *Summary {
+	t.Helper()
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hostileDeadline)
+	defer cancel()
+	sum, err := c.Run(ctx)
+	if cerr := c.Close(); cerr != nil {
+		t.Errorf("Close: %v", cerr)
+	}
+	if err != nil {
+		t.Fatalf("Run: %v (the crawl must end by itself)", err)
+	}
+	return sum
+}
+
 func runHostile(t *testing.T, tc hostileCase) {
 	var base string
 	var site *hostileSite
@@ -516,19 +536,7 @@ func runHostile(t *testing.T, tc hostileCase) {
 	if tc.cfg != nil {
 		tc.cfg(&cfg)
 	}
-	c, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), hostileDeadline)
-	defer cancel()
-	sum, err := c.Run(ctx)
-	if cerr := c.Close(); cerr != nil {
-		t.Errorf("Close: %v", cerr)
-	}
-	if err != nil {
-		t.Fatalf("Run: %v (the crawl must end by itself)", err)
-	}
+	sum := runToEnd(t, cfg)
 	t.Logf("%v: fetched %d, failed %v, excluded %v", sum.Elapsed.Round(time.Millisecond), sum.Fetched, sum.FailedBy, sum.ExcludedBy)
 	if stop := cmp.Or(tc.stop, "done"); sum.StopReason != stop || sum.Queued != 0 || sum.InFlight != 0 {
 		t.Errorf("stopped %q with %d queued, %d in flight; want %s, 0, 0", sum.StopReason, sum.Queued, sum.InFlight, stop)

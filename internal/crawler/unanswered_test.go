@@ -1,7 +1,6 @@
 package crawler
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -83,19 +82,7 @@ func TestUnansweredHostGivenUp(t *testing.T) {
 			}
 			run := func(cfg Config) *Summary {
 				t.Helper()
-				c, err := Open(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), hostileDeadline)
-				defer cancel()
-				sum, err := c.Run(ctx)
-				if cerr := c.Close(); cerr != nil {
-					t.Errorf("Close: %v", cerr)
-				}
-				if err != nil {
-					t.Fatalf("Run: %v (the crawl must end by itself)", err)
-				}
+				sum := runToEnd(t, cfg)
 				if sum.StopReason != "done" || sum.Queued != 0 {
 					t.Fatalf("stopped %q with %d queued, want done with none", sum.StopReason, sum.Queued)
 				}

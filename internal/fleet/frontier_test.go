@@ -106,18 +106,7 @@ func TestFrontierCrawlsToTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	// page i of host k links to page i+1 of host k and page i of host k+1: 5 hosts × 6 pages
-	links := func(u string) []frontier.Entry {
-		var k, i int
-		fmt.Sscanf(u, "http://h%d/%d", &k, &i)
-		var out []frontier.Entry
-		if i+1 < 6 {
-			out = append(out, frontier.Entry{URL: fmt.Sprintf("http://h%d/%d", k, i+1), Host: hosts[k], Depth: 1})
-		}
-		if k+1 < len(hosts) {
-			out = append(out, frontier.Entry{URL: fmt.Sprintf("http://h%d/%d", k+1, i), Host: hosts[k+1], Depth: 1})
-		}
-		return out
-	}
+	links := gridLinks(hosts, 6)
 	done := crawlLoop(t, []*Frontier{f}, links, 30*time.Second)
 	seen := map[string]int{}
 	for _, u := range done {
@@ -535,5 +524,22 @@ func TestFrontierDropsALapsedPartitionOnTime(t *testing.T) {
 	t.Logf("cancelled %v after Redis stopped answering (lease TTL %v)", time.Since(stopped).Round(time.Millisecond), opts.LeaseTTL)
 	if f.Holds("h", time.Now()) {
 		t.Error("Holds is true for a host whose partition was dropped")
+	}
+}
+
+// gridLinks gives the links of a web of len(hosts) hosts × pages pages, URLs http://hK/I:
+// page I of host K links to page I+1 of host K and to page I of host K+1.
+func gridLinks(hosts []string, pages int) func(u string) []frontier.Entry {
+	return func(u string) []frontier.Entry {
+		var k, i int
+		fmt.Sscanf(u, "http://h%d/%d", &k, &i)
+		var out []frontier.Entry
+		if i+1 < pages {
+			out = append(out, frontier.Entry{URL: fmt.Sprintf("http://h%d/%d", k, i+1), Host: hosts[k], Depth: 1})
+		}
+		if k+1 < len(hosts) {
+			out = append(out, frontier.Entry{URL: fmt.Sprintf("http://h%d/%d", k+1, i), Host: hosts[k+1], Depth: 1})
+		}
+		return out
 	}
 }

@@ -251,18 +251,7 @@ func TestHostileCountsAndItemsDoNotStallTheWorker(t *testing.T) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	links := func(u string) []frontier.Entry {
-		var k, i int
-		fmt.Sscanf(u, "http://h%d/%d", &k, &i)
-		var out []frontier.Entry
-		if i+1 < 6 {
-			out = append(out, frontier.Entry{URL: fmt.Sprintf("http://h%d/%d", k, i+1), Host: hosts[k], Depth: 1})
-		}
-		if k+1 < len(hosts) {
-			out = append(out, frontier.Entry{URL: fmt.Sprintf("http://h%d/%d", k+1, i), Host: hosts[k+1], Depth: 1})
-		}
-		return out
-	}
+	links := gridLinks(hosts, 6)
 	done := crawlLoop(t, []*Frontier{f}, links, 30*time.Second)
 	seen := map[string]bool{}
 	for _, u := range done {

@@ -860,14 +860,9 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 
 // robotsUnreachableJob fails host's next URL: its robots.txt stayed unreachable.
 func (c *Crawler) robotsUnreachableJob(now time.Time, host string, rs *robotsState) (job, time.Time, error) {
-	l, ok, err := c.fr.Lease(now, host)
-	if err != nil || !ok {
-		return job{}, time.Time{}, err
-	}
-	return job{run: func() error {
-		return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: "robots-unreachable",
-			Detail: fmt.Sprintf("robots.txt unreachable after %d tries: %s", rs.failures(), rs.lastProblem())})
-	}}, time.Time{}, nil
+	return c.failNextJob(now, host, "robots-unreachable", func(frontier.Lease) string {
+		return fmt.Sprintf("robots.txt unreachable after %d tries: %s", rs.failures(), rs.lastProblem())
+	})
 }
 
 // robotsJob fetches host's robots.txt once its gate admits a request, with the scheme its

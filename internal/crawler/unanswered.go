@@ -55,15 +55,22 @@ func (c *Crawler) givenUp(host string) (given bool, reason, why string) {
 
 // unansweredJob fails host's next URL unrequested: the host is given up (givenUp).
 func (c *Crawler) unansweredJob(now time.Time, host, reason, why string) (job, time.Time, error) {
+	return c.failNextJob(now, host, reason, func(l frontier.Lease) string {
+		if l.Attempts > 0 {
+			return fmt.Sprintf("not requested again after %d attempts: the host was given up after %s", l.Attempts, why)
+		}
+		return "not requested: the host was given up after " + why
+	})
+}
+
+// failNextJob leases host's next URL and makes the job that fails it unrequested, with reason
+// and the detail made from its lease; no job when nothing is due.
+func (c *Crawler) failNextJob(now time.Time, host, reason string, detail func(frontier.Lease) string) (job, time.Time, error) {
 	l, ok, err := c.fr.Lease(now, host)
 	if err != nil || !ok {
 		return job{}, time.Time{}, err
 	}
-	detail := "not requested: the host was given up after " + why
-	if l.Attempts > 0 {
-		detail = fmt.Sprintf("not requested again after %d attempts: the host was given up after %s", l.Attempts, why)
-	}
 	return job{run: func() error {
-		return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: reason, Detail: detail})
+		return c.complete(l, frontier.Result{Kind: frontier.Failed, Reason: reason, Detail: detail(l)})
 	}}, time.Time{}, nil
 }

@@ -37,16 +37,7 @@ func (s CrawlSettings) Flags() []Setting {
 }
 
 // Diff returns the settings in which now differs from s, in Flags order: Was is s's.
-func (s CrawlSettings) Diff(now CrawlSettings) []Change {
-	var out []Change
-	a, b := s.Flags(), now.Flags()
-	for i := range a {
-		if !slices.Equal(a[i].Values, b[i].Values) {
-			out = append(out, Change{Was: a[i], Now: b[i]})
-		}
-	}
-	return out
-}
+func (s CrawlSettings) Diff(now CrawlSettings) []Change { return diffFlags(s.Flags(), now.Flags()) }
 
 // CrawlSettingsName is the crawl-wide value (SharedSettings.Settle) that holds a shared crawl's
 // settings, as EncodeCrawlSettings makes them.

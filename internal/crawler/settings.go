@@ -165,9 +165,11 @@ type Change struct {
 }
 
 // diff returns the settings that differ between was and now, in Flags order.
-func diff(was, now Settings) []Change {
+func diff(was, now Settings) []Change { return diffFlags(was.Flags(), now.Flags()) }
+
+// diffFlags returns the settings of a and b (the same flags, in one order) whose values differ.
+func diffFlags(a, b []Setting) []Change {
 	var out []Change
-	a, b := was.Flags(), now.Flags()
 	for i := range a {
 		if !slices.Equal(a[i].Values, b[i].Values) {
 			out = append(out, Change{Was: a[i], Now: b[i]})

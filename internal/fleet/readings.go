@@ -141,7 +141,7 @@ type countsAge struct {
 	counted uint64 // marks when the read behind counts began
 }
 
-func (a *countsAge) mark()      { a.marks++ }
+func (a *countsAge) mark() { a.marks++ }
 
 func (a countsAge) stale() bool { return a.marks != a.counted }
 

@@ -230,10 +230,10 @@ func (f *Frontier) repairCounts(ctx context.Context, members map[int][]string) e
 	}
 	f.mu.Lock()
 	var suspects []suspect
-	for p, h := range f.parts {
-		c := f.held[p]
+	for p, h := range f.parts.inUse {
+		c := f.view.held[p]
 		hosts, read := members[p]
-		full := f.counts != nil && p < len(f.counts) && len(f.counts[p].Damaged) > 0
+		full := f.view.counts != nil && p < len(f.view.counts) && len(f.view.counts[p].Damaged) > 0
 		if len(c.Damaged) > 0 || full || c.Queued < c.InFlight || read && len(hosts) == 0 && c.Queued > c.InFlight {
 			suspects = append(suspects, suspect{h.o, full})
 		}
@@ -250,8 +250,8 @@ func (f *Frontier) repairCounts(ctx context.Context, members map[int][]string) e
 		}
 		f.mu.Lock()
 		if len(fixed) > 0 || sp.stale { // read them again (a suspicion from a race changes nothing)
-			f.heldAt = time.Time{}
-			f.age.mark()
+			f.view.heldAt = time.Time{}
+			f.view.age.mark()
 		}
 		if len(fixed) > 0 {
 			f.stats.Recounted++

@@ -67,39 +67,36 @@ func (o FrontierOptions) withDefaults() FrontierOptions {
 // Times the loop passes in are local; times in Redis are Redis' (Store.Now): the offset between
 // the two is measured on every round of Run.
 type Frontier struct {
-	s    *Store
-	k    *Keeper
-	opts FrontierOptions
+	// Fixed by NewFrontier. Store, Keeper, recentLinks and commits are safe for concurrent use.
+	s       *Store
+	k       *Keeper
+	opts    FrontierOptions
+	recent  *recentLinks // URLs known recorded: their links are not sent again
+	commits *commits     // results being committed, grouped by ownership
 
-	mu    sync.Mutex
-	parts map[int]*held // partitions in use
+	// mu guards every field below it but rounds. It is never held across a call to Redis.
+	// Lock order: commits.mu, then mu, then the locks of recentLinks and of the Store's
+	// placements (taken while mu is held, never the other way).
+	mu sync.Mutex
+
+	parts partTable // partitions in use: held, draining, lapsing (partitions.go)
 	// hosts of the partitions in use that had work: Ready (Lease asks Redis), Waiting (a
 	// retry's time or a back-off, local time) or Idle (nothing queued or delayed when asked)
-	hosts   readyset.Set
-	leases  map[string]leased  // URLs in flight, by URL
-	putBack []leased           // leases Release could not hand back (Redis unreachable)
-	counts  Partitions         // every partition's, read at one instant (nil before the first read)
-	full    time.Time          // when counts was read
-	held    map[int]PartCounts // the partitions in use, as last read
-	heldAt  time.Time          // when every partition in use was last read
-	// partitions whose outbox this worker filled since it last read it empty
-	outboxed  map[int]bool
-	forwarded map[int]time.Time // when Run last forwarded each partition's outbox (local time)
-	age       countsAge         // whether counts may miss a write of this worker
-	offset    time.Duration     // Redis' clock minus the local clock
-	link      linkState
-	stats     FrontierStats
-	done      map[string]*frontier.HostCount // results this worker recorded, by host
-	pages     int64                          // pages this worker fetched and completed
-	save      func() error                   // checkpoints hosts' learned state (Join)
-	store     *storage.DB                    // the worker's store, for pages (Join)
-	recent    *recentLinks                   // URLs known recorded: their links are not sent again
-	resend    dropped                        // links left out before a Redis restart was found, to send again
-	remark    bool                           // a Redis restart was found: mark the partitions active again (Store.remarkActive)
-	watched   time.Time                      // when Run last read the run_ids of Redis' nodes (Run's goroutine only)
-	commits   *commits                       // results being committed, grouped by ownership
-	batches   map[string]*hostBatch          // URLs taken from Redis not yet handed out, by host
-	lapse     lapseTimer                     // drops the partitions in use when their lease may run out
+	hosts    readyset.Set
+	inflight inFlight // URLs taken from Redis and not recorded yet (inflight.go)
+	view     readings // what Run last read of Redis: counters and clock (readings.go)
+	resend   dropped  // links left out before a Redis restart was found, to send again (run.go)
+
+	// This worker's results (results.go).
+	stats FrontierStats
+	done  map[string]*frontier.HostCount // results this worker recorded, by host
+	pages int64                          // pages this worker fetched and completed
+
+	// Join's: the worker's store, for pages, and what checkpoints hosts' learned state.
+	store *storage.DB
+	save  func() error
+
+	rounds rounds // Run's own, from one round to the next: no lock (run.go)
 }
 
 // NewFrontier returns the Frontier of k's worker. Call Run in a goroutine of its own.
@@ -117,10 +114,12 @@ func NewFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 func newFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	return &Frontier{
 		s: k.s, k: k, opts: opts.withDefaults(),
-		parts: map[int]*held{}, leases: map[string]leased{},
-		done: map[string]*frontier.HostCount{}, held: map[int]PartCounts{}, outboxed: map[int]bool{}, forwarded: map[int]time.Time{},
 		recent: newRecentLinks(opts.RecentLinks), commits: newCommits(),
-		batches: map[string]*hostBatch{},
+		parts:    partTable{inUse: map[int]*held{}},
+		inflight: inFlight{leases: map[string]leased{}, batches: map[string]*hostBatch{}},
+		view:     readings{held: map[int]PartCounts{}, outboxed: map[int]bool{}},
+		done:     map[string]*frontier.HostCount{},
+		rounds:   rounds{forwarded: map[int]time.Time{}},
 	}
 }
 
@@ -158,8 +157,8 @@ func (f *Frontier) retry(call func(ctx context.Context) error) error {
 		cancel()
 		if err == nil {
 			f.mu.Lock()
-			f.age.mark()
-			f.heldAt = time.Time{} // the partitions in use may have new URLs: read them all
+			f.view.age.mark()
+			f.view.heldAt = time.Time{} // the partitions in use may have new URLs: read them all
 			f.mu.Unlock()
 			return nil
 		}

@@ -129,7 +129,7 @@ func waitOwned(t *testing.T, f *Frontier, n int) {
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		f.mu.Lock()
 		got := 0
-		for _, h := range f.parts {
+		for _, h := range f.parts.inUse {
 			if h.use == partActive {
 				got++
 			}
@@ -216,7 +216,7 @@ func TestFrontierDrainsSurplus(t *testing.T) {
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		a.mu.Lock()
 		draining := 0
-		for _, h := range a.parts {
+		for _, h := range a.parts.inUse {
 			if h.use == partDraining {
 				draining++
 			}

@@ -11,6 +11,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// inFlight is what a Frontier took from Redis and has not recorded yet: the URLs Lease handed
+// out (until Complete or Release), those taken with them and not handed out yet, and the
+// leases Release could not hand back. Guarded by Frontier.mu.
+type inFlight struct {
+	leases  map[string]leased     // handed out, by URL
+	batches map[string]*hostBatch // taken from Redis, not handed out yet, by host
+	putBack []leased              // Release could not hand them back (Redis unreachable); Run retries
+}
+
 // leased is a URL in flight with the ownership it was leased under.
 type leased struct {
 	Lease
@@ -41,7 +50,7 @@ const (
 func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, error) {
 	p, placed := f.partitionOf(host)
 	f.mu.Lock()
-	h := f.parts[p]
+	h := f.parts.inUse[p]
 	if placed && h != nil && h.o.StateAt(now) == Lapsed {
 		f.dropLocked(p, "lapsed")
 		h = nil
@@ -52,11 +61,11 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		return frontier.Lease{}, false, nil
 	}
 	o := h.o
-	b := f.batches[host]
+	b := f.inflight.batches[host]
 	if b != nil && len(b.ls) > 0 && b.o.Epoch == o.Epoch {
 		l := b.ls[0]
 		b.ls = b.ls[1:]
-		f.leases[l.URL] = leased{Lease: l, o: o}
+		f.inflight.leases[l.URL] = leased{Lease: l, o: o}
 		f.mu.Unlock()
 		f.recent.remember([]uint64{Fingerprint(l.URL)})
 		return l.Lease, true, nil
@@ -80,7 +89,7 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 	defer f.mu.Unlock()
 	switch {
 	case errors.Is(err, ErrFenced):
-		if cur := f.parts[p]; cur != nil && cur.o.Epoch == o.Epoch {
+		if cur := f.parts.inUse[p]; cur != nil && cur.o.Epoch == o.Epoch {
 			f.dropLocked(p, "fenced")
 		} else { // acquired again meanwhile: ask again at the next round
 			f.hosts.Wait(host, time.Now().Add(f.opts.Refresh))
@@ -93,10 +102,10 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 		f.hosts.Idle(host)
 		return frontier.Lease{}, false, nil
 	case !ok:
-		f.hosts.Wait(host, next.Add(-f.offset))
+		f.hosts.Wait(host, next.Add(-f.view.offset))
 		return frontier.Lease{}, false, nil
 	}
-	if cur := f.parts[p]; cur == nil || cur.o.Epoch != o.Epoch {
+	if cur := f.parts.inUse[p]; cur == nil || cur.o.Epoch != o.Epoch {
 		// dropped (and perhaps acquired again) while Take ran: the URL stays in flight until
 		// the partition's next Acquire reclaims it; the host is asked again at the next round
 		f.hosts.Wait(host, time.Now().Add(f.opts.Refresh))
@@ -107,8 +116,8 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 	if f.hosts.State(host) == readyset.Unknown {
 		f.hosts.Ready(host)
 	}
-	f.leases[l.URL] = leased{Lease: l, o: o}
-	f.batches[host] = &hostBatch{o: o, ls: ls[1:], n: n, last: now}
+	f.inflight.leases[l.URL] = leased{Lease: l, o: o}
+	f.inflight.batches[host] = &hostBatch{o: o, ls: ls[1:], n: n, last: now}
 	f.recent.remember([]uint64{Fingerprint(l.URL)})
 	return l.Lease, true, nil
 }
@@ -117,8 +126,8 @@ func (f *Frontier) Lease(now time.Time, host string) (frontier.Lease, bool, erro
 // retries while the partition is this worker's.
 func (f *Frontier) Release(fl frontier.Lease) {
 	f.mu.Lock()
-	l, ok := f.leases[fl.URL]
-	delete(f.leases, fl.URL)
+	l, ok := f.inflight.leases[fl.URL]
+	delete(f.inflight.leases, fl.URL)
 	if ok && f.hosts.State(fl.Host) != readyset.Unknown {
 		f.hosts.Ready(fl.Host)
 	}
@@ -134,7 +143,7 @@ func (f *Frontier) Release(fl frontier.Lease) {
 		f.refused(l.URL, err.Error())
 	case err != nil:
 		f.mu.Lock()
-		f.putBack = append(f.putBack, l)
+		f.inflight.putBack = append(f.inflight.putBack, l)
 		f.mu.Unlock()
 	}
 }
@@ -143,10 +152,10 @@ func (f *Frontier) Release(fl frontier.Lease) {
 // hosts (f.mu held).
 func (f *Frontier) takeBatchesLocked(p int) []Lease {
 	var out []Lease
-	for host, b := range f.batches {
+	for host, b := range f.inflight.batches {
 		if b.o.Partition == p {
 			out = append(out, b.ls...)
-			delete(f.batches, host)
+			delete(f.inflight.batches, host)
 		}
 	}
 	return out
@@ -163,7 +172,7 @@ func (f *Frontier) putBackBatches(ctx context.Context, parts []int) {
 	}
 	var backs []back
 	for _, p := range parts {
-		if h := f.parts[p]; h != nil {
+		if h := f.parts.inUse[p]; h != nil {
 			if ls := f.takeBatchesLocked(p); len(ls) > 0 {
 				backs = append(backs, back{h.o, ls})
 			}
@@ -185,8 +194,8 @@ func (f *Frontier) putBackBatches(ctx context.Context, parts []int) {
 // retryPutBacks hands back the leases an earlier Release could not.
 func (f *Frontier) retryPutBacks(ctx context.Context) {
 	f.mu.Lock()
-	pending := f.putBack
-	f.putBack = nil
+	pending := f.inflight.putBack
+	f.inflight.putBack = nil
 	f.mu.Unlock()
 	for i, l := range pending {
 		err := f.s.PutBack(ctx, l.o, l.Lease)
@@ -195,7 +204,7 @@ func (f *Frontier) retryPutBacks(ctx context.Context) {
 			f.refused(l.URL, err.Error())
 		case err != nil:
 			f.mu.Lock()
-			f.putBack = append(f.putBack, pending[i:]...)
+			f.inflight.putBack = append(f.inflight.putBack, pending[i:]...)
 			f.mu.Unlock()
 			return
 		}
@@ -208,7 +217,7 @@ func (f *Frontier) leasedUnder(o Ownership) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
-	for _, l := range f.leases {
+	for _, l := range f.inflight.leases {
 		if l.o.Partition == o.Partition && l.o.token == o.token {
 			n++
 		}
@@ -219,7 +228,7 @@ func (f *Frontier) leasedUnder(o Ownership) int {
 func (f *Frontier) forget(l leased) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.leases, l.URL)
+	delete(f.inflight.leases, l.URL)
 }
 
 // orphanAge is how long a URL may sit in the in-flight set of a partition this worker holds
@@ -234,23 +243,23 @@ const orphanAge = 10 * time.Second
 func (f *Frontier) returnOrphans(ctx context.Context) error {
 	f.mu.Lock()
 	mine := map[int]int{}
-	for _, l := range f.leases {
+	for _, l := range f.inflight.leases {
 		mine[l.Partition]++
 	}
 	taken := map[string]bool{} // in a batch not handed out yet
-	for _, b := range f.batches {
+	for _, b := range f.inflight.batches {
 		for _, l := range b.ls {
 			mine[l.Partition]++
 			taken[l.URL] = true
 		}
 	}
 	var suspect []Ownership
-	for p, h := range f.parts {
-		if f.held[p].InFlight > mine[p] {
+	for p, h := range f.parts.inUse {
+		if f.view.held[p].InFlight > mine[p] {
 			suspect = append(suspect, h.o)
 		}
 	}
-	offset := f.offset
+	offset := f.view.offset
 	f.mu.Unlock()
 	takenBefore := time.Now().Add(offset).Add(-orphanAge).Add(f.s.opts.URLLeaseTTL)
 	// no lease of this worker ends later than this (a deadline beyond is damage, or a lease of
@@ -276,7 +285,7 @@ func (f *Frontier) returnOrphans(ctx context.Context) error {
 				continue
 			}
 			f.mu.Lock()
-			_, leasedHere := f.leases[it.URL]
+			_, leasedHere := f.inflight.leases[it.URL]
 			f.mu.Unlock()
 			if leasedHere || taken[it.URL] {
 				continue

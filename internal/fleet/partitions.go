@@ -23,6 +23,14 @@ type held struct {
 	parent context.Context // ctx's parent (HostContext's argument)
 }
 
+// partTable is the partitions a Frontier uses: those its Keeper holds, each active or
+// draining, and the timer that drops them when their lease may run out. A partition enters in
+// sync and leaves in dropLocked, nowhere else. Guarded by Frontier.mu.
+type partTable struct {
+	inUse map[int]*held // by partition
+	lapse lapseTimer
+}
+
 // lapseTimer fires at the earliest local stop time of the partitions in use, so that they are
 // dropped (their requests cancelled) on time rather than at Run's next round, which a slow
 // Redis call may hold up. Guarded by Frontier.mu.
@@ -38,7 +46,7 @@ func (f *Frontier) HostContext(ctx context.Context, host string) context.Context
 	p, placed := f.partitionOf(host)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.parts[p]
+	h := f.parts.inUse[p]
 	if !placed || h == nil || h.o.StateAt(time.Now()) == Lapsed {
 		c, cancel := context.WithCancel(ctx)
 		cancel()
@@ -60,7 +68,7 @@ func (f *Frontier) Holds(host string, now time.Time) bool {
 	p, placed := f.partitionOf(host)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.parts[p]
+	h := f.parts.inUse[p]
 	return placed && h != nil && h.o.StateAt(now) != Lapsed
 }
 
@@ -81,7 +89,7 @@ func (f *Frontier) partitionOf(host string) (p int, placed bool) {
 func (f *Frontier) mayHold(o Ownership, at time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := f.parts[o.Partition]
+	h := f.parts.inUse[o.Partition]
 	return h != nil && h.o.Epoch == o.Epoch && h.o.StateAt(at) != Lapsed
 }
 
@@ -94,25 +102,25 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 	}
 	f.mu.Lock()
 	for _, p := range ch.Surplus {
-		if h := f.parts[p]; h != nil && h.use == partActive {
+		if h := f.parts.inUse[p]; h != nil && h.use == partActive {
 			h.use, h.since = partDraining, now
 			f.forgetHostsLocked(p)
 		}
 	}
-	for p := range f.parts {
+	for p := range f.parts.inUse {
 		if _, ok := owned[p]; !ok {
 			f.dropLocked(p, "lost or surplus")
 		}
 	}
 	for p, o := range owned {
-		if h := f.parts[p]; h != nil && h.o.Epoch == o.Epoch {
+		if h := f.parts.inUse[p]; h != nil && h.o.Epoch == o.Epoch {
 			h.o = o // renewed
 			continue
 		} else if h != nil {
 			f.dropLocked(p, "acquired again")
 		}
-		f.parts[p] = &held{o: o}
-		f.heldAt = time.Time{} // read the new partitions at this round
+		f.parts.inUse[p] = &held{o: o}
+		f.view.heldAt = time.Time{} // read the new partitions at this round
 		f.stats.Reacquired++
 	}
 	f.armLapseLocked()
@@ -123,7 +131,7 @@ func (f *Frontier) sync(ctx context.Context, now time.Time, ch Change) {
 func (f *Frontier) dropLapsed(now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for p, h := range f.parts {
+	for p, h := range f.parts.inUse {
 		if h.o.StateAt(now) == Lapsed {
 			f.dropLocked(p, "lapsed")
 		}
@@ -135,20 +143,20 @@ func (f *Frontier) dropLapsed(now time.Time) {
 // stops it when none is in use. It requires f.mu to be held.
 func (f *Frontier) armLapseLocked() {
 	var first time.Time
-	for _, h := range f.parts {
+	for _, h := range f.parts.inUse {
 		if at := h.o.StopAt(); first.IsZero() || at.Before(first) {
 			first = at
 		}
 	}
 	switch {
-	case f.lapse.ended || first.IsZero():
-		if f.lapse.t != nil {
-			f.lapse.t.Stop()
+	case f.parts.lapse.ended || first.IsZero():
+		if f.parts.lapse.t != nil {
+			f.parts.lapse.t.Stop()
 		}
-	case f.lapse.t == nil:
-		f.lapse.t = time.AfterFunc(time.Until(first), func() { f.dropLapsed(time.Now()) })
+	case f.parts.lapse.t == nil:
+		f.parts.lapse.t = time.AfterFunc(time.Until(first), func() { f.dropLapsed(time.Now()) })
 	default:
-		f.lapse.t.Reset(time.Until(first))
+		f.parts.lapse.t.Reset(time.Until(first))
 	}
 }
 
@@ -156,7 +164,7 @@ func (f *Frontier) armLapseLocked() {
 func (f *Frontier) endLapse() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.lapse.ended = true
+	f.parts.lapse.ended = true
 	f.armLapseLocked()
 }
 
@@ -165,7 +173,7 @@ func (f *Frontier) endLapse() {
 func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
 	f.mu.Lock()
 	var draining []int
-	for p, h := range f.parts {
+	for p, h := range f.parts.inUse {
 		if h.use == partDraining {
 			draining = append(draining, p)
 		}
@@ -174,11 +182,11 @@ func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
 	f.putBackBatches(ctx, draining)
 	f.mu.Lock()
 	busy := map[int]bool{}
-	for _, l := range f.leases {
+	for _, l := range f.inflight.leases {
 		busy[l.Partition] = true
 	}
 	var release []int
-	for p, h := range f.parts {
+	for p, h := range f.parts.inUse {
 		if h.use == partDraining && (!busy[p] || now.Sub(h.since) >= f.s.opts.LeaseTTL) {
 			f.dropLocked(p, "surplus")
 			release = append(release, p)
@@ -204,14 +212,14 @@ func (f *Frontier) releaseDrained(ctx context.Context, now time.Time) {
 // forgotten. Leases of p stay recorded: Complete sends their results, which fencing refuses
 // if another worker holds p by then.
 func (f *Frontier) dropLocked(p int, why string) {
-	h := f.parts[p]
+	h := f.parts.inUse[p]
 	if h == nil {
 		return
 	}
 	if h.cancel != nil {
 		h.cancel()
 	}
-	delete(f.parts, p)
+	delete(f.parts.inUse, p)
 	f.forgetHostsLocked(p)
 	f.takeBatchesLocked(p) // in flight in Redis: the partition's next owner reclaims them
 	f.stats.Dropped++

@@ -12,6 +12,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// readings is what Run last read of Redis: every partition's counters, those of the
+// partitions in use, and the offset of Redis' clock. Guarded by Frontier.mu.
+type readings struct {
+	counts Partitions // every partition's, read at one instant (nil before the first read)
+	full   time.Time  // when counts was read
+	age    countsAge  // whether counts may miss a write of this worker
+
+	held     map[int]PartCounts // the partitions in use, as last read
+	heldAt   time.Time          // when every partition in use was last read
+	outboxed map[int]bool       // partitions whose outbox this worker filled since it last read it empty
+
+	offset time.Duration // Redis' clock minus the local clock
+}
+
 // fullEvery is how often a worker with URLs in flight (which cannot be idle) reads every
 // partition's counters, for Counts; idleEvery is how often one with none reads them, to learn
 // promptly that the crawl is over. (Each read is a command per partition.)
@@ -34,7 +48,7 @@ var heldFields = [3]string{"queued", "inflight", "outbox"}
 // the hosts with work it read, by partition.
 func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]string, error) {
 	f.mu.Lock()
-	all := now.Sub(f.heldAt) >= heldEvery
+	all := now.Sub(f.view.heldAt) >= heldEvery
 	busy := map[int]bool{}
 	if !all {
 		for name, st := range f.hosts.All() {
@@ -42,15 +56,15 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 				busy[q] = true
 			}
 		}
-		for _, l := range f.leases {
+		for _, l := range f.inflight.leases {
 			busy[l.Partition] = true
 		}
-		for p := range f.outboxed {
+		for p := range f.view.outboxed {
 			busy[p] = true
 		}
 	}
-	ps := make([]int, 0, len(f.parts))
-	for p := range f.parts {
+	ps := make([]int, 0, len(f.parts.inUse))
+	for p := range f.parts.inUse {
 		if all || busy[p] {
 			ps = append(ps, p)
 		}
@@ -97,20 +111,20 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.offset = offset
+	f.view.offset = offset
 	if all {
-		f.held, f.heldAt = read, now
+		f.view.held, f.view.heldAt = read, now
 	} else {
-		for p := range f.held {
-			if f.parts[p] == nil {
-				delete(f.held, p)
+		for p := range f.view.held {
+			if f.parts.inUse[p] == nil {
+				delete(f.view.held, p)
 			}
 		}
-		maps.Copy(f.held, read)
+		maps.Copy(f.view.held, read)
 	}
 	for p, c := range read {
 		if c.Outbox == 0 {
-			delete(f.outboxed, p)
+			delete(f.view.outboxed, p)
 		}
 	}
 	return members, nil
@@ -119,16 +133,16 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 // readCounts reads the crawl's counters.
 func (f *Frontier) readCounts(ctx context.Context) error {
 	f.mu.Lock()
-	marks := f.age.marks // a write from now on may be missing from this read
+	marks := f.view.age.marks // a write from now on may be missing from this read
 	f.mu.Unlock()
 	ps, err := f.s.PartitionCounts(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {
-		f.age.mark()
+		f.view.age.mark()
 		return err
 	}
-	f.counts, f.full, f.age.counted = ps, time.Now(), marks
+	f.view.counts, f.view.full, f.view.age.counted = ps, time.Now(), marks
 	return nil
 }
 
@@ -151,7 +165,7 @@ func (a countsAge) stale() bool { return a.marks != a.counted }
 // FrontierOptions.Patience: zeros read as "nothing to resume" are not served for a failure.
 func (f *Frontier) Counts() frontier.Counts {
 	f.mu.Lock()
-	dirty, never := f.age.stale(), f.counts == nil
+	dirty, never := f.view.age.stale(), f.view.counts == nil
 	f.mu.Unlock()
 	if never {
 		_ = f.retry(f.readCounts)
@@ -162,7 +176,7 @@ func (f *Frontier) Counts() frontier.Counts {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.counts.Sum()
+	return f.view.counts.Sum()
 }
 
 // Idle reports whether the whole crawl is over: at Run's last read of every partition nothing
@@ -176,6 +190,6 @@ func (f *Frontier) Idle() bool {
 }
 
 func (f *Frontier) idleLocked() bool {
-	return f.counts != nil && !f.age.stale() && f.counts.Idle() && len(f.leases) == 0 && len(f.putBack) == 0 &&
+	return f.view.counts != nil && !f.view.age.stale() && f.view.counts.Idle() && len(f.inflight.leases) == 0 && len(f.inflight.putBack) == 0 &&
 		f.resend.len() == 0 && !f.recent.pending()
 }

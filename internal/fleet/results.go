@@ -34,9 +34,9 @@ func (f *Frontier) Stats() FrontierStats {
 // links the worker knows were recorded already are not sent again (recentLinks).
 func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 	f.mu.Lock()
-	l, ok := f.leases[fl.URL]
+	l, ok := f.inflight.leases[fl.URL]
 	if r.Kind == frontier.Retry && !r.NotBefore.IsZero() {
-		r.NotBefore = r.NotBefore.Add(f.offset)
+		r.NotBefore = r.NotBefore.Add(f.view.offset)
 	}
 	f.mu.Unlock()
 	if !ok {
@@ -56,7 +56,7 @@ func (f *Frontier) Complete(fl frontier.Lease, r frontier.Result) error {
 	}
 	if f.linksElsewhere(l.Partition, r) {
 		f.mu.Lock()
-		f.outboxed[l.Partition] = true
+		f.view.outboxed[l.Partition] = true
 		f.mu.Unlock()
 	}
 	f.count(l.Host, r)
@@ -122,7 +122,7 @@ func (f *Frontier) Hosts() []frontier.HostCount {
 			m[name] = frontier.HostCount{Host: name}
 		}
 	}
-	for _, l := range f.leases {
+	for _, l := range f.inflight.leases {
 		c := m[l.Host]
 		c.Host = l.Host
 		c.InFlight++

@@ -11,6 +11,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// rounds is what Run keeps from one round to the next. Only Run's goroutine touches it: no
+// lock.
+type rounds struct {
+	link      linkState         // whether Redis answered the last round
+	watched   time.Time         // when the run_ids of Redis' nodes were last read
+	forwarded map[int]time.Time // when each partition's outbox was last forwarded (local time)
+	remark    bool              // a Redis restart was found: mark the partitions active again (Store.remarkActive)
+}
+
 // linkState is whether Redis answered the last call.
 type linkState int
 
@@ -40,7 +49,7 @@ func (f *Frontier) Run(ctx context.Context) {
 	// URLs taken but not handed out go back to their queues, before that last report.
 	defer func() {
 		f.mu.Lock()
-		parts := slices.Collect(maps.Keys(f.parts))
+		parts := slices.Collect(maps.Keys(f.parts.inUse))
 		f.mu.Unlock()
 		f.putBackBatches(context.WithoutCancel(ctx), parts)
 	}()
@@ -93,8 +102,8 @@ func (f *Frontier) report(ctx context.Context) {
 func (f *Frontier) linkFailed(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.link == linkUp {
-		f.link = linkDown
+	if f.rounds.link == linkUp {
+		f.rounds.link = linkDown
 		f.stats.Outages++
 		f.opts.Log.Warn("Redis unreachable: fetching stops when the partitions' leases run out; retrying", "err", err)
 	}
@@ -103,8 +112,8 @@ func (f *Frontier) linkFailed(err error) {
 func (f *Frontier) linkOK() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.link == linkDown {
-		f.link = linkUp
+	if f.rounds.link == linkDown {
+		f.rounds.link = linkUp
 		f.recent.reset() // a restarted Redis may have lost what the worker saw it record
 		f.opts.Log.Warn("Redis reachable again")
 	}
@@ -135,13 +144,13 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 	f.retryPutBacks(rctx)
 	f.mu.Lock()
 	var forward []Ownership
-	for p, h := range f.parts {
+	for p, h := range f.parts.inUse {
 		// a partition's outbox waits for a few payloads, or forwardEvery, unless the worker
 		// has nothing in flight (the crawl may be ending)
-		c := f.held[p]
-		if c.Outbox > 0 && (c.Outbox >= forwardBatch/2 || now.Sub(f.forwarded[p]) >= forwardEvery || len(f.leases) == 0) {
+		c := f.view.held[p]
+		if c.Outbox > 0 && (c.Outbox >= forwardBatch/2 || now.Sub(f.rounds.forwarded[p]) >= forwardEvery || len(f.inflight.leases) == 0) {
 			forward = append(forward, h.o)
-			f.forwarded[p] = now
+			f.rounds.forwarded[p] = now
 		}
 	}
 	f.mu.Unlock()
@@ -152,10 +161,10 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 	}
 	f.mu.Lock()
 	every := fullEvery
-	if len(f.leases) == 0 {
+	if len(f.inflight.leases) == 0 {
 		every = idleEvery
 	}
-	due := f.counts == nil || f.age.stale() || now.Sub(f.full) >= every
+	due := f.view.counts == nil || f.view.age.stale() || now.Sub(f.view.full) >= every
 	f.mu.Unlock()
 	if due {
 		if err := f.readCounts(rctx); err != nil {
@@ -192,14 +201,14 @@ func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 		return err
 	}
 	f.mu.Lock()
-	idle := len(f.leases) == 0
+	idle := len(f.inflight.leases) == 0
 	f.mu.Unlock()
-	if now.Sub(f.watched) < watchEvery && !(idle && f.recent.pending()) {
+	if now.Sub(f.rounds.watched) < watchEvery && !(idle && f.recent.pending()) {
 		return nil
 	}
 	m := f.recent.mark()
 	addr, complete, err := f.s.restarted(ctx)
-	f.watched = now
+	f.rounds.watched = now
 	switch {
 	case addr == "" && complete:
 		f.recent.confirm(m)
@@ -213,11 +222,11 @@ func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 	lost := f.recent.takeAll()
 	f.mu.Lock()
 	f.stats.Restarts++
-	f.remark = true
+	f.rounds.remark = true
 	f.resend.links = append(f.resend.links, lost.links...)
 	f.resend.excluded = append(f.resend.excluded, lost.excluded...)
-	f.age.mark()
-	f.heldAt = time.Time{}
+	f.view.age.mark()
+	f.view.heldAt = time.Time{}
 	f.mu.Unlock()
 	f.opts.Log.Warn("Redis restarted or failed over (a new run_id): forgetting the links seen recorded, sending again those left out since the last check",
 		"node", addr, "links", lost.len())
@@ -231,16 +240,11 @@ const resendChunk = 512
 // exclusions a restart may have lost (f.resend); what Redis has not taken stays for the next
 // round.
 func (f *Frontier) sendAgain(ctx context.Context) error {
-	f.mu.Lock()
-	remark := f.remark
-	f.mu.Unlock()
-	if remark {
+	if f.rounds.remark {
 		if err := f.s.remarkActive(ctx); err != nil {
 			return err
 		}
-		f.mu.Lock()
-		f.remark = false
-		f.mu.Unlock()
+		f.rounds.remark = false
 	}
 	for {
 		f.mu.Lock()
@@ -263,8 +267,8 @@ func (f *Frontier) sendAgain(ctx context.Context) error {
 		f.mu.Lock()
 		f.resend.links = f.resend.links[len(links):]
 		f.resend.excluded = f.resend.excluded[len(ex):]
-		f.age.mark()
-		f.heldAt = time.Time{}
+		f.view.age.mark()
+		f.view.heldAt = time.Time{}
 		f.mu.Unlock()
 	}
 }
@@ -276,8 +280,8 @@ func (f *Frontier) sendAgain(ctx context.Context) error {
 func (f *Frontier) scanHosts(ctx context.Context, members map[int][]string) error {
 	f.mu.Lock()
 	var ps, unread []Ownership
-	for p, h := range f.parts {
-		if c := f.held[p]; c.Queued > c.InFlight && h.use == partActive {
+	for p, h := range f.parts.inUse {
+		if c := f.view.held[p]; c.Queued > c.InFlight && h.use == partActive {
 			ps = append(ps, h.o)
 			if _, ok := members[p]; !ok {
 				unread = append(unread, h.o)
@@ -309,7 +313,7 @@ func (f *Frontier) scanHosts(ctx context.Context, members map[int][]string) erro
 	var asked []waiting
 	f.mu.Lock()
 	for _, o := range ps {
-		if h := f.parts[o.Partition]; h == nil || h.o.Epoch != o.Epoch || h.use != partActive {
+		if h := f.parts.inUse[o.Partition]; h == nil || h.o.Epoch != o.Epoch || h.use != partActive {
 			continue // dropped or draining meanwhile
 		}
 		for _, name := range members[o.Partition] {

@@ -3,9 +3,11 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/redis/go-redis/v9"
 )
 
 // HostStates returns a hostlimit.StateStore over the partitions k holds, so that a worker's
@@ -101,4 +103,74 @@ func (r *Robots) SaveRobots(host string, b []byte) (saved bool, err error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// SaveHostStates writes the learned politeness state of hosts of o's partition (hostlimit's
+// encoded state, compacted: encodeHostState), all or nothing; each expires
+// Options.HostStateTTL after its last save.
+func (s *Store) SaveHostStates(ctx context.Context, o Ownership, states map[string][]byte) error {
+	p := o.Partition
+	ks := []string{s.k.owner(p)}
+	args := []any{o.token, s.opts.HostStateTTL.Milliseconds()}
+	for h, b := range states {
+		if PartitionOf(h, s.opts.Partitions) != p {
+			return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, h, p)
+		}
+		ks = append(ks, s.k.state(p, h))
+		args = append(args, encodeHostState(b))
+	}
+	if len(ks) == 1 {
+		return nil
+	}
+	err := setFencedScript.Run(ctx, s.rdb, ks, args...).Err()
+	if err = scriptErr(err); err != nil {
+		return fmt.Errorf("fleet: save host states of partition %d: %w", p, err)
+	}
+	return nil
+}
+
+// LoadHostState returns the state last saved for host; ok is false when there is none.
+func (s *Store) LoadHostState(ctx context.Context, host string) (b []byte, ok bool, err error) {
+	b, err = s.rdb.Get(ctx, s.k.state(PartitionOf(host, s.opts.Partitions), host)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("fleet: load state of %q: %w", host, err)
+	}
+	if b, err = decodeHostState(host, b); err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+// SaveRobots stores host's cached robots.txt (opaque bytes) for the host's later owners, if o
+// is still the ownership of host's partition (ErrFenced otherwise); it expires
+// Options.RobotsTTL after the save.
+func (s *Store) SaveRobots(ctx context.Context, o Ownership, host string, b []byte) error {
+	p := o.Partition
+	if q, ok := s.knownPartition(host); ok && q != p {
+		return fmt.Errorf("%w: %q is not in %d", ErrWrongPartition, host, p)
+	}
+	err := setFencedScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.robots(p, host)}, o.token, s.opts.RobotsTTL.Milliseconds(), b).Err()
+	if err = scriptErr(err); err != nil {
+		return fmt.Errorf("fleet: save robots.txt of %q: %w", host, err)
+	}
+	return nil
+}
+
+// LoadRobots returns the robots.txt last saved for host; ok is false when there is none.
+func (s *Store) LoadRobots(ctx context.Context, host string) (b []byte, ok bool, err error) {
+	p, placed, err := s.partitionOf(ctx, host)
+	if err != nil || !placed {
+		return nil, false, err
+	}
+	b, err = s.rdb.Get(ctx, s.k.robots(p, host)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("fleet: load robots.txt of %q: %w", host, err)
+	}
+	return b, true, nil
 }

@@ -1,0 +1,220 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/redis/go-redis/v9"
+)
+
+// Add queues the entries not seen before (any worker may add to any partition) and reports how
+// many it queued. Each partition's share is one script; the seen-set makes a repeated Add
+// harmless.
+func (s *Store) Add(ctx context.Context, entries []frontier.Entry) (int, error) {
+	hosts := make([]string, len(entries))
+	for i, e := range entries {
+		hosts[i] = e.Host
+	}
+	parts, err := s.partitionsOf(ctx, hosts, 0)
+	if err != nil {
+		return 0, err
+	}
+	byPart := make(map[int][]seenWrite)
+	for _, e := range entries {
+		p := parts[e.Host]
+		byPart[p] = append(byPart[p], seenWrite{entry: e, state: seenQueued})
+	}
+	return s.addAll(ctx, byPart)
+}
+
+// Exclude records the exclusions whose URLs were not seen before, so they are never queued.
+func (s *Store) Exclude(ctx context.Context, ex []frontier.Exclusion) error {
+	hosts := make([]string, len(ex))
+	for i, x := range ex {
+		hosts[i] = x.Host
+	}
+	parts, err := s.partitionsOf(ctx, hosts, 0)
+	if err != nil {
+		return err
+	}
+	byPart := make(map[int][]seenWrite)
+	for _, x := range ex {
+		p := parts[x.Host]
+		byPart[p] = append(byPart[p], seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
+	}
+	_, err = s.addAll(ctx, byPart)
+	return err
+}
+
+type seenWrite struct {
+	entry  frontier.Entry
+	state  string // seenQueued or seenExcluded
+	reason string // excluded: why
+}
+
+func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
+	return s.addDurable(ctx, byPart, false)
+}
+
+// addDurable is addAll, one script per partition pipelined per node; with replicated, it then
+// waits until each node's replicas have the writes (WAIT), so that a master that fails over
+// right after cannot lose them: Forward trims an outbox only after that.
+func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, replicated bool) (int, error) {
+	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
+		return 0, err
+	}
+	groups := map[*redis.Client][]*scriptCall{}
+	for p, ws := range byPart {
+		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seen(p)}}
+		c.args = append(make([]any, 0, 1+5*len(ws)), max(s.opts.HostBudget, 0))
+		c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
+		node, err := s.nodeOf(ctx, c.keys[0])
+		if err != nil {
+			return 0, fmt.Errorf("fleet: add to partition %d: %w", p, err)
+		}
+		groups[node] = append(groups[node], c)
+	}
+	added := 0
+	for node, calls := range groups {
+		if err := s.runOnNode(ctx, node, calls, replicated); err != nil {
+			return added, fmt.Errorf("fleet: add: %w", err)
+		}
+		for _, c := range calls {
+			r, _ := c.cmd.Int64Slice()
+			if len(r) > 0 {
+				added += int(r[0])
+			}
+		}
+	}
+	return added, nil
+}
+
+// ownLink reports whether a link to host, found on a page of partition p, is p's to queue in
+// Complete: its partition is known without asking Redis (by name, or by address once placed)
+// and is p. Any other link goes to the outbox, for Forward to place.
+func (s *Store) ownLink(p int, host string) bool {
+	q, ok := s.knownPartition(host)
+	return ok && q == p
+}
+
+// appendWrites appends the keys and arguments of add_entries (scripts.go) for ws, entries of
+// partition p.
+func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) ([]string, []any) {
+	for _, w := range ws {
+		keys = append(keys, s.k.queue(p, w.entry.Host))
+		args = append(args, seenFP(Fingerprint(w.entry.URL)), w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+	}
+	return keys, args
+}
+
+// scriptCall is one script run of a pipeline on one node.
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// nodeOf is the client of the node serving key: the single-node client itself, or a
+// cluster's master for key's slot.
+func (s *Store) nodeOf(ctx context.Context, key string) (*redis.Client, error) {
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+		return c, nil
+	case *redis.ClusterClient:
+		return c.MasterForKey(ctx, key)
+	}
+	return nil, fmt.Errorf("fleet: unsupported Redis client %T", s.rdb)
+}
+
+// replicaWait bounds how long a replicated write waits for the node's replicas.
+const replicaWait = time.Second
+
+// errNotReplicated: fewer replicas than the node has acknowledged a write within replicaWait.
+var errNotReplicated = errors.New("write not acknowledged by every replica in time")
+
+// runOnNode runs calls on node in one pipeline (loading their scripts first if the node lacks
+// them), then, with replicated and if the node has replicas, waits for them to acknowledge.
+func (s *Store) runOnNode(ctx context.Context, node *redis.Client, calls []*scriptCall, replicated bool) error {
+	want := 0
+	if replicated {
+		want = s.replicasOf(ctx, node)
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := node.Pipeline()
+		for _, c := range calls {
+			c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		var wait *redis.Cmd
+		if want > 0 {
+			wait = pipe.Do(ctx, "WAIT", want, replicaWait.Milliseconds())
+		}
+		_, err := pipe.Exec(ctx)
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			for _, c := range calls {
+				if err := c.script.Load(ctx, node).Err(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if wait == nil {
+			return nil
+		}
+		if n, _ := wait.Int(); n < want {
+			return fmt.Errorf("%s: %w (%d of %d)", node.Options().Addr, errNotReplicated, n, want)
+		}
+		return nil
+	}
+}
+
+// replicasOf is how many replicas the master node has online (its INFO replication, read
+// at most every replicasEvery), on a cluster; 0 for a single node, whose replicas do not take
+// over by themselves.
+func (s *Store) replicasOf(ctx context.Context, node *redis.Client) int {
+	if _, ok := s.rdb.(*redis.ClusterClient); !ok {
+		return 0
+	}
+	addr := node.Options().Addr
+	s.mu.Lock()
+	r, known := s.replicas[addr]
+	s.mu.Unlock()
+	if known && time.Since(r.at) < replicasEvery {
+		return r.n
+	}
+	info, err := node.Info(ctx, "replication").Result()
+	if err != nil {
+		return r.n // the last known figure
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		if strings.HasPrefix(line, "slave") && strings.Contains(line, "state=online") {
+			n++
+		}
+	}
+	s.mu.Lock()
+	if s.replicas == nil {
+		s.replicas = map[string]replicaCount{}
+	}
+	s.replicas[addr] = replicaCount{n: n, at: time.Now()}
+	s.mu.Unlock()
+	return n
+}
+
+// replicaCount is a master's replicas online, read at a time.
+type replicaCount struct {
+	n  int
+	at time.Time
+}
+
+// replicasEvery is how often a Store reads the cluster's replicas per master.
+const replicasEvery = 5 * time.Second

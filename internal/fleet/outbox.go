@@ -1,0 +1,110 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/crawl-project/crawl/frontier"
+)
+
+// outboxPayload is what a completed page hands to other partitions: its links and the links
+// it excluded, forwarded by the partition's owner (Forward).
+type outboxPayload struct {
+	Links    []frontier.Entry     `json:"l,omitempty"`
+	Excluded []frontier.Exclusion `json:"x,omitempty"`
+}
+
+// forwardBatch bounds how many outbox payloads one Forward call delivers.
+const forwardBatch = 64
+
+// Forward delivers up to forwardBatch payloads of o's partition's outbox (the links of
+// completed pages) to their partitions, then drops them from the outbox. A crash between the
+// two delivers them again, which the seen-set makes harmless. It reports how many URLs were
+// newly queued.
+func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
+	p := o.Partition
+	raw, err := s.rdb.LRange(ctx, s.k.outbox(p), 0, forwardBatch-1).Result()
+	if err != nil || len(raw) == 0 {
+		return 0, err
+	}
+	pls := make([]outboxPayload, 0, len(raw))
+	var hosts []string
+	var bad []any // payloads that cannot be read: set aside by the trim
+	var why []error
+	for _, r := range raw {
+		pl, err := readPayload(r)
+		if err != nil {
+			bad, why = append(bad, r), append(why, err)
+			continue
+		}
+		pls = append(pls, pl)
+		i := len(pls) - 1
+		for _, x := range pls[i].Excluded {
+			hosts = append(hosts, x.Host)
+		}
+		for _, e := range pls[i].Links {
+			hosts = append(hosts, e.Host)
+		}
+	}
+	parts, err := s.partitionsOf(ctx, hosts, placeWait)
+	if errors.Is(err, errPlacing) {
+		return 0, nil // names still being looked up: the payloads wait for the next call
+	}
+	if err != nil {
+		return 0, err
+	}
+	byPart := make(map[int][]seenWrite)
+	for _, pl := range pls {
+		for _, x := range pl.Excluded {
+			q := parts[x.Host]
+			byPart[q] = append(byPart[q], seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
+		}
+		for _, e := range pl.Links {
+			q := parts[e.Host]
+			byPart[q] = append(byPart[q], seenWrite{entry: e, state: seenQueued})
+		}
+	}
+	added, err := s.addDurable(ctx, byPart, true)
+	if err != nil {
+		return added, err
+	}
+	err = trimScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.outbox(p), s.k.counts(p), s.k.bad(p)},
+		append([]any{o.token, len(raw)}, bad...)...).Err()
+	if err = scriptErr(err); err != nil {
+		return added, fmt.Errorf("fleet: trim outbox of partition %d: %w", p, err)
+	}
+	if fn := s.asideFn.Load(); fn != nil {
+		for _, err := range why {
+			(*fn)(asideNote{From: s.k.outbox(p), List: s.k.bad(p), Err: err})
+		}
+	}
+	return added, nil
+}
+
+// readPayload decodes an outbox payload; one that is not JSON, or names a link without a URL
+// or a host (an exclusion may have none), or a depth or hops out of bounds, is refused whole.
+func readPayload(r string) (outboxPayload, error) {
+	var pl outboxPayload
+	if err := json.Unmarshal([]byte(r), &pl); err != nil {
+		return pl, fmt.Errorf("%w: outbox payload (%d bytes %q): %v", errBadItem, len(r), clip(r), err)
+	}
+	check := func(e frontier.Entry, hostless bool) error {
+		if e.URL == "" || e.Host == "" && !hostless || e.Depth < 0 || e.Depth > maxItemInt || e.Hops < 0 || e.Hops > maxItemInt {
+			return fmt.Errorf("%w: outbox payload (%d bytes %q): entry %q of host %q, depth %d, hops %d", errBadItem, len(r), clip(r), clip(e.URL), clip(e.Host), e.Depth, e.Hops)
+		}
+		return nil
+	}
+	for _, e := range pl.Links {
+		if err := check(e, false); err != nil {
+			return pl, err
+		}
+	}
+	for _, x := range pl.Excluded {
+		if err := check(x.Entry, true); err != nil { // a mailto: link has no host
+			return pl, err
+		}
+	}
+	return pl, nil
+}

@@ -307,7 +307,7 @@ func (f *fitter) trim(keepFrom nanos) {
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	if c.fit.state != fitIdle {
 		c.fit.state = fitMeasure
-		c.runFit(now)
+		c.runFit() // may not set the rate: fitMeasure
 	}
 	var slowest time.Duration
 	for i := 0; i < min(c.samples.n, c.cfg.SampleWindow); i++ {
@@ -323,10 +323,9 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 
 // runFit fits the requests sent since the limit last changed, up to the refusal that closed
 // the pending epoch. If no bucket explains them all, the fit starts over from the refusal that
-// opened the epoch. A fit that may set the rate and pins the limit within fitNarrow sets the
-// rate and plateau to fitRate of its low end; if that raised them, the rate holds there for one
-// probe time before the probe starts.
-func (c *Controller) runFit(now time.Time) {
+// opened the epoch. A fit that may set the rate and pins the limit within fitNarrow proposes
+// fitRate of its low end (ok); the state machine holds the rate there (holdFitted).
+func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
 	from, ts, apply := f.from, f.to, f.state == fitSet
 	f.from, f.state = ts, fitIdle
@@ -346,29 +345,20 @@ func (c *Controller) runFit(now time.Time) {
 	f.trim(keepFrom)
 	lo, hi, oneToken, ok := f.fit.bounds()
 	if !apply || !ok || hi > fitNarrow*lo || f.misses >= maxFitMisses {
-		return
+		return 0, false
 	}
 	r := c.clampRate(fitRate(lo, oneToken, noise))
 	if r <= c.curve.plateau && f.fit.unboundedBurst() {
 		// Any bucket from some size up explains the host, as a host that is no token bucket
 		// looks for a while: never lower the rate on such a fit.
-		return
+		return 0, false
 	}
-	raised := r > c.curve.plateau
-	c.rate = r
-	c.curve.from, c.curve.plateau = r, r
-	c.curve.peak = max(c.curve.peak, r)
 	f.held.set(r)
 	f.size = 0
 	if !f.fit.unboundedBurst() {
 		f.size = f.fit.leastSize()
 	}
-	c.target.clear()
-	if raised {
-		// The limit is known: a probe could only find that it rose.
-		c.curve.elapsed, c.curve.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
-	}
-	c.record(now, false)
+	return r, true
 }
 
 // fitRate is the rate to hold under a limit the fit puts at least lo: fitBeta × lo, and for a

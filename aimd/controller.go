@@ -12,9 +12,10 @@ import (
 // A Controller is not safe for concurrent use: the caller (hostlimit) holds one lock per host
 // around every method call.
 type Controller struct {
-	cfg  Config
-	top  float64 // the rate's cap: MaxRate, under the robots ceiling and a stated limit (capRate)
-	rate float64 // internal rate, always within the clamp of Rate()
+	cfg   Config
+	top   float64 // the rate's cap: MaxRate, under the robots ceiling and a stated limit (capRate)
+	rate  float64 // internal rate, always within the clamp of Rate(); written only in fsm.go
+	phase Phase   // where the rate is on its way; written only in fsm.go
 
 	ceiling float64 // robots Crawl-delay cap, req/s; 0 = none
 	stated  stated  // the limit the host states, and whether it is trusted (stated.go)
@@ -59,10 +60,7 @@ func New(cfg Config, now time.Time) *Controller {
 	c := &Controller{
 		cfg:     cfg,
 		top:     cfg.MaxRate,
-		rate:    cfg.InitialRate,
-		curve:   curve{slowStart: true},
 		pace:    pace{probeTime: cfg.ProbeTime},
-		win:     windowState{size: float64(cfg.InitialWindow)},
 		epoch:   epoch{start: never},
 		fit:     fitter{start: never, from: never},
 		last:    now,
@@ -70,7 +68,7 @@ func New(cfg Config, now time.Time) *Controller {
 		hist:    newHistory(historySize),
 		lat:     latencyRef{ref: newReference()},
 	}
-	c.rate = c.clampRate(c.rate)
+	c.begin()
 	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})
 	return c
 }
@@ -110,7 +108,7 @@ func (c *Controller) SetCeiling(rate float64) {
 		c.ceiling = rate
 	}
 	c.top = c.capRate()
-	c.rate = c.clampRate(c.rate)
+	c.recap()
 	c.record(c.last, true)
 }
 
@@ -152,11 +150,15 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 				c.unblock(s)
 			}
 			c.ep.run = 0
+			c.settle()
 		}
 	}
 	// 4. A bucket fit whose requests have all come back may set the rate.
 	if c.fit.due(toNanos(now)) {
-		c.runFit(now)
+		if r, ok := c.runFit(); ok {
+			c.holdFitted(r)
+			c.record(now, false)
+		}
 	}
 	// 5. Decrease on a congestion signal, shrink the window on latency, or grow.
 	switch {
@@ -172,6 +174,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	default:
 		c.grow(dt, s)
 	}
+	c.settle()
 	c.record(now, false)
 }
 

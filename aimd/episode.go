@@ -92,8 +92,7 @@ func (c *Controller) unblock(s *sample) {
 	e := &c.ep
 	sends := c.fit.successSends(e.from, s.sent+1)
 	if len(sends) < minMeasured {
-		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
-		c.curve.slowStart = true
+		c.startSlowStart(c.cfg.InitialRate)
 		c.target.clear()
 		return
 	}
@@ -111,9 +110,7 @@ func (c *Controller) unblock(s *sample) {
 	if _, ok := e.firstEnd.get(); !ok {
 		e.firstEnd.set(s.sent)
 	}
-	c.rate = r
-	c.curve.restart(r, r)
-	c.curve.searched = false
+	c.endRun(r)
 	// Search toward the rate that drew the run, but no further than twice r or a rate the host
 	// accepted before the run over half as long as the run lasted.
 	held, _ := bestAccepted(sends[:before], e.start, time.Duration(e.blockLen/2))

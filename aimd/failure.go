@@ -160,7 +160,7 @@ func (u *failureUndo) pending() bool { return u.rate > 0 }
 // note records a Failure cut about to be made on c, on n Failures among the last 16 outcomes.
 func (u *failureUndo) note(c *Controller, n int) {
 	if u.rate == 0 {
-		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.curve.slowStart
+		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.inSlowStart()
 	}
 	u.n = max(u.n, n)
 }
@@ -170,11 +170,8 @@ func (u *failureUndo) note(c *Controller, n int) {
 // plateau return to what they were before the first, and slow start resumes if that cut ended
 // it. Cuts the share does not explain stand.
 func (c *Controller) rejudge(u *failureUndo, need float64) {
-	if float64(u.n) < need {
-		c.rate = max(c.rate, c.clampRate(u.rate))
-		c.curve.restart(c.rate, max(c.curve.plateau, u.plateau))
-		c.target.clear()
-		c.curve.slowStart = c.curve.slowStart || u.slow
+	if v := *u; float64(v.n) < need {
+		c.undoCuts(v)
 	}
 	*u = failureUndo{}
 }

@@ -208,5 +208,5 @@ func (c *Controller) checkLatencyDecrease() {
 		c.lat.ref.lat.push(d)
 	}
 	c.lat.ref.update(&c.cfg)
-	c.win.size, c.win.mode = max(c.win.size, lc.size), lc.mode
+	c.undoShrink(lc.size, lc.mode)
 }

@@ -83,11 +83,7 @@ func (c *Controller) applyStated(now time.Time, sig Signal, rate float64) {
 		return
 	}
 	c.top = c.capRate()
-	r := c.clampRate(c.stated.cap())
-	c.rate = r
-	c.curve.slowStart = false
-	c.curve.restart(r, r)
-	c.target.clear()
+	c.holdStated(c.clampRate(c.stated.cap()))
 	c.record(now, true)
 }
 

@@ -135,9 +135,9 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	if !c.count(o) {
 		return
 	}
-	// 2. Remember the request: the failure logs (which may undo earlier cuts), the samples
-	// and the fit's log.
-	v, isolated := c.remember(now, o)
+	// 2. The front filter: remember the request (the failure logs, which may undo earlier
+	// cuts, the samples and the fit's log) and label it.
+	v, lab := c.remember(now, o)
 	s := &v
 	stale := s.sent < c.epoch.start
 	// 3. A success ends a refusal run; the episode may restore the rate it measured.
@@ -162,13 +162,12 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	}
 	// 5. Decrease on a congestion signal, shrink the window on latency, or grow.
 	switch {
-	case o.Signal != Success:
-		if !stale && !isolated {
-			if o.Signal == Overload && c.stated.refused() {
-				c.top = c.capRate() // refuted: learned as if nothing were stated
-			}
-			c.decreaseRate(now, s)
+	case lab == labelLimit:
+		if o.Signal == Overload && c.stated.refused() {
+			c.top = c.capRate() // refuted: learned as if nothing were stated
 		}
+		c.decreaseRate(now, s)
+	case lab != labelServed: // noise, or the host's own failure: moves nothing
 	case c.latencyCongested(now, s):
 		c.decreaseWindow(now)
 	default:
@@ -201,12 +200,10 @@ func (c *Controller) count(o Outcome) bool {
 	return true
 }
 
-// remember records the finished request o in the failure logs, the samples and the fit's log,
-// and returns its sample. isolated reports a Failure or bare refusal too rare to be congestion
-// (see failureLog.signal, overloadNeed), or a Failure far under what the host has just served
-// (servedPeak). A background share that has just become known may undo the cuts made before it
-// (rejudge).
-func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool) {
+// remember records the finished request o (not Neutral) in the failure logs, the samples and
+// the fit's log, and returns its sample and label (see label). A background share that has
+// just become known may undo the cuts made before it (rejudge).
+func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
 		sent = now.Add(-max(o.Latency, 0))
@@ -223,8 +220,17 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool
 		c.rejudge(&c.overs.undo, overNeed)
 	}
 	ts := toNanos(sent)
-	isolated = o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))) ||
-		bare && !c.overs.reaches(run, overNeed)
+	switch {
+	case o.Signal == Success:
+		lab = labelServed
+	case ts < c.epoch.start:
+		lab = labelNoise // the decrease that began this epoch answered it
+	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))),
+		bare && !c.overs.reaches(run, overNeed):
+		lab = labelHostFailure
+	default:
+		lab = labelLimit
+	}
 	s = sample{sent: ts, done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare, demand: o.Demand}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
@@ -232,7 +238,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool
 	}
 	c.samples.push(s)
 	c.fit.log(s.sent, s.sig)
-	return s, isolated
+	return s, lab
 }
 
 // record appends a history point when the rate or window changed noticeably (or always when

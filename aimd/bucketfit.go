@@ -178,25 +178,6 @@ type fitRec struct {
 	sig  Signal
 }
 
-const (
-	// fitLogCap bounds the fit's log (16 bytes a request). A log that fills loses its oldest
-	// half: the fit then measures less sharply, but still soundly.
-	fitLogCap = 2048
-
-	// maxFitMisses: after this many refusals at or below a rate the fit called safe, the host
-	// is taken to be no token bucket (a fixed window, say) and the fit no longer sets the rate.
-	maxFitMisses = 2
-
-	// fitNarrow: the fit measures the limit when the rates it still allows span no more than
-	// this factor; fitBeta is the share of the least of them the rate then holds at.
-	fitNarrow = 1.15
-	fitBeta   = 0.99
-
-	// maxBurst bounds Controller.Burst: a host that is no token bucket can look like a big one
-	// for a while, and a burst sent just as a refusal comes is refused whole.
-	maxBurst = 4
-)
-
 // fitState says whether a fit is waiting for its requests to come back, and what it may do.
 type fitState uint8
 

@@ -73,12 +73,6 @@ func New(cfg Config, now time.Time) *Controller {
 	return c
 }
 
-const (
-	// About 10 KB per host in all.
-	ringSize    = 128 // samples remembered (at least 4 × SampleWindow)
-	historySize = 128 // rate/window change points remembered (a change of 0.5% or more)
-)
-
 // Rate returns the allowed request rate in req/s: within [MinRate, MaxRate] and never above the
 // ceiling (a ceiling below MinRate wins: robots.txt has the last word).
 func (c *Controller) Rate() float64 { return c.clampRate(c.rate) }

@@ -5,39 +5,6 @@ import (
 	"time"
 )
 
-const (
-	// slowStartSends: slow start multiplies the rate by SlowStartFactor at most once per this
-	// many requests, so that at low rates feedback arrives before the next step.
-	slowStartSends = 1
-
-	// searchGap: a plateau more than this factor below PlateauFactor × the target is raised
-	// toward it, one step per ReturnTime and per searchSends successes (quickSearchSends on a
-	// host whose refusals cost no pause).
-	searchGap        = 1.25
-	searchSends      = 50
-	quickSearchSends = 20
-
-	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
-	maxPatience = 4
-
-	// starvedBelow: a plateau more than this factor under both the highest plateau held
-	// (curve.peak) and InitialRate is starved: its probe is not stretched, and it restarts
-	// slow start after one probe time unrefused (R44). Where refusals cost no pause, so is a
-	// plateau under InitialRate and this factor under the highest rate sustained
-	// (curve.sustained), and it restarts after ProbeTime / quickStarvedWait (R45).
-	starvedBelow     = 4
-	quickStarvedWait = 4
-
-	// sustainedSends: a rate counts as sustained (curve.sustained) once the curve has had this
-	// many successes since the last decrease at or above it (R45).
-	sustainedSends = 5
-
-	// pauseProbeRatio, maxPauseProbe: the probe time is at least pauseProbeRatio × the pause
-	// the last refusal cost, up to maxPauseProbe.
-	pauseProbeRatio = 20
-	maxPauseProbe   = time.Hour
-)
-
 // curve is how the rate grows. In slow start it grows multiplicatively while used. After a
 // decrease it follows a curve on a clock that runs only while the rate is used: a linear return
 // from the rate the decrease set (from) to the plateau within the return time, then a cubic

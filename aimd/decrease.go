@@ -2,18 +2,6 @@ package aimd
 
 import "time"
 
-const (
-	// failureRunFloor, failureServing: a run of Failures cuts the rate to no less than
-	// failureRunFloor × the rate that drew the episode's first refusal while the host's latest
-	// success is younger than failureServing.
-	failureRunFloor = 0.125
-	failureServing  = time.Minute
-
-	// ssSustained: slow start's refusal at rs may have measured nothing if the host had
-	// accepted less than ssSustained × rs over the RateWindow before it.
-	ssSustained = 0.75
-)
-
 // cut is what a refusal teaches: the new rate and plateau, and whether the new rate rests on a
 // measurement of the limit rather than on a bracket.
 type cut struct {

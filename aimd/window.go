@@ -193,12 +193,6 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 	return float64(ok) / active.Seconds()
 }
 
-const (
-	// maxWindowPatience bounds how far the window probe interval is stretched while latency
-	// signals keep bringing the window back to the same size.
-	maxWindowPatience = 16
-)
-
 // windowMode says what sizes the window.
 type windowMode uint8
 

@@ -150,7 +150,7 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 		st.Shared = &SharedCrawl{Redis: redis, Crawl: crawl}
 	}
 	if c.cfg.Dir != "" {
-		s := SettingsOf(&c.cfg)
+		s := c.cfg.Settings
 		st.Settings = &s
 	}
 	var gates map[string]hostlimit.HostStats // every gate's figures; while running, only the listed hosts' are read

@@ -15,13 +15,13 @@ import (
 	"github.com/crawl-project/crawl/storage"
 )
 
-// Settings are the choices that shape what a crawl fetches and how politely: the one definition
-// of each, which Config embeds and the public package crawler's Options fill. A zero field
-// takes its default (Config.WithDefaults). The first run stores them, defaults filled in, in
-// the store; a resume uses them for every flag it does not name (ApplyStored), and one that
-// names a different value changes the stored one (Open re-queues or excludes the URLs the
-// change concerns). Network options (proxies, headers, credentials) are not settings: they
-// belong to one run.
+// Settings are the choices that shape what a crawl fetches and how politely: the one
+// definition of each, which Config embeds and the public package crawler's Options fill. A
+// zero field takes its default (Config.WithDefaults). The first run stores them, defaults
+// filled in, in the store; a resume uses them for every flag it does not name (the command
+// line's applyStored), and one that names a different value changes the stored one (Open
+// re-queues or excludes the URLs the change concerns). Network options (proxies, headers,
+// credentials) are not settings: they belong to one run.
 //
 // Their JSON form is the store's settings record (and, as CrawlSettings, a shared crawl's),
 // each setting under its own key. Settings that belong together beyond these (how pages are
@@ -29,15 +29,26 @@ import (
 // to Flags.
 type Settings struct {
 	// What is crawled.
-	Scope           ScopeMode       `json:"scope"`
-	MaxDepth        Depth           `json:"max_depth"`
-	Include         Patterns        `json:"include,omitempty"` // only URLs matching one of these are crawled (none: all)
-	Exclude         Patterns        `json:"exclude,omitempty"` // URLs matching one of these are not
-	AcceptTypes     []string        `json:"accept_type,omitempty"`
-	DenyExt         []string        `json:"deny_ext,omitempty"`
+	Scope    ScopeMode `json:"scope"`
+	MaxDepth Depth     `json:"max_depth"`
+	Include  Patterns  `json:"include,omitempty"` // only URLs matching one of these are crawled (none: all)
+	Exclude  Patterns  `json:"exclude,omitempty"` // URLs matching one of these are not
+	// AcceptTypes, if not empty, are the media types ("text/html", "text/*") of the pages
+	// kept: a 2xx page of another type (by its Content-Type header) is excluded with reason
+	// "type" without its body being read. robots.txt, and sitemaps with Sitemaps, are always
+	// read.
+	AcceptTypes []string `json:"accept_type,omitempty"`
+	// DenyExt are file extensions (lowercase, no dot) whose URLs are excluded as "filter"
+	// before they are requested.
+	DenyExt []string `json:"deny_ext,omitempty"`
+	// Requisites fetches what each page needs to be shown (stylesheets, scripts, images,
+	// icons, fonts, and what stylesheets load) as requisites of the page: at its depth, their
+	// own links not followed (--requisites). RequisitesScope says on which hosts.
 	Requisites      bool            `json:"requisites,omitempty"`
 	RequisitesScope RequisitesScope `json:"requisites_scope,omitempty"`
-	Sitemaps        bool            `json:"sitemaps,omitempty"`
+	// Sitemaps queues each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml) and
+	// follows the URLs they list (--sitemaps).
+	Sitemaps bool `json:"sitemaps,omitempty"`
 	// MaxPages stops the crawl after this many fetched pages, all runs together; 0: no cap.
 	MaxPages int `json:"max_pages"`
 	// MaxHostPages caps the URLs of one host ever queued (so fetched); further links to the

@@ -128,6 +128,9 @@ type Config struct {
 	// backoff), the run stops with StopReason "deferred" instead of idling; run again later.
 	DeferAfter time.Duration
 
+	// Render is which pages are rendered in a headless browser, and how (renderconfig.go).
+	Render Render
+
 	// Grace bounds how long in-flight requests may run after the crawl is told to stop.
 	Grace time.Duration
 	// StatusEvery is how often DIR/status.json is rewritten while running.
@@ -176,6 +179,7 @@ func Defaults() Config {
 		Retry:           retry.Policy{Base: 500 * time.Millisecond, Cap: 60 * time.Second, MaxAttempts: 5},
 		DeferAfter:      10 * time.Minute,
 		Grace:           10 * time.Second,
+		Render:          Render{Timeout: DefaultRenderTimeout},
 		StatusEvery:     time.Second,
 	}
 }
@@ -251,6 +255,9 @@ func (c *Config) Validate() error {
 		return errors.New("--older-than needs --recrawl")
 	case c.Retry.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
+	}
+	if err := c.Render.validate(); err != nil {
+		return err
 	}
 	for host, p := range c.Hosts {
 		if p.MaxRate < 0 || math.IsNaN(p.MaxRate) || math.IsInf(p.MaxRate, 0) {

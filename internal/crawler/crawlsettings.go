@@ -77,6 +77,7 @@ func DecodeCrawlSettings(v string) (CrawlSettings, error) {
 	if s.RequisitesScope == "" {
 		s.RequisitesScope = RequisitesScopeAny
 	}
+	s.Render = s.Render.withDefaults()
 	if s.HostsConfig != "" {
 		return CrawlSettings{}, fmt.Errorf("bad settings record: it names a --hosts-config, which belongs to each worker")
 	}
@@ -88,6 +89,9 @@ func DecodeCrawlSettings(v string) (CrawlSettings, error) {
 	cfg.HostConcurrency, cfg.Timeout, cfg.MaxBody = s.HostConcurrency, s.Timeout, s.MaxBody
 	cfg.InitialRate, cfg.MinRate, cfg.MaxRate = s.InitialRate, s.MinRate, s.MaxRate
 	cfg.IgnoreCrawlDelay, cfg.RobotsTTL, cfg.Retry.MaxAttempts = s.IgnoreCrawlDelay, s.RobotsTTL, s.MaxAttempts
+	if err := s.Render.apply(&cfg.Render); err != nil {
+		return CrawlSettings{}, fmt.Errorf("bad settings record: %w", err)
+	}
 	if err := cfg.Validate(); err != nil {
 		return CrawlSettings{}, fmt.Errorf("bad settings record: %w", err)
 	}

@@ -22,29 +22,30 @@ import (
 // URLs the change concerns). Network options (proxies, headers, credentials) are not settings:
 // they belong to one run.
 type Settings struct {
-	Scope            string        `json:"scope"`
-	MaxDepth         int           `json:"max_depth"`
-	Include          []string      `json:"include,omitempty"`
-	Exclude          []string      `json:"exclude,omitempty"`
-	AcceptType       []string      `json:"accept_type,omitempty"`
-	DenyExt          []string      `json:"deny_ext,omitempty"`
-	Requisites       bool          `json:"requisites,omitempty"`
-	RequisitesScope  string        `json:"requisites_scope,omitempty"` // "" in a store from before it was kept: the default
-	Sitemaps         bool          `json:"sitemaps,omitempty"`
-	MaxPages         int           `json:"max_pages"`
-	MaxHostPages     int           `json:"max_host_pages"`
-	UserAgent        string        `json:"user_agent"`
-	RobotsAgent      string        `json:"robots_agent,omitempty"`
-	HostConcurrency  int           `json:"host_concurrency"`
-	Timeout          time.Duration `json:"timeout"`
-	MaxBody          int64         `json:"max_body"`
-	InitialRate      float64       `json:"initial_rate"`
-	MinRate          float64       `json:"min_rate"`
-	MaxRate          float64       `json:"max_rate"`
-	IgnoreCrawlDelay bool          `json:"ignore_crawl_delay"`
-	RobotsTTL        time.Duration `json:"robots_ttl"`
-	MaxAttempts      int           `json:"max_attempts"`
-	HostsConfig      string        `json:"hosts_config,omitempty"` // its path; the file may hold secrets (headers)
+	Scope            string         `json:"scope"`
+	MaxDepth         int            `json:"max_depth"`
+	Include          []string       `json:"include,omitempty"`
+	Exclude          []string       `json:"exclude,omitempty"`
+	AcceptType       []string       `json:"accept_type,omitempty"`
+	DenyExt          []string       `json:"deny_ext,omitempty"`
+	Requisites       bool           `json:"requisites,omitempty"`
+	RequisitesScope  string         `json:"requisites_scope,omitempty"` // "" in a store from before it was kept: the default
+	Sitemaps         bool           `json:"sitemaps,omitempty"`
+	MaxPages         int            `json:"max_pages"`
+	MaxHostPages     int            `json:"max_host_pages"`
+	UserAgent        string         `json:"user_agent"`
+	RobotsAgent      string         `json:"robots_agent,omitempty"`
+	HostConcurrency  int            `json:"host_concurrency"`
+	Timeout          time.Duration  `json:"timeout"`
+	MaxBody          int64          `json:"max_body"`
+	InitialRate      float64        `json:"initial_rate"`
+	MinRate          float64        `json:"min_rate"`
+	MaxRate          float64        `json:"max_rate"`
+	IgnoreCrawlDelay bool           `json:"ignore_crawl_delay"`
+	RobotsTTL        time.Duration  `json:"robots_ttl"`
+	MaxAttempts      int            `json:"max_attempts"`
+	HostsConfig      string         `json:"hosts_config,omitempty"` // its path; the file may hold secrets (headers)
+	Render           RenderSettings `json:"render,omitzero"`
 }
 
 // SettingsOf returns the settings c holds.
@@ -58,7 +59,7 @@ func SettingsOf(c *Config) Settings {
 		HostConcurrency: c.HostConcurrency, Timeout: c.Timeout, MaxBody: c.MaxBody,
 		InitialRate: c.InitialRate, MinRate: c.MinRate, MaxRate: c.MaxRate,
 		IgnoreCrawlDelay: c.IgnoreCrawlDelay, RobotsTTL: c.RobotsTTL, MaxAttempts: c.Retry.MaxAttempts,
-		HostsConfig: c.HostsConfig,
+		HostsConfig: c.HostsConfig, Render: renderSettingsOf(c.Render),
 	}
 }
 
@@ -108,7 +109,7 @@ func quoteArg(v string) string {
 func (s Settings) Flags() []Setting {
 	f := func(v float64) []string { return []string{strconv.FormatFloat(v, 'g', -1, 64)} }
 	i := func(v int) []string { return []string{strconv.Itoa(v)} }
-	return []Setting{
+	return append([]Setting{
 		{Flag: "scope", Values: []string{s.Scope}},
 		{Flag: "max-depth", Values: i(s.MaxDepth)},
 		{Flag: "include", Values: s.Include},
@@ -132,7 +133,7 @@ func (s Settings) Flags() []Setting {
 		{Flag: "requisites-scope", Values: nonEmpty(s.RequisitesScope)},
 		boolSetting("sitemaps", s.Sitemaps),
 		{Flag: "hosts-config", Values: nonEmpty(s.HostsConfig)},
-	}
+	}, s.Render.flags()...)
 }
 
 // boolSetting is the setting of a boolean flag.
@@ -242,6 +243,7 @@ func loadSettings(db *storage.DB) (settingsMeta, bool, error) {
 	if m.Settings.RequisitesScope == "" { // stored before it was kept: the default applied
 		m.Settings.RequisitesScope = RequisitesScopeAny
 	}
+	m.Settings.Render = m.Settings.Render.withDefaults()
 	return m, true, nil
 }
 

@@ -111,6 +111,8 @@ type Crawler struct {
 
 	start    RunStart // set by Open
 	runTally runTally // this run's page fetches (runtally.go)
+
+	renders renderState // --render: the browser and what rendered pages fetched (render.go)
 }
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues

@@ -1,0 +1,6 @@
+package crawler
+
+// renderState is what --render needs while a crawl runs: what the rendered pages fetched.
+type renderState struct {
+	subs subresources
+}

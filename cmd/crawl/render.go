@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"io"
 
 	"github.com/crawl-project/crawl/internal/crawler"
 )
@@ -12,4 +14,19 @@ func renderFlags(fs *flag.FlagSet, r *crawler.Render) {
 	fs.IntVar(&r.Tabs, "render-tabs", r.Tabs, "pages rendered at once (0: a default from cores and memory); not stored")
 	fs.StringVar(&r.Browser, "browser", r.Browser, "Chromium or Chrome `executable` for --render (default: chromium, chromium-browser, google-chrome… on PATH); not stored")
 	durationVar(fs, &r.Timeout, "render-timeout", r.Timeout, "most time one page may take to render, its sub-requests included (a `duration`); a page cut by it is kept as rendered")
+}
+
+// printRender says how many pages were rendered, when the crawl renders pages.
+func printRender(w io.Writer, r *crawler.RenderCounts) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "  rendered %d of %d HTML pages (--render %s)", r.Rendered, r.Of, r.Mode)
+	if r.Cut > 0 {
+		fmt.Fprintf(w, "; %d cut by a cap and kept as rendered", r.Cut)
+	}
+	if r.Failed > 0 {
+		fmt.Fprintf(w, "; %d failed to render in this run", r.Failed)
+	}
+	fmt.Fprintln(w)
 }

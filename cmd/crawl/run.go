@@ -439,6 +439,7 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 	if r := s.ThisRun; r.Revisits() > 0 {
 		fmt.Fprintf(w, "  revisited %d: %d unchanged, %d changed, %d gone; %d new pages\n", r.Revisits(), r.Unchanged, r.Changed, r.Gone, r.New)
 	}
+	printRender(w, s.Render)
 	printReasons(w, "failed", s.FailedBy)
 	printReasons(w, "excluded", s.ExcludedBy)
 	printDropped(w, s.Dropped)

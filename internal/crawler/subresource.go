@@ -64,7 +64,7 @@ func (e *storeFault) Unwrap() error { return e.err }
 
 // initSubresources readies the answering of sub-requests: the gates' waiters, and the
 // sub-resources earlier runs stored, read once per crawler before the first render, whose
-// answers are served from the store.
+// answers are served from the store. The same pass counts the rendered pages stored.
 func (c *Crawler) initSubresources() error {
 	s := &c.renders.subs
 	s.mu.Lock()
@@ -80,6 +80,7 @@ func (c *Crawler) initSubresources() error {
 		if p.Subresource && settled(p.Status) {
 			s.stored[p.URL] = p.Seq
 		}
+		c.renders.counts.countStored(p)
 		return nil
 	})
 	if err != nil {

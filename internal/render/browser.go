@@ -1,0 +1,294 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Browser is one headless Chromium rendering up to Options.Tabs pages at once. It restarts
+// the browser when it dies or hangs. Browser is safe for simultaneous use by multiple
+// goroutines.
+type Browser struct {
+	o    Options
+	path string
+	root string       // temporary directory holding each started browser's profile
+	trap net.Listener // the proxy every connection that escapes interception is sent to
+	tabs chan struct{}
+
+	escapes atomic.Int64 // connections that reached trap
+
+	mu     sync.Mutex
+	inst   *instance // nil before the first start and after a failed restart
+	starts int
+	closed bool
+}
+
+// instance is one started browser process and its DevTools connection.
+type instance struct {
+	pid     int
+	profile string
+	conn    *conn
+	stderr  *tail
+	exited  <-chan error
+	dead    chan struct{} // closed once the process is killed or found dead
+	once    sync.Once
+}
+
+const (
+	startTimeout = 30 * time.Second // a browser's first answer on a loaded machine
+	callTimeout  = 10 * time.Second // a DevTools command that must answer promptly
+	grace        = 5 * time.Second  // reading the DOM after Timeout; the ping that tells a hung browser
+)
+
+// Start starts the browser. It returns ErrNoBrowser when Options.Browser is empty and none is
+// on PATH, or when the one named cannot be found.
+func Start(ctx context.Context, o Options) (*Browser, error) {
+	o = o.withDefaults()
+	path := o.Browser
+	if path == "" {
+		path = FindBrowser()
+		if path == "" {
+			return nil, ErrNoBrowser
+		}
+	} else if p, err := exec.LookPath(path); err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrNoBrowser, path, err)
+	} else {
+		path = p
+	}
+	root, err := os.MkdirTemp("", "crawl-render-")
+	if err != nil {
+		return nil, err
+	}
+	trap, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	b := &Browser{o: o, path: path, root: root, trap: trap, tabs: make(chan struct{}, o.Tabs)}
+	go b.refuse()
+	b.mu.Lock()
+	_, err = b.startLocked(ctx)
+	b.mu.Unlock()
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// refuse closes every connection made to the trap proxy: the browser sends there whatever
+// its request interception does not see (WebSockets, preconnects, a service worker's script),
+// so nothing reaches the network.
+func (b *Browser) refuse() {
+	for {
+		c, err := b.trap.Accept()
+		if err != nil {
+			return
+		}
+		b.escapes.Add(1)
+		c.Close()
+	}
+}
+
+// flags are the browser's command line apart from the profile and the trap proxy.
+var flags = []string{
+	"--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+	"--no-first-run", "--no-default-browser-check", "--disable-default-apps",
+	"--disable-background-networking", "--disable-component-update", "--disable-sync",
+	"--disable-extensions", "--disable-breakpad", "--disable-crash-reporter",
+	"--disable-client-side-phishing-detection", "--safebrowsing-disable-auto-update",
+	"--metrics-recording-only", "--password-store=basic", "--use-mock-keychain",
+	"--disable-quic", "--dns-prefetch-disable", "--disable-dev-shm-usage",
+	"--disable-features=NetworkPrediction,Prerender2,OptimizationHints,Translate,MediaRouter," +
+		"DialMediaRouteProvider,AutofillServerCommunication,DnsOverHttps,InterestFeedContentSuggestions," +
+		"CertificateTransparencyComponentUpdater,BackForwardCache",
+	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	"--host-resolver-rules=MAP * ~NOTFOUND",
+	"--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+	"--disable-backgrounding-occluded-windows", "--disable-hang-monitor",
+	"--mute-audio", "--hide-scrollbars", "--window-size=1280,1024",
+	"about:blank",
+}
+
+// startLocked starts a browser and makes it the current one. It requires b.mu held.
+func (b *Browser) startLocked(ctx context.Context) (*instance, error) {
+	b.starts++
+	profile, err := os.MkdirTemp(b.root, "profile-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--user-data-dir=" + profile,
+		"--proxy-server=http://" + b.trap.Addr().String(),
+		"--proxy-bypass-list=<-loopback>", // loopback goes to the trap too
+	}, flags...)
+	cmd := exec.Command(b.path, args...)
+	cmd.Env = append(os.Environ(), "HOME="+profile) // keep the browser's dot-files in the profile
+	st := &tail{}
+	cmd.Stdout, cmd.Stderr = st, st
+	toR, toW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fromR, fromW, err := os.Pipe()
+	if err != nil {
+		toR.Close()
+		toW.Close()
+		return nil, err
+	}
+	cmd.ExtraFiles = []*os.File{toR, fromW} // the browser's fd 3 and fd 4
+	exited, err := startProcess(cmd)
+	toR.Close()
+	fromW.Close()
+	if err != nil {
+		toW.Close()
+		fromR.Close()
+		os.RemoveAll(profile)
+		return nil, fmt.Errorf("starting %s: %w", b.path, err)
+	}
+	in := &instance{pid: cmd.Process.Pid, profile: profile, conn: newConn(toW, fromR), stderr: st,
+		exited: exited, dead: make(chan struct{})}
+	go in.watch()
+	cctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := in.conn.call(cctx, "", "Browser.getVersion", nil, nil); err != nil {
+		in.kill()
+		return nil, fmt.Errorf("%s did not answer on its DevTools pipe: %v\n%s", b.path, err, st.String())
+	}
+	b.inst = in
+	return in, nil
+}
+
+// watch kills the instance as soon as its process exits or its pipe closes.
+func (in *instance) watch() {
+	select {
+	case <-in.exited:
+	case <-in.conn.readDone:
+	case <-in.dead:
+	}
+	in.kill()
+}
+
+// kill ends the browser's whole process tree and removes its profile; it is idempotent.
+func (in *instance) kill() {
+	in.once.Do(func() {
+		close(in.dead)
+		killTree(in.pid, in.profile)
+		in.conn.w.Close()
+		select {
+		case <-in.exited:
+		case <-time.After(grace):
+		}
+		in.conn.r.Close()
+		killTree(in.pid, in.profile) // what the first pass raced with
+		os.RemoveAll(in.profile)
+	})
+}
+
+// alive reports whether the instance answers a browser-level command within grace.
+func (in *instance) alive(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	return in.conn.call(ctx, "", "Browser.getVersion", nil, nil) == nil
+}
+
+// current returns the running browser, starting one if there is none or it died.
+func (b *Browser) current(ctx context.Context) (*instance, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	if in := b.inst; in != nil {
+		select {
+		case <-in.dead:
+		default:
+			return in, nil
+		}
+	}
+	b.inst = nil
+	return b.startLocked(ctx)
+}
+
+// restart kills in and, if it is still the current browser, starts another.
+func (b *Browser) restart(ctx context.Context, in *instance) error {
+	in.kill()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.inst != in {
+		return nil
+	}
+	b.inst = nil
+	_, err := b.startLocked(context.WithoutCancel(ctx))
+	return err
+}
+
+// Close kills the browser's whole process tree and removes its profile. Renders in progress
+// return ErrCrash or ErrClosed.
+func (b *Browser) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	in := b.inst
+	b.inst = nil
+	b.mu.Unlock()
+	if in != nil {
+		in.kill()
+	}
+	b.trap.Close()
+	return os.RemoveAll(b.root)
+}
+
+// Render renders pageURL with doc as its document and a answering every other request the
+// page makes. It waits for a free tab first.
+func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a Answerer) (*Result, error) {
+	select {
+	case b.tabs <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-b.tabs }()
+	in, err := b.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := newPage(b.o, in, pageURL, doc, a)
+	res, err := p.run(ctx)
+	if errors.Is(err, ErrCrash) {
+		if rerr := b.restart(ctx, in); rerr != nil {
+			return nil, fmt.Errorf("%w (restarting: %v)", err, rerr)
+		}
+	}
+	return res, err
+}
+
+// tail keeps the last 8 KiB written to it: the browser's output, for error messages.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 8<<10 {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-8<<10:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+var _ = filepath.Join

@@ -79,6 +79,11 @@ type Options struct {
 	// Sitemaps follows each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml).
 	Sitemaps bool
 
+	// Render renders pages in a headless Chromium, every request of theirs sent through the
+	// crawl (robots.txt, the address guard, the host's rate), and keeps the rendered DOM beside
+	// the HTML; links are taken from both. The zero value renders nothing.
+	Render RenderOptions
+
 	// Redis, if set, makes this Crawler one worker of a crawl shared through Redis, Valkey or a
 	// Redis Cluster (redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/DB, or rediss:// for TLS):
 	// the frontier is in Redis, each host is crawled by one worker at a time, and DataDir keeps
@@ -89,6 +94,30 @@ type Options struct {
 
 	// Logger receives the crawl's log; nil discards it.
 	Logger *slog.Logger
+}
+
+// Render says which pages are rendered.
+type Render int
+
+const (
+	// RenderNever renders no page and starts no browser (the zero value).
+	RenderNever Render = iota
+	// RenderAuto renders the pages whose HTML is an application shell: little text, scripts.
+	RenderAuto
+	// RenderAlways renders every HTML page.
+	RenderAlways
+)
+
+// RenderOptions say which pages are rendered, and with what.
+type RenderOptions struct {
+	When Render
+	// Browser is the Chromium or Chrome executable; "" looks for one on PATH.
+	Browser string
+	// Tabs is how many pages are rendered at once; 0: a default from cores and memory.
+	Tabs int
+	// Timeout bounds one page's render, its requests included; 0 means 30 s. A page cut by it
+	// is kept as rendered.
+	Timeout time.Duration
 }
 
 // HostOptions override the crawl's options for one host. The zero value changes nothing.
@@ -160,6 +189,17 @@ func New(o Options) (*Crawler, error) {
 	}
 	cfg.Requisites = o.Requisites
 	cfg.Sitemaps = o.Sitemaps
+	switch o.Render.When {
+	case RenderNever:
+	case RenderAuto:
+		cfg.Render.Mode = engine.RenderAuto
+	case RenderAlways:
+		cfg.Render.Mode = engine.RenderAlways
+	default:
+		return nil, fmt.Errorf("crawler: Options.Render.When %d is not RenderNever, RenderAuto or RenderAlways", o.Render.When)
+	}
+	cfg.Render.Browser, cfg.Render.Tabs = o.Render.Browser, o.Render.Tabs
+	setIf(&cfg.Render.Timeout, o.Render.Timeout)
 	if o.Logger != nil {
 		cfg.Log = o.Logger
 	}

@@ -4,8 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/exec"
 
 	"github.com/crawl-project/crawl/internal/crawler"
+	"github.com/crawl-project/crawl/internal/render"
 )
 
 // renderFlags registers the rendering flags on fs, filling r.
@@ -29,4 +31,31 @@ func printRender(w io.Writer, r *crawler.RenderCounts) {
 		fmt.Fprintf(w, "; %d failed to render in this run", r.Failed)
 	}
 	fmt.Fprintln(w)
+}
+
+// browserNames are what --render looks for on PATH, as render.FindBrowser does, for the
+// message that says none was found.
+const browserNames = "chromium, chromium-browser, google-chrome"
+
+// checkBrowser returns a usage error when cfg renders pages and no browser can be run: none on
+// PATH, or --browser naming none. stored says --render came from the crawl's stored settings.
+func checkBrowser(r crawler.Render, stored bool) error {
+	if r.Mode == crawler.RenderNever {
+		return nil
+	}
+	from := "--render " + r.Mode.String()
+	if stored {
+		from += " (stored with the crawl's settings; --render never crawls without a browser)"
+	}
+	if r.Browser != "" {
+		if _, err := exec.LookPath(r.Browser); err != nil {
+			return fmt.Errorf("%s needs a browser, and --browser %s is none: %v", from, r.Browser, err)
+		}
+		return nil
+	}
+	if render.FindBrowser() == "" {
+		return fmt.Errorf("%s needs Chromium or Chrome, and none is on PATH (looked for %s): install it (Debian: apt-get install chromium) or name one with --browser PATH",
+			from, browserNames)
+	}
+	return nil
 }

@@ -204,6 +204,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
+	if err := checkBrowser(cfg.Render, applied["render"]); err != nil {
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
 	if *logURLs != "" {
 		f, err := os.OpenFile(*logURLs, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {

@@ -504,6 +504,10 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 	if err := c.countRequisites(); err != nil {
 		return nil, err
 	}
+	if err := c.startBrowser(); err != nil {
+		return nil, err
+	}
+	defer c.closeBrowser() // after the jobs ended (finishInFlight)
 	r := c.startRun()
 	defer r.close()
 	c.publishStatus(true)

@@ -37,6 +37,13 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		return nil
 	}
 	res := c.decide(l, u, resp, err, sent, now, t)
+	if rerr := c.renderInto(ctx, l, u, &res); rerr != nil {
+		if ctx.Err() != nil { // cut short: rendered again by a later run
+			c.fr.Release(l)
+			return nil
+		}
+		return fmt.Errorf("rendering %s: %w", l.URL, rerr)
+	}
 	if res.Page != nil {
 		c.markRevisit(res.Page, last)
 	}
@@ -48,6 +55,7 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 	}
 	c.stored(l, res)
 	if res.Kind == frontier.Fetched && res.Page != nil {
+		c.countRendered(res.Page)
 		c.tallyPage(l, res.Page)
 	}
 	return nil

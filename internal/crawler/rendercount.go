@@ -39,6 +39,13 @@ func (n *renderCounters) counts(mode RenderMode) *RenderCounts {
 		Cut: int(n.cut.Load()), Failed: int(n.failed.Load())}
 }
 
+// countRendered counts p, a page just stored, when the crawl renders pages.
+func (c *Crawler) countRendered(p *storage.Page) {
+	if c.cfg.Render.Mode != RenderNever {
+		c.renders.counts.countStored(p)
+	}
+}
+
 // isHTML reports whether a media type is one a browser renders as a document.
 func isHTML(mediaType string) bool {
 	return mediaType == "text/html" || mediaType == "application/xhtml+xml"

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The host names of an App web, served with Options.VirtualHosts.
@@ -22,7 +23,9 @@ type AppOptions struct {
 	Pages    int        // shell pages, "/app/0" (the seed) … "/app/<Pages-1>"; at least 1
 	APILimit float64    // the API host's token bucket, req/s (burst 1); 0: unlimited
 	APIReply ReplyStyle // how the API refuses a request over its limit
-	CDNLimit float64    // the CDN host's token bucket, req/s (burst 1); 0: unlimited
+	// APIHeaders makes the API state its limit on every answer (per second), as many do.
+	APIHeaders HeaderStyle
+	CDNLimit   float64 // the CDN host's token bucket, req/s (burst 1); 0: unlimited
 	// Outside, if set, is a URL every page's script also fetches (an address a crawl must
 	// never reach, e.g. one outside its network scope); it is written into the script as is.
 	Outside string
@@ -80,10 +83,19 @@ func NewApp(o AppOptions) *App {
 	}
 	a.Specs = []HostSpec{
 		{Name: AppSite, Pages: 1, Extra: site},
-		{Name: AppAPI, Pages: 1, Limit: o.APILimit, Reply: o.APIReply, Disallow: []string{"/private/"}, Extra: api},
+		{Name: AppAPI, Pages: 1, Limit: o.APILimit, Reply: o.APIReply, Disallow: []string{"/private/"}, Extra: api,
+			Headers: o.APIHeaders, PolicyWindow: policyWindow(o.APIHeaders)},
 		{Name: AppCDN, Pages: 1, Limit: o.CDNLimit, Reply: Reply429Seconds, Extra: cdn},
 	}
 	return a
+}
+
+// policyWindow is the window a stated limit is stated per: a second, when it is stated.
+func policyWindow(h HeaderStyle) time.Duration {
+	if h == HeadersNone {
+		return 0
+	}
+	return time.Second
 }
 
 // AppPagePath is the path of page i of an App web.

@@ -360,7 +360,7 @@ func ReadStatus(dir string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	c := &Crawler{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db)}
+	c := &Crawler{opened: opened{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db)}}
 	now := time.Now()
 	for _, h := range fr.Hosts() {
 		if h.Host != "" {

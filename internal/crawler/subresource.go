@@ -295,7 +295,7 @@ func (c *Crawler) subRobots(ctx context.Context, host string, u *url.URL) (robot
 			if rs.claimFetch(now) {
 				t, err := c.renders.subs.gates.admit(ctx, c.gates.keyNow(ctx, host))
 				if err != nil {
-					rs.unclaim()
+					rs.unload() // looked up again, as after a fetch cut short
 					return robots.Verdict{}, err
 				}
 				scheme := u.Scheme
@@ -325,21 +325,15 @@ func (c *Crawler) subRobots(ctx context.Context, host string, u *url.URL) (robot
 // fetches, looks whether it came.
 const robotsPoll = 20 * time.Millisecond
 
-// claimFetch marks the state pending, for a fetch the caller makes, if at now a fetch is
-// needed and none is under way; it reports whether it did.
+// claimFetch moves the state to robotsPending, for a fetch the caller makes, if at now a fetch
+// is needed and none is under way; it reports whether it did.
 func (rs *robotsState) claimFetch(now time.Time) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.pending || rs.staged != nil || (rs.rules != nil && now.Before(rs.next)) {
-		return false
+	switch {
+	case rs.phase == robotsNeeded, (rs.phase == robotsReady || rs.phase == robotsWait) && !now.Before(rs.next):
+		rs.phase = robotsPending
+		return true
 	}
-	rs.pending = true
-	return true
-}
-
-// unclaim undoes claimFetch when no fetch was made.
-func (rs *robotsState) unclaim() {
-	rs.mu.Lock()
-	rs.pending = false
-	rs.mu.Unlock()
+	return false
 }

@@ -280,7 +280,7 @@ func (p *page) close() {
 // event handles one event of the page's sessions.
 func (p *page) event(ctx context.Context, m message) error {
 	if os.Getenv("RENDER_DEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "event %s %s %.300s\n", m.SessionID, m.Method, m.Params)
+		fmt.Fprintf(os.Stderr, "event %s %s %.3000s\n", m.SessionID, m.Method, m.Params)
 	}
 	switch m.Method {
 	case "Fetch.requestPaused":
@@ -312,6 +312,11 @@ func (p *page) event(ctx context.Context, m message) error {
 		if err := json.Unmarshal(m.Params, &a); err != nil {
 			return fmt.Errorf("Target.attachedToTarget: %w", err)
 		}
+		if a.TargetInfo.Type == "service_worker" || a.TargetInfo.Type == "shared_worker" {
+			// Refused: left paused before its first instruction, and disposed of with the
+			// browser context.
+			return nil
+		}
 		p.inflight++
 		go p.child(ctx, a.SessionID, a.TargetInfo.Type)
 	case "Inspector.targetCrashed":
@@ -322,17 +327,11 @@ func (p *page) event(ctx context.Context, m message) error {
 	return nil
 }
 
-// child sets interception up in an attached frame or worker, then lets it run. A service
-// worker is closed instead.
+// child sets interception up in an attached frame or worker, then lets it run.
 func (p *page) child(ctx context.Context, session, typ string) {
 	defer p.finish()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if typ == "service_worker" || typ == "shared_worker" {
-		p.c.call(cctx, session, "Runtime.terminateExecution", nil, nil)
-		p.c.call(cctx, "", "Target.detachFromTarget", map[string]any{"sessionId": session}, nil)
-		return
-	}
 	if typ == "iframe" {
 		p.c.call(cctx, session, "Page.enable", nil, nil)
 		if p.prelude != "" {
@@ -358,13 +357,17 @@ var refused = map[string]bool{"WebSocket": true, "EventSource": true, "Ping": tr
 var kinds = map[string]Kind{"Script": KindScript, "Stylesheet": KindStylesheet, "Image": KindImage,
 	"Font": KindFont, "XHR": KindXHR, "Fetch": KindXHR, "Media": KindMedia, "TextTrack": KindMedia}
 
-// unwanted reports whether a request's headers show one that render refuses whatever its
-// resource type: a prefetch or prerender (Sec-Purpose, Purpose), a guess at what the page may
-// need; an event stream (Accept: text/event-stream, as EventSource sends), which never ends.
-func unwanted(h map[string]string) bool {
+// unwanted reports whether a request is one that render refuses whatever its resource type
+// says: a prefetch or prerender (Sec-Purpose, Purpose), a guess at what the page may need; an
+// event stream (Accept: text/event-stream, as EventSource sends), which never ends; the
+// browser's own fetch of the page's icon for its tab (type Other, Accept image/*), which no
+// rendering reads.
+func unwanted(resourceType string, h map[string]string) bool {
 	for k, v := range h {
 		k, v = strings.ToLower(k), strings.ToLower(v)
 		switch {
+		case k == "accept" && resourceType == "Other" && strings.HasPrefix(v, "image/"):
+			return true
 		case (k == "sec-purpose" || k == "purpose") && (strings.Contains(v, "prefetch") || strings.Contains(v, "prerender")):
 			return true
 		case k == "accept" && strings.Contains(v, "text/event-stream"):
@@ -392,7 +395,7 @@ func (p *page) paused(ctx context.Context, session string, r *pausedRequest) err
 		// leaves the page as it is (a failure would replace it with an error page).
 		go p.fail(ctx, session, r.RequestID, "Aborted")
 		return nil
-	case p.cut != CutNone, refused[r.ResourceType], unwanted(r.Request.Headers):
+	case p.cut != CutNone, refused[r.ResourceType], unwanted(r.ResourceType, r.Request.Headers):
 		go p.fail(ctx, session, r.RequestID, "BlockedByClient")
 		return nil
 	}

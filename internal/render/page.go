@@ -203,6 +203,7 @@ func (p *page) classify(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, errBrowserGone) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrCrash) {
 		if errors.Is(err, ErrCrash) || !p.in.alive(ctx) {
+			p.in.kill() // dead or hung: nothing more is asked of it
 			return fmt.Errorf("%w: %v", ErrCrash, err)
 		}
 	}
@@ -267,6 +268,11 @@ func (p *page) intercept(ctx context.Context, session string) error {
 // close disposes of the browser context and everything in it.
 func (p *page) close() {
 	p.c.unregister(p.sink)
+	select {
+	case <-p.in.dead:
+		return
+	default:
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if p.browserContext != "" {

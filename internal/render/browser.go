@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +23,7 @@ type Browser struct {
 	tabs chan struct{}
 
 	escapes atomic.Int64 // connections that reached trap
+	prelude string       // the page's prelude; tests clear it to reach what lies behind it
 
 	mu     sync.Mutex
 	inst   *instance // nil before the first start and after a failed restart
@@ -72,7 +72,7 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 		os.RemoveAll(root)
 		return nil, err
 	}
-	b := &Browser{o: o, path: path, root: root, trap: trap, tabs: make(chan struct{}, o.Tabs)}
+	b := &Browser{o: o, path: path, root: root, trap: trap, tabs: make(chan struct{}, o.Tabs), prelude: prelude}
 	go b.refuse()
 	b.mu.Lock()
 	_, err = b.startLocked(ctx)
@@ -111,7 +111,7 @@ var flags = []string{
 		"DialMediaRouteProvider,AutofillServerCommunication,DnsOverHttps,InterestFeedContentSuggestions," +
 		"CertificateTransparencyComponentUpdater,BackForwardCache",
 	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-	"--host-resolver-rules=MAP * ~NOTFOUND",
+	"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", // no name resolves; the trap (an address) still connects
 	"--disable-background-timer-throttling", "--disable-renderer-backgrounding",
 	"--disable-backgrounding-occluded-windows", "--disable-hang-monitor",
 	"--mute-audio", "--hide-scrollbars", "--window-size=1280,1024",
@@ -259,7 +259,7 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 	if err != nil {
 		return nil, err
 	}
-	p := newPage(b.o, in, pageURL, doc, a)
+	p := newPage(b.o, in, pageURL, doc, a, b.prelude)
 	res, err := p.run(ctx)
 	if errors.Is(err, ErrCrash) {
 		if rerr := b.restart(ctx, in); rerr != nil {
@@ -290,5 +290,3 @@ func (t *tail) String() string {
 	defer t.mu.Unlock()
 	return string(t.buf)
 }
-
-var _ = filepath.Join

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,6 +24,8 @@ type page struct {
 	doc  *Response
 	a    Answerer
 	sink *sink
+
+	prelude string // script run before each document's own; "" in tests of what lies behind it
 
 	browserContext string
 	target         string // also the main frame's id
@@ -79,8 +82,8 @@ const prelude = `(() => {
   try { Navigator.prototype.sendBeacon = function () { return false; }; } catch (e) {}
 })();`
 
-func newPage(o Options, in *instance, url string, doc *Response, a Answerer) *page {
-	return &page{o: o, in: in, c: in.conn, url: url, doc: doc, a: a, sink: newSink(),
+func newPage(o Options, in *instance, url string, doc *Response, a Answerer, prelude string) *page {
+	return &page{o: o, in: in, c: in.conn, url: url, doc: doc, a: a, sink: newSink(), prelude: prelude,
 		done: make(chan finished), answ: make(chan answered), stop: make(chan struct{})}
 }
 
@@ -152,6 +155,9 @@ loop:
 		case <-quiet.C:
 			break loop
 		case <-deadline.C:
+			if os.Getenv("RENDER_DEBUG") != "" {
+				fmt.Fprintf(os.Stderr, "timeout: loaded %v inflight %d\n", p.loaded, p.inflight)
+			}
 			p.cut = CutTimeout
 			break loop
 		case <-p.in.dead:
@@ -197,6 +203,7 @@ func (p *page) classify(ctx context.Context, err error) error {
 	}
 	if errors.Is(err, errBrowserGone) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrCrash) {
 		if errors.Is(err, ErrCrash) || !p.in.alive(ctx) {
+			p.in.kill() // dead or hung: nothing more is asked of it
 			return fmt.Errorf("%w: %v", ErrCrash, err)
 		}
 	}
@@ -235,9 +242,11 @@ func (p *page) open(ctx context.Context) error {
 	if err := p.c.call(cctx, p.session, "Page.enable", nil, nil); err != nil {
 		return err
 	}
-	if err := p.c.call(cctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
-		"source": prelude}, nil); err != nil {
-		return err
+	if p.prelude != "" {
+		if err := p.c.call(cctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
+			"source": p.prelude}, nil); err != nil {
+			return err
+		}
 	}
 	return p.intercept(cctx, p.session)
 }
@@ -259,6 +268,11 @@ func (p *page) intercept(ctx context.Context, session string) error {
 // close disposes of the browser context and everything in it.
 func (p *page) close() {
 	p.c.unregister(p.sink)
+	select {
+	case <-p.in.dead:
+		return
+	default:
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if p.browserContext != "" {
@@ -271,6 +285,9 @@ func (p *page) close() {
 
 // event handles one event of the page's sessions.
 func (p *page) event(ctx context.Context, m message) error {
+	if os.Getenv("RENDER_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "event %s %s %.3000s\n", m.SessionID, m.Method, m.Params)
+	}
 	switch m.Method {
 	case "Fetch.requestPaused":
 		var r pausedRequest
@@ -279,7 +296,16 @@ func (p *page) event(ctx context.Context, m message) error {
 		}
 		return p.paused(ctx, m.SessionID, &r)
 	case "Page.loadEventFired":
-		if m.SessionID == p.session {
+		if m.SessionID == p.session && p.navigated {
+			p.loaded = true
+		}
+	case "Page.frameStoppedLoading":
+		// Also the end of a document whose load event a navigation it started (and render
+		// aborted) pre-empted.
+		var f struct {
+			FrameID string `json:"frameId"`
+		}
+		if json.Unmarshal(m.Params, &f) == nil && f.FrameID == p.target && m.SessionID == p.session && p.navigated {
 			p.loaded = true
 		}
 	case "Target.attachedToTarget":
@@ -292,6 +318,11 @@ func (p *page) event(ctx context.Context, m message) error {
 		if err := json.Unmarshal(m.Params, &a); err != nil {
 			return fmt.Errorf("Target.attachedToTarget: %w", err)
 		}
+		if a.TargetInfo.Type == "service_worker" || a.TargetInfo.Type == "shared_worker" {
+			// Refused: left paused before its first instruction, and disposed of with the
+			// browser context.
+			return nil
+		}
 		p.inflight++
 		go p.child(ctx, a.SessionID, a.TargetInfo.Type)
 	case "Inspector.targetCrashed":
@@ -302,20 +333,16 @@ func (p *page) event(ctx context.Context, m message) error {
 	return nil
 }
 
-// child sets interception up in an attached frame or worker, then lets it run. A service
-// worker is closed instead.
+// child sets interception up in an attached frame or worker, then lets it run.
 func (p *page) child(ctx context.Context, session, typ string) {
 	defer p.finish()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if typ == "service_worker" || typ == "shared_worker" {
-		p.c.call(cctx, session, "Runtime.terminateExecution", nil, nil)
-		p.c.call(cctx, "", "Target.detachFromTarget", map[string]any{"sessionId": session}, nil)
-		return
-	}
 	if typ == "iframe" {
 		p.c.call(cctx, session, "Page.enable", nil, nil)
-		p.c.call(cctx, session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": prelude}, nil)
+		if p.prelude != "" {
+			p.c.call(cctx, session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": p.prelude}, nil)
+		}
 	}
 	p.intercept(cctx, session)
 	p.c.call(cctx, session, "Runtime.runIfWaitingForDebugger", nil, nil)
@@ -336,6 +363,26 @@ var refused = map[string]bool{"WebSocket": true, "EventSource": true, "Ping": tr
 var kinds = map[string]Kind{"Script": KindScript, "Stylesheet": KindStylesheet, "Image": KindImage,
 	"Font": KindFont, "XHR": KindXHR, "Fetch": KindXHR, "Media": KindMedia, "TextTrack": KindMedia}
 
+// unwanted reports whether a request is one that render refuses whatever its resource type
+// says: a prefetch or prerender (Sec-Purpose, Purpose), a guess at what the page may need; an
+// event stream (Accept: text/event-stream, as EventSource sends), which never ends; the
+// browser's own fetch of the page's icon for its tab (type Other, Accept image/*), which no
+// rendering reads.
+func unwanted(resourceType string, h map[string]string) bool {
+	for k, v := range h {
+		k, v = strings.ToLower(k), strings.ToLower(v)
+		switch {
+		case k == "accept" && resourceType == "Other" && strings.HasPrefix(v, "image/"):
+			return true
+		case (k == "sec-purpose" || k == "purpose") && (strings.Contains(v, "prefetch") || strings.Contains(v, "prerender")):
+			return true
+		case k == "accept" && strings.Contains(v, "text/event-stream"):
+			return true
+		}
+	}
+	return false
+}
+
 // paused decides what to do with one paused request.
 func (p *page) paused(ctx context.Context, session string, r *pausedRequest) error {
 	p.inflight++
@@ -349,8 +396,12 @@ func (p *page) paused(ctx context.Context, session string, r *pausedRequest) err
 		}
 		go p.fulfill(ctx, session, r.RequestID, doc, true)
 		return nil
-	case p.cut != CutNone, refused[r.ResourceType], mainFrame && r.RedirectedRequestID == "":
-		// a cap was reached; an API render refuses; the page navigating itself away
+	case mainFrame && r.RedirectedRequestID == "":
+		// The page navigating itself away (a link followed, location set): aborted, which
+		// leaves the page as it is (a failure would replace it with an error page).
+		go p.fail(ctx, session, r.RequestID, "Aborted")
+		return nil
+	case p.cut != CutNone, refused[r.ResourceType], unwanted(r.ResourceType, r.Request.Headers):
 		go p.fail(ctx, session, r.RequestID, "BlockedByClient")
 		return nil
 	}

@@ -222,3 +222,44 @@ func TestRenderShell(t *testing.T) {
 		t.Errorf("requests reached the server without the Answerer: %v", direct)
 	}
 }
+
+// TestWorkerAndFrameRequests: a dedicated worker's requests and a cross-site frame's (in its
+// own renderer process) go through the Answerer like the page's.
+func TestWorkerAndFrameRequests(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: 300 * time.Millisecond})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/worker.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		io.WriteString(w, `fetch('/api/w').then(r => r.text()).then(t => postMessage(t));`)
+	})
+	mux.HandleFunc("/api/w", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "from-the-worker") })
+	mux.HandleFunc("/frame", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `<p>frame</p><script>fetch('/api/f').then(r => r.text()).then(t => parent.postMessage(t, '*'))</script>`)
+	})
+	mux.HandleFunc("/api/f", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "from-the-frame") })
+	s := newSite(t, mux)
+	// The frame is served as another site (localhost is not 127.0.0.1), so it gets its own
+	// process and its own DevTools session.
+	frameURL := strings.Replace(s.URL, "127.0.0.1", "localhost", 1) + "/frame"
+	f := &fetcher{}
+	page := `<!DOCTYPE html><body><p id="w">waiting</p><p id="f">waiting</p>
+<iframe src="` + frameURL + `"></iframe><script>
+new Worker('/worker.js').onmessage = e => { document.getElementById('w').textContent = e.data; };
+addEventListener('message', e => { document.getElementById('f').textContent = e.data; });
+</script></body>`
+	res := render(t, b, s.URL+"/", htmlDoc(page), f)
+	for _, want := range []string{"from-the-worker", "from-the-frame"} {
+		if !strings.Contains(string(res.DOM), want) {
+			t.Errorf("DOM lacks %q:\n%s", want, res.DOM)
+		}
+	}
+	_, direct := s.counts()
+	if len(direct) != 0 {
+		t.Errorf("requests reached the server without the Answerer: %v", direct)
+	}
+	var asked []string
+	for _, r := range f.asked() {
+		asked = append(asked, r.Kind.String()+" "+r.URL)
+	}
+	t.Logf("asked: %v", asked)
+}

@@ -1,0 +1,152 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// static answers every request with one body, counting the requests.
+type static struct {
+	n    atomic.Int64
+	f    func(ctx context.Context, r *Request) (*Response, error)
+	seen atomic.Value
+}
+
+func (s *static) Answer(ctx context.Context, r *Request) (*Response, error) {
+	s.n.Add(1)
+	return s.f(ctx, r)
+}
+
+func text(body string) *Response {
+	return &Response{Status: 200, Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte(body)}
+}
+
+// TestRedirect: a 3xx answer with Location is followed by the browser, and the next hop is
+// asked of the Answerer too.
+func TestRedirect(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: 200 * time.Millisecond})
+	var asked []string
+	a := &static{f: func(ctx context.Context, r *Request) (*Response, error) {
+		switch {
+		case strings.HasSuffix(r.URL, "/old.js"):
+			return &Response{Status: 302, Header: http.Header{"Location": {"/new.js"}}}, nil
+		case strings.HasSuffix(r.URL, "/new.js"):
+			return &Response{Status: 200, Header: http.Header{"Content-Type": {"text/javascript"}},
+				Body: []byte(`document.getElementById('x').textContent = 'redirected script ran';`)}, nil
+		}
+		return nil, errors.New("no")
+	}}
+	rec := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		asked = append(asked, r.URL) // one page, scripts fetched in order: no race on asked
+		return a.Answer(ctx, r)
+	})
+	res := render(t, b, "http://site.test/p", htmlDoc(`<p id="x">no</p><script src="/old.js"></script>`), rec)
+	if !strings.Contains(string(res.DOM), "redirected script ran") {
+		t.Errorf("the redirected script did not run: %s (asked %v)", res.DOM, asked)
+	}
+	if len(asked) < 2 || !strings.HasSuffix(asked[0], "/old.js") || !strings.HasSuffix(asked[1], "/new.js") {
+		t.Errorf("asked %v, want /old.js then /new.js", asked)
+	}
+}
+
+// TestCaps: pages that never settle end at a cap, kept as rendered, with Cut naming it.
+func TestCaps(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 2, Quiet: 200 * time.Millisecond, Timeout: 3 * time.Second,
+		MaxRequests: 20, MaxBytes: 10_000, MaxDOM: 20_000})
+	for _, tc := range []struct {
+		name    string
+		page    string
+		answer  func(ctx context.Context, r *Request) (*Response, error)
+		want    Cut
+		maxTook time.Duration
+		check   func(t *testing.T, res *Result)
+	}{
+		{"polling never idle", `<p>static</p><script>setInterval(() => fetch('/poll?' + Math.random()), 20)</script>`,
+			func(ctx context.Context, r *Request) (*Response, error) { return text("x"), nil },
+			CutRequests, 3 * time.Second, func(t *testing.T, res *Result) {
+				if res.Requests != 20 {
+					t.Errorf("Requests = %d, want 20", res.Requests)
+				}
+			}},
+		{"long poll", `<p>static</p><script>fetch('/long').then(r => r.text()).then(t => document.body.append(t))</script>`,
+			func(ctx context.Context, r *Request) (*Response, error) {
+				<-ctx.Done() // the answer never comes: the render's end cancels it
+				return nil, ctx.Err()
+			}, CutTimeout, 3*time.Second + 2*time.Second, nil},
+		{"bytes", `<p>static</p><img src="/a.png"><img src="/b.png"><img src="/c.png">`,
+			func(ctx context.Context, r *Request) (*Response, error) {
+				return &Response{Status: 200, Header: http.Header{"Content-Type": {"image/png"}}, Body: make([]byte, 4000)}, nil
+			}, CutBytes, 3 * time.Second, func(t *testing.T, res *Result) {
+				if res.Bytes > 10_000 {
+					t.Errorf("Bytes = %d, over the cap", res.Bytes)
+				}
+			}},
+		{"dom", `<p>static</p><script>document.body.append('é'.repeat(200000))</script>`, nil, CutDOM, 3 * time.Second,
+			func(t *testing.T, res *Result) {
+				if len(res.DOM) > 20_000 || len(res.DOM) < 19_000 {
+					t.Errorf("len(DOM) = %d, want just under 20000", len(res.DOM))
+				}
+				if !strings.HasPrefix(string(res.DOM), "<html><head></head><body><p>static</p>") {
+					t.Errorf("DOM starts %q", res.DOM[:min(80, len(res.DOM))])
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+				if tc.answer == nil {
+					return nil, errors.New("no")
+				}
+				return tc.answer(ctx, r)
+			})
+			start := time.Now()
+			res := render(t, b, "http://site.test/", htmlDoc(tc.page), a)
+			if res.Cut != tc.want {
+				t.Errorf("Cut = %v, want %v", res.Cut, tc.want)
+			}
+			if took := time.Since(start); took > tc.maxTook {
+				t.Errorf("took %v, want at most %v", took, tc.maxTook)
+			}
+			if !strings.Contains(string(res.DOM), "<p>static</p>") {
+				t.Errorf("the page was not kept as rendered: %.200s", res.DOM)
+			}
+			if tc.check != nil {
+				tc.check(t, res)
+			}
+		})
+	}
+}
+
+// TestRequestBounds: a request whose body, URL or headers are over render's bounds fails in
+// the browser without reaching the Answerer.
+func TestRequestBounds(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: 200 * time.Millisecond})
+	var got []string
+	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		got = append(got, r.Method+" "+r.URL+" "+string(r.Body)) // fetches issued in order, answered one at a time
+		return text("ok"), nil
+	})
+	page := `<p id="r"></p><script>
+const log = m => document.getElementById('r').append(m + ';');
+(async () => {
+  for (const [name, p] of [
+    ['small', fetch('/small', {method: 'POST', body: 'hello'})],
+    ['big-body', fetch('/big', {method: 'POST', body: 'x'.repeat(2 << 20)})],
+    ['big-header', fetch('/hdr', {headers: {'X-Big': 'y'.repeat(100 << 10)}})],
+    ['long-url', fetch('/u?' + 'z'.repeat(100 << 10))],
+  ]) { try { await p; log(name + ' ok'); } catch (e) { log(name + ' failed'); } }
+})();
+</script>`
+	res := render(t, b, "http://site.test/", htmlDoc(page), a)
+	want := "small ok;big-body failed;big-header failed;long-url failed;"
+	if !strings.Contains(string(res.DOM), want) {
+		t.Errorf("DOM lacks %q: %s", want, res.DOM)
+	}
+	if len(got) != 1 || got[0] != "POST http://site.test/small hello" {
+		t.Errorf("the Answerer was asked %q, want only the small POST with its body", got)
+	}
+}

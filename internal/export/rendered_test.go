@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
+	"io/fs"
+	"os"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -234,4 +236,91 @@ func httpPayloadOf(t *testing.T, block []byte) []byte {
 	t.Helper()
 	_, p := httpPayload(block)
 	return p
+}
+
+// mirrorRendered mirrors pages into a new directory and returns the stats and the files.
+func mirrorRendered(t *testing.T, pages []*storage.Page, opts *MirrorOptions) (Stats, map[string]string) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "m")
+	w, err := NewMirror(root, sliceSource(pages), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Run(context.Background(), sliceSource(pages), w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		b, err := os.ReadFile(p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, files
+}
+
+// TestMirrorRendered: the mirror writes a rendered page's DOM, not its shell, with no script
+// left to run (no <script>, no on… handler, no javascript: URL), declared UTF-8 in place of
+// the charset the original declared, after a doctype; its style sheet and image, sub-resources,
+// are files of the mirror its links lead to; with KeepLinks the DOM is inert all the same.
+func TestMirrorRendered(t *testing.T) {
+	st, files := mirrorRendered(t, renderedSite(), nil)
+	if st.Pages != 2 || st.Subresources != 2 || len(files) != 4 {
+		t.Errorf("stats %+v, files %v: want 2 pages and 2 sub-resources, 4 files", st, len(files))
+	}
+	home, ok := files["www.example/index.html"]
+	if !ok {
+		t.Fatalf("no file for the rendered page: %v", files)
+	}
+	check := func(what, doc string, want []string) {
+		t.Helper()
+		for _, s := range want {
+			if !strings.Contains(doc, s) {
+				t.Errorf("%s: lacks %q:\n%s", what, s, doc)
+			}
+		}
+		low := strings.ToLower(doc)
+		for _, s := range []string{"<script", "onload", "javascript:", "windows-1252", "loading…"} {
+			if strings.Contains(low, s) {
+				t.Errorf("%s: holds %q:\n%s", what, s, doc)
+			}
+		}
+		if !strings.HasPrefix(doc, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>") {
+			t.Errorf("%s: begins %q", what, doc[:min(len(doc), 80)])
+		}
+	}
+	check("converted", home, []string{"<h1>Prices</h1>", `href="../cdn.example/site.css"`, `src="../cdn.example/logo.png"`, `href="about.html"`})
+	if files["cdn.example/site.css"] == "" || !strings.HasPrefix(files["cdn.example/logo.png"], "\x89PNG") {
+		t.Errorf("sub-resources not mirrored: %v", files)
+	}
+
+	_, files = mirrorRendered(t, renderedSite(), &MirrorOptions{KeepLinks: true})
+	check("links kept", files["www.example/index.html"], []string{"<h1>Prices</h1>", `href="http://cdn.example/site.css"`})
+}
+
+// TestOfflineDOM: what offlineDOM removes and what it keeps, case by case.
+func TestOfflineDOM(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`<html><head><script>a()</script><script src=x.js></script></head><body><p>t</p></body></html>`,
+			`<!DOCTYPE html>` + "\n" + `<html><head><meta charset="utf-8"></head><body><p>t</p></body></html>`},
+		{`<!doctype html><html><head><meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1"></head><body>é</body></html>`,
+			`<!doctype html><html><head><meta charset="utf-8"></head><body>é</body></html>`},
+		{`<html><head></head><body><a href=" JavaScript:go()" class=k onclick="go()">x</a><img src=a.png onerror=bad()></body></html>`,
+			`<!DOCTYPE html>` + "\n" + `<html><head><meta charset="utf-8"></head><body><a class=k>x</a><img src=a.png></body></html>`},
+		{`<html><head></head><body><iframe srcdoc="<script>x()</script>" src=f.html></iframe><svg><script/></svg></body></html>`,
+			`<!DOCTYPE html>` + "\n" + `<html><head><meta charset="utf-8"></head><body><iframe src=f.html></iframe><svg></svg></body></html>`},
+		{`<html><head><title>if (a < b) {}</title></head><body><p>&lt;script&gt; stays text</p></body></html>`,
+			`<!DOCTYPE html>` + "\n" + `<html><head><meta charset="utf-8"><title>if (a < b) {}</title></head><body><p>&lt;script&gt; stays text</p></body></html>`},
+	} {
+		if got := string(offlineDOM([]byte(c.in))); got != c.want {
+			t.Errorf("offlineDOM(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
 }

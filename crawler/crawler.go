@@ -373,9 +373,7 @@ func (c *Crawler) open(ctx context.Context, cfg engine.Config) (*engine.Crawler,
 func (h hooks) stored(p *storage.Page, role frontier.Role) {
 	h.call.Lock()
 	defer h.call.Unlock()
-	pg := &Page{URL: p.URL, FinalURL: p.FinalURL, Status: p.Status, Header: p.Header,
-		ContentType: p.ContentType, Body: p.Body, Depth: p.Depth, Parent: p.Parent,
-		FetchedAt: p.FetchedAt, Truncated: p.Truncated, Requisite: role == frontier.RoleRequisite}
+	pg := pageOf(p, role)
 	for _, fn := range h.onPage {
 		fn(pg)
 	}
@@ -393,8 +391,16 @@ func (h hooks) link(from, to *url.URL, depth int) bool {
 	return true
 }
 
-// Page is one fetched response: a page, a redirect, an error page or a requisite. It and its
-// Body may be kept after the OnPage call.
+// pageOf is the Page of a stored one, fetched in role.
+func pageOf(p *storage.Page, role frontier.Role) *Page {
+	return &Page{URL: p.URL, FinalURL: p.FinalURL, Status: p.Status, Header: p.Header,
+		ContentType: p.ContentType, Body: p.Body, Depth: p.Depth, Parent: p.Parent,
+		FetchedAt: p.FetchedAt, Truncated: p.Truncated, Requisite: role == frontier.RoleRequisite,
+		Render: p.Render, Rendered: p.Rendered, Subresource: p.Subresource}
+}
+
+// Page is one fetched response: a page, a redirect, an error page, a requisite or a
+// sub-resource of a rendered page. It and its Body may be kept after the OnPage call.
 type Page struct {
 	URL         string // the URL requested (normalized)
 	FinalURL    string // the URL answered: URL, unless the request was redirected inside fetch
@@ -409,17 +415,28 @@ type Page struct {
 	FetchedAt time.Time
 	// Requisite says the URL was fetched as another page's requisite (Options.Requisites).
 	Requisite bool
+	// Render is set iff the page was rendered in a browser: then Rendered holds its DOM as the
+	// browser left it (UTF-8), which Doc reads, and Body the document as the server sent it.
+	Render   *storage.RenderInfo
+	Rendered []byte
+	// Subresource says the response was fetched for the browser rendering the page Parent
+	// names (a script, a style sheet, an image, an API call), not as a page of the crawl.
+	Subresource bool
 
 	once sync.Once
 	doc  *goquery.Document
 	err  error
 }
 
-// Doc parses the body as HTML, once: later calls return the same document. It is safe for
-// concurrent use.
+// Doc parses the page as HTML, once: later calls return the same document. A rendered page
+// (Render set) is its rendered DOM, any other its body. It is safe for concurrent use.
 func (p *Page) Doc() (*goquery.Document, error) {
 	p.once.Do(func() {
-		p.doc, p.err = goquery.NewDocumentFromReader(bytes.NewReader(p.Body))
+		src := p.Body
+		if p.Render != nil {
+			src = p.Rendered
+		}
+		p.doc, p.err = goquery.NewDocumentFromReader(bytes.NewReader(src))
 		if p.err == nil {
 			if u, err := url.Parse(p.FinalURL); err == nil {
 				p.doc.Url = u

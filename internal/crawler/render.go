@@ -27,9 +27,17 @@ const renderTries = 2
 // renderState is what --render needs while a crawl runs: the browser (started by Run, closed
 // when Run returns), what the rendered pages fetched, and the crawl's rendering figures.
 type renderState struct {
-	browser *render.Browser // nil: RenderNever, or Run not started
+	browser pageRenderer // nil: RenderNever, or Run not started
+	// start starts the browser; nil: render.Start. Tests give a stand-in.
+	start func(render.Options) (pageRenderer, error)
 	subs    subresources
 	counts  renderCounters // all runs: counted from the store by initSubresources, then as pages are stored
+}
+
+// pageRenderer renders pages: a *render.Browser, or a test's stand-in.
+type pageRenderer interface {
+	Render(ctx context.Context, pageURL string, doc *render.Response, a render.Answerer) (*render.Result, error)
+	Close() error
 }
 
 // startBrowser starts the browser when pages are rendered, and reads the sub-resources
@@ -41,7 +49,11 @@ func (c *Crawler) startBrowser() error {
 	if err := c.initSubresources(); err != nil {
 		return err
 	}
-	b, err := render.Start(context.Background(), render.Options{Browser: c.cfg.Render.Browser, Tabs: c.cfg.Render.Tabs, Timeout: c.cfg.Render.Timeout})
+	start := c.renders.start
+	if start == nil {
+		start = func(o render.Options) (pageRenderer, error) { return render.Start(context.Background(), o) }
+	}
+	b, err := start(render.Options{Browser: c.cfg.Render.Browser, Tabs: c.cfg.Render.Tabs, Timeout: c.cfg.Render.Timeout})
 	if err != nil {
 		return fmt.Errorf("--render %v: %w", c.cfg.Render.Mode, err)
 	}

@@ -29,9 +29,9 @@ const renderTries = 2
 type renderState struct {
 	browser pageRenderer // nil: RenderNever, or Run not started
 	// start starts the browser; nil: render.Start. Tests give a stand-in.
-	start func(render.Options) (pageRenderer, error)
-	subs    subresources
-	counts  renderCounters // all runs: counted from the store by initSubresources, then as pages are stored
+	start  func(render.Options) (pageRenderer, error)
+	subs   subresources
+	counts renderCounters // all runs: counted from the store by initSubresources, then as pages are stored
 }
 
 // pageRenderer renders pages: a *render.Browser, or a test's stand-in.

@@ -26,6 +26,11 @@ type AppOptions struct {
 	// APIHeaders makes the API state its limit on every answer (per second), as many do.
 	APIHeaders HeaderStyle
 	CDNLimit   float64 // the CDN host's token bucket, req/s (burst 1); 0: unlimited
+	// Prerendered serves the same site rendered on the server: each page's HTML holds its
+	// title, text and links (what the script would write), and the same script, stylesheet
+	// and image; the script then finds its content there and calls nothing. A crawl that does
+	// not render reads it whole: the unrendered twin of the App web, for comparisons.
+	Prerendered bool
 	// Outside, if set, is a URL every page's script also fetches (an address a crawl must
 	// never reach, e.g. one outside its network scope); it is written into the script as is.
 	Outside string
@@ -60,7 +65,7 @@ func NewApp(o AppOptions) *App {
 	}
 	for i := range o.Pages {
 		site[AppPagePath(i)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeBody(w, "text/html; charset=utf-8", []byte(shellPage(i, portOf(r))))
+			writeBody(w, "text/html; charset=utf-8", []byte(shellPage(i, o.Pages, o.Prerendered, portOf(r))))
 		})
 		api["/content/"+strconv.Itoa(i)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			a.content(w, r, i, o.Pages)
@@ -126,11 +131,7 @@ var CDNPaths = []string{"/app.js", "/style.css", "/logo.png", "/bg.png"}
 
 // content answers "/content/<i>": page i's title, text and links, as JSON.
 func (a *App) content(w http.ResponseWriter, r *http.Request, i, pages int) {
-	site := "http://" + AppSite + ":" + portOf(r)
-	links := []string{}
-	for j := 4*i + 1; j <= 4*i+4 && j < pages; j++ {
-		links = append(links, site+AppPagePath(j))
-	}
+	links := appLinks(i, pages, "http://"+AppSite+":"+portOf(r))
 	b, _ := json.Marshal(map[string]any{"title": AppTitle(i), "text": AppText(i), "links": links})
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	writeBody(w, "application/json", b)
@@ -144,17 +145,35 @@ func portOf(r *http.Request) string {
 	return "80"
 }
 
-func shellPage(i int, port string) string {
+func shellPage(i, pages int, prerendered bool, port string) string {
 	cdn := "http://" + AppCDN + ":" + port
+	app := "Loading…"
+	if prerendered {
+		var b strings.Builder
+		b.WriteString("<h1>" + AppTitle(i) + `</h1><p class="content">` + AppText(i) + "</p>")
+		for _, l := range appLinks(i, pages, "http://"+AppSite+":"+port) {
+			b.WriteString(`<a href="` + l + `">` + l + "</a>")
+		}
+		app = b.String()
+	}
 	return `<!doctype html>
 <html><head><meta charset="utf-8"><title>App</title>
 <link rel="stylesheet" href="` + cdn + `/style.css">
 <script src="` + cdn + `/app.js" defer></script>
 </head><body data-page="` + strconv.Itoa(i) + `">
-<div id="app">Loading…</div>
+<div id="app">` + app + `</div>
 <img src="` + cdn + `/logo.png" alt="">
 </body></html>
 `
+}
+
+// appLinks are the links of page i of an App web of pages pages whose site is at site.
+func appLinks(i, pages int, site string) []string {
+	links := []string{}
+	for j := 4*i + 1; j <= 4*i+4 && j < pages; j++ {
+		links = append(links, site+AppPagePath(j))
+	}
+	return links
 }
 
 // appScript is the shells' script; outside ("" for none) is fetched as is.
@@ -162,6 +181,7 @@ func appScript(outside string) string {
 	var b strings.Builder
 	b.WriteString(`(async function () {
   const page = document.body.dataset.page;
+  if (document.querySelector("p.content")) return; // rendered on the server
   const api = location.protocol + "//` + AppAPI + `:" + location.port;
   fetch(api + "/private/track?page=" + page).catch(function () {});
 `)

@@ -31,6 +31,7 @@ type renderState struct {
 	// start starts the browser; nil: render.Start. Tests give a stand-in.
 	start  func(render.Options) (pageRenderer, error)
 	subs   subresources
+	freed  freedGates     // gates on which sub-requests ended, for the dispatcher
 	counts renderCounters // all runs: counted from the store by initSubresources, then as pages are stored
 }
 

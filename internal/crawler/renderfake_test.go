@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/render"
@@ -130,5 +131,65 @@ func TestRenderAuto(t *testing.T) {
 	}
 	if r := sum.Render; r == nil || r.Rendered != 1 || r.Of != 2 || r.Mode != "auto" {
 		t.Errorf("render figures %+v, want auto: 1 rendered of 2", sum.Render)
+	}
+}
+
+// fetchingBrowser stands for a browser whose every page asks for the URLs subs gives it, all
+// at once, through the Answerer.
+type fetchingBrowser struct {
+	subs func(pageURL string) []string
+}
+
+func (b *fetchingBrowser) Render(ctx context.Context, pageURL string, doc *render.Response, a render.Answerer) (*render.Result, error) {
+	var wg sync.WaitGroup
+	for _, u := range b.subs(pageURL) {
+		wg.Go(func() { a.Answer(ctx, &render.Request{URL: u, Method: "GET", Kind: render.KindXHR}) })
+	}
+	wg.Wait()
+	return &render.Result{DOM: doc.Body}, nil
+}
+
+func (b *fetchingBrowser) Close() error { return nil }
+
+// TestSubrequestsFreeTheirGate: a host whose one window slot the sub-requests of rendered
+// pages keep taking still gets its own pages crawled: when a sub-request ends, the dispatcher
+// asks the hosts that wait for that gate again, as when one of its own jobs ends.
+func TestSubrequestsFreeTheirGate(t *testing.T) {
+	web, err := simweb.Start([]simweb.HostSpec{
+		{Name: "a", Pages: 12, CrossLinks: []string{"b"}},
+		{Name: "b", Pages: 12},
+	}, &simweb.Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	cfg := testConfig(t, web)
+	cfg.Seeds = web.Seeds()[:1]
+	cfg.Scope = "domain" // a's links to b are followed: b has pages of its own in the frontier
+	cfg.HostConcurrency = 1
+	cfg.Render = Render{Mode: RenderAlways, Timeout: DefaultRenderTimeout}
+	b := strings.TrimSuffix(web.URL("b"), "/")
+	n := 0
+	var mu sync.Mutex
+	fb := &fetchingBrowser{subs: func(string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return []string{fmt.Sprintf("%s/api/%d?x=1", b, n), fmt.Sprintf("%s/api/%d?x=2", b, n)}
+	}}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.renders.start = func(render.Options) (pageRenderer, error) { return fb, nil }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = c.Run(ctx)
+	c.Close()
+	if err != nil {
+		t.Fatalf("Run: %v (a host whose gate sub-requests freed was never asked again?)", err)
+	}
+	if got := len(storedOK(t, cfg.Dir)); got != 24 {
+		t.Errorf("%d pages stored, want 24", got)
 	}
 }

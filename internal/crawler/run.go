@@ -135,6 +135,7 @@ func (c *Crawler) takeReports(r *run) {
 		case d := <-r.done:
 			c.finish(r, d)
 		default:
+			c.wakeFreed()
 			return
 		}
 	}
@@ -187,6 +188,8 @@ func (c *Crawler) wait(ctx context.Context, r *run, now, wakeAt time.Time) {
 	select {
 	case d := <-r.done:
 		c.finish(r, d)
+	case <-c.renders.freed.signal: // nil (never ready) unless pages are rendered
+		c.wakeFreed()
 	case <-r.timer.C:
 	case <-r.statusTick.C:
 		c.tick(r, now)

@@ -17,7 +17,8 @@ import (
 //
 // subGates is safe for concurrent use.
 type subGates struct {
-	wait func(ctx context.Context, gate string) (*hostlimit.Ticket, error) // Registry.Wait
+	wait  func(ctx context.Context, gate string) (*hostlimit.Ticket, error) // Registry.Wait
+	freed func(gate string)                                                 // told of a ticket given back unused
 
 	mu     sync.Mutex
 	queues map[string]*subQueue // gate -> its waiting sub-requests; a queue is dropped when empty
@@ -41,8 +42,8 @@ type subAdmitted struct {
 	err error
 }
 
-func newSubGates(wait func(ctx context.Context, gate string) (*hostlimit.Ticket, error)) *subGates {
-	return &subGates{wait: wait, queues: map[string]*subQueue{}}
+func newSubGates(wait func(ctx context.Context, gate string) (*hostlimit.Ticket, error), freed func(gate string)) *subGates {
+	return &subGates{wait: wait, freed: freed, queues: map[string]*subQueue{}}
 }
 
 // admit waits for gate to admit one request, behind the sub-requests that asked before, and
@@ -76,6 +77,7 @@ func (s *subGates) admit(ctx context.Context, gate string) (*hostlimit.Ticket, e
 		if !removed {
 			if a := <-w.got; a.t != nil {
 				giveBack(a.t, time.Now())
+				s.freed(gate)
 			}
 		}
 		return nil, ctx.Err()
@@ -98,10 +100,14 @@ func (s *subGates) serve(gate string, q *subQueue) {
 		s.mu.Lock()
 		if q.remove(head) {
 			head.got <- subAdmitted{t: t, err: err}
-		} else if t != nil { // head gave up meanwhile; nobody holds the ticket
-			giveBack(t, time.Now())
+			s.mu.Unlock()
+		} else {
+			s.mu.Unlock()
+			if t != nil { // head gave up meanwhile; nobody holds the ticket
+				giveBack(t, time.Now())
+				s.freed(gate)
+			}
 		}
-		s.mu.Unlock()
 	}
 }
 

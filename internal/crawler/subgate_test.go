@@ -51,7 +51,7 @@ func queueUp(s *subGates, ctx context.Context, n int, done chan<- context.Contex
 // one waiter in the gate at a time; one that gives up while queued is skipped.
 func TestSubGatesFIFO(t *testing.T) {
 	f := &fakeGate{release: make(chan struct{})}
-	s := newSubGates(f.wait)
+	s := newSubGates(f.wait, func(string) {})
 	done := make(chan context.Context, 4)
 	ctxs := make([]context.Context, 4)
 	cancels := make([]context.CancelFunc, 4)

@@ -11,6 +11,7 @@ import (
 	"github.com/crawl-project/crawl/aimd"
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/internal/urlnorm"
@@ -69,7 +70,8 @@ func (c *Crawler) initSubresources() error {
 	s := &c.renders.subs
 	s.mu.Lock()
 	if s.gates == nil {
-		s.gates = newSubGates(c.reg.Wait)
+		c.renders.freed.make()
+		s.gates = newSubGates(c.reg.Wait, c.renders.freed.add)
 	}
 	defer s.mu.Unlock()
 	if s.loaded {
@@ -166,54 +168,72 @@ func (c *Crawler) fetchSubresource(ctx context.Context, from renderingPage, u *u
 		return nil, fmt.Errorf("%s: %w (%s)", u, errSubRobots, ruleDetail(v))
 	}
 	for attempt := 0; ; attempt++ {
-		t, err := c.renders.subs.gates.admit(ctx, c.gates.keyNow(ctx, host))
+		gate := c.gates.keyNow(ctx, host)
+		t, err := c.renders.subs.gates.admit(ctx, gate)
 		if err != nil {
 			return nil, err
 		}
-		sent := time.Now()
-		resp, err := c.client.GetWith(c.whileHeld(ctx, host, sent), u, fetch.GetOptions{Wrote: t.Wrote})
-		now := time.Now()
-		switch {
-		case ctx.Err() != nil:
-			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
-			return nil, ctx.Err()
-		case errors.Is(err, netguard.ErrPrivateAddress):
-			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
-			if xerr := c.fr.Exclude([]frontier.Exclusion{{Entry: entry, Reason: frontier.ReasonPrivateAddress, Detail: err.Error()}}); xerr != nil {
-				return nil, &storeFault{xerr}
-			}
-			return nil, err
-		case err != nil:
-			cl := classifyErr(err)
-			t.Done(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
-			c.observeRequest(RequestEvent{Host: host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
-			if !cl.Retryable || !c.subRetry(ctx, host, cl, attempt, 0, now) {
-				return nil, fmt.Errorf("%s: %s", u, errCause(err))
-			}
-			continue
+		p, again, err := c.sendSubresource(ctx, from, entry, u, gate, t, attempt)
+		if !again {
+			return p, err
 		}
-		c.answered(host)
-		cl := retry.ClassifyStatus(resp.Status)
-		a := c.honourRetryAfter(host, resp, now)
-		c.endRequest(t, now, responseOutcome(cl.Signal, sent, resp, a))
-		c.observeRequest(RequestEvent{Host: host, Status: resp.Status, Latency: now.Sub(sent)})
-		if cl.Retryable && c.subRetry(ctx, host, cl, attempt, a.Wait, now) {
-			continue
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !cl.Retryable {
-			if attempt == 0 {
-				c.budget(host).Deposit(now)
-				c.global.Deposit(now)
-			} else {
-				c.budget(host).Refund(now)
-				c.global.Refund(now)
-			}
-		}
-		return c.storeSubresource(from, resp)
 	}
+}
+
+// sendSubresource sends one attempt of a sub-request admitted to gate with ticket t, ends the
+// ticket with its outcome (and tells the dispatcher: freedGates), and returns the stored
+// answer, or that another attempt is due (after its wait: subRetry), or the error that ends
+// the sub-request.
+func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry frontier.Entry, u *url.URL, gate string, t *hostlimit.Ticket, attempt int) (p *storage.Page, again bool, err error) {
+	host := entry.Host
+	end := func(now time.Time, o aimd.Outcome) {
+		c.endRequest(t, now, o)
+		c.renders.freed.add(gate)
+	}
+	sent := time.Now()
+	resp, err := c.client.GetWith(c.whileHeld(ctx, host, sent), u, fetch.GetOptions{Wrote: t.Wrote})
+	now := time.Now()
+	switch {
+	case ctx.Err() != nil:
+		end(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
+		return nil, false, ctx.Err()
+	case errors.Is(err, netguard.ErrPrivateAddress):
+		end(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
+		if xerr := c.fr.Exclude([]frontier.Exclusion{{Entry: entry, Reason: frontier.ReasonPrivateAddress, Detail: err.Error()}}); xerr != nil {
+			return nil, false, &storeFault{xerr}
+		}
+		return nil, false, err
+	case err != nil:
+		cl := classifyErr(err)
+		end(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
+		c.observeRequest(RequestEvent{Host: host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
+		if !cl.Retryable || !c.subRetry(ctx, host, cl, attempt, 0, now) {
+			return nil, false, fmt.Errorf("%s: %s", u, errCause(err))
+		}
+		return nil, true, nil
+	}
+	c.answered(host)
+	cl := retry.ClassifyStatus(resp.Status)
+	a := c.honourRetryAfter(host, resp, now)
+	end(now, responseOutcome(cl.Signal, sent, resp, a))
+	c.observeRequest(RequestEvent{Host: host, Status: resp.Status, Latency: now.Sub(sent)})
+	if cl.Retryable && c.subRetry(ctx, host, cl, attempt, a.Wait, now) {
+		return nil, true, nil
+	}
+	if ctx.Err() != nil {
+		return nil, false, ctx.Err()
+	}
+	if !cl.Retryable {
+		if attempt == 0 {
+			c.budget(host).Deposit(now)
+			c.global.Deposit(now)
+		} else {
+			c.budget(host).Refund(now)
+			c.global.Refund(now)
+		}
+	}
+	p, err = c.storeSubresource(from, resp)
+	return p, false, err
 }
 
 // subRetry reports whether a sub-request refused (class cl) at attempt may be sent again, and
@@ -302,7 +322,9 @@ func (c *Crawler) subRobots(ctx context.Context, host string, u *url.URL) (robot
 				if rs.httpOnly() {
 					scheme = "http"
 				}
-				if err := c.fetchRobots(ctx, host, scheme, t); err != nil {
+				err = c.fetchRobots(ctx, host, scheme, t)
+				c.renders.freed.add(c.gates.known(host)) // its ticket is done
+				if err != nil {
 					return robots.Verdict{}, &storeFault{err}
 				}
 				continue

@@ -150,3 +150,48 @@ const log = m => document.getElementById('r').append(m + ';');
 		t.Errorf("the Answerer was asked %q, want only the small POST with its body", got)
 	}
 }
+
+// TestRendererCrash: the page's renderer crashing ends the render at once with ErrCrash; the
+// browser itself is not restarted.
+func TestRendererCrash(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: 200 * time.Millisecond, Timeout: 30 * time.Second})
+	first := b.current_()
+	sessions := make(chan string, 1)
+	b.opened = func(s string) { sessions <- s }
+	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		s := <-sessions
+		go first.conn.call(ctx, s, "Page.crash", nil, nil) // it never answers: the renderer is gone
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, err := b.Render(ctx, "http://site.test/", htmlDoc(`<script src="/a.js"></script>`), a)
+	if !errors.Is(err, ErrCrash) {
+		t.Fatalf("Render = %v, want ErrCrash", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the crash was noticed after %v", took)
+	}
+	b.opened = nil
+	if b.current_() != first {
+		t.Errorf("the browser was restarted for a renderer crash")
+	}
+	res := render(t, b, "http://site.test/", htmlDoc(`<p>after</p>`), AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		return nil, errors.New("no")
+	}))
+	if !strings.Contains(string(res.DOM), "<p>after</p>") {
+		t.Errorf("the render after the crash gave %s", res.DOM)
+	}
+}
+
+// TestDialogsDismissed: a page that opens alert and confirm dialogs still settles.
+func TestDialogsDismissed(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: 200 * time.Millisecond, Timeout: 10 * time.Second})
+	no := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) { return nil, errors.New("no") })
+	res := render(t, b, "http://site.test/", htmlDoc(`<p id="x"></p><script>alert('a'); document.getElementById('x').textContent = 'confirm ' + confirm('c');</script>`), no)
+	if res.Cut != CutNone || !strings.Contains(string(res.DOM), "confirm false") {
+		t.Errorf("Cut %v, DOM %s", res.Cut, res.DOM)
+	}
+}

@@ -263,3 +263,10 @@ addEventListener('message', e => { document.getElementById('f').textContent = e.
 	}
 	t.Logf("asked: %v", asked)
 }
+
+// current_ returns the running browser instance.
+func (b *Browser) current_() *instance {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inst
+}

@@ -2,11 +2,12 @@ package render
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +23,9 @@ type Browser struct {
 	trap net.Listener // the proxy every connection that escapes interception is sent to
 	tabs chan struct{}
 
-	escapes atomic.Int64 // connections that reached trap
-	prelude string       // the page's prelude; tests clear it to reach what lies behind it
+	escapes atomic.Int64         // connections that reached trap
+	prelude string               // the page's prelude; tests clear it to reach what lies behind it
+	opened  func(session string) // tests: called with each page's session once it is set up
 
 	mu     sync.Mutex
 	inst   *instance // nil before the first start and after a failed restart
@@ -63,8 +65,13 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 	} else {
 		path = p
 	}
-	root, err := os.MkdirTemp("", "crawl-render-")
+	sweep(os.TempDir())
+	root, err := os.MkdirTemp("", rootPrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(root, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(root)
 		return nil, err
 	}
 	trap, err := net.Listen("tcp", "127.0.0.1:0")
@@ -82,6 +89,28 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+const (
+	rootPrefix = "crawl-render-" // the directory holding a Browser's profiles, in os.TempDir
+	ownerFile  = "owner"         // in it: the process id of the crawl that made it
+)
+
+// sweep removes the directories of Browsers whose crawl was killed before it could remove
+// them: those whose owner process is gone and that no process names any more.
+func sweep(dir string) {
+	ents, _ := filepath.Glob(filepath.Join(dir, rootPrefix+"*"))
+	for _, d := range ents {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // not one of ours, or still being made
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || processAlive(pid) || len(processesNaming(d)) > 0 {
+			continue
+		}
+		os.RemoveAll(d)
+	}
 }
 
 // refuse closes every connection made to the trap proxy: the browser sends there whatever
@@ -260,11 +289,14 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 		return nil, err
 	}
 	p := newPage(b.o, in, pageURL, doc, a, b.prelude)
+	p.opened = b.opened
 	res, err := p.run(ctx)
-	if errors.Is(err, ErrCrash) {
+	select {
+	case <-in.dead: // crashed or hung: the next render must find a browser running
 		if rerr := b.restart(ctx, in); rerr != nil {
 			return nil, fmt.Errorf("%w (restarting: %v)", err, rerr)
 		}
+	default:
 	}
 	return res, err
 }

@@ -29,7 +29,7 @@ func text(body string) *Response {
 // TestRedirect: a 3xx answer with Location is followed by the browser, and the next hop is
 // asked of the Answerer too.
 func TestRedirect(t *testing.T) {
-	b := startBrowser(t, Options{Tabs: 1, Quiet: 200 * time.Millisecond})
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet})
 	var asked []string
 	a := &static{f: func(ctx context.Context, r *Request) (*Response, error) {
 		switch {
@@ -56,7 +56,7 @@ func TestRedirect(t *testing.T) {
 
 // TestCaps: pages that never settle end at a cap, kept as rendered, with Cut naming it.
 func TestCaps(t *testing.T) {
-	b := startBrowser(t, Options{Tabs: 2, Quiet: 200 * time.Millisecond, Timeout: 3 * time.Second,
+	b := startBrowser(t, Options{Tabs: 2, Quiet: testQuiet, Timeout: 3 * time.Second,
 		MaxRequests: 20, MaxBytes: 10_000, MaxDOM: 20_000})
 	for _, tc := range []struct {
 		name    string
@@ -124,7 +124,7 @@ func TestCaps(t *testing.T) {
 // TestRequestBounds: a request whose body, URL or headers are over render's bounds fails in
 // the browser without reaching the Answerer.
 func TestRequestBounds(t *testing.T) {
-	b := startBrowser(t, Options{Tabs: 1, Quiet: 200 * time.Millisecond})
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet})
 	var got []string
 	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
 		got = append(got, r.Method+" "+r.URL+" "+string(r.Body)) // fetches issued in order, answered one at a time
@@ -148,5 +148,50 @@ const log = m => document.getElementById('r').append(m + ';');
 	}
 	if len(got) != 1 || got[0] != "POST http://site.test/small hello" {
 		t.Errorf("the Answerer was asked %q, want only the small POST with its body", got)
+	}
+}
+
+// TestRendererCrash: the page's renderer crashing ends the render at once with ErrCrash; the
+// browser itself is not restarted.
+func TestRendererCrash(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 30 * time.Second})
+	first := b.current_()
+	sessions := make(chan string, 1)
+	b.opened = func(s string) { sessions <- s }
+	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		s := <-sessions
+		go first.conn.call(ctx, s, "Page.crash", nil, nil) // it never answers: the renderer is gone
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, err := b.Render(ctx, "http://site.test/", htmlDoc(`<script src="/a.js"></script>`), a)
+	if !errors.Is(err, ErrCrash) {
+		t.Fatalf("Render = %v, want ErrCrash", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the crash was noticed after %v", took)
+	}
+	b.opened = nil
+	if b.current_() != first {
+		t.Errorf("the browser was restarted for a renderer crash")
+	}
+	res := render(t, b, "http://site.test/", htmlDoc(`<p>after</p>`), AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		return nil, errors.New("no")
+	}))
+	if !strings.Contains(string(res.DOM), "<p>after</p>") {
+		t.Errorf("the render after the crash gave %s", res.DOM)
+	}
+}
+
+// TestDialogsDismissed: a page that opens alert and confirm dialogs still settles.
+func TestDialogsDismissed(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 10 * time.Second})
+	no := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) { return nil, errors.New("no") })
+	res := render(t, b, "http://site.test/", htmlDoc(`<p id="x"></p><script>alert('a'); document.getElementById('x').textContent = 'confirm ' + confirm('c');</script>`), no)
+	if res.Cut != CutNone || !strings.Contains(string(res.DOM), "confirm false") {
+		t.Errorf("Cut %v, DOM %s", res.Cut, res.DOM)
 	}
 }

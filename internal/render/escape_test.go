@@ -52,7 +52,7 @@ func TestNothingEscapes(t *testing.T) {
 // testNothingEscapes runs TestNothingEscapes with or without the prelude that removes the
 // refused APIs from the page: without it, interception and the trap proxy must refuse them.
 func testNothingEscapes(t *testing.T, prelude bool) {
-	b := startBrowser(t, Options{Tabs: 1, Quiet: 300 * time.Millisecond, Timeout: 20 * time.Second})
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 20 * time.Second})
 	if !prelude {
 		b.prelude = ""
 	}

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,7 +25,8 @@ type page struct {
 	a    Answerer
 	sink *sink
 
-	prelude string // script run before each document's own; "" in tests of what lies behind it
+	prelude string               // script run before each document's own; "" in tests of what lies behind it
+	opened  func(session string) // tests: called once the page's session is set up
 
 	browserContext string
 	target         string // also the main frame's id
@@ -87,18 +88,26 @@ func newPage(o Options, in *instance, url string, doc *Response, a Answerer, pre
 		done: make(chan finished), answ: make(chan answered), stop: make(chan struct{})}
 }
 
-// errCut ends the event loop when a cap is reached.
-var errCut = errors.New("cut")
+var (
+	errCut           = errors.New("cut")                         // ends the event loop at a cap
+	errRendererCrash = errors.New("the page's renderer crashed") // the browser is still up
+)
 
 func (p *page) run(ctx context.Context) (*Result, error) {
 	start := time.Now()
+	if u, err := url.Parse(p.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("render: %q is not an http or https URL", p.url)
+	}
 	defer close(p.stop)
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the Answerer's calls still running
+	defer cancel()  // ends the Answerer's calls still running
+	defer p.close() // whatever open made
 	if err := p.open(rctx); err != nil {
 		return nil, p.classify(ctx, err)
 	}
-	defer p.close()
+	if p.opened != nil {
+		p.opened(p.session)
+	}
 
 	nav := make(chan error, 1)
 	go func() {
@@ -155,9 +164,6 @@ loop:
 		case <-quiet.C:
 			break loop
 		case <-deadline.C:
-			if os.Getenv("RENDER_DEBUG") != "" {
-				fmt.Fprintf(os.Stderr, "timeout: loaded %v inflight %d\n", p.loaded, p.inflight)
-			}
 			p.cut = CutTimeout
 			break loop
 		case <-p.in.dead:
@@ -168,7 +174,10 @@ loop:
 		}
 		armQuiet()
 	}
-	if err != nil && err != errCut {
+	switch {
+	case err == errRendererCrash:
+		return nil, fmt.Errorf("%w: %s: the page's renderer crashed", ErrCrash, p.url)
+	case err != nil && err != errCut:
 		return nil, p.classify(ctx, err)
 	}
 	p.res.Cut = p.cut
@@ -239,8 +248,14 @@ func (p *page) open(ctx context.Context) error {
 	}
 	p.session = s.SessionID
 	p.c.register(p.session, p.sink)
-	if err := p.c.call(cctx, p.session, "Page.enable", nil, nil); err != nil {
+	if err := p.c.call(cctx, "", "Browser.setDownloadBehavior", map[string]any{
+		"behavior": "deny", "browserContextId": p.browserContext}, nil); err != nil {
 		return err
+	}
+	for _, m := range []string{"Page.enable", "Inspector.enable"} {
+		if err := p.c.call(cctx, p.session, m, nil, nil); err != nil {
+			return err
+		}
 	}
 	if p.prelude != "" {
 		if err := p.c.call(cctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
@@ -285,9 +300,6 @@ func (p *page) close() {
 
 // event handles one event of the page's sessions.
 func (p *page) event(ctx context.Context, m message) error {
-	if os.Getenv("RENDER_DEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "event %s %s %.3000s\n", m.SessionID, m.Method, m.Params)
-	}
 	switch m.Method {
 	case "Fetch.requestPaused":
 		var r pausedRequest
@@ -325,9 +337,18 @@ func (p *page) event(ctx context.Context, m message) error {
 		}
 		p.inflight++
 		go p.child(ctx, a.SessionID, a.TargetInfo.Type)
+	case "Page.javascriptDialogOpening":
+		// alert, confirm, prompt, beforeunload: dismissed, or the page would wait forever
+		p.inflight++
+		go func() {
+			defer p.finish()
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			defer cancel()
+			p.c.call(cctx, m.SessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": false}, nil)
+		}()
 	case "Inspector.targetCrashed":
 		if m.SessionID == p.session {
-			return fmt.Errorf("%w: the page's renderer crashed", ErrCrash)
+			return errRendererCrash
 		}
 	}
 	return nil

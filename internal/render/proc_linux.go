@@ -154,3 +154,9 @@ func availableMemory() int64 {
 	}
 	return 0
 }
+
+// processAlive reports whether a process with this id exists.
+func processAlive(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}

@@ -184,7 +184,7 @@ const shellPage = `<!DOCTYPE html><html><head><title>Shell</title><link rel="sty
 <body><p id="status">Loading…</p><ul id="items"></ul><img src="/logo.png"></body></html>`
 
 func TestRenderShell(t *testing.T) {
-	b := startBrowser(t, Options{Tabs: 2, Quiet: 300 * time.Millisecond})
+	b := startBrowser(t, Options{Tabs: 2, Quiet: testQuiet})
 	s := newSite(t, shellHandler())
 	f := &fetcher{}
 	res := render(t, b, s.URL+"/page", htmlDoc(shellPage), f)
@@ -226,7 +226,7 @@ func TestRenderShell(t *testing.T) {
 // TestWorkerAndFrameRequests: a dedicated worker's requests and a cross-site frame's (in its
 // own renderer process) go through the Answerer like the page's.
 func TestWorkerAndFrameRequests(t *testing.T) {
-	b := startBrowser(t, Options{Tabs: 1, Quiet: 300 * time.Millisecond})
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/worker.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript")
@@ -263,3 +263,14 @@ addEventListener('message', e => { document.getElementById('f').textContent = e.
 	}
 	t.Logf("asked: %v", asked)
 }
+
+// current_ returns the running browser instance.
+func (b *Browser) current_() *instance {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inst
+}
+
+// testQuiet is the quiet time of the tests' renders: long enough that a loaded machine
+// running the race detector does not take a pause between a script's requests for the end.
+const testQuiet = time.Second

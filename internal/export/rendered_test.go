@@ -324,3 +324,26 @@ func TestOfflineDOM(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeAndNewestSubresources: a URL fetched as a page by one store and as a sub-resource
+// by another is both after Merge, neither superseding the other, while sub-resources of one
+// URL supersede each other across stores as pages do; Newest keeps each one's newest visit.
+func TestMergeAndNewestSubresources(t *testing.T) {
+	a := store("http://x/data.json@1", "http://cdn/f.css@2")
+	b := store("http://x/data.json@5", "http://cdn/f.css@6")
+	b.pages[0].Subresource, b.pages[1].Subresource, a.pages[1].Subresource = true, true, true
+	m, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := list(t, m.Pages), "http://x/data.json@1#2 http://x/data.json@5#3 http://cdn/f.css@6#5"; got != want {
+		t.Errorf("merged %s\nwant %s", got, want)
+	}
+	if m.Superseded() != 1 {
+		t.Errorf("%d superseded, want 1 (store a's f.css)", m.Superseded())
+	}
+	n := NewNewest(context.Background(), m.PagesMeta, m.Pages, m.Page)
+	if got, want := list(t, n.Pages), "http://x/data.json@1#2 http://x/data.json@5#3 http://cdn/f.css@6#5"; got != want || n.Older() != 0 {
+		t.Errorf("newest %s (%d older)\nwant %s", got, n.Older(), want)
+	}
+}

@@ -347,3 +347,27 @@ func TestMergeAndNewestSubresources(t *testing.T) {
 		t.Errorf("newest %s (%d older)\nwant %s", got, n.Older(), want)
 	}
 }
+
+// TestWARCRenderedRevisit: a rendered revisit whose body is the same as an earlier one's is a
+// revisit record, and its DOM's conversion record refers to that revisit record.
+func TestWARCRenderedRevisit(t *testing.T) {
+	first := renderedSite()[0]
+	again := *first
+	again.Seq, again.SameAs, again.FetchedAt = 5, 1, first.FetchedAt.Add(time.Hour)
+	again.Rendered = []byte("<html><head></head><body>later</body></html>")
+	w, err := NewWARC(filepath.Join(t.TempDir(), "r"), &WARCOptions{Date: time.Now(), Rand: seededReader(testSeed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), sliceSource([]*storage.Page{first, &again}), w, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs := readRawWARC(t, w.Files()[0])
+	if len(recs) != 7 || recs[5].get("WARC-Type") != "revisit" || recs[6].get("WARC-Type") != "conversion" ||
+		recs[6].get("WARC-Refers-To") != recs[5].get("WARC-Record-ID") || string(recs[6].block) != string(again.Rendered) {
+		for _, r := range recs {
+			t.Logf("%s %s refers to %s", r.get("WARC-Type"), r.get("WARC-Record-ID"), r.get("WARC-Refers-To"))
+		}
+		t.Fatal("want request, revisit, conversion of the revisit's DOM referring to the revisit")
+	}
+}

@@ -324,3 +324,50 @@ func TestOfflineDOM(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeAndNewestSubresources: a URL fetched as a page by one store and as a sub-resource
+// by another is both after Merge, neither superseding the other, while sub-resources of one
+// URL supersede each other across stores as pages do; Newest keeps each one's newest visit.
+func TestMergeAndNewestSubresources(t *testing.T) {
+	a := store("http://x/data.json@1", "http://cdn/f.css@2")
+	b := store("http://x/data.json@5", "http://cdn/f.css@6")
+	b.pages[0].Subresource, b.pages[1].Subresource, a.pages[1].Subresource = true, true, true
+	m, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := list(t, m.Pages), "http://x/data.json@1#2 http://x/data.json@5#3 http://cdn/f.css@6#5"; got != want {
+		t.Errorf("merged %s\nwant %s", got, want)
+	}
+	if m.Superseded() != 1 {
+		t.Errorf("%d superseded, want 1 (store a's f.css)", m.Superseded())
+	}
+	n := NewNewest(context.Background(), m.PagesMeta, m.Pages, m.Page)
+	if got, want := list(t, n.Pages), "http://x/data.json@1#2 http://x/data.json@5#3 http://cdn/f.css@6#5"; got != want || n.Older() != 0 {
+		t.Errorf("newest %s (%d older)\nwant %s", got, n.Older(), want)
+	}
+}
+
+// TestWARCRenderedRevisit: a rendered revisit whose body is the same as an earlier one's is a
+// revisit record, and its DOM's conversion record refers to that revisit record.
+func TestWARCRenderedRevisit(t *testing.T) {
+	first := renderedSite()[0]
+	again := *first
+	again.Seq, again.SameAs, again.FetchedAt = 5, 1, first.FetchedAt.Add(time.Hour)
+	again.Rendered = []byte("<html><head></head><body>later</body></html>")
+	w, err := NewWARC(filepath.Join(t.TempDir(), "r"), &WARCOptions{Date: time.Now(), Rand: seededReader(testSeed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), sliceSource([]*storage.Page{first, &again}), w, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs := readRawWARC(t, w.Files()[0])
+	if len(recs) != 7 || recs[5].get("WARC-Type") != "revisit" || recs[6].get("WARC-Type") != "conversion" ||
+		recs[6].get("WARC-Refers-To") != recs[5].get("WARC-Record-ID") || string(recs[6].block) != string(again.Rendered) {
+		for _, r := range recs {
+			t.Logf("%s %s refers to %s", r.get("WARC-Type"), r.get("WARC-Record-ID"), r.get("WARC-Refers-To"))
+		}
+		t.Fatal("want request, revisit, conversion of the revisit's DOM referring to the revisit")
+	}
+}

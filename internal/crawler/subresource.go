@@ -96,8 +96,29 @@ func (c *Crawler) initSubresources() error {
 // later ask should send again (a "slow down" or a fault whose retries ran out).
 func settled(status int) bool { return !retry.ClassifyStatus(status).Retryable }
 
+// urlStates is the frontier's record of one URL (frontier.Frontier.State).
+type urlStates interface {
+	State(url string) (frontier.URLState, bool, error)
+}
+
+// fetchedAs returns the Seq of the answer this crawl's store holds for u fetched as a page
+// or a requisite (not one a later ask should send again), when the frontier keeps the URL's
+// record with it: a shared crawl's pages are on several workers' stores, and its frontier
+// does not say which.
+func (c *Crawler) fetchedAs(u string) (uint64, bool, error) {
+	fr, ok := c.fr.(urlStates)
+	if !ok || c.shared != nil {
+		return 0, false, nil
+	}
+	st, ok, err := fr.State(u)
+	if err != nil || !ok || st.State != "fetched" || st.PageSeq == 0 || !settled(st.Status) {
+		return 0, false, err
+	}
+	return st.PageSeq, true, nil
+}
+
 // subresource answers one GET (or HEAD) a rendered page made: from the store when the URL was
-// stored in this crawl; otherwise fetched through robots.txt, the network guard, its host's
+// stored in this crawl (as a sub-resource, a page or a requisite); otherwise fetched through robots.txt, the network guard, its host's
 // gate and the fetch client (fetchSubresource), stored, and then answered. Concurrent asks
 // for one URL share one fetch.
 func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, raw string) (*storage.Page, error) {
@@ -113,6 +134,18 @@ func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, r
 	s := &c.renders.subs
 	s.mu.Lock()
 	if seq, ok := s.stored[key]; ok {
+		s.mu.Unlock()
+		p, err := c.db.Page(seq)
+		if err != nil {
+			return nil, &storeFault{err}
+		}
+		return p, nil
+	}
+	if seq, ok, err := c.fetchedAs(key); err != nil {
+		s.mu.Unlock()
+		return nil, &storeFault{err}
+	} else if ok {
+		s.stored[key] = seq
 		s.mu.Unlock()
 		p, err := c.db.Page(seq)
 		if err != nil {

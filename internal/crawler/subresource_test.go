@@ -216,3 +216,26 @@ func TestSubresourceRetriesUnderTheLimit(t *testing.T) {
 		t.Errorf("%d requests arrived inside a Retry-After the host had announced", s.InRetryAfter)
 	}
 }
+
+// TestSubresourceFromFetchedPage: a sub-request for a URL the crawl fetched as a page is
+// answered from the store, not fetched again.
+func TestSubresourceFromFetchedPage(t *testing.T) {
+	a := startAppWeb(t, simweb.AppOptions{Pages: 1})
+	cfg := a.config(t)
+	cfg.Seeds = append(cfg.Seeds, a.url(simweb.AppCDN, "/app.js"))
+	cfg.MaxDepth = 0
+	runCrawl(t, cfg)
+	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
+		t.Fatalf("app.js fetched %d times by the crawl, want 1", n)
+	}
+	c := openForSubresources(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := c.subresource(ctx, renderingPage{url: cfg.Seeds[0]}, "GET", a.url(simweb.AppCDN, "/app.js"))
+	if err != nil || p.Status != 200 || len(p.Body) == 0 {
+		t.Fatalf("app.js: %v %+v", err, p)
+	}
+	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
+		t.Errorf("app.js fetched %d times, want 1: answered from the store", n)
+	}
+}

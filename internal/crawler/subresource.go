@@ -224,7 +224,7 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 		c.renders.freed.add(gate)
 	}
 	sent := time.Now()
-	resp, err := c.client.GetWith(c.whileHeld(ctx, host, sent), u, fetch.GetOptions{Wrote: t.Wrote})
+	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{Wrote: t.Wrote}) // not whileHeld: a sub-request is no lease of its host
 	now := time.Now()
 	switch {
 	case ctx.Err() != nil:

@@ -53,6 +53,9 @@ func (f *freedGates) take() []string {
 // wakeFreed asks again the hosts waiting for a job of a gate on which a sub-request ended. It
 // runs on the dispatcher's goroutine.
 func (c *Crawler) wakeFreed() {
+	if c.renders.freed.signal == nil { // no page is rendered: nothing to take
+		return
+	}
 	for _, g := range c.renders.freed.take() {
 		c.sched.ended(g)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/crawl-project/crawl/internal/dnstest"
+	"github.com/crawl-project/crawl/internal/render"
 	"github.com/crawl-project/crawl/internal/simweb"
 )
 
@@ -34,7 +35,8 @@ type renderConfig struct {
 // server with --render never, alternately (cfg.rounds of each), running the crawl binary as a
 // process of its own, and prints for each crawl: pages, time, time against the ideal (pages ÷
 // the API's limit; rendered crawls only), pages/s, the share of requests refused, and CPU and
-// peak memory per page of the crawl and every process it started (the browser's included).
+// peak memory of the crawl and every process it started (the browser's included; its
+// proportional share, Pss), and per tab.
 func renderCosts(w io.Writer, bin string, cfg renderConfig, crawlFlags []string, timeout time.Duration) error {
 	tmp, bin, err := benchDir("crawl-render-", bin)
 	if err != nil {
@@ -43,7 +45,7 @@ func renderCosts(w io.Writer, bin string, cfg renderConfig, crawlFlags []string,
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(w, "render: App web of %d pages, API %g req/s (%s), CDN %g req/s; ideal %.1f s (pages ÷ the API's limit)\n",
 		cfg.pages, cfg.apiLimit, map[bool]string{true: "stated in headers", false: "hidden"}[cfg.stated], cfg.cdnLimit, float64(cfg.pages)/cfg.apiLimit)
-	fmt.Fprintf(w, "%-10s %6s %8s %7s %8s %9s %10s %10s %9s\n", "kind", "pages", "time s", "ideal", "pages/s", "refused", "CPU ms/p", "peak MB", "MB/page")
+	fmt.Fprintf(w, "%-10s %6s %8s %7s %8s %9s %10s %12s %9s %7s\n", "kind", "pages", "time s", "ideal", "pages/s", "refused", "CPU ms/p", "crawl ms/p", "peak MB", "MB/tab")
 	for round := range cfg.rounds {
 		for _, rendered := range []bool{true, false} {
 			line, err := renderRun(tmp, bin, cfg, rendered, round, crawlFlags, timeout)
@@ -130,14 +132,22 @@ func renderRun(tmp, bin string, cfg renderConfig, rendered bool, round int, craw
 			pages = s.OK - s.RobotsRequests
 		}
 	}
-	cpu := tree.cpu()
+	cpu, own := tree.cpu(), time.Duration(tree.ticks[cmd.Process.Pid])*time.Second/clockTicks
+	perTab := "-"
+	if rendered {
+		tabs := cfg.tabs
+		if tabs == 0 {
+			tabs = render.DefaultTabs()
+		}
+		perTab = fmt.Sprintf("%.0f", tree.peakMB/float64(tabs))
+	}
 	ideal := "-"
 	if rendered {
 		ideal = fmt.Sprintf("%.2f", float64(cfg.pages)/cfg.apiLimit/wall.Seconds())
 	}
-	return fmt.Sprintf("%-10s %6d %8.1f %7s %8.2f %8.2f%% %10.0f %10.0f %9.1f", kind, pages, wall.Seconds(), ideal,
+	return fmt.Sprintf("%-10s %6d %8.1f %7s %8.2f %8.2f%% %10.0f %12.0f %9.0f %7s", kind, pages, wall.Seconds(), ideal,
 		float64(pages)/wall.Seconds(), 100*float64(refused)/float64(max(requests, 1)),
-		1000*cpu.Seconds()/float64(max(pages, 1)), tree.peakMB, tree.peakMB/float64(max(pages, 1))), nil
+		1000*cpu.Seconds()/float64(max(pages, 1)), 1000*own.Seconds()/float64(max(pages, 1)), tree.peakMB, perTab), nil
 }
 
 // treeSampler follows a process and its descendants through /proc: the CPU time each used

@@ -13,6 +13,7 @@ import (
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/render"
 	"github.com/crawl-project/crawl/internal/simweb"
+	"go.uber.org/goleak"
 )
 
 // scriptedBrowser stands for the browser: each page's renders fail with the errors scripted
@@ -155,6 +156,7 @@ func (b *fetchingBrowser) Close() error { return nil }
 // pages keep taking still gets its own pages crawled: when a sub-request ends, the dispatcher
 // asks the hosts that wait for that gate again, as when one of its own jobs ends.
 func TestSubrequestsFreeTheirGate(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
 	web, err := simweb.Start([]simweb.HostSpec{
 		{Name: "a", Pages: 12, CrossLinks: []string{"b"}},
 		{Name: "b", Pages: 12},
@@ -192,4 +194,6 @@ func TestSubrequestsFreeTheirGate(t *testing.T) {
 	if got := len(storedOK(t, cfg.Dir)); got != 24 {
 		t.Errorf("%d pages stored, want 24", got)
 	}
+	web.Close()
+	goleak.VerifyNone(t, ignore) // the gates' waiters end with their queues
 }

@@ -71,9 +71,10 @@ func processesNaming(s string) []int {
 	return out
 }
 
-// treeUsage returns the resident memory (bytes) and the CPU time (user and system, of the
-// processes and of their reaped children) of the process pid and all its descendants.
-func treeUsage(pid int) (rss int64, cpu time.Duration) {
+// treeUsage returns the memory (bytes: the sum of the processes' proportional set sizes, so
+// pages shared between them count once) and the CPU time (user and system, of the processes
+// and of their reaped children) of the process pid and all its descendants.
+func treeUsage(pid int) (mem int64, cpu time.Duration) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, 0
@@ -119,23 +120,15 @@ func treeUsage(pid int) (rss int64, cpu time.Duration) {
 			}
 		}
 	}
-	page := int64(os.Getpagesize())
 	for p := range in {
 		pr, ok := procs[p]
 		if !ok {
 			continue
 		}
 		cpu += time.Duration(pr.ticks) * time.Second / 100 // USER_HZ is 100 on Linux
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/statm")
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(b)); len(f) > 1 {
-			v, _ := strconv.ParseInt(f[1], 10, 64)
-			rss += v * page
-		}
+		mem += pss(p)
 	}
-	return rss, cpu
+	return mem, cpu
 }
 
 // availableMemory returns MemAvailable from /proc/meminfo in bytes, or 0.
@@ -159,4 +152,19 @@ func availableMemory() int64 {
 func processAlive(pid int) bool {
 	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
 	return err == nil
+}
+
+// pss returns the proportional set size of process pid in bytes, or 0.
+func pss(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "Pss:"); ok {
+			v, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return v << 10
+		}
+	}
+	return 0
 }

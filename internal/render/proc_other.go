@@ -28,7 +28,7 @@ func killTree(pid int, profile string) {
 
 func processesNaming(s string) []int { return nil }
 
-func treeUsage(pid int) (rss int64, cpu time.Duration) { return 0, 0 }
+func treeUsage(pid int) (mem int64, cpu time.Duration) { return 0, 0 }
 
 func availableMemory() int64 { return 0 }
 

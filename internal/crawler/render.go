@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/render"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 	"github.com/crawl-project/crawl/storage"
@@ -214,4 +216,28 @@ func (a *answerer) storeErr() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.fault
+}
+
+// requisiteFromRender completes lease l, a requisite (--requisites) that a rendered page's
+// browser already fetched in this crawl, with a copy of the sub-resource stored then, instead
+// of fetching it again, and gives its admitted ticket t back; done is false for any other
+// lease. A revisit (--recrawl) is fetched as usual.
+func (c *Crawler) requisiteFromRender(l frontier.Lease, t *hostlimit.Ticket) (done bool, err error) {
+	if c.renders.browser == nil || l.Role != frontier.RoleRequisite || l.Prev != 0 {
+		return false, nil
+	}
+	s := &c.renders.subs
+	s.mu.Lock()
+	seq, ok := s.stored[l.URL]
+	s.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	p, err := c.db.Page(seq)
+	if err != nil {
+		return false, nil // fetched as usual
+	}
+	giveBack(t, time.Now())
+	p.Seq, p.Subresource, p.Depth, p.Parent = 0, false, l.Depth, l.Parent
+	return true, c.commitFetch(l, frontier.Result{Kind: frontier.Fetched, Page: p})
 }

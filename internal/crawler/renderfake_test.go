@@ -197,3 +197,45 @@ func TestSubrequestsFreeTheirGate(t *testing.T) {
 	web.Close()
 	goleak.VerifyNone(t, ignore) // the gates' waiters end with their queues
 }
+
+// TestRequisitesFromRender: with --requisites as well, a requisite the browser already fetched
+// for a rendered page is stored from that answer, not fetched again.
+func TestRequisitesFromRender(t *testing.T) {
+	a := startAppWeb(t, simweb.AppOptions{Pages: 3})
+	cfg := a.config(t)
+	cfg.Requisites = true
+	cfg.Render = Render{Mode: RenderAlways, Timeout: DefaultRenderTimeout}
+	files := []string{"/app.js", "/style.css", "/logo.png"}
+	fb := &fetchingBrowser{subs: func(string) []string {
+		var out []string
+		for _, f := range files {
+			out = append(out, a.url(simweb.AppCDN, f))
+		}
+		return out
+	}}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.renders.start = func(render.Options) (pageRenderer, error) { return fb, nil }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = c.Run(ctx)
+	var states []frontier.URLState
+	for _, f := range files {
+		st, _, _ := c.fr.(*frontier.Frontier).State(a.url(simweb.AppCDN, f))
+		states = append(states, st)
+	}
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		if n := a.app.CDNFetches()[f]; n != 1 {
+			t.Errorf("%s fetched %d times, want 1", f, n)
+		}
+		if st := states[i]; st.State != "fetched" || st.Role != frontier.RoleRequisite {
+			t.Errorf("%s: %s as %v, want fetched as a requisite", f, st.State, st.Role)
+		}
+	}
+}

@@ -119,6 +119,11 @@ func TestRenderKilledResumedExported(t *testing.T) {
 		t.Errorf("the summary does not say every page was rendered:\n%s", out)
 	}
 
+	cmd, out = crawlProcess(ctx, "status", "--data", dir)
+	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), fmt.Sprintf("rendered %d of %d HTML pages (--render always)", pages, pages)) {
+		t.Errorf("crawl status of the stopped crawl (%v) does not say every page was rendered:\n%s", err, out)
+	}
+
 	file := filepath.Join(t.TempDir(), "pages.jsonl")
 	cmd, out = crawlProcess(ctx, "export", "--data", dir, "--format", "jsonl", "--out", file, "--field", "content=p.content", "--field", "h1=h1")
 	if err := cmd.Run(); err != nil {

@@ -107,7 +107,9 @@ func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, 
 	a := &answerer{c: c, from: renderingPage{url: l.URL, depth: l.Depth}}
 	var out *render.Result
 	var err error
-	for range renderTries {
+	tries := 0
+	for tries < renderTries {
+		tries++
 		out, err = c.renders.browser.Render(ctx, base.String(), doc, a)
 		if ctx.Err() != nil || !(errors.Is(err, render.ErrCrash) || errors.Is(err, render.ErrTimeout)) {
 			break
@@ -126,7 +128,7 @@ func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, 
 			reason = ReasonRenderTimeout
 		}
 		c.renders.counts.failed.Add(1)
-		*res = frontier.Result{Kind: frontier.Failed, Reason: reason, Detail: fmt.Sprintf("%v (after %d tries)", err, renderTries)}
+		*res = frontier.Result{Kind: frontier.Failed, Reason: reason, Detail: fmt.Sprintf("%v (after %d tries)", err, tries)}
 		return nil
 	}
 	p.Rendered = out.DOM

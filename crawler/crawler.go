@@ -27,18 +27,36 @@ import (
 // Everything fetched so far is kept; Run again on the same DataDir resumes.
 var ErrInterrupted = engine.ErrInterrupted
 
-// Scope says which hosts a crawl stays on.
-type Scope int
+// Scope says which hosts a crawl stays on: the crawl command's --scope.
+type Scope = engine.ScopeMode
 
 const (
 	// ScopeHost keeps the crawl on the seeds' hosts (the zero value).
-	ScopeHost Scope = iota
+	ScopeHost = engine.ScopeHost
 	// ScopeDomain keeps it on the seeds' registrable domains (example.com and its subdomains).
-	ScopeDomain
+	ScopeDomain = engine.ScopeDomain
+)
+
+// Render says which pages are rendered in a headless browser, and with what: the crawl
+// command's --render, --render-timeout, --render-tabs and --browser.
+type Render = engine.Render
+
+// RenderMode says which pages are rendered.
+type RenderMode = engine.RenderMode
+
+const (
+	// RenderNever renders no page and starts no browser (the zero value).
+	RenderNever = engine.RenderNever
+	// RenderAuto renders the pages whose HTML is an application shell: a script, little text.
+	RenderAuto = engine.RenderAuto
+	// RenderAlways renders every HTML page.
+	RenderAlways = engine.RenderAlways
 )
 
 // Options say what to crawl and where to keep it. The zero value of every field but DataDir
-// works: a field left zero takes the default the crawl command has.
+// works: a field left zero takes the default the crawl command has. Each setting is the field
+// of the same name of the crawl's settings, which the crawl command's flags set and its store
+// keeps; New copies them as they are, a zero taking its default there.
 type Options struct {
 	// Seeds are the URLs the crawl starts from; a URL without a scheme gets https. They may be
 	// empty when DataDir holds a crawl to resume.
@@ -50,7 +68,7 @@ type Options struct {
 	// InScope, if set, must also admit every URL the crawl would queue (links, redirects,
 	// sitemap URLs); it is asked from several goroutines at once.
 	InScope func(u *url.URL) bool
-	// MaxDepth caps link hops from a seed; 0 means no cap.
+	// MaxDepth caps link hops from a seed; 0 means no cap (the crawl command's --max-depth -1).
 	MaxDepth int
 	// MaxPages stops the crawl after this many fetched pages, all runs together; 0: no cap.
 	MaxPages int
@@ -79,10 +97,11 @@ type Options struct {
 	// Sitemaps follows each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml).
 	Sitemaps bool
 
-	// Render renders pages in a headless Chromium, every request of theirs sent through the
-	// crawl (robots.txt, the address guard, the host's rate), and keeps the rendered DOM beside
-	// the HTML; links are taken from both. The zero value renders nothing.
-	Render RenderOptions
+	// Render renders pages in a headless Chromium (Render.Mode), every request of theirs sent
+	// through the crawl (robots.txt, the address guard, the host's rate, the store), and keeps
+	// the rendered DOM beside the HTML, which Page.Doc reads; links are taken from both. The
+	// zero value renders nothing. Render.Browser "" looks for Chromium or Chrome on PATH.
+	Render Render
 
 	// Redis, if set, makes this Crawler one worker of a crawl shared through Redis, Valkey or a
 	// Redis Cluster (redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/DB, or rediss:// for TLS):
@@ -94,30 +113,6 @@ type Options struct {
 
 	// Logger receives the crawl's log; nil discards it.
 	Logger *slog.Logger
-}
-
-// Render says which pages are rendered.
-type Render int
-
-const (
-	// RenderNever renders no page and starts no browser (the zero value).
-	RenderNever Render = iota
-	// RenderAuto renders the pages whose HTML is an application shell: little text, scripts.
-	RenderAuto
-	// RenderAlways renders every HTML page.
-	RenderAlways
-)
-
-// RenderOptions say which pages are rendered, and with what.
-type RenderOptions struct {
-	When Render
-	// Browser is the Chromium or Chrome executable; "" looks for one on PATH.
-	Browser string
-	// Tabs is how many pages are rendered at once; 0: a default from cores and memory.
-	Tabs int
-	// Timeout bounds one page's render, its requests included; 0 means 30 s. A page cut by it
-	// is kept as rendered.
-	Timeout time.Duration
 }
 
 // HostOptions override the crawl's options for one host. The zero value changes nothing.
@@ -152,56 +147,28 @@ type hooks struct {
 
 // New checks o and returns a Crawler for it. It opens nothing: Run does.
 func New(o Options) (*Crawler, error) {
-	cfg := engine.Defaults()
 	if o.DataDir == "" {
 		return nil, errors.New("crawler: Options.DataDir is required")
 	}
-	cfg.Dir = o.DataDir
 	seeds, bad := engine.ParseSeedArgs(o.Seeds)
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("crawler: Options.Seeds: %v", bad[0])
 	}
-	cfg.Seeds = seeds
-	switch o.Scope {
-	case ScopeHost:
-		cfg.Scope = "host"
-	case ScopeDomain:
-		cfg.Scope = "domain"
-	default:
-		return nil, fmt.Errorf("crawler: Options.Scope %d is not ScopeHost or ScopeDomain", o.Scope)
-	}
 	if o.MaxDepth < 0 || o.MaxPages < 0 || o.MaxHostPages < 0 {
 		return nil, errors.New("crawler: Options.MaxDepth, MaxPages and MaxHostPages must not be negative")
 	}
-	if o.MaxDepth > 0 {
-		cfg.MaxDepth = o.MaxDepth
+	if o.Scope != ScopeHost && o.Scope != ScopeDomain {
+		return nil, fmt.Errorf("crawler: Options.Scope %d is not ScopeHost or ScopeDomain", o.Scope)
 	}
-	cfg.MaxPages = o.MaxPages
-	cfg.MaxHostPages = o.MaxHostPages
-	setIf(&cfg.UserAgent, o.UserAgent)
-	setIf(&cfg.Workers, o.Workers)
-	setIf(&cfg.HostConcurrency, o.HostConcurrency)
-	setIf(&cfg.InitialRate, o.InitialRate)
-	setIf(&cfg.MaxRate, o.MaxRate)
-	setIf(&cfg.Timeout, o.Timeout)
-	if cfg.InitialRate > cfg.MaxRate {
-		cfg.InitialRate = cfg.MaxRate
-	}
-	cfg.Requisites = o.Requisites
-	cfg.Sitemaps = o.Sitemaps
-	switch o.Render.When {
-	case RenderNever:
-	case RenderAuto:
-		cfg.Render.Mode = engine.RenderAuto
-	case RenderAlways:
-		cfg.Render.Mode = engine.RenderAlways
-	default:
-		return nil, fmt.Errorf("crawler: Options.Render.When %d is not RenderNever, RenderAuto or RenderAlways", o.Render.When)
-	}
-	cfg.Render.Browser, cfg.Render.Tabs = o.Render.Browser, o.Render.Tabs
-	setIf(&cfg.Render.Timeout, o.Render.Timeout)
-	if o.Logger != nil {
-		cfg.Log = o.Logger
+	cfg := engine.Config{
+		Settings: engine.Settings{
+			Scope: o.Scope, MaxDepth: engine.Depth(o.MaxDepth), MaxPages: o.MaxPages, MaxHostPages: o.MaxHostPages,
+			Requisites: o.Requisites, Sitemaps: o.Sitemaps, Render: o.Render,
+			UserAgent: o.UserAgent, HostConcurrency: o.HostConcurrency,
+			InitialRate: o.InitialRate, MaxRate: o.MaxRate, Timeout: o.Timeout,
+		},
+		Dir: o.DataDir, Seeds: seeds, Workers: o.Workers, Log: o.Logger,
+		Hooks: engine.Hooks{InScope: o.InScope},
 	}
 	if len(o.Hosts) > 0 {
 		cfg.Hosts = make(map[string]engine.HostPolicy, len(o.Hosts))
@@ -217,7 +184,8 @@ func New(o Options) (*Crawler, error) {
 			cfg.Hosts[key] = p
 		}
 	}
-	cfg.Hooks.InScope = o.InScope
+	cfg = cfg.WithDefaults()
+	cfg.InitialRate = min(cfg.InitialRate, cfg.MaxRate) // a MaxRate below the default InitialRate
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("crawler: %w", err)
 	}
@@ -262,13 +230,6 @@ func (s *sharedCrawl) open(ctx context.Context, cfg engine.Config) (e *engine.Cr
 		return nil, nil, err
 	}
 	return e, leave, nil
-}
-
-func setIf[T comparable](dst *T, v T) {
-	var zero T
-	if v != zero {
-		*dst = v
-	}
 }
 
 // hostKey turns a host name (with an optional port) into the crawl's host key.

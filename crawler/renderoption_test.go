@@ -45,7 +45,7 @@ func TestRenderOption(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, err := crawler.New(crawler.Options{Seeds: []string{srv.URL + "/"}, DataDir: t.TempDir(), InitialRate: 20,
-		Render: crawler.RenderOptions{When: crawler.RenderAlways, Tabs: 1}})
+		Render: crawler.Render{Mode: crawler.RenderAlways, Tabs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

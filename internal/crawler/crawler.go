@@ -146,5 +146,5 @@ type jitter struct {
 func (c *Crawler) retryDelay(attempt int, retryAfter time.Duration) time.Duration {
 	c.rndMu.Lock()
 	defer c.rndMu.Unlock()
-	return c.cfg.Retry.Delay(attempt, retryAfter, c.rnd)
+	return c.cfg.retryPolicy().Delay(attempt, retryAfter, c.rnd)
 }

@@ -117,7 +117,7 @@ func TestServingOutlivesTheHostRecord(t *testing.T) {
 	if c.warm("second.test") {
 		t.Fatal("the host's record was kept; the test needs it dropped")
 	}
-	lease := frontier.Lease{Entry: frontier.Entry{URL: "http://second.test/", Host: "second.test"}, Attempts: c.cfg.Retry.MaxAttempts - 1}
+	lease := frontier.Lease{Entry: frontier.Entry{URL: "http://second.test/", Host: "second.test"}, Attempts: c.cfg.MaxAttempts - 1}
 	refused := retry.ClassifyStatus(503)
 	if res := c.retryOrFail(lease, refused, "503", 503, 0, now.Add(10*time.Second)); res.Kind != frontier.Retry {
 		t.Fatalf("attempt %d refused 10 s after robots.txt was answered: %v (%s), want a retry", lease.Attempts+1, res.Kind, res.Detail)

@@ -23,7 +23,8 @@ import (
 )
 
 // Open opens (or creates) the store in cfg.Dir, widens the scope with cfg.Seeds and enqueues
-// them. Seeds already seen are not enqueued again, so Open on an existing store resumes.
+// them, to crawl with cfg.WithDefaults(). Seeds already seen are not enqueued again, so Open
+// on an existing store resumes.
 func Open(cfg Config) (*Crawler, error) { return open(cfg, nil) }
 
 // OpenWith opens a crawl whose frontier is fr rather than the store's own. If fr is Shared (a
@@ -37,7 +38,8 @@ func OpenWith(cfg Config, fr Frontier) (*Crawler, error) {
 }
 
 func open(cfg Config, fr Frontier) (*Crawler, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.ValidateGiven(); err != nil {
 		return nil, err
 	}
 	var learned learnedSource

@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -44,23 +45,36 @@ func (m *RenderMode) Set(s string) error {
 	return nil
 }
 
-// Render is how pages are rendered (--render, --render-tabs, --browser, --render-timeout).
-// Mode and Timeout are settings, stored with the crawl's; Tabs and Browser belong to the
-// machine a run is on.
+// MarshalText and UnmarshalText keep a RenderMode as its word in the settings record.
+func (m RenderMode) MarshalText() ([]byte, error) {
+	if m > RenderAlways {
+		return nil, fmt.Errorf("bad render mode %d", int(m))
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText: see MarshalText.
+func (m *RenderMode) UnmarshalText(b []byte) error { return m.Set(string(b)) }
+
+// Render is how pages are rendered (--render, --render-timeout, --render-tabs, --browser): one
+// group of the crawl's Settings, under one key of the settings record. Mode and Timeout are
+// stored with the crawl's settings; Tabs and Browser belong to the machine a run is on and are
+// not. A zero field takes its default (Config.WithDefaults).
 type Render struct {
-	Mode    RenderMode
-	Tabs    int           // pages rendered at once; 0: a default from cores and memory
-	Browser string        // the browser's executable; "": looked up on PATH
-	Timeout time.Duration // per page, its sub-requests included
+	Mode    RenderMode    `json:"mode,omitempty"`    // zero: RenderNever
+	Timeout time.Duration `json:"timeout,omitempty"` // per page, its sub-requests included; zero: DefaultRenderTimeout
+	Tabs    int           `json:"-"`                 // pages rendered at once; 0: a default from cores and memory
+	Browser string        `json:"-"`                 // the browser's executable; "": looked up on PATH
 }
 
 // DefaultRenderTimeout is --render-timeout's default.
 const DefaultRenderTimeout = 30 * time.Second
 
-// maxRenderTabs bounds --render-tabs: each tab is a renderer process of a few hundred MB.
+// maxRenderTabs bounds --render-tabs: each tab is a renderer process of a hundred MB or more.
 const maxRenderTabs = 64
 
-// validate reports the first impossible render setting, naming its flag.
+// validate reports the first impossible render setting of r, its defaults filled in, naming
+// its flag.
 func (r *Render) validate() error {
 	switch {
 	case r.Mode > RenderAlways:
@@ -73,44 +87,15 @@ func (r *Render) validate() error {
 	return nil
 }
 
-// RenderSettings are the stored part of Render.
-type RenderSettings struct {
-	Mode    string        `json:"mode,omitempty"`    // "" in a store from before it was kept: never
-	Timeout time.Duration `json:"timeout,omitempty"` // 0 in a store from before it was kept: the default
-}
-
-// renderSettingsOf returns the stored part of r.
-func renderSettingsOf(r Render) RenderSettings {
-	return RenderSettings{Mode: r.Mode.String(), Timeout: r.Timeout}
-}
-
-// withDefaults fills in what a store from before the render settings were kept lacks.
-func (s RenderSettings) withDefaults() RenderSettings {
-	if s.Mode == "" {
-		s.Mode = RenderNever.String()
+// flags returns the stored render settings as command-line flags, a zero timeout (a store
+// from before it was kept) as its default. A crawl that renders nothing names neither, so
+// its settings read as before rendering existed.
+func (r Render) flags() []Setting {
+	if r.Mode == RenderNever {
+		return []Setting{{Flag: "render"}, {Flag: "render-timeout"}}
 	}
-	if s.Timeout == 0 {
-		s.Timeout = DefaultRenderTimeout
-	}
-	return s
-}
-
-// flags returns the render settings as command-line flags.
-func (s RenderSettings) flags() []Setting {
-	s = s.withDefaults()
 	return []Setting{
-		{Flag: "render", Values: []string{s.Mode}},
-		{Flag: "render-timeout", Values: []string{s.Timeout.String()}},
+		{Flag: "render", Values: []string{r.Mode.String()}},
+		{Flag: "render-timeout", Values: []string{cmp.Or(r.Timeout, DefaultRenderTimeout).String()}},
 	}
-}
-
-// apply sets r's stored part from s.
-func (s RenderSettings) apply(r *Render) error {
-	s = s.withDefaults()
-	m, err := ParseRenderMode(s.Mode)
-	if err != nil {
-		return err
-	}
-	r.Mode, r.Timeout = m, s.Timeout
-	return nil
 }

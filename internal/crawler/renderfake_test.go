@@ -167,7 +167,7 @@ func TestSubrequestsFreeTheirGate(t *testing.T) {
 	defer web.Close()
 	cfg := testConfig(t, web)
 	cfg.Seeds = web.Seeds()[:1]
-	cfg.Scope = "domain" // a's links to b are followed: b has pages of its own in the frontier
+	cfg.Scope = ScopeDomain // a's links to b are followed: b has pages of its own in the frontier
 	cfg.HostConcurrency = 1
 	cfg.Render = Render{Mode: RenderAlways, Timeout: DefaultRenderTimeout}
 	b := strings.TrimSuffix(web.URL("b"), "/")

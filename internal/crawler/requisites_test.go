@@ -31,7 +31,7 @@ func TestRequisites(t *testing.T) {
 
 	for _, on := range []bool{true, false} {
 		cfg := testConfig(t, web)
-		cfg.MaxDepth, cfg.Requisites = 0, on
+		cfg.MaxDepth, cfg.Requisites = SeedsOnly, on
 		runCrawl(t, cfg)
 		stored := storedByURL(t, cfg.Dir)
 		for _, a := range assets {
@@ -70,14 +70,14 @@ func checkRoles(t *testing.T, dir, base string, assets []string) {
 // --exclude applies to it and --include does not, and none is admitted without --requisites.
 func TestAdmitRequisite(t *testing.T) {
 	c := &Crawler{opened: opened{cfg: Defaults()}}
-	c.scope.Mode = "host"
+	c.scope.Mode = ScopeHost
 	c.scope.AddSeed(mustParse(t, "http://a.example/"))
 	c.scope.Include = []*regexp.Regexp{regexp.MustCompile(`/docs/`)}
 	c.scope.Exclude = []*regexp.Regexp{regexp.MustCompile(`\.mp4$`)}
 	for _, tt := range []struct {
 		url   string
 		on    bool
-		scope string
+		scope RequisitesScope
 		role  frontier.Role
 		want  string
 	}{

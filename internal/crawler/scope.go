@@ -16,7 +16,7 @@ import (
 
 // Scope decides which URLs a crawl may fetch. It is plain data built from the seeds and flags.
 type Scope struct {
-	Mode    string          // "host" (the seeds' host keys) or "domain" (their registrable domains)
+	Mode    ScopeMode       // host: the seeds' host keys; domain: their registrable domains
 	Allowed map[string]bool // host keys (mode host) or registrable domains (mode domain)
 	Include []*regexp.Regexp
 	Exclude []*regexp.Regexp
@@ -32,7 +32,7 @@ func (s *Scope) AddSeed(u *url.URL) {
 }
 
 func (s *Scope) key(u *url.URL) string {
-	if s.Mode == "domain" {
+	if s.Mode == ScopeDomain {
 		return urlnorm.Registrable(u.Hostname())
 	}
 	return urlnorm.HostKey(u)
@@ -116,7 +116,7 @@ func (c *Crawler) warnUnmatchedHosts() {
 }
 
 type scopeMeta struct {
-	Mode    string   `json:"mode"`
+	Mode    string   `json:"mode"` // a ScopeMode, as text
 	Allowed []string `json:"allowed"`
 }
 
@@ -136,7 +136,7 @@ func (c *Crawler) loadScope() error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return c.db.Damage(fmt.Sprintf("its scope record does not decode: %v", err))
 	}
-	if m.Mode != c.cfg.Scope {
+	if m.Mode != c.cfg.Scope.String() {
 		hosts, err := c.seedHosts()
 		if err != nil {
 			return err
@@ -158,7 +158,7 @@ func (c *Crawler) saveScope() error {
 	if c.shared != nil {
 		return c.mergeScope()
 	}
-	m := scopeMeta{Mode: c.scope.Mode}
+	m := scopeMeta{Mode: c.scope.Mode.String()}
 	for k := range c.scope.Allowed {
 		m.Allowed = append(m.Allowed, k)
 	}

@@ -153,7 +153,7 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 		st.Shared = &SharedCrawl{Redis: redis, Crawl: crawl}
 	}
 	if c.cfg.Dir != "" {
-		s := SettingsOf(&c.cfg)
+		s := c.cfg.Settings
 		st.Settings = &s
 	}
 	if c.cfg.Render.Mode != RenderNever {
@@ -372,9 +372,8 @@ func ReadStatus(dir string) (Status, error) {
 		return st, fmt.Errorf("store %s: %w", dir, err)
 	} else if ok {
 		st.Settings = &m.Settings
-		var r Render
-		if err := m.Settings.Render.apply(&r); err == nil && r.Mode != RenderNever {
-			if st.Render, err = storedRenderCounts(db, r.Mode); err != nil {
+		if mode := m.Settings.Render.Mode; mode != RenderNever {
+			if st.Render, err = storedRenderCounts(db, mode); err != nil {
 				return st, fmt.Errorf("store %s: %w", dir, err)
 			}
 		}

@@ -274,7 +274,7 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 // its pause ends, so nothing more is waited here; otherwise the policy's backoff, if the
 // retry budget grants it. False when the attempts are spent, the budget is empty or ctx ends.
 func (c *Crawler) subRetry(ctx context.Context, host string, cl retry.Class, attempt int, retryAfter time.Duration, now time.Time) bool {
-	limit := c.cfg.Retry.MaxAttempts
+	limit := c.cfg.MaxAttempts
 	if cl.Signal == aimd.Overload && c.serving(host, now) {
 		limit *= throttledAttempts
 	}

@@ -99,9 +99,9 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("render: %q is not an http or https URL", p.url)
 	}
 	defer close(p.stop)
+	defer p.close() // whatever open made, once the Answerer's calls are cancelled
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()  // ends the Answerer's calls still running
-	defer p.close() // whatever open made
+	defer cancel() // ends the Answerer's calls still running
 	if err := p.open(rctx); err != nil {
 		return nil, p.classify(ctx, err)
 	}
@@ -126,12 +126,15 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
 	defer quiet.Stop()
+	armed := false // quiet runs: loaded, nothing in flight since it was set
 	armQuiet := func() {
-		if p.loaded && p.inflight == 0 {
+		switch idle := p.loaded && p.inflight == 0; {
+		case idle && !armed:
 			quiet.Reset(p.o.Quiet)
-		} else {
+		case !idle && armed:
 			quiet.Stop()
 		}
+		armed = p.loaded && p.inflight == 0
 	}
 	var err error
 loop:

@@ -260,6 +260,9 @@ func (p *page) open(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := p.userAgent(cctx, p.session); err != nil {
+		return err
+	}
 	if p.prelude != "" {
 		if err := p.c.call(cctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
 			"source": p.prelude}, nil); err != nil {
@@ -281,6 +284,14 @@ func (p *page) intercept(ctx context.Context, session string) error {
 	}
 	return p.c.call(ctx, session, "Target.setAutoAttach", map[string]any{
 		"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}, nil)
+}
+
+// userAgent sets Options.UserAgent in session, if there is one.
+func (p *page) userAgent(ctx context.Context, session string) error {
+	if p.o.UserAgent == "" {
+		return nil
+	}
+	return p.c.call(ctx, session, "Network.setUserAgentOverride", map[string]any{"userAgent": p.o.UserAgent}, nil)
 }
 
 // close disposes of the browser context and everything in it.
@@ -368,6 +379,7 @@ func (p *page) child(ctx context.Context, session, typ string) {
 			p.c.call(cctx, session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": p.prelude}, nil)
 		}
 	}
+	p.userAgent(cctx, session)
 	p.intercept(cctx, session)
 	p.c.call(cctx, session, "Runtime.runIfWaitingForDebugger", nil, nil)
 }

@@ -39,7 +39,8 @@ type instance struct {
 	profile string
 	conn    *conn
 	stderr  *tail
-	exited  <-chan error
+	exited  chan struct{} // closed when the process has exited; exitErr is then set
+	exitErr error
 	dead    chan struct{} // closed once the process is killed or found dead
 	once    sync.Once
 }
@@ -147,8 +148,18 @@ var flags = []string{
 	"about:blank",
 }
 
-// startLocked starts a browser and makes it the current one. It requires b.mu held.
+// startLocked starts a browser and makes it the current one, trying twice: a browser that
+// dies while starting is a crash like any other. It requires b.mu held.
 func (b *Browser) startLocked(ctx context.Context) (*instance, error) {
+	in, err := b.launchLocked(ctx)
+	if err != nil && ctx.Err() == nil {
+		in, err = b.launchLocked(ctx)
+	}
+	return in, err
+}
+
+// launchLocked starts one browser. It requires b.mu held.
+func (b *Browser) launchLocked(ctx context.Context) (*instance, error) {
 	b.starts++
 	profile, err := os.MkdirTemp(b.root, "profile-")
 	if err != nil {
@@ -184,13 +195,23 @@ func (b *Browser) startLocked(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("starting %s: %w", b.path, err)
 	}
 	in := &instance{pid: cmd.Process.Pid, profile: profile, conn: newConn(toW, fromR), stderr: st,
-		exited: exited, dead: make(chan struct{})}
+		exited: make(chan struct{}), dead: make(chan struct{})}
+	go func() {
+		in.exitErr = <-exited
+		close(in.exited)
+	}()
 	go in.watch()
 	cctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if err := in.conn.call(cctx, "", "Browser.getVersion", nil, nil); err != nil {
 		in.kill()
-		return nil, fmt.Errorf("%s did not answer on its DevTools pipe: %v\n%s", b.path, err, st.String())
+		status := "still running"
+		select {
+		case <-in.exited:
+			status = fmt.Sprint(in.exitErr)
+		default:
+		}
+		return nil, fmt.Errorf("%s did not answer on its DevTools pipe (%v; process: %s):\n%s", b.path, err, status, st.String())
 	}
 	b.inst = in
 	return in, nil

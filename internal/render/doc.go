@@ -10,20 +10,27 @@
 // pauses every other request in the browser (the DevTools Fetch domain, every URL, request
 // stage, in the page and in each frame and worker attached under it) until the Answerer
 // answers it; the browser sees exactly that answer, a redirect included (it follows it, and
-// the next hop is paused too). WebSockets, EventSource, beacons and pings, prefetches and
-// service workers are refused by render itself. What interception cannot see is sent to a
-// proxy of render's own that closes every connection (loopback included), and host names do
-// not resolve, so nothing the page does reaches the network except through the Answerer.
+// the next hop is paused too). Render itself refuses WebSockets, EventSource, beacons and
+// pings, prefetches and prerenders, service and shared workers, the tab's icon, downloads,
+// and the page navigating itself away (aborted: the page stays as it is). What interception
+// cannot see is sent to a proxy of render's own that closes every connection (loopback
+// included), and no host name resolves, so nothing the page does reaches the network except
+// through the Answerer. Dialogs (alert, confirm) are dismissed.
 //
 // Each render gets a fresh browser context (no cookies, cache or storage shared between
 // pages), disposed of at the end, so memory stays bounded. A render ends when the page has
 // fired its load event and no request has been in flight for Options.Quiet, or at the first
 // cap: Options.Timeout, MaxRequests, MaxBytes; the page is then kept as rendered, with
-// Result.Cut naming the cap. The DOM is cut at Options.MaxDOM.
+// Result.Cut naming the cap. The DOM (its doctype, then document.documentElement.outerHTML)
+// is cut at Options.MaxDOM (CutDOM). A browser that dies or stops answering is killed and
+// restarted, and the render returns ErrCrash (so does a crash of the page's renderer alone);
+// a page that cannot produce a DOM in time returns ErrTimeout.
 //
 // The browser runs in its own process group with a parent-death signal (Linux), so it dies
 // with the crawl even when the crawl is killed with SIGKILL; its children (zygote, renderers)
 // end when their pipes to it close, and Close kills whatever is left.
+//
+// The design and its reasons are in docs/render.md.
 //
 // The driver is a DevTools client of render's own over --remote-debugging-pipe, rather than
 // chromedp or go-rod. Render uses about fifteen commands of the protocol's stable core

@@ -99,9 +99,9 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("render: %q is not an http or https URL", p.url)
 	}
 	defer close(p.stop)
+	defer p.close() // whatever open made, once the Answerer's calls are cancelled
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()  // ends the Answerer's calls still running
-	defer p.close() // whatever open made
+	defer cancel() // ends the Answerer's calls still running
 	if err := p.open(rctx); err != nil {
 		return nil, p.classify(ctx, err)
 	}
@@ -126,12 +126,15 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 	quiet := time.NewTimer(time.Hour)
 	quiet.Stop()
 	defer quiet.Stop()
+	armed := false // quiet runs: loaded, nothing in flight since it was set
 	armQuiet := func() {
-		if p.loaded && p.inflight == 0 {
+		switch idle := p.loaded && p.inflight == 0; {
+		case idle && !armed:
 			quiet.Reset(p.o.Quiet)
-		} else {
+		case !idle && armed:
 			quiet.Stop()
 		}
+		armed = p.loaded && p.inflight == 0
 	}
 	var err error
 loop:
@@ -257,6 +260,9 @@ func (p *page) open(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := p.userAgent(cctx, p.session); err != nil {
+		return err
+	}
 	if p.prelude != "" {
 		if err := p.c.call(cctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
 			"source": p.prelude}, nil); err != nil {
@@ -278,6 +284,14 @@ func (p *page) intercept(ctx context.Context, session string) error {
 	}
 	return p.c.call(ctx, session, "Target.setAutoAttach", map[string]any{
 		"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}, nil)
+}
+
+// userAgent sets Options.UserAgent in session, if there is one.
+func (p *page) userAgent(ctx context.Context, session string) error {
+	if p.o.UserAgent == "" {
+		return nil
+	}
+	return p.c.call(ctx, session, "Network.setUserAgentOverride", map[string]any{"userAgent": p.o.UserAgent}, nil)
 }
 
 // close disposes of the browser context and everything in it.
@@ -365,6 +379,7 @@ func (p *page) child(ctx context.Context, session, typ string) {
 			p.c.call(cctx, session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": p.prelude}, nil)
 		}
 	}
+	p.userAgent(cctx, session)
 	p.intercept(cctx, session)
 	p.c.call(cctx, session, "Runtime.runIfWaitingForDebugger", nil, nil)
 }

@@ -274,3 +274,21 @@ func (b *Browser) current_() *instance {
 // testQuiet is the quiet time of the tests' renders: long enough that a loaded machine
 // running the race detector does not take a pause between a script's requests for the end.
 const testQuiet = time.Second
+
+// TestUserAgent: Options.UserAgent is what the page's script and its requests see.
+func TestUserAgent(t *testing.T) {
+	const ua = "crawl-test/1.0 (+http://example.invalid/bot)"
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, UserAgent: ua})
+	var got atomic.Value
+	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		got.Store(r.Header.Get("User-Agent"))
+		return text("x"), nil
+	})
+	res := render(t, b, "http://site.test/", htmlDoc(`<p id="ua"></p><script>document.getElementById('ua').textContent = navigator.userAgent; fetch('/x')</script>`), a)
+	if !strings.Contains(string(res.DOM), `<p id="ua">`+ua+`</p>`) {
+		t.Errorf("navigator.userAgent is not %q: %s", ua, res.DOM)
+	}
+	if g, _ := got.Load().(string); g != ua {
+		t.Errorf("the request's User-Agent is %q, want %q", g, ua)
+	}
+}

@@ -91,6 +91,7 @@ type Options struct {
 	MaxRequests int           // sub-requests per page; 0 means 500
 	MaxBytes    int64         // bytes of sub-responses per page; 0 means 32 MiB
 	MaxDOM      int64         // serialised DOM cap in bytes; 0 means 16 MiB
+	UserAgent   string        // the page's navigator.userAgent and User-Agent header; "" means the browser's own
 }
 
 // Defaults of Options.

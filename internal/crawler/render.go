@@ -56,7 +56,8 @@ func (c *Crawler) startBrowser() error {
 	if start == nil {
 		start = func(o render.Options) (pageRenderer, error) { return render.Start(context.Background(), o) }
 	}
-	b, err := start(render.Options{Browser: c.cfg.Render.Browser, Tabs: c.cfg.Render.Tabs, Timeout: c.cfg.Render.Timeout})
+	b, err := start(render.Options{Browser: c.cfg.Render.Browser, Tabs: c.cfg.Render.Tabs, Timeout: c.cfg.Render.Timeout,
+		UserAgent: c.cfg.UserAgent})
 	if err != nil {
 		return fmt.Errorf("--render %v: %w", c.cfg.Render.Mode, err)
 	}

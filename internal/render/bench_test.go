@@ -45,7 +45,7 @@ func BenchmarkRender(b *testing.B) {
 
 func benchRender(b *testing.B, tabs int) {
 	br := startBrowser(b, Options{Tabs: tabs})
-	pid := br.current_().pid
+	pid := br.running().pid
 	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
 		i := strings.Index(r.URL[len("http://bench.test"):], "?")
 		path := r.URL[len("http://bench.test"):]

@@ -180,7 +180,7 @@ const log = m => document.getElementById('r').append(m + ';');
 // browser itself is not restarted.
 func TestRendererCrash(t *testing.T) {
 	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 30 * time.Second})
-	first := b.current_()
+	first := b.running()
 	sessions := make(chan string, 1)
 	b.opened = func(s string) { sessions <- s }
 	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
@@ -200,7 +200,7 @@ func TestRendererCrash(t *testing.T) {
 		t.Errorf("the crash was noticed after %v", took)
 	}
 	b.opened = nil
-	if b.current_() != first {
+	if b.running() != first {
 		t.Errorf("the browser was restarted for a renderer crash")
 	}
 	res := render(t, b, "http://site.test/", htmlDoc(`<p>after</p>`), AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {

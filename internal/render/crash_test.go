@@ -20,7 +20,7 @@ import (
 // is restarted, the next render works, and no process of the dead one is left.
 func TestCrashRestarts(t *testing.T) {
 	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 20 * time.Second})
-	first := b.current_()
+	first := b.running()
 	inFlight := make(chan struct{}, 1)
 	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
 		select {
@@ -49,7 +49,7 @@ func TestCrashRestarts(t *testing.T) {
 	if !strings.Contains(string(res.DOM), "<p>after</p>") {
 		t.Errorf("the render after the crash gave %s", res.DOM)
 	}
-	if b.current_() == first || b.starts < 2 {
+	if b.running() == first || b.starts < 2 {
 		t.Errorf("the browser was started %d times, want a restart", b.starts)
 	}
 }
@@ -58,7 +58,7 @@ func TestCrashRestarts(t *testing.T) {
 // a new browser renders the next page.
 func TestHungBrowser(t *testing.T) {
 	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 2 * time.Second})
-	first := b.current_()
+	first := b.running()
 	inFlight := make(chan struct{}, 1)
 	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
 		select {
@@ -93,7 +93,7 @@ func TestHungBrowser(t *testing.T) {
 // browser is still up and renders the next page.
 func TestHungPage(t *testing.T) {
 	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 2 * time.Second})
-	first := b.current_()
+	first := b.running()
 	no := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) { return nil, errors.New("no") })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -105,7 +105,7 @@ func TestHungPage(t *testing.T) {
 	if !strings.Contains(string(res.DOM), "<p>after</p>") {
 		t.Errorf("the render after the hung page gave %s", res.DOM)
 	}
-	if b.current_() != first {
+	if b.running() != first {
 		t.Errorf("the browser was restarted for a hung page")
 	}
 }
@@ -126,7 +126,7 @@ func waitNoProcesses(s string, d time.Duration) []int {
 // theirs.
 func TestTabsRecycled(t *testing.T) {
 	b := startBrowser(t, Options{Tabs: 2, Quiet: testQuiet})
-	in := b.current_()
+	in := b.running()
 	count := func() (pages, contexts int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -267,7 +267,7 @@ func TestKillNineChild(t *testing.T) {
 	go b.Render(context.Background(), "http://site.test/", htmlDoc(`<p>x</p><script src="/never.js"></script>`), a)
 	<-started
 	if mode == "hung" {
-		syscall.Kill(b.current_().pid, syscall.SIGSTOP)
+		syscall.Kill(b.running().pid, syscall.SIGSTOP)
 	}
 	fmt.Printf("RENDERING %s\n", b.root)
 	select {} // until killed

@@ -38,8 +38,8 @@ func newCountingServer(t *testing.T, h http.Handler) *countingServer {
 // TestNothingEscapes renders a page that tries every way out of the browser that render
 // refuses or that the Answerer fails: a fetch the Answerer fails, a second (out of scope)
 // server, WebSocket, EventSource, beacons, <a ping>, prefetch and preconnect hints, a service
-// worker, a popup, and the same APIs taken from a fresh about:blank frame. Neither server may
-// see a connection that the Answerer did not make.
+// worker, a shared worker, a popup, and the same APIs taken from a fresh about:blank frame.
+// Neither server may see a connection that the Answerer did not make.
 func TestNothingEscapes(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -107,6 +107,7 @@ const tryAll = (w, tag) => {
   try { new w.WebSocket('ws://` + ohost + `/ws'); } catch (e) {}
   try { new w.EventSource('http://` + shost + `/sse'); log(tag + ' es made'); } catch (e) { log(tag + ' es: ' + e.name); }
   try { log(tag + ' beacon ' + w.navigator.sendBeacon('http://` + ohost + `/beacon', 'x')); } catch (e) { log(tag + ' beacon: ' + e.name); }
+  try { new w.SharedWorker('/shared.js'); log(tag + ' shared worker made'); } catch (e) { log(tag + ' shared worker: ' + e.name); }
   try { w.navigator.serviceWorker.register('/sw.js').then(() => log(tag + ' sw registered'), e => log(tag + ' sw: ' + e)); } catch (e) { log(tag + ' sw: ' + e.name); }
   try { w.fetch('http://` + ohost + `/outside').then(() => log(tag + ' outside fetched'), e => log(tag + ' outside: ' + e)); } catch (e) {}
   try { w.fetch('/denied').then(() => log(tag + ' denied fetched'), e => log(tag + ' denied: ' + e)); } catch (e) {}

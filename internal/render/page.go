@@ -77,7 +77,7 @@ type pausedRequest struct {
 const prelude = `(() => {
   for (const [o, k] of [[Navigator.prototype, 'serviceWorker'], [window, 'WebSocket'],
       [window, 'WebSocketStream'], [window, 'EventSource'], [window, 'WebTransport'],
-      [window, 'RTCPeerConnection'], [window, 'webkitRTCPeerConnection']]) {
+      [window, 'RTCPeerConnection'], [window, 'webkitRTCPeerConnection'], [window, 'SharedWorker']]) {
     try { delete o[k]; } catch (e) {}
   }
   try { Navigator.prototype.sendBeacon = function () { return false; }; } catch (e) {}

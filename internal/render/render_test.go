@@ -265,7 +265,7 @@ addEventListener('message', e => { document.getElementById('f').textContent = e.
 }
 
 // current_ returns the running browser instance.
-func (b *Browser) current_() *instance {
+func (b *Browser) running() *instance {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.inst

@@ -225,7 +225,7 @@ func testKillNine(t *testing.T, mode string) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	if ps := waitNoProcesses(root, 5*time.Second); len(ps) == 0 {
+	if ps := waitNoProcesses(root, 10*time.Second); len(ps) == 0 {
 		// The next Start removes the directory the killed crawl left.
 		if _, err := os.Stat(root); err != nil {
 			t.Fatalf("the killed crawl's directory %s: %v", root, err)
@@ -241,7 +241,7 @@ func testKillNine(t *testing.T, mode string) {
 			names = append(names, fmt.Sprintf("%d %.120s", p, strings.ReplaceAll(string(b), "\x00", " ")))
 			syscall.Kill(p, syscall.SIGKILL)
 		}
-		t.Errorf("5 s after kill -9 of the crawl, browser processes are left:\n%s", strings.Join(names, "\n"))
+		t.Errorf("10 s after kill -9 of the crawl, browser processes are left:\n%s", strings.Join(names, "\n"))
 	}
 }
 

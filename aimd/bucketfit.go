@@ -11,7 +11,7 @@ import (
 // size on burstGrid it finds the range of rates that reproduces every answer since the limit
 // last changed; the fit is sound (it never rules out the true bucket) and allows for timing
 // noise between send and arrival. When no bucket explains everything, the fit starts over
-// from the epoch's opening refusal. The derivation and its guards are in docs/aimd.md, R9.
+// from the epoch's opening refusal (docs/aimd.md, R9).
 
 // burstGrid lists the bucket sizes the fit considers: real rate limiters count whole
 // requests (nginx's burst, x/time/rate's, Envoy's max_tokens), so whole sizes suffice.
@@ -178,25 +178,6 @@ type fitRec struct {
 	sig  Signal
 }
 
-const (
-	// fitLogCap bounds the fit's log (16 bytes a request). A log that fills loses its oldest
-	// half: the fit then measures less sharply, but still soundly.
-	fitLogCap = 2048
-
-	// maxFitMisses: after this many refusals at or below a rate the fit called safe, the host
-	// is taken to be no token bucket (a fixed window, say) and the fit no longer sets the rate.
-	maxFitMisses = 2
-
-	// fitNarrow: the fit measures the limit when the rates it still allows span no more than
-	// this factor; fitBeta is the share of the least of them the rate then holds at.
-	fitNarrow = 1.15
-	fitBeta   = 0.99
-
-	// maxBurst bounds Controller.Burst: a host that is no token bucket can look like a big one
-	// for a while, and a burst sent just as a refusal comes is refused whole.
-	maxBurst = 4
-)
-
 // fitState says whether a fit is waiting for its requests to come back, and what it may do.
 type fitState uint8
 
@@ -307,7 +288,7 @@ func (f *fitter) trim(keepFrom nanos) {
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	if c.fit.state != fitIdle {
 		c.fit.state = fitMeasure
-		c.runFit(now)
+		c.runFit() // may not set the rate: fitMeasure
 	}
 	var slowest time.Duration
 	for i := 0; i < min(c.samples.n, c.cfg.SampleWindow); i++ {
@@ -323,10 +304,9 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 
 // runFit fits the requests sent since the limit last changed, up to the refusal that closed
 // the pending epoch. If no bucket explains them all, the fit starts over from the refusal that
-// opened the epoch. A fit that may set the rate and pins the limit within fitNarrow sets the
-// rate and plateau to fitRate of its low end; if that raised them, the rate holds there for one
-// probe time before the probe starts.
-func (c *Controller) runFit(now time.Time) {
+// opened the epoch. A fit that may set the rate and pins the limit within fitNarrow proposes
+// fitRate of its low end (ok); the state machine holds the rate there (holdFitted).
+func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
 	from, ts, apply := f.from, f.to, f.state == fitSet
 	f.from, f.state = ts, fitIdle
@@ -346,29 +326,20 @@ func (c *Controller) runFit(now time.Time) {
 	f.trim(keepFrom)
 	lo, hi, oneToken, ok := f.fit.bounds()
 	if !apply || !ok || hi > fitNarrow*lo || f.misses >= maxFitMisses {
-		return
+		return 0, false
 	}
 	r := c.clampRate(fitRate(lo, oneToken, noise))
 	if r <= c.curve.plateau && f.fit.unboundedBurst() {
 		// Any bucket from some size up explains the host, as a host that is no token bucket
 		// looks for a while: never lower the rate on such a fit.
-		return
+		return 0, false
 	}
-	raised := r > c.curve.plateau
-	c.rate = r
-	c.curve.from, c.curve.plateau = r, r
-	c.curve.peak = max(c.curve.peak, r)
 	f.held.set(r)
 	f.size = 0
 	if !f.fit.unboundedBurst() {
 		f.size = f.fit.leastSize()
 	}
-	c.target.clear()
-	if raised {
-		// The limit is known: a probe could only find that it rose.
-		c.curve.elapsed, c.curve.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
-	}
-	c.record(now, false)
+	return r, true
 }
 
 // fitRate is the rate to hold under a limit the fit puts at least lo: fitBeta × lo, and for a

@@ -99,8 +99,6 @@ const (
 	DefaultBaselineForget    = 30 * time.Second
 	DefaultWindowProbe       = 64
 	DefaultRateWindow        = time.Second
-
-	minSamples = 20 // fewest latency samples a p95 is taken over
 )
 
 func orF(v, d float64) float64 {

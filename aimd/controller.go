@@ -12,9 +12,10 @@ import (
 // A Controller is not safe for concurrent use: the caller (hostlimit) holds one lock per host
 // around every method call.
 type Controller struct {
-	cfg  Config
-	top  float64 // the rate's cap: MaxRate, under the robots ceiling and a stated limit (capRate)
-	rate float64 // internal rate, always within the clamp of Rate()
+	cfg   Config
+	top   float64 // the rate's cap: MaxRate, under the robots ceiling and a stated limit (capRate)
+	rate  float64 // internal rate, always within the clamp of Rate(); written only in fsm.go
+	phase Phase   // where the rate is on its way; written only in fsm.go
 
 	ceiling float64 // robots Crawl-delay cap, req/s; 0 = none
 	stated  stated  // the limit the host states, and whether it is trusted (stated.go)
@@ -59,10 +60,7 @@ func New(cfg Config, now time.Time) *Controller {
 	c := &Controller{
 		cfg:     cfg,
 		top:     cfg.MaxRate,
-		rate:    cfg.InitialRate,
-		curve:   curve{slowStart: true},
 		pace:    pace{probeTime: cfg.ProbeTime},
-		win:     windowState{size: float64(cfg.InitialWindow)},
 		epoch:   epoch{start: never},
 		fit:     fitter{start: never, from: never},
 		last:    now,
@@ -70,16 +68,10 @@ func New(cfg Config, now time.Time) *Controller {
 		hist:    newHistory(historySize),
 		lat:     latencyRef{ref: newReference()},
 	}
-	c.rate = c.clampRate(c.rate)
+	c.begin()
 	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})
 	return c
 }
-
-const (
-	// About 10 KB per host in all.
-	ringSize    = 128 // samples remembered (at least 4 × SampleWindow)
-	historySize = 128 // rate/window change points remembered (a change of 0.5% or more)
-)
 
 // Rate returns the allowed request rate in req/s: within [MinRate, MaxRate] and never above the
 // ceiling (a ceiling below MinRate wins: robots.txt has the last word).
@@ -110,7 +102,7 @@ func (c *Controller) SetCeiling(rate float64) {
 		c.ceiling = rate
 	}
 	c.top = c.capRate()
-	c.rate = c.clampRate(c.rate)
+	c.recap()
 	c.record(c.last, true)
 }
 
@@ -137,9 +129,9 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	if !c.count(o) {
 		return
 	}
-	// 2. Remember the request: the failure logs (which may undo earlier cuts), the samples
-	// and the fit's log.
-	v, isolated := c.remember(now, o)
+	// 2. The front filter: remember the request (the failure logs, which may undo earlier
+	// cuts, the samples and the fit's log) and label it.
+	v, lab := c.remember(now, o)
 	s := &v
 	stale := s.sent < c.epoch.start
 	// 3. A success ends a refusal run; the episode may restore the rate it measured.
@@ -152,26 +144,30 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 				c.unblock(s)
 			}
 			c.ep.run = 0
+			c.settle()
 		}
 	}
 	// 4. A bucket fit whose requests have all come back may set the rate.
 	if c.fit.due(toNanos(now)) {
-		c.runFit(now)
+		if r, ok := c.runFit(); ok {
+			c.holdFitted(r)
+			c.record(now, false)
+		}
 	}
 	// 5. Decrease on a congestion signal, shrink the window on latency, or grow.
 	switch {
-	case o.Signal != Success:
-		if !stale && !isolated {
-			if o.Signal == Overload && c.stated.refused() {
-				c.top = c.capRate() // refuted: learned as if nothing were stated
-			}
-			c.decreaseRate(now, s)
+	case lab == labelLimit:
+		if o.Signal == Overload && c.stated.refused() {
+			c.top = c.capRate() // refuted: learned as if nothing were stated
 		}
+		c.decreaseRate(now, s)
+	case lab != labelServed: // noise, or the host's own failure: moves nothing
 	case c.latencyCongested(now, s):
 		c.decreaseWindow(now)
 	default:
 		c.grow(dt, s)
 	}
+	c.settle()
 	c.record(now, false)
 }
 
@@ -198,12 +194,10 @@ func (c *Controller) count(o Outcome) bool {
 	return true
 }
 
-// remember records the finished request o in the failure logs, the samples and the fit's log,
-// and returns its sample. isolated reports a Failure or bare refusal too rare to be congestion
-// (see failureLog.signal, overloadNeed), or a Failure far under what the host has just served
-// (servedPeak). A background share that has just become known may undo the cuts made before it
-// (rejudge).
-func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool) {
+// remember records the finished request o (not Neutral) in the failure logs, the samples and
+// the fit's log, and returns its sample and label (see label). A background share that has
+// just become known may undo the cuts made before it (rejudge).
+func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
 		sent = now.Add(-max(o.Latency, 0))
@@ -220,8 +214,17 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool
 		c.rejudge(&c.overs.undo, overNeed)
 	}
 	ts := toNanos(sent)
-	isolated = o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))) ||
-		bare && !c.overs.reaches(run, overNeed)
+	switch {
+	case o.Signal == Success:
+		lab = labelServed
+	case ts < c.epoch.start:
+		lab = labelNoise // the decrease that began this epoch answered it
+	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))),
+		bare && !c.overs.reaches(run, overNeed):
+		lab = labelHostFailure
+	default:
+		lab = labelLimit
+	}
 	s = sample{sent: ts, done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare, demand: o.Demand}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
@@ -229,7 +232,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, isolated bool
 	}
 	c.samples.push(s)
 	c.fit.log(s.sent, s.sig)
-	return s, isolated
+	return s, lab
 }
 
 // record appends a history point when the rate or window changed noticeably (or always when

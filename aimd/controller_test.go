@@ -785,7 +785,7 @@ func TestRateNotGrownWhenWindowBound(t *testing.T) {
 	for _, slowStart := range []bool{true, false} {
 		c := New(Config{InitialRate: 10, InitialWindow: 2, MaxWindow: 2}, t0)
 		if !slowStart {
-			c.curve.slowStart, c.curve.plateau, c.curve.from = false, 10, 10
+			c.phase, c.curve.plateau, c.curve.from = PhaseProbe, 10, 10
 		}
 		done := []time.Time{t0.Add(500 * time.Millisecond), t0.Add(750 * time.Millisecond)}
 		for i := 0; i < 200; i++ {
@@ -1487,7 +1487,7 @@ func TestGrowthFollowsUse(t *testing.T) {
 		for _, dm := range []Demand{DemandUnknown, DemandHeld, DemandSpare} {
 			c := New(Config{InitialRate: 2, MaxRate: 1000}, t0)
 			if !slowStart {
-				c.curve.slowStart, c.curve.plateau, c.curve.from = false, 2, 2
+				c.phase, c.curve.plateau, c.curve.from = PhaseProbe, 2, 2
 			}
 			d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, demand: dm}
 			d.run(time.Minute)

@@ -5,45 +5,11 @@ import (
 	"time"
 )
 
-const (
-	// slowStartSends: slow start multiplies the rate by SlowStartFactor at most once per this
-	// many requests, so that at low rates feedback arrives before the next step.
-	slowStartSends = 1
-
-	// searchGap: a plateau more than this factor below PlateauFactor × the target is raised
-	// toward it, one step per ReturnTime and per searchSends successes (quickSearchSends on a
-	// host whose refusals cost no pause).
-	searchGap        = 1.25
-	searchSends      = 50
-	quickSearchSends = 20
-
-	// maxPatience bounds how far the probe time is stretched while refusals recur at one rate.
-	maxPatience = 4
-
-	// starvedBelow: a plateau more than this factor under both the highest plateau held
-	// (curve.peak) and InitialRate is starved: its probe is not stretched, and it restarts
-	// slow start after one probe time unrefused (R44). Where refusals cost no pause, so is a
-	// plateau under InitialRate and this factor under the highest rate sustained
-	// (curve.sustained), and it restarts after ProbeTime / quickStarvedWait (R45).
-	starvedBelow     = 4
-	quickStarvedWait = 4
-
-	// sustainedSends: a rate counts as sustained (curve.sustained) once the curve has had this
-	// many successes since the last decrease at or above it (R45).
-	sustainedSends = 5
-
-	// pauseProbeRatio, maxPauseProbe: the probe time is at least pauseProbeRatio × the pause
-	// the last refusal cost, up to maxPauseProbe.
-	pauseProbeRatio = 20
-	maxPauseProbe   = time.Hour
-)
-
 // curve is how the rate grows. In slow start it grows multiplicatively while used. After a
 // decrease it follows a curve on a clock that runs only while the rate is used: a linear return
 // from the rate the decrease set (from) to the plateau within the return time, then a cubic
 // probe above the plateau. A fit that raised the rate first holds it at the plateau.
 type curve struct {
-	slowStart bool          // no congestion seen yet: grow multiplicatively
 	plateau   float64       // K: the rate to return to after a decrease (0 in the first slow start)
 	from      float64       // the rate the last decrease (or search step) started the curve at
 	elapsed   time.Duration // time in use on the curve
@@ -187,23 +153,17 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	windowFull := s.conc >= c.hist.at(s.sent).window
 	rateUsed := c.rateInUse(s)
 	if rateUsed && c.win.mode == windowFollowsRate {
-		c.win.followRate(c.rate, c.typicalSlow(), c.cfg.MaxWindow)
+		c.growWindow(c.win.followRate(c.rate, c.typicalSlow()))
 	}
-	if c.phase() == PhaseSlowStart {
-		if rateUsed {
-			iv := max(c.cfg.SlowStartInterval, 2*c.lat.baseline, time.Duration(slowStartSends/c.rate*float64(time.Second)))
-			c.rate = c.clampRate(c.rate * math.Pow(c.cfg.SlowStartFactor, dt.Seconds()/iv.Seconds()))
-		}
-		if windowFull {
-			c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
-		}
+	if c.inSlowStart() {
+		c.slowStartGrow(dt, rateUsed, windowFull)
 		return
 	}
 	if rateUsed {
 		c.climb(dt)
 	}
 	if windowFull {
-		c.win.probe(c.cfg.WindowProbe, c.cfg.MaxWindow)
+		c.growWindow(c.win.probe(c.cfg.WindowProbe))
 	}
 }
 
@@ -238,9 +198,7 @@ func (c *Controller) climb(dt time.Duration) {
 		k.restart(from, math.Sqrt(k.plateau*pf*c.target.rate))
 		k.searched = true
 	}
-	if r := k.at(c.returnTime(), c.probeSeconds()); r > c.rate {
-		c.rate = c.clampRate(r)
-	}
+	c.climbTo(k.at(c.returnTime(), c.probeSeconds()))
 	if c.target.kind != noTarget && c.rate > c.target.rate {
 		c.target.clear() // beyond the target without a refusal: the limit has risen
 	}
@@ -251,13 +209,12 @@ func (c *Controller) climb(dt time.Duration) {
 		// halves the peak and the rate sustained, so a limit that really fell stops them.
 		k.peak /= 2
 		k.sustained /= 2
-		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
-		k.slowStart = true
+		c.startSlowStart(c.cfg.InitialRate)
 		c.win.mode = windowFollowsRate
 		return
 	}
 	if c.rate >= c.cfg.RestartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
-		k.slowStart = true
+		c.startSlowStart(0)
 		c.win.mode = windowFollowsRate
 	}
 }

@@ -1,21 +1,6 @@
 package aimd
 
-import (
-	"math"
-	"time"
-)
-
-const (
-	// failureRunFloor, failureServing: a run of Failures cuts the rate to no less than
-	// failureRunFloor × the rate that drew the episode's first refusal while the host's latest
-	// success is younger than failureServing.
-	failureRunFloor = 0.125
-	failureServing  = time.Minute
-
-	// ssSustained: slow start's refusal at rs may have measured nothing if the host had
-	// accepted less than ssSustained × rs over the RateWindow before it.
-	ssSustained = 0.75
-)
+import "time"
 
 // cut is what a refusal teaches: the new rate and plateau, and whether the new rate rests on a
 // measurement of the limit rather than on a bracket.
@@ -32,7 +17,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	rs := c.sendingRate(s.sent)
 	lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
 	c.fit.refusedAt(rs)
-	endsSlowStart, repeat := c.phase() == PhaseSlowStart, c.inRun()
+	endsSlowStart, repeat := c.inSlowStart(), c.inRun()
 	// 2. The failure logs learn what kind of signal this is.
 	c.noteSignal(s, rs, repeat)
 	// 3. The new rate and plateau.
@@ -43,16 +28,14 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 		d.rate = max(d.rate, c.ep.refused*failureRunFloor)
 	}
 	d.rate = c.clampRate(min(d.rate, c.rate))
-	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window {
-		// The window was full: failures may be the host's concurrency limit.
-		c.win.size = max(math.Floor(c.win.size*c.cfg.Beta), float64(c.cfg.MinWindow))
-	}
+	// The window was full: failures may be the host's concurrency limit.
+	windowFull := s.sig == Failure && s.conc >= c.hist.at(s.sent).window
 	// 4. The probe's pace, the target and the curve.
 	c.pace.refusedAt(rs, &c.cfg)
-	c.rate = d.rate
+	c.cutRate(d.rate, windowFull)
 	c.retarget(rs, endsSlowStart && s.sig == Overload && accepted < ssSustained*rs, d.measured)
 	c.curve.restart(d.rate, max(d.plateau, d.rate))
-	c.curve.searched, c.curve.slowStart = false, false
+	c.curve.searched = false
 	// 5. The episode, a new epoch, and the fit of the epoch this refusal closed.
 	c.ep.refusedAt(s.sent, c.epoch.start, rs, d.rate, repeat, c.target.kind == noTarget)
 	c.startEpoch(now)
@@ -62,7 +45,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // noteSignal updates the failure logs for congestion signal s drawn at rs: the rate a
 // background share is learned under, and the cuts a share may later undo.
 func (c *Controller) noteSignal(s *sample, rs float64, repeat bool) {
-	slow := c.curve.slowStart
+	slow := c.inSlowStart()
 	if s.sig == Failure {
 		if _, ok := c.fails.cut.get(); !slow && !ok {
 			c.fails.cut.set(rs)

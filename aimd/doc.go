@@ -44,12 +44,14 @@
 //
 // # How it decides
 //
-// A Controller is a composition of parts, each with one job: the curve (slow start, or the
-// return to the plateau and the probe above it), the pace (how often to probe), the search
-// target, the refusal episode, the bucket fit, the epoch, two failure logs, the window and the
-// latency reference. Observe runs them as the numbered steps of one decision. The control law,
-// why each rule exists, the evidence behind it and the tests that pin it are in docs/aimd.md;
-// measured figures are in BENCHMARKS.md.
+// Observe runs each outcome through one front filter (Controller.remember), which labels it:
+// served, a signal of the host's limit, the host's own failure, or noise (a stated limit is
+// taken before it). Estimators (the bucket fit, the run measure, the failure logs' background
+// shares, the served rate, the latency reference) turn outcomes into bounds and proposals.
+// The state machine moves on them: the phase is stored (Controller.phase), and the functions
+// of fsm.go are the only code that writes the rate, the window and the phase. Every numeric
+// constant is in tunables.go. The rules, the server behaviour each answers and the tests that
+// pin them are in docs/aimd.md; measured figures are in BENCHMARKS.md.
 //
 // Written by hand: no Go library learns a server's rate limit from outcomes. TCP's congestion
 // control (RFC 5681, CUBIC's RFC 9438) is the model for the epochs, slow start and the probe.

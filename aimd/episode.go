@@ -5,20 +5,6 @@ import (
 	"time"
 )
 
-const (
-	// minSpan: a refusal measures the limit only over at least this much sending; a shorter
-	// span measures mostly the server's burst.
-	minSpan = 800 * time.Millisecond
-
-	// burstAllowance: the tokens a server's bucket is assumed to have held beyond the refill
-	// when an epoch began, subtracted from the successes that measure the limit.
-	burstAllowance = 1.5
-
-	// minMeasured: an episode with fewer successes than this measures nothing; unblock starts
-	// over in slow start.
-	minMeasured = 3
-)
-
 // episode is a host's refusal episode: refusals with no success between them (a run), and the
 // runs that follow within about a window's period of the last one's end. A host refusing
 // whatever is sent (a sliding-window quota spent in a burst, a ban, an outage) makes one; the
@@ -92,8 +78,7 @@ func (c *Controller) unblock(s *sample) {
 	e := &c.ep
 	sends := c.fit.successSends(e.from, s.sent+1)
 	if len(sends) < minMeasured {
-		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
-		c.curve.slowStart = true
+		c.startSlowStart(c.cfg.InitialRate)
 		c.target.clear()
 		return
 	}
@@ -111,9 +96,7 @@ func (c *Controller) unblock(s *sample) {
 	if _, ok := e.firstEnd.get(); !ok {
 		e.firstEnd.set(s.sent)
 	}
-	c.rate = r
-	c.curve.restart(r, r)
-	c.curve.searched = false
+	c.endRun(r)
 	// Search toward the rate that drew the run, but no further than twice r or a rate the host
 	// accepted before the run over half as long as the run lasted.
 	held, _ := bestAccepted(sends[:before], e.start, time.Duration(e.blockLen/2))

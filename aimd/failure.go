@@ -5,32 +5,6 @@ import (
 	"math/bits"
 )
 
-const (
-	// failureCluster: a Failure is a congestion signal only when at least this many of the
-	// host's last 8 outcomes (itself included) are Failures. Overload always counts.
-	failureCluster = 3
-
-	// failureBaseMin, failureBaseSpan, failureBaseMax: a host's background failure share is
-	// known once failureBaseMin outcomes have taught it, follows about the latest
-	// failureBaseSpan of them, and counts up to failureBaseMax.
-	failureBaseMin  = 32
-	failureBaseSpan = 128
-	failureBaseMax  = 0.25
-
-	// failureBaseUnder: only outcomes sent at no more than this × the log's cut rate teach the
-	// background share.
-	failureBaseUnder = 0.6
-
-	// overloadBaseMin, overloadBaseLeast: the bare refusals' share is known after
-	// overloadBaseMin outcomes and used only from overloadBaseLeast up.
-	overloadBaseMin   = 64
-	overloadBaseLeast = 0.05
-
-	// overloadExcess: a bare refusal with at least this many bare refusals among the last 16
-	// outcomes is a limiter's excess, not a background share (see failureLog.excess).
-	overloadExcess = 5
-)
-
 // failureLog is a host's recent Failures (or bare refusals) and its background share of them:
 // what tells a cluster that slowing down can relieve from the share a host fails at any rate.
 // Only outcomes sent at no more than failureBaseUnder × cut, the rate the first cut on them
@@ -160,7 +134,7 @@ func (u *failureUndo) pending() bool { return u.rate > 0 }
 // note records a Failure cut about to be made on c, on n Failures among the last 16 outcomes.
 func (u *failureUndo) note(c *Controller, n int) {
 	if u.rate == 0 {
-		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.curve.slowStart
+		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.inSlowStart()
 	}
 	u.n = max(u.n, n)
 }
@@ -170,11 +144,8 @@ func (u *failureUndo) note(c *Controller, n int) {
 // plateau return to what they were before the first, and slow start resumes if that cut ended
 // it. Cuts the share does not explain stand.
 func (c *Controller) rejudge(u *failureUndo, need float64) {
-	if float64(u.n) < need {
-		c.rate = max(c.rate, c.clampRate(u.rate))
-		c.curve.restart(c.rate, max(c.curve.plateau, u.plateau))
-		c.target.clear()
-		c.curve.slowStart = c.curve.slowStart || u.slow
+	if v := *u; float64(v.n) < need {
+		c.undoCuts(v)
 	}
 	*u = failureUndo{}
 }

@@ -10,11 +10,6 @@ import (
 // load (the reference): congestion is more requests slower than a yardstick (LatencyFactor ×
 // the reference median or p90, and LatencyMinExcess more) than that distribution explains, by
 // refZ standard deviations of a binomial (docs/aimd.md, R34).
-const (
-	refSize = 64 // reference latencies kept (512 B per host)
-	refMin  = 4  // fewest reference latencies to judge by; fewer: no latency signal
-	refZ    = 3.0
-)
 
 // reference is the host's latency distribution without our load: latencies of the latest
 // refSize successes sent while no other request of ours was in flight (even one other can be
@@ -167,8 +162,6 @@ type latencyCheck struct {
 	from    nanos         // successes sent from then on judge it
 }
 
-const helpedZ = 2.0
-
 // fewer reports whether a of n is a smaller share than b of m, beyond chance (one-sided
 // two-proportion z-test at helpedZ).
 func fewer(a, n, b, m int) bool {
@@ -208,5 +201,5 @@ func (c *Controller) checkLatencyDecrease() {
 		c.lat.ref.lat.push(d)
 	}
 	c.lat.ref.update(&c.cfg)
-	c.win.size, c.win.mode = max(c.win.size, lc.size), lc.mode
+	c.undoShrink(lc.size, lc.mode)
 }

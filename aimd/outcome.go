@@ -33,6 +33,17 @@ const (
 	DemandSpare
 )
 
+// label is the front filter's verdict on one outcome that is not Neutral (Neutral is noise
+// and stops at the counters; a stated limit is taken before the label, see applyStated).
+type label uint8
+
+const (
+	labelServed      label = iota // a Success: growth, the latency signal
+	labelLimit                    // a signal of the host's limit: a refusal or a Failure cluster, after the last decrease
+	labelHostFailure              // the host's own failure: a Failure or bare refusal its background share explains, or a Failure far under what it has just served (R25–R31, R46)
+	labelNoise                    // a signal about a request sent before the last decrease: that decrease answered it (R1)
+)
+
 // Outcome is what the controller learns from one request.
 type Outcome struct {
 	Signal  Signal

@@ -32,24 +32,6 @@ func (p Phase) String() string {
 	return "unknown"
 }
 
-// phase returns the controller's phase, in order of precedence: slow start, a refusal run, the
-// hold after a fit, the return to the plateau, the search above it, the probe.
-func (c *Controller) phase() Phase {
-	switch {
-	case c.curve.slowStart:
-		return PhaseSlowStart
-	case c.inRun():
-		return PhaseRefusalRun
-	case c.curve.hold > 0:
-		return PhaseHold
-	case c.curve.from < c.curve.plateau && c.curve.elapsed < c.returnTime():
-		return PhaseReturn
-	case c.target.searching(c.curve.plateau, c.cfg.PlateauFactor):
-		return PhaseSearch
-	}
-	return PhaseProbe
-}
-
 // inRun reports whether the host is in a refusal run: refused, with no success since the last
 // refusal (a refusal now repeats it).
 func (c *Controller) inRun() bool { return c.ep.run > 0 && c.epoch.ok == 0 }

@@ -42,9 +42,6 @@ type ring[T any] struct {
 
 func newRing[T any](capacity int) ring[T] { return ring[T]{cap: capacity} }
 
-// minRingBuf is the buffer a ring starts with at its first push.
-const minRingBuf = 8
-
 // push appends v, dropping the oldest element when the ring holds its capacity.
 func (r *ring[T]) push(v T) {
 	if r.n == len(r.buf) && len(r.buf) < r.cap {

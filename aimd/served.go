@@ -1,15 +1,5 @@
 package aimd
 
-import "time"
-
-const (
-	// servedUnder, servedMemory: a Failure sent at no more than servedUnder × the success rate
-	// the host answered at its peak within servedMemory before is not congestion (docs/aimd.md,
-	// R46).
-	servedUnder  = 0.5
-	servedMemory = 10 * time.Second
-)
-
 // servedPeak is the highest success rate (over the RateWindow, by send time) the host answered
 // within the last servedMemory: a rate it has just shown it takes.
 type servedPeak struct {

@@ -65,7 +65,7 @@ func runShared(n, pages int, limit, lat, maxT float64, starts ...float64) shared
 		}
 		res.low = max(res.low, t-lowFrom)
 		for i, cl := range cs {
-			if k := cl.c.curve.plateau; cl.left == 0 || cl.c.curve.slowStart || k < 0.5 || k >= 2 {
+			if k := cl.c.curve.plateau; cl.left == 0 || cl.c.inSlowStart() || k < 0.5 || k >= 2 {
 				midFrom[i] = t
 			}
 			res.mid = max(res.mid, t-midFrom[i])

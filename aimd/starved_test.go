@@ -34,6 +34,7 @@ func TestQuickStarvedRestarts(t *testing.T) {
 			c := New(Config{}, t0)
 			c.rate = tc.plateau
 			c.curve = curve{plateau: tc.plateau, from: tc.plateau, peak: tc.peak, sustained: tc.sustained}
+			c.phase = PhaseProbe
 			c.pace.quick, c.pace.pause = tc.pause <= 0, tc.pause
 			if got := c.starvation(); got != tc.want {
 				t.Fatalf("starvation %d, want %d", got, tc.want)

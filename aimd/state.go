@@ -31,7 +31,7 @@ func (c *Controller) Stats() Stats {
 		Window:       c.Window(),
 		P95:          c.p95(ds),
 		Baseline:     c.lat.baseline,
-		Phase:        c.phase(),
+		Phase:        c.phase,
 		Plateau:      c.curve.plateau,
 		Decreases:    c.counts.decreases,
 		OverLimit:    c.counts.overLimit,
@@ -98,7 +98,7 @@ func (c *Controller) State() State {
 		Window:    c.Window(),
 		Plateau:   c.curve.plateau,
 		Baseline:  c.lat.baseline,
-		SlowStart: c.curve.slowStart,
+		SlowStart: c.inSlowStart(),
 		Decreases: c.counts.decreases,
 		OverLimit: c.counts.overLimit,
 		Failures:  c.counts.failures,
@@ -124,12 +124,8 @@ func (c *Controller) State() State {
 // host may have changed since s was saved.
 func Restore(cfg Config, s State, now time.Time) *Controller {
 	c := New(cfg, now)
-	if r := validRate(s.Rate); r > 0 {
-		c.rate = c.clampRate(r)
-	}
-	if s.Window > 0 {
-		c.win.size = float64(min(max(s.Window, c.cfg.MinWindow), c.cfg.MaxWindow))
-	}
+	learned := s.Rate > 0 && !s.SlowStart
+	c.resume(validRate(s.Rate), s.Window, !learned)
 	if s.Baseline > 0 {
 		c.lat.baseline, c.lat.src, c.lat.at = s.Baseline, baselineRestored, now
 	}
@@ -138,8 +134,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	c.counts.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
 	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
 	c.overs.restore(s.RefusalShare, s.RefusalSamples, s.RefusalCut)
-	if s.Rate > 0 && !s.SlowStart {
-		c.curve.slowStart = false
+	if learned {
 		c.curve.plateau, c.curve.from = c.rate, c.rate
 		if p := validRate(s.Plateau); p > 0 {
 			c.curve.plateau = p
@@ -153,6 +148,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	if s.Version >= 2 && len(s.Parts) > 0 && c.restoreParts(s.Parts) {
 		c.curve.plateau = validRate(s.Plateau)
 	}
+	c.settle()
 	c.hist = newHistory(historySize)
 	c.record(now, true)
 	return c

@@ -5,21 +5,6 @@ import (
 	"time"
 )
 
-const (
-	// statedMargin: a limit the host states is run at (1 − statedMargin) × its rate. The
-	// dispatcher may credit a late request with up to 2.5% of the sending interval
-	// (hostlimit's lateShare), so a gap can be that much shorter than 1/rate; 3% keeps every
-	// gap at least a stated interval long, with 0.5% for the jitter of the trip, as Beta does
-	// under a measured one-token limit. docs/aimd.md, R40.
-	statedMargin = 0.03
-	// statedRefusals: this many refusals (in distinct epochs) under a stated limit refute it:
-	// the host is learned as if it had stated nothing.
-	statedRefusals = 2
-	// statedChange: a stated rate that moves by more than this share is a new statement, and
-	// sets the rate again.
-	statedChange = 0.01
-)
-
 // statedTrust is what the controller makes of the limit the host states.
 type statedTrust uint8
 
@@ -83,11 +68,7 @@ func (c *Controller) applyStated(now time.Time, sig Signal, rate float64) {
 		return
 	}
 	c.top = c.capRate()
-	r := c.clampRate(c.stated.cap())
-	c.rate = r
-	c.curve.slowStart = false
-	c.curve.restart(r, r)
-	c.target.clear()
+	c.holdStated(c.clampRate(c.stated.cap()))
 	c.record(now, true)
 }
 

@@ -45,14 +45,7 @@ func (c *Controller) decreaseWindow(now time.Time) {
 	med := quantile(c.recentLatencies(c.epoch.start, 0), 0.5)
 	c.win.check = latencyCheck{pending: true, size: c.win.size, mode: c.win.mode, median: med,
 		counts: c.countLatencies(c.epoch.start), from: toNanos(now) + 2*nanos(med)}
-	c.win.size, c.win.lastSet = float64(target), target
-	c.win.mode = windowLatencyBound
-	if c.curve.slowStart {
-		c.curve.slowStart = false
-		steps := c.curve.steps
-		c.curve.restart(c.rate, c.rate)
-		c.curve.steps = steps
-	}
+	c.shrinkWindow(target)
 	c.startEpoch(now)
 }
 
@@ -200,12 +193,6 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 	return float64(ok) / active.Seconds()
 }
 
-const (
-	// maxWindowPatience bounds how far the window probe interval is stretched while latency
-	// signals keep bringing the window back to the same size.
-	maxWindowPatience = 16
-)
-
 // windowMode says what sizes the window.
 type windowMode uint8
 
@@ -223,17 +210,17 @@ type windowState struct {
 	check    latencyCheck // the last latency decrease, until it is judged
 }
 
-// followRate grows the window to twice the requests rate keeps in flight at latency typical
-// (at most maxWindow), so that it never holds back a rate-limited host.
-func (w *windowState) followRate(rate float64, typical time.Duration, maxWindow int) {
-	w.size = max(w.size, min(math.Ceil(2*rate*typical.Seconds()), float64(maxWindow)))
+// followRate is the window that follows the rate: twice the requests rate keeps in flight at
+// latency typical, so that it never holds back a rate-limited host.
+func (w *windowState) followRate(rate float64, typical time.Duration) float64 {
+	return math.Ceil(2 * rate * typical.Seconds())
 }
 
-// probe grows the window after slow start by one per probe × patience × window successes that
-// found it full (at most maxWindow).
-func (w *windowState) probe(probe, maxWindow int) {
+// probe is the window after one success that found it full, after slow start: one more per
+// probe × patience × window such successes.
+func (w *windowState) probe(probe int) float64 {
 	step := float64(probe * max(w.patience, 1))
-	w.size = min(w.size+1/(step*max(w.size, 1)), float64(maxWindow))
+	return w.size + 1/(step*max(w.size, 1))
 }
 
 // baselineSource says where the baseline latency came from.

@@ -27,18 +27,20 @@ import (
 // Everything fetched so far is kept; Run again on the same DataDir resumes.
 var ErrInterrupted = engine.ErrInterrupted
 
-// Scope says which hosts a crawl stays on.
-type Scope int
+// Scope says which hosts a crawl stays on: the crawl command's --scope.
+type Scope = engine.ScopeMode
 
 const (
 	// ScopeHost keeps the crawl on the seeds' hosts (the zero value).
-	ScopeHost Scope = iota
+	ScopeHost = engine.ScopeHost
 	// ScopeDomain keeps it on the seeds' registrable domains (example.com and its subdomains).
-	ScopeDomain
+	ScopeDomain = engine.ScopeDomain
 )
 
 // Options say what to crawl and where to keep it. The zero value of every field but DataDir
-// works: a field left zero takes the default the crawl command has.
+// works: a field left zero takes the default the crawl command has. Each setting is the field
+// of the same name of the crawl's settings, which the crawl command's flags set and its store
+// keeps; New copies them as they are, a zero taking its default there.
 type Options struct {
 	// Seeds are the URLs the crawl starts from; a URL without a scheme gets https. They may be
 	// empty when DataDir holds a crawl to resume.
@@ -50,7 +52,7 @@ type Options struct {
 	// InScope, if set, must also admit every URL the crawl would queue (links, redirects,
 	// sitemap URLs); it is asked from several goroutines at once.
 	InScope func(u *url.URL) bool
-	// MaxDepth caps link hops from a seed; 0 means no cap.
+	// MaxDepth caps link hops from a seed; 0 means no cap (the crawl command's --max-depth -1).
 	MaxDepth int
 	// MaxPages stops the crawl after this many fetched pages, all runs together; 0: no cap.
 	MaxPages int
@@ -123,45 +125,28 @@ type hooks struct {
 
 // New checks o and returns a Crawler for it. It opens nothing: Run does.
 func New(o Options) (*Crawler, error) {
-	cfg := engine.Defaults()
 	if o.DataDir == "" {
 		return nil, errors.New("crawler: Options.DataDir is required")
 	}
-	cfg.Dir = o.DataDir
 	seeds, bad := engine.ParseSeedArgs(o.Seeds)
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("crawler: Options.Seeds: %v", bad[0])
 	}
-	cfg.Seeds = seeds
-	switch o.Scope {
-	case ScopeHost:
-		cfg.Scope = "host"
-	case ScopeDomain:
-		cfg.Scope = "domain"
-	default:
-		return nil, fmt.Errorf("crawler: Options.Scope %d is not ScopeHost or ScopeDomain", o.Scope)
-	}
 	if o.MaxDepth < 0 || o.MaxPages < 0 || o.MaxHostPages < 0 {
 		return nil, errors.New("crawler: Options.MaxDepth, MaxPages and MaxHostPages must not be negative")
 	}
-	if o.MaxDepth > 0 {
-		cfg.MaxDepth = o.MaxDepth
+	if o.Scope != ScopeHost && o.Scope != ScopeDomain {
+		return nil, fmt.Errorf("crawler: Options.Scope %d is not ScopeHost or ScopeDomain", o.Scope)
 	}
-	cfg.MaxPages = o.MaxPages
-	cfg.MaxHostPages = o.MaxHostPages
-	setIf(&cfg.UserAgent, o.UserAgent)
-	setIf(&cfg.Workers, o.Workers)
-	setIf(&cfg.HostConcurrency, o.HostConcurrency)
-	setIf(&cfg.InitialRate, o.InitialRate)
-	setIf(&cfg.MaxRate, o.MaxRate)
-	setIf(&cfg.Timeout, o.Timeout)
-	if cfg.InitialRate > cfg.MaxRate {
-		cfg.InitialRate = cfg.MaxRate
-	}
-	cfg.Requisites = o.Requisites
-	cfg.Sitemaps = o.Sitemaps
-	if o.Logger != nil {
-		cfg.Log = o.Logger
+	cfg := engine.Config{
+		Settings: engine.Settings{
+			Scope: o.Scope, MaxDepth: engine.Depth(o.MaxDepth), MaxPages: o.MaxPages, MaxHostPages: o.MaxHostPages,
+			Requisites: o.Requisites, Sitemaps: o.Sitemaps,
+			UserAgent: o.UserAgent, HostConcurrency: o.HostConcurrency,
+			InitialRate: o.InitialRate, MaxRate: o.MaxRate, Timeout: o.Timeout,
+		},
+		Dir: o.DataDir, Seeds: seeds, Workers: o.Workers, Log: o.Logger,
+		Hooks: engine.Hooks{InScope: o.InScope},
 	}
 	if len(o.Hosts) > 0 {
 		cfg.Hosts = make(map[string]engine.HostPolicy, len(o.Hosts))
@@ -177,7 +162,8 @@ func New(o Options) (*Crawler, error) {
 			cfg.Hosts[key] = p
 		}
 	}
-	cfg.Hooks.InScope = o.InScope
+	cfg = cfg.WithDefaults()
+	cfg.InitialRate = min(cfg.InitialRate, cfg.MaxRate) // a MaxRate below the default InitialRate
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("crawler: %w", err)
 	}
@@ -222,13 +208,6 @@ func (s *sharedCrawl) open(ctx context.Context, cfg engine.Config) (e *engine.Cr
 		return nil, nil, err
 	}
 	return e, leave, nil
-}
-
-func setIf[T comparable](dst *T, v T) {
-	var zero T
-	if v != zero {
-		*dst = v
-	}
 }
 
 // hostKey turns a host name (with an optional port) into the crawl's host key.

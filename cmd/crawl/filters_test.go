@@ -63,7 +63,7 @@ func TestAcceptTypeAndDenyExt(t *testing.T) {
 	if st := urlState(t, dir, site.URL+"/page"); st.State != "fetched" {
 		t.Errorf("page: %+v, want fetched", st)
 	}
-	if st := statusJSON(t, dir); st.Settings == nil || strings.Join(st.Settings.AcceptType, ",") != "text/html" || strings.Join(st.Settings.DenyExt, ",") != "pdf,iso" {
+	if st := statusJSON(t, dir); st.Settings == nil || strings.Join(st.Settings.AcceptTypes, ",") != "text/html" || strings.Join(st.Settings.DenyExt, ",") != "pdf,iso" {
 		t.Errorf("stored settings %+v, want accept-type text/html and deny-ext pdf,iso", st.Settings)
 	}
 

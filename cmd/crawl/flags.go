@@ -114,6 +114,9 @@ func flagError(fs *flag.FlagSet, err error) string {
 	}
 	if m := reBadValue.FindStringSubmatch(msg); m != nil {
 		why := m[3]
+		if strings.HasPrefix(why, "--"+m[2]+" ") {
+			return why // it names the flag already (crawler's errors do)
+		}
 		if why == "parse error" || why == "value out of range" {
 			why = flagForm(fs.Lookup(m[2]))
 			if m[3] == "value out of range" {

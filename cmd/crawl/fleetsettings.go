@@ -48,7 +48,7 @@ func takeCrawlSettings(ctx context.Context, st crawlValues, fs *flag.FlagSet, cf
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	mine := crawler.CrawlSettingsOf(cfg).Flags()
+	mine := cfg.CrawlSettings().Flags()
 	var conflicts []crawler.Change
 	var taken []string
 	for i, s := range crawl.Flags() {
@@ -80,10 +80,10 @@ func takeCrawlSettings(ctx context.Context, st crawlValues, fs *flag.FlagSet, cf
 // (seeded, it has a scope but no settings).
 func crawlRecord(ctx context.Context, st crawlValues, cfg *crawler.Config, seeded bool, name string, stderr io.Writer) (string, bool, error) {
 	if seeded {
-		if err := cfg.Validate(); err != nil { // what the crawl keeps must be what a worker may run with
+		if err := cfg.ValidateGiven(); err != nil { // what the crawl keeps must be what a worker may run with
 			return "", false, fmt.Errorf("%w (%w)", err, crawler.ErrUsage)
 		}
-		v, err := st.Settle(ctx, crawler.CrawlSettingsName, crawler.EncodeCrawlSettings(crawler.CrawlSettingsOf(cfg)))
+		v, err := st.Settle(ctx, crawler.CrawlSettingsName, crawler.EncodeCrawlSettings(cfg.CrawlSettings()))
 		return v, err == nil, err
 	}
 	deadline := time.Now().Add(seedsWait)

@@ -155,7 +155,7 @@ func TestFleetSettingsRefused(t *testing.T) {
 	defer cancel()
 	cfg := crawler.Defaults()
 	cfg.MaxRate = 30
-	good := crawler.EncodeCrawlSettings(crawler.CrawlSettingsOf(&cfg))
+	good := crawler.EncodeCrawlSettings(cfg.CrawlSettings())
 	for _, tc := range []struct {
 		name, record string
 		args         []string

@@ -59,11 +59,11 @@ func (l *wordList) Set(s string) error {
 // crawlFlags registers the flags shared by run and demo on fs and returns the config they fill.
 func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	cfg := crawler.Defaults()
-	fs.StringVar(&cfg.Scope, "scope", cfg.Scope, "what is in scope: host (the seeds' hosts) or domain (their registrable domains)")
-	fs.IntVar(&cfg.MaxDepth, "max-depth", cfg.MaxDepth, "most link hops from a seed (-1: unlimited)")
+	fs.TextVar(&cfg.Scope, "scope", cfg.Scope, "what is in scope: `host|domain` (host: the seeds' hosts; domain: their registrable domains)")
+	fs.TextVar(&cfg.MaxDepth, "max-depth", cfg.MaxDepth, "most link `hops` from a seed (-1: unlimited; 0: the seeds alone)")
 	fs.BoolVar(&cfg.Sitemaps, "sitemaps", false, "also crawl the URLs each host's sitemaps list (robots.txt Sitemap lines, /sitemap.xml)")
 	fs.BoolVar(&cfg.Requisites, "requisites", false, "also fetch what each page needs to be shown: stylesheets, scripts, images, icons, fonts (not counted as link hops; their links not followed)")
-	fs.StringVar(&cfg.RequisitesScope, "requisites-scope", cfg.RequisitesScope, "hosts requisites are fetched from: any, or host (the crawl's scope)")
+	fs.TextVar(&cfg.RequisitesScope, "requisites-scope", cfg.RequisitesScope, "hosts requisites are fetched from: `any|host` (host: the crawl's scope)")
 	fs.IntVar(&cfg.MaxPages, "max-pages", cfg.MaxPages, "stop after this many pages fetched, all runs together (0: unlimited)")
 	fs.IntVar(&cfg.MaxHostPages, "max-host-pages", cfg.MaxHostPages, "most URLs of one host queued for fetching, all runs together; further links to it are excluded as limit (0: unlimited)")
 	fs.StringVar(&cfg.UserAgent, "user-agent", cfg.UserAgent, "User-Agent header; its product (MyBot in \"Mozilla/5.0 (compatible; MyBot/1.0; +URL)\") is the robots.txt product token")
@@ -80,7 +80,7 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	fs.Float64Var(&cfg.MinRate, "min-rate", cfg.MinRate, "per-host rate floor, requests/s")
 	fs.Float64Var(&cfg.MaxRate, "max-rate", cfg.MaxRate, "per-host rate ceiling, requests/s")
 	fs.BoolVar(&cfg.IgnoreCrawlDelay, "ignore-crawl-delay", cfg.IgnoreCrawlDelay, "do not cap a host's rate by its robots.txt Crawl-delay")
-	fs.IntVar(&cfg.Retry.MaxAttempts, "max-attempts", cfg.Retry.MaxAttempts, "attempts per URL before it fails (retryable errors only)")
+	fs.IntVar(&cfg.MaxAttempts, "max-attempts", cfg.MaxAttempts, "attempts per URL before it fails (retryable errors only)")
 	durationVar(fs, &cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a fetched robots.txt is trusted (a `duration`)")
 	fs.BoolVar(&cfg.AllowPrivate, "allow-private-networks", cfg.AllowPrivate, "connect to loopback/private/link-local addresses even when no seed is on them")
 	fs.BoolVar(&cfg.KeyByIP, "key-by-ip", cfg.KeyByIP, "one politeness gate per server address instead of per host name (virtual hosts on one server share a rate)")
@@ -193,7 +193,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateGiven(); err != nil {
 		if fromStore(err, applied) {
 			err = storedDamage(*dir, "its stored settings make no valid crawl: "+err.Error())
 			fmt.Fprintf(stderr, "crawl run: %v\n", err)

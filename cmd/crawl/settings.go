@@ -63,7 +63,7 @@ func checkStored(db *storage.DB) error {
 			}
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.ValidateGiven(); err != nil {
 		return db.Damage("its stored settings make no valid crawl: " + err.Error())
 	}
 	return nil

@@ -160,7 +160,7 @@ func TestResumeWidensHostBudgetAndScope(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if st := statusJSON(t, dir); st.Fetched != 7 || st.ExcludedBy["limit"] != 8 || st.Settings.Scope != "domain" {
+	if st := statusJSON(t, dir); st.Fetched != 7 || st.ExcludedBy["limit"] != 8 || st.Settings.Scope != crawler.ScopeDomain {
 		t.Errorf("--max-host-pages 7: fetched %d, excluded %v, settings %+v", st.Fetched, st.ExcludedBy, st.Settings)
 	}
 }
@@ -177,7 +177,7 @@ func TestResumeKeepsRequisitesAndSitemaps(t *testing.T) {
 	defer web.Close()
 	dir := crawlSite(t, web, "--requisites", "--requisites-scope", "host", "--sitemaps", "--max-pages", "3")
 	if st := statusJSON(t, dir); st.ExcludedBy["limit"] == 0 || st.Settings == nil || !st.Settings.Requisites ||
-		st.Settings.RequisitesScope != "host" || !st.Settings.Sitemaps {
+		st.Settings.RequisitesScope != crawler.RequisitesScopeHost || !st.Settings.Sitemaps {
 		t.Fatalf("after the first run: excluded %v, settings %+v", st.ExcludedBy, st.Settings)
 	}
 	out := runOK(t, "--data", dir, "--max-pages", "0")
@@ -209,7 +209,7 @@ func TestResumeKeepsRequisitesAndSitemaps(t *testing.T) {
 			t.Errorf("changing run's output lacks %q:\n%s", want, out)
 		}
 	}
-	if st := statusJSON(t, dir); st.Settings.Requisites || st.Settings.RequisitesScope != "any" || st.Settings.Sitemaps {
+	if st := statusJSON(t, dir); st.Settings.Requisites || st.Settings.RequisitesScope != crawler.RequisitesScopeAny || st.Settings.Sitemaps {
 		t.Errorf("after the change: settings %+v", st.Settings)
 	}
 }

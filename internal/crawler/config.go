@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +22,14 @@ import (
 // DefaultUserAgent names the project and leaves a placeholder for the operator's contact.
 const DefaultUserAgent = "crawl/0.1 (+contact: set --user-agent to name yourself)"
 
-// Config is everything one crawl needs. It is built once (by cmd/crawl) and passed down; there
-// are no other knobs, no environment variables and no globals.
+// Config is everything one crawl needs. It is built once (by cmd/crawl, or by the public
+// package crawler from its Options) and passed down; there are no other knobs, no environment
+// variables and no globals. A zero field takes its default (WithDefaults, Defaults).
 type Config struct {
+	// Settings are the crawl's choices the store keeps (settings.go): scope, filters,
+	// politeness, request limits.
+	Settings
+
 	Dir   string   // data directory holding the store
 	Seeds []string // normalized seed URLs (may be empty when resuming)
 	// HTTPFallback holds the host keys (urlnorm.HostKey) of seeds given without a scheme
@@ -31,70 +37,22 @@ type Config struct {
 	// robots.txt and pages are fetched over http instead, as browsers and wget do.
 	HTTPFallback map[string]bool
 
-	Scope    string // "host" or "domain"
-	Include  []*regexp.Regexp
-	Exclude  []*regexp.Regexp
-	MaxDepth int // link hops from a seed; < 0 means unlimited
-	MaxPages int // stop after this many fetched pages (all runs together); 0 means unlimited
-	// MaxHostPages caps the URLs of one host ever queued (so fetched); further links to the host
-	// are excluded with reason "limit". It bounds infinite URL spaces. 0 means unlimited.
-	MaxHostPages int
-
-	UserAgent string
-	// RobotsAgent is the product token matched against robots.txt User-agent lines; ""
-	// means the product of UserAgent (robots.AgentToken).
-	RobotsAgent     string
-	Workers         int           // global cap on requests in flight
-	HostConcurrency int           // cap on requests in flight per host
-	Timeout         time.Duration // per request, body included
-	MaxBody         int64         // decoded bytes kept per response
-	MaxRedirects    int           // redirect hops followed from one URL
-	// Sitemaps queues each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml) and
-	// follows the URLs they list (--sitemaps).
-	Sitemaps bool
-	// Sitemap bounds what each host's sitemaps add to a run (budgets.go); zero: the defaults.
+	Workers      int // global cap on requests in flight
+	MaxRedirects int // redirect hops followed from one URL
+	// Sitemap bounds what each host's sitemaps add to a run (budgets.go).
 	Sitemap SitemapLimits
-
-	InitialRate      float64 // per host, req/s, before anything is learned
-	MinRate, MaxRate float64 // per-host floor and ceiling, req/s
-	IgnoreCrawlDelay bool
-	RobotsTTL        time.Duration
 	// RobotsRetry is the first re-check delay after a host's robots.txt was unreachable; it
 	// doubles with each failure up to a minute, and after robotsMaxFailures the host's URLs fail.
 	RobotsRetry time.Duration
+	// Retry is the backoff of a URL's retries; Settings.MaxAttempts bounds their number.
+	Retry Backoff
 
-	Retry retry.Policy
-
-	// AcceptTypes, if not empty, are the media types ("text/html", "text/*") of the pages kept:
-	// a 2xx page of another type (by its Content-Type header) is excluded with reason "type"
-	// without its body being read. robots.txt, and sitemaps with Sitemaps, are always read.
-	AcceptTypes []string
-	// DenyExt are file extensions (lowercase, no dot) whose URLs are excluded as "filter"
-	// before they are requested.
-	DenyExt []string
-
-	// Hosts holds the policies set for particular hosts, by host key (--hosts-config).
+	// Hosts holds the policies set for particular hosts, by host key (--hosts-config, whose
+	// path is Settings.HostsConfig).
 	Hosts map[string]HostPolicy
-	// HostsConfig is the file (an absolute path) Hosts was read from, "" if none: it is
-	// stored with the settings, so that a resume reads it again.
-	HostsConfig string
 
-	// RetryFailed and RetryExcluded put the failed URLs, and the URLs excluded by robots.txt,
-	// a private address or a setting that now admits them, back in the queue with fresh
-	// attempts when the crawl opens (--retry failed,excluded).
-	RetryFailed, RetryExcluded bool
-
-	// Requisites fetches what each page needs to be shown (stylesheets, scripts, images,
-	// icons, fonts, and what stylesheets load) as requisites of the page: at its depth, their
-	// own links not followed (--requisites). RequisitesScope says on which hosts.
-	Requisites      bool
-	RequisitesScope string // RequisitesScopeAny (default) or RequisitesScopeHost
-
-	// Recrawl queues the fetched URLs again when the crawl opens, to be revisited with
-	// conditional GETs (--recrawl); with RecrawlOlderThan > 0 only those whose last visit is at
-	// least that old (--older-than).
-	Recrawl          bool
-	RecrawlOlderThan time.Duration
+	// Revisit says what this run does again with URLs already seen (--retry, --recrawl).
+	Revisit
 
 	// URLLog, if set, receives one JSON line for each URL that is fetched, fails or is
 	// excluded when its turn comes, as it happens (--log-urls).
@@ -141,6 +99,27 @@ type Config struct {
 	Hooks Hooks
 }
 
+// Backoff is how long a URL's retries wait (retry.Policy): the ceiling of the first wait, and
+// the ceiling no wait grows beyond.
+type Backoff struct {
+	Base, Cap time.Duration
+}
+
+// Revisit is what a run does again with the URLs a store has already seen, when the crawl
+// opens. None of it is stored: it belongs to the run that asks.
+type Revisit struct {
+	// RetryFailed and RetryExcluded put the failed URLs, and the URLs excluded by robots.txt,
+	// a private address or a setting that now admits them, back in the queue with fresh
+	// attempts (--retry failed,excluded).
+	RetryFailed, RetryExcluded bool
+
+	// Recrawl queues the fetched URLs again, to be revisited with conditional GETs
+	// (--recrawl); with RecrawlOlderThan > 0 only those whose last visit is at least that old
+	// (--older-than).
+	Recrawl          bool
+	RecrawlOlderThan time.Duration
+}
+
 // Hooks are functions a Go program gives the loop. Each may be nil. They are called from the
 // fetch goroutines at once, so each must be safe for concurrent use, and the crawl waits for
 // them.
@@ -156,35 +135,38 @@ type Hooks struct {
 	Stored func(p *storage.Page, role frontier.Role)
 }
 
-// Defaults returns a Config with every default filled in; callers override fields.
-func Defaults() Config {
-	return Config{
-		Scope:           "host",
-		RequisitesScope: RequisitesScopeAny,
-		MaxDepth:        -1,
-		UserAgent:       DefaultUserAgent,
-		Workers:         32,
-		HostConcurrency: 8,
-		Timeout:         30 * time.Second,
-		MaxBody:         10 << 20,
-		MaxRedirects:    10,
-		InitialRate:     2,
-		MinRate:         0.1,
-		MaxRate:         1000,
-		RobotsTTL:       24 * time.Hour,
-		RobotsRetry:     time.Second,
-		Retry:           retry.Policy{Base: 500 * time.Millisecond, Cap: 60 * time.Second, MaxAttempts: 5},
-		DeferAfter:      10 * time.Minute,
-		Grace:           10 * time.Second,
-		StatusEvery:     time.Second,
-	}
+// WithDefaults returns c with every zero field that has a default set to it: the one place
+// the defaults are written. Open runs the crawl with c.WithDefaults(), and stores its Settings.
+func (c Config) WithDefaults() Config {
+	s := &c.Settings
+	s.UserAgent = cmp.Or(s.UserAgent, DefaultUserAgent)
+	s.HostConcurrency = cmp.Or(s.HostConcurrency, 8)
+	s.Timeout = cmp.Or(s.Timeout, 30*time.Second)
+	s.MaxBody = cmp.Or(s.MaxBody, 10<<20)
+	s.MaxRate = cmp.Or(s.MaxRate, 1000)
+	s.MinRate = cmp.Or(s.MinRate, 0.1)
+	s.InitialRate = cmp.Or(s.InitialRate, 2)
+	s.RobotsTTL = cmp.Or(s.RobotsTTL, 24*time.Hour)
+	s.MaxAttempts = cmp.Or(s.MaxAttempts, 5)
+	c.Workers = cmp.Or(c.Workers, 32)
+	c.MaxRedirects = cmp.Or(c.MaxRedirects, 10)
+	c.RobotsRetry = cmp.Or(c.RobotsRetry, time.Second)
+	c.Retry.Base = cmp.Or(c.Retry.Base, 500*time.Millisecond)
+	c.Retry.Cap = cmp.Or(c.Retry.Cap, 60*time.Second)
+	c.DeferAfter = cmp.Or(c.DeferAfter, 10*time.Minute)
+	c.Grace = cmp.Or(c.Grace, 10*time.Second)
+	c.StatusEvery = cmp.Or(c.StatusEvery, time.Second)
+	return c
 }
 
-// Values of Config.RequisitesScope (--requisites-scope).
-const (
-	RequisitesScopeAny  = "any"  // requisites on any host
-	RequisitesScopeHost = "host" // only on the hosts (or domains) of the crawl's scope
-)
+// Defaults returns a Config with every default filled in, for a caller that shows them (the
+// command line's flags); callers override fields.
+func Defaults() Config { return Config{}.WithDefaults() }
+
+// retryPolicy is the retry policy of c's Retry and MaxAttempts.
+func (c *Config) retryPolicy() retry.Policy {
+	return retry.Policy{Base: c.Retry.Base, Cap: c.Retry.Cap, MaxAttempts: c.MaxAttempts}
+}
 
 // maxWorkers bounds --workers and --host-concurrency: far above what one process can use, low
 // enough that what is sized by them stays small.
@@ -196,19 +178,27 @@ func badRate(r float64) bool { return math.IsNaN(r) || math.IsInf(r, 0) }
 // fetched again, so a time-to-live shorter than a few fetches crawls nothing but robots.txt.
 const MinRobotsTTL = time.Minute
 
-// Validate reports the first impossible setting, naming the flag it comes from.
+// Validate reports the first impossible setting, naming the flag it comes from. A zero field
+// takes its default (WithDefaults).
 func (c *Config) Validate() error {
+	r := c.WithDefaults()
+	return r.ValidateGiven()
+}
+
+// ValidateGiven is Validate for a Config whose every field was set by its maker (the command
+// line, from Defaults): a zero where a default would be is refused as a value given.
+func (c *Config) ValidateGiven() error {
 	switch {
 	case c.Dir == "":
 		return errors.New("--data is required")
-	case c.Scope != "host" && c.Scope != "domain":
-		return fmt.Errorf("--scope must be host or domain, not %q", c.Scope)
+	case !c.Scope.valid():
+		return fmt.Errorf("--scope must be host or domain, not %v", c.Scope)
 	case c.Workers < 1 || c.Workers > maxWorkers:
 		return fmt.Errorf("--workers must be between 1 and %d, not %d", maxWorkers, c.Workers)
 	case c.HostConcurrency < 1 || c.HostConcurrency > maxWorkers:
 		return fmt.Errorf("--host-concurrency must be between 1 and %d, not %d", maxWorkers, c.HostConcurrency)
-	case c.MaxDepth < -1:
-		return fmt.Errorf("--max-depth must be -1 (unlimited) or more, not %d", c.MaxDepth)
+	case !c.MaxDepth.valid():
+		return fmt.Errorf("--max-depth must be -1 (unlimited) or more, not %v", c.MaxDepth)
 	case c.MaxHostPages < 0:
 		return fmt.Errorf("--max-host-pages must not be negative, not %d", c.MaxHostPages)
 	case badRate(c.MinRate):
@@ -243,14 +233,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--deny-ext takes file extensions such as pdf or zip, not %q", badExt(c.DenyExt))
 	case c.DNSServer != "" && !validAddrPort(c.DNSServer):
 		return fmt.Errorf("--dns-server must be an IP address and port (e.g. 127.0.0.1:53), not %q", c.DNSServer)
-	case c.RequisitesScope != RequisitesScopeAny && c.RequisitesScope != RequisitesScopeHost:
-		return fmt.Errorf("--requisites-scope must be any or host, not %q", c.RequisitesScope)
+	case !c.RequisitesScope.valid():
+		return fmt.Errorf("--requisites-scope must be any or host, not %v", c.RequisitesScope)
 	case c.RecrawlOlderThan < 0:
 		return fmt.Errorf("--older-than must not be negative, not %v", c.RecrawlOlderThan)
 	case c.RecrawlOlderThan > 0 && !c.Recrawl:
 		return errors.New("--older-than needs --recrawl")
-	case c.Retry.MaxAttempts < 1:
-		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.Retry.MaxAttempts)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.MaxAttempts)
 	}
 	for host, p := range c.Hosts {
 		if p.MaxRate < 0 || math.IsNaN(p.MaxRate) || math.IsInf(p.MaxRate, 0) {

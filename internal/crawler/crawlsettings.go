@@ -3,8 +3,6 @@ package crawler
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -18,9 +16,9 @@ type CrawlSettings struct {
 	AllowPrivate bool `json:"allow_private_networks,omitempty"`
 }
 
-// CrawlSettingsOf returns the crawl's settings c holds.
-func CrawlSettingsOf(c *Config) CrawlSettings {
-	s := SettingsOf(c)
+// CrawlSettings returns the crawl's settings c holds.
+func (c *Config) CrawlSettings() CrawlSettings {
+	s := c.Settings
 	s.HostsConfig = ""
 	return CrawlSettings{Settings: s, AllowPrivate: c.AllowPrivate}
 }
@@ -59,8 +57,8 @@ func EncodeCrawlSettings(s CrawlSettings) string {
 
 // DecodeCrawlSettings reads a settings record from Redis, which anyone who can write to it
 // may have made: it fails, naming what is wrong, on a record over maxCrawlSettings, one that is
-// not the JSON EncodeCrawlSettings makes, and one whose values a command line could not give
-// (those Config.Validate refuses, a pattern that does not compile).
+// not the JSON EncodeCrawlSettings makes (a pattern that does not compile included), and one
+// whose values a command line could not give (those Config.ValidateGiven refuses).
 func DecodeCrawlSettings(v string) (CrawlSettings, error) {
 	var s CrawlSettings
 	if len(v) > maxCrawlSettings {
@@ -74,27 +72,14 @@ func DecodeCrawlSettings(v string) (CrawlSettings, error) {
 	if dec.More() {
 		return CrawlSettings{}, fmt.Errorf("bad settings record: data after the record")
 	}
-	if s.RequisitesScope == "" {
-		s.RequisitesScope = RequisitesScopeAny
-	}
 	if s.HostsConfig != "" {
 		return CrawlSettings{}, fmt.Errorf("bad settings record: it names a --hosts-config, which belongs to each worker")
 	}
 	cfg := Defaults()
-	cfg.Dir = "-" // Validate wants one; the record has none
-	cfg.Scope, cfg.MaxDepth, cfg.AcceptTypes, cfg.DenyExt = s.Scope, s.MaxDepth, s.AcceptType, s.DenyExt
-	cfg.Requisites, cfg.RequisitesScope, cfg.Sitemaps = s.Requisites, s.RequisitesScope, s.Sitemaps
-	cfg.MaxPages, cfg.MaxHostPages, cfg.UserAgent, cfg.RobotsAgent = s.MaxPages, s.MaxHostPages, s.UserAgent, s.RobotsAgent
-	cfg.HostConcurrency, cfg.Timeout, cfg.MaxBody = s.HostConcurrency, s.Timeout, s.MaxBody
-	cfg.InitialRate, cfg.MinRate, cfg.MaxRate = s.InitialRate, s.MinRate, s.MaxRate
-	cfg.IgnoreCrawlDelay, cfg.RobotsTTL, cfg.Retry.MaxAttempts = s.IgnoreCrawlDelay, s.RobotsTTL, s.MaxAttempts
-	if err := cfg.Validate(); err != nil {
+	cfg.Dir = "-" // ValidateGiven wants one; the record has none
+	cfg.Settings = s.Settings
+	if err := cfg.ValidateGiven(); err != nil {
 		return CrawlSettings{}, fmt.Errorf("bad settings record: %w", err)
-	}
-	for _, p := range slices.Concat(s.Include, s.Exclude) {
-		if _, err := regexp.Compile(p); err != nil {
-			return CrawlSettings{}, fmt.Errorf("bad settings record: pattern %q: %w", p, err)
-		}
 	}
 	return s, nil
 }
@@ -106,7 +91,7 @@ func DecodeCrawlSettings(v string) (CrawlSettings, error) {
 // the crawl's settings for the flags it was not given (crawl run), so a difference here is a
 // flag given another value, or a program's Config.
 func (c *Crawler) checkCrawlSettings() error {
-	mine := CrawlSettingsOf(&c.cfg)
+	mine := c.cfg.CrawlSettings()
 	var v string
 	var ok bool
 	var err error

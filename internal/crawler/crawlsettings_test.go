@@ -114,7 +114,7 @@ func TestSharedCrawlSettingsRefuseAnother(t *testing.T) {
 // give is refused with what is wrong, never used.
 func TestDecodeCrawlSettingsRefusesHostile(t *testing.T) {
 	cfg := Defaults()
-	good := CrawlSettingsOf(&cfg)
+	good := cfg.CrawlSettings()
 	if got, err := DecodeCrawlSettings(EncodeCrawlSettings(good)); err != nil || len(good.Diff(got)) > 0 {
 		t.Fatalf("a good record: %+v, %v", got, err)
 	}
@@ -132,8 +132,10 @@ func TestDecodeCrawlSettingsRefusesHostile(t *testing.T) {
 		{"NaN-like rate", `{"scope":"host","max_rate":1e400}`, "bad settings record"},
 		{"zero timeout", bad(func(s *CrawlSettings) { s.Timeout = 0 }), "--timeout"},
 		{"huge concurrency", bad(func(s *CrawlSettings) { s.HostConcurrency = math.MaxInt32 }), "--host-concurrency"},
-		{"bad scope", bad(func(s *CrawlSettings) { s.Scope = "world" }), "--scope"},
-		{"bad pattern", bad(func(s *CrawlSettings) { s.Include = []string{"("} }), "pattern"},
+		{"bad scope", `{"scope":"world"}`, "--scope"},
+		{"bad pattern", `{"scope":"host","include":["("]}`, "pattern"},
+		{"bad depth", `{"scope":"host","max_depth":-2}`, "--max-depth"},
+		{"bad requisites scope", `{"scope":"host","requisites_scope":"planet"}`, "--requisites-scope"},
 		{"hosts config", bad(func(s *CrawlSettings) { s.HostsConfig = "/etc/passwd" }), "--hosts-config"},
 		{"control in agent", bad(func(s *CrawlSettings) { s.UserAgent = "a\x1b[2Jb" }), "--user-agent"},
 		{"short robots ttl", bad(func(s *CrawlSettings) { s.RobotsTTL = time.Nanosecond }), "--robots-ttl"},

@@ -15,7 +15,7 @@ func TestCrawlBroadWebThroughDNS(t *testing.T) {
 	web, dns := startBroadWeb(t, simweb.Broad(30, 3, 0, 1), 1)
 	cfg := testConfig(t, web)
 	cfg.Seeds = web.Seeds()[:1]
-	cfg.Scope = "domain"
+	cfg.Scope = ScopeDomain
 	cfg.DNSServer = dns.Addr()
 	sum := runCrawl(t, cfg)
 	if sum.StopReason != "done" {

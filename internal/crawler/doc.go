@@ -18,4 +18,10 @@
 //
 // Data flows one way: frontier → hostlimit → fetch → storage (via the frontier's commit) → links
 // back to the frontier. The rooms never call each other; only this package calls them.
+//
+// The files follow the loop: crawler.go holds the Crawler, its fields grouped by the goroutine
+// or lock that owns them; open.go opens a crawl (store, frontier, address guard, client);
+// seeds.go and scope.go take its seeds and scope; run.go is Run's loop, dispatch.go one turn
+// of the dispatcher, jobs.go the jobs it starts; robots.go, page.go and sitemap.go are what the
+// jobs do.
 package crawler

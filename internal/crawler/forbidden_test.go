@@ -67,7 +67,7 @@ func TestClassifyForbidden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Crawler{hosts: map[string]*hostRecord{}}
+			c := &Crawler{hostTable: hostTable{hosts: map[string]*hostRecord{}}}
 			for i, a := range tc.answers {
 				got := c.classifyForbidden("h", a.status, a.attempts, t0.Add(a.at), retry.ClassifyStatus(a.status))
 				if got != a.want {
@@ -80,7 +80,7 @@ func TestClassifyForbidden(t *testing.T) {
 
 func TestPageFault(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := &Crawler{hosts: map[string]*hostRecord{}}
+	c := &Crawler{hostTable: hostTable{hosts: map[string]*hostRecord{}}}
 	bad := retry.ClassifyStatus(502)
 	lease := func(attempts int) frontier.Lease {
 		return frontier.Lease{Entry: frontier.Entry{URL: "http://h/b", Host: "h"}, Attempts: attempts}
@@ -117,7 +117,7 @@ func TestServingOutlivesTheHostRecord(t *testing.T) {
 	if c.warm("second.test") {
 		t.Fatal("the host's record was kept; the test needs it dropped")
 	}
-	lease := frontier.Lease{Entry: frontier.Entry{URL: "http://second.test/", Host: "second.test"}, Attempts: c.cfg.Retry.MaxAttempts - 1}
+	lease := frontier.Lease{Entry: frontier.Entry{URL: "http://second.test/", Host: "second.test"}, Attempts: c.cfg.MaxAttempts - 1}
 	refused := retry.ClassifyStatus(503)
 	if res := c.retryOrFail(lease, refused, "503", 503, 0, now.Add(10*time.Second)); res.Kind != frontier.Retry {
 		t.Fatalf("attempt %d refused 10 s after robots.txt was answered: %v (%s), want a retry", lease.Attempts+1, res.Kind, res.Detail)

@@ -144,7 +144,7 @@ func hostileConfig(t *testing.T) Config {
 	cfg.MaxDepth = 40
 	cfg.MaxHostPages = 60
 	cfg.RobotsRetry = time.Millisecond
-	cfg.Retry = retry.Policy{Base: 5 * time.Millisecond, Cap: 50 * time.Millisecond, MaxAttempts: 2}
+	cfg.Retry, cfg.MaxAttempts = Backoff{Base: 5 * time.Millisecond, Cap: 50 * time.Millisecond}, 2
 	cfg.StatusEvery = 100 * time.Millisecond
 	cfg.Grace = time.Second
 	return cfg
@@ -399,7 +399,7 @@ func hostileCases() []hostileCase {
 			noOK:     true, // one link hop away
 			cfg: func(c *Config) {
 				c.Sitemaps, c.Sitemap, c.MaxBody, c.Timeout = true, hostileSitemapLimits, 5<<20, 10*time.Second
-				c.MaxDepth, c.MaxHostPages = 0, 1000
+				c.MaxDepth, c.MaxHostPages = SeedsOnly, 1000
 			},
 			want:  []expect{{url: "/sitemap.xml", state: "fetched", status: 200}, {url: "/ok", state: "excluded", reason: "depth"}},
 			check: checkSitemapBomb,
@@ -409,7 +409,7 @@ func hostileCases() []hostileCase {
 			head:     `<link rel="stylesheet" href="/css/0.css">`,
 			handlers: map[string]handler{"/css/": cssChain, "/img/": typed("image/png", "png")},
 			noOK:     true,
-			cfg:      func(c *Config) { c.Requisites, c.MaxDepth = true, 0 },
+			cfg:      func(c *Config) { c.Requisites, c.MaxDepth = true, SeedsOnly },
 			want:     cssChainWant(expect{url: "/ok", state: "excluded", reason: "depth"}),
 			check:    checkCSSChain,
 		},
@@ -444,7 +444,7 @@ func hostileCases() []hostileCase {
 			head:     `<object data="/doc/0.html"></object>`,
 			handlers: map[string]handler{"/doc/": docChain, "/js/": typed("text/javascript", "js")},
 			noOK:     true,
-			cfg:      func(c *Config) { c.Requisites, c.MaxDepth = true, 0 },
+			cfg:      func(c *Config) { c.Requisites, c.MaxDepth = true, SeedsOnly },
 			want:     docChainWant(expect{url: "/ok", state: "excluded", reason: "depth"}),
 			check:    checkDocChain,
 		},

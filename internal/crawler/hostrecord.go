@@ -13,8 +13,8 @@ import (
 // is reloaded from the store on its next use, and its retry budget and clock reading start
 // afresh (how it answered is kept apart: see hostAnswers).
 //
-// Every field is guarded by Crawler.mu except robots, which has its own lock (robotsState.mu,
-// never taken while Crawler.mu is held).
+// Every field is guarded by hostTable.mu except robots, which has its own lock (robotsState.mu,
+// never taken while hostTable.mu is held).
 type hostRecord struct {
 	jobs    int             // its jobs running
 	used    time.Time       // its latest use

@@ -211,7 +211,7 @@ const throttledAttempts = 4
 // defers the retry by the policy's cap instead of dropping it.
 func (c *Crawler) retryOrFail(l frontier.Lease, cl retry.Class, detail string, status int, retryAfter time.Duration, now time.Time) frontier.Result {
 	reason := cl.Reason
-	attempts, limit := l.Attempts+1, c.cfg.Retry.MaxAttempts
+	attempts, limit := l.Attempts+1, c.cfg.MaxAttempts
 	if cl.Signal == aimd.Overload && c.serving(l.Host, now) {
 		limit *= throttledAttempts
 	}

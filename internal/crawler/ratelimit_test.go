@@ -51,9 +51,8 @@ func TestHonourRetryAfterQuota(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &Crawler{
-				reg:   hostlimit.New(hostlimit.Config{Now: func() time.Time { return now }}, nil),
-				log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-				hosts: map[string]*hostRecord{},
+				opened:    opened{reg: hostlimit.New(hostlimit.Config{Now: func() time.Time { return now }}, nil), log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+				hostTable: hostTable{hosts: map[string]*hostRecord{}},
 			}
 			resp := &fetch.Response{Status: tc.status, Header: http.Header{}}
 			for i := 0; i+1 < len(tc.header); i += 2 {
@@ -85,9 +84,8 @@ func TestQuotaResetOnTheHostsClock(t *testing.T) {
 	const skew = 7*time.Second + 300*time.Millisecond // the host's clock is ahead of ours
 	start := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
 	c := &Crawler{
-		reg:   hostlimit.New(hostlimit.Config{Now: func() time.Time { return start }}, nil),
-		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		hosts: map[string]*hostRecord{},
+		opened:    opened{reg: hostlimit.New(hostlimit.Config{Now: func() time.Time { return start }}, nil), log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		hostTable: hostTable{hosts: map[string]*hostRecord{}},
 	}
 	// A response received at local (our clock) left the host 1 ms before, Date truncated.
 	resp := func(local time.Time, remaining int, reset time.Time) *fetch.Response {

@@ -31,7 +31,7 @@ func TestRequisites(t *testing.T) {
 
 	for _, on := range []bool{true, false} {
 		cfg := testConfig(t, web)
-		cfg.MaxDepth, cfg.Requisites = 0, on
+		cfg.MaxDepth, cfg.Requisites = SeedsOnly, on
 		runCrawl(t, cfg)
 		stored := storedByURL(t, cfg.Dir)
 		for _, a := range assets {
@@ -69,15 +69,15 @@ func checkRoles(t *testing.T, dir, base string, assets []string) {
 // TestAdmitRequisite: a requisite is admitted on any host unless --requisites-scope host,
 // --exclude applies to it and --include does not, and none is admitted without --requisites.
 func TestAdmitRequisite(t *testing.T) {
-	c := &Crawler{cfg: Defaults()}
-	c.scope.Mode = "host"
+	c := &Crawler{opened: opened{cfg: Defaults()}}
+	c.scope.Mode = ScopeHost
 	c.scope.AddSeed(mustParse(t, "http://a.example/"))
 	c.scope.Include = []*regexp.Regexp{regexp.MustCompile(`/docs/`)}
 	c.scope.Exclude = []*regexp.Regexp{regexp.MustCompile(`\.mp4$`)}
 	for _, tt := range []struct {
 		url   string
 		on    bool
-		scope string
+		scope RequisitesScope
 		role  frontier.Role
 		want  string
 	}{
@@ -256,7 +256,7 @@ func (f *countsThenStored) Counts() frontier.Counts {
 // the pages fetched look fewer (which let the dispatcher start a page past --max-pages).
 func TestPagesFetchedNeverUndercounts(t *testing.T) {
 	fr := &countsThenStored{fetched: 3} // 2 pages and 1 requisite
-	c := &Crawler{fr: fr}
+	c := &Crawler{opened: opened{fr: fr}}
 	c.pages.mode = budgetPages
 	c.pages.requisites.Store(1)
 	fr.after = func() {

@@ -33,65 +33,93 @@ const (
 	robotsMaxBytes    = robots.MaxSize + 1 // one byte past what is parsed, so the parser knows the file was cut
 )
 
+// robotsPhase is where one host's robots.txt is in this run. Each transition writes it:
+// robotsFor moves robotsUnloaded on (to robotsStaged when the store or the shared cache holds a
+// copy, else robotsNeeded); robotsJob and takeStaged move to robotsPending; set, once a copy is
+// installed, to robotsReady, robotsWait or robotsGaveUp; giveUp from robotsWait to
+// robotsGaveUp; a fetch cut short back to robotsUnloaded. robotsReady and robotsWait hold until
+// robotsState.next, then state reads them as robotsNeeded.
 type robotsPhase int
 
 const (
-	robotsReady   robotsPhase = iota // rules known and fresh
-	robotsNeeded                     // never fetched, expired, or a re-check is due
-	robotsPending                    // a fetch, or the install of a staged copy, is under way
-	robotsStaged                     // a copy read from the store or the shared cache awaits its install job
-	robotsWait                       // unreachable; re-check at the returned time
-	robotsGaveUp                     // unreachable too many times
+	robotsUnloaded robotsPhase = iota // not looked up in this run (the zero value)
+	robotsReady                       // rules known and fresh until next
+	robotsNeeded                      // never fetched, expired, or a re-check is due
+	robotsPending                     // a fetch, or the install of a staged copy, is under way
+	robotsStaged                      // a copy read from the store or the shared cache awaits its install job
+	robotsWait                        // unreachable; re-check at next
+	robotsGaveUp                      // unreachable too many times, or given up on in this run
 )
 
-// robotsState is one host's robots.txt as the loop knows it. Safe for concurrent use.
+// String names the phase, for test failures and logs.
+func (p robotsPhase) String() string {
+	switch p {
+	case robotsUnloaded:
+		return "unloaded"
+	case robotsReady:
+		return "ready"
+	case robotsNeeded:
+		return "needed"
+	case robotsPending:
+		return "pending"
+	case robotsStaged:
+		return "staged"
+	case robotsWait:
+		return "wait"
+	case robotsGaveUp:
+		return "gave-up"
+	}
+	return fmt.Sprintf("robotsPhase(%d)", int(p))
+}
+
+// robotsState is one host's robots.txt as the loop knows it. Safe for concurrent use: mu
+// guards every field.
 type robotsState struct {
-	mu      sync.Mutex
-	loaded  bool
-	pending bool
-	entry   storage.RobotsEntry
-	rules   *robots.Robots
-	next    time.Time // when to fetch again
-	since   time.Time // while unreachable: when the current streak of failures began
-	given   bool      // while unreachable: given up on in this run (giveUp), whatever the failures
+	mu    sync.Mutex
+	phase robotsPhase
+	entry storage.RobotsEntry // the copy installed last (robotsReady, robotsWait, robotsGaveUp)
+	// rules are entry's, parsed; nil until a copy is installed. A fetch keeps the previous
+	// copy's rules until its own are installed.
+	rules *robots.Robots
+	next  time.Time // robotsReady, robotsWait: when to fetch again
+	since time.Time // while unreachable: when the current streak of failures began
 	// unshared: entry was fetched by this worker of a shared crawl and is not in the shared
-	// cache yet (the host was not the worker's when the fetch ended)
+	// cache yet (the host was not the worker's when the fetch ended). It is not a phase: any
+	// installed copy may be unshared.
 	unshared bool
-	// staged: a copy read from the store or the shared cache, installed (parsed) by a job of
-	// its own, not by the dispatcher that read it (see stage)
+	// staged: robotsStaged's copy, read from the store or the shared cache, installed (parsed)
+	// by a job of its own, not by the dispatcher that read it (see stage)
 	staged *storage.RobotsEntry
 }
 
+// state returns the host's phase at now, and for robotsWait when to check again.
 func (rs *robotsState) state(now time.Time) (robotsPhase, time.Time) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	switch {
-	case rs.pending:
-		return robotsPending, time.Time{}
-	case rs.staged != nil:
-		return robotsStaged, time.Time{}
-	case rs.rules == nil:
+	switch rs.phase {
+	case robotsUnloaded:
 		return robotsNeeded, time.Time{}
-	case rs.rules.Unreachable() && (rs.entry.Failures >= robotsMaxFailures || rs.given):
-		return robotsGaveUp, time.Time{}
-	case now.Before(rs.next) && rs.rules.Unreachable():
-		return robotsWait, rs.next
-	case now.Before(rs.next):
-		return robotsReady, time.Time{}
+	case robotsReady, robotsWait:
+		if !now.Before(rs.next) {
+			return robotsNeeded, time.Time{}
+		}
+		if rs.phase == robotsWait {
+			return robotsWait, rs.next
+		}
 	}
-	return robotsNeeded, time.Time{}
+	return rs.phase, time.Time{}
 }
 
 // stage keeps e to be installed by installRobotsJob: parsing a robots.txt costs time linear
 // in its size (up to robots.MaxSize), which is a worker's to spend, not the dispatcher's.
 func (rs *robotsState) stage(e storage.RobotsEntry) {
 	rs.mu.Lock()
-	rs.staged = &e
+	rs.staged, rs.phase = &e, robotsStaged
 	rs.mu.Unlock()
 }
 
-// takeStaged returns the staged copy, if any, and marks the state pending until set installs
-// it.
+// takeStaged returns the staged copy, if any, and moves the state to robotsPending until set
+// installs it.
 func (rs *robotsState) takeStaged() (storage.RobotsEntry, bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -99,14 +127,36 @@ func (rs *robotsState) takeStaged() (storage.RobotsEntry, bool) {
 		return storage.RobotsEntry{}, false
 	}
 	e := *rs.staged
-	rs.staged, rs.pending = nil, true
+	rs.staged, rs.phase = nil, robotsPending
 	return e, true
 }
 
+// setPending moves the state to robotsPending: a fetch of the host's robots.txt is under way.
 func (rs *robotsState) setPending() {
 	rs.mu.Lock()
-	rs.pending = true
+	rs.phase = robotsPending
 	rs.mu.Unlock()
+}
+
+// unload moves the state back to robotsUnloaded, keeping what it holds: a fetch was cut short,
+// and the host's robots.txt is looked up again (in the store and the shared cache) on its next
+// use.
+func (rs *robotsState) unload() {
+	rs.mu.Lock()
+	rs.phase = robotsUnloaded
+	rs.mu.Unlock()
+}
+
+// load moves an unloaded state to robotsNeeded and reports whether it was unloaded: the caller
+// then looks for a copy (stage) or sets one.
+func (rs *robotsState) load() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.phase != robotsUnloaded {
+		return false
+	}
+	rs.phase = robotsNeeded
+	return true
 }
 
 func (rs *robotsState) failures() int {
@@ -146,16 +196,22 @@ func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	rs.entry, rs.loaded, rs.pending, rs.given, rs.unshared = e, true, false, false, false
+	rs.entry, rs.unshared = e, false
 	rs.rules, rs.staged = rules, nil
-	if rs.rules.Unreachable() {
-		rs.next = e.FetchedAt.Add(min(retry<<min(max(e.Failures-1, 0), 20), robotsMaxBackoff))
-		if e.Failures <= 1 || rs.since.IsZero() {
-			rs.since = e.FetchedAt
-		}
-	} else {
+	switch {
+	case !rs.rules.Unreachable():
+		rs.phase = robotsReady
 		rs.next = e.FetchedAt.Add(ttl)
 		rs.since = time.Time{}
+		return
+	case e.Failures >= robotsMaxFailures:
+		rs.phase = robotsGaveUp
+	default:
+		rs.phase = robotsWait
+	}
+	rs.next = e.FetchedAt.Add(min(retry<<min(max(e.Failures-1, 0), 20), robotsMaxBackoff))
+	if e.Failures <= 1 || rs.since.IsZero() {
+		rs.since = e.FetchedAt
 	}
 }
 
@@ -175,10 +231,13 @@ func (rs *robotsState) httpOnly() bool {
 	return rs.entry.HTTPOnly
 }
 
-// giveUp stops checking an unreachable robots.txt in this run: the host's queued URLs fail.
+// giveUp stops checking an unreachable robots.txt in this run (robotsWait, due or not, moves
+// to robotsGaveUp): the host's queued URLs fail. A state in another phase is left as it is.
 func (rs *robotsState) giveUp() {
 	rs.mu.Lock()
-	rs.given = true
+	if rs.phase == robotsWait {
+		rs.phase = robotsGaveUp
+	}
 	rs.mu.Unlock()
 }
 
@@ -191,17 +250,14 @@ func (c *Crawler) robotsFor(host string, now time.Time) (*robotsState, error) {
 	c.mu.Lock()
 	rs := &c.hostLocked(host).robots
 	c.mu.Unlock()
-	rs.mu.Lock()
-	loaded := rs.loaded
-	rs.loaded = true
-	rs.mu.Unlock()
-	if !loaded && c.cfg.Hosts[host].Robots == RobotsIgnored {
+	first := rs.load()
+	if first && c.cfg.Hosts[host].Robots == RobotsIgnored {
 		// A robots.txt that allows everything, never fetched again in this run.
 		rs.set(storage.RobotsEntry{Host: host, Status: http.StatusNotFound, FetchedAt: now}, robotsIgnoredTTL, c.cfg.RobotsRetry)
 		c.applyCrawlDelay(host, rs)
 		return rs, nil
 	}
-	if loaded {
+	if !first {
 		if c.shared != nil {
 			c.syncSharedRobots(host, rs, now)
 		}
@@ -338,9 +394,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 			// the host as if never loaded, so that its robots.txt is looked up again (in the
 			// store and the shared cache, where the host's next owner may have saved it).
 			t.Done(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
-			rs.mu.Lock()
-			rs.pending, rs.loaded = false, false
-			rs.mu.Unlock()
+			rs.unload()
 			return nil
 		}
 		if errors.Is(err, netguard.ErrPrivateAddress) {

@@ -1,6 +1,8 @@
 package crawler
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"path"
 	"regexp"
@@ -14,7 +16,7 @@ import (
 
 // Scope decides which URLs a crawl may fetch. It is plain data built from the seeds and flags.
 type Scope struct {
-	Mode    string          // "host" (the seeds' host keys) or "domain" (their registrable domains)
+	Mode    ScopeMode       // host: the seeds' host keys; domain: their registrable domains
 	Allowed map[string]bool // host keys (mode host) or registrable domains (mode domain)
 	Include []*regexp.Regexp
 	Exclude []*regexp.Regexp
@@ -30,7 +32,7 @@ func (s *Scope) AddSeed(u *url.URL) {
 }
 
 func (s *Scope) key(u *url.URL) string {
-	if s.Mode == "domain" {
+	if s.Mode == ScopeDomain {
 		return urlnorm.Registrable(u.Hostname())
 	}
 	return urlnorm.HostKey(u)
@@ -111,4 +113,56 @@ func (c *Crawler) warnUnmatchedHosts() {
 		c.log.Warn("--hosts-config names a host outside the crawl's scope; its settings apply to no page of the crawl",
 			"host", host, "file", c.cfg.HostsConfig)
 	}
+}
+
+type scopeMeta struct {
+	Mode    string   `json:"mode"` // a ScopeMode, as text
+	Allowed []string `json:"allowed"`
+}
+
+// loadScope restores the scope a previous run of this store used, so a resume without --seeds
+// keeps crawling the same hosts. A run with the other --scope derives its allowed set from the
+// seeds: their registrable domains, or their hosts.
+func (c *Crawler) loadScope() error {
+	c.scope = Scope{Mode: c.cfg.Scope, Include: c.cfg.Include, Exclude: c.cfg.Exclude, DenyExt: c.cfg.DenyExt, Allowed: map[string]bool{}}
+	if c.shared != nil {
+		return nil // saveScope merges this worker's seeds with the shared crawl's
+	}
+	b, ok, err := c.db.Meta("scope")
+	if err != nil || !ok {
+		return err
+	}
+	var m scopeMeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return c.db.Damage(fmt.Sprintf("its scope record does not decode: %v", err))
+	}
+	if m.Mode != c.cfg.Scope.String() {
+		hosts, err := c.seedHosts()
+		if err != nil {
+			return err
+		}
+		for _, h := range hosts {
+			c.scope.AddSeed(&url.URL{Host: h})
+		}
+		return c.saveScope()
+	}
+	for _, k := range m.Allowed {
+		c.scope.Allowed[k] = true
+	}
+	return nil
+}
+
+// saveScope stores the scope, for the next run (a shared crawl's: merges it with the other
+// workers').
+func (c *Crawler) saveScope() error {
+	if c.shared != nil {
+		return c.mergeScope()
+	}
+	m := scopeMeta{Mode: c.scope.Mode.String()}
+	for k := range c.scope.Allowed {
+		m.Allowed = append(m.Allowed, k)
+	}
+	sort.Strings(m.Allowed)
+	b, _ := json.Marshal(m)
+	return c.db.PutMeta("scope", b)
 }

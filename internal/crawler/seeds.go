@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/urlnorm"
 )
 
@@ -245,3 +246,47 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// addSeeds widens the scope with seeds and enqueues them, their credentials moved to auth.
+func (c *Crawler) addSeeds(seeds []string, auth map[string]*url.Userinfo) error {
+	if len(seeds) == 0 {
+		return nil
+	}
+	var entries []frontier.Entry
+	var excluded []frontier.Exclusion
+	for _, s := range seeds {
+		u, err := urlnorm.Parse(s)
+		if err != nil {
+			return fmt.Errorf("seed %q: %w", s, err)
+		}
+		takeUser(u, auth)
+		c.scope.AddSeed(u)
+		e := frontier.Entry{URL: u.String(), Host: urlnorm.HostKey(u)}
+		if r := c.scope.Check(u); r != "" {
+			excluded = append(excluded, frontier.Exclusion{Entry: e, Reason: r, Detail: "seed matches --include/--exclude"})
+			continue
+		}
+		entries = append(entries, e)
+	}
+	if err := c.saveScope(); err != nil {
+		return err
+	}
+	if len(excluded) > 0 {
+		if err := c.fr.Exclude(excluded); err != nil {
+			return err
+		}
+	}
+	for len(entries) > 0 {
+		n := min(len(entries), seedChunk)
+		if _, err := c.fr.Add(entries[:n]); err != nil {
+			return err
+		}
+		entries = entries[n:]
+	}
+	return nil
+}
+
+// seedChunk is how many seeds addSeeds enqueues per transaction, so that a seed list of a
+// million sites never builds one transaction of that size in memory. A run killed meanwhile
+// keeps the chunks committed; the same seed file given again adds the rest.
+var seedChunk = 10_000

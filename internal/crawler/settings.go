@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,58 +15,63 @@ import (
 	"github.com/crawl-project/crawl/storage"
 )
 
-// Settings are the choices that shape what a crawl fetches and how politely. The first run
-// stores them in the store; a resume uses them for every flag it does not name (ApplyStored),
-// and one that names a different value changes the stored one (Open re-queues or excludes the
-// URLs the change concerns). Network options (proxies, headers, credentials) are not settings:
-// they belong to one run.
+// Settings are the choices that shape what a crawl fetches and how politely: the one
+// definition of each, which Config embeds and the public package crawler's Options fill. A
+// zero field takes its default (Config.WithDefaults). The first run stores them, defaults
+// filled in, in the store; a resume uses them for every flag it does not name (the command
+// line's applyStored), and one that names a different value changes the stored one (Open
+// re-queues or excludes the URLs the change concerns). Network options (proxies, headers,
+// credentials) are not settings: they belong to one run.
+//
+// Their JSON form is the store's settings record (and, as CrawlSettings, a shared crawl's),
+// each setting under its own key. Settings that belong together beyond these (how pages are
+// rendered, say) come as one struct field of their own, under one key, with their flags added
+// to Flags.
 type Settings struct {
-	Scope            string        `json:"scope"`
-	MaxDepth         int           `json:"max_depth"`
-	Include          []string      `json:"include,omitempty"`
-	Exclude          []string      `json:"exclude,omitempty"`
-	AcceptType       []string      `json:"accept_type,omitempty"`
-	DenyExt          []string      `json:"deny_ext,omitempty"`
-	Requisites       bool          `json:"requisites,omitempty"`
-	RequisitesScope  string        `json:"requisites_scope,omitempty"` // "" in a store from before it was kept: the default
-	Sitemaps         bool          `json:"sitemaps,omitempty"`
-	MaxPages         int           `json:"max_pages"`
-	MaxHostPages     int           `json:"max_host_pages"`
-	UserAgent        string        `json:"user_agent"`
+	// What is crawled.
+	Scope    ScopeMode `json:"scope"`
+	MaxDepth Depth     `json:"max_depth"`
+	Include  Patterns  `json:"include,omitempty"` // only URLs matching one of these are crawled (none: all)
+	Exclude  Patterns  `json:"exclude,omitempty"` // URLs matching one of these are not
+	// AcceptTypes, if not empty, are the media types ("text/html", "text/*") of the pages
+	// kept: a 2xx page of another type (by its Content-Type header) is excluded with reason
+	// "type" without its body being read. robots.txt, and sitemaps with Sitemaps, are always
+	// read.
+	AcceptTypes []string `json:"accept_type,omitempty"`
+	// DenyExt are file extensions (lowercase, no dot) whose URLs are excluded as "filter"
+	// before they are requested.
+	DenyExt []string `json:"deny_ext,omitempty"`
+	// Requisites fetches what each page needs to be shown (stylesheets, scripts, images,
+	// icons, fonts, and what stylesheets load) as requisites of the page: at its depth, their
+	// own links not followed (--requisites). RequisitesScope says on which hosts.
+	Requisites      bool            `json:"requisites,omitempty"`
+	RequisitesScope RequisitesScope `json:"requisites_scope,omitempty"`
+	// Sitemaps queues each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml) and
+	// follows the URLs they list (--sitemaps).
+	Sitemaps bool `json:"sitemaps,omitempty"`
+	// MaxPages stops the crawl after this many fetched pages, all runs together; 0: no cap.
+	MaxPages int `json:"max_pages"`
+	// MaxHostPages caps the URLs of one host ever queued (so fetched); further links to the
+	// host are excluded with reason "limit". It bounds infinite URL spaces. 0: no cap.
+	MaxHostPages int `json:"max_host_pages"`
+
+	// How politely, and how each request is made.
+	UserAgent string `json:"user_agent"`
+	// RobotsAgent is the product token matched against robots.txt User-agent lines; ""
+	// means the product of UserAgent (robots.AgentToken).
 	RobotsAgent      string        `json:"robots_agent,omitempty"`
-	HostConcurrency  int           `json:"host_concurrency"`
-	Timeout          time.Duration `json:"timeout"`
-	MaxBody          int64         `json:"max_body"`
-	InitialRate      float64       `json:"initial_rate"`
-	MinRate          float64       `json:"min_rate"`
-	MaxRate          float64       `json:"max_rate"`
+	HostConcurrency  int           `json:"host_concurrency"` // cap on requests in flight per host
+	Timeout          time.Duration `json:"timeout"`          // per request, body included
+	MaxBody          int64         `json:"max_body"`         // decoded bytes kept per response
+	InitialRate      float64       `json:"initial_rate"`     // per host, req/s, before anything is learned
+	MinRate          float64       `json:"min_rate"`         // per-host floor, req/s
+	MaxRate          float64       `json:"max_rate"`         // per-host ceiling, req/s
 	IgnoreCrawlDelay bool          `json:"ignore_crawl_delay"`
-	RobotsTTL        time.Duration `json:"robots_ttl"`
-	MaxAttempts      int           `json:"max_attempts"`
-	HostsConfig      string        `json:"hosts_config,omitempty"` // its path; the file may hold secrets (headers)
-}
-
-// SettingsOf returns the settings c holds.
-func SettingsOf(c *Config) Settings {
-	return Settings{
-		Scope: c.Scope, MaxDepth: c.MaxDepth, Include: patterns(c.Include), Exclude: patterns(c.Exclude),
-		AcceptType: c.AcceptTypes, DenyExt: c.DenyExt,
-		Requisites: c.Requisites, RequisitesScope: c.RequisitesScope, Sitemaps: c.Sitemaps,
-		MaxPages: c.MaxPages, MaxHostPages: c.MaxHostPages, UserAgent: c.UserAgent,
-		RobotsAgent:     c.RobotsAgent,
-		HostConcurrency: c.HostConcurrency, Timeout: c.Timeout, MaxBody: c.MaxBody,
-		InitialRate: c.InitialRate, MinRate: c.MinRate, MaxRate: c.MaxRate,
-		IgnoreCrawlDelay: c.IgnoreCrawlDelay, RobotsTTL: c.RobotsTTL, MaxAttempts: c.Retry.MaxAttempts,
-		HostsConfig: c.HostsConfig,
-	}
-}
-
-func patterns(res []*regexp.Regexp) []string {
-	var out []string
-	for _, re := range res {
-		out = append(out, re.String())
-	}
-	return out
+	RobotsTTL        time.Duration `json:"robots_ttl"`   // how long a fetched robots.txt is trusted
+	MaxAttempts      int           `json:"max_attempts"` // attempts per URL before it fails (retryable errors only)
+	// HostsConfig is the file (an absolute path) Config.Hosts was read from, "" if none:
+	// stored so that a resume reads it again. Only its path is: the file may hold secrets.
+	HostsConfig string `json:"hosts_config,omitempty"`
 }
 
 // Setting is one setting as the command line names it: a flag and its values in the form the
@@ -109,11 +113,11 @@ func (s Settings) Flags() []Setting {
 	f := func(v float64) []string { return []string{strconv.FormatFloat(v, 'g', -1, 64)} }
 	i := func(v int) []string { return []string{strconv.Itoa(v)} }
 	return []Setting{
-		{Flag: "scope", Values: []string{s.Scope}},
-		{Flag: "max-depth", Values: i(s.MaxDepth)},
-		{Flag: "include", Values: s.Include},
-		{Flag: "exclude", Values: s.Exclude},
-		{Flag: "accept-type", Values: s.AcceptType},
+		{Flag: "scope", Values: []string{s.Scope.String()}},
+		{Flag: "max-depth", Values: []string{s.MaxDepth.String()}},
+		{Flag: "include", Values: s.Include.Strings()},
+		{Flag: "exclude", Values: s.Exclude.Strings()},
+		{Flag: "accept-type", Values: s.AcceptTypes},
 		{Flag: "deny-ext", Values: s.DenyExt},
 		{Flag: "max-pages", Values: i(s.MaxPages)},
 		{Flag: "max-host-pages", Values: i(s.MaxHostPages)},
@@ -129,7 +133,7 @@ func (s Settings) Flags() []Setting {
 		{Flag: "robots-ttl", Values: []string{s.RobotsTTL.String()}},
 		{Flag: "max-attempts", Values: i(s.MaxAttempts)},
 		boolSetting("requisites", s.Requisites),
-		{Flag: "requisites-scope", Values: nonEmpty(s.RequisitesScope)},
+		{Flag: "requisites-scope", Values: []string{s.RequisitesScope.String()}},
 		boolSetting("sitemaps", s.Sitemaps),
 		{Flag: "hosts-config", Values: nonEmpty(s.HostsConfig)},
 	}
@@ -239,9 +243,6 @@ func loadSettings(db *storage.DB) (settingsMeta, bool, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, false, db.Damage(fmt.Sprintf("its settings record does not decode: %v", err))
 	}
-	if m.Settings.RequisitesScope == "" { // stored before it was kept: the default applied
-		m.Settings.RequisitesScope = RequisitesScopeAny
-	}
 	return m, true, nil
 }
 
@@ -283,7 +284,7 @@ var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "deny-e
 // URLs excluded only by the old value are queued again, queued URLs the new value excludes are
 // excluded with its reason. It returns the changes, for the command line to report.
 func (c *Crawler) settle() ([]Change, frontier.Revised, error) {
-	now := SettingsOf(&c.cfg)
+	now := c.cfg.Settings
 	old, ok, err := loadSettings(c.db)
 	if err != nil {
 		return nil, frontier.Revised{}, fmt.Errorf("store %s: %w", c.cfg.Dir, err)
@@ -374,7 +375,7 @@ func (c *Crawler) admit(u *url.URL, depth int, role frontier.Role) (reason, deta
 		if !c.cfg.Requisites {
 			return frontier.ReasonScope, "a page requisite, and --requisites is off"
 		}
-		if reason := c.scopeNow().CheckRequisite(u, c.cfg.RequisitesScope != RequisitesScopeHost); reason != "" {
+		if reason := c.scopeNow().CheckRequisite(u, c.cfg.RequisitesScope == RequisitesScopeAny); reason != "" {
 			return reason, ""
 		}
 	} else if reason := c.scopeNow().Check(u); reason != "" {
@@ -383,8 +384,8 @@ func (c *Crawler) admit(u *url.URL, depth int, role frontier.Role) (reason, deta
 	if c.cfg.Hooks.InScope != nil && !c.cfg.Hooks.InScope(u) {
 		return frontier.ReasonFilter, "out of the program's scope (Hooks.InScope)"
 	}
-	if c.cfg.MaxDepth >= 0 && depth > c.cfg.MaxDepth {
-		return frontier.ReasonDepth, fmt.Sprintf("depth %d > --max-depth %d", depth, c.cfg.MaxDepth)
+	if hops, capped := c.cfg.MaxDepth.Hops(); capped && depth > hops {
+		return frontier.ReasonDepth, fmt.Sprintf("depth %d > --max-depth %d", depth, hops)
 	}
 	return "", ""
 }

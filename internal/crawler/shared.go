@@ -18,11 +18,11 @@ import (
 // and refuses a --scope mode other than the crawl's.
 func (c *Crawler) mergeScope() error {
 	st := c.shared
-	mode, err := st.Settle("scope-mode", c.scope.Mode)
+	mode, err := st.Settle("scope-mode", c.scope.Mode.String())
 	if err != nil {
 		return err
 	}
-	if mode != c.scope.Mode {
+	if mode != c.scope.Mode.String() {
 		return fmt.Errorf("the shared crawl was started with --scope %s, not %s (%w)", mode, c.scope.Mode, ErrUsage)
 	}
 	mine := make([]string, 0, len(c.scope.Allowed))
@@ -151,7 +151,11 @@ func AddSeedsTo(t SeedTarget, seeds []string, res *fetch.Resolver) (int, error) 
 	if !ok {
 		return 0, fmt.Errorf("the shared crawl has no scope yet: start a worker with seeds first (%w)", ErrUsage)
 	}
-	sc := Scope{Mode: mode, Allowed: map[string]bool{}}
+	var sm ScopeMode
+	if err := sm.UnmarshalText([]byte(mode)); err != nil {
+		return 0, fmt.Errorf("the shared crawl's scope record: %w", err)
+	}
+	sc := Scope{Mode: sm, Allowed: map[string]bool{}}
 	hosts := map[string]bool{}
 	var entries []frontier.Entry
 	for _, s := range seeds {

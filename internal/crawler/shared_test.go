@@ -214,7 +214,7 @@ func TestSharedCrawl(t *testing.T) {
 	c2.Close()
 
 	other := testConfig(t, web)
-	other.Scope = "domain"
+	other.Scope = ScopeDomain
 	if _, err := OpenWith(other, sh); !errors.Is(err, ErrUsage) {
 		t.Errorf("a worker with --scope domain on a host-scoped crawl: %v, want ErrUsage", err)
 	}

@@ -60,9 +60,8 @@ func crawlSim(t *testing.T, spec simweb.HostSpec) simCrawl {
 	}()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	c := &Crawler{
-		reg:   hostlimit.New(hostlimit.Config{Now: clk.Now}, nil),
-		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		hosts: map[string]*hostRecord{},
+		opened:    opened{reg: hostlimit.New(hostlimit.Config{Now: clk.Now}, nil), log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		hostTable: hostTable{hosts: map[string]*hostRecord{}},
 	}
 	queue := append([]string{web.URL(spec.Name) + "robots.txt"}, web.Expected()[spec.Name]...)
 	deadline := clk.Now().Add(100 * simweb.IdealMakespan(spec))

@@ -150,7 +150,7 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 		st.Shared = &SharedCrawl{Redis: redis, Crawl: crawl}
 	}
 	if c.cfg.Dir != "" {
-		s := SettingsOf(&c.cfg)
+		s := c.cfg.Settings
 		st.Settings = &s
 	}
 	var gates map[string]hostlimit.HostStats // every gate's figures; while running, only the listed hosts' are read
@@ -354,7 +354,7 @@ func ReadStatus(dir string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	c := &Crawler{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db)}
+	c := &Crawler{opened: opened{db: db, fr: fr, reg: hostlimit.New(hostlimit.Config{}, db)}}
 	now := time.Now()
 	for _, h := range fr.Hosts() {
 		if h.Host != "" {

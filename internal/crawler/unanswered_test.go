@@ -74,7 +74,7 @@ func TestUnansweredHostGivenUp(t *testing.T) {
 			cfg.Workers, cfg.HostConcurrency = 8, 4
 			cfg.InitialRate, cfg.MinRate = 20, 5
 			cfg.Timeout = 300 * time.Millisecond
-			cfg.Retry = retry.Policy{Base: 50 * time.Millisecond, Cap: time.Second, MaxAttempts: 2}
+			cfg.Retry, cfg.MaxAttempts = Backoff{Base: 50 * time.Millisecond, Cap: time.Second}, 2
 			cfg.StatusEvery, cfg.Grace = 100*time.Millisecond, time.Second
 			cfg.Seeds = []string{ok.URL + "/"}
 			for i := range links {

@@ -1,0 +1,176 @@
+package aimd
+
+import (
+	"math"
+	"time"
+)
+
+// The state machine. The functions in this file are the only code that writes the rate
+// (c.rate), the window (c.win.size) and the phase (c.phase); the estimators (the bucket fit,
+// the run measure, the failure logs, the latency reference, the stated limit) compute bounds
+// and proposals and hand them to one of these. Construction (New, Restore) goes through them too.
+//
+// The phase is stored. Slow start is entered only by startSlowStart and left only by a
+// decrease (cutRate, shrinkWindow) or a stated limit (holdStated). Outside slow start, settle
+// places the phase after every transition: a refusal run while the host refuses with no
+// success since (entered by cutRate, left by the first success of the epoch), else the
+// curve's sub-phase (hold, return, search or probe) as the curve's clock and target stand.
+
+// settle places the phase outside slow start (see above). Every transition ends with it, and
+// Observe calls it once more after the outcome's counters and clocks have moved.
+func (c *Controller) settle() {
+	if c.phase == PhaseSlowStart {
+		return
+	}
+	switch k := &c.curve; {
+	case c.inRun():
+		c.phase = PhaseRefusalRun
+	case k.hold > 0:
+		c.phase = PhaseHold
+	case k.from < k.plateau && k.elapsed < c.returnTime():
+		c.phase = PhaseReturn
+	case c.target.searching(k.plateau, c.cfg.PlateauFactor):
+		c.phase = PhaseSearch
+	default:
+		c.phase = PhaseProbe
+	}
+}
+
+// inSlowStart reports whether no congestion has been seen since slow start last began.
+func (c *Controller) inSlowStart() bool { return c.phase == PhaseSlowStart }
+
+// begin sets the starting rate and window (New).
+func (c *Controller) begin() {
+	c.rate = c.clampRate(c.cfg.InitialRate)
+	c.win.size = float64(c.cfg.InitialWindow)
+	c.phase = PhaseSlowStart
+}
+
+// resume sets the rate and window a saved State holds (Restore): rate 0 and window 0 keep
+// New's; slow says whether the state was still in slow start.
+func (c *Controller) resume(rate float64, window int, slow bool) {
+	if rate > 0 {
+		c.rate = c.clampRate(rate)
+	}
+	if window > 0 {
+		c.win.size = float64(min(max(window, c.cfg.MinWindow), c.cfg.MaxWindow))
+	}
+	if !slow {
+		c.phase = PhaseProbe // placed by settle once the curve is restored
+	}
+}
+
+// recap applies a changed cap (c.top) to the rate at once (SetCeiling).
+func (c *Controller) recap() {
+	c.rate = c.clampRate(c.rate)
+}
+
+// slowStartGrow is slow start's growth after a success dt of activity after the previous
+// outcome: the rate is multiplied by SlowStartFactor per interval of use (R3) if it was in
+// use, and the window grows by one if the success found it full.
+func (c *Controller) slowStartGrow(dt time.Duration, rateUsed, windowFull bool) {
+	if rateUsed {
+		iv := max(c.cfg.SlowStartInterval, 2*c.lat.baseline, time.Duration(slowStartSends/c.rate*float64(time.Second)))
+		c.rate = c.clampRate(c.rate * math.Pow(c.cfg.SlowStartFactor, dt.Seconds()/iv.Seconds()))
+	}
+	if windowFull {
+		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
+	}
+}
+
+// startSlowStart enters slow start, the rate raised to at least floor (0: none).
+func (c *Controller) startSlowStart(floor float64) {
+	if floor > 0 {
+		c.rate = c.clampRate(max(c.rate, floor))
+	}
+	c.phase = PhaseSlowStart
+}
+
+// climbTo raises the rate to the curve's rate r if r is higher (R10, R11).
+func (c *Controller) climbTo(r float64) {
+	if r > c.rate {
+		c.rate = c.clampRate(r)
+	}
+	c.settle()
+}
+
+// growWindow raises the window to size (at most MaxWindow); it never lowers it.
+func (c *Controller) growWindow(size float64) {
+	c.win.size = max(c.win.size, min(size, float64(c.cfg.MaxWindow)))
+}
+
+// cutRate is the decrease on a congestion signal: the rate becomes rate (already clamped and
+// never above the current one), the window is cut by Beta if cutWindow, and slow start, if it
+// was on, ends. The curve and the episode are set by the caller (decreaseRate).
+func (c *Controller) cutRate(rate float64, cutWindow bool) {
+	if cutWindow {
+		c.win.size = max(math.Floor(c.win.size*c.cfg.Beta), float64(c.cfg.MinWindow))
+	}
+	c.rate = rate
+	c.phase = PhaseRefusalRun
+}
+
+// shrinkWindow is the decrease on a latency signal: the window becomes target and stops
+// following the rate; the rate is left alone, and slow start, if it was on, ends with the
+// curve restarted at the rate.
+func (c *Controller) shrinkWindow(target int) {
+	c.win.size, c.win.lastSet = float64(target), target
+	c.win.mode = windowLatencyBound
+	if c.inSlowStart() {
+		c.phase = PhaseProbe
+		steps := c.curve.steps
+		c.curve.restart(c.rate, c.rate)
+		c.curve.steps = steps
+	}
+	c.settle()
+}
+
+// undoShrink restores the window a latency decrease that helped nothing cut (R36).
+func (c *Controller) undoShrink(size float64, mode windowMode) {
+	c.win.size, c.win.mode = max(c.win.size, size), mode
+}
+
+// endRun returns the rate to r at a refusal run's end (R17): the curve restarts there.
+func (c *Controller) endRun(r float64) {
+	c.rate = r
+	c.curve.restart(r, r)
+	c.curve.searched = false
+	c.settle()
+}
+
+// holdFitted holds the rate at r, set from a bucket fit (R9): the curve's plateau, with a
+// hold of one probe time first if that raised it.
+func (c *Controller) holdFitted(r float64) {
+	raised := r > c.curve.plateau
+	c.rate = r
+	c.curve.from, c.curve.plateau = r, r
+	c.curve.peak = max(c.curve.peak, r)
+	c.target.clear()
+	if raised {
+		// The limit is known: a probe could only find that it rose.
+		c.curve.elapsed, c.curve.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
+	}
+	c.settle()
+}
+
+// holdStated sets the rate to r, just under a limit the host states (R40), and leaves slow
+// start.
+func (c *Controller) holdStated(r float64) {
+	c.rate = r
+	c.phase = PhaseProbe
+	c.curve.restart(r, r)
+	c.target.clear()
+	c.settle()
+}
+
+// undoCuts returns the rate and plateau to what they were before Failure cuts a background
+// share explains (R29), and slow start if the first of them ended it.
+func (c *Controller) undoCuts(u failureUndo) {
+	c.rate = max(c.rate, c.clampRate(u.rate))
+	c.curve.restart(c.rate, max(c.curve.plateau, u.plateau))
+	c.target.clear()
+	if u.slow {
+		c.phase = PhaseSlowStart
+	}
+	c.settle()
+}

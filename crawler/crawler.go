@@ -37,6 +37,22 @@ const (
 	ScopeDomain = engine.ScopeDomain
 )
 
+// Render says which pages are rendered in a headless browser, and with what: the crawl
+// command's --render, --render-timeout, --render-tabs and --browser.
+type Render = engine.Render
+
+// RenderMode says which pages are rendered.
+type RenderMode = engine.RenderMode
+
+const (
+	// RenderNever renders no page and starts no browser (the zero value).
+	RenderNever = engine.RenderNever
+	// RenderAuto renders the pages whose HTML is an application shell: a script, little text.
+	RenderAuto = engine.RenderAuto
+	// RenderAlways renders every HTML page.
+	RenderAlways = engine.RenderAlways
+)
+
 // Options say what to crawl and where to keep it. The zero value of every field but DataDir
 // works: a field left zero takes the default the crawl command has. Each setting is the field
 // of the same name of the crawl's settings, which the crawl command's flags set and its store
@@ -80,6 +96,12 @@ type Options struct {
 	Requisites bool
 	// Sitemaps follows each host's sitemaps (robots.txt Sitemap lines and /sitemap.xml).
 	Sitemaps bool
+
+	// Render renders pages in a headless Chromium (Render.Mode), every request of theirs sent
+	// through the crawl (robots.txt, the address guard, the host's rate, the store), and keeps
+	// the rendered DOM beside the HTML, which Page.Doc reads; links are taken from both. The
+	// zero value renders nothing. Render.Browser "" looks for Chromium or Chrome on PATH.
+	Render Render
 
 	// Redis, if set, makes this Crawler one worker of a crawl shared through Redis, Valkey or a
 	// Redis Cluster (redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/DB, or rediss:// for TLS):
@@ -141,7 +163,7 @@ func New(o Options) (*Crawler, error) {
 	cfg := engine.Config{
 		Settings: engine.Settings{
 			Scope: o.Scope, MaxDepth: engine.Depth(o.MaxDepth), MaxPages: o.MaxPages, MaxHostPages: o.MaxHostPages,
-			Requisites: o.Requisites, Sitemaps: o.Sitemaps,
+			Requisites: o.Requisites, Sitemaps: o.Sitemaps, Render: o.Render,
 			UserAgent: o.UserAgent, HostConcurrency: o.HostConcurrency,
 			InitialRate: o.InitialRate, MaxRate: o.MaxRate, Timeout: o.Timeout,
 		},
@@ -312,9 +334,7 @@ func (c *Crawler) open(ctx context.Context, cfg engine.Config) (*engine.Crawler,
 func (h hooks) stored(p *storage.Page, role frontier.Role) {
 	h.call.Lock()
 	defer h.call.Unlock()
-	pg := &Page{URL: p.URL, FinalURL: p.FinalURL, Status: p.Status, Header: p.Header,
-		ContentType: p.ContentType, Body: p.Body, Depth: p.Depth, Parent: p.Parent,
-		FetchedAt: p.FetchedAt, Truncated: p.Truncated, Requisite: role == frontier.RoleRequisite}
+	pg := pageOf(p, role)
 	for _, fn := range h.onPage {
 		fn(pg)
 	}
@@ -332,8 +352,16 @@ func (h hooks) link(from, to *url.URL, depth int) bool {
 	return true
 }
 
-// Page is one fetched response: a page, a redirect, an error page or a requisite. It and its
-// Body may be kept after the OnPage call.
+// pageOf is the Page of a stored one, fetched in role.
+func pageOf(p *storage.Page, role frontier.Role) *Page {
+	return &Page{URL: p.URL, FinalURL: p.FinalURL, Status: p.Status, Header: p.Header,
+		ContentType: p.ContentType, Body: p.Body, Depth: p.Depth, Parent: p.Parent,
+		FetchedAt: p.FetchedAt, Truncated: p.Truncated, Requisite: role == frontier.RoleRequisite,
+		Render: p.Render, Rendered: p.Rendered, Subresource: p.Subresource}
+}
+
+// Page is one fetched response: a page, a redirect, an error page, a requisite or a
+// sub-resource of a rendered page. It and its Body may be kept after the OnPage call.
 type Page struct {
 	URL         string // the URL requested (normalized)
 	FinalURL    string // the URL answered: URL, unless the request was redirected inside fetch
@@ -348,17 +376,28 @@ type Page struct {
 	FetchedAt time.Time
 	// Requisite says the URL was fetched as another page's requisite (Options.Requisites).
 	Requisite bool
+	// Render is set iff the page was rendered in a browser: then Rendered holds its DOM as the
+	// browser left it (UTF-8), which Doc reads, and Body the document as the server sent it.
+	Render   *storage.RenderInfo
+	Rendered []byte
+	// Subresource says the response was fetched for the browser rendering the page Parent
+	// names (a script, a style sheet, an image, an API call), not as a page of the crawl.
+	Subresource bool
 
 	once sync.Once
 	doc  *goquery.Document
 	err  error
 }
 
-// Doc parses the body as HTML, once: later calls return the same document. It is safe for
-// concurrent use.
+// Doc parses the page as HTML, once: later calls return the same document. A rendered page
+// (Render set) is its rendered DOM, any other its body. It is safe for concurrent use.
 func (p *Page) Doc() (*goquery.Document, error) {
 	p.once.Do(func() {
-		p.doc, p.err = goquery.NewDocumentFromReader(bytes.NewReader(p.Body))
+		src := p.Body
+		if p.Render != nil {
+			src = p.Rendered
+		}
+		p.doc, p.err = goquery.NewDocumentFromReader(bytes.NewReader(src))
 		if p.err == nil {
 			if u, err := url.Parse(p.FinalURL); err == nil {
 				p.doc.Url = u

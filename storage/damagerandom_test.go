@@ -50,6 +50,10 @@ func TestRandomDamage(t *testing.T) {
 	for i := range 600 {
 		p := testPage(i % 300)
 		p.URL += fmt.Sprintf("?n=%d", i)
+		if i%3 == 0 { // rendered pages: damage reaches their DOMs too
+			p.Render = &RenderInfo{Cut: RenderCut(i % 4), Requests: i}
+			p.Rendered = []byte(fmt.Sprintf("<html><body><p>rendered %d %s</p></body></html>", i, strings.Repeat("r", i)))
+		}
 		if err := db.Update(func(tx *bbolt.Tx) error {
 			if _, err := PutPage(tx, p); err != nil {
 				return err

@@ -1,8 +1,9 @@
 // Package storage owns the crawl store: one bbolt file, DIR/crawl.db, holding the fetched pages
-// (metadata as JSON, it and the bodies compressed with zstd), the host limiter's learned state, the
-// robots.txt cache, every robots.txt response as received (for export; kept apart from the
-// pages, which hold exactly the fetched URLs, see PutRobotsFetch) and small crawl metadata. The frontier keeps its queues in the same file (see
-// DB.Bolt) so that storing a page and marking its URL done is one transaction (see PutPage).
+// (metadata as JSON, it, the bodies and rendered pages' DOMs compressed with zstd), the host
+// limiter's learned state, the robots.txt cache, every robots.txt response as received (for
+// export; kept apart from the pages, which hold exactly the fetched URLs, see PutRobotsFetch)
+// and small crawl metadata. The frontier keeps its queues in the same file (see DB.Bolt) so
+// that storing a page and marking its URL done is one transaction (see PutPage).
 //
 // A store is marked with a format record when it is created; Open refuses any other file with
 // ErrNotStore, and so a store file shorter than its own meta page says (a copy cut short): bbolt

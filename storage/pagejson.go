@@ -9,8 +9,8 @@ import (
 )
 
 // marshalPage returns the metadata of p exactly as json.Marshal(p) does, byte for byte, in
-// one pass without reflection. A FetchedAt that JSON cannot hold (a year outside 0-9999) is
-// left to json.Marshal, which returns its error.
+// one pass without reflection. A FetchedAt that JSON cannot hold (a year outside 0-9999) or a
+// RenderCut without a name is left to json.Marshal, which returns its error.
 func marshalPage(p *Page) ([]byte, error) {
 	at, err := p.FetchedAt.MarshalJSON()
 	if err != nil {
@@ -63,6 +63,28 @@ func marshalPage(p *Page) ([]byte, error) {
 	if p.SameAs != 0 {
 		b = append(b, `,"same_as":`...)
 		b = strconv.AppendUint(b, p.SameAs, 10)
+	}
+	if p.Subresource {
+		b = append(b, `,"subresource":true`...)
+	}
+	if r := p.Render; r != nil {
+		b = append(b, `,"render":{`...)
+		if r.Cut != RenderComplete {
+			word, err := r.Cut.MarshalText()
+			if err != nil {
+				return json.Marshal(p)
+			}
+			b = append(b, `"cut":`...)
+			b = appendString(b, string(word))
+			b = append(b, ',')
+		}
+		b = append(b, `"requests":`...)
+		b = strconv.AppendInt(b, int64(r.Requests), 10)
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendInt(b, r.Bytes, 10)
+		b = append(b, `,"took":`...)
+		b = strconv.AppendInt(b, int64(r.Took), 10)
+		b = append(b, '}')
 	}
 	return append(b, '}'), nil
 }

@@ -78,6 +78,12 @@ func randomPage(r *rand.Rand) *Page {
 			f.Set(reflect.ValueOf(randomHeader(r)))
 		case []byte:
 			f.SetBytes([]byte(randomString(r)))
+		case *RenderInfo:
+			if r.IntN(3) > 0 {
+				// Cuts beyond the named ones too: both refuse them alike.
+				f.Set(reflect.ValueOf(&RenderInfo{Cut: RenderCut(r.IntN(5)), Requests: r.IntN(1000) - 10,
+					Bytes: r.Int64() - 1<<62, Took: time.Duration(r.Int64() - 1<<62)}))
+			}
 		default:
 			panic("randomPage: no rule for field " + v.Type().Field(i).Name)
 		}

@@ -66,14 +66,26 @@ const appendFill = 1.0
 
 // PutPage stores p inside the caller's write transaction tx (so that the frontier can mark the
 // URL done in the same commit), assigning p.Seq the next fetch sequence number, which it also
-// returns. The metadata (JSON) and the body are stored compressed with zstd. A revisit's page
-// that names the version it confirms is stored without a body (see Page.RevisitOf and
-// Page.SameAs; a SameAs naming a page that holds no body of its own is stored with its body).
-// If tx is rolled back, nothing is stored and the sequence number is reused.
+// returns. The metadata (JSON), the body and the rendered DOM are stored compressed with zstd.
+// A revisit's page that names the version it confirms is stored without a body (see
+// Page.RevisitOf and Page.SameAs; a SameAs naming a page that holds no body of its own is
+// stored with its body); a rendered page's DOM is always stored as its own. A page with a
+// rendered DOM but no RenderInfo is refused. If tx is rolled back, nothing is stored and the
+// sequence number is reused.
 func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 	pages, bodies := tx.Bucket(bucketPages), tx.Bucket(bucketBodies)
 	if pages == nil || bodies == nil {
 		return 0, fmt.Errorf("storage: put page: %w (page buckets missing)", ErrNotStore)
+	}
+	var rendered *bbolt.Bucket
+	switch {
+	case p.Render != nil:
+		if rendered = tx.Bucket(bucketRendered); rendered == nil {
+			return 0, fmt.Errorf("storage: put page %s: %w (bucket %s missing)", p.URL, ErrNotStore, bucketRendered)
+		}
+		rendered.FillPercent = appendFill
+	case p.Rendered != nil:
+		return 0, fmt.Errorf("storage: put page %s: a rendered DOM without its RenderInfo", p.URL)
 	}
 	pages.FillPercent, bodies.FillPercent = appendFill, appendFill
 	seq, err = pages.NextSequence()
@@ -88,6 +100,11 @@ func PutPage(tx *bbolt.Tx, p *Page) (seq uint64, err error) {
 	key := seqKey(seq)
 	if err := pages.Put(key, compress(meta)); err != nil {
 		return 0, fmt.Errorf("storage: put page %s: %w", p.URL, err)
+	}
+	if rendered != nil {
+		if err := rendered.Put(key, compress(p.Rendered)); err != nil {
+			return 0, fmt.Errorf("storage: put page %s: rendered DOM: %w", p.URL, err)
+		}
 	}
 	if bodiless(p, bodies) {
 		return seq, nil
@@ -128,12 +145,12 @@ func HasPage(tx *bbolt.Tx, seq uint64) bool {
 	return pages != nil && pages.Get(seqKey(seq)) != nil
 }
 
-// Page returns the page with sequence number seq, body included, or an error wrapping
-// ErrNotFound. The body of a page stored without one (see PutPage) is that of the page its
-// SameAs names, or none for a 304 naming the page it confirms (RevisitOf).
+// Page returns the page with sequence number seq, body and rendered DOM included, or an error
+// wrapping ErrNotFound. The body of a page stored without one (see PutPage) is that of the
+// page its SameAs names, or none for a 304 naming the page it confirms (RevisitOf).
 func (db *DB) Page(seq uint64) (*Page, error) { return db.page(seq, true) }
 
-// PageMeta is Page without the body (Page.Body is nil).
+// PageMeta is Page without the body and the rendered DOM (Page.Body and Page.Rendered are nil).
 func (db *DB) PageMeta(seq uint64) (*Page, error) { return db.page(seq, false) }
 
 func (db *DB) page(seq uint64, body bool) (*Page, error) {
@@ -148,7 +165,7 @@ func (db *DB) page(seq uint64, body bool) (*Page, error) {
 			return ErrNotFound
 		}
 		var err error
-		p, err = decodePage(seq, v, tx.Bucket(bucketBodies), body)
+		p, err = decodePage(seq, v, contentsOf(tx), body)
 		return err
 	})
 	if err != nil {
@@ -157,7 +174,8 @@ func (db *DB) page(seq uint64, body bool) (*Page, error) {
 	return p, nil
 }
 
-// Pages calls fn for every stored page in fetch (Seq) order, bodies decompressed (as Page reads them), stopping at
+// Pages calls fn for every stored page in fetch (Seq) order, bodies and rendered DOMs
+// decompressed (as Page reads them), stopping at
 // the first error fn returns (which Pages returns). All pages come from one read transaction, a
 // consistent snapshot; it is held open while Pages runs, which keeps a concurrent writer from
 // growing the file in place, so fn should not take long per page when a crawl is running in the
@@ -166,7 +184,8 @@ func (db *DB) Pages(fn func(p *Page) error) error {
 	return db.pages(true, fn)
 }
 
-// PagesMeta is Pages without the bodies (Page.Body is nil): it reads only the metadata.
+// PagesMeta is Pages without the bodies and rendered DOMs (Page.Body and Page.Rendered are
+// nil): it reads only the metadata.
 func (db *DB) PagesMeta(fn func(p *Page) error) error {
 	return db.pages(false, fn)
 }
@@ -182,7 +201,7 @@ func (db *DB) pages(body bool, fn func(p *Page) error) error {
 		if pages == nil {
 			return nil
 		}
-		bodies := tx.Bucket(bucketBodies)
+		in := contentsOf(tx)
 		c := pages.Cursor()
 		n := 0
 		for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -192,7 +211,7 @@ func (db *DB) pages(body bool, fn func(p *Page) error) error {
 			if len(k) != 8 {
 				return fmt.Errorf("%w: a page key of %d bytes (%x)", ErrDamaged, len(k), k)
 			}
-			p, err := decodePage(binary.BigEndian.Uint64(k), v, bodies, body)
+			p, err := decodePage(binary.BigEndian.Uint64(k), v, in, body)
 			if err != nil {
 				return err
 			}
@@ -212,9 +231,20 @@ func (db *DB) pages(body bool, fn func(p *Page) error) error {
 	return nil
 }
 
-// decodePage decodes the metadata v of page seq and, if body, its body from bodies. It copies
-// everything out of bbolt's memory.
-func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, error) {
+// contents are the buckets that hold what a page's metadata points to; either may be nil (a
+// store opened read-only that was written before it had them).
+type contents struct {
+	bodies, rendered *bbolt.Bucket
+}
+
+func contentsOf(tx *bbolt.Tx) contents {
+	return contents{bodies: tx.Bucket(bucketBodies), rendered: tx.Bucket(bucketRendered)}
+}
+
+// decodePage decodes the metadata v of page seq and, if body, its body and rendered DOM from
+// in. It copies everything out of bbolt's memory. A body or rendered DOM the metadata calls
+// for and the store does not hold, or that does not decode, is ErrDamaged.
+func decodePage(seq uint64, v []byte, in contents, body bool) (*Page, error) {
 	_, dec := codec()
 	if len(v) > 0 && v[0] != '{' { // compressed; a store written before keeps plain JSON
 		var err error
@@ -230,11 +260,28 @@ func decodePage(seq uint64, v []byte, bodies *bbolt.Bucket, body bool) (*Page, e
 	if !body {
 		return p, nil
 	}
+	if p.Render != nil {
+		var z []byte
+		if in.rendered != nil {
+			z = in.rendered.Get(seqKey(seq))
+		}
+		if z == nil {
+			return nil, fmt.Errorf("%w: page %d: rendered DOM missing", ErrDamaged, seq)
+		}
+		dom, err := dec.DecodeAll(z, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: page %d: rendered DOM: %v", ErrDamaged, seq, err)
+		}
+		if dom == nil {
+			dom = []byte{}
+		}
+		p.Rendered = dom
+	}
 	var z []byte
-	if bodies != nil {
-		z = bodies.Get(seqKey(seq))
+	if in.bodies != nil {
+		z = in.bodies.Get(seqKey(seq))
 		if z == nil && p.SameAs != 0 {
-			z = bodies.Get(seqKey(p.SameAs))
+			z = in.bodies.Get(seqKey(p.SameAs))
 		}
 	}
 	switch {

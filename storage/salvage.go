@@ -32,7 +32,7 @@ func (db *DB) Check(max int) (problems []string, total int, err error) {
 	return res.problems, res.total, nil
 }
 
-// CheckPages decodes every stored page's metadata and body, as an export reads them, and
+// CheckPages decodes every stored page's metadata, body and rendered DOM, as an export reads them, and
 // returns the first max that do not decode and how many there were. It needs a store whose
 // pages Check passes.
 func (db *DB) CheckPages(max int) (problems []string, total int, err error) {
@@ -41,7 +41,7 @@ func (db *DB) CheckPages(max int) (problems []string, total int, err error) {
 		if pages == nil {
 			return nil
 		}
-		bodies := tx.Bucket(bucketBodies)
+		in := contentsOf(tx)
 		n := 0
 		return pages.ForEach(func(k, v []byte) error {
 			if n++; n%trimPages == 0 {
@@ -51,7 +51,7 @@ func (db *DB) CheckPages(max int) (problems []string, total int, err error) {
 			if len(k) != 8 {
 				err = fmt.Errorf("a page key of %d bytes (%x)", len(k), k)
 			} else {
-				_, err = decodePage(binary.BigEndian.Uint64(k), v, bodies, true)
+				_, err = decodePage(binary.BigEndian.Uint64(k), v, in, true)
 			}
 			if err != nil {
 				if total++; len(problems) < max {
@@ -70,8 +70,8 @@ type SalvageStats struct {
 	Keys    int      // records copied
 	Lost    int      // places where the file could not be read on: the records there are lost
 	Damage  []string // the first of those places: bucket path (escaped) and what was wrong
-	// BodiesLost counts the pages whose metadata was copied but not their body: they are left
-	// out of the new store, so that every page it holds exports.
+	// BodiesLost counts the pages whose metadata was copied but not their body or rendered
+	// DOM: they are left out of the new store, so that every page it holds exports.
 	BodiesLost int
 }
 
@@ -237,27 +237,29 @@ func putItem(tx *bbolt.Tx, it salvageItem) error {
 	return b.Put(it.k, it.v)
 }
 
-// dropBodiless deletes from db the pages whose metadata or body is missing or does not decode
-// (it was lost or damaged), and returns how many it deleted.
+// dropBodiless deletes from db the pages whose metadata, body or rendered DOM is missing or
+// does not decode (it was lost or damaged), and returns how many it deleted.
 func dropBodiless(db *DB) (int, error) {
 	n := 0
 	err := db.Update(func(tx *bbolt.Tx) error {
-		pages, bodies := tx.Bucket(bucketPages), tx.Bucket(bucketBodies)
+		pages, in := tx.Bucket(bucketPages), contentsOf(tx)
 		var lost [][]byte
 		// The page buckets hold no buckets: one there is a record whose flag changed on disk,
 		// and would stand in the way of a page stored under its key.
-		var nested [][]byte
-		if err := bodies.ForEach(func(k, v []byte) error {
-			if v == nil {
-				nested = append(nested, bytes.Clone(k))
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, k := range nested {
-			if err := bodies.DeleteBucket(k); err != nil {
+		for _, b := range []*bbolt.Bucket{in.bodies, in.rendered} {
+			var nested [][]byte
+			if err := b.ForEach(func(k, v []byte) error {
+				if v == nil {
+					nested = append(nested, bytes.Clone(k))
+				}
+				return nil
+			}); err != nil {
 				return err
+			}
+			for _, k := range nested {
+				if err := b.DeleteBucket(k); err != nil {
+					return err
+				}
 			}
 		}
 		err := pages.ForEach(func(k, v []byte) error {
@@ -265,7 +267,7 @@ func dropBodiless(db *DB) (int, error) {
 				lost = append(lost, bytes.Clone(k))
 				return nil
 			}
-			if _, err := decodePage(binary.BigEndian.Uint64(k), v, bodies, true); err != nil {
+			if _, err := decodePage(binary.BigEndian.Uint64(k), v, in, true); err != nil {
 				lost = append(lost, bytes.Clone(k))
 			}
 			return nil

@@ -33,8 +33,11 @@ var (
 
 // Buckets owned by storage. The frontier creates its own buckets in the same file.
 var (
-	bucketPages     = []byte("pages")     // seq (8 bytes big-endian) -> page metadata (JSON, zstd-compressed; plain in older stores)
-	bucketBodies    = []byte("bodies")    // seq -> zstd-compressed body
+	bucketPages  = []byte("pages")  // seq (8 bytes big-endian) -> page metadata (JSON, zstd-compressed; plain in older stores)
+	bucketBodies = []byte("bodies") // seq -> zstd-compressed body
+	// seq -> zstd-compressed rendered DOM, for the pages whose metadata has "render"; absent
+	// from stores created before pages were rendered, until they are next opened for writing.
+	bucketRendered  = []byte("rendered")
 	bucketHostState = []byte("hoststate") // host -> opaque bytes (hostlimit's encoding)
 	bucketRobots    = []byte("robots")    // host -> RobotsEntry (JSON)
 	bucketMeta      = []byte("meta")      // key -> bytes
@@ -43,7 +46,8 @@ var (
 	bucketRobotsFetches = []byte("robotsfetches")
 )
 
-var storageBuckets = [][]byte{bucketPages, bucketBodies, bucketHostState, bucketRobots, bucketMeta, bucketRobotsFetches}
+var storageBuckets = [][]byte{bucketPages, bucketBodies, bucketHostState, bucketRobots, bucketMeta, bucketRobotsFetches,
+	bucketRendered}
 
 // Options configure Open. A nil *Options means the zero value: read-write, synced, 100ms lock
 // timeout.

@@ -22,6 +22,10 @@
 //     target for server-not-modified) and, if any, a WARC-Refers-To-Date no later than its own;
 //     its block is an HTTP response header; with identical-payload-digest it has no payload and
 //     its WARC-Payload-Digest (the earlier payload's) is well formed;
+//   - a conversion record (a rendered page's DOM) has a WARC-Target-URI, no WARC-Concurrent-To
+//     nor WARC-IP-Address (WARC 1.1 forbids them there), a WARC-Payload-Digest, if any, equal
+//     to its block's, and a WARC-Refers-To naming a response or revisit record of the same file
+//     with the same WARC-Target-URI, written before it;
 //   - every WARC-Concurrent-To names a record of the same file that names this one back, and
 //     every WARC-Warcinfo-ID names a warcinfo record of the same file;
 // and per file:
@@ -90,7 +94,7 @@ async function httpSplit(block) {
 async function checkFile(path, allIDs) {
   const problems = [];
   const name = basename(path);
-  const stats = { records: 0, types: {}, blockDigests: 0, payloadDigests: 0, pairs: 0 };
+  const stats = { records: 0, types: {}, blockDigests: 0, payloadDigests: 0, pairs: 0, refers: 0 };
   const records = []; // { id, type, uri, cl, concurrent[], warcinfo, warcHeaderLen }
   const where = (i, r) => `record ${i}` + (r ? ` (${r.type || "?"} ${r.id || "no id"}${r.uri ? " " + r.uri : ""})` : "");
   const problem = (i, r, msg) => problems.push(`${name}: ${where(i, r)}: ${msg}`);
@@ -106,7 +110,7 @@ async function checkFile(path, allIDs) {
       const h = record.warcHeaders.headers;
       const r = {
         id: h.get("WARC-Record-ID"), type: h.get("WARC-Type"), uri: h.get("WARC-Target-URI"),
-        concurrent: [], warcinfo: h.get("WARC-Warcinfo-ID"),
+        concurrent: [], warcinfo: h.get("WARC-Warcinfo-ID"), refersTo: h.get("WARC-Refers-To"),
       };
       records.push(r);
       stats.records++;
@@ -138,7 +142,11 @@ async function checkFile(path, allIDs) {
         if (refDate !== null && (!/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$/.test(refDate) || Number.isNaN(Date.parse(refDate)))) bad(`malformed WARC-Refers-To-Date ${show(refDate)}`);
         else if (refDate !== null && Date.parse(refDate) > Date.parse(h.get("WARC-Date") || "")) bad(`WARC-Refers-To-Date ${refDate} is after the revisit's WARC-Date`);
       }
-      if (r.type === "request" || r.type === "response" || r.type === "revisit") {
+      if (r.type === "conversion") {
+        if (!r.refersTo) bad("a conversion record without WARC-Refers-To");
+        for (const f of ["WARC-Concurrent-To", "WARC-IP-Address"]) if (h.get(f) !== null) bad(`a conversion record with ${f}`);
+      }
+      if (r.type === "request" || r.type === "response" || r.type === "revisit" || r.type === "conversion") {
         if (!r.uri) bad("no WARC-Target-URI");
         else if (/\s|^<|>$/.test(r.uri) || !URL.canParse(r.uri)) bad(`WARC-Target-URI is not an absolute URL: ${show(r.uri)}`);
       }
@@ -186,6 +194,11 @@ async function checkFile(path, allIDs) {
           else stats.payloadDigests++;
         }
       } else if (r.type === "response") bad("response record with an empty block");
+      else if (!isHTTP && payloadDigest) {
+        const why = digestMismatch(payloadDigest, block);
+        if (why) bad(`WARC-Payload-Digest mismatch: ${why}`);
+        else stats.payloadDigests++;
+      }
       i++;
     }
   } catch (e) {
@@ -208,6 +221,14 @@ async function checkFile(path, allIDs) {
       } else if (t.r.uri !== r.uri) {
         problem(i, r, `WARC-Concurrent-To ${to}: target URIs differ (${t.r.uri})`);
       } else stats.pairs++;
+    }
+    if (r.type === "conversion" && r.refersTo) {
+      const t = byID.get(r.refersTo);
+      if (!t) problem(i, r, `WARC-Refers-To ${r.refersTo}: no such record in this file`);
+      else if (t.r.type !== "response" && t.r.type !== "revisit") problem(i, r, `WARC-Refers-To ${r.refersTo}: a ${t.r.type} record, want the response`);
+      else if (t.r.uri !== r.uri) problem(i, r, `WARC-Refers-To ${r.refersTo}: target URIs differ (${t.r.uri})`);
+      else if (t.i > i) problem(i, r, `WARC-Refers-To ${r.refersTo}: written after the conversion`);
+      else stats.refers++;
     }
     if (r.warcinfo) {
       const t = byID.get(r.warcinfo);
@@ -257,7 +278,7 @@ for (const f of files) {
   const types = Object.entries(stats.types).map(([t, n]) => `${n} ${t}`).join(", ");
   console.log(`${problems.length ? "FAIL" : "ok  "} ${name}: ${stats.records} records (${types || "none"}); ` +
     `${stats.blockDigests} block and ${stats.payloadDigests} payload digests verified; ` +
-    `${stats.pairs} concurrent links; ${problems.length} problems`);
+    `${stats.pairs} concurrent links; ${stats.refers} conversions referring to their response; ${problems.length} problems`);
   for (const p of problems.slice(0, MAX_LISTED)) console.log(`  ${p}`);
   if (problems.length > MAX_LISTED) console.log(`  ... and ${problems.length - MAX_LISTED} more`);
   total += problems.length;

@@ -115,6 +115,22 @@ const cases = [
   },
 ];
 
+// A rendered page's DOM (a conversion record) must refer to its response: make one name the
+// request before it (an ID of the same length, so only the link is wrong).
+const conv = members.findIndex((_, i) => typeOf(i) === "conversion");
+if (conv >= 2 && typeOf(conv - 2) === "request") {
+  const idOf = (i) => /\r\nWARC-Record-ID: *(<[^>]+>)/i.exec(members[i].data.toString("latin1"))[1];
+  cases.push({
+    name: "a conversion record referring to the request instead of the response",
+    bytes: edited(conv, (b) => {
+      const s = b.toString("latin1");
+      const m = /\r\nWARC-Refers-To: *(<[^>]+>)/i.exec(s);
+      b.write(idOf(conv - 2), m.index + m[0].length - m[1].length, "latin1");
+    }),
+    wantAll: [/WARC-Refers-To <[^>]+>: a request record, want the response/],
+  });
+}
+
 const tmp = mkdtempSync(join(tmpdir(), "warc-selftest-"));
 let failed = 0;
 try {

@@ -19,6 +19,7 @@
 //	go run -C bench ./crawlbench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
 //	go run -C bench ./crawlbench -scenario fleet -workers 1,2,3   # shared crawls through redis-server against bbolt, and handover times
 //	go run -C bench ./crawlbench -scenario fleet -workers 2 -fleet-hosts 2 -fleet-pages 10000 -fleet-links 40 -handover=false   # Redis CPU and commands per page
+//	go run -C bench ./crawlbench -scenario render -render-pages 60   # --render always on shells fed by a limited API, beside the same site rendered on the server
 //
 // The broad, links and fleet scenarios run the crawl binary (built from the checkout's ./cmd/crawl,
 // the one bench/go.mod's replace names) as a separate process, so that its peak RSS and CPU time
@@ -49,7 +50,7 @@ import (
 var tune func(*crawler.Config)
 
 func main() {
-	scenario := flag.String("scenario", "politeness", "politeness, stated, stated-nowindow, learned, throughput, flaky, broad, links, recrawl, fleet or all (all but broad, links, recrawl and fleet)")
+	scenario := flag.String("scenario", "politeness", "politeness, stated, stated-nowindow, learned, throughput, flaky, broad, links, recrawl, fleet, render or all (all but broad, links, recrawl and fleet)")
 	seed := flag.Int64("seed", 1, "seed of the simulated web")
 	initial := flag.Float64("initial-rate", 0, "per-host starting rate, req/s (0: the crawler's default)")
 	pages := flag.Int("pages", 1500, "throughput: pages per host (4 unlimited hosts); recrawl: pages of its one host")
@@ -66,7 +67,7 @@ func main() {
 	flag.DurationVar(&bc.dnsDelay, "dns-delay", 0, "broad: the loopback DNS server holds each answer this long")
 	flag.IntVar(&bc.thrPages, "throughput-pages", 4000, "broad: pages per host of the two-host unlimited crawl that measures the crawler's pages/s")
 	flag.IntVar(&bc.pageKB, "page-kb", 12, "broad: about how big the two-host crawl's pages are, in KB (0: simweb's own, 1–4 KB of text, ~3 KB)")
-	flag.StringVar(&bc.crawlBin, "crawl", "", "broad, links, fleet: the crawl binary to run (default: go build ./cmd/crawl)")
+	flag.StringVar(&bc.crawlBin, "crawl", "", "broad, links, fleet, render: the crawl binary to run (default: go build ./cmd/crawl)")
 	crawlFlags := flag.String("crawl-flags", "", "broad, fleet: more flags for every `crawl run`, space-separated (e.g. \"--workers 64\")")
 	thrFlags := flag.String("throughput-flags", "", "broad: more flags for the two-host `crawl run` only (e.g. \"--cpuprofile /tmp/cpu.prof\")")
 	flag.DurationVar(&bc.timeout, "timeout", 30*time.Minute, "broad, links: each crawl is killed after this")
@@ -75,6 +76,13 @@ func main() {
 	flag.IntVar(&lc.pages, "link-host-pages", 200_000, "links: pages per host of the two hosts")
 	flag.IntVar(&lc.maxPages, "max-pages", 30_000, "links: --max-pages of each crawl")
 	flag.IntVar(&lc.rounds, "rounds", 1, "links: crawls of each figure, interleaved")
+	var rc renderConfig
+	flag.IntVar(&rc.pages, "render-pages", 60, "render: pages of the App web")
+	flag.Float64Var(&rc.apiLimit, "render-api-limit", 8, "render: the API host's limit, req/s")
+	flag.Float64Var(&rc.cdnLimit, "render-cdn-limit", 15, "render: the CDN host's limit, req/s")
+	flag.BoolVar(&rc.stated, "render-stated", false, "render: the API states its limit in rate-limit headers (IETF draft)")
+	flag.IntVar(&rc.tabs, "render-tabs", 0, "render: --render-tabs (0: the crawl's default)")
+	flag.IntVar(&rc.rounds, "render-rounds", 1, "render: crawls of each kind, alternated")
 	var fc fleetConfig
 	workersList := flag.String("workers", "1,2,3", "fleet: worker processes of each shared crawl")
 	flag.IntVar(&fc.hosts, "fleet-hosts", 8, "fleet: unlimited hosts in the web")
@@ -127,6 +135,8 @@ func main() {
 		err = recrawl(os.Stdout, *seed, *pages)
 	case "links":
 		err = linkCosts(os.Stdout, bc.crawlBin, lc, bc.crawlFlags, bc.timeout, *seed)
+	case "render":
+		err = renderCosts(os.Stdout, bc.crawlBin, rc, bc.crawlFlags, bc.timeout)
 	case "fleet":
 		fc.crawlBin, fc.flags, fc.timeout, fc.seed, fc.pageKB = bc.crawlBin, bc.crawlFlags, bc.timeout, *seed, max(bc.pageKB, 1)
 		err = fleetBench(os.Stdout, fc)

@@ -142,7 +142,7 @@ func salvageCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if st.BodiesLost > 0 {
-		fmt.Fprintf(stdout, "%d %s lost their body and were left out\n", st.BodiesLost, plural(st.BodiesLost, "page", "pages"))
+		fmt.Fprintf(stdout, "%d %s lost their body or rendered DOM and were left out\n", st.BodiesLost, plural(st.BodiesLost, "page", "pages"))
 	}
 	if rs.Changed() {
 		fmt.Fprintf(stdout, "frontier repaired from its URL records: %s\n", repairSummary(rs))

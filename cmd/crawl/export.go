@@ -33,7 +33,7 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror|learned --out PATH [--latest] [--no-body] [--text] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false] [--force]"
+const exportUsage = "usage: crawl export --data DIR [--data DIR2 ...] --format warc|jsonl|csv|mirror|learned --out PATH [--latest] [--no-body] [--text] [--subresources] [--field NAME=SELECTOR ...] [--host H] [--status CODES] [--since DATE|TIME] [--warc-max-size BYTES] [--convert-links=false] [--force]"
 
 func exportCmd(args []string, stdout, stderr io.Writer) int {
 	cf := newFlags("export", exportUsage+"\n\nWrites what was fetched, re-reading the store; it never fetches, and overwrites only with --force.\nWith several --data (the stores of the workers of a shared crawl), each URL comes from the store that fetched it last.")
@@ -45,6 +45,7 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	latest := flags.Bool("latest", false, "jsonl: one line per URL, its newest visit (a 304 stands for the version it confirms); csv is one row per URL always")
 	noBody := flags.Bool("no-body", false, "jsonl: leave the bodies out")
 	text := flags.Bool("text", false, "jsonl: add each HTML page's visible text")
+	subresources := flags.Bool("subresources", false, "jsonl, csv: also write what a browser fetched to render pages (scripts, styles, images, API calls), a line or row each, marked \"subresource\": true in jsonl (warc and mirror always hold them)")
 	var fieldSpecs stringList
 	flags.Var(&fieldSpecs, "field", "jsonl, csv: extract NAME=SELECTOR from each HTML page (CSS; the first match's text, whitespace collapsed); NAME[]=SELECTOR for every match, as an array; SELECTOR@ATTR for an attribute (repeatable)")
 	var hosts stringList
@@ -99,6 +100,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *format == "learned" && (*status != "" || *since != "") {
 		return usageErr("--status and --since apply to pages, not to --format learned")
+	}
+	if *subresources && *format != "jsonl" && *format != "csv" {
+		return usageErr("--subresources applies to --format jsonl and csv only: a WARC and a mirror always hold the sub-resources of rendered pages")
 	}
 	if len(fieldSpecs) > 0 && *format != "jsonl" && *format != "csv" {
 		return usageErr("--field applies to --format jsonl and csv only")
@@ -157,6 +161,8 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		jf  *export.Output
 		// newest, for one line or row per URL (--latest, csv), counts what it left out.
 		newest *export.Newest
+		// subLeft counts the sub-resources of rendered pages a jsonl or csv export leaves out.
+		subLeft int64
 	)
 	switch *format {
 	case "warc":
@@ -164,22 +170,23 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	case "mirror":
 		w, err = export.NewMirror(*out, db.PagesMeta, &export.MirrorOptions{Filter: filter, KeepLinks: !*convertLinks})
 	case "jsonl", "csv":
-		body := func(p *storage.Page) ([]byte, error) { // HTML only, for title, fields and the like
-			full, err := db.Page(p.Seq)
+		full := func(p *storage.Page) (*storage.Page, error) { // HTML only, for title, fields and the like
+			f, err := db.Page(p.Seq)
 			if errors.Is(err, storage.ErrNotFound) {
 				err = fmt.Errorf("%w (a page listed but not found): %w", storage.ErrDamaged, err) // keys out of order
 			}
-			if err != nil {
-				return nil, err
-			}
-			return full.Body, nil
+			return f, err
 		}
 		get := db.Page
+		var meta export.Source = db.PagesMeta
 		if *noBody || *format == "csv" {
 			src, get = db.PagesMeta, db.PageMeta
 		}
+		if !*subresources {
+			src, meta = export.PagesOnly(src, &subLeft), export.PagesOnly(meta, nil)
+		}
 		if *latest || *format == "csv" {
-			newest = export.NewNewest(ctx, db.PagesMeta, src, get)
+			newest = export.NewNewest(ctx, meta, src, get)
 			src = newest.Pages
 		}
 		jw := stdout
@@ -193,9 +200,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case err != nil:
 		case *format == "csv":
-			w, err = export.NewCSV(jw, fields, &export.CSVOptions{Body: body})
+			w, err = export.NewCSV(jw, fields, &export.CSVOptions{Full: full})
 		case *noBody:
-			w = export.NewJSONL(jw, &export.JSONLOptions{NoBody: true, Body: body, Text: *text, Fields: fields})
+			w = export.NewJSONL(jw, &export.JSONLOptions{NoBody: true, Full: full, Text: *text, Fields: fields})
 		default:
 			w = export.NewJSONL(jw, &export.JSONLOptions{Text: *text, Fields: fields})
 		}
@@ -229,6 +236,9 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 			omitted += fmt.Sprintf(", %d 304 Not Modified written as the %s", n, plural(int(n), "version it confirms", "versions they confirm"))
 		}
 	}
+	if subLeft > 0 {
+		omitted += fmt.Sprintf(", %d %s of rendered pages (--subresources writes them)", subLeft, plural(int(subLeft), "sub-resource", "sub-resources"))
+	}
 	switch {
 	case st.Omitted > 0 && *format == "csv":
 		omitted += fmt.Sprintf(", %d without a row (not HTML)", st.Omitted)
@@ -251,8 +261,12 @@ func exportCmd(args []string, stdout, stderr io.Writer) int {
 	if n := db.Superseded(); n > 0 {
 		superseded = fmt.Sprintf(", %d %s of URLs another store fetched later", n, plural(int(n), "fetch", "fetches"))
 	}
-	fmt.Fprintf(stderr, "crawl export: %d pages%s written (%d filtered out%s%s) to %s, %s, %.1fs\n",
-		st.Pages, robots, st.Skipped, omitted, superseded, dst, formatBytes(st.Bytes), time.Since(start).Seconds())
+	subs := ""
+	if st.Subresources > 0 {
+		subs = fmt.Sprintf(", %d %s of rendered pages", st.Subresources, plural(int(st.Subresources), "sub-resource", "sub-resources"))
+	}
+	fmt.Fprintf(stderr, "crawl export: %d pages%s%s written (%d filtered out%s%s) to %s, %s, %.1fs\n",
+		st.Pages, subs, robots, st.Skipped, omitted, superseded, dst, formatBytes(st.Bytes), time.Since(start).Seconds())
 	if st.Flattened > 0 {
 		fmt.Fprintf(stderr, "crawl export: %d HTML %s nested deeper than the HTML parser's 512 elements, read with the elements past depth 256 (32 where that was not enough) flattened into their ancestors, so title, text and fields are as near as that gives%s: %s\n",
 			st.Flattened, plural(int(st.Flattened), "page", "pages"), flattenedNote(*format), urlsList(st.FlattenedURLs, st.Flattened))

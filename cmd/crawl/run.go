@@ -84,6 +84,7 @@ func crawlFlags(fs *flag.FlagSet) *crawler.Config {
 	durationVar(fs, &cfg.RobotsTTL, "robots-ttl", cfg.RobotsTTL, "how long a fetched robots.txt is trusted (a `duration`)")
 	fs.BoolVar(&cfg.AllowPrivate, "allow-private-networks", cfg.AllowPrivate, "connect to loopback/private/link-local addresses even when no seed is on them")
 	fs.BoolVar(&cfg.KeyByIP, "key-by-ip", cfg.KeyByIP, "one politeness gate per server address instead of per host name (virtual hosts on one server share a rate)")
+	renderFlags(fs, &cfg.Render)
 	return &cfg
 }
 
@@ -200,6 +201,10 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 			damageHint(stderr, *dir, err)
 			return exitRuntime
 		}
+		fmt.Fprintf(stderr, "crawl run: %v\n", err)
+		return exitUsage
+	}
+	if err := checkBrowser(cfg.Render, applied["render"]); err != nil {
 		fmt.Fprintf(stderr, "crawl run: %v\n", err)
 		return exitUsage
 	}
@@ -438,6 +443,7 @@ func printSummary(w io.Writer, s *crawler.Summary) {
 	if r := s.ThisRun; r.Revisits() > 0 {
 		fmt.Fprintf(w, "  revisited %d: %d unchanged, %d changed, %d gone; %d new pages\n", r.Revisits(), r.Unchanged, r.Changed, r.Gone, r.New)
 	}
+	printRender(w, s.Render)
 	printReasons(w, "failed", s.FailedBy)
 	printReasons(w, "excluded", s.ExcludedBy)
 	printDropped(w, s.Dropped)

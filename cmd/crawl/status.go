@@ -95,6 +95,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stdout, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
 	}
+	printRender(stdout, st.Render)
 	printReasons(stdout, "failed", st.FailedBy)
 	printReasons(stdout, "excluded", st.ExcludedBy)
 	printDropped(stdout, st.Dropped)

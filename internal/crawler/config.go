@@ -148,6 +148,7 @@ func (c Config) WithDefaults() Config {
 	s.InitialRate = cmp.Or(s.InitialRate, 2)
 	s.RobotsTTL = cmp.Or(s.RobotsTTL, 24*time.Hour)
 	s.MaxAttempts = cmp.Or(s.MaxAttempts, 5)
+	s.Render.Timeout = cmp.Or(s.Render.Timeout, DefaultRenderTimeout)
 	c.Workers = cmp.Or(c.Workers, 32)
 	c.MaxRedirects = cmp.Or(c.MaxRedirects, 10)
 	c.RobotsRetry = cmp.Or(c.RobotsRetry, time.Second)
@@ -241,6 +242,9 @@ func (c *Config) ValidateGiven() error {
 		return errors.New("--older-than needs --recrawl")
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("--max-attempts must be at least 1, not %d", c.MaxAttempts)
+	}
+	if err := c.Render.validate(); err != nil {
+		return err
 	}
 	for host, p := range c.Hosts {
 		if p.MaxRate < 0 || math.IsNaN(p.MaxRate) || math.IsInf(p.MaxRate, 0) {

@@ -128,6 +128,10 @@ type runRecords struct {
 	unreachable failedHosts // hosts whose unreachable robots.txt was announced (failures.go)
 
 	runTally runTally // this run's page fetches (runtally.go)
+
+	// renders is --render's: the browser (set by Run before its jobs start, cleared after
+	// they ended), the sub-resources and the figures, each with its own lock (render.go).
+	renders renderState
 }
 
 // jitter draws the random part of retry delays. rndMu guards rnd: rand.Rand is not safe for

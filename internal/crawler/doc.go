@@ -24,4 +24,10 @@
 // seeds.go and scope.go take its seeds and scope; run.go is Run's loop, dispatch.go one turn
 // of the dispatcher, jobs.go the jobs it starts; robots.go, page.go and sitemap.go are what the
 // jobs do.
+//
+// With --render a page's job also renders it (render.go) from the body it fetched, in one
+// browser (internal/render); every request of the page is answered by the crawl
+// (subresource.go): robots.txt, the address guard, the host's gate (a FIFO queue and one
+// waiter per gate: subgate.go, whose ends wake the dispatcher: gatefreed.go), the client and
+// the store. docs/render-crawl.md has the design.
 package crawler

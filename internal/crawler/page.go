@@ -23,6 +23,9 @@ import (
 // gate, and commits the result: page + done + links in one frontier transaction, or a retry,
 // or a failure. A request cut short by shutdown gives its lease back instead.
 func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t *hostlimit.Ticket) error {
+	if done, err := c.requisiteFromRender(l, t); done || err != nil {
+		return err
+	}
 	var last lastVersion // a revisit's last version: what it asks about and compares with
 	if l.Prev != 0 {
 		last = c.lastVersionOf(l.Prev)
@@ -37,9 +40,21 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 		return nil
 	}
 	res := c.decide(l, u, resp, err, sent, now, t)
+	if rerr := c.renderInto(ctx, l, u, &res); rerr != nil {
+		if ctx.Err() != nil { // cut short: rendered again by a later run
+			c.fr.Release(l)
+			return nil
+		}
+		return fmt.Errorf("rendering %s: %w", l.URL, rerr)
+	}
 	if res.Page != nil {
 		c.markRevisit(res.Page, last)
 	}
+	return c.commitFetch(l, res)
+}
+
+// commitFetch commits the result of lease l's fetch and counts it.
+func (c *Crawler) commitFetch(l frontier.Lease, res frontier.Result) error {
 	if cerr := c.complete(l, res); cerr != nil {
 		return fmt.Errorf("committing %s: %w", l.URL, cerr)
 	}
@@ -48,6 +63,7 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 	}
 	c.stored(l, res)
 	if res.Kind == frontier.Fetched && res.Page != nil {
+		c.countRendered(res.Page)
 		c.tallyPage(l, res.Page)
 	}
 	return nil

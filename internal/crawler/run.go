@@ -43,6 +43,10 @@ func (c *Crawler) Run(ctx context.Context) (*Summary, error) {
 	if err := c.countRequisites(); err != nil {
 		return nil, err
 	}
+	if err := c.startBrowser(); err != nil {
+		return nil, err
+	}
+	defer c.closeBrowser() // after the jobs ended (finishInFlight)
 	r := c.startRun()
 	defer r.close()
 	c.publishStatus(true)
@@ -131,6 +135,7 @@ func (c *Crawler) takeReports(r *run) {
 		case d := <-r.done:
 			c.finish(r, d)
 		default:
+			c.wakeFreed()
 			return
 		}
 	}
@@ -183,6 +188,8 @@ func (c *Crawler) wait(ctx context.Context, r *run, now, wakeAt time.Time) {
 	select {
 	case d := <-r.done:
 		c.finish(r, d)
+	case <-c.renders.freed.signal: // nil (never ready) unless pages are rendered
+		c.wakeFreed()
 	case <-r.timer.C:
 	case <-r.statusTick.C:
 		c.tick(r, now)

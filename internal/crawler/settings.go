@@ -72,6 +72,9 @@ type Settings struct {
 	// HostsConfig is the file (an absolute path) Config.Hosts was read from, "" if none:
 	// stored so that a resume reads it again. Only its path is: the file may hold secrets.
 	HostsConfig string `json:"hosts_config,omitempty"`
+
+	// Render says which pages are rendered in a headless browser, and how (renderconfig.go).
+	Render Render `json:"render,omitzero"`
 }
 
 // Setting is one setting as the command line names it: a flag and its values in the form the
@@ -112,7 +115,7 @@ func quoteArg(v string) string {
 func (s Settings) Flags() []Setting {
 	f := func(v float64) []string { return []string{strconv.FormatFloat(v, 'g', -1, 64)} }
 	i := func(v int) []string { return []string{strconv.Itoa(v)} }
-	return []Setting{
+	return append([]Setting{
 		{Flag: "scope", Values: []string{s.Scope.String()}},
 		{Flag: "max-depth", Values: []string{s.MaxDepth.String()}},
 		{Flag: "include", Values: s.Include.Strings()},
@@ -136,7 +139,7 @@ func (s Settings) Flags() []Setting {
 		{Flag: "requisites-scope", Values: []string{s.RequisitesScope.String()}},
 		boolSetting("sitemaps", s.Sitemaps),
 		{Flag: "hosts-config", Values: nonEmpty(s.HostsConfig)},
-	}
+	}, s.Render.flags()...)
 }
 
 // boolSetting is the setting of a boolean flag.

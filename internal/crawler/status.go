@@ -50,6 +50,9 @@ type Status struct {
 	// Run holds the running crawl's request counters since it started (absent when no crawl
 	// process made requests: crawl status on a stopped store).
 	Run *RunCounters `json:"run,omitempty"`
+	// Render holds the crawl's rendering figures, all runs together (absent when its settings
+	// render no page).
+	Render *RenderCounts `json:"render,omitempty"`
 	// Settings are the crawl's settings in force (absent for a store made before they were
 	// kept).
 	Settings *Settings `json:"settings,omitempty"`
@@ -152,6 +155,9 @@ func (c *Crawler) snapshot(running bool, list int) Status {
 	if c.cfg.Dir != "" {
 		s := c.cfg.Settings
 		st.Settings = &s
+	}
+	if c.cfg.Render.Mode != RenderNever {
+		st.Render = c.renders.counts.counts(c.cfg.Render.Mode)
 	}
 	var gates map[string]hostlimit.HostStats // every gate's figures; while running, only the listed hosts' are read
 	if !running {
@@ -366,6 +372,11 @@ func ReadStatus(dir string) (Status, error) {
 		return st, fmt.Errorf("store %s: %w", dir, err)
 	} else if ok {
 		st.Settings = &m.Settings
+		if mode := m.Settings.Render.Mode; mode != RenderNever {
+			if st.Render, err = storedRenderCounts(db, mode); err != nil {
+				return st, fmt.Errorf("store %s: %w", dir, err)
+			}
+		}
 	}
 	if st.Shared, err = loadSharedCrawl(db); err != nil {
 		return st, fmt.Errorf("store %s: %w", dir, err)

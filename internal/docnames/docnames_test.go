@@ -44,6 +44,15 @@ var allowed = map[string]string{
 	"SetLimit": "rate.Limiter.SetLimit", "NoSync": "bbolt's DB.NoSync",
 	"tx.CopyFile": "bbolt's Tx.CopyFile", "ParseURL": "go-redis' redis.ParseURL",
 	"u.Host": "a url.URL's field, in an example",
+	// The browser's names in the rendering references: Chrome DevTools Protocol methods,
+	// events and parameters, and Web APIs a rendered page's script may call.
+	"Fetch.enable": "DevTools Protocol method", "Fetch.fulfillRequest": "DevTools Protocol method",
+	"Fetch.failRequest": "DevTools Protocol method", "Target.setAutoAttach": "DevTools Protocol method",
+	"Runtime.evaluate": "DevTools Protocol method", "Inspector.targetCrashed": "DevTools Protocol event",
+	"frameStoppedLoading":    "DevTools Protocol event (Page domain)",
+	"waitForDebuggerOnStart": "parameter of Target.setAutoAttach", "Purpose": "HTTP header",
+	"EventSource": "Web API", "RTCPeerConnection": "Web API", "WebSocket": "Web API",
+	"navigator.serviceWorker": "Web API", "outerHTML": "DOM property",
 }
 
 // goName matches a code span that reads as a Go name: `Name`, `pkg.Name`, `Type.Field`,

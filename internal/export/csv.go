@@ -11,13 +11,14 @@ import (
 
 // CSVOptions configure NewCSV. A nil *CSVOptions means the zero value.
 type CSVOptions struct {
-	// Body, if set, is called for an HTML page that comes without its body (Page.Body nil, as
-	// from storage.DB.PagesMeta) to read it. Without it such a page's fields are all empty.
-	Body func(p *storage.Page) ([]byte, error)
+	// Full, if set, is called for an HTML page that comes without its body (Page.Body nil, as
+	// from storage.DB.PagesMeta) to read it whole, body and rendered DOM (storage.DB.Page).
+	// Without it such a page's fields are all empty.
+	Full func(p *storage.Page) (*storage.Page, error)
 }
 
 // CSVWriter writes one row per HTML page (text/html, application/xhtml+xml): its URL, then
-// the value of each field (RFC 4180 through encoding/csv, after a header row of "url" and the
+// the value of each field, read in the rendered DOM of a rendered page (RFC 4180 through encoding/csv, after a header row of "url" and the
 // field names). Other pages get no row; Stats counts them as Omitted. Fed each URL's newest
 // visit (Newest), as crawl export feeds it, it writes one row per URL. A field that matched
 // nothing is an empty cell; an array field (NAME[]) is a JSON array of strings. It is not safe
@@ -64,16 +65,20 @@ func (c *CSVWriter) Write(p *storage.Page) error {
 		c.stats.Omitted++
 		return nil
 	}
-	body := p.Body
-	if body == nil && c.opts.Body != nil {
-		b, err := c.opts.Body(p)
+	full := p
+	if p.Body == nil && c.opts.Full != nil {
+		f, err := c.opts.Full(p)
 		if err != nil {
 			return fmt.Errorf("export: csv: %s: %w", p.URL, err)
 		}
-		body = b
+		full = f
 	}
-	d := newHTMLDecoder(body, p.Header.Get("Content-Type"))
-	cells, err := extractFields(c.fields, d.root()).cells()
+	d := readDoc(full, newHTMLDecoder(full.Body, p.Header.Get("Content-Type")))
+	root := d.root()
+	if p.Render != nil && full.Rendered == nil {
+		root = nil // a rendered page read without its DOM: its fields are not the body's
+	}
+	cells, err := extractFields(c.fields, root).cells()
 	if err != nil {
 		return fmt.Errorf("export: csv: %s: %w", p.URL, err)
 	}
@@ -83,7 +88,7 @@ func (c *CSVWriter) Write(p *storage.Page) error {
 	if err := c.csv.Write(append([]string{p.URL}, cells...)); err != nil {
 		return fmt.Errorf("export: csv: %s: %w", p.URL, err)
 	}
-	c.stats.Pages++
+	c.stats.count(p)
 	c.csv.Flush() // into bw, which buffers; Bytes then counts the row
 	c.stats.Bytes = c.cw.n + int64(c.bw.Buffered())
 	return c.csv.Error()

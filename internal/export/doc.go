@@ -40,6 +40,15 @@
 // as a stored page (storage.Page.SameAs), with profile identical-payload-digest, made by
 // gowarc's ToRevisitRecord from the response (payload digest kept, payload left out).
 //
+// A rendered page (storage.Page.Render set) is its request and response, then its rendered
+// DOM as a conversion record: WARC-Refers-To the response (or revisit) record, the document's
+// WARC-Target-URI, Content-Type text/html; charset=utf-8, dated when the document was read,
+// and WARC-Crawl-Render-Cut naming the cap that cut the render, if one did. A conversion, not
+// a resource: the DOM is the response transformed by the crawl, and WARC 1.1 allows
+// WARC-Refers-To on conversion records and forbids it on resource records (docs/formats.md,
+// "Rendered pages"). A sub-resource (storage.Page.Subresource) is a request and response like
+// any page, counted in Stats.Subresources.
+//
 // RunWARC also records robots.txt: every robots.txt response the crawl received (each redirect
 // hop its own, storage.DB.RobotsFetches) becomes a request and a response record like a page's,
 // with its own fetch time as WARC-Date, written after all the pages, in the order the fetches
@@ -75,7 +84,10 @@
 //
 // # JSON Lines
 //
-// NewJSONL writes one JSON object per page per line; SCHEMA.md describes the fields. It keeps
+// NewJSONL writes one JSON object per page per line; SCHEMA.md describes the fields. A
+// rendered page's title, text, outlinks and fields are read in its rendered DOM. The
+// sub-resources of rendered pages are lines like any page's if the writer is fed them; crawl
+// export feeds it PagesOnly, unless asked, and so for CSV. It keeps
 // one map entry per redirect it has seen, to give a redirect's target the referrer of the
 // redirect.
 //
@@ -84,7 +96,9 @@
 // NewMirror writes an offline copy: for each URL the body of its latest 2xx answer (a 304
 // is not a version), or, for a redirect with a usable Location, a small HTML refresh page
 // sending the browser to the target's file (or to the target URL when it is not mirrored).
-// Other statuses get no file (Stats.Omitted). Before writing, NewMirror reads the pages'
+// Other statuses get no file (Stats.Omitted). A rendered page's file is its rendered DOM made
+// inert (offlineDOM: no script, no event handler, declared UTF-8), so it reads offline as
+// rendered; its sub-resources are files like any page's. Before writing, NewMirror reads the pages'
 // metadata once and names every file (mirrorplan.go), so that links can point to pages
 // fetched later: each http(s) URL in a link or requisite attribute of an HTML page becomes
 // the relative path of the file it ends at (through redirects), any other becomes absolute.

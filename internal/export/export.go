@@ -27,17 +27,48 @@ type Writer interface {
 
 // Stats counts what an export wrote.
 type Stats struct {
-	Pages   int64 // pages written
-	Robots  int64 // WARC: robots.txt responses written (RunWARC)
-	Skipped int64 // pages the Filter left out (set by Run)
-	Omitted int64 // mirror: pages that get no file (error statuses, versions a later one replaced)
-	Files   int   // output files created (JSONL: the one stream)
-	Bytes   int64 // bytes written to the output, after compression
+	Pages int64 // pages written, sub-resources apart
+	// Subresources counts the sub-resources written: responses fetched for the browser that
+	// rendered a page (storage.Page.Subresource), each a record pair in WARC and a file in the
+	// mirror, and a line or row in JSON Lines and CSV only when they are fed them (see
+	// PagesOnly).
+	Subresources int64
+	Robots       int64 // WARC: robots.txt responses written (RunWARC)
+	Skipped      int64 // pages the Filter left out (set by Run)
+	Omitted      int64 // mirror: pages that get no file (error statuses, versions a later one replaced)
+	Files        int   // output files created (JSONL: the one stream)
+	Bytes        int64 // bytes written to the output, after compression
 	// Flattened counts the HTML pages (JSONL, CSV) nested deeper than the HTML parser takes,
 	// read with their deepest elements flattened (JSONL: "nesting_flattened_at");
 	// FlattenedURLs are the first MaxFlattenedURLs of them.
 	Flattened     int64
 	FlattenedURLs []string
+}
+
+// count counts p as written: a page or a sub-resource.
+func (s *Stats) count(p *storage.Page) {
+	if p.Subresource {
+		s.Subresources++
+	} else {
+		s.Pages++
+	}
+}
+
+// PagesOnly is src without the sub-resources of rendered pages (storage.Page.Subresource),
+// for an export of pages (JSON Lines and CSV by default); it adds the number it leaves out to
+// *left, if left is not nil.
+func PagesOnly(src Source, left *int64) Source {
+	return func(fn func(p *storage.Page) error) error {
+		return src(func(p *storage.Page) error {
+			if p.Subresource {
+				if left != nil {
+					*left++
+				}
+				return nil
+			}
+			return fn(p)
+		})
+	}
 }
 
 // MaxFlattenedURLs bounds Stats.FlattenedURLs.

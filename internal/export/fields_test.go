@@ -179,12 +179,13 @@ func TestCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages := fieldPages()
-	body := map[uint64][]byte{}
-	for _, p := range pages { // the bodies come through Body, as from storage.DB.PagesMeta
-		body[p.Seq], p.Body = p.Body, nil
+	full := map[uint64]*storage.Page{}
+	for _, p := range pages { // the bodies come through Full, as from storage.DB.PagesMeta
+		c := *p
+		full[p.Seq], p.Body = &c, nil
 	}
 	var buf bytes.Buffer
-	w, err := NewCSV(&buf, fs, &CSVOptions{Body: func(p *storage.Page) ([]byte, error) { return body[p.Seq], nil }})
+	w, err := NewCSV(&buf, fs, &CSVOptions{Full: func(p *storage.Page) (*storage.Page, error) { return full[p.Seq], nil }})
 	if err != nil {
 		t.Fatal(err)
 	}

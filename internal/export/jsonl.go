@@ -33,11 +33,11 @@ type JSONLOptions struct {
 	// NoBody leaves "body" and "body_base64" out of every line; the pages may then come from
 	// storage.DB.PagesMeta, which does not read the bodies at all.
 	NoBody bool
-	// Body, if set, is called with NoBody for an HTML page that comes without its body
-	// (Page.Body nil, as from storage.DB.PagesMeta) to read that body, so that "title",
-	// "charset", "outlinks" and "text" are written with NoBody too. Without it such pages get
-	// none of these fields.
-	Body func(p *storage.Page) ([]byte, error)
+	// Full, if set, is called with NoBody for an HTML page that comes without its body
+	// (Page.Body nil, as from storage.DB.PagesMeta) to read the page whole, body and rendered
+	// DOM (storage.DB.Page), so that "title", "charset", "outlinks", "text" and "fields" are
+	// written with NoBody too. Without it such pages get none of these fields.
+	Full func(p *storage.Page) (*storage.Page, error)
 	// Text adds "text", the visible text, to every HTML page.
 	Text bool
 	// Fields, if any, adds "fields" to every HTML page: an object of each field's value, in
@@ -87,6 +87,12 @@ type jsonPage struct {
 	FlattenedAt int `json:"nesting_flattened_at,omitempty"`
 	// NotModified: the line is the version a 304 confirmed, dated by that 304 (Newest).
 	NotModified bool `json:"not_modified,omitempty"`
+	// Rendered: the page was rendered in a browser; title, text, outlinks and fields read
+	// the rendered DOM. RenderCut names the cap that stopped the render, if one did.
+	Rendered  bool   `json:"rendered,omitempty"`
+	RenderCut string `json:"render_cut,omitempty"`
+	// Subresource: a response fetched for the browser rendering the page named in parent.
+	Subresource bool `json:"subresource,omitempty"`
 }
 
 // NewJSONL returns a writer of JSON Lines to w. Close flushes but does not close w.
@@ -135,38 +141,49 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 		line.Body = &s
 	}
 	line.Referrer = w.referrer(p)
-	body, haveBody := p.Body, p.Body != nil || !w.noBody
-	if !haveBody && w.opts.Body != nil && isHTMLType(p.ContentType) {
-		b, err := w.opts.Body(p)
+	if p.Render != nil {
+		line.Rendered = true
+		if p.Render.Cut != storage.RenderComplete {
+			line.RenderCut = p.Render.Cut.String()
+		}
+	}
+	line.Subresource = p.Subresource
+	full, haveBody := p, p.Body != nil || !w.noBody
+	if !haveBody && w.opts.Full != nil && isHTMLType(p.ContentType) {
+		f, err := w.opts.Full(p)
 		if err != nil {
 			return fmt.Errorf("export: jsonl: %s: %w", p.URL, err)
 		}
-		body, haveBody = b, true
+		full, haveBody = f, true
+	}
+	if haveBody && p.Render != nil && full.Rendered == nil {
+		haveBody = false // a rendered page read without its DOM: nothing to read its fields in
 	}
 	switch {
 	case isHTMLType(p.ContentType) && haveBody:
-		d := newHTMLDecoder(body, p.Header.Get("Content-Type"))
-		if w.opts.Text || len(w.opts.Fields) > 0 {
-			d.root() // the one parse; title then reads it instead of parsing a prefix
-		}
+		d := newHTMLDecoder(full.Body, p.Header.Get("Content-Type"))
 		cs := d.charset()
 		line.Charset = &cs
-		if t, ok := d.title(); ok {
+		doc := readDoc(full, d)
+		if w.opts.Text || len(w.opts.Fields) > 0 {
+			doc.root() // the one parse; title then reads it instead of parsing a prefix
+		}
+		if t, ok := doc.title(); ok {
 			line.Title = &t
 		}
 		if base := linkBase(p); base != nil && p.Status >= 200 && p.Status < 300 {
-			n := len(fetch.ExtractLinks(base, p.Header, p.ContentType, body, "").Links)
+			n := outlinks(base, full)
 			line.Outlinks = &n
 		}
 		if w.opts.Text {
-			t := d.text()
+			t := doc.text()
 			line.Text = &t
 		}
 		if len(w.opts.Fields) > 0 {
-			fv := extractFields(w.opts.Fields, d.root())
+			fv := extractFields(w.opts.Fields, doc.root())
 			line.Fields = &fv
 		}
-		if line.FlattenedAt = d.flattenedAt; d.flattenedAt > 0 {
+		if line.FlattenedAt = doc.flattenedAt; doc.flattenedAt > 0 {
 			w.stats.flattened(p.URL)
 		}
 	case isHTMLType(p.ContentType): // no body to read: charset may come from a <meta>
@@ -177,9 +194,39 @@ func (w *JSONLWriter) Write(p *storage.Page) error {
 	if err := w.enc.Encode(&line); err != nil { // Encode appends the newline
 		return fmt.Errorf("export: jsonl: %s: %w", p.URL, err)
 	}
-	w.stats.Pages++
+	w.stats.count(p)
 	w.stats.Bytes = w.cw.n + int64(w.bw.Buffered())
 	return nil
+}
+
+// renderedType is how the rendered DOM is read: the browser serialises it as UTF-8, whatever
+// the charset of the body it was built from.
+const renderedType = "text/html; charset=utf-8"
+
+// readDoc is the decoder of the document title, text, outlinks and fields read in p (whole):
+// the rendered DOM if the page was rendered, else d, the body's.
+func readDoc(p *storage.Page, d *htmlDecoder) *htmlDecoder {
+	if p.Render != nil && p.Rendered != nil {
+		return newHTMLDecoder(p.Rendered, renderedType)
+	}
+	return d
+}
+
+// outlinks counts the distinct links the crawler finds in p (whole): those of the body and, for a
+// rendered page, of its rendered DOM too, as the crawl follows both.
+func outlinks(base *url.URL, p *storage.Page) int {
+	links := fetch.ExtractLinks(base, p.Header, p.ContentType, p.Body, "").Links
+	if p.Render == nil || p.Rendered == nil {
+		return len(links)
+	}
+	seen := make(map[string]bool, len(links))
+	for _, l := range links {
+		seen[l.Str] = true
+	}
+	for _, l := range fetch.ExtractLinks(base, p.Header, p.ContentType, p.Rendered, "").Links {
+		seen[l.Str] = true
+	}
+	return len(seen)
 }
 
 // referrer returns the page that linked to p: p.Parent, or, when p.Parent is a redirect seen

@@ -65,7 +65,8 @@ var fixtureExtras = map[string]map[string]any{
 // schemaOrder is the order of the fields in SCHEMA.md.
 var schemaOrder = []string{"url", "final_url", "status", "headers", "fetched_at", "duration_ms",
 	"depth", "parent", "content_type", "truncated", "decoded_from", "body", "body_base64",
-	"title", "charset", "outlinks", "referrer", "text", "fields", "nesting_flattened_at", "not_modified"}
+	"title", "charset", "outlinks", "referrer", "text", "fields", "nesting_flattened_at", "not_modified",
+	"rendered", "render_cut", "subresource"}
 
 // jsonKeys returns the top-level keys of the JSON object line, in order.
 func jsonKeys(t *testing.T, line []byte) []string {

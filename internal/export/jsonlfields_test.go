@@ -161,11 +161,11 @@ func TestJSONLNoBodyReadsHTMLBodies(t *testing.T) {
 		meta[i] = &c
 	}
 	var asked []uint64
-	load := func(p *storage.Page) ([]byte, error) {
+	load := func(p *storage.Page) (*storage.Page, error) {
 		asked = append(asked, p.Seq)
-		return full[p.Seq-1].Body, nil
+		return full[p.Seq-1], nil
 	}
-	lines := jsonlLines(t, meta, &JSONLOptions{NoBody: true, Body: load, Text: true}, nil)
+	lines := jsonlLines(t, meta, &JSONLOptions{NoBody: true, Full: load, Text: true}, nil)
 	a := lines["http://a.example/"]
 	if a["title"] != "T" || a["outlinks"] != 1.0 || a["charset"] != "utf-8" || a["text"] != "b words" {
 		t.Errorf("no-body line: title %#v outlinks %#v charset %#v text %#v, want T, 1, utf-8, \"b words\"", a["title"], a["outlinks"], a["charset"], a["text"])
@@ -183,7 +183,7 @@ func TestJSONLNoBodyReadsHTMLBodies(t *testing.T) {
 	a = jsonlLines(t, meta, &JSONLOptions{NoBody: true}, nil)["http://a.example/"]
 	for _, k := range []string{"title", "outlinks", "charset", "text"} {
 		if v, ok := a[k]; ok {
-			t.Errorf("no body and no Body func: %s = %#v, want absent", k, v)
+			t.Errorf("no body and no Full func: %s = %#v, want absent", k, v)
 		}
 	}
 }

@@ -12,7 +12,9 @@ import (
 // Newest reads a store's pages as each URL's newest visit only (storage.Page.URL, the URL
 // requested), for an export with one line or row per URL (JSON Lines with --latest, CSV):
 //
-//   - every earlier visit of a URL is left out and counted in Older;
+//   - every earlier visit of a URL is left out and counted in Older (a URL fetched as a page
+//     and as the sub-resource of a rendered page, storage.Page.Subresource, has a newest
+//     visit of each);
 //   - a newest visit that is a 304 confirming a stored page (storage.Page.RevisitOf) stands
 //     for that version: the page passed on is the confirmed one (its Seq, status, headers and
 //     body, so a writer's body reader finds its body) with the 304's FetchedAt and Duration,
@@ -58,14 +60,14 @@ func (n *Newest) Pages(fn func(p *storage.Page) error) error {
 		if err := n.ctx.Err(); err != nil {
 			return err
 		}
-		newest[keyOf(p.URL)] = p.Seq // fetch order: the last one seen is the newest
+		newest[fetchKey(p)] = p.Seq // fetch order: the last one seen is the newest
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	return n.src(func(p *storage.Page) error {
-		if newest[keyOf(p.URL)] != p.Seq {
+		if newest[fetchKey(p)] != p.Seq {
 			n.older++
 			return nil
 		}

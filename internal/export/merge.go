@@ -24,7 +24,9 @@ type Store interface {
 //     storage.Page.FetchedAt; on a tie the store given first). That store's versions of the
 //     URL are all kept, as a single store's are, so a revisit record still finds the page it
 //     refers to; other stores' fetches of the URL are left out (Superseded). Robots.txt
-//     fetches follow the same rule among themselves.
+//     fetches follow the same rule among themselves, and so do the sub-resources of
+//     rendered pages (storage.Page.Subresource): a URL fetched as a page and as a
+//     sub-resource is two things, neither superseding the other.
 //   - Pages come in one stream merged by fetch time, each store's pages in their own order.
 //   - Sequence numbers are renumbered so that they stay unique: page s of store i (of n)
 //     becomes s×n+i, in Seq, RevisitOf and SameAs alike, and Page and PageMeta take the new
@@ -50,6 +52,15 @@ func keyOf(url string) urlKey {
 	var k urlKey
 	h.Sum(k[:0])
 	return k
+}
+
+// fetchKey is the key of what p fetched: its URL as a page, or as a sub-resource of a rendered
+// page apart, so that the one never stands for or supersedes the other.
+func fetchKey(p *storage.Page) urlKey {
+	if p.Subresource {
+		return keyOf("\x00subresource\x00" + p.URL)
+	}
+	return keyOf(p.URL)
 }
 
 // winner is the store holding a URL's latest fetch, and that fetch's time.
@@ -81,7 +92,7 @@ func latestStores(stores []Store, src func(Store) Source) (map[urlKey]winner, er
 	won := map[urlKey]winner{}
 	for i, s := range stores {
 		err := src(s)(func(p *storage.Page) error {
-			k, at := keyOf(p.URL), p.FetchedAt.UnixNano()
+			k, at := fetchKey(p), p.FetchedAt.UnixNano()
 			if w, ok := won[k]; !ok || at > w.at || w.store == i && at == w.at {
 				won[k] = winner{at: at, store: i}
 			}
@@ -213,7 +224,7 @@ func (m *Stores) merge(src func(Store) Source, won map[urlKey]winner, pages bool
 		if err := advance(best); err != nil {
 			return err
 		}
-		if won[keyOf(p.URL)].store != best {
+		if won[fetchKey(p)].store != best {
 			if pages {
 				m.superseded++
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -28,8 +29,8 @@ const (
 	indexName = "index.html"
 )
 
-// MirrorWriter writes the mirror of a crawl: for each URL the body of its latest 2xx answer,
-// or a refresh page for a redirect, in files under a root directory, with links between
+// MirrorWriter writes the mirror of a crawl: for each URL the body of its latest 2xx answer
+// (the rendered DOM, scripts removed, for a rendered page), or a refresh page for a redirect, in files under a root directory, with links between
 // mirrored files made relative; see the package documentation for the rules. It is not safe
 // for concurrent use.
 type MirrorWriter struct {
@@ -162,12 +163,22 @@ func (m *MirrorWriter) Write(p *storage.Page) error {
 		m.stats.Omitted++
 		return nil
 	}
-	body := p.Body
+	body, doc := p.Body, p
+	if e.kind == entryFile && p.Render != nil && p.Rendered != nil && isHTMLType(e.ctype) {
+		// The page as rendered, made inert: it reads offline without its scripts.
+		r := *p
+		r.Body, r.Header = offlineDOM(p.Rendered), http.Header{}
+		for k, v := range p.Header {
+			r.Header[k] = v
+		}
+		r.Header.Set("Content-Type", renderedType)
+		body, doc = r.Body, &r
+	}
 	switch {
 	case e.kind == entryRedirect:
 		body = refreshPage(m.link(e.rel, e.target))
 	case !m.opts.KeepLinks && isHTMLType(e.ctype):
-		body = m.convertHTML(p, e.rel)
+		body = m.convertHTML(doc, e.rel)
 	case !m.opts.KeepLinks && e.ctype == "text/css":
 		if base, err := url.Parse(pageURL(p)); err == nil {
 			body = m.convertCSS(p.Body, base, e.rel)
@@ -215,7 +226,7 @@ func (m *MirrorWriter) Write(p *storage.Page) error {
 	if err != nil {
 		return fmt.Errorf("export: mirror: %s: %w", u, err)
 	}
-	m.stats.Pages++
+	m.stats.count(p)
 	m.stats.Files++
 	m.stats.Bytes += int64(len(body))
 	return nil

@@ -226,6 +226,7 @@ func rewriteSrcset(v string, fn func(string) string) string {
 type rawAttr struct {
 	name                                 string
 	valStart, valEnd, spanStart, spanEnd int
+	nameStart, end                       int // the attribute's span in raw, name to value
 }
 
 // scanAttrs splits the raw text of a start tag into attributes by the rules of the HTML
@@ -249,7 +250,7 @@ func scanAttrs(raw []byte) []rawAttr {
 		for i < len(raw) && !isSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' && raw[i] != '=' {
 			i++
 		}
-		a := rawAttr{name: strings.ToLower(string(raw[ns:i])), valStart: -1}
+		a := rawAttr{name: strings.ToLower(string(raw[ns:i])), valStart: -1, nameStart: ns, end: i}
 		j := i
 		for j < len(raw) && isSpace(raw[j]) {
 			j++
@@ -277,7 +278,7 @@ func scanAttrs(raw []byte) []rawAttr {
 				}
 				a.valStart, a.valEnd, a.spanEnd = j, k, k
 			}
-			i = a.spanEnd
+			i, a.end = a.spanEnd, a.spanEnd
 		}
 		attrs = append(attrs, a)
 	}

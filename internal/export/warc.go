@@ -165,11 +165,15 @@ func (w *WARCWriter) Stats() Stats { return w.stats }
 // pair would take the current one past MaxSize. A 304 confirming a stored page (p.RevisitOf)
 // is a revisit record instead of a response, with the profile server-not-modified; a 2xx with
 // the same body as a stored page (p.SameAs) one with the profile identical-payload-digest.
+//
+// A rendered page's DOM (p.Rendered) follows as a conversion record that refers to the
+// response (or revisit) record; a sub-resource (p.Subresource) is a pair like any page's,
+// counted in Stats.Subresources.
 func (w *WARCWriter) Write(p *storage.Page) error {
 	if err := w.write(p); err != nil {
 		return err
 	}
-	w.stats.Pages++
+	w.stats.count(p)
 	return nil
 }
 
@@ -193,7 +197,12 @@ func (w *WARCWriter) write(p *storage.Page) error {
 	target := targetURI(pageURL(p))
 	reqHead := requestHead(p, target)
 	respHead := responseHead(p)
-	if w.size > w.infoEnd && w.size+pairBound(len(reqHead)+len(respHead)+len(p.Body)+len(target)) > w.maxSize {
+	rendered := p.Render != nil && p.Rendered != nil
+	n := len(reqHead) + len(respHead) + len(p.Body) + len(target)
+	if rendered {
+		n += len(p.Rendered) + len(target) + recordBound
+	}
+	if w.size > w.infoEnd && w.size+pairBound(n) > w.maxSize {
 		if err := w.closeFile(); err != nil {
 			return w.fail(err)
 		}
@@ -269,15 +278,56 @@ func (w *WARCWriter) write(p *storage.Page) error {
 		resp = rev
 	}
 	spellDecoded(resp)
+	recs := []gowarc.WarcRecord{req, resp}
+	if rendered {
+		conv, err := w.conversion(p, target, respID)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conv.Close() }()
+		recs = append(recs, conv)
+	}
 
-	// Both records are built (and valid) before either is written, so that a page gowarc
+	// Every record is built (and valid) before any is written, so that a page gowarc
 	// rejects leaves no half pair behind.
-	for _, rec := range []gowarc.WarcRecord{req, resp} {
+	for _, rec := range recs {
 		if err := w.writeRecord(rec); err != nil {
 			return w.fail(err)
 		}
 	}
 	return nil
+}
+
+// conversion builds the record of p's rendered DOM: a conversion record (the document as the
+// browser transformed it, not something retrieved) with the document's WARC-Target-URI,
+// referring to the document's response record respID by WARC-Refers-To. It is dated when the
+// document had been read, when rendering began; a render a cap cut says which cap in
+// WARC-Crawl-Render-Cut.
+func (w *WARCWriter) conversion(p *storage.Page, target, respID string) (gowarc.WarcRecord, error) {
+	id, err := w.newID()
+	if err != nil {
+		return nil, w.fail(err)
+	}
+	rb := gowarc.NewRecordBuilder(gowarc.Conversion, recordOptions()...)
+	rb.AddWarcHeader(gowarc.WarcRecordID, "<"+id+">")
+	rb.AddWarcHeader(gowarc.WarcDate, p.FetchedAt.Add(p.Duration).UTC().Format(warcDateLayout))
+	rb.AddWarcHeader(gowarc.WarcTargetURI, target)
+	rb.AddWarcHeader(gowarc.WarcWarcinfoID, "<"+w.infoID+">")
+	rb.AddWarcHeader(gowarc.WarcRefersTo, "<"+respID+">")
+	rb.AddWarcHeader(gowarc.ContentType, renderedType)
+	if p.Render.Cut != storage.RenderComplete {
+		rb.AddWarcHeader(renderCutField, p.Render.Cut.String())
+	}
+	if _, err := rb.Write(p.Rendered); err != nil {
+		_ = rb.Close()
+		return nil, fmt.Errorf("export: warc: buffer the rendered DOM of %s: %w", p.URL, err)
+	}
+	rec, err := build(rb, p.URL)
+	if err != nil {
+		return nil, err
+	}
+	spellField(rec, renderCutField)
+	return rec, nil
 }
 
 // refersTo adds the header fields of a server-not-modified revisit record of p, a 304 that
@@ -440,12 +490,18 @@ func (w *WARCWriter) marshal(rec gowarc.WarcRecord) error {
 // decodedField names the Content-Encoding the crawler removed from a response's body.
 const decodedField = "WARC-Crawl-Decoded"
 
+// renderCutField names the cap that cut the render of a rendered DOM's page.
+const renderCutField = "WARC-Crawl-Render-Cut"
+
 // spellDecoded writes decodedField as spelled, where gowarc has put a field it does not know
 // in Go's canonical form (Warc-Crawl-Decoded).
-func spellDecoded(rec gowarc.WarcRecord) {
+func spellDecoded(rec gowarc.WarcRecord) { spellField(rec, decodedField) }
+
+// spellField writes the field name as spelled, where gowarc has put it in Go's canonical form.
+func spellField(rec gowarc.WarcRecord, name string) {
 	for _, f := range *rec.WarcHeader() {
-		if strings.EqualFold(f.Name, decodedField) {
-			f.Name = decodedField
+		if strings.EqualFold(f.Name, name) {
+			f.Name = name
 		}
 	}
 }
@@ -543,9 +599,12 @@ func (w *WARCWriter) closeFile() error {
 // 16 KiB stored block, gzip adds 18 bytes per member, and a WARC header of this package is
 // well under 1 KiB plus the target URI (counted in n).
 func pairBound(n int) int64 {
-	const perRecord = 1024 + 18 + 64
-	return int64(n) + int64(n/16384+1)*5*2 + 2*perRecord
+	return int64(n) + int64(n/16384+1)*5*2 + 2*recordBound
 }
+
+// recordBound bounds what a record of this package adds to its parts once compressed: its
+// WARC header, the target URI apart, and its gzip member's framing.
+const recordBound = 1024 + 18 + 64
 
 // requestHead is the request as sent: request line, Host, the stored request headers.
 func requestHead(p *storage.Page, target string) []byte {

@@ -6,21 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	headless "github.com/crawl-project/crawl/internal/render"
 )
 
-// browserNames are the executables FindBrowser looks for on PATH, in order.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"}
-
 // FindBrowser returns the path of a Chromium or Chrome executable on PATH, or "" if there is
-// none.
-func FindBrowser() string {
-	for _, n := range browserNames {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+// none (internal/render.FindBrowser).
+func FindBrowser() string { return headless.FindBrowser() }
 
 // Screenshot renders the HTML file htmlPath in a headless browser (browser: an executable
 // path; "" means FindBrowser) with a window of width × height CSS pixels and writes the top

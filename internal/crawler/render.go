@@ -1,0 +1,246 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/crawl-project/crawl/fetch"
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/render"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// Failure reasons of a page whose render failed twice (the browser restarted in between).
+const (
+	ReasonRenderCrash   = "render-crash"   // the browser died or hung (render.ErrCrash), or was closed
+	ReasonRenderTimeout = "render-timeout" // the page produced no DOM within --render-timeout (render.ErrTimeout)
+)
+
+// renderTries is how many times a page is rendered when the browser crashes or hangs on it.
+const renderTries = 2
+
+// renderState is what --render needs while a crawl runs: the browser (started by Run, closed
+// when Run returns), what the rendered pages fetched, and the crawl's rendering figures.
+type renderState struct {
+	browser pageRenderer // nil: RenderNever, or Run not started
+	// start starts the browser; nil: render.Start. Tests give a stand-in.
+	start  func(render.Options) (pageRenderer, error)
+	subs   subresources
+	freed  freedGates     // gates on which sub-requests ended, for the dispatcher
+	counts renderCounters // all runs: counted from the store by initSubresources, then as pages are stored
+}
+
+// pageRenderer renders pages: a *render.Browser, or a test's stand-in.
+type pageRenderer interface {
+	Render(ctx context.Context, pageURL string, doc *render.Response, a render.Answerer) (*render.Result, error)
+	Close() error
+}
+
+// startBrowser starts the browser when pages are rendered, and reads the sub-resources
+// earlier runs stored. Run calls it before its first job.
+func (c *Crawler) startBrowser() error {
+	if c.cfg.Render.Mode == RenderNever || c.renders.browser != nil {
+		return nil
+	}
+	if err := c.initSubresources(); err != nil {
+		return err
+	}
+	start := c.renders.start
+	if start == nil {
+		start = func(o render.Options) (pageRenderer, error) { return render.Start(context.Background(), o) }
+	}
+	b, err := start(render.Options{Browser: c.cfg.Render.Browser, Tabs: c.cfg.Render.Tabs, Timeout: c.cfg.Render.Timeout,
+		UserAgent: c.cfg.UserAgent})
+	if err != nil {
+		return fmt.Errorf("--render %v: %w", c.cfg.Render.Mode, err)
+	}
+	c.renders.browser = b
+	return nil
+}
+
+// closeBrowser closes the browser, if started, once no job renders.
+func (c *Crawler) closeBrowser() {
+	if b := c.renders.browser; b != nil {
+		if err := b.Close(); err != nil {
+			c.log.Warn("closing the browser", "err", err)
+		}
+		c.renders.browser = nil
+	}
+}
+
+// renderable reports whether the result res of lease l is a page --render decides on: a 2xx
+// HTML page fetched as a page (not a requisite, not a sitemap).
+func (c *Crawler) renderable(l frontier.Lease, res *frontier.Result) bool {
+	p := res.Page
+	if c.renders.browser == nil || res.Kind != frontier.Fetched || p == nil || l.Role != frontier.RolePage {
+		return false
+	}
+	return p.Status >= 200 && p.Status < 300 && isHTML(p.ContentType)
+}
+
+// renderInto renders the page of res (fetched for lease l from u) when --render says so: the
+// browser is given the body already fetched as the document (no second fetch), every
+// sub-request is answered through the crawl (answerer), and the page is stored with its
+// rendered DOM beside the raw body; the DOM's links are added to those of the raw HTML. A
+// crash or hang is tried once more, then the URL fails with ReasonRenderCrash or
+// ReasonRenderTimeout. It returns ctx's error when the run is cut short (the caller gives the
+// lease back: the page is fetched and rendered again by a later run), or a store failure.
+func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, res *frontier.Result) error {
+	if !c.renderable(l, res) {
+		return nil
+	}
+	p := res.Page
+	if c.cfg.Render.Mode == RenderAuto && !needsRender(p.Body) {
+		return nil
+	}
+	base := u
+	if f, err := url.Parse(p.FinalURL); err == nil && p.FinalURL != "" {
+		base = f
+	}
+	doc := &render.Response{Status: p.Status, Header: p.Header.Clone(), Body: p.Body}
+	a := &answerer{c: c, from: renderingPage{url: l.URL, depth: l.Depth}}
+	var out *render.Result
+	var err error
+	tries := 0
+	for tries < renderTries {
+		tries++
+		out, err = c.renders.browser.Render(ctx, base.String(), doc, a)
+		if ctx.Err() != nil || !(errors.Is(err, render.ErrCrash) || errors.Is(err, render.ErrTimeout)) {
+			break
+		}
+		c.log.Info("render failed; trying the page once more", "url", l.URL, "err", err)
+	}
+	if ferr := a.storeErr(); ferr != nil {
+		return ferr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		reason := ReasonRenderCrash
+		if errors.Is(err, render.ErrTimeout) {
+			reason = ReasonRenderTimeout
+		}
+		c.renders.counts.failed.Add(1)
+		*res = frontier.Result{Kind: frontier.Failed, Reason: reason, Detail: fmt.Sprintf("%v (after %d tries)", err, tries)}
+		return nil
+	}
+	p.Rendered = out.DOM
+	p.Render = &storage.RenderInfo{Cut: renderCut(out.Cut), Requests: out.Requests, Bytes: out.Bytes, Took: out.Took}
+	c.renderedLinks(res, l, base, out.DOM)
+	return nil
+}
+
+// renderedLinks adds the links of the rendered DOM to res, those the raw HTML gave (and
+// recorded) apart, through the same scope, robots and program checks.
+func (c *Crawler) renderedLinks(res *frontier.Result, l frontier.Lease, base *url.URL, dom []byte) {
+	seen := map[string]bool{}
+	for _, e := range res.Links {
+		seen[e.URL] = true
+	}
+	for _, x := range res.Excluded {
+		seen[x.URL] = true
+	}
+	links := fetch.ExtractLinks(base, http.Header{}, "text/html", dom, c.agent)
+	for _, lk := range links.Links {
+		if lk.URL.User != nil {
+			lk.URL.User = nil
+			lk.Str = lk.URL.String()
+		}
+		if seen[lk.Str] {
+			continue
+		}
+		seen[lk.Str] = true
+		e := frontier.Entry{URL: lk.Str, Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
+		if c.cfg.Hooks.Link != nil && !lk.NoFollow && !c.cfg.Hooks.Link(base, lk.URL, e.Depth) {
+			res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: frontier.ReasonFilter, Detail: "dropped by the program (Hooks.Link)"})
+			continue
+		}
+		c.consider(res, e, lk.URL, lk.NoFollow)
+	}
+}
+
+// renderCut is render's Cut as the store keeps it.
+func renderCut(c render.Cut) storage.RenderCut {
+	switch c {
+	case render.CutTimeout:
+		return storage.RenderCutTimeout
+	case render.CutRequests:
+		return storage.RenderCutRequests
+	case render.CutBytes, render.CutDOM: // the DOM's cap is one on bytes too
+		return storage.RenderCutBytes
+	}
+	return storage.RenderComplete
+}
+
+// answerer answers the sub-requests of one page's render through the crawl (subresource).
+// It is called from several goroutines at once.
+type answerer struct {
+	c    *Crawler
+	from renderingPage
+
+	mu    sync.Mutex
+	fault error // the first store failure met: the crawl must stop
+}
+
+// Answer implements render.Answerer.
+func (a *answerer) Answer(ctx context.Context, r *render.Request) (*render.Response, error) {
+	p, err := a.c.subresource(ctx, a.from, r.Method, r.URL)
+	var sf *storeFault
+	if errors.As(err, &sf) {
+		a.mu.Lock()
+		if a.fault == nil {
+			a.fault = sf
+		}
+		a.mu.Unlock()
+	}
+	if err != nil {
+		return nil, err
+	}
+	h := p.Header.Clone()
+	for _, k := range []string{"Content-Encoding", "Content-Length", "Transfer-Encoding"} {
+		h.Del(k) // the body is decoded
+	}
+	body := p.Body
+	if r.Method == http.MethodHead {
+		body = nil
+	}
+	return &render.Response{Status: p.Status, Header: h, Body: body}, nil
+}
+
+func (a *answerer) storeErr() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.fault
+}
+
+// requisiteFromRender completes lease l, a requisite (--requisites) that a rendered page's
+// browser already fetched in this crawl, with a copy of the sub-resource stored then, instead
+// of fetching it again, and gives its admitted ticket t back; done is false for any other
+// lease. A revisit (--recrawl) is fetched as usual.
+func (c *Crawler) requisiteFromRender(l frontier.Lease, t *hostlimit.Ticket) (done bool, err error) {
+	if c.renders.browser == nil || l.Role != frontier.RoleRequisite || l.Prev != 0 {
+		return false, nil
+	}
+	s := &c.renders.subs
+	s.mu.Lock()
+	seq, ok := s.stored[l.URL]
+	s.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	p, err := c.db.Page(seq)
+	if err != nil {
+		return false, nil // fetched as usual
+	}
+	giveBack(t, time.Now())
+	p.Seq, p.Subresource, p.Depth, p.Parent = 0, false, l.Depth, l.Parent
+	return true, c.commitFetch(l, frontier.Result{Kind: frontier.Fetched, Page: p})
+}

@@ -1,0 +1,394 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/crawl-project/crawl/aimd"
+	"github.com/crawl-project/crawl/fetch"
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/netguard"
+	"github.com/crawl-project/crawl/internal/retry"
+	"github.com/crawl-project/crawl/internal/urlnorm"
+	"github.com/crawl-project/crawl/robots"
+	"github.com/crawl-project/crawl/storage"
+)
+
+// Errors a sub-request of a rendered page ends with; the browser sees a failed request.
+var (
+	// errSubRobots: the sub-request's host's robots.txt disallows it (or is unreachable, which
+	// disallows all); the URL is recorded as excluded "robots".
+	errSubRobots = errors.New("robots.txt disallows it")
+	// errSubMethod: a request other than GET or HEAD, which the crawl does not send.
+	errSubMethod = errors.New("only GET and HEAD are sent")
+	// errSubURL: a URL the crawl cannot fetch (not http or https, or not normalizable).
+	errSubURL = errors.New("not a URL the crawl fetches")
+)
+
+// renderingPage is the page a sub-request is made for: stored sub-resources name it as their
+// Parent, at its depth.
+type renderingPage struct {
+	url   string
+	depth int
+}
+
+// subresources are the sub-resources the crawl's rendered pages fetched: those stored, by URL,
+// and the fetches in flight, so that each URL is fetched once per crawl however many pages
+// (and tabs at once) ask for it. Safe for concurrent use.
+type subresources struct {
+	gates *subGates
+
+	mu     sync.Mutex
+	loaded bool                  // stored holds what the store held when the first render began
+	stored map[string]uint64     // URL -> Seq of its stored answer
+	flight map[string]*subFlight // URL -> its fetch in flight
+}
+
+// subFlight is one fetch in flight; p and err are set before done is closed.
+type subFlight struct {
+	done chan struct{}
+	p    *storage.Page
+	err  error
+}
+
+// storeFault is a store failure met while answering a sub-request: the crawl must stop, as
+// for a page whose commit failed.
+type storeFault struct{ err error }
+
+func (e *storeFault) Error() string { return "storing a sub-resource: " + e.err.Error() }
+func (e *storeFault) Unwrap() error { return e.err }
+
+// initSubresources readies the answering of sub-requests: the gates' waiters, and the
+// sub-resources earlier runs stored, read once per crawler before the first render, whose
+// answers are served from the store. The same pass counts the rendered pages stored.
+func (c *Crawler) initSubresources() error {
+	s := &c.renders.subs
+	s.mu.Lock()
+	if s.gates == nil {
+		c.renders.freed.make()
+		s.gates = newSubGates(c.reg.Wait, c.renders.freed.add)
+	}
+	defer s.mu.Unlock()
+	if s.loaded {
+		return nil
+	}
+	s.stored, s.flight = map[string]uint64{}, map[string]*subFlight{}
+	err := c.db.PagesMeta(func(p *storage.Page) error {
+		if p.Subresource && settled(p.Status) {
+			s.stored[p.URL] = p.Seq
+		}
+		c.renders.counts.countStored(p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.loaded = true
+	return nil
+}
+
+// settled reports whether a stored answer of status is the URL's for the crawl: not one a
+// later ask should send again (a "slow down" or a fault whose retries ran out).
+func settled(status int) bool { return !retry.ClassifyStatus(status).Retryable }
+
+// urlStates is the frontier's record of one URL (frontier.Frontier.State).
+type urlStates interface {
+	State(url string) (frontier.URLState, bool, error)
+}
+
+// fetchedAs returns the Seq of the answer this crawl's store holds for u fetched as a page
+// or a requisite (not one a later ask should send again), when the frontier keeps the URL's
+// record with it: a shared crawl's pages are on several workers' stores, and its frontier
+// does not say which.
+func (c *Crawler) fetchedAs(u string) (uint64, bool, error) {
+	fr, ok := c.fr.(urlStates)
+	if !ok || c.shared != nil {
+		return 0, false, nil
+	}
+	st, ok, err := fr.State(u)
+	if err != nil || !ok || st.State != "fetched" || st.PageSeq == 0 || !settled(st.Status) {
+		return 0, false, err
+	}
+	return st.PageSeq, true, nil
+}
+
+// subresource answers one GET (or HEAD) a rendered page made: from the store when the URL was
+// stored in this crawl (as a sub-resource, a page or a requisite); otherwise fetched through robots.txt, the network guard, its host's
+// gate and the fetch client (fetchSubresource), stored, and then answered. Concurrent asks
+// for one URL share one fetch.
+func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, raw string) (*storage.Page, error) {
+	if method != "GET" && method != "HEAD" {
+		return nil, fmt.Errorf("%s %s: %w", method, raw, errSubMethod)
+	}
+	u, err := urlnorm.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("%s: %w", raw, errSubURL)
+	}
+	u.User = nil // credentials in a script's URL are not sent, nor stored
+	key := u.String()
+	s := &c.renders.subs
+	s.mu.Lock()
+	if seq, ok := s.stored[key]; ok {
+		s.mu.Unlock()
+		p, err := c.db.Page(seq)
+		if err != nil {
+			return nil, &storeFault{err}
+		}
+		return p, nil
+	}
+	if seq, ok, err := c.fetchedAs(key); err != nil {
+		s.mu.Unlock()
+		return nil, &storeFault{err}
+	} else if ok {
+		s.stored[key] = seq
+		s.mu.Unlock()
+		p, err := c.db.Page(seq)
+		if err != nil {
+			return nil, &storeFault{err}
+		}
+		return p, nil
+	}
+	f := s.flight[key]
+	if f != nil {
+		s.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.p, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f = &subFlight{done: make(chan struct{})}
+	s.flight[key] = f
+	s.mu.Unlock()
+
+	f.p, f.err = c.fetchSubresource(ctx, from, u)
+	s.mu.Lock()
+	delete(s.flight, key)
+	if f.p != nil && f.err == nil && settled(f.p.Status) {
+		s.stored[key] = f.p.Seq
+	}
+	s.mu.Unlock()
+	close(f.done)
+	return f.p, f.err
+}
+
+// fetchSubresource fetches u for the page from: robots.txt of its host first (disallowed: the
+// URL is recorded as excluded "robots"), then through the host's gate (subGates) and the
+// fetch client, whose guard refuses the addresses it refuses for links (recorded as excluded
+// "private-address"). A "slow down" answer or a retryable error is retried within the
+// policy's attempts (more while the host serves others, as for pages): after a Retry-After the
+// host's pause is the wait (the gate admits nothing before it ends), otherwise full-jitter
+// backoff drawn on the retry budget; an empty budget ends the retries and the browser sees the
+// last answer. Every answer feeds the host's controller as a page's does. The final answer is
+// stored as a sub-resource of from.
+func (c *Crawler) fetchSubresource(ctx context.Context, from renderingPage, u *url.URL) (*storage.Page, error) {
+	host := urlnorm.HostKey(u)
+	entry := frontier.Entry{URL: u.String(), Host: host, Depth: from.depth, Parent: from.url, Role: frontier.RoleRequisite}
+	v, err := c.subRobots(ctx, host, u)
+	if err != nil {
+		return nil, err
+	}
+	if !v.Allowed {
+		if err := c.fr.Exclude([]frontier.Exclusion{{Entry: entry, Reason: frontier.ReasonRobots, Detail: ruleDetail(v)}}); err != nil {
+			return nil, &storeFault{err}
+		}
+		return nil, fmt.Errorf("%s: %w (%s)", u, errSubRobots, ruleDetail(v))
+	}
+	for attempt := 0; ; attempt++ {
+		gate := c.gates.keyNow(ctx, host)
+		t, err := c.renders.subs.gates.admit(ctx, gate)
+		if err != nil {
+			return nil, err
+		}
+		p, again, err := c.sendSubresource(ctx, from, entry, u, gate, t, attempt)
+		if !again {
+			return p, err
+		}
+	}
+}
+
+// sendSubresource sends one attempt of a sub-request admitted to gate with ticket t, ends the
+// ticket with its outcome (and tells the dispatcher: freedGates), and returns the stored
+// answer, or that another attempt is due (after its wait: subRetry), or the error that ends
+// the sub-request.
+func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry frontier.Entry, u *url.URL, gate string, t *hostlimit.Ticket, attempt int) (p *storage.Page, again bool, err error) {
+	host := entry.Host
+	end := func(now time.Time, o aimd.Outcome) {
+		c.endRequest(t, now, o)
+		c.renders.freed.add(gate)
+	}
+	sent := time.Now()
+	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{Wrote: t.Wrote}) // not whileHeld: a sub-request is no lease of its host
+	now := time.Now()
+	switch {
+	case ctx.Err() != nil:
+		end(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
+		return nil, false, ctx.Err()
+	case errors.Is(err, netguard.ErrPrivateAddress):
+		end(now, aimd.Outcome{Signal: aimd.Neutral, Sent: sent})
+		if xerr := c.fr.Exclude([]frontier.Exclusion{{Entry: entry, Reason: frontier.ReasonPrivateAddress, Detail: err.Error()}}); xerr != nil {
+			return nil, false, &storeFault{xerr}
+		}
+		return nil, false, err
+	case err != nil:
+		cl := classifyErr(err)
+		end(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
+		c.observeRequest(RequestEvent{Host: host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
+		if !cl.Retryable || !c.subRetry(ctx, host, cl, attempt, 0, now) {
+			return nil, false, fmt.Errorf("%s: %s", u, errCause(err))
+		}
+		return nil, true, nil
+	}
+	c.answered(host)
+	cl := retry.ClassifyStatus(resp.Status)
+	a := c.honourRetryAfter(host, resp, now)
+	end(now, responseOutcome(cl.Signal, sent, resp, a))
+	c.observeRequest(RequestEvent{Host: host, Status: resp.Status, Latency: now.Sub(sent)})
+	if cl.Retryable && c.subRetry(ctx, host, cl, attempt, a.Wait, now) {
+		return nil, true, nil
+	}
+	if ctx.Err() != nil {
+		return nil, false, ctx.Err()
+	}
+	if !cl.Retryable {
+		if attempt == 0 {
+			c.budget(host).Deposit(now)
+			c.global.Deposit(now)
+		} else {
+			c.budget(host).Refund(now)
+			c.global.Refund(now)
+		}
+	}
+	p, err = c.storeSubresource(from, resp)
+	return p, false, err
+}
+
+// subRetry reports whether a sub-request refused (class cl) at attempt may be sent again, and
+// waits for it: after a Retry-After of retryAfter the host's gate holds the next attempt until
+// its pause ends, so nothing more is waited here; otherwise the policy's backoff, if the
+// retry budget grants it. False when the attempts are spent, the budget is empty or ctx ends.
+func (c *Crawler) subRetry(ctx context.Context, host string, cl retry.Class, attempt int, retryAfter time.Duration, now time.Time) bool {
+	limit := c.cfg.MaxAttempts
+	if cl.Signal == aimd.Overload && c.serving(host, now) {
+		limit *= throttledAttempts
+	}
+	if attempt+1 >= limit {
+		return false
+	}
+	c.observeRetry(host, cl.Reason)
+	if retryAfter > 0 {
+		return ctx.Err() == nil
+	}
+	if !c.withdrawRetry(host, now) {
+		return false
+	}
+	t := time.NewTimer(c.retryDelay(attempt, 0))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// storeSubresource stores resp as a sub-resource of the page from and returns it as stored.
+func (c *Crawler) storeSubresource(from renderingPage, resp *fetch.Response) (*storage.Page, error) {
+	p := &storage.Page{
+		URL: resp.URL.String(), FinalURL: resp.URL.String(), Status: resp.Status, StatusLine: resp.StatusLine,
+		Proto: resp.Proto, Header: resp.Header, ReqHeader: resp.ReqHeader, ReqMethod: "GET",
+		FetchedAt: resp.Started, Duration: resp.Duration, Depth: from.depth, Parent: from.url,
+		ContentType: resp.ContentType, Truncated: resp.Truncated, DecodedFrom: resp.DecodedFrom,
+		RemoteAddr: resp.RemoteAddr, Body: resp.Body, Subresource: true,
+	}
+	if _, err := c.db.StorePage(p); err != nil {
+		return nil, &storeFault{err}
+	}
+	return p, nil
+}
+
+// subRobots returns robots.txt's verdict on u, a sub-request to host, fetching the host's
+// robots.txt first (through its gate, behind the sub-requests waiting there) when it is not
+// known. A host whose robots.txt is unreachable disallows everything (RFC 9309).
+func (c *Crawler) subRobots(ctx context.Context, host string, u *url.URL) (robots.Verdict, error) {
+	var poll *time.Timer
+	defer func() {
+		if poll != nil {
+			poll.Stop()
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return robots.Verdict{}, err
+		}
+		now := time.Now()
+		rs, err := c.robotsFor(host, now)
+		if err != nil {
+			return robots.Verdict{}, &storeFault{err}
+		}
+		st, _ := rs.state(now)
+		switch st {
+		case robotsReady:
+			return rs.test(c.agent, u), nil
+		case robotsWait, robotsGaveUp:
+			return robots.Verdict{}, nil
+		case robotsStaged:
+			if e, ok := rs.takeStaged(); ok {
+				rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
+				c.applyCrawlDelay(host, rs)
+			}
+			continue
+		case robotsNeeded:
+			if rs.claimFetch(now) {
+				t, err := c.renders.subs.gates.admit(ctx, c.gates.keyNow(ctx, host))
+				if err != nil {
+					rs.unload() // looked up again, as after a fetch cut short
+					return robots.Verdict{}, err
+				}
+				scheme := u.Scheme
+				if rs.httpOnly() {
+					scheme = "http"
+				}
+				err = c.fetchRobots(ctx, host, scheme, t)
+				c.renders.freed.add(c.gates.known(host)) // its ticket is done
+				if err != nil {
+					return robots.Verdict{}, &storeFault{err}
+				}
+				continue
+			}
+		}
+		// Another job fetches or installs it: look again shortly.
+		if poll == nil {
+			poll = time.NewTimer(robotsPoll)
+		} else {
+			poll.Reset(robotsPoll)
+		}
+		select {
+		case <-poll.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// robotsPoll is how often a sub-request waiting for its host's robots.txt, which another job
+// fetches, looks whether it came.
+const robotsPoll = 20 * time.Millisecond
+
+// claimFetch moves the state to robotsPending, for a fetch the caller makes, if at now a fetch
+// is needed and none is under way; it reports whether it did.
+func (rs *robotsState) claimFetch(now time.Time) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	switch {
+	case rs.phase == robotsNeeded, (rs.phase == robotsReady || rs.phase == robotsWait) && !now.Before(rs.next):
+		rs.phase = robotsPending
+		return true
+	}
+	return false
+}

@@ -1,0 +1,241 @@
+package crawler
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crawl-project/crawl/frontier"
+	"github.com/crawl-project/crawl/internal/dnstest"
+	"github.com/crawl-project/crawl/internal/netguard"
+	"github.com/crawl-project/crawl/internal/simweb"
+)
+
+// appWeb is an App web (simweb) on one loopback listener, a DNS server resolving its names to
+// 127.0.0.1 and outsideName to [::1], where a server counts every request it gets: an address
+// outside the crawl's network scope (the seeds put 127.0.0.0/8 in scope, not ::1).
+type appWeb struct {
+	web     *simweb.Web
+	app     *simweb.App
+	dns     *dnstest.Server
+	outside atomic.Int64 // requests that reached the outside server
+	outURL  string       // the URL every page's script calls there
+	port    string       // the web's port
+}
+
+const outsideName = "outside.app.test"
+
+func startAppWeb(t *testing.T, o simweb.AppOptions) *appWeb {
+	t.Helper()
+	a := &appWeb{}
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback to stand for an out-of-scope address: %v", err)
+	}
+	out := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.outside.Add(1)
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Write([]byte("reached"))
+	}))
+	out.Listener = ln
+	out.Start()
+	t.Cleanup(out.Close)
+	_, outPort, _ := net.SplitHostPort(ln.Addr().String())
+	a.outURL = "http://" + outsideName + ":" + outPort + "/steal"
+	o.Outside = a.outURL
+	a.app = simweb.NewApp(o)
+	a.web, err = simweb.Start(a.app.Specs, &simweb.Options{VirtualHosts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.web.Close)
+	_, a.port, _ = net.SplitHostPort(a.web.Addr())
+	a.dns, err = dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
+		switch name {
+		case simweb.AppSite, simweb.AppAPI, simweb.AppCDN:
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+		case outsideName:
+			return []netip.Addr{netip.MustParseAddr("::1")}
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.dns.Close)
+	return a
+}
+
+// url is the URL of path on host of the App web.
+func (a *appWeb) url(host, path string) string { return "http://" + host + ":" + a.port + path }
+
+func (a *appWeb) config(t *testing.T) Config {
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{a.url(simweb.AppSite, simweb.AppPagePath(0))}
+	cfg.DNSServer = a.dns.Addr()
+	cfg.StatusEvery = 100 * time.Millisecond
+	return cfg
+}
+
+// openForSubresources opens a crawler on cfg ready to answer sub-requests, without running it.
+func openForSubresources(t *testing.T, cfg Config) *Crawler {
+	t.Helper()
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.initSubresources(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func stateOf(t *testing.T, c *Crawler, u string) frontier.URLState {
+	t.Helper()
+	st, ok, err := c.fr.(*frontier.Frontier).State(u)
+	if err != nil || !ok {
+		t.Fatalf("%s: not recorded (%v)", u, err)
+	}
+	return st
+}
+
+// TestSubresourceThroughTheCrawl sends a rendered page's sub-requests through the crawl without
+// a browser: a disallowed path and an address out of scope never reach a server and are
+// recorded as excluded; each CDN file is fetched once, however many ask at once; a stored one
+// is answered from the store by the next crawler on the store; methods other than GET and HEAD
+// are refused.
+func TestSubresourceThroughTheCrawl(t *testing.T) {
+	a := startAppWeb(t, simweb.AppOptions{Pages: 4})
+	cfg := a.config(t)
+	c := openForSubresources(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	from := renderingPage{url: cfg.Seeds[0], depth: 0}
+
+	private := a.url(simweb.AppAPI, "/private/track?page=0")
+	if _, err := c.subresource(ctx, from, "GET", private); !errors.Is(err, errSubRobots) {
+		t.Errorf("disallowed path: err %v, want errSubRobots", err)
+	}
+	if st := stateOf(t, c, private); st.State != "excluded" || st.Reason != frontier.ReasonRobots {
+		t.Errorf("disallowed path recorded as %s %s, want excluded robots", st.State, st.Reason)
+	}
+	for _, u := range []string{a.url(simweb.AppCDN, "/app.js")} {
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				p, err := c.subresource(ctx, from, "GET", u)
+				if err != nil || p.Status != 200 || !p.Subresource || p.Parent != from.url {
+					t.Errorf("GET %s: %v %+v", u, err, p)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
+		t.Errorf("app.js served %d times to 5 asks, want 1", n)
+	}
+	if _, err := c.subresource(ctx, from, "POST", a.url(simweb.AppAPI, "/content/0")); !errors.Is(err, errSubMethod) {
+		t.Errorf("POST: err %v, want errSubMethod", err)
+	}
+	if s := a.web.Stats()[simweb.AppAPI]; s.RobotsViolations != 0 || s.RobotsRequests != 1 {
+		t.Errorf("API host: %d requests to disallowed paths, %d robots.txt requests; want 0 and 1", s.RobotsViolations, s.RobotsRequests)
+	}
+	c.Close()
+
+	c = openForSubresources(t, cfg)
+	p, err := c.subresource(ctx, from, "GET", a.url(simweb.AppCDN, "/app.js"))
+	if err != nil || p.Status != 200 || len(p.Body) == 0 {
+		t.Fatalf("app.js from the store: %v %+v", err, p)
+	}
+	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
+		t.Errorf("app.js served %d times after a second crawler asked, want 1 (answered from the store)", n)
+	}
+}
+
+// TestSubresourceOutOfScopeAddress: a script's call to a name that resolves outside the
+// crawl's network scope is refused at dial time, never reaching the server there, and recorded
+// as excluded private-address.
+func TestSubresourceOutOfScopeAddress(t *testing.T) {
+	a := startAppWeb(t, simweb.AppOptions{Pages: 1})
+	cfg := a.config(t)
+	c := openForSubresources(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := a.outURL
+	_, err := c.subresource(ctx, renderingPage{url: cfg.Seeds[0]}, "GET", u)
+	if !errors.Is(err, netguard.ErrPrivateAddress) {
+		t.Errorf("GET %s: err %v, want netguard.ErrPrivateAddress", u, err)
+	}
+	if n := a.outside.Load(); n != 0 {
+		t.Errorf("the out-of-scope server got %d requests, want 0", n)
+	}
+	if st := stateOf(t, c, u); st.State != "excluded" || st.Reason != frontier.ReasonPrivateAddress {
+		t.Errorf("%s recorded as %s %s, want excluded private-address", u, st.State, st.Reason)
+	}
+}
+
+// TestSubresourceRetriesUnderTheLimit: sub-requests to an API host limited to 4 req/s, many at
+// once, are paced by the host's gate and the 429s it still meets are retried under their
+// Retry-After before the browser sees an answer: every ask gets the content.
+func TestSubresourceRetriesUnderTheLimit(t *testing.T) {
+	const pages = 12
+	a := startAppWeb(t, simweb.AppOptions{Pages: pages, APILimit: 4})
+	cfg := a.config(t)
+	cfg.InitialRate = 20 // far above the limit: 429s come at once
+	c := openForSubresources(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range pages {
+		wg.Go(func() {
+			u := a.url(simweb.AppAPI, "/content/"+strconv.Itoa(i))
+			p, err := c.subresource(ctx, renderingPage{url: cfg.Seeds[0]}, "GET", u)
+			if err != nil || p.Status != 200 || !strings.Contains(string(p.Body), simweb.AppText(i)) {
+				t.Errorf("GET %s: %v %+v", u, err, p)
+			}
+		})
+	}
+	wg.Wait()
+	s := a.web.Stats()[simweb.AppAPI]
+	t.Logf("API host: %d requests, %d refused", s.Requests, s.OverLimit)
+	if s.OverLimit == 0 {
+		t.Errorf("no 429 met: the test does not test retries")
+	}
+	if s.InRetryAfter != 0 {
+		t.Errorf("%d requests arrived inside a Retry-After the host had announced", s.InRetryAfter)
+	}
+}
+
+// TestSubresourceFromFetchedPage: a sub-request for a URL the crawl fetched as a page is
+// answered from the store, not fetched again.
+func TestSubresourceFromFetchedPage(t *testing.T) {
+	a := startAppWeb(t, simweb.AppOptions{Pages: 1})
+	cfg := a.config(t)
+	cfg.Seeds = append(cfg.Seeds, a.url(simweb.AppCDN, "/app.js"))
+	cfg.MaxDepth = 0
+	runCrawl(t, cfg)
+	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
+		t.Fatalf("app.js fetched %d times by the crawl, want 1", n)
+	}
+	c := openForSubresources(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := c.subresource(ctx, renderingPage{url: cfg.Seeds[0]}, "GET", a.url(simweb.AppCDN, "/app.js"))
+	if err != nil || p.Status != 200 || len(p.Body) == 0 {
+		t.Fatalf("app.js: %v %+v", err, p)
+	}
+	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
+		t.Errorf("app.js fetched %d times, want 1: answered from the store", n)
+	}
+}

@@ -1,0 +1,345 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Browser is one headless Chromium rendering up to Options.Tabs pages at once. It restarts
+// the browser when it dies or hangs. Browser is safe for simultaneous use by multiple
+// goroutines.
+type Browser struct {
+	o    Options
+	path string
+	root string       // temporary directory holding each started browser's profile
+	trap net.Listener // the proxy every connection that escapes interception is sent to
+	tabs chan struct{}
+
+	escapes atomic.Int64         // connections that reached trap
+	prelude string               // the page's prelude; tests clear it to reach what lies behind it
+	opened  func(session string) // tests: called with each page's session once it is set up
+
+	mu     sync.Mutex
+	inst   *instance // nil before the first start and after a failed restart
+	starts int
+	closed bool
+}
+
+// instance is one started browser process and its DevTools connection.
+type instance struct {
+	pid     int
+	profile string
+	conn    *conn
+	stderr  *tail
+	exited  chan struct{} // closed when the process has exited; exitErr is then set
+	exitErr error
+	dead    chan struct{} // closed once the process is killed or found dead
+	once    sync.Once
+}
+
+const (
+	startTimeout = 30 * time.Second // a browser's first answer on a loaded machine
+	callTimeout  = 10 * time.Second // a DevTools command that must answer promptly
+	grace        = 5 * time.Second  // reading the DOM after Timeout; the ping that tells a hung browser
+)
+
+// Start starts the browser. It returns ErrNoBrowser when Options.Browser is empty and none is
+// on PATH, or when the one named cannot be found.
+func Start(ctx context.Context, o Options) (*Browser, error) {
+	o = o.withDefaults()
+	path := o.Browser
+	if path == "" {
+		path = FindBrowser()
+		if path == "" {
+			return nil, ErrNoBrowser
+		}
+	} else if p, err := exec.LookPath(path); err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrNoBrowser, path, err)
+	} else {
+		path = p
+	}
+	sweep(os.TempDir())
+	root, err := os.MkdirTemp("", rootPrefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(root, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	trap, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	b := &Browser{o: o, path: path, root: root, trap: trap, tabs: make(chan struct{}, o.Tabs), prelude: prelude}
+	go b.refuse()
+	b.mu.Lock()
+	_, err = b.startLocked(ctx)
+	b.mu.Unlock()
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+const (
+	rootPrefix = "crawl-render-" // the directory holding a Browser's profiles, in os.TempDir
+	ownerFile  = "owner"         // in it: the process id of the crawl that made it
+)
+
+// sweep removes the directories of Browsers whose crawl was killed before it could remove
+// them: those whose owner process is gone and that no process names any more.
+func sweep(dir string) {
+	ents, _ := filepath.Glob(filepath.Join(dir, rootPrefix+"*"))
+	for _, d := range ents {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // not one of ours, or still being made
+		}
+		pid, err := strconv.Atoi(string(b))
+		if err != nil || processAlive(pid) || len(processesNaming(d)) > 0 {
+			continue
+		}
+		os.RemoveAll(d)
+	}
+}
+
+// refuse closes every connection made to the trap proxy: the browser sends there whatever
+// its request interception does not see (WebSockets, preconnects, a service worker's script),
+// so nothing reaches the network.
+func (b *Browser) refuse() {
+	for {
+		c, err := b.trap.Accept()
+		if err != nil {
+			return
+		}
+		b.escapes.Add(1)
+		c.Close()
+	}
+}
+
+// flags are the browser's command line apart from the profile and the trap proxy.
+var flags = []string{
+	"--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+	"--no-first-run", "--no-default-browser-check", "--disable-default-apps",
+	"--disable-background-networking", "--disable-component-update", "--disable-sync",
+	"--disable-extensions", "--disable-breakpad", "--disable-crash-reporter",
+	"--disable-client-side-phishing-detection", "--safebrowsing-disable-auto-update",
+	"--metrics-recording-only", "--password-store=basic", "--use-mock-keychain",
+	"--disable-quic", "--dns-prefetch-disable", "--disable-dev-shm-usage",
+	"--disable-features=NetworkPrediction,Prerender2,OptimizationHints,Translate,MediaRouter," +
+		"DialMediaRouteProvider,AutofillServerCommunication,DnsOverHttps,InterestFeedContentSuggestions," +
+		"CertificateTransparencyComponentUpdater,BackForwardCache",
+	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", // no name resolves; the trap (an address) still connects
+	"--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+	"--disable-backgrounding-occluded-windows", "--disable-hang-monitor",
+	"--mute-audio", "--hide-scrollbars", "--window-size=1280,1024",
+	"about:blank",
+}
+
+// startLocked starts a browser and makes it the current one, trying twice: a browser that
+// dies while starting is a crash like any other. It requires b.mu held.
+func (b *Browser) startLocked(ctx context.Context) (*instance, error) {
+	in, err := b.launchLocked(ctx)
+	if err != nil && ctx.Err() == nil {
+		in, err = b.launchLocked(ctx)
+	}
+	return in, err
+}
+
+// launchLocked starts one browser. It requires b.mu held.
+func (b *Browser) launchLocked(ctx context.Context) (*instance, error) {
+	b.starts++
+	profile, err := os.MkdirTemp(b.root, "profile-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--user-data-dir=" + profile,
+		"--proxy-server=http://" + b.trap.Addr().String(),
+		"--proxy-bypass-list=<-loopback>", // loopback goes to the trap too
+	}, flags...)
+	cmd := exec.Command(b.path, args...)
+	cmd.Env = append(os.Environ(), "HOME="+profile) // keep the browser's dot-files in the profile
+	st := &tail{}
+	cmd.Stdout, cmd.Stderr = st, st
+	toR, toW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fromR, fromW, err := os.Pipe()
+	if err != nil {
+		toR.Close()
+		toW.Close()
+		return nil, err
+	}
+	cmd.ExtraFiles = []*os.File{toR, fromW} // the browser's fd 3 and fd 4
+	exited, err := startProcess(cmd)
+	toR.Close()
+	fromW.Close()
+	if err != nil {
+		toW.Close()
+		fromR.Close()
+		os.RemoveAll(profile)
+		return nil, fmt.Errorf("starting %s: %w", b.path, err)
+	}
+	in := &instance{pid: cmd.Process.Pid, profile: profile, conn: newConn(toW, fromR), stderr: st,
+		exited: make(chan struct{}), dead: make(chan struct{})}
+	go func() {
+		in.exitErr = <-exited
+		close(in.exited)
+	}()
+	go in.watch()
+	cctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := in.conn.call(cctx, "", "Browser.getVersion", nil, nil); err != nil {
+		in.kill()
+		status := "still running"
+		select {
+		case <-in.exited:
+			status = fmt.Sprint(in.exitErr)
+		default:
+		}
+		return nil, fmt.Errorf("%s did not answer on its DevTools pipe (%v; process: %s):\n%s", b.path, err, status, st.String())
+	}
+	b.inst = in
+	return in, nil
+}
+
+// watch kills the instance as soon as its process exits or its pipe closes.
+func (in *instance) watch() {
+	select {
+	case <-in.exited:
+	case <-in.conn.readDone:
+	case <-in.dead:
+	}
+	in.kill()
+}
+
+// kill ends the browser's whole process tree and removes its profile; it is idempotent.
+func (in *instance) kill() {
+	in.once.Do(func() {
+		close(in.dead)
+		killTree(in.pid, in.profile)
+		in.conn.w.Close()
+		select {
+		case <-in.exited:
+		case <-time.After(grace):
+		}
+		in.conn.r.Close()
+		killTree(in.pid, in.profile) // what the first pass raced with
+		os.RemoveAll(in.profile)
+	})
+}
+
+// alive reports whether the instance answers a browser-level command within grace.
+func (in *instance) alive(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	return in.conn.call(ctx, "", "Browser.getVersion", nil, nil) == nil
+}
+
+// current returns the running browser, starting one if there is none or it died.
+func (b *Browser) current(ctx context.Context) (*instance, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	if in := b.inst; in != nil {
+		select {
+		case <-in.dead:
+		default:
+			return in, nil
+		}
+	}
+	b.inst = nil
+	return b.startLocked(ctx)
+}
+
+// restart kills in and, if it is still the current browser, starts another.
+func (b *Browser) restart(ctx context.Context, in *instance) error {
+	in.kill()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.inst != in {
+		return nil
+	}
+	b.inst = nil
+	_, err := b.startLocked(context.WithoutCancel(ctx))
+	return err
+}
+
+// Close kills the browser's whole process tree and removes its profile. Renders in progress
+// return ErrCrash or ErrClosed.
+func (b *Browser) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	in := b.inst
+	b.inst = nil
+	b.mu.Unlock()
+	if in != nil {
+		in.kill()
+	}
+	b.trap.Close()
+	return os.RemoveAll(b.root)
+}
+
+// Render renders pageURL with doc as its document and a answering every other request the
+// page makes. It waits for a free tab first.
+func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a Answerer) (*Result, error) {
+	select {
+	case b.tabs <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-b.tabs }()
+	in, err := b.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := newPage(b.o, in, pageURL, doc, a, b.prelude)
+	p.opened = b.opened
+	res, err := p.run(ctx)
+	select {
+	case <-in.dead: // crashed or hung: the next render must find a browser running
+		if rerr := b.restart(ctx, in); rerr != nil {
+			return nil, fmt.Errorf("%w (restarting: %v)", err, rerr)
+		}
+	default:
+	}
+	return res, err
+}
+
+// tail keeps the last 8 KiB written to it: the browser's output, for error messages.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 8<<10 {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-8<<10:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

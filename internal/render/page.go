@@ -1,0 +1,636 @@
+package render
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// page is one render: a fresh browser context with one target, torn down at the end. All of
+// its state is owned by the goroutine running run; requests are answered in goroutines that
+// report back on done.
+type page struct {
+	o    Options
+	in   *instance
+	c    *conn
+	url  string
+	doc  *Response
+	a    Answerer
+	sink *sink
+
+	prelude string               // script run before each document's own; "" in tests of what lies behind it
+	opened  func(session string) // tests: called once the page's session is set up
+
+	browserContext string
+	target         string // also the main frame's id
+	session        string
+
+	navigated bool // the navigation request was answered from doc
+	committed bool // the browser committed the navigation: the DOM is the page's
+	loaded    bool // the main frame fired its load event
+	inflight  int  // requests paused and not yet continued
+	cut       Cut
+	res       Result
+
+	done chan finished // a request was fulfilled or failed
+	answ chan answered // the Answerer answered
+	stop chan struct{} // closed when run returns: goroutines stop reporting
+}
+
+type finished struct{}
+
+type answered struct {
+	id   string
+	resp *Response
+	err  error
+}
+
+// pausedRequest is Fetch.requestPaused's params, the fields render reads.
+type pausedRequest struct {
+	RequestID string `json:"requestId"`
+	Request   struct {
+		URL             string            `json:"url"`
+		URLFragment     string            `json:"urlFragment"`
+		Method          string            `json:"method"`
+		Headers         map[string]string `json:"headers"`
+		PostData        string            `json:"postData"`
+		HasPostData     bool              `json:"hasPostData"`
+		PostDataEntries []struct {
+			Bytes string `json:"bytes"`
+		} `json:"postDataEntries"`
+	} `json:"request"`
+	FrameID             string `json:"frameId"`
+	ResourceType        string `json:"resourceType"`
+	RedirectedRequestID string `json:"redirectedRequestId"`
+}
+
+// prelude runs in every document before its own scripts: it removes the APIs render refuses,
+// so a page takes the path it takes in a browser without them. Interception and the trap
+// proxy refuse them anyway; this only spares the page the failures.
+const prelude = `(() => {
+  for (const [o, k] of [[Navigator.prototype, 'serviceWorker'], [window, 'WebSocket'],
+      [window, 'WebSocketStream'], [window, 'EventSource'], [window, 'WebTransport'],
+      [window, 'RTCPeerConnection'], [window, 'webkitRTCPeerConnection'], [window, 'SharedWorker']]) {
+    try { delete o[k]; } catch (e) {}
+  }
+  try { Navigator.prototype.sendBeacon = function () { return false; }; } catch (e) {}
+})();`
+
+func newPage(o Options, in *instance, url string, doc *Response, a Answerer, prelude string) *page {
+	return &page{o: o, in: in, c: in.conn, url: url, doc: doc, a: a, sink: newSink(), prelude: prelude,
+		done: make(chan finished), answ: make(chan answered), stop: make(chan struct{})}
+}
+
+var (
+	errCut           = errors.New("cut")                         // ends the event loop at a cap
+	errRendererCrash = errors.New("the page's renderer crashed") // the browser is still up
+)
+
+func (p *page) run(ctx context.Context) (*Result, error) {
+	start := time.Now()
+	if u, err := url.Parse(p.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("render: %q is not an http or https URL", p.url)
+	}
+	defer close(p.stop)
+	defer p.close() // whatever open made, once the Answerer's calls are cancelled
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the Answerer's calls still running
+	if err := p.open(rctx); err != nil {
+		return nil, p.classify(ctx, err)
+	}
+	if p.opened != nil {
+		p.opened(p.session)
+	}
+
+	nav := make(chan error, 1)
+	go func() {
+		var r struct {
+			ErrorText string `json:"errorText"`
+		}
+		err := p.c.call(rctx, p.session, "Page.navigate", map[string]any{"url": p.url}, &r)
+		if err == nil && r.ErrorText != "" {
+			err = fmt.Errorf("navigating to %s: %s", p.url, r.ErrorText)
+		}
+		nav <- err
+	}()
+
+	deadline := time.NewTimer(p.o.Timeout)
+	defer deadline.Stop()
+	quiet := time.NewTimer(time.Hour)
+	quiet.Stop()
+	defer quiet.Stop()
+	armed := false // quiet runs: loaded, nothing in flight since it was set
+	armQuiet := func() {
+		switch idle := p.loaded && p.inflight == 0; {
+		case idle && !armed:
+			quiet.Reset(p.o.Quiet)
+		case !idle && armed:
+			quiet.Stop()
+		}
+		armed = p.loaded && p.inflight == 0
+	}
+	var err error
+loop:
+	for {
+		select {
+		case <-p.sink.wake:
+			evs, overflow := p.sink.take()
+			for _, m := range evs {
+				if err = p.event(rctx, m); err != nil {
+					break loop
+				}
+			}
+			if overflow && p.cut == CutNone {
+				p.cut = CutRequests
+				break loop
+			}
+		case a := <-p.answ:
+			if err = p.answered(rctx, a); err != nil {
+				break loop
+			}
+		case <-p.done:
+			p.inflight--
+		case e := <-nav:
+			if e != nil {
+				err = e
+				break loop
+			}
+			nav = nil
+			p.committed = true
+		case <-quiet.C:
+			break loop
+		case <-deadline.C:
+			p.cut = CutTimeout
+			break loop
+		case <-p.in.dead:
+			err = ErrCrash
+			break loop
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		armQuiet()
+	}
+	switch {
+	case err == errRendererCrash:
+		return nil, fmt.Errorf("%w: %s: the page's renderer crashed", ErrCrash, p.url)
+	case err != nil && err != errCut:
+		return nil, p.classify(ctx, err)
+	}
+	p.res.Cut = p.cut
+	if !p.committed && nav != nil && p.cut != CutTimeout {
+		// a cap reached while the navigation's reply was on its way
+		select {
+		case e := <-nav:
+			p.committed = e == nil
+		case <-time.After(grace):
+		}
+	}
+	if !p.committed {
+		return nil, fmt.Errorf("%w: %s: the document was not loaded", ErrTimeout, p.url)
+	}
+	if err := p.capture(ctx); err != nil {
+		return nil, err
+	}
+	p.res.Took = time.Since(start)
+	return &p.res, nil
+}
+
+// classify turns an error of a DevTools command into ErrCrash when the browser is gone or
+// does not answer, and leaves other errors as they are.
+func (p *page) classify(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	select {
+	case <-p.in.dead:
+		return fmt.Errorf("%w: %v", ErrCrash, err)
+	default:
+	}
+	if errors.Is(err, errBrowserGone) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrCrash) {
+		if errors.Is(err, ErrCrash) || !p.in.alive(ctx) {
+			p.in.kill() // dead or hung: nothing more is asked of it
+			return fmt.Errorf("%w: %v", ErrCrash, err)
+		}
+	}
+	return err
+}
+
+// open creates the browser context and its target, attaches to it and sets interception up
+// before anything loads.
+func (p *page) open(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var bc struct {
+		BrowserContextID string `json:"browserContextId"`
+	}
+	if err := p.c.call(cctx, "", "Target.createBrowserContext", map[string]any{}, &bc); err != nil {
+		return err
+	}
+	p.browserContext = bc.BrowserContextID
+	var t struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := p.c.call(cctx, "", "Target.createTarget", map[string]any{
+		"url": "about:blank", "browserContextId": p.browserContext}, &t); err != nil {
+		return err
+	}
+	p.target = t.TargetID
+	var s struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := p.c.call(cctx, "", "Target.attachToTarget", map[string]any{
+		"targetId": p.target, "flatten": true}, &s); err != nil {
+		return err
+	}
+	p.session = s.SessionID
+	p.c.register(p.session, p.sink)
+	if err := p.c.call(cctx, "", "Browser.setDownloadBehavior", map[string]any{
+		"behavior": "deny", "browserContextId": p.browserContext}, nil); err != nil {
+		return err
+	}
+	for _, m := range []string{"Page.enable", "Inspector.enable"} {
+		if err := p.c.call(cctx, p.session, m, nil, nil); err != nil {
+			return err
+		}
+	}
+	if err := p.userAgent(cctx, p.session); err != nil {
+		return err
+	}
+	if p.prelude != "" {
+		if err := p.c.call(cctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
+			"source": p.prelude}, nil); err != nil {
+			return err
+		}
+	}
+	return p.intercept(cctx, p.session)
+}
+
+// intercept pauses every request of session and attaches to its children (frames in other
+// processes, workers) paused before they run, so their requests are paused too.
+func (p *page) intercept(ctx context.Context, session string) error {
+	if err := p.c.call(ctx, session, "Fetch.enable", map[string]any{
+		"patterns": []map[string]any{{"urlPattern": "*", "requestStage": "Request"}}}, nil); err != nil {
+		return err
+	}
+	if err := p.c.call(ctx, session, "Network.setBypassServiceWorker", map[string]any{"bypass": true}, nil); err != nil {
+		return err
+	}
+	return p.c.call(ctx, session, "Target.setAutoAttach", map[string]any{
+		"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}, nil)
+}
+
+// userAgent sets Options.UserAgent in session, if there is one.
+func (p *page) userAgent(ctx context.Context, session string) error {
+	if p.o.UserAgent == "" {
+		return nil
+	}
+	return p.c.call(ctx, session, "Network.setUserAgentOverride", map[string]any{"userAgent": p.o.UserAgent}, nil)
+}
+
+// close disposes of the browser context and everything in it.
+func (p *page) close() {
+	p.c.unregister(p.sink)
+	select {
+	case <-p.in.dead:
+		return
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if p.browserContext != "" {
+		if err := p.c.call(ctx, "", "Target.disposeBrowserContext", map[string]any{
+			"browserContextId": p.browserContext}, nil); err != nil && !p.in.alive(ctx) {
+			p.in.kill() // hung: the next render starts another browser
+		}
+	}
+}
+
+// event handles one event of the page's sessions.
+func (p *page) event(ctx context.Context, m message) error {
+	switch m.Method {
+	case "Fetch.requestPaused":
+		var r pausedRequest
+		if err := json.Unmarshal(m.Params, &r); err != nil {
+			return fmt.Errorf("Fetch.requestPaused: %w", err)
+		}
+		return p.paused(ctx, m.SessionID, &r)
+	case "Page.loadEventFired":
+		if m.SessionID == p.session && p.navigated {
+			p.loaded = true
+		}
+	case "Page.frameStoppedLoading":
+		// Also the end of a document whose load event a navigation it started (and render
+		// aborted) pre-empted.
+		var f struct {
+			FrameID string `json:"frameId"`
+		}
+		if json.Unmarshal(m.Params, &f) == nil && f.FrameID == p.target && m.SessionID == p.session && p.navigated {
+			p.loaded = true
+		}
+	case "Target.attachedToTarget":
+		var a struct {
+			SessionID  string `json:"sessionId"`
+			TargetInfo struct {
+				Type string `json:"type"`
+			} `json:"targetInfo"`
+		}
+		if err := json.Unmarshal(m.Params, &a); err != nil {
+			return fmt.Errorf("Target.attachedToTarget: %w", err)
+		}
+		if a.TargetInfo.Type == "service_worker" || a.TargetInfo.Type == "shared_worker" {
+			// Refused: left paused before its first instruction, and disposed of with the
+			// browser context.
+			return nil
+		}
+		p.inflight++
+		go p.child(ctx, a.SessionID, a.TargetInfo.Type)
+	case "Page.javascriptDialogOpening":
+		// alert, confirm, prompt, beforeunload: dismissed, or the page would wait forever
+		p.inflight++
+		go func() {
+			defer p.finish()
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			defer cancel()
+			p.c.call(cctx, m.SessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": false}, nil)
+		}()
+	case "Inspector.targetCrashed":
+		if m.SessionID == p.session {
+			return errRendererCrash
+		}
+	}
+	return nil
+}
+
+// child sets interception up in an attached frame or worker, then lets it run.
+func (p *page) child(ctx context.Context, session, typ string) {
+	defer p.finish()
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if typ == "iframe" {
+		p.c.call(cctx, session, "Page.enable", nil, nil)
+		if p.prelude != "" {
+			p.c.call(cctx, session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": p.prelude}, nil)
+		}
+	}
+	p.userAgent(cctx, session)
+	p.intercept(cctx, session)
+	p.c.call(cctx, session, "Runtime.runIfWaitingForDebugger", nil, nil)
+}
+
+// finish reports a request (or child) handled to the event loop.
+func (p *page) finish() {
+	select {
+	case p.done <- finished{}:
+	case <-p.stop:
+	}
+}
+
+// refused are the resource types render fails without asking the Answerer.
+var refused = map[string]bool{"WebSocket": true, "EventSource": true, "Ping": true,
+	"CSPViolationReport": true, "Prefetch": true, "SignedExchange": true}
+
+var kinds = map[string]Kind{"Script": KindScript, "Stylesheet": KindStylesheet, "Image": KindImage,
+	"Font": KindFont, "XHR": KindXHR, "Fetch": KindXHR, "Media": KindMedia, "TextTrack": KindMedia}
+
+// unwanted reports whether a request is one that render refuses whatever its resource type
+// says: a prefetch or prerender (Sec-Purpose, Purpose), a guess at what the page may need; an
+// event stream (Accept: text/event-stream, as EventSource sends), which never ends; the
+// browser's own fetch of the page's icon for its tab (type Other, Accept image/*), which no
+// rendering reads.
+func unwanted(resourceType string, h map[string]string) bool {
+	for k, v := range h {
+		k, v = strings.ToLower(k), strings.ToLower(v)
+		switch {
+		case k == "accept" && resourceType == "Other" && strings.HasPrefix(v, "image/"):
+			return true
+		case (k == "sec-purpose" || k == "purpose") && (strings.Contains(v, "prefetch") || strings.Contains(v, "prerender")):
+			return true
+		case k == "accept" && strings.Contains(v, "text/event-stream"):
+			return true
+		}
+	}
+	return false
+}
+
+// paused decides what to do with one paused request.
+func (p *page) paused(ctx context.Context, session string, r *pausedRequest) error {
+	p.inflight++
+	mainFrame := r.FrameID == p.target && r.ResourceType == "Document"
+	switch {
+	case mainFrame && !p.navigated:
+		p.navigated = true
+		doc := p.doc
+		if doc == nil {
+			doc = &Response{Status: http.StatusOK}
+		}
+		go p.fulfill(ctx, session, r.RequestID, doc, true)
+		return nil
+	case mainFrame && r.RedirectedRequestID == "":
+		// The page navigating itself away (a link followed, location set): aborted, which
+		// leaves the page as it is (a failure would replace it with an error page).
+		go p.fail(ctx, session, r.RequestID, "Aborted")
+		return nil
+	case p.cut != CutNone, refused[r.ResourceType], unwanted(r.ResourceType, r.Request.Headers):
+		go p.fail(ctx, session, r.RequestID, "BlockedByClient")
+		return nil
+	}
+	req, ok := p.request(r)
+	if !ok {
+		go p.fail(ctx, session, r.RequestID, "BlockedByClient")
+		return nil
+	}
+	if p.res.Requests >= p.o.MaxRequests {
+		p.cut = CutRequests
+		go p.fail(ctx, session, r.RequestID, "BlockedByClient")
+		return errCut
+	}
+	p.res.Requests++
+	go func() {
+		resp, err := p.a.Answer(ctx, req)
+		select {
+		case p.answ <- answered{id: session + "\x00" + r.RequestID, resp: resp, err: err}:
+		case <-p.stop:
+		}
+	}()
+	return nil
+}
+
+// request builds the Request the Answerer sees, or reports false when the page's request is
+// over a bound (URL, headers, body).
+func (p *page) request(r *pausedRequest) (*Request, bool) {
+	u := r.Request.URL + r.Request.URLFragment
+	if len(u) > maxURL || len(r.Request.Headers) > maxHeaderCount {
+		return nil, false
+	}
+	h := make(http.Header, len(r.Request.Headers))
+	n := 0
+	for k, v := range r.Request.Headers {
+		n += len(k) + len(v)
+		h.Set(k, v)
+	}
+	if n > maxRequestHeader {
+		return nil, false
+	}
+	req := &Request{URL: u, Method: r.Request.Method, Header: h, Kind: KindOther}
+	if k, ok := kinds[r.ResourceType]; ok {
+		req.Kind = k
+	} else if r.ResourceType == "Document" {
+		req.Kind = KindFrame
+		if r.FrameID == p.target {
+			req.Kind = KindDocument // a redirect of the navigation
+		}
+	}
+	if r.Request.HasPostData {
+		var body []byte
+		if len(r.Request.PostDataEntries) > 0 {
+			for _, e := range r.Request.PostDataEntries {
+				if len(body)+base64.StdEncoding.DecodedLen(len(e.Bytes)) > maxRequestBody {
+					return nil, false
+				}
+				b, err := base64.StdEncoding.DecodeString(e.Bytes)
+				if err != nil {
+					return nil, false
+				}
+				body = append(body, b...)
+			}
+		} else {
+			body = []byte(r.Request.PostData)
+		}
+		if len(body) > maxRequestBody {
+			return nil, false
+		}
+		req.Body = body
+	}
+	return req, true
+}
+
+// answered gives the Answerer's answer to the browser, within the byte cap.
+func (p *page) answered(ctx context.Context, a answered) error {
+	session, id, _ := strings.Cut(a.id, "\x00")
+	if a.err != nil || a.resp == nil {
+		go p.fail(ctx, session, id, "Failed")
+		return nil
+	}
+	if p.res.Bytes+int64(len(a.resp.Body)) > p.o.MaxBytes {
+		p.cut = CutBytes
+		go p.fail(ctx, session, id, "BlockedByClient")
+		return errCut
+	}
+	p.res.Bytes += int64(len(a.resp.Body))
+	go p.fulfill(ctx, session, id, a.resp, false)
+	return nil
+}
+
+// dropped are response headers the browser must not see: the body is already decoded and
+// whole.
+var dropped = map[string]bool{"Content-Encoding": true, "Content-Length": true, "Transfer-Encoding": true}
+
+func (p *page) fulfill(ctx context.Context, session, id string, r *Response, navigation bool) {
+	defer p.finish()
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if r.Status < 100 || r.Status > 999 {
+		p.c.call(cctx, session, "Fetch.failRequest", map[string]any{"requestId": id, "errorReason": "Failed"}, nil)
+		return
+	}
+	type header struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	}
+	hs := []header{}
+	hasType := false
+	for k, vs := range r.Header {
+		ck := http.CanonicalHeaderKey(k)
+		if dropped[ck] {
+			continue
+		}
+		hasType = hasType || ck == "Content-Type"
+		for _, v := range vs {
+			hs = append(hs, header{k, v})
+		}
+	}
+	if navigation && !hasType {
+		hs = append(hs, header{"Content-Type", "text/html"})
+	}
+	phrase := http.StatusText(r.Status)
+	if phrase == "" {
+		phrase = "Status"
+	}
+	err := p.c.call(cctx, session, "Fetch.fulfillRequest", map[string]any{"requestId": id,
+		"responseCode": r.Status, "responsePhrase": phrase, "responseHeaders": hs,
+		"body": base64.StdEncoding.EncodeToString(r.Body)}, nil)
+	if err != nil && !errors.Is(err, errBrowserGone) {
+		// headers the browser rejects: the page sees a failed request
+		p.c.call(cctx, session, "Fetch.failRequest", map[string]any{"requestId": id, "errorReason": "Failed"}, nil)
+	}
+}
+
+func (p *page) fail(ctx context.Context, session, id, reason string) {
+	defer p.finish()
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	p.c.call(cctx, session, "Fetch.failRequest", map[string]any{"requestId": id, "errorReason": reason}, nil)
+}
+
+// capture reads the serialised DOM into p.res, within MaxDOM. It returns ErrTimeout when the
+// page cannot produce one within grace, and ErrCrash when the browser does not answer either.
+func (p *page) capture(ctx context.Context) error {
+	limit := p.o.MaxDOM
+	expr := fmt.Sprintf(`(() => {
+  const e = document.documentElement;
+  if (!e) return {html: "", cut: false};
+  let h = e.outerHTML;
+  if (document.doctype) h = new XMLSerializer().serializeToString(document.doctype) + h;
+  return h.length > %d ? {html: h.slice(0, %d), cut: true} : {html: h, cut: false};
+})()`, limit, limit)
+	cctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	var r struct {
+		Result struct {
+			Value struct {
+				HTML string `json:"html"`
+				Cut  bool   `json:"cut"`
+			} `json:"value"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text string `json:"text"`
+		} `json:"exceptionDetails"`
+	}
+	err := p.c.call(cctx, p.session, "Runtime.evaluate", map[string]any{
+		"expression": expr, "returnByValue": true}, &r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if c := p.classify(ctx, err); errors.Is(c, ErrCrash) {
+			return c
+		}
+		return fmt.Errorf("%w: %s: %v", ErrTimeout, p.url, err)
+	}
+	if r.ExceptionDetails != nil {
+		return fmt.Errorf("reading the DOM of %s: %s", p.url, r.ExceptionDetails.Text)
+	}
+	html := r.Result.Value.HTML
+	if int64(len(html)) > limit {
+		html = html[:limit]
+		for i := 0; i < utf8.UTFMax && len(html) > 0; i++ { // no rune cut in two at the end
+			if r, size := utf8.DecodeLastRuneInString(html); r != utf8.RuneError || size > 1 {
+				break
+			}
+			html = html[:len(html)-1]
+		}
+		r.Result.Value.Cut = true
+	}
+	if r.Result.Value.Cut && p.res.Cut == CutNone {
+		p.res.Cut = CutDOM
+	}
+	p.res.DOM = []byte(html)
+	return nil
+}

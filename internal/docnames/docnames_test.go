@@ -27,10 +27,6 @@ var external = map[string]bool{
 	"strings": true, "zstd": true, "x509": true, "signal": true, "syscall": true, "exec": true,
 	"filepath": true, "sort": true, "math": true, "rand": true, "csv": true, "gzip": true,
 	"expvar": true, "pprof": true, "netip": true, "bufio": true, "utf8": true, "strconv": true,
-	// Chrome DevTools Protocol domains and the browser's own objects (docs/render.md).
-	"Fetch": true, "Runtime": true, "Target": true, "Inspector": true, "Page": true,
-	"Network": true, "DOM": true, "Browser": true, "Emulation": true, "ServiceWorker": true,
-	"navigator": true, "document": true, "window": true,
 }
 
 // allowed are bare names the references write as code that are not Go names of this module,
@@ -48,10 +44,15 @@ var allowed = map[string]string{
 	"SetLimit": "rate.Limiter.SetLimit", "NoSync": "bbolt's DB.NoSync",
 	"tx.CopyFile": "bbolt's Tx.CopyFile", "ParseURL": "go-redis' redis.ParseURL",
 	"u.Host": "a url.URL's field, in an example",
-	// The browser's APIs and Chrome DevTools Protocol names a page or the driver uses (docs/render.md).
-	"EventSource": "web API", "RTCPeerConnection": "web API", "WebSocket": "web API",
-	"outerHTML": "DOM property", "frameStoppedLoading": "CDP event",
-	"waitForDebuggerOnStart": "CDP parameter", "Purpose": "HTTP header (prefetch)",
+	// The browser's names in the rendering references: Chrome DevTools Protocol methods,
+	// events and parameters, and Web APIs a rendered page's script may call.
+	"Fetch.enable": "DevTools Protocol method", "Fetch.fulfillRequest": "DevTools Protocol method",
+	"Fetch.failRequest": "DevTools Protocol method", "Target.setAutoAttach": "DevTools Protocol method",
+	"Runtime.evaluate": "DevTools Protocol method", "Inspector.targetCrashed": "DevTools Protocol event",
+	"frameStoppedLoading":    "DevTools Protocol event (Page domain)",
+	"waitForDebuggerOnStart": "parameter of Target.setAutoAttach", "Purpose": "HTTP header",
+	"EventSource": "Web API", "RTCPeerConnection": "Web API", "WebSocket": "Web API",
+	"navigator.serviceWorker": "Web API", "outerHTML": "DOM property",
 }
 
 // goName matches a code span that reads as a Go name: `Name`, `pkg.Name`, `Type.Field`,

@@ -17,8 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Sizing figures for docs/DESIGN.md, measured on a real redis-server (BENCHMARKS.md, "Many
-// machines: Redis memory"):
+// Sizing figures for docs/DESIGN.md, measured on a real redis-server (BENCHMARKS.md, "Redis memory
+// per URL and per host"):
 //
 //	go test ./internal/fleet -run '^$' -bench RedisMemory -benchtime 1x -timeout 30m
 //

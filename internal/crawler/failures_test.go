@@ -13,7 +13,6 @@ import (
 // (connection refused) the first time it fails, and only then, though its robots.txt is tried
 // robotsMaxFailures times; the summary's host carries the cause.
 func TestRefusedHostAnnouncedOnce(t *testing.T) {
-	t.Parallel()
 	addr := refused.Addr(t)
 	var logs lockedBuffer
 	cfg := Defaults()

@@ -26,7 +26,6 @@ import (
 // request's Done), a Retry-After still wins when longer, and only the Retry-After is returned
 // as the wait (the retry floor and, for robots.txt, the "slow down" signal).
 func TestHonourRetryAfterQuota(t *testing.T) {
-	t.Parallel()
 	now := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name   string
@@ -83,7 +82,6 @@ func TestHonourRetryAfterQuota(t *testing.T) {
 // fraction of a second; measured against the host's clock as its Date headers bound it, it
 // ends within a few ms of the reset it names, and never before.
 func TestQuotaResetOnTheHostsClock(t *testing.T) {
-	t.Parallel()
 	const skew = 7*time.Second + 300*time.Millisecond // the host's clock is ahead of ours
 	start := time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
 	c := &Crawler{
@@ -208,7 +206,6 @@ const rlPages = 30
 // (before its window slot is freed) until the reset, which the server rounds up to the end of
 // its window. The next request therefore reaches the server in a later window.
 func TestRateLimitHeadersHonoured(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("a few seconds of real-time crawling")
 	}

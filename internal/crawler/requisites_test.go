@@ -20,7 +20,6 @@ import (
 // page's depth, so --max-depth 0 still gets them, while links one hop away are excluded by
 // depth. Without Requisites none is fetched.
 func TestRequisites(t *testing.T) {
-	t.Parallel()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 6, Assets: true}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +152,6 @@ func TestRequisiteLinksNotFollowed(t *testing.T) {
 // excluded "limit" and nothing of theirs is fetched. A second run with a budget of 5 queues
 // them again and fetches 2 more pages and their images. Without Requisites every fetch counts.
 func TestRequisitesPageBudget(t *testing.T) {
-	t.Parallel()
 	var mu sync.Mutex
 	asked := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -257,7 +255,6 @@ func (f *countsThenStored) Counts() frontier.Counts {
 // TestPagesFetchedNeverUndercounts: a requisite stored while pagesFetched reads does not make
 // the pages fetched look fewer (which let the dispatcher start a page past --max-pages).
 func TestPagesFetchedNeverUndercounts(t *testing.T) {
-	t.Parallel()
 	fr := &countsThenStored{fetched: 3} // 2 pages and 1 requisite
 	c := &Crawler{fr: fr}
 	c.pages.mode = budgetPages

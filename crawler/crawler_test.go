@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // limited host refused no more than learning its limit costs. (Over-limit as a share of a
 // bigger web is TestProgramKilledResumes'.)
 func TestCrawlPoliteAndResumed(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 7, Grace: 50 * time.Millisecond, KernelArrival: true})
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +106,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 // redis-server, each with its own DataDir: together they fetch every page once, and each page
 // reaches the OnPage of the worker that fetched it.
 func TestSharedThroughRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 9})
 	if err != nil {

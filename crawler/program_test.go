@@ -56,6 +56,7 @@ func buildProgram(t *testing.T) string {
 // at most 1% of the requests were refused, and no host banned the crawler. (A Retry-After
 // pause under 2 s is not saved, so the run after a kill may send inside one: not checked.)
 func TestProgramKilledResumes(t *testing.T) {
+	t.Parallel()
 	bin := buildProgram(t)
 	var specs []simweb.HostSpec
 	for _, s := range simweb.PolitenessBench() {

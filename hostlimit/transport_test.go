@@ -98,6 +98,7 @@ func fetchAll(t *testing.T, c *http.Client, us []string) {
 // least the Retry-After the server sent. A gate admitting during a pause, a retry that ignored
 // Retry-After or a pause shorter than announced is caught whatever the load.
 func TestTransportBurst(t *testing.T) {
+	t.Parallel()
 	spec := simweb.HostSpec{Name: "burst", Pages: 1000, Limit: 100, Burst: 5, Reply: simweb.Reply429Seconds}
 	// Arrivals are the kernel's receive times: this process's late handlers do not bunch the requests.
 	web, err := simweb.Start([]simweb.HostSpec{spec}, &simweb.Options{Seed: 1, Grace: 250 * time.Millisecond, KernelArrival: true})
@@ -429,6 +430,7 @@ func TestTransportRetry(t *testing.T) {
 // client closes its idle connections, starts the next transport given that store at the
 // learned rate instead of the initial one.
 func TestTransportStateRestored(t *testing.T) {
+	t.Parallel()
 	spec := simweb.HostSpec{Name: "h", Pages: 300, Limit: 40, Burst: 1, Reply: simweb.Reply429Seconds}
 	web, err := simweb.Start([]simweb.HostSpec{spec}, nil)
 	if err != nil {

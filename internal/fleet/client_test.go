@@ -49,6 +49,7 @@ func TestParseTarget(t *testing.T) {
 // Dial gives a single-node client for a plain server and a cluster client for any node of a
 // cluster (the first seed may be down), and refuses a cluster URL naming a database other than 0.
 func TestDialFindsCluster(t *testing.T) {
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	single := redistest.Start(t)

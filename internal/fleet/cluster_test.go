@@ -18,6 +18,7 @@ import (
 // 3-master Redis Cluster through a cluster client: no script, transaction or read crosses a
 // slot, and idle detection and counts read per partition.
 func TestOnCluster(t *testing.T) {
+	parallel(t)
 	onCluster(t,
 		TestOpenChecksConfiguration,
 		TestOpenReadsTheServer,
@@ -49,6 +50,7 @@ func TestOnCluster(t *testing.T) {
 // wrote to have the links: with a replica stopped, it fails and the outbox keeps the links;
 // with the replica back, it delivers them.
 func TestForwardWaitsForReplicas(t *testing.T) {
+	parallel(t)
 	c := redistest.StartCluster(t, 3, 1)
 	ctx := context.Background()
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: time.Second})
@@ -127,6 +129,7 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 // promoted replica is a master whose run_id the worker had not read, and it may lack the last
 // writes its master acknowledged.
 func TestRestartedFindsFailover(t *testing.T) {
+	parallel(t)
 	c := redistest.StartCluster(t, 3, 1)
 	ctx := context.Background()
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: clusterReload})

@@ -38,6 +38,7 @@ func (h *completeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // one script per partition: 16 results of two partitions (whose ownerships have the same
 // epoch), the first of each held in flight, take four complete scripts, and all are recorded.
 func TestFrontierGroupsCompletes(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	hook := &completeHook{release: make(chan struct{})}
 	rdb.AddHook(hook)
@@ -113,6 +114,7 @@ func TestFrontierGroupsCompletes(t *testing.T) {
 // CommitLinger: eight results completed together go to Redis in one script; a result whose
 // partition's other lease never completes goes alone once the linger has passed.
 func TestFrontierCommitLingers(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	hook := &completeHook{release: make(chan struct{})}
 	close(hook.release)

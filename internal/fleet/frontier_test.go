@@ -97,6 +97,7 @@ func leaseOne(t *testing.T, f *Frontier, host string) frontier.Lease {
 // One worker crawls a small link graph through Frontier: each URL once, links forwarded
 // between partitions, and Idle once nothing is queued anywhere.
 func TestFrontierCrawlsToTheEnd(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 16, LeaseTTL: 2 * time.Second})
 	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond})
@@ -263,6 +264,7 @@ func TestFrontierDrainsSurplus(t *testing.T) {
 // A URL completed as Retry waits for its time, on Redis' clock: its host is not ready before,
 // TakeReady names it again after, and the lease then counts the attempt.
 func TestFrontierRetryWaits(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 4, LeaseTTL: 2 * time.Second})
 	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond})
@@ -306,6 +308,7 @@ func TestFrontierRetryWaits(t *testing.T) {
 // A host whose only URL waits for a distant retry is ready again as soon as a new URL of it
 // is queued: the retry does not hold the host's other URLs back.
 func TestFrontierNewURLOvertakesRetry(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 4, LeaseTTL: 2 * time.Second})
 	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond})
@@ -338,6 +341,7 @@ func TestFrontierNewURLOvertakesRetry(t *testing.T) {
 // The last report a worker's Run makes holds every page it completed, however the stop
 // falls: while Run waits between rounds or in the middle of one.
 func TestFrontierLastReportHoldsEveryPage(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	for i := range 20 {
 		crawl := fmt.Sprintf("last%d", i)
@@ -373,6 +377,7 @@ func TestFrontierLastReportHoldsEveryPage(t *testing.T) {
 // A host leased before a round listed it is still named by TakeReady, so a caller that learns
 // its hosts from TakeReady comes back for the rest of its URLs.
 func TestFrontierLeaseBeforeListingIsAnnounced(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 1, LeaseTTL: 2 * time.Second})
 	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: time.Hour}) // one round, then none
@@ -414,6 +419,7 @@ func (h *failFirstCounts) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 // A worker joining a crawl asks its counts before anything was read: a failed first read is
 // retried, not answered with zeros (which the crawler reads as "nothing to resume").
 func TestFrontierFirstCountsRetried(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 4})
 	if _, err := s.Add(context.Background(), entries("a.example", 3)); err != nil {
@@ -455,6 +461,7 @@ func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // Counts read before an Add do not say the crawl is idle while the read that follows the Add
 // is in flight: until that read is in, the worker's own write may be missing from them.
 func TestFrontierNotIdleWhileCountsAreRead(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	hook := &holdHook{reading: make(chan struct{}), release: make(chan struct{})}
 	rdb.AddHook(hook)

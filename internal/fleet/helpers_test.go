@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
 	"reflect"
 	"regexp"
 	"runtime"
@@ -16,15 +18,75 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// TestMain runs up to testParallel tests at once unless -parallel says otherwise.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(testParallel))
+	}
+	os.Exit(m.Run())
+}
+
+// testParallel is how many of this package's parallel tests run at once by default: they
+// mostly wait on the redis-servers they start (about 22 s of CPU in a 110 s run on one
+// thread), so the default (GOMAXPROCS, 2 on a 2-core machine) leaves the cores idle.
+const testParallel = 8
+
+// parallel runs t in parallel with the package's other parallel tests, unless t runs on
+// servers shared with the tests before and after it (onCluster, onTarget), which run in turn.
+// A test whose partition lease is shorter than 2 s stays sequential: starved past its lease,
+// a worker loses its partitions, which such a test counts as a failure.
+func parallel(t *testing.T) {
+	if targetOf(t) == nil {
+		t.Parallel()
+	}
+}
+
+// targets maps a test's name to what newRedis returns in its subtests (onCluster, onTarget).
+var targets sync.Map // string -> func(*testing.T) redis.UniversalClient
+
+// target makes newRedis return newClient(t) in the subtests of t until t ends.
+func target(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
+	if _, dup := targets.LoadOrStore(t.Name(), newClient); dup {
+		t.Fatalf("%s already runs on shared servers", t.Name())
+	}
+	t.Cleanup(func() { targets.Delete(t.Name()) })
+}
+
+// targetOf is what newRedis returns in t: the target of t or of its nearest parent that has
+// one, or nil (a redis-server of t's own).
+func targetOf(t *testing.T) func(t *testing.T) redis.UniversalClient {
+	for name := t.Name(); ; {
+		if f, ok := targets.Load(name); ok {
+			return f.(func(t *testing.T) redis.UniversalClient)
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return nil
+		}
+		name = name[:i]
+	}
+}
+
 // newRedis starts a real redis-server for t and returns a client for it, closed at cleanup;
-// under onCluster, it empties the shared cluster and returns a cluster client instead.
+// under onCluster or onTarget, it returns a client for their emptied servers instead.
 func newRedis(t *testing.T) redis.UniversalClient {
 	t.Helper()
-	if underTarget != nil {
-		return underTarget(t)
+	if newClient := targetOf(t); newClient != nil {
+		return newClient(t)
 	}
-	if underTest != nil {
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: underTest.Addrs(), ClusterStateReloadInterval: time.Second})
+	rdb, _ := newRedisServer(t)
+	return rdb
+}
+
+// onCluster runs each test of tests on one real 3-master Redis Cluster, in turn, each through
+// a cluster client after the cluster is emptied.
+func onCluster(t *testing.T, tests ...func(*testing.T)) {
+	c := redistest.StartCluster(t, 3, 0)
+	target(t, func(t *testing.T) redis.UniversalClient {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ClusterStateReloadInterval: time.Second})
 		t.Cleanup(func() { rdb.Close() })
 		err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
 			return c.FlushAll(ctx).Err()
@@ -33,19 +95,7 @@ func newRedis(t *testing.T) redis.UniversalClient {
 			t.Fatal(err)
 		}
 		return rdb
-	}
-	rdb, _ := newRedisServer(t)
-	return rdb
-}
-
-// underTest is the cluster onCluster runs tests on (nil: each test starts a redis-server).
-var underTest *redistest.Cluster
-
-// onCluster runs each test of tests on one real 3-master Redis Cluster, in turn.
-func onCluster(t *testing.T, tests ...func(*testing.T)) {
-	c := redistest.StartCluster(t, 3, 0)
-	underTest = c
-	defer func() { underTest = nil }()
+	})
 	for _, test := range tests {
 		name := runtime.FuncForPC(reflect.ValueOf(test).Pointer()).Name()
 		t.Run(name[strings.LastIndexByte(name, '.')+1:], test)

@@ -41,6 +41,7 @@ func openRaw(t *testing.T, rdb redis.UniversalClient, worker string, opts *Optio
 // anything is allocated by it: crawl status (ReadView) ran out of memory on 1e9 partitions and
 // crawl urls (OpenExisting, then Queued) read every one of them.
 func TestHostileConfigRefused(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	for _, cfg := range []string{
 		"partitions=100000000 " + configLayout,
@@ -76,6 +77,7 @@ func TestHostileConfigRefused(t *testing.T) {
 // Unreadable items in a host's queue are set aside in the partition's bad list and counted;
 // the host's other URLs are leased, in order, and the worker is told of each one set aside.
 func TestTakeSetsAsideUnreadableItems(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := hostileCtx(t)
 	s := openRaw(t, rdb, "w", &Options{Partitions: 4})
@@ -132,6 +134,7 @@ func TestTakeSetsAsideUnreadableItems(t *testing.T) {
 // A new owner returns what was in flight to its queues; a member it cannot read is set aside,
 // not a reason to fail the acquire (which kept the partition from every worker).
 func TestReclaimSetsAsideUnreadableMembers(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := hostileCtx(t)
 	s := openRaw(t, rdb, "w", &Options{Partitions: 4})
@@ -158,6 +161,7 @@ func TestReclaimSetsAsideUnreadableMembers(t *testing.T) {
 
 // An outbox payload that cannot be read is set aside; the others are delivered and trimmed.
 func TestForwardSetsAsideUnreadablePayloads(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := hostileCtx(t)
 	s := openRaw(t, rdb, "w", &Options{Partitions: 4})
@@ -180,6 +184,7 @@ func TestForwardSetsAsideUnreadablePayloads(t *testing.T) {
 // no value makes a script loop in Redis (n=inf and urls=1e18 kept Redis busy for good, every
 // client answered BUSY), URLs seen before stay seen, and a new URL is added.
 func TestSeenSetHeaderDamageRepaired(t *testing.T) {
+	parallel(t)
 	for _, tc := range []struct{ n, urls string }{
 		{"inf", ""}, {"1e400", ""}, {"", "1e18"}, {"", "-1000000000"}, {"-1000000000", ""},
 		{"nan", "nan"}, {"abc", "-3"}, {"1.5", "2.5"}, {"4000000000", ""}, {"9", ""},
@@ -218,6 +223,7 @@ func TestSeenSetHeaderDamageRepaired(t *testing.T) {
 // a number failed every script that changed it, and a bad item failed every round as "Redis
 // unreachable".
 func TestHostileCountsAndItemsDoNotStallTheWorker(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := hostileCtx(t)
 	s := openRaw(t, rdb, "a", &Options{Partitions: 16, LeaseTTL: 2 * time.Second})
@@ -289,6 +295,7 @@ func hostPartitions(hosts []string) []int {
 // A view of damaged counters names them, escaped, reads them as 0 and says the crawl is not
 // idle; reasons that are not the crawl's are counted as "unreadable".
 func TestReadViewNamesDamagedCounters(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := hostileCtx(t)
 	s := openRaw(t, rdb, "w", &Options{Partitions: 4})
@@ -317,6 +324,7 @@ func TestReadViewNamesDamagedCounters(t *testing.T) {
 // more than MaxLeaseTTL ahead is no lease (it kept its partitions from every worker), and a
 // damaged epoch starts again above any drawn (INCR failed on it: no acquire ever succeeded).
 func TestAbsurdTimesAndEpochsIgnored(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := hostileCtx(t)
 	s := openRaw(t, rdb, "w", &Options{Partitions: 4})

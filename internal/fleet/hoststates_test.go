@@ -12,6 +12,7 @@ import (
 // Crawl-delay ceiling it learned, b takes the partition over and b's registry starts from it.
 // A registry saving hosts of partitions its worker does not hold writes nothing for them.
 func TestHostStateFollowsThePartition(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
@@ -53,6 +54,7 @@ func TestHostStateFollowsThePartition(t *testing.T) {
 // loads it after taking over; a's save once it no longer holds the partition is dropped, and
 // SaveRobots says so.
 func TestRobotsFollowThePartition(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
@@ -90,6 +92,7 @@ func TestRobotsFollowThePartition(t *testing.T) {
 // A host's saved state expires HostStateTTL after its last save, its robots.txt RobotsTTL
 // after its last save (by default HostStateTTL too), so an abandoned crawl's are not kept forever.
 func TestHostStateExpires(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 1, HostStateTTL: 300 * time.Millisecond, RobotsTTL: time.Hour})

@@ -76,6 +76,7 @@ func checkShares(t *testing.T, ks []*Keeper) {
 }
 
 func TestKeepersShareAndRebalance(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	opts := &Options{Partitions: 16, LeaseTTL: 5 * time.Second}
 	var ks []*Keeper
@@ -159,6 +160,7 @@ func epochsAt(k *Keeper, now time.Time) map[int]int64 {
 // from the Tick's time; past TTL − TTL/5 without one they are lapsed, and the next Tick loses
 // them and takes them again under new epochs (this worker's own stale tokens are free to it).
 func TestKeeperLeaseOnTheLocalClock(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	const ttl = time.Minute
 	k := newStore(t, newRedis(t), "a", &Options{Partitions: 2, LeaseTTL: ttl}).NewKeeper()
@@ -197,6 +199,7 @@ func TestKeeperLeaseOnTheLocalClock(t *testing.T) {
 // A worker whose lease ended in Redis (its heartbeat found none: a long pause, or Redis lost
 // it) loses every ownership at once, whatever its clock says, and takes them again fenced.
 func TestKeeperLeaseEndedInRedis(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	s := newStore(t, newRedis(t), "a", &Options{Partitions: 2, LeaseTTL: time.Minute})
 	k := s.NewKeeper()
@@ -222,6 +225,7 @@ func TestKeeperLeaseEndedInRedis(t *testing.T) {
 
 // A live worker's partitions are never taken; once its lease ends they are, at the next Tick.
 func TestKeeperTakesOverOnlyFromEndedLease(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
@@ -244,6 +248,7 @@ func TestKeeperTakesOverOnlyFromEndedLease(t *testing.T) {
 // A Keeper below its fair share reads the owner keys again only when something may have
 // changed: here, another worker released a partition.
 func TestKeeperLooksForFreePartitionsWhenReleased(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 3, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
@@ -271,6 +276,7 @@ func TestKeeperLooksForFreePartitionsWhenReleased(t *testing.T) {
 // A Keeper that loses its partitions (its lease ended) looks for free ones at once, even
 // when its last look found none and the live workers are the same.
 func TestKeeperLooksAgainAfterALoss(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 3, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
@@ -296,6 +302,7 @@ func TestKeeperLooksAgainAfterALoss(t *testing.T) {
 // worker, so another worker would never take those partitions, and this one, holding its
 // share with others, would not either (a crawl then hung with work queued in them).
 func TestKeeperHandsBackLapsedPartitions(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
@@ -322,6 +329,7 @@ func TestKeeperHandsBackLapsedPartitions(t *testing.T) {
 // it does not take again: TestFleetRedisKilled stalled a minute with two partitions queued,
 // owned in Redis by a live worker that no longer knew it held them.
 func TestKeeperGivesBackWhatItLostAboveItsShare(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	const ttl = time.Minute
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: ttl})
@@ -363,6 +371,7 @@ func TestKeeperGivesBackWhatItLostAboveItsShare(t *testing.T) {
 // naming a worker that does not hold the partition: its next Tick looks, even at its fair
 // share, and gives the partition back.
 func TestKeeperGivesBackAnAcquireItDidNotHear(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()
@@ -394,6 +403,7 @@ func TestKeeperGivesBackAnAcquireItDidNotHear(t *testing.T) {
 // worker takes it: the keeper's next Tick, at its fair share, looks again and gives it back.
 // TestFleetClusterFailover stalled a minute with URLs queued in such a partition.
 func TestKeeperReleasesAgainAfterAFailedRelease(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
 	ka, kb := a.NewKeeper(), b.NewKeeper()

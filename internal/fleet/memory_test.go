@@ -49,6 +49,7 @@ func memoryField(t testing.TB, rdb redis.UniversalClient, field string) int64 {
 // (datasetMemory) on a real server, 60,000 URLs in one partition (its buckets split about 940
 // times).
 func TestSeenSetMemoryPerURL(t *testing.T) {
+	parallel(t)
 	const n = 60_000
 	rdb := newRedis(t)
 	ctx := context.Background()
@@ -114,6 +115,7 @@ func seenBuckets(t *testing.T, s *Store, p int) int {
 // host's keys. Measured as BenchmarkRedisMemory does, at a tenth of its size (100,000 URLs of
 // about 60 bytes over 1,000 hosts in 128 partitions: as many URLs per host and per partition).
 func TestQueuedMemoryPerURL(t *testing.T) {
+	parallel(t)
 	const n, hosts = 100_000, 1000
 	rdb := newRedis(t)
 	ctx := context.Background()
@@ -143,6 +145,7 @@ func TestQueuedMemoryPerURL(t *testing.T) {
 // takes at once; every fingerprint stays where lookups find it (checked by newStore's
 // invariants).
 func TestSeenBucketSplitsWhenHuge(t *testing.T) {
+	parallel(t)
 	const n = 20_000
 	rdb := newRedis(t)
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // Queued lists the URLs waiting, delayed and in flight, and no longer those completed; Value
 // and Count read the crawl-wide settings without writing.
 func TestOperatorReads(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	rdb := newRedis(t)
 	if _, err := OpenExisting(ctx, rdb, "t", "op"); !errors.Is(err, ErrNoCrawl) {
@@ -84,6 +85,7 @@ func TestOperatorReads(t *testing.T) {
 // Frontier.Complete stores a fetched page in the worker's store it joined before it records
 // the result; with no store joined, a page is refused, not dropped.
 func TestFrontierStoresPages(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 2, LeaseTTL: 2 * time.Second})
 	f := NewFrontier(s.NewKeeper(), FrontierOptions{Refresh: 10 * time.Millisecond})

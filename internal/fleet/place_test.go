@@ -69,6 +69,7 @@ func hostsOf(t *testing.T, s *Store, p int) []string {
 // resolve in its own, an IP literal in its own address's; the first placement of a name holds
 // for every worker whatever its resolver says later, and a worker placing by name is refused.
 func TestPlaceByAddress(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	const n = 64
@@ -158,6 +159,7 @@ func TestPlaceByAddress(t *testing.T) {
 // A link whose name is still being looked up waits in the outbox: Forward delivers the rest of
 // nothing, loses nothing, never waits for the lookup, and delivers it once the lookup ends.
 func TestForwardWaitsForPlacement(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	const n = 64
@@ -206,6 +208,7 @@ func TestForwardWaitsForPlacement(t *testing.T) {
 // A host whose placement ended between a caller's read of its record (none yet) and its call
 // to start is not looked up again: start finds it placed.
 func TestPlacementEndedMeanwhileIsNotLookedUpAgain(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	dns := newFakeDNS(map[string]string{"late.test": "10.0.0.9"})
 	s := newStore(t, rdb, "a", &Options{Partitions: 64, Placement: ByAddress, Resolve: dns.lookup})
@@ -224,6 +227,7 @@ func TestPlacementEndedMeanwhileIsNotLookedUpAgain(t *testing.T) {
 // The placement cache stays within maxPlaced and keeps what it was told last; a placement it
 // forgot is read again from its record, not looked up again.
 func TestPlacementCacheIsBounded(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	dns := newFakeDNS(map[string]string{"first.test": "10.0.0.1"})
@@ -261,6 +265,7 @@ func TestPlacementCacheIsBounded(t *testing.T) {
 // placed in another is not queued in the page's partition by Complete: it goes to the outbox,
 // and Forward queues it in its server's partition.
 func TestCompletePlacesOwnLinksByAddress(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	const n = 64

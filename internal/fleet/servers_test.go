@@ -77,6 +77,7 @@ func TestParseServerInfo(t *testing.T) {
 
 // Open reads the real server's version and run_id, and accepts it (7.0.15 here).
 func TestOpenReadsTheServer(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", nil)
 	svs, err := s.readServers(context.Background())
@@ -99,6 +100,7 @@ func TestOpenReadsTheServer(t *testing.T) {
 // A node that does not answer is not read (the read is not complete, and names it), keeps its
 // last run_id, and is found restarted once it answers with a new one.
 func TestRestartedAfterNodeUnreachable(t *testing.T) {
+	parallel(t)
 	rdb, srv := newRedisServer(t)
 	s := newStore(t, rdb, "a", nil)
 	ctx := context.Background()
@@ -228,6 +230,7 @@ func copyAOF(t *testing.T, from, to string) {
 // as recorded, which the restart lost, and mark again active the partitions it marked (the
 // restart lost the mark of the links' partition too). Without that, the link is never queued.
 func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
+	parallel(t)
 	rdb, srv := newRedisServer(t)
 	ctx := context.Background()
 	// every write is on disk before its reply, so a copy of the append-only files made while
@@ -321,6 +324,7 @@ func TestFrontierSendsAgainAfterSilentRestart(t *testing.T) {
 // Open refuses a Redis older than 6.2 at once, naming its address and version, rather than
 // failing later on the first script that uses a newer command.
 func TestOpenRefusesOldRedis(t *testing.T) {
+	parallel(t)
 	addr := redistest.StartOld(t, "6.0.16")
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()

@@ -24,6 +24,7 @@ func partitionsOf(k *Keeper) []int {
 // partitions whose owner key names it, its heartbeat and its last report; a worker that stops
 // stays listed as gone, with no partitions, until its report expires.
 func TestReadViewCountsAndWorkers(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	rdb := newRedis(t)
 	opts := &Options{Partitions: 8}
@@ -174,6 +175,7 @@ func TestWorkerReportExpiresAndSilentWorkerIsGone(t *testing.T) {
 }
 
 func TestReadViewNoCrawl(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	if _, err := ReadView(context.Background(), rdb, "nothing"); !errors.Is(err, ErrNoCrawl) {
 		t.Fatalf("err %v, want ErrNoCrawl", err)

@@ -39,6 +39,7 @@ func drain(t *testing.T, s *Store, o Ownership, host string) []Lease {
 }
 
 func TestOpenChecksConfiguration(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	if _, err := Open(ctx, rdb, "t", "w1", &Options{Partitions: 8}); err != nil {
@@ -58,6 +59,7 @@ func TestOpenChecksConfiguration(t *testing.T) {
 // A crawl stored by an earlier version (fixed seen-set buckets, JSON queue items) is refused by
 // workers and operators alike, saying so, and left as it is.
 func TestEarlierCrawlRefused(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	const old = "partitions=1024 buckets=4096 active-set"
@@ -76,6 +78,7 @@ func TestEarlierCrawlRefused(t *testing.T) {
 }
 
 func TestOnePartitionOneOwner(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	a := newStore(t, rdb, "a", &Options{Partitions: 4})
@@ -100,6 +103,7 @@ func TestOnePartitionOneOwner(t *testing.T) {
 }
 
 func TestAddIsExactlyOnceAcrossWorkers(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	a := newStore(t, rdb, "a", &Options{Partitions: 4})
@@ -152,6 +156,7 @@ func TestAddIsExactlyOnceAcrossWorkers(t *testing.T) {
 }
 
 func TestTakeFromOtherPartitionRefused(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 1024})
 	o := mustAcquire(t, s, (PartitionOf("a.example", 1024)+1)%1024)
@@ -161,6 +166,7 @@ func TestTakeFromOtherPartitionRefused(t *testing.T) {
 }
 
 func TestCompleteStatesAndLinks(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	s := newStore(t, rdb, "a", &Options{Partitions: 16})
@@ -234,6 +240,7 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 // of every fetched page in one outbox payload; a result whose URL is no longer in flight is
 // left out and said so; TakeN leases several URLs in order.
 func TestCompleteBatch(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	s := newStore(t, rdb, "a", &Options{Partitions: 16})
@@ -268,6 +275,7 @@ func TestCompleteBatch(t *testing.T) {
 }
 
 func TestRetryWaitsForNotBeforeOnRedisClock(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	s := newStore(t, rdb, "a", &Options{Partitions: 4})
@@ -360,6 +368,7 @@ func TestTakeoverReclaimsAndFences(t *testing.T) {
 }
 
 func TestLoadHostStateMissing(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 4})
 	if b, ok, err := s.LoadHostState(context.Background(), "none.example"); ok || err != nil || b != nil {
@@ -368,6 +377,7 @@ func TestLoadHostStateMissing(t *testing.T) {
 }
 
 func TestPutBackKeepsOrderAndAttempts(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	s := newStore(t, rdb, "a", &Options{Partitions: 4})
@@ -396,6 +406,7 @@ func TestPutBackKeepsOrderAndAttempts(t *testing.T) {
 // holds them all): the owner's lease, queues, in-flight set and outbox are back, the scripts
 // are loaded again on first use, and the crawl goes on.
 func TestRedisKilledAndRestarted(t *testing.T) {
+	parallel(t)
 	rdb, srv := newRedisServer(t)
 	ctx := context.Background()
 	if err := rdb.ConfigSet(ctx, "appendfsync", "always").Err(); err != nil {
@@ -451,6 +462,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 // With a host budget, a host's URLs ever queued stop at the budget, across workers and calls:
 // the rest are excluded ("limit"); a URL already seen costs nothing; other hosts are unaffected.
 func TestHostBudget(t *testing.T) {
+	parallel(t)
 	rdb := newRedis(t)
 	ctx := context.Background()
 	opts := &Options{Partitions: 4, HostBudget: 3}
@@ -492,6 +504,7 @@ func TestHostBudget(t *testing.T) {
 // A partition is taken from its owner only once the owner's lease (its heartbeat) has ended,
 // and only from the owner token read: a stale read loses the race and takes nothing.
 func TestAcquireOnlyFromEndedLease(t *testing.T) {
+	parallel(t)
 	ctx := context.Background()
 	a, b := twoWorkers(t, &Options{Partitions: 4, LeaseTTL: time.Minute})
 	oa := mustAcquire(t, a, 1)

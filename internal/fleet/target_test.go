@@ -31,6 +31,7 @@ func targetURL(certs *redistest.Certs, user, pass, addr string) string {
 }
 
 func TestParseTargetTLSFiles(t *testing.T) {
+	parallel(t)
 	certs := redistest.NewCerts(t)
 	notPEM := filepath.Join(t.TempDir(), "not.pem")
 	os.WriteFile(notPEM, []byte("hello"), 0o600)
@@ -90,6 +91,7 @@ func TestParseTargetTLSFiles(t *testing.T) {
 // not given, and redis:// to a TLS port fail with errors that say why and never show the
 // password.
 func TestDialTLSAndACL(t *testing.T) {
+	parallel(t)
 	certs := redistest.NewCerts(t)
 	o := redistest.Options{TLS: certs, Users: users}
 	single := redistest.StartWith(t, o)
@@ -201,6 +203,7 @@ func typeName(rdb redis.UniversalClient) string {
 // over TLS, on one server and on a 3-master cluster: every command the fleet sends is one the
 // documented ACL allows. A user whose keys are other:* cannot open the crawl, and is told so.
 func TestACLUserOverTLS(t *testing.T) {
+	parallel(t)
 	certs := redistest.NewCerts(t)
 	o := redistest.Options{TLS: certs, Users: users}
 	tests := []func(*testing.T){
@@ -215,11 +218,13 @@ func TestACLUserOverTLS(t *testing.T) {
 		TestOperatorReads,
 	}
 	t.Run("single", func(t *testing.T) {
+		t.Parallel()
 		s := redistest.StartWith(t, o)
 		onTarget(t, targetURL(certs, "crawler", testPassword, s.Addr), []*redistest.Server{s}, tests...)
 		refusedOtherKeys(t, targetURL(certs, "other", testPassword, s.Addr))
 	})
 	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
 		c := redistest.StartClusterWith(t, 3, 0, o)
 		onTarget(t, targetURL(certs, "crawler", testPassword, c.Nodes[0].Addr), c.Nodes, tests...)
 		refusedOtherKeys(t, targetURL(certs, "other", testPassword, c.Nodes[0].Addr))
@@ -257,7 +262,7 @@ func onTarget(t *testing.T, raw string, nodes []*redistest.Server, tests ...func
 	if err != nil {
 		t.Fatal(err)
 	}
-	underTarget = func(t *testing.T) redis.UniversalClient {
+	target(t, func(t *testing.T) redis.UniversalClient {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, n := range nodes {
@@ -274,8 +279,7 @@ func onTarget(t *testing.T, raw string, nodes []*redistest.Server, tests ...func
 		}
 		t.Cleanup(func() { rdb.Close() })
 		return rdb
-	}
-	defer func() { underTarget = nil }()
+	})
 	for _, test := range tests {
 		name := runtime.FuncForPC(reflect.ValueOf(test).Pointer()).Name()
 		t.Run(name[strings.LastIndexByte(name, '.')+1:], test)
@@ -303,6 +307,3 @@ func onTarget(t *testing.T, raw string, nodes []*redistest.Server, tests ...func
 		}
 	}
 }
-
-// underTarget, when not nil, is what newRedis returns (onTarget).
-var underTarget func(t *testing.T) redis.UniversalClient

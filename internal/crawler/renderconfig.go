@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/crawl-project/crawl/internal/render"
 )
 
 // RenderMode says which pages are rendered in a headless browser (--render).
@@ -67,8 +69,8 @@ type Render struct {
 	Browser string        `json:"-"`                 // the browser's executable; "": looked up on PATH
 }
 
-// DefaultRenderTimeout is --render-timeout's default.
-const DefaultRenderTimeout = 30 * time.Second
+// DefaultRenderTimeout is --render-timeout's default: the browser's own.
+const DefaultRenderTimeout = render.DefaultTimeout
 
 // maxRenderTabs bounds --render-tabs: each tab is a renderer process of a hundred MB or more.
 const maxRenderTabs = 64

@@ -206,12 +206,7 @@ func TestRendererCrash(t *testing.T) {
 	if b.running() != first {
 		t.Errorf("the browser was restarted for a renderer crash")
 	}
-	res := render(t, b, "http://site.test/", htmlDoc(`<p>after</p>`), AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
-		return nil, errors.New("no")
-	}))
-	if !strings.Contains(string(res.DOM), "<p>after</p>") {
-		t.Errorf("the render after the crash gave %s", res.DOM)
-	}
+	renderAfter(t, b, "crash")
 }
 
 // TestDialogsDismissed: a page that opens alert and confirm dialogs still settles.

@@ -21,34 +21,13 @@ import (
 func TestCrashRestarts(t *testing.T) {
 	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 20 * time.Second})
 	first := b.running()
-	inFlight := make(chan struct{}, 1)
-	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
-		select {
-		case inFlight <- struct{}{}:
-		default:
-		}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
-	go func() {
-		<-inFlight
-		syscall.Kill(first.pid, syscall.SIGKILL)
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, err := b.Render(ctx, "http://site.test/", htmlDoc(`<script src="/a.js"></script>`), a)
-	if !errors.Is(err, ErrCrash) {
+	if err := renderSignalled(b, first.pid, syscall.SIGKILL); !errors.Is(err, ErrCrash) {
 		t.Fatalf("Render = %v, want ErrCrash", err)
 	}
 	if ps := waitNoProcesses(first.profile, 5*time.Second); len(ps) > 0 {
 		t.Errorf("processes %v of the killed browser are left", ps)
 	}
-	res := render(t, b, "http://site.test/", htmlDoc(`<p>after</p>`), AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
-		return nil, errors.New("no")
-	}))
-	if !strings.Contains(string(res.DOM), "<p>after</p>") {
-		t.Errorf("the render after the crash gave %s", res.DOM)
-	}
+	renderAfter(t, b, "crash")
 	if b.running() == first || b.starts < 2 {
 		t.Errorf("the browser was started %d times, want a restart", b.starts)
 	}
@@ -59,6 +38,18 @@ func TestCrashRestarts(t *testing.T) {
 func TestHungBrowser(t *testing.T) {
 	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet, Timeout: 2 * time.Second})
 	first := b.running()
+	if err := renderSignalled(b, first.pid, syscall.SIGSTOP); !errors.Is(err, ErrCrash) {
+		t.Fatalf("Render = %v, want ErrCrash", err)
+	}
+	renderAfter(t, b, "hang")
+	if ps := waitNoProcesses(first.profile, 5*time.Second); len(ps) > 0 {
+		t.Errorf("processes %v of the hung browser are left", ps)
+	}
+}
+
+// renderSignalled renders a page whose script's request is held until the browser process
+// pid has been sent sig, and returns Render's error.
+func renderSignalled(b *Browser, pid int, sig syscall.Signal) error {
 	inFlight := make(chan struct{}, 1)
 	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
 		select {
@@ -70,22 +61,22 @@ func TestHungBrowser(t *testing.T) {
 	})
 	go func() {
 		<-inFlight
-		syscall.Kill(first.pid, syscall.SIGSTOP)
+		syscall.Kill(pid, sig)
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := b.Render(ctx, "http://site.test/", htmlDoc(`<script src="/a.js"></script>`), a)
-	if !errors.Is(err, ErrCrash) {
-		t.Fatalf("Render = %v, want ErrCrash", err)
-	}
+	return err
+}
+
+// renderAfter checks that b renders a plain page after what (a crash, a hang) broke it.
+func renderAfter(t *testing.T, b *Browser, what string) {
+	t.Helper()
 	res := render(t, b, "http://site.test/", htmlDoc(`<p>after</p>`), AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
 		return nil, errors.New("no")
 	}))
 	if !strings.Contains(string(res.DOM), "<p>after</p>") {
-		t.Errorf("the render after the hang gave %s", res.DOM)
-	}
-	if ps := waitNoProcesses(first.profile, 5*time.Second); len(ps) > 0 {
-		t.Errorf("processes %v of the hung browser are left", ps)
+		t.Errorf("the render after the %s gave %s", what, res.DOM)
 	}
 }
 
@@ -101,10 +92,7 @@ func TestHungPage(t *testing.T) {
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("Render = %v, want ErrTimeout", err)
 	}
-	res := render(t, b, "http://site.test/", htmlDoc(`<p>after</p>`), no)
-	if !strings.Contains(string(res.DOM), "<p>after</p>") {
-		t.Errorf("the render after the hung page gave %s", res.DOM)
-	}
+	renderAfter(t, b, "hung page")
 	if b.running() != first {
 		t.Errorf("the browser was restarted for a hung page")
 	}

@@ -4,7 +4,8 @@
 // gate (hostlimit) without blocking whether a request may go now, leases one URL and starts a
 // job for it. A job makes exactly one request (fetch), reports the outcome to the host's gate,
 // and commits the result through the frontier in one transaction: page stored, URL done, new
-// links enqueued (or a retry scheduled, or a failure recorded). Redirect targets are enqueued as
+// links enqueued (or a retry scheduled, or a failure recorded); a page's links past 1,000 are
+// recorded just before it, 1,000 a transaction (addahead.go). Redirect targets are enqueued as
 // new URLs, so every hop passes scope, robots.txt, dedup and its own host's gate.
 //
 // robots.txt is fetched once per host before any page of it (through the same gate), cached in

@@ -40,6 +40,10 @@ func newURLLog(w io.Writer, log *slog.Logger) *urlLog {
 
 // complete records r through the frontier, then logs it (--log-urls) if it is a final state.
 func (c *Crawler) complete(l frontier.Lease, r frontier.Result) error {
+	r, err := c.addAhead(r)
+	if err != nil {
+		return err
+	}
 	if err := c.fr.Complete(l, r); err != nil || r.Kind == frontier.Retry || c.urlLog == nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func seqKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(nil, seq)
 }
 
-// appendFill is the fill percent of the pages and bodies buckets: their keys are sequence
+// appendFill is the fill percent of the pages, bodies and robots.txt fetches buckets: their keys are sequence
 // numbers, so every put appends at the end and a page that splits off is never written again;
 // bbolt's default (half) would leave each of them half empty for good.
 const appendFill = 1.0

@@ -24,6 +24,7 @@ func (db *DB) PutRobotsFetch(p *Page) error {
 	// sequence included, before fn runs again, so running it twice keeps one record.
 	err := db.Batch(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketRobotsFetches)
+		b.FillPercent = appendFill // keyed by sequence, as the pages
 		seq, err := b.NextSequence()
 		if err != nil {
 			return err

@@ -103,3 +103,37 @@ func TestRobotsFetchesConcurrent(t *testing.T) {
 		t.Errorf("%d distinct Seqs and %d URLs kept, want %d each", len(seqs), len(urls), n)
 	}
 }
+
+// TestSequenceBucketsFillTheirPages: the buckets keyed by sequence (pages, robots.txt fetches)
+// are only ever appended to, so their leaf pages are filled to the brim, not split half empty:
+// a broad crawl keeps one robots.txt response of about 900 bytes for every host it meets, which
+// took 2 KiB of file each at bbolt's default fill. Here, 760-byte records: 0.37 of the leaf
+// bytes in use at the default fill, 0.56 at appendFill (three records a page).
+func TestSequenceBucketsFillTheirPages(t *testing.T) {
+	db, _ := newTestDB(t)
+	for i := range 400 {
+		p := testPage(i)
+		p.URL = fmt.Sprintf("http://h%05d.test/robots.txt", i)
+		p.Body = bytes.Repeat([]byte("Allow: /\n"), 20)
+		if err := db.PutRobotsFetch(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Bolt().Update(func(tx *bbolt.Tx) error { _, err := PutPage(tx, p); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.Bolt().View(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{bucketRobotsFetches, bucketPages} {
+			s := tx.Bucket(name).Stats()
+			fill := float64(s.LeafInuse) / float64(s.LeafAlloc)
+			t.Logf("bucket %s: %d keys, %d of %d leaf bytes in use (%.2f)", name, s.KeyN, s.LeafInuse, s.LeafAlloc, fill)
+			if fill < 0.5 {
+				t.Errorf("bucket %s: %.2f of its leaf pages in use, want at least 0.5", name, fill)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

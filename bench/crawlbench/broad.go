@@ -38,6 +38,13 @@ type broadConfig struct {
 	grace        time.Duration
 	seed         int64
 	timeout      time.Duration // each crawl is killed after this
+	// hub > 0 seeds the broad crawl with one page linking every host of the broad web
+	// (hub.broad.test's root) beside hub other hosts of otherPages pages each, unlimited, on a
+	// web of their own, instead of the seeds and the two-host throughput crawl: the longest
+	// gap between the other hosts' requests once the hub page is fetched is what its links
+	// cost the rest of the crawl.
+	hub, otherPages int
+	keep            bool // keep the crawls' directories (their stores) instead of removing them
 }
 
 // childRun is what one `crawl run` process cost, as the kernel counted it.
@@ -60,7 +67,14 @@ func broad(w io.Writer, cfg broadConfig) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	if cfg.keep {
+		fmt.Fprintf(w, "keeping the crawls' directories in %s\n", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	if cfg.hub > 0 {
+		return broadHub(w, cfg, tmp, bin)
+	}
 
 	// Two unlimited hosts: the crawler's own pages/s on loopback.
 	text := 0
@@ -141,10 +155,143 @@ func broad(w io.Writer, cfg broadConfig) error {
 	idle, unpaused := idleSeconds(web, &run.idle)
 	fmt.Fprintf(w, "  idle           %d s in which no request reached any host (%d of them with URLs queued and no host paused, by the crawl's metrics)\n",
 		idle, unpaused)
-	fmt.Fprintf(w, "  peak RSS       %.1f MB (%.1f KB per host)\n", run.peakMB, 1024*run.peakMB/float64(cfg.hosts))
-	fmt.Fprintf(w, "  CPU            %.2f s = %.3f ms/page\n", run.cpu.Seconds(), 1000*run.cpu.Seconds()/float64(max(t.pages, 1)))
-	fmt.Fprintf(w, "  DNS queries    %d (%.2f per host name; A and AAAA count one each)\n", dns.Total(), float64(dns.Total())/float64(cfg.hosts))
+	printCosts(w, run, t, filepath.Join(tmp, "broad"), cfg.hosts, dns.Total())
 	fmt.Fprintf(w, "  requests/s     by 5 s at the servers: %s\n", timeline(web))
+	return nil
+}
+
+// printCosts prints what a broad crawl of hosts hosts cost: peak RSS, its store's size, CPU
+// and DNS queries.
+func printCosts(w io.Writer, run childRun, t webTally, dir string, hosts, dnsQueries int) {
+	fmt.Fprintf(w, "  peak RSS       %.1f MB (%.1f KB per host)\n", run.peakMB, 1024*run.peakMB/float64(hosts))
+	if fi, err := os.Stat(filepath.Join(dir, "data", "crawl.db")); err == nil {
+		fmt.Fprintf(w, "  store          %.1f MB (%.0f B per page)\n", float64(fi.Size())/(1<<20), float64(fi.Size())/float64(max(t.pages, 1)))
+	}
+	fmt.Fprintf(w, "  CPU            %.2f s = %.3f ms/page\n", run.cpu.Seconds(), 1000*run.cpu.Seconds()/float64(max(t.pages, 1)))
+	fmt.Fprintf(w, "  DNS queries    %d (%.2f per host name; A and AAAA count one each)\n", dnsQueries, float64(dnsQueries)/float64(hosts))
+}
+
+// hubService is how long the hub host takes to answer each of its two requests.
+const hubService = 5 * time.Second
+
+// hubName is the host of broadHub's page that links every host of the broad web.
+const hubName = "hub." + simweb.BroadDomain
+
+// broadHub crawls, from two kinds of seed at once, the root of hubName, one page linking every
+// host of a broad web of cfg.hosts hosts, and cfg.hub unlimited hosts of cfg.otherPages pages
+// on a web of their own. It prints the longest gap between consecutive requests to those
+// other hosts from the hub page's fetch to their last request, and what the crawl cost.
+func broadHub(w io.Writer, cfg broadConfig, tmp, bin string) error {
+	specs := simweb.Broad(cfg.hosts, cfg.pages, cfg.limit, cfg.seed)
+	// The hub answers each request hubService late, so that the other hosts are crawled at
+	// their full rate when its links come.
+	hub := simweb.HostSpec{Name: hubName, Pages: 1, Service: hubService}
+	names := make(map[string]bool, len(specs)+1)
+	for _, s := range specs {
+		names[s.Name] = true
+		hub.CrossLinks = append(hub.CrossLinks, s.Name)
+	}
+	names[hubName] = true
+	specs = append(specs, hub)
+	web, err := simweb.Start(specs, &simweb.Options{Seed: cfg.seed, Grace: cfg.grace, VirtualHosts: true})
+	if err != nil {
+		return err
+	}
+	defer web.Close()
+	var arrivals struct {
+		sync.Mutex
+		at []time.Time
+	}
+	otherSpecs := make([]simweb.HostSpec, cfg.hub)
+	for i := range otherSpecs {
+		otherSpecs[i] = simweb.HostSpec{Name: fmt.Sprintf("other%d", i), Pages: cfg.otherPages}
+	}
+	others, err := simweb.Start(otherSpecs, &simweb.Options{Seed: cfg.seed, Clock: func() time.Time {
+		now := time.Now()
+		arrivals.Lock()
+		arrivals.at = append(arrivals.at, now)
+		arrivals.Unlock()
+		return now
+	}})
+	if err != nil {
+		return err
+	}
+	defer others.Close()
+	loopback := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	dns, err := dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
+		if names[name] {
+			return loopback
+		}
+		return nil
+	}})
+	if err != nil {
+		return err
+	}
+	defer dns.Close()
+	seeds := append([]string{web.URL(hubName)}, others.Seeds()...)
+	fmt.Fprintf(w, "broad hub: one page linking %d hosts × %d pages (%g req/s each), beside %d unlimited hosts × %d pages, scope domain, DNS on loopback\n",
+		cfg.hosts, cfg.pages, cfg.limit, cfg.hub, cfg.otherPages)
+	flags := append([]string{"--scope", "domain", "--dns-server", dns.Addr(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json"}, cfg.crawlFlags...)
+	run, err := runCrawl(bin, filepath.Join(tmp, "broad"), seeds, flags, cfg.timeout, true)
+	if err != nil {
+		return err
+	}
+	t, o := tally(web), tally(others)
+	fmt.Fprintf(w, "  pages          broad %d of %d, others %d of %d%s\n", t.pages, t.expected, o.pages, o.expected, exitNote(run))
+	fmt.Fprintf(w, "  wall           %s\n", run.wall.Round(100*time.Millisecond))
+	stats := web.Stats()
+	hubAt := stats[hubName].LastRequest.Add(hubService) // its robots.txt, then its page, answered hubService after
+	var firstNew time.Time
+	for name, st := range stats {
+		if name != hubName && !st.FirstRequest.IsZero() && (firstNew.IsZero() || st.FirstRequest.Before(firstNew)) {
+			firstNew = st.FirstRequest
+		}
+	}
+	fmt.Fprintf(w, "  hub page       answered at %s of the crawl; the first request to a host it links %s after\n",
+		hubAt.Sub(stats[hubName].FirstRequest).Round(time.Millisecond), firstNew.Sub(hubAt).Round(time.Millisecond))
+	arrivals.Lock()
+	at := slices.Clone(arrivals.at)
+	arrivals.Unlock()
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	var gap time.Duration
+	var gapAt time.Time
+	for i := 1; i < len(at); i++ {
+		if at[i].Before(hubAt) {
+			continue
+		}
+		from := at[i-1]
+		if from.Before(hubAt) {
+			from = hubAt
+		}
+		if d := at[i].Sub(from); d > gap {
+			gap, gapAt = d, from
+		}
+	}
+	after := 0
+	for _, a := range at {
+		if !a.Before(hubAt) {
+			after++
+		}
+	}
+	fmt.Fprintf(w, "  stall          longest gap between the other hosts' requests after the hub page was answered: %s (from %s after it); %d of their %d requests came after it\n",
+		gap.Round(time.Millisecond), gapAt.Sub(hubAt).Round(time.Millisecond), after, len(at))
+	before, after30 := 0, 0
+	perSec := make([]int, 30)
+	for _, a := range at {
+		switch d := a.Sub(hubAt); {
+		case d >= -5*time.Second && d < 0:
+			before++
+		case d >= 0 && d < 30*time.Second:
+			after30++
+			perSec[int(d/time.Second)]++
+		}
+	}
+	fmt.Fprintf(w, "  others' rate   %.0f requests/s in the 5 s before the hub page was answered, %.0f in the 30 s after (%.2f of it)\n",
+		float64(before)/5, float64(after30)/30, float64(after30)/30/max(float64(before)/5, 1))
+	fmt.Fprintf(w, "  others/s       in each second of those 30: %v\n", perSec)
+	t.pages += o.pages
+	printCosts(w, run, t, filepath.Join(tmp, "broad"), cfg.hosts, dns.Total())
+	fmt.Fprintf(w, "  requests/s     by 5 s at the broad web: %s\n", timeline(web))
 	return nil
 }
 

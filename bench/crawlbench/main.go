@@ -14,6 +14,7 @@
 //	go run -C bench ./crawlbench -scenario throughput
 //	go run -C bench ./crawlbench -scenario flaky      # hosts failing a share of requests at random
 //	go run -C bench ./crawlbench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
+//	go run -C bench ./crawlbench -scenario broad -hosts 100000 -host-pages 1 -hub 2   # one page linking 100,000 new hosts: the stall the other hosts feel
 //	go run -C bench ./crawlbench -scenario broad -hosts 10 -host-pages 1   # mostly the two-host crawl: CPU per 12 KB page
 //	go run -C bench ./crawlbench -scenario links -links 6,40,150 -max-pages 30000   # CPU per discovered link
 //	go run -C bench ./crawlbench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
@@ -70,6 +71,9 @@ func main() {
 	flag.StringVar(&bc.crawlBin, "crawl", "", "broad, links, fleet, render: the crawl binary to run (default: go build ./cmd/crawl)")
 	crawlFlags := flag.String("crawl-flags", "", "broad, fleet: more flags for every `crawl run`, space-separated (e.g. \"--workers 64\")")
 	thrFlags := flag.String("throughput-flags", "", "broad: more flags for the two-host `crawl run` only (e.g. \"--cpuprofile /tmp/cpu.prof\")")
+	flag.IntVar(&bc.hub, "hub", 0, "broad: seed one page linking every host of the broad web beside this many unlimited hosts of -other-pages pages, and print the longest gap between those hosts' requests once the page is fetched (0: the seeds are the broad web's hosts)")
+	flag.IntVar(&bc.otherPages, "other-pages", 20000, "broad: pages of each unlimited host beside the hub page (-hub)")
+	flag.BoolVar(&bc.keep, "keep", false, "broad: keep the crawls' directories, stores included, and print where")
 	flag.DurationVar(&bc.timeout, "timeout", 30*time.Minute, "broad, links: each crawl is killed after this")
 	var lc linksConfig
 	linksList := flag.String("links", "6,40,150", "links: links per page, one crawl each")

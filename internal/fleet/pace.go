@@ -39,9 +39,9 @@ type PaceSlot struct {
 const (
 	// PaceTTL is how long a gate's pace outlives its last use.
 	PaceTTL = time.Minute
-	// MaxPaceWait bounds what a pace holds: a send time or a pause further ahead is damage and
-	// read as now (a Retry-After longer than it defers the page's render, whose timeout is
-	// shorter).
+	// MaxPaceWait bounds what a pace holds: a send time or a pause read further ahead is
+	// damage, read as now; a pause asked for longer is held for MaxPaceWait (a page's render
+	// ends sooner).
 	MaxPaceWait = 10 * time.Minute
 	// leadLapse is how long the leader's interval paces the fleet after its last call: a
 	// worker that stopped (or died) leads no longer.
@@ -51,8 +51,9 @@ const (
 	lateDecay = "0.95"
 )
 
-// paceNow: the time as given (ARGV[1], ms), or Redis' TIME when it is negative (tests give it).
-// num reads a field: 0 unless a finite number. The bounds read damage as now.
+// paceHead begins both pace scripts: now is ARGV[1] (ms; tests give it), or Redis' TIME when
+// it is negative; num reads a field, 0 unless a finite number; a send time or pause beyond far
+// is damage, read as now.
 var paceHead = `
 local now = tonumber(ARGV[1])
 if now < 0 then
@@ -115,7 +116,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[6])
 return 1
 `)
 
-// pace is gate's pace key: in the gate's partition, for its slot.
+// paceKey is gate's pace: in the gate's partition, for its Redis Cluster slot.
 func (s *Store) paceKey(gate string) string {
 	return s.k.part(PartitionOf(gate, s.opts.Partitions), "pace:"+gate)
 }
@@ -164,7 +165,7 @@ func (s *Store) paceHoldAt(ctx context.Context, at int64, gate string, interval,
 	}
 	err := paceHoldScript.Run(ctx, s.rdb, []string{s.paceKey(gate)}, at, s.worker, paceMs(interval),
 		paceMs(pause), ref, PaceTTL.Milliseconds()).Err()
-	if err != nil && err != redis.Nil {
+	if err != nil {
 		return fmt.Errorf("fleet: pause the pace of %q: %w", gate, err)
 	}
 	return nil

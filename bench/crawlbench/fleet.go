@@ -27,6 +27,7 @@ type fleetConfig struct {
 	hosts    int   // unlimited hosts in the web
 	pages    int   // pages per host
 	links    int   // links per page (simweb.HostSpec.Links; 0: the web's own few)
+	maxPages int   // each shared crawl's worker stops after this many pages (--max-pages; 0: none)
 	pageKB   int   // with links: each page's size
 	handover bool  // also measure handovers
 	cmdStats bool  // print Redis' commands by name for each shared crawl
@@ -76,20 +77,31 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 		want += len(urls)
 	}
 
-	fmt.Fprintf(w, "fleet: %d unlimited hosts × %d pages (%d pages, links per page %d), %s, flags %q\n\n", cfg.hosts, cfg.pages, want, cfg.links, rs.version, cfg.flags)
-	fmt.Fprintf(w, "%-10s %7s %9s %8s %16s %16s %16s %14s\n", "crawl", "pages", "wall", "pages/s", "workers ms/page", "redis ms/page", "total ms/page", "redis cmd/page")
-	row := func(name string, pages int, wall, cpu, redisCPU time.Duration, cmds int64) {
+	fmt.Fprintf(w, "fleet: %d unlimited hosts × %d pages (%d pages, links per page %d, --max-pages %d a worker), %s, flags %q\n\n",
+		cfg.hosts, cfg.pages, want, cfg.links, cfg.maxPages, rs.version, cfg.flags)
+	fmt.Fprintf(w, "%-10s %7s %9s %8s %16s %16s %16s %14s %13s %15s\n", "crawl", "pages", "wall", "pages/s", "workers ms/page", "redis ms/page", "total ms/page", "redis cmd/page", "new URL/page", "redis µs/new URL")
+	// newURLs is how many URLs the crawl recorded (queued, fetched, failed or excluded).
+	row := func(name string, pages int, wall, cpu, redisCPU time.Duration, cmds int64, newURLs int) {
 		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(max(pages, 1)) }
-		fmt.Fprintf(w, "%-10s %7d %9s %8.0f %16.3f %16.3f %16.3f %14.1f\n", name, pages, wall.Round(time.Millisecond),
-			float64(pages)/wall.Seconds(), per(cpu), per(redisCPU), per(cpu+redisCPU), float64(cmds)/float64(max(pages, 1)))
+		perURL := "-"
+		if newURLs > 0 {
+			perURL = fmt.Sprintf("%.2f", float64(redisCPU.Microseconds())/float64(newURLs))
+		}
+		fmt.Fprintf(w, "%-10s %7d %9s %8.0f %16.3f %16.3f %16.3f %14.1f %13.1f %15s\n", name, pages, wall.Round(time.Millisecond),
+			float64(pages)/wall.Seconds(), per(cpu), per(redisCPU), per(cpu+redisCPU), float64(cmds)/float64(max(pages, 1)),
+			float64(newURLs)/float64(max(pages, 1)), perURL)
 	}
 
 	web.Reset()
-	runs, wall, err := runWorkers(bin, tmp, "bbolt", 1, append([]string{"--seeds", seeds}, cfg.flags...), cfg.timeout, nil)
+	var limit []string
+	if cfg.maxPages > 0 {
+		limit = []string{"--max-pages", strconv.Itoa(cfg.maxPages)}
+	}
+	runs, wall, err := runWorkers(bin, tmp, "bbolt", 1, slices.Concat([]string{"--seeds", seeds}, limit, cfg.flags), cfg.timeout, nil)
 	if err != nil {
 		return err
 	}
-	row("bbolt", servedPages(web), wall, cpuOf(runs), 0, 0)
+	row("bbolt", servedPages(web), wall, cpuOf(runs), 0, 0, 0)
 	for _, n := range cfg.workers {
 		web.Reset()
 		if err := rs.rdb.FlushAll(context.Background()).Err(); err != nil {
@@ -97,12 +109,13 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 		}
 		rs.rdb.ConfigResetStat(context.Background())
 		before, cmdsBefore, readsBefore := rs.cpu(), rs.commands(), rs.stat("total_reads_processed")
-		args := append([]string{"--seeds", seeds, "--redis", rs.url(), "--crawl", "bench", "--lease-ttl", cfg.leaseTTL.String()}, cfg.flags...)
+		args := slices.Concat([]string{"--seeds", seeds, "--redis", rs.url(), "--crawl", "bench", "--lease-ttl", cfg.leaseTTL.String()}, limit, cfg.flags)
 		runs, wall, err := runWorkers(bin, tmp, fmt.Sprintf("fleet%d", n), n, args, cfg.timeout, nil)
 		if err != nil {
 			return err
 		}
-		row(fmt.Sprintf("%d worker%s", n, map[bool]string{true: "s"}[n > 1]), servedPages(web), wall, cpuOf(runs), rs.cpu()-before, rs.commands()-cmdsBefore)
+		redisCPU, cmds := rs.cpu()-before, rs.commands()-cmdsBefore
+		row(fmt.Sprintf("%d worker%s", n, map[bool]string{true: "s"}[n > 1]), servedPages(web), wall, cpuOf(runs), redisCPU, cmds, recordedURLs(rs.rdb, "bench"))
 		if cfg.cmdStats {
 			pages := max(servedPages(web), 1)
 			fmt.Fprintf(w, "  reads (requests or pipelines Redis read, INFO total_reads_processed): %.2f/page\n",
@@ -110,7 +123,7 @@ func fleetBench(w io.Writer, cfg fleetConfig) error {
 			printCommandStats(w, rs.rdb, pages)
 		}
 	}
-	if got := servedPages(web); got != want {
+	if got := servedPages(web); got != want && cfg.maxPages == 0 {
 		fmt.Fprintf(w, "warning: the last crawl fetched %d distinct pages of %d\n", got, want)
 	}
 
@@ -184,6 +197,20 @@ func handover(web *simweb.Web, rdb *redis.Client, procs []*worker, sig syscall.S
 		}
 	}
 	return 0, nil, fmt.Errorf("no worker owned a host of the web")
+}
+
+// recordedURLs is how many URLs crawl has recorded in Redis (queued, fetched, failed or
+// excluded: each a new URL once), or 0 if it cannot be read.
+func recordedURLs(rdb *redis.Client, crawl string) int {
+	s, err := fleet.Open(context.Background(), rdb, crawl, "bench-reader", nil)
+	if err != nil {
+		return 0
+	}
+	c, err := s.Counts(context.Background())
+	if err != nil {
+		return 0
+	}
+	return c.Queued + c.Fetched + c.Failed + c.Excluded
 }
 
 // runWorkers runs n `crawl run` processes with args (each with its own --data under tmp) to

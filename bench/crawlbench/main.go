@@ -20,6 +20,7 @@
 //	go run -C bench ./crawlbench -scenario recrawl -pages 10000   # a recrawl of an unchanged site against the first crawl
 //	go run -C bench ./crawlbench -scenario fleet -workers 1,2,3   # shared crawls through redis-server against bbolt, and handover times
 //	go run -C bench ./crawlbench -scenario fleet -workers 2 -fleet-hosts 2 -fleet-pages 10000 -fleet-links 40 -handover=false   # Redis CPU and commands per page
+//	go run -C bench ./crawlbench -scenario fleet -workers 2 -fleet-hosts 2 -fleet-pages 1000000 -fleet-links 40 -fleet-max-pages 5000 -handover=false -commandstats   # Redis CPU per new URL
 //	go run -C bench ./crawlbench -scenario render -render-pages 60   # --render always on shells fed by a limited API, beside the same site rendered on the server
 //
 // The broad, links and fleet scenarios run the crawl binary (built from the checkout's ./cmd/crawl,
@@ -92,6 +93,7 @@ func main() {
 	flag.IntVar(&fc.hosts, "fleet-hosts", 8, "fleet: unlimited hosts in the web")
 	flag.IntVar(&fc.pages, "fleet-pages", 1500, "fleet: pages per host")
 	flag.IntVar(&fc.links, "fleet-links", 0, "fleet: links per page (0: the web's own few), on pages of -page-kb")
+	flag.IntVar(&fc.maxPages, "fleet-max-pages", 0, "fleet: --max-pages of each worker (0: none); with many -fleet-pages, most links of each page are new")
 	flag.BoolVar(&fc.handover, "handover", true, "fleet: also measure handovers")
 	flag.BoolVar(&fc.cmdStats, "commandstats", false, "fleet: print Redis' commands per page by name (INFO commandstats) after each shared crawl")
 	flag.DurationVar(&fc.leaseTTL, "lease-ttl", 2*time.Second, "fleet: the workers' --lease-ttl (a killed worker's hosts move after it)")

@@ -29,6 +29,7 @@
 // With --render a page's job also renders it (render.go) from the body it fetched, in one
 // browser (internal/render); every request of the page is answered by the crawl
 // (subresource.go): robots.txt, the address guard, the host's gate (a FIFO queue and one
-// waiter per gate: subgate.go, whose ends wake the dispatcher: gatefreed.go), the client and
-// the store. docs/render-crawl.md has the design.
+// waiter per gate: subgate.go, whose ends wake the dispatcher: gatefreed.go; in a shared
+// crawl, then the fleet's pace of that gate: fleetSlot), the client and the store.
+// docs/render-crawl.md has the design.
 package crawler

@@ -374,6 +374,22 @@ const robotsIgnoredTTL = 100 * 365 * 24 * time.Hour
 // dispatcher), following up to robotsMaxHops redirects, each hop through its own host's gate.
 // The result is cached in the store so a resumed crawl does not fetch it again needlessly.
 func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostlimit.Ticket) error {
+	return c.fetchRobotsFor(ctx, host, scheme, t, robotsForPages)
+}
+
+// robotsUse is whom a robots.txt fetch serves.
+type robotsUse int
+
+const (
+	// robotsForPages: the host's pages, which a worker of a shared crawl fetches only while the
+	// host is its own: so is its robots.txt.
+	robotsForPages robotsUse = iota
+	// robotsForSubrequests: a rendered page's sub-requests, sent to the host whoever owns it.
+	robotsForSubrequests
+)
+
+// fetchRobotsFor is fetchRobots for use.
+func (c *Crawler) fetchRobotsFor(ctx context.Context, host, scheme string, t *hostlimit.Ticket, use robotsUse) error {
 	u := &url.URL{Scheme: scheme, Host: host, Path: "/robots.txt"}
 	c.mu.Lock()
 	rs := &c.hostLocked(host).robots
@@ -385,7 +401,9 @@ func (c *Crawler) fetchRobots(ctx context.Context, host, scheme string, t *hostl
 	var httpsErr string // the https failure that made a seed without a scheme try http
 	for hop := 0; ; hop++ {
 		sent := time.Now()
-		ctx = c.whileHeld(ctx, host, sent)
+		if use == robotsForPages {
+			ctx = c.whileHeld(ctx, host, sent)
+		}
 		resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{Wrote: t.Wrote})
 		now := time.Now()
 		e.FetchedAt = now

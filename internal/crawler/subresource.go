@@ -12,6 +12,7 @@ import (
 	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/hostlimit"
+	"github.com/crawl-project/crawl/internal/fleet"
 	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/retry"
 	"github.com/crawl-project/crawl/internal/urlnorm"
@@ -42,6 +43,7 @@ type renderingPage struct {
 // (and tabs at once) ask for it. Safe for concurrent use.
 type subresources struct {
 	gates *subGates
+	late  sendLateness // how late this worker's paced sub-requests leave after their slot
 
 	mu     sync.Mutex
 	loaded bool                  // stored holds what the store held when the first render began
@@ -206,25 +208,39 @@ func (c *Crawler) fetchSubresource(ctx context.Context, from renderingPage, u *u
 		if err != nil {
 			return nil, err
 		}
-		p, again, err := c.sendSubresource(ctx, from, entry, u, gate, t, attempt)
+		slot, err := c.fleetSlot(ctx, gate)
+		if err != nil {
+			giveBack(t, time.Now())
+			c.renders.freed.add(gate)
+			return nil, err
+		}
+		p, again, err := c.sendSubresource(ctx, from, entry, u, gate, t, slot, attempt)
 		if !again {
 			return p, err
 		}
 	}
 }
 
-// sendSubresource sends one attempt of a sub-request admitted to gate with ticket t, ends the
-// ticket with its outcome (and tells the dispatcher: freedGates), and returns the stored
-// answer, or that another attempt is due (after its wait: subRetry), or the error that ends
-// the sub-request.
-func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry frontier.Entry, u *url.URL, gate string, t *hostlimit.Ticket, attempt int) (p *storage.Page, again bool, err error) {
+// sendSubresource sends one attempt of a sub-request admitted to gate with ticket t (and,
+// in a shared crawl, due at the fleet's slot: fleetSlot; zero otherwise), ends the ticket with
+// its outcome (and tells the dispatcher: freedGates; and the fleet's pace, of a "slow down":
+// holdFleet), and returns the stored answer, or that another attempt is due (after its wait:
+// subRetry), or the error that ends the sub-request.
+func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry frontier.Entry, u *url.URL, gate string, t *hostlimit.Ticket, slot time.Time, attempt int) (p *storage.Page, again bool, err error) {
 	host := entry.Host
 	end := func(now time.Time, o aimd.Outcome) {
 		c.endRequest(t, now, o)
 		c.renders.freed.add(gate)
 	}
+	wrote := t.Wrote
+	if !slot.IsZero() {
+		wrote = func(at time.Time) {
+			t.Wrote(at)
+			c.renders.subs.late.note(slot, at)
+		}
+	}
 	sent := time.Now()
-	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{Wrote: t.Wrote}) // not whileHeld: a sub-request is no lease of its host
+	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{Wrote: wrote}) // not whileHeld: a sub-request is no lease of its host
 	now := time.Now()
 	switch {
 	case ctx.Err() != nil:
@@ -249,6 +265,9 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 	cl := retry.ClassifyStatus(resp.Status)
 	a := c.honourRetryAfter(host, resp, now)
 	end(now, responseOutcome(cl.Signal, sent, resp, a))
+	if !slot.IsZero() && (cl.Signal == aimd.Overload || a.Pause > 0) {
+		c.holdFleet(gate, a.Pause, cl.Signal == aimd.Overload, now)
+	}
 	c.observeRequest(RequestEvent{Host: host, Status: resp.Status, Latency: now.Sub(sent)})
 	if cl.Retryable && c.subRetry(ctx, host, cl, attempt, a.Wait, now) {
 		return nil, true, nil
@@ -351,11 +370,17 @@ func (c *Crawler) subRobots(ctx context.Context, host string, u *url.URL) (robot
 					rs.unload() // looked up again, as after a fetch cut short
 					return robots.Verdict{}, err
 				}
+				if _, err := c.fleetSlot(ctx, c.gates.known(host)); err != nil {
+					giveBack(t, time.Now())
+					c.renders.freed.add(c.gates.known(host))
+					rs.unload()
+					return robots.Verdict{}, err
+				}
 				scheme := u.Scheme
 				if rs.httpOnly() {
 					scheme = "http"
 				}
-				err = c.fetchRobots(ctx, host, scheme, t)
+				err = c.fetchRobotsFor(ctx, host, scheme, t, robotsForSubrequests)
 				c.renders.freed.add(c.gates.known(host)) // its ticket is done
 				if err != nil {
 					return robots.Verdict{}, &storeFault{err}
@@ -391,4 +416,134 @@ func (rs *robotsState) claimFetch(now time.Time) bool {
 		return true
 	}
 	return false
+}
+
+// fleetPacer is the fleet-wide pace of the gates sub-requests go to, in a shared crawl
+// (internal/fleet's Frontier; docs/fleet.md "Rendered pages' sub-requests"): a sub-request
+// admitted by its gate here also waits for the fleet's next send slot to that gate, so that
+// the workers rendering pages that call one host send to it as one gate would, not each at the
+// host's rate; and a "slow down" any of them is answered holds them all.
+type fleetPacer interface {
+	Pace(ctx context.Context, gate string, interval, lateness time.Duration) (fleet.PaceSlot, error)
+	PaceHold(gate string, interval, pause time.Duration, refused bool) error
+}
+
+// pacer returns the crawl's fleetPacer, nil for a crawl of one's own.
+func (c *Crawler) pacer() fleetPacer {
+	if c.shared == nil {
+		return nil
+	}
+	p, _ := c.shared.(fleetPacer)
+	return p
+}
+
+// fleetSlot waits, in a shared crawl, for the fleet's send slot to gate (after a fleet-wide
+// pause of it, if any), and returns the local time the slot was due; zero for a crawl of one's
+// own, or when Redis cannot be asked (the sub-request is then paced by this worker's gate
+// alone, as a crawl of one's own is). Woken later than the slot's allowance (PaceSlot.Late),
+// it reserves again rather than send too close to the next slot. It returns ctx.Err() when
+// ctx ends first.
+func (c *Crawler) fleetSlot(ctx context.Context, gate string) (time.Time, error) {
+	fp := c.pacer()
+	if fp == nil {
+		return time.Time{}, nil
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		asked := time.Now()
+		s, err := fp.Pace(ctx, gate, c.gateInterval(gate, asked), c.renders.subs.late.most())
+		if err != nil {
+			if ctx.Err() != nil {
+				return time.Time{}, ctx.Err()
+			}
+			c.log.Debug("fleet pace unavailable; sub-request paced by this worker's gate", "gate", gate, "err", err)
+			return time.Time{}, nil
+		}
+		if s.Wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(s.Wait)
+			} else {
+				timer.Reset(s.Wait)
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return time.Time{}, ctx.Err()
+			}
+		}
+		// The slot is due s.Wait after Redis read its clock, at or after asked: asked + s.Wait
+		// is the earliest it can be here, and lateness is counted from it. The wait above
+		// began once the reply came, the latest: the send is never early.
+		slot := asked.Add(s.Wait)
+		if s.State != fleet.PaceReserved {
+			continue // the pause is over: ask again
+		}
+		if woke := time.Now(); woke.After(slot.Add(s.Late)) {
+			c.renders.subs.late.note(slot, woke) // later than the fleet allowed for: ask again, allowing for more
+			continue
+		}
+		return slot, nil
+	}
+}
+
+// holdFleet tells gate's fleet-wide pace of an answer's pause (Retry-After, or a spent quota)
+// and, when refused (a 429 or 503), of this worker's gate interval after the refusal, which
+// then paces the fleet (fleet.Store.PaceHold). Best effort: the gate here took the answer in.
+func (c *Crawler) holdFleet(gate string, pause time.Duration, refused bool, now time.Time) {
+	if fp := c.pacer(); fp != nil {
+		if err := fp.PaceHold(gate, c.gateInterval(gate, now), pause, refused); err != nil {
+			c.log.Debug("fleet pace not told of a slow down", "gate", gate, "err", err)
+		}
+	}
+}
+
+// gateInterval is the time between two sends gate's rate allows at now (0 when it has none).
+func (c *Crawler) gateInterval(gate string, now time.Time) time.Duration {
+	st, ok := c.reg.Host(now, gate)
+	if !ok || !(st.Limit > 0) {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / st.Limit)
+}
+
+// sendLateness keeps how late the last sends of paced sub-requests left after their slot
+// (the request written, against the slot's due time): the most of them is how far a slot must
+// be kept ahead of the next one, so that sends stay an interval apart at the host. Safe for
+// concurrent use.
+type sendLateness struct {
+	mu   sync.Mutex
+	last [lateKept]time.Duration
+	n    int // sends noted, all told
+}
+
+const (
+	// lateKept is how many sends sendLateness keeps.
+	lateKept = 32
+	// lateFloor is the least lateness a reservation allows for: a timer's wake-up and a
+	// request's write, on a busy machine, before any send measured them.
+	lateFloor = 5 * time.Millisecond
+)
+
+// note records a send written at wrote for a slot due at slot.
+func (l *sendLateness) note(slot, wrote time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last[l.n%lateKept] = max(wrote.Sub(slot), 0)
+	l.n++
+}
+
+// most returns the latest sends' greatest lateness, at least lateFloor.
+func (l *sendLateness) most() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := lateFloor
+	for _, d := range l.last[:min(l.n, lateKept)] {
+		m = max(m, d)
+	}
+	return m
 }

@@ -60,11 +60,11 @@ func startAppWeb(t *testing.T, o simweb.AppOptions) *appWeb {
 	t.Cleanup(a.web.Close)
 	_, a.port, _ = net.SplitHostPort(a.web.Addr())
 	a.dns, err = dnstest.Start(&dnstest.Options{Resolve: func(name string) []netip.Addr {
-		switch name {
-		case simweb.AppSite, simweb.AppAPI, simweb.AppCDN:
-			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
-		case outsideName:
+		switch {
+		case name == outsideName:
 			return []netip.Addr{netip.MustParseAddr("::1")}
+		case strings.HasSuffix(name, ".app.test"): // the site hosts (simweb.AppSiteOf), API and CDN
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 		}
 		return nil
 	}})
@@ -194,19 +194,7 @@ func TestSubresourceRetriesUnderTheLimit(t *testing.T) {
 	cfg := a.config(t)
 	cfg.InitialRate = 20 // far above the limit: 429s come at once
 	c := openForSubresources(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	for i := range pages {
-		wg.Go(func() {
-			u := a.url(simweb.AppAPI, "/content/"+strconv.Itoa(i))
-			p, err := c.subresource(ctx, renderingPage{url: cfg.Seeds[0]}, "GET", u)
-			if err != nil || p.Status != 200 || !strings.Contains(string(p.Body), simweb.AppText(i)) {
-				t.Errorf("GET %s: %v %+v", u, err, p)
-			}
-		})
-	}
-	wg.Wait()
+	askContents(t, a, c, cfg.Seeds[0], pages)
 	s := a.web.Stats()[simweb.AppAPI]
 	t.Logf("API host: %d requests, %d refused", s.Requests, s.OverLimit)
 	if s.OverLimit == 0 {
@@ -215,6 +203,25 @@ func TestSubresourceRetriesUnderTheLimit(t *testing.T) {
 	if s.InRetryAfter != 0 {
 		t.Errorf("%d requests arrived inside a Retry-After the host had announced", s.InRetryAfter)
 	}
+}
+
+// askContents asks c, all at once, for the API's contents of pages 0 … pages-1 of a, as
+// sub-requests of the page from, and checks that each gets its content.
+func askContents(t *testing.T, a *appWeb, c *Crawler, from string, pages int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range pages {
+		wg.Go(func() {
+			u := a.url(simweb.AppAPI, "/content/"+strconv.Itoa(i))
+			p, err := c.subresource(ctx, renderingPage{url: from}, "GET", u)
+			if err != nil || p.Status != 200 || !strings.Contains(string(p.Body), simweb.AppText(i)) {
+				t.Errorf("GET %s: %v %+v", u, err, p)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // TestSubresourceFromFetchedPage: a sub-request for a URL the crawl fetched as a page is

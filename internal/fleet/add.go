@@ -72,7 +72,7 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 	groups := map[*redis.Client][]*scriptCall{}
 	for p, ws := range byPart {
 		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seen(p)}}
-		c.args = append(make([]any, 0, 1+5*len(ws)), max(s.opts.HostBudget, 0))
+		c.args = append(make([]any, 0, 1+2*len(ws)), max(s.opts.HostBudget, 0))
 		c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
 		node, err := s.nodeOf(ctx, c.keys[0])
 		if err != nil {
@@ -104,11 +104,34 @@ func (s *Store) ownLink(p int, host string) bool {
 }
 
 // appendWrites appends the keys and arguments of add_entries (scripts.go) for ws, entries of
-// partition p.
+// partition p: one group per host, state and reason, in the order of their first entries,
+// each with its entries in their order.
 func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) ([]string, []any) {
+	type groupKey struct{ host, state, reason string }
+	var order []groupKey
+	groups := map[groupKey][]seenWrite{}
 	for _, w := range ws {
-		keys = append(keys, s.k.queue(p, w.entry.Host))
-		args = append(args, seenFP(Fingerprint(w.entry.URL)), w.state, w.entry.Host, itemOf(w.entry, 0).encode(), w.reason)
+		g := groupKey{w.entry.Host, w.state, w.reason}
+		if w.state != seenExcluded {
+			g.reason = ""
+		}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], w)
+	}
+	for _, g := range order {
+		gw := groups[g]
+		keys = append(keys, s.k.queue(p, g.host))
+		args = append(args, g.host, g.state, g.reason, len(gw))
+		for _, w := range gw {
+			args = append(args, seenFP(Fingerprint(w.entry.URL)))
+		}
+		if g.state == seenQueued {
+			for _, w := range gw {
+				args = append(args, itemOf(w.entry, 0).encode())
+			}
+		}
 	}
 	return keys, args
 }

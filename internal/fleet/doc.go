@@ -42,6 +42,11 @@
 // HostStates is the hostlimit.StateStore through which a host's learned politeness follows
 // its partition to the next owner.
 //
+// Rendered pages' sub-requests to a host, whichever worker sends them, share its pace
+// (Store.Pace, pace.go): one script reserves the fleet's next send slot to the host's gate, and
+// a pause or refusal any worker meets (Store.PaceHold) holds them all; it holds no slot of any
+// worker, so a worker that dies holds nothing.
+//
 // Target names the Redis, Valkey or Redis Cluster of a crawl (one node's URL finds a whole
 // cluster; Target.Dial; rediss:// verifies each node, tls_ca=FILE trusts a private authority;
 // ACL is what an ACL user needs). Nothing crosses a slot: reads of many partitions are pipelines split

@@ -52,7 +52,9 @@ return 1
 //
 //	seenOpen(key) reads the bucket count; seenPreload(fps) reads the buckets of fps in one
 //	call; seenState(fp) is fp's state byte, or nil when unseen; seenPut(fp, st) records fp in
-//	state st (appended when new, which may split buckets); seenClose() writes what changed.
+//	state st (appended when new, which may split buckets); seenFind(fp) is fp's bucket and
+//	its record's position there (nil when unseen), and seenAppend(b, fp, st) records an unseen
+//	fp in its bucket b, one search for a URL added; seenClose() writes what changed.
 //
 // Lookups that miss the preloaded buckets (after a split) read their bucket on their own.
 // A bucket count n that is not an integer from 1 to the buckets the hash holds (its fields but
@@ -62,7 +64,7 @@ return 1
 // it in the partition's "repaired" counter): no value makes a script loop beyond what the
 // hash holds.
 var seenSet = `
-local seenKey, seenN, seenM, seenURLs, seenB, seenDirty
+local seenKey, seenN, seenM, seenURLs, seenB, seenDirty, seenNames
 local seenLoad = ` + strconv.Itoa(seenLoad) + `
 local seenMaxN = ` + strconv.Itoa(seenMaxN) + `
 local function seenTop()
@@ -76,7 +78,7 @@ local function seenInt(v, lo, hi) -- v if it is an integer in [lo, hi], else nil
 end
 local seenRepaired = false
 local function seenOpen(key)
-  seenKey, seenB, seenDirty = key, {}, {}
+  seenKey, seenB, seenDirty, seenNames = key, {}, {}, {}
   local v = redis.call('HMGET', key, 'n', 'urls')
   seenN, seenURLs = 1, 0
   if v[1] or v[2] then
@@ -109,16 +111,21 @@ local function seenIndex(fp)
   if b >= seenN then b = h % seenM end
   return b
 end
+local function seenField(b) -- bucket b's field: an integer's digits, formatted once
+  local f = seenNames[b]
+  if not f then f = string.format('%d', b); seenNames[b] = f end
+  return f
+end
 local function seenPreload(fps)
-  local want = {}
+  local want, names = {}, {}
   for _, fp in ipairs(fps) do
     local b = seenIndex(fp)
-    if seenB[b] == nil then seenB[b] = ''; want[#want+1] = b end
+    if seenB[b] == nil then seenB[b] = ''; want[#want+1] = b; names[#names+1] = seenField(b) end
   end
   for i = 1, #want, 1000 do -- in chunks: unpack is bounded
-    local part = {unpack(want, i, math.min(i + 999, #want))}
-    local r = redis.call('HMGET', seenKey, unpack(part))
-    for j, b in ipairs(part) do seenB[b] = r[j] or '' end
+    local last = math.min(i + 999, #want)
+    local r = redis.call('HMGET', seenKey, unpack(names, i, last))
+    for j = i, last do seenB[want[j]] = r[j - i + 1] or '' end
   end
 end
 local function seenBucket(b)
@@ -152,21 +159,22 @@ local function seenSplit()
   seenN = seenN + 1
   seenTop()
 end
-local function seenPut(fp, st)
-  local b, p = seenFind(fp)
-  local s = seenB[b]
+local function seenAppend(b, fp, st) -- records fp, unseen, in b: its bucket (seenFind's)
+  seenB[b] = seenB[b] .. fp .. st
   seenDirty[b] = true
-  if p then
-    seenB[b] = string.sub(s, 1, p + 6) .. st .. string.sub(s, p + 8)
-    return
-  end
-  seenB[b] = s .. fp .. st
   seenURLs = seenURLs + 1
   while seenURLs > seenLoad * seenN and seenN < seenMaxN do seenSplit() end
 end
+local function seenPut(fp, st)
+  local b, p = seenFind(fp)
+  if not p then return seenAppend(b, fp, st) end
+  local s = seenB[b]
+  seenDirty[b] = true
+  seenB[b] = string.sub(s, 1, p + 6) .. st .. string.sub(s, p + 8)
+end
 local function seenClose()
   local kv = {}
-  for b in pairs(seenDirty) do kv[#kv+1] = b; kv[#kv+1] = seenB[b] end
+  for b in pairs(seenDirty) do kv[#kv+1] = seenField(b); kv[#kv+1] = seenB[b] end
   if #kv == 0 and not seenRepaired then return end
   kv[#kv+1] = 'n'; kv[#kv+1] = seenN; kv[#kv+1] = 'urls'; kv[#kv+1] = seenURLs
   for i = 1, #kv, 1000 do redis.call('HSET', seenKey, unpack(kv, i, math.min(i + 999, #kv))) end
@@ -216,49 +224,58 @@ end
 `
 
 // addEntries defines add_entries(hosts, used, budget, k, a, n, inc), after seenSet and
-// counters, with the seen-set open (seenOpen): it adds n entries whose keys start at KEYS[k]
-// (per entry its host's queue) and whose arguments start at ARGV[a] (per entry: fingerprint
-// (seenFP), state ('1' to queue, '4' excluded), host, item, exclusion reason; the caller
-// preloads their buckets: seenPreload(entry_fps({}, a, n))), and counts in
-// inc what it queued ('queued') and excluded ('excluded', 'excluded:REASON'); the caller closes
-// the seen-set. A queue's new items are pushed with one RPUSH. With a budget (> 0), a host's
-// URLs ever queued are counted in used, and an unseen URL of a host at its budget is excluded
+// counters, with the seen-set open (seenOpen): it adds n groups of entries (appendWrites),
+// whose keys start at KEYS[k] (per group its host's queue) and whose arguments start at
+// ARGV[a]; per group: host, state ('1' to queue, '4' excluded), exclusion reason, count c,
+// then c fingerprints (seenFP), then, for state '1', the c items in the same order. The caller
+// preloads their buckets: seenPreload(group_fps({}, a, n)). It counts in inc what it queued
+// ('queued') and excluded ('excluded', 'excluded:REASON'); the caller closes the seen-set. A
+// group's new items are pushed with one RPUSH, so a script does per host, not per URL, what
+// touches a host's keys. With a budget (> 0), a host's URLs ever queued are counted in used
+// (read and written once per group), and an unseen URL of a host at its budget is excluded
 // ('limit') instead of queued. A host's first queued URL puts it in the hosts set (a host with
 // URLs queued is always there: lease removes it only once it has none). Returns how many it
 // queued and excluded.
 const addEntries = `
-local function entry_fps(fps, a, n) -- appends the fingerprints of n entries from ARGV[a]
-  for i = 0, n - 1 do fps[#fps+1] = ARGV[a + 5*i] end
+local function group_fps(fps, a, n) -- appends the fingerprints of n groups from ARGV[a]
+  for _ = 1, n do
+    local c = tonumber(ARGV[a+3])
+    for i = a + 4, a + 3 + c do fps[#fps+1] = ARGV[i] end
+    a = a + 4 + c * (ARGV[a+1] == '1' and 2 or 1)
+  end
   return fps
 end
 local function add_entries(hosts, used, budget, k, a, n, inc)
-  local pushes, queues = {}, {}
   local added, excluded = 0, 0
-  for i = 0, n - 1 do
-    local b = a + 5*i
-    local fp, st, host, item, reason = ARGV[b], ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4]
-    if not seenState(fp) then
-      if st == '1' and budget > 0 and (tonumber(redis.call('HGET', used, host) or '0') or 0) >= budget then
-        st, reason = '4', 'limit'
-      end
-      seenPut(fp, st)
-      if st == '1' then
-        local q = KEYS[k+i]
-        if not pushes[q] then pushes[q] = {}; queues[#queues+1] = {q, host} end
-        local items = pushes[q]
-        items[#items+1] = item
-        if budget > 0 then cincr(used, host, 1) end
-        added = added + 1
-      else
-        excluded = excluded + 1
-        inc('excluded:' .. reason, 1)
+  for g = 0, n - 1 do
+    local host, st, reason, c = ARGV[a], ARGV[a+1], ARGV[a+2], tonumber(ARGV[a+3])
+    local queue = st == '1'
+    local room -- with a budget: how many more of host's URLs may be queued
+    if queue and budget > 0 then room = budget - (tonumber(redis.call('HGET', used, host) or '0') or 0) end
+    local items = {}
+    for i = a + 4, a + 3 + c do
+      local fp = ARGV[i]
+      local b, p = seenFind(fp)
+      if not p then
+        if queue and (not room or room > 0) then
+          seenAppend(b, fp, '1')
+          items[#items+1] = ARGV[i + c]
+          if room then room = room - 1 end
+        else
+          seenAppend(b, fp, '4')
+          excluded = excluded + 1
+          inc('excluded:' .. (queue and 'limit' or reason), 1)
+        end
       end
     end
-  end
-  for _, qh in ipairs(queues) do
-    local items, len = pushes[qh[1]], 0
-    for i = 1, #items, 1000 do len = redis.call('RPUSH', qh[1], unpack(items, i, math.min(i + 999, #items))) end
-    if len == #items then redis.call('SADD', hosts, qh[2]) end
+    if #items > 0 then
+      local len
+      for i = 1, #items, 1000 do len = redis.call('RPUSH', KEYS[k+g], unpack(items, i, math.min(i + 999, #items))) end
+      if len == #items then redis.call('SADD', hosts, host) end
+      if budget > 0 then cincr(used, host, #items) end
+      added = added + #items
+    end
+    a = a + 4 + c * (queue and 2 or 1)
   end
   inc('queued', added)
   inc('excluded', excluded)
@@ -267,11 +284,11 @@ end
 `
 
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
-// KEYS hosts, counts, used, seen-set, then per entry its host's queue; ARGV the host budget
-// (0: none), then per entry the five arguments of add_entries. Returns {queued, excluded}.
+// KEYS hosts, counts, used, seen-set, then per group of entries its host's queue; ARGV the
+// host budget (0: none), then the groups' arguments of add_entries. Returns {queued, excluded}.
 var addScript = redis.NewScript(seenSet + counters + addEntries + `
 seenOpen(KEYS[4])
-seenPreload(entry_fps({}, 2, #KEYS - 4))
+seenPreload(group_fps({}, 2, #KEYS - 4))
 local inc, flush = counter(KEYS[2])
 local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5, 2, #KEYS - 4, inc)
 if seenRepaired then inc('repaired', 1) end
@@ -320,11 +337,11 @@ return out
 `)
 
 // complete: KEYS owner, inflight, counts, outbox, hosts, used, seen-set, then per result its
-// host's delayed set, then per entry of this partition its host's queue (the keys of
-// add_entries); ARGV token, outbox payload (empty for none), number of results, host budget
+// host's delayed set, then per group of entries of this partition its host's queue (the keys
+// of add_entries); ARGV token, outbox payload (empty for none), number of results, host budget
 // (0: none), then per result: in-flight member, fingerprint (seenFP), kind ('f' fetched, 'F'
 // failed, 'x' excluded, 'r' retry), retry item, retry not-before-ms, host, reason (failed,
-// excluded), then per entry the five arguments of add_entries. Returns per result 1, or 0 when
+// excluded), then the groups' arguments of add_entries. Returns per result 1, or 0 when
 // its URL was not in flight (its state is then left alone). The entries are the links (and
 // exclusions) of the batch's fetched pages that belong to this partition, added at once; the
 // payload holds the others, for Forward. A fetched URL's record keeps its state (recorded; one
@@ -351,7 +368,7 @@ local fps = {}
 for i = 0, nres - 1 do
   if res[i+1] == 1 and ARGV[7 + 7*i] ~= 'r' then fps[#fps+1] = ARGV[6 + 7*i] end
 end
-seenPreload(entry_fps(fps, 5 + 7*nres, #KEYS - 7 - nres))
+seenPreload(group_fps(fps, 5 + 7*nres, #KEYS - 7 - nres))
 for i = 0, nres - 1 do
   if res[i+1] == 1 then
     local a = 5 + 7*i

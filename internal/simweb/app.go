@@ -20,7 +20,10 @@ const (
 
 // AppOptions shape an App web.
 type AppOptions struct {
-	Pages    int        // shell pages, "/app/0" (the seed) … "/app/<Pages-1>"; at least 1
+	Pages int // shell pages, "/app/0" (the seed) … "/app/<Pages-1>"; at least 1
+	// Sites spreads the pages over this many site hosts (AppSiteOf): page i is on site
+	// i mod Sites, so that the workers of a shared crawl each own some; 0 or 1: AppSite alone.
+	Sites    int
 	APILimit float64    // the API host's token bucket, req/s (burst 1); 0: unlimited
 	APIReply ReplyStyle // how the API refuses a request over its limit
 	// APIHeaders makes the API state its limit on every answer (per second), as many do.
@@ -56,7 +59,11 @@ func NewApp(o AppOptions) *App {
 		panic(fmt.Sprintf("simweb.NewApp: want at least one page, not %d", o.Pages))
 	}
 	a := &App{cdn: map[string]int{}}
-	site := map[string]http.Handler{}
+	sites := max(o.Sites, 1)
+	site := make([]map[string]http.Handler, sites)
+	for s := range site {
+		site[s] = map[string]http.Handler{}
+	}
 	api := map[string]http.Handler{
 		"/private/track": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -64,11 +71,11 @@ func NewApp(o AppOptions) *App {
 		}),
 	}
 	for i := range o.Pages {
-		site[AppPagePath(i)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeBody(w, "text/html; charset=utf-8", []byte(shellPage(i, o.Pages, o.Prerendered, portOf(r))))
+		site[i%sites][AppPagePath(i)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeBody(w, "text/html; charset=utf-8", []byte(shellPage(i, o.Pages, sites, o.Prerendered, portOf(r))))
 		})
 		api["/content/"+strconv.Itoa(i)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a.content(w, r, i, o.Pages)
+			a.content(w, r, i, o.Pages, sites)
 		})
 	}
 	cdn := map[string]http.Handler{}
@@ -86,12 +93,14 @@ func NewApp(o AppOptions) *App {
 			writeBody(w, file.ctype, []byte(file.body))
 		})
 	}
-	a.Specs = []HostSpec{
-		{Name: AppSite, Pages: 1, Extra: site},
+	for s := range site {
+		a.Specs = append(a.Specs, HostSpec{Name: AppSiteOf(s, sites), Pages: 1, Extra: site[s]})
+	}
+	a.Specs = append(a.Specs, []HostSpec{
 		{Name: AppAPI, Pages: 1, Limit: o.APILimit, Reply: o.APIReply, Disallow: []string{"/private/"}, Extra: api,
 			Headers: o.APIHeaders, PolicyWindow: policyWindow(o.APIHeaders)},
 		{Name: AppCDN, Pages: 1, Limit: o.CDNLimit, Reply: Reply429Seconds, Extra: cdn},
-	}
+	}...)
 	return a
 }
 
@@ -101,6 +110,15 @@ func policyWindow(h HeaderStyle) time.Duration {
 		return 0
 	}
 	return time.Second
+}
+
+// AppSiteOf is the host of site s of an App web of sites sites (AppSite for the first):
+// "www.app.test", "www1.app.test", …; page i is on site i mod sites.
+func AppSiteOf(s, sites int) string {
+	if s%max(sites, 1) == 0 {
+		return AppSite
+	}
+	return "www" + strconv.Itoa(s%sites) + ".app.test"
 }
 
 // AppPagePath is the path of page i of an App web.
@@ -130,8 +148,8 @@ func (a *App) CDNFetches() map[string]int {
 var CDNPaths = []string{"/app.js", "/style.css", "/logo.png", "/bg.png"}
 
 // content answers "/content/<i>": page i's title, text and links, as JSON.
-func (a *App) content(w http.ResponseWriter, r *http.Request, i, pages int) {
-	links := appLinks(i, pages, "http://"+AppSite+":"+portOf(r))
+func (a *App) content(w http.ResponseWriter, r *http.Request, i, pages, sites int) {
+	links := appLinks(i, pages, sites, portOf(r))
 	b, _ := json.Marshal(map[string]any{"title": AppTitle(i), "text": AppText(i), "links": links})
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	writeBody(w, "application/json", b)
@@ -145,13 +163,13 @@ func portOf(r *http.Request) string {
 	return "80"
 }
 
-func shellPage(i, pages int, prerendered bool, port string) string {
+func shellPage(i, pages, sites int, prerendered bool, port string) string {
 	cdn := "http://" + AppCDN + ":" + port
 	app := "Loading…"
 	if prerendered {
 		var b strings.Builder
 		b.WriteString("<h1>" + AppTitle(i) + `</h1><p class="content">` + AppText(i) + "</p>")
-		for _, l := range appLinks(i, pages, "http://"+AppSite+":"+port) {
+		for _, l := range appLinks(i, pages, sites, port) {
 			b.WriteString(`<a href="` + l + `">` + l + "</a>")
 		}
 		app = b.String()
@@ -167,11 +185,12 @@ func shellPage(i, pages int, prerendered bool, port string) string {
 `
 }
 
-// appLinks are the links of page i of an App web of pages pages whose site is at site.
-func appLinks(i, pages int, site string) []string {
+// appLinks are the links of page i of an App web of pages pages over sites sites, served on
+// port.
+func appLinks(i, pages, sites int, port string) []string {
 	links := []string{}
 	for j := 4*i + 1; j <= 4*i+4 && j < pages; j++ {
-		links = append(links, site+AppPagePath(j))
+		links = append(links, "http://"+AppSiteOf(j%sites, sites)+":"+port+AppPagePath(j))
 	}
 	return links
 }

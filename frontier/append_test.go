@@ -134,3 +134,43 @@ func TestRepairMovesAppendedRecords(t *testing.T) {
 		t.Errorf("%d appended records after the repair, want 1", n)
 	}
 }
+
+// TestOpensFormat3Store opens a store written before records were appended (testdata/README.md):
+// its records stay in bucketURLs and are found there, its queues lease in order, and the links
+// of a page fetched now are appended; all checks, before and after a reopen.
+func TestOpensFormat3Store(t *testing.T) {
+	tf := &testFrontier{t: t, dir: fixtureFile(t, "format3-store.db.gz", nil)}
+	tf.open()
+	t.Cleanup(func() { tf.check(); tf.db.Close() })
+	tf.check()
+	if a, u := keysIn(tf, bucketRecords), keysIn(tf, bucketURLs); a != 0 || u != 6 {
+		t.Fatalf("%d appended, %d by fingerprint; want 0 and 6", a, u)
+	}
+	for url, want := range map[string]string{"http://a.example/": "fetched", "http://a.example/q1": "fetched",
+		"http://a.example/q2": "queued", "http://a.example/retry": "queued", "http://a.example/fail": "failed",
+		"https://b.example/": "queued"} {
+		if s := tf.state(url); s.State != want {
+			t.Errorf("%s: %s, want %s", url, s.State, want)
+		}
+	}
+	l := tf.lease(t0, "a.example")
+	if l.URL != "http://a.example/q2" || l.Parent != "http://a.example/" {
+		t.Fatalf("leased %s (parent %s), want http://a.example/q2", l.URL, l.Parent)
+	}
+	tf.complete(l, Result{Kind: Fetched, Page: page(l.URL), Links: []Entry{
+		{URL: "http://a.example/new", Host: "a.example", Depth: 2, Parent: l.URL},
+		{URL: "http://a.example/q1", Host: "a.example", Depth: 2, Parent: l.URL}}})
+	tf.reopen()
+	if a, u := keysIn(tf, bucketRecords), keysIn(tf, bucketURLs); a != 1 || u != 6 {
+		t.Errorf("%d appended, %d by fingerprint; want 1 and 6", a, u)
+	}
+	if s := tf.state("http://a.example/new"); s.State != "queued" || s.Parent != "http://a.example/q2" || s.Depth != 2 {
+		t.Errorf("new link: %+v", s)
+	}
+	if l := tf.lease(t0, "a.example"); l.URL != "http://a.example/new" {
+		t.Errorf("leased %s, want http://a.example/new", l.URL)
+	}
+	if c := tf.Counts(); c.Queued != 3 || c.Delayed != 1 || c.Fetched != 3 || c.Failed != 1 || c.InFlight != 1 {
+		t.Errorf("Counts = %+v", c)
+	}
+}

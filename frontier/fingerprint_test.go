@@ -73,7 +73,7 @@ func TestFingerprintCollision(t *testing.T) {
 		t.Fatalf("no appended record of http://a/x (%v)", err)
 	}
 	tf.seen.claim(y) // as Open would load it
-	tf.seen.placed(y, loc)
+	tf.seen.placed([]fpLoc{{y, loc}})
 	tf.seen.end([]uint64{y}, true)
 	for _, reopen := range []bool{false, true} {
 		if reopen {

@@ -253,13 +253,16 @@ func (s *seenSet) roomy() bool {
 	return s.state == setComplete && len(s.base)+len(s.delta)+len(s.pending) <= s.max
 }
 
-// placed records that the record of claimed fp was written at loc in bucketRecords.
-func (s *seenSet) placed(fp uint64, loc uint32) {
+// placed records that the records of claimed fingerprints were written in bucketRecords at
+// their places.
+func (s *seenSet) placed(fps []fpLoc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p, ok := s.pending[fp]; ok {
-		p.loc = loc
-		s.pending[fp] = p
+	for _, f := range fps {
+		if p, ok := s.pending[f.fp]; ok {
+			p.loc = f.loc
+			s.pending[f.fp] = p
+		}
 	}
 }
 

@@ -53,7 +53,7 @@ func TestSeenSetAnswers(t *testing.T) {
 						}
 						if rng.IntN(2) == 0 && s.roomy() {
 							next++
-							s.placed(fp, next)
+							s.placed([]fpLoc{{fp, next}})
 							placed[fp] = next
 							if loc, ok := s.locate(fp); !ok || loc != next {
 								t.Fatalf("pending %x placed at %d is located at %d, %v", fp, next, loc, ok)

@@ -426,6 +426,7 @@ func (t *txn) flush() error {
 	fps := slices.Sorted(maps.Keys(t.added))
 	keys := make([]byte, 0, 16*len(fps)) // bbolt keeps the keys until the commit
 	appending := t.claims != nil && t.claims.set.roomy()
+	var placed []fpLoc
 	for _, fp := range fps {
 		keys = binary.BigEndian.AppendUint64(keys, fp)
 		key := keys[len(keys)-8:]
@@ -439,7 +440,7 @@ func (t *txn) flush() error {
 				if err := t.records.Put(keys[len(keys)-8:], recordValue(key, t.added[fp])); err != nil {
 					return err
 				}
-				t.claims.set.placed(fp, uint32(seq))
+				placed = append(placed, fpLoc{fp, uint32(seq)})
 				continue
 			}
 			appending = false
@@ -447,6 +448,9 @@ func (t *txn) flush() error {
 		if err := t.urls.Put(key, t.added[fp]); err != nil {
 			return err
 		}
+	}
+	if len(placed) > 0 {
+		t.claims.set.placed(placed)
 	}
 	t.added = nil
 	return nil

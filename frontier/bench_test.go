@@ -3,14 +3,12 @@ package frontier
 import (
 	"bufio"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -142,7 +140,7 @@ func frontierBytes(b *testing.B, db *storage.DB) (all, records, queue int) {
 			n := st.BranchAlloc + st.LeafAlloc
 			all += n
 			switch string(name) {
-			case string(bucketURLs), string(bucketSeen):
+			case string(bucketRecords), string(bucketURLs), string(bucketSeen):
 				records += n
 			case string(bucketQueue), string(bucketQueues):
 				queue += n
@@ -231,14 +229,7 @@ func BenchmarkQueue10M(b *testing.B) {
 		runtime.GC()
 		os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 		dir := b.TempDir()
-		db, err := storage.Open(dir, &storage.Options{NoSync: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		f, err := Open(db, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
+		db, f := openBench(b, dir, &storage.Options{NoSync: true})
 		peaks := samplePeaks(b, 5*time.Millisecond, 20)
 		hostName := func(h int) string { return fmt.Sprintf("www.host%05d.example", h) }
 		var next atomic.Int64 // number of the next new URL
@@ -257,50 +248,34 @@ func BenchmarkQueue10M(b *testing.B) {
 		start := time.Now()
 		now := time.Now()
 		var turn atomic.Int64
-		var failed atomic.Value
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(w), 1))
-				for failed.Load() == nil {
-					if c := f.Counts(); c.Queued+c.Fetched >= target {
-						return
-					}
-					h := int(turn.Add(1) % hosts)
-					l, ok, err := f.Lease(now, hostName(h))
-					if err != nil {
-						failed.Store(err)
-						return
-					}
-					if !ok {
-						continue
-					}
-					links := make([]Entry, 0, newLinks+seenLinks)
-					for i := range newLinks {
-						lh := h
-						if i%5 == 4 {
-							lh = rng.IntN(hosts)
-						}
-						e := newURL(lh)
-						e.Parent = l.URL
-						links = append(links, e)
-					}
-					for range seenLinks {
-						s := seeds[rng.IntN(hosts)]
-						s.Parent = l.URL
-						links = append(links, s)
-					}
-					if err := f.Complete(l, Result{Kind: Fetched, Links: links}); err != nil {
-						failed.Store(err)
-						return
-					}
+		rngs := workerRNGs(workers, 1)
+		runWorkers(b, workers, func(w int) (bool, error) {
+			rng := rngs[w]
+			if c := f.Counts(); c.Queued+c.Fetched >= target {
+				return false, nil
+			}
+			h := int(turn.Add(1) % hosts)
+			l, ok, err := f.Lease(now, hostName(h))
+			if err != nil || !ok {
+				return err == nil, err
+			}
+			links := make([]Entry, 0, newLinks+seenLinks)
+			for i := range newLinks {
+				lh := h
+				if i%5 == 4 {
+					lh = rng.IntN(hosts)
 				}
-			})
-		}
-		wg.Wait()
-		if err, _ := failed.Load().(error); err != nil {
-			b.Fatal(err)
-		}
+				e := newURL(lh)
+				e.Parent = l.URL
+				links = append(links, e)
+			}
+			for range seenLinks {
+				s := seeds[rng.IntN(hosts)]
+				s.Parent = l.URL
+				links = append(links, s)
+			}
+			return true, f.Complete(l, Result{Kind: Fetched, Links: links})
+		})
 		dur := time.Since(start)
 		peaks.end()
 		st := procStatus(b)
@@ -332,13 +307,7 @@ func BenchmarkQueue10M(b *testing.B) {
 		debug.FreeOSMemory()
 		os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 		start = time.Now()
-		db, err = storage.Open(dir, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := Open(db, nil); err != nil {
-			b.Fatal(err)
-		}
+		db, _ = openBench(b, dir, nil)
 		b.ReportMetric(time.Since(start).Seconds(), "open-s")
 		b.ReportMetric(float64(procStatus(b)["VmHWM"])/1024, "open-peak-RSS-MB")
 		db.Close()

@@ -5,7 +5,6 @@ package frontier
 import (
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,9 +60,6 @@ func BenchmarkCompleteNewHosts(b *testing.B) {
 
 // processCPU returns the user and system CPU time the process has used.
 func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	c := processCPUs(b)
+	return c.user + c.sys
 }

@@ -26,6 +26,9 @@ func (f *Frontier) Check() error {
 	f.promoteMu.Lock()
 	defer f.promoteMu.Unlock()
 
+	if err := f.index(); err != nil {
+		return fmt.Errorf("frontier: check: %w", err)
+	}
 	c := &checker{f: f, hosts: map[string]*tally{}, failedBy: map[string]int{}, excludedBy: map[string]int{}, disk: map[string]int{}}
 	err := f.bolt.View(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketURLs) == nil || tx.Bucket(bucketHosts) == nil || tx.Bucket(bucketCounts) == nil {
@@ -88,20 +91,24 @@ func (c *checker) host(h string) *tally {
 	return t
 }
 
-// checkRecords checks each record: it decodes, is keyed by its URL's fingerprint, is in the
-// in-memory seen-set, and, if queued, has the queue or delayed entry it names, of its host and
-// its URL (and otherwise names none). It tallies the records by host, state and reason.
+// checkRecords checks each record: it decodes, is named by its URL's fingerprint, is in the
+// in-memory seen-set, which finds it where it is (one record per fingerprint), and, if queued,
+// has the queue or delayed entry it names, of its host and its URL (and otherwise names none).
+// It tallies the records by host, state and reason.
 func (c *checker) checkRecords(t *txn) error {
-	return t.urls.ForEach(func(k, v []byte) error {
+	return t.eachRecord(func(at place, v []byte) error {
+		k := at.key
 		r, err := t.record(v)
 		if err != nil {
 			c.bad("record %x: %v", k, err)
 			return nil
 		}
-		if len(k) != 8 || r.url == "" || !bytes.Equal(fpBytes(sum(c.f.key, r.url)), k) {
+		if found, _ := t.get(k); len(k) != 8 || r.url == "" || !bytes.Equal(fpBytes(sum(c.f.key, r.url)), k) {
 			c.bad("record %x is of %q, whose fingerprint is another", k, r.url)
 		} else if !c.f.seen.holds(binary.BigEndian.Uint64(k)) {
 			c.bad("%q is not in the in-memory seen-set", r.url)
+		} else if !bytes.Equal(found.seq, at.seq) {
+			c.bad("%q: the in-memory seen-set finds its record at %x, not at %x", r.url, found.seq, at.seq)
 		}
 		c.count(r, r.state == stQueued && c.checkQueued(t, k, r))
 		if r.state != stQueued && r.qkey != nil {

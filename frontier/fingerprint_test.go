@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -51,25 +52,29 @@ func BenchmarkFingerprint(b *testing.B) {
 }
 
 // TestFingerprintCollision makes two URLs collide, as two URLs with the same fingerprint would,
-// by moving one's record under the other's fingerprint: the second is then taken as seen (not
+// by naming one's record by the other's fingerprint: the second is then taken as seen (not
 // queued, in memory and on disk alike), State says it was never seen, and the record stays the
 // first one's. Check reports the record that is not under its own fingerprint.
 func TestFingerprintCollision(t *testing.T) {
 	tf := newTestFrontier(t)
 	tf.add("http://a/x")
+	x, y := fpBytes(sum(tf.key, "http://a/x")), sum(tf.key, "http://a/y")
+	var loc uint32 // of x's record in bucketRecords
 	err := tf.db.Bolt().Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketURLs)
-		k := fpBytes(sum(tf.key, "http://a/x"))
-		v := bytes.Clone(b.Get(k))
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-		return b.Put(fpBytes(sum(tf.key, "http://a/y")), v)
+		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			if bytes.Equal(v[:8], x) {
+				loc = uint32(binary.BigEndian.Uint64(k))
+				return tx.Bucket(bucketRecords).Put(bytes.Clone(k), recordValue(fpBytes(y), bytes.Clone(v[8:])))
+			}
+			return nil
+		})
 	})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || loc == 0 {
+		t.Fatalf("no appended record of http://a/x (%v)", err)
 	}
-	tf.seen.end([]uint64{sum(tf.key, "http://a/y")}, true) // as Open would load it
+	tf.seen.claim(y) // as Open would load it
+	tf.seen.placed([]fpLoc{{y, loc}})
+	tf.seen.end([]uint64{y}, true)
 	for _, reopen := range []bool{false, true} {
 		if reopen {
 			if err := tf.db.Close(); err != nil {

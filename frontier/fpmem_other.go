@@ -2,5 +2,5 @@
 
 package frontier
 
-// reserveFPs returns nil: the set grows on the heap.
-func reserveFPs[T any](owner *T, n int) []uint64 { return nil }
+// reserve returns nil: the slice grows on the heap.
+func reserve[E, T any](owner *T, n int) []E { return nil }

@@ -119,12 +119,14 @@ type Options struct {
 	HostBudget int
 
 	// SeenInMemory bounds how many URLs have their fingerprint in the in-memory seen-set (about
-	// 9 bytes each, see docs/frontier.md); 0 means DefaultSeenInMemory. Past the bound, a URL
-	// the set does not hold is looked up in the store.
+	// 13 bytes each, see docs/frontier.md); 0 means DefaultSeenInMemory. Past the bound, a URL
+	// the set does not hold is looked up in the store, and new records are kept by fingerprint
+	// rather than appended. A store reopened with a lower bound than it has appended records
+	// holds them all.
 	SeenInMemory int
 }
 
-// DefaultSeenInMemory is Options.SeenInMemory's default: 16M URLs, about 150 MB.
+// DefaultSeenInMemory is Options.SeenInMemory's default: 16M URLs, about 210 MB.
 const DefaultSeenInMemory = 1 << 24
 
 // Counts are the frontier's totals. Every URL ever learned is counted in exactly one of
@@ -180,8 +182,10 @@ type Frontier struct {
 	bolt     *storage.DB // its View, Update and Batch return storage.ErrDamaged for a damaged file
 	readOnly bool
 	budget   int      // Options.HostBudget
-	seen     *seenSet // fingerprints of the seen-set's URLs; nil on a read-only store
-	key      fpKey    // of the store's fingerprints (zero on a read-only store without bucketURLs)
+	seen     *seenSet // fingerprints of the seen-set's URLs and where their records are; on a read-only store nil until index
+	indexed  sync.Once
+	indexErr error
+	key      fpKey // of the store's fingerprints (zero on a read-only store without bucketURLs)
 	upgraded upgradeStats
 
 	leaseMu   sync.Mutex   // serializes Lease (no two leases pick the same key) against Complete's unlease (no lease picks a key from a snapshot older than its completion); taken before mu
@@ -471,19 +475,31 @@ func (f *Frontier) Idle() bool {
 	return f.total.Queued == 0 && f.leases == 0
 }
 
+// index makes f.seen on a read-only store, once: where the records of bucketRecords are. A
+// writable store has it from Open.
+func (f *Frontier) index() error {
+	if f.readOnly {
+		f.indexed.Do(func() { f.seen, f.indexErr = loadSeen(f.db, 0) })
+	}
+	return f.indexErr
+}
+
 // State returns what is recorded about url, and whether it was ever seen.
 func (f *Frontier) State(url string) (URLState, bool, error) {
 	var s URLState
 	var ok bool
-	err := f.bolt.View(func(tx *bbolt.Tx) error {
-		_, r, found, err := f.reader(tx).find(url)
-		if err != nil || !found {
-			return err
-		}
-		ok = true
-		s = r.public()
-		return nil
-	})
+	err := f.index()
+	if err == nil {
+		err = f.bolt.View(func(tx *bbolt.Tx) error {
+			_, r, found, err := f.reader(tx).find(url)
+			if err != nil || !found {
+				return err
+			}
+			ok = true
+			s = r.public()
+			return nil
+		})
+	}
 	if err != nil {
 		return URLState{}, false, fmt.Errorf("frontier: state of %s: %w", url, err)
 	}

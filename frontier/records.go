@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 
 // On-disk layout, all in storage's bbolt file:
 //
-//	frontier/urls     fingerprint(URL) (8, BE)  -> record with the URL: the one state of every URL
+//	frontier/records  seq(8, BE)                -> fingerprint(URL) (8, BE) and the record with the URL
+//	frontier/urls     fingerprint(URL) (8, BE)  -> record with the URL
 //	frontier/queues   hostID(4, BE)             -> the host's queue: a bucket of
 //	                                               seq(8, BE) -> 0x03 and the fingerprint of the URL's record
 //	frontier/delayed  notBefore(8, BE) seq(8)   -> uvarint(len host) host URL   (retries waiting)
@@ -22,6 +24,13 @@ import (
 //
 //	frontier/meta     "fingerprint-key"         -> the store's fpKey (16 bytes)
 //
+// Every URL has one record, in frontier/records or in frontier/urls, and is named by its
+// fingerprint wherever it is referred to (queue entries, parents). A new URL's record is
+// appended to frontier/records (seq from the bucket's sequence, at most 2^32-1) while the
+// in-memory seen-set, which keeps each record's seq, has room for it (seenSet.roomy); past
+// that, and in stores written before frontier/records, it is kept in frontier/urls under its
+// fingerprint.
+//
 // A queued URL's record holds the key of its queue or delayed entry, so each entry and each
 // queued record point at each other (Check verifies it). The key of an entry in frontier/queues
 // is written idQueueKey(hostID, seq) (0x00, which no host starts with, hostID, seq) wherever a
@@ -30,6 +39,7 @@ import (
 // This is format 3 (docs/frontier.md): every record is a version 4 record in frontier/urls.
 // Stores of formats 1 and 2 are upgraded to it when opened (upgrade.go, which alone reads them).
 var (
+	bucketRecords = []byte("frontier/records")
 	bucketURLs    = []byte("frontier/urls")
 	bucketMeta    = []byte("frontier/meta")
 	bucketQueues  = []byte("frontier/queues")
@@ -37,8 +47,26 @@ var (
 	bucketHosts   = []byte("frontier/hosts")
 	bucketHostIDs = []byte("frontier/hostids")
 	bucketCounts  = []byte("frontier/counts")
-	allBuckets    = [][]byte{bucketURLs, bucketMeta, bucketQueues, bucketDelayed, bucketHosts, bucketHostIDs, bucketCounts}
+	allBuckets    = [][]byte{bucketRecords, bucketURLs, bucketMeta, bucketQueues, bucketDelayed, bucketHosts, bucketHostIDs, bucketCounts}
 )
+
+// recordKey is the key of the record at place loc of bucketRecords.
+func recordKey(loc uint32) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(loc))
+}
+
+// recordValue is the value in bucketRecords of the record enc of fingerprint key fp.
+func recordValue(fp, enc []byte) []byte {
+	return append(append(make([]byte, 0, 8+len(enc)), fp...), enc...)
+}
+
+// splitRecordValue returns the fingerprint key and the record of bucketRecords' entry k, v.
+func splitRecordValue(k, v []byte) (fp, enc []byte, err error) {
+	if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > math.MaxUint32 || len(v) < 8 {
+		return nil, nil, fmt.Errorf("an appended record's key %x or value %x is not one", k, v[:min(len(v), 8)])
+	}
+	return v[:8], v[8:], nil
+}
 
 // maxDetail caps the Detail text kept per URL.
 const maxDetail = 1024

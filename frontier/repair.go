@@ -101,7 +101,7 @@ func Repair(db *storage.DB, opts *RepairOptions) (RepairStats, error) {
 	rebuild := func(st *RepairStats) error { return f.rebuildRecords(db, o, st) }
 	// repairRecords runs twice: a record whose parent's record the first pass dropped (it did
 	// not decode, or it was a copy of another) forgets its parent in the second.
-	for _, step := range []func(*RepairStats) error{f.repairIndexes, rebuild, f.repairRecords, f.repairRecords, f.removeOrphans, f.rewriteCounters} {
+	for _, step := range []func(*RepairStats) error{f.unappend, f.repairIndexes, rebuild, f.repairRecords, f.repairRecords, f.removeOrphans, f.rewriteCounters} {
 		if err == nil {
 			err = step(&st)
 		}
@@ -113,6 +113,44 @@ func Repair(db *storage.DB, opts *RepairOptions) (RepairStats, error) {
 }
 
 var errNothingToRepair = errors.New("no frontier")
+
+// unappend moves every record of bucketRecords to bucketURLs under its fingerprint key (where
+// the steps after it look for records), repairChunk per transaction: each record is in one of
+// the two at every commit. An entry that is not a record is dropped (Dropped). An appended
+// record replaces one of bucketURLs under the same key: the appended one is the one the
+// frontier finds.
+func (f *Frontier) unappend(st *RepairStats) error {
+	for more := true; more; {
+		var dropped int
+		err := f.bolt.Update(func(tx *bbolt.Tx) error {
+			dropped = 0
+			recs, urls := tx.Bucket(bucketRecords), tx.Bucket(bucketURLs)
+			c := recs.Cursor()
+			n := 0
+			for k, v := c.First(); k != nil; k, v = c.First() {
+				if n == repairChunk {
+					return nil
+				}
+				n++
+				if fp, enc, err := splitRecordValue(k, v); err != nil {
+					dropped++
+				} else if err := urls.Put(bytes.Clone(fp), bytes.Clone(enc)); err != nil {
+					return err
+				}
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+			more = false
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		st.Dropped += dropped
+	}
+	return nil
+}
 
 // repairIndexes restores a host's name ↔ ID entry from whichever index kept it, and moves the
 // host ID, delayed and queue sequences past the keys in use.
@@ -299,7 +337,7 @@ func (t *txn) repairRecord(k []byte, st *RepairStats) error {
 		if r.qkey, err = t.nextQueueKey(r.hostID); err != nil {
 			return err
 		}
-		if err := t.qPut(r.qkey, place{k}.queueValue()); err != nil {
+		if err := t.qPut(r.qkey, place{key: k}.queueValue()); err != nil {
 			return err
 		}
 		if refetch {

@@ -96,30 +96,33 @@ func (f *Frontier) Revise(decide func(URLRecord) Verdict) (Revised, error) {
 	if leases > 0 {
 		return out, ErrLeased
 	}
-	var after []byte
-	for {
-		var d *delta
-		var next []byte
-		var chunk Revised
-		err := f.bolt.Update(func(tx *bbolt.Tx) error {
-			d = newDelta()
-			chunk = Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
-			var err error
-			next, err = reviseChunkTx(f.newTxn(tx, d), after, decide, &chunk)
-			return err
-		})
-		if err != nil {
-			return out, fmt.Errorf("frontier: revise: %w", err)
+	for _, name := range recordBuckets {
+		var after []byte
+		for {
+			var d *delta
+			var next []byte
+			var chunk Revised
+			err := f.bolt.Update(func(tx *bbolt.Tx) error {
+				d = newDelta()
+				chunk = Revised{RequeuedFailed: map[string]int{}, RequeuedExcluded: map[string]int{}, Excluded: map[string]int{}}
+				var err error
+				next, err = reviseChunkTx(f.newTxn(tx, d), name, after, decide, &chunk)
+				return err
+			})
+			if err != nil {
+				return out, fmt.Errorf("frontier: revise: %w", err)
+			}
+			f.mu.Lock()
+			f.apply(d)
+			f.mu.Unlock()
+			out.Add(chunk)
+			if next == nil {
+				break
+			}
+			after = next
 		}
-		f.mu.Lock()
-		f.apply(d)
-		f.mu.Unlock()
-		out.Add(chunk)
-		if next == nil {
-			return out, nil
-		}
-		after = next
 	}
+	return out, nil
 }
 
 // revision is one URL Revise looked at, with what it decided.
@@ -130,15 +133,17 @@ type revision struct {
 	v   Verdict
 }
 
-// reviseChunkTx is one Revise transaction: the records after key after (from the first when
-// nil), at most reviseChunk of them. It returns the last key looked at, or nil at the end.
-func reviseChunkTx(t *txn, after []byte, decide func(URLRecord) Verdict, out *Revised) ([]byte, error) {
+// reviseChunkTx is one Revise transaction: the records of bucket name after key after (from the
+// first when nil), at most reviseChunk of them. It returns the last key looked at, or nil at
+// the end.
+func reviseChunkTx(t *txn, name, after []byte, decide func(URLRecord) Verdict, out *Revised) ([]byte, error) {
 	var todo []revision
 	var last []byte
-	if t.urls == nil {
+	b := t.tx.Bucket(name)
+	if b == nil {
 		return nil, nil
 	}
-	c := t.urls.Cursor()
+	c := b.Cursor()
 	k, v := c.First()
 	if after != nil {
 		k, v = c.Seek(after)
@@ -151,12 +156,16 @@ func reviseChunkTx(t *txn, after []byte, decide func(URLRecord) Verdict, out *Re
 			break
 		}
 		last = append([]byte(nil), k...)
-		rec, err := t.record(v)
+		at, enc, err := recordAt(name, last, v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		rec, err := t.record(enc)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
 		}
 		verdict := decide(URLRecord{URL: rec.url, URLState: rec.public()})
-		todo = append(todo, revision{at: place{last}, url: rec.url, rec: rec, v: verdict})
+		todo = append(todo, revision{at: at, url: rec.url, rec: rec, v: verdict})
 	}
 	for _, r := range todo {
 		if err := t.revise(r, out); err != nil {
@@ -274,21 +283,51 @@ func (r record) public() URLState {
 // error (which Walk returns), in no particular order (of their fingerprints). fn must not call
 // the Frontier.
 func (f *Frontier) Walk(fn func(URLRecord) error) error {
+	if err := f.index(); err != nil {
+		return fmt.Errorf("frontier: walk: %w", err)
+	}
 	return f.bolt.View(func(tx *bbolt.Tx) error {
 		t := f.reader(tx)
-		if t.urls == nil {
-			return nil
-		}
-		c := t.urls.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
+		return t.eachRecord(func(_ place, v []byte) error {
 			rec, err := t.record(v)
 			if err != nil {
-				return fmt.Errorf("%w: %q: %v", ErrCorrupt, k, err)
+				return fmt.Errorf("%w: %v", ErrCorrupt, err)
 			}
-			if err := fn(URLRecord{URL: rec.url, URLState: rec.public()}); err != nil {
-				return err
-			}
-		}
-		return nil
+			return fn(URLRecord{URL: rec.url, URLState: rec.public()})
+		})
 	})
+}
+
+// recordBuckets are the buckets that hold records, in the order Revise and Walk visit them.
+var recordBuckets = [][]byte{bucketRecords, bucketURLs}
+
+// recordAt returns the place and the record of entry k, v of bucket name (one of
+// recordBuckets).
+func recordAt(name, k, v []byte) (place, []byte, error) {
+	if bytes.Equal(name, bucketRecords) {
+		fp, enc, err := splitRecordValue(k, v)
+		return place{fp, k}, enc, err
+	}
+	return place{k, nil}, v, nil
+}
+
+// eachRecord calls fn for every record, with its place, until fn returns an error; a record of
+// bucketRecords whose entry is not one is an error wrapping ErrCorrupt.
+func (t *txn) eachRecord(fn func(at place, v []byte) error) error {
+	for _, name := range recordBuckets {
+		b := t.tx.Bucket(name)
+		if b == nil {
+			continue
+		}
+		if err := b.ForEach(func(k, v []byte) error {
+			at, enc, err := recordAt(name, k, v)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			}
+			return fn(at, enc)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

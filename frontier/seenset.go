@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -30,46 +31,74 @@ const (
 )
 
 // seenSet holds the fingerprints of the URLs the store's seen-set holds, so that a link already
-// seen is answered without touching the store (see docs/frontier.md for the layout and its cost,
-// about 9 bytes per URL). Fingerprints claimed by a write transaction are pending until it
-// commits (then they join the set) or rolls back (then they are released); a pending one is
+// seen is answered without touching the store, and for each the place of its record: its key in
+// bucketRecords, or 0 for a record in bucketURLs (see docs/frontier.md for the layout and its
+// cost, about 13 bytes per URL). Fingerprints claimed by a write transaction are pending until
+// it commits (then they join the set) or rolls back (then they are released); a pending one is
 // answered answerAsk, so a transaction never trusts a fingerprint that may not be on disk.
+//
+// Every record of bucketRecords has its fingerprint in the set: the bound (max) stops the set
+// taking fingerprints whose record is in bucketURLs, and the frontier appends a record to
+// bucketRecords only while the set has room for it (roomy).
 //
 // A seenSet is safe for concurrent use; a nil *seenSet answers answerAsk and keeps nothing.
 type seenSet struct {
 	mu      sync.Mutex
-	base    []uint64            // sorted
-	dir     []uint32            // dir[i]: first index of base whose top dirBits bits are >= i; len 1<<dirBits + 1
-	dirBits uint                // bits of a fingerprint that index dir
-	delta   map[uint64]struct{} // committed, not yet merged into base
-	pending map[uint64]int32    // claimed by transactions not yet ended, with how many claim each
-	max     int                 // most fingerprints kept
+	base    []uint64             // sorted
+	locs    []uint32             // locs[i]: the place of base[i]'s record
+	dir     []uint32             // dir[i]: first index of base whose top dirBits bits are >= i; len 1<<dirBits + 1
+	dirBits uint                 // bits of a fingerprint that index dir
+	delta   map[uint64]uint32    // committed, not yet merged into base, with their places
+	pending map[uint64]pendingFP // claimed by transactions not yet ended
+	max     int                  // most fingerprints kept
 	state   completeness
+}
+
+// pendingFP is a claimed fingerprint: how many transactions claim it, and the place its record
+// was written at (0: none yet, or in bucketURLs).
+type pendingFP struct {
+	n   int32
+	loc uint32
+}
+
+// fpLoc is a fingerprint with the place of its record.
+type fpLoc struct {
+	fp  uint64
+	loc uint32
 }
 
 // newSeenSet returns an empty set bounded to max fingerprints: fill it with add, then call
 // sorted.
 func newSeenSet(max int) *seenSet {
-	s := &seenSet{max: max, delta: make(map[uint64]struct{}), pending: make(map[uint64]int32)}
-	s.base = reserveFPs(s, max)
+	s := &seenSet{max: max, delta: make(map[uint64]uint32), pending: make(map[uint64]pendingFP)}
+	s.base = reserve[uint64](s, max)
+	s.locs = reserve[uint32](s, max)
 	return s
 }
 
-// add appends fp to an unsorted set not yet shared, and reports false (marking the set
-// partial) if it is full.
+// add appends fp, whose record is in bucketURLs, to a set not yet shared, and reports false (marking the set partial) if it is full.
 func (s *seenSet) add(fp uint64) bool {
 	if len(s.base) == s.max {
 		s.state = setPartial
 		return false
 	}
 	s.base = append(s.base, fp)
+	s.locs = append(s.locs, 0)
 	return true
 }
 
-// sorted sorts what add added and makes the set ready for use.
-func (s *seenSet) sorted() *seenSet {
-	slices.Sort(s.base)
+// sorted adds records, the fingerprints of bucketRecords with their places (in any order), to
+// what add added, past the bound if need be (the set is then partial), and makes the set ready
+// for use.
+func (s *seenSet) sorted(records []fpLoc) *seenSet {
+	slices.Sort(s.base) // every place added so far is 0
 	s.base = slices.Compact(s.base)
+	s.locs = s.locs[:len(s.base)]
+	slices.SortFunc(records, func(a, b fpLoc) int { return cmp.Compare(a.fp, b.fp) })
+	s.mergeSorted(records)
+	if len(s.base) > s.max {
+		s.state = setPartial
+	}
 	s.index()
 	return s
 }
@@ -77,35 +106,68 @@ func (s *seenSet) sorted() *seenSet {
 // loadChunk is how many keys loadSeen reads per read transaction.
 var loadChunk = 1 << 16 // a variable for tests
 
-// loadSeen returns a set of the fingerprints of db's URL records (the keys of bucketURLs),
-// bounded to limit. It reads loadChunk keys per transaction
-// and gives the pages it read back to the kernel after each (storage.DB.TrimRSS), so that
-// loading a big store does not map all of it at once. Nothing may write the frontier meanwhile.
+// loadSeen returns a set of the fingerprints of db's URL records (the keys of bucketURLs, the
+// fingerprints in bucketRecords' values), bounded to limit but for those of bucketRecords, which
+// it always holds. It reads loadChunk keys per transaction and gives the pages it read back to
+// the kernel after each (storage.DB.TrimRSS), so that loading a big store does not map all of
+// it at once. Nothing may write the frontier meanwhile.
 func loadSeen(db *storage.DB, limit int) (*seenSet, error) {
 	s := newSeenSet(limit)
+	var records []fpLoc
+	if err := scanChunks(db, bucketRecords, func(k, v []byte) (bool, error) {
+		fp, _, err := splitRecordValue(k, v)
+		if err != nil {
+			return false, db.Damage(err.Error())
+		}
+		records = append(records, fpLoc{binary.BigEndian.Uint64(fp), uint32(binary.BigEndian.Uint64(k))})
+		return true, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := scanChunks(db, bucketURLs, func(k, _ []byte) (bool, error) {
+		if len(k) != 8 {
+			return false, db.Damage(fmt.Sprintf("a URL record's key is %d bytes (%x), not a fingerprint's 8", len(k), k))
+		}
+		if len(s.base)+len(records) >= limit {
+			s.state = setPartial
+			return false, nil
+		}
+		return s.add(binary.BigEndian.Uint64(k)), nil
+	}); err != nil {
+		return nil, err
+	}
+	return s.sorted(records), nil
+}
+
+// scanChunks calls fn for the keys and values of bucket name in db, in key order, loadChunk
+// per read transaction, trimming the mapped pages after each, until fn returns false or an
+// error.
+func scanChunks(db *storage.DB, name []byte, fn func(k, v []byte) (bool, error)) error {
 	var after []byte
-	for more := true; more && s.state == setComplete; {
+	for more := true; more; {
 		err := db.View(func(tx *bbolt.Tx) error {
-			b := tx.Bucket(bucketURLs)
+			b := tx.Bucket(name)
 			if b == nil {
 				more = false
 				return nil
 			}
 			c := b.Cursor()
-			k, _ := c.First()
+			k, v := c.First()
 			if after != nil {
-				if k, _ = c.Seek(after); bytes.Equal(k, after) {
-					k, _ = c.Next()
+				if k, v = c.Seek(after); bytes.Equal(k, after) {
+					k, v = c.Next()
 				}
 			}
 			n := 0
-			for ; k != nil && n < loadChunk; k, _ = c.Next() {
+			for ; k != nil && n < loadChunk; k, v = c.Next() {
 				n++
 				after = k
-				if len(k) != 8 {
-					return db.Damage(fmt.Sprintf("a URL record's key is %d bytes (%x), not a fingerprint's 8", len(k), k))
+				ok, err := fn(k, v)
+				if err != nil {
+					return err
 				}
-				if !s.add(binary.BigEndian.Uint64(k)) {
+				if !ok {
+					more = false
 					return nil
 				}
 			}
@@ -113,11 +175,11 @@ func loadSeen(db *storage.DB, limit int) (*seenSet, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_ = db.TrimRSS() // best effort: only memory is at stake
 	}
-	return s.sorted(), nil
+	return nil
 }
 
 // index rebuilds dir for base; s.mu must be held (or s not yet shared).
@@ -145,16 +207,63 @@ func (s *seenSet) top(fp uint64) uint64 {
 
 // hasLocked reports whether fp is committed; s.mu must be held.
 func (s *seenSet) hasLocked(fp uint64) bool {
-	if _, ok := s.delta[fp]; ok {
-		return true
+	_, ok := s.findLocked(fp)
+	return ok
+}
+
+// findLocked returns the place of committed fp's record, and whether fp is committed; s.mu must
+// be held.
+func (s *seenSet) findLocked(fp uint64) (uint32, bool) {
+	if loc, ok := s.delta[fp]; ok {
+		return loc, true
 	}
 	t := s.top(fp)
-	for _, v := range s.base[s.dir[t]:s.dir[t+1]] {
+	lo := int(s.dir[t])
+	for i, v := range s.base[lo:s.dir[t+1]] {
 		if v >= fp {
-			return v == fp
+			return s.locs[lo+i], v == fp
 		}
 	}
-	return false
+	return 0, false
+}
+
+// locate returns the key in bucketRecords of the record of fp, committed or written by a
+// transaction that has not ended, and whether it has one there.
+func (s *seenSet) locate(fp uint64) (uint32, bool) {
+	if s == nil {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if loc, ok := s.findLocked(fp); ok {
+		return loc, loc != 0
+	}
+	p := s.pending[fp]
+	return p.loc, p.loc != 0
+}
+
+// roomy reports whether the set can take, besides what it holds and what is pending, the
+// fingerprints pending now: whether a transaction may append their records to bucketRecords.
+func (s *seenSet) roomy() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == setComplete && len(s.base)+len(s.delta)+len(s.pending) <= s.max
+}
+
+// placed records that the records of claimed fingerprints were written in bucketRecords at
+// their places.
+func (s *seenSet) placed(fps []fpLoc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range fps {
+		if p, ok := s.pending[f.fp]; ok {
+			p.loc = f.loc
+			s.pending[f.fp] = p
+		}
+	}
 }
 
 // lookup answers for fp.
@@ -167,7 +276,7 @@ func (s *seenSet) lookup(fp uint64) answer {
 	switch {
 	case s.hasLocked(fp):
 		return answerSeen
-	case s.pending[fp] > 0 || s.state == setPartial:
+	case s.pending[fp].n > 0 || s.state == setPartial:
 		return answerAsk
 	}
 	return answerNew
@@ -179,7 +288,9 @@ func (s *seenSet) claim(fp uint64) {
 		return
 	}
 	s.mu.Lock()
-	s.pending[fp]++
+	p := s.pending[fp]
+	p.n++
+	s.pending[fp] = p
 	s.mu.Unlock()
 }
 
@@ -192,19 +303,23 @@ func (s *seenSet) end(fps []uint64, committed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, fp := range fps {
-		if n := s.pending[fp] - 1; n > 0 {
-			s.pending[fp] = n
+		p := s.pending[fp]
+		if p.n--; p.n > 0 {
+			if !committed {
+				p.loc = 0 // the record was rolled back with its transaction
+			}
+			s.pending[fp] = p
 		} else {
 			delete(s.pending, fp)
 		}
 		if !committed || s.hasLocked(fp) {
 			continue
 		}
-		if len(s.base)+len(s.delta) >= s.max {
+		if p.loc == 0 && len(s.base)+len(s.delta) >= s.max {
 			s.state = setPartial
 			continue
 		}
-		s.delta[fp] = struct{}{}
+		s.delta[fp] = p.loc // one in bucketRecords is kept whatever the bound (see roomy)
 	}
 	if len(s.delta) >= max(1<<14, len(s.base)/64) {
 		s.merge()
@@ -214,25 +329,32 @@ func (s *seenSet) end(fps []uint64, committed bool) {
 // merge moves delta into base; s.mu must be held. It merges in place from the back, so base
 // grows by append's rule and no second copy of it is made unless its capacity runs out.
 func (s *seenSet) merge() {
-	add := make([]uint64, 0, len(s.delta))
-	for fp := range s.delta {
-		add = append(add, fp)
+	add := make([]fpLoc, 0, len(s.delta))
+	for fp, loc := range s.delta {
+		add = append(add, fpLoc{fp, loc})
 	}
-	slices.Sort(add)
+	slices.SortFunc(add, func(a, b fpLoc) int { return cmp.Compare(a.fp, b.fp) })
+	s.mergeSorted(add)
+	clear(s.delta)
+	s.index()
+}
+
+// mergeSorted merges add, sorted and holding no fingerprint of base, into base, in place from
+// the back.
+func (s *seenSet) mergeSorted(add []fpLoc) {
 	n := len(s.base)
 	s.base = slices.Grow(s.base, len(add))[:n+len(add)]
+	s.locs = slices.Grow(s.locs, len(add))[:n+len(add)]
 	i, j := n-1, len(add)-1
 	for k := len(s.base) - 1; j >= 0; k-- {
-		if i >= 0 && s.base[i] > add[j] {
-			s.base[k] = s.base[i]
+		if i >= 0 && s.base[i] > add[j].fp {
+			s.base[k], s.locs[k] = s.base[i], s.locs[i]
 			i--
 		} else {
-			s.base[k] = add[j]
+			s.base[k], s.locs[k] = add[j].fp, add[j].loc
 			j--
 		}
 	}
-	clear(s.delta)
-	s.index()
 }
 
 // holds reports whether fp is committed in the set, or the set cannot say (nil or partial):

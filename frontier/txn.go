@@ -100,7 +100,9 @@ func addCounter(b *bbolt.Bucket, name string, n int) error {
 // txn is one transaction's view of the frontier's buckets.
 type txn struct {
 	tx             *bbolt.Tx
+	records        *bbolt.Bucket // nil on a read-only store without it
 	urls           *bbolt.Bucket // nil on a read-only store without it
+	seen           *seenSet      // where the records of bucketRecords are (nil: the store has none to find)
 	delayed, hosts *bbolt.Bucket
 	queues         *bbolt.Bucket // nil on a read-only store without it
 	hostIDs        *bbolt.Bucket
@@ -121,7 +123,7 @@ type txn struct {
 
 // reader returns a view of tx's buckets for reading (no counters).
 func (f *Frontier) reader(tx *bbolt.Tx) *txn {
-	return &txn{tx: tx, urls: tx.Bucket(bucketURLs), queues: tx.Bucket(bucketQueues), delayed: tx.Bucket(bucketDelayed),
+	return &txn{tx: tx, records: tx.Bucket(bucketRecords), urls: tx.Bucket(bucketURLs), seen: f.seen, queues: tx.Bucket(bucketQueues), delayed: tx.Bucket(bucketDelayed),
 		hosts: tx.Bucket(bucketHosts), hostIDs: tx.Bucket(bucketHostIDs), key: f.key}
 }
 
@@ -131,7 +133,7 @@ func (t *txn) record(v []byte) (record, error) {
 	if err != nil || r.parentRef == nil {
 		return r, err
 	}
-	pv := t.urls.Get(r.parentRef)
+	_, pv := t.get(r.parentRef)
 	if pv == nil {
 		return record{}, fmt.Errorf("%w: no parent record %x", ErrCorrupt, r.parentRef)
 	}
@@ -298,36 +300,59 @@ func (f *Frontier) newTxn(tx *bbolt.Tx, d *delta) *txn {
 	// half when they split (hostQueue does the same for the queues). The setting lasts one
 	// transaction.
 	t.delayed.FillPercent = appendFill
+	// Records are appended to bucketRecords; a record that changes state grows by a few
+	// bytes, so its page is left a little room.
+	t.records.FillPercent = appendFill
 	return t
 }
 
 const appendFill = 0.9
 
-// place is where a URL's record is kept: its key in bucketURLs, the URL's fingerprint.
+// place is where a URL's record is kept: its fingerprint key, and its key in bucketRecords (nil:
+// it is in bucketURLs under its fingerprint key).
 type place struct {
 	key []byte
+	seq []byte
+}
+
+// get returns the record of fingerprint key fp and its place, or a nil record if it has none.
+func (t *txn) get(fp []byte) (place, []byte) {
+	if loc, ok := t.seen.locate(binary.BigEndian.Uint64(fp)); ok && t.records != nil {
+		k := recordKey(loc)
+		if v := t.records.Get(k); len(v) >= 8 && bytes.Equal(v[:8], fp) {
+			return place{fp, k}, v[8:]
+		}
+	}
+	if t.urls != nil {
+		if v := t.urls.Get(fp); v != nil {
+			return place{fp, nil}, v
+		}
+	}
+	return place{}, nil
 }
 
 // find returns the record of url and where it is, and whether there is one: under url's
 // fingerprint, if that record is url's. The record's url field is set.
 func (t *txn) find(url string) (place, record, bool, error) {
-	if t.urls != nil {
-		k := fpBytes(sum(t.key, url))
-		if v := t.urls.Get(k); v != nil {
-			r, err := t.record(v)
-			if err != nil {
-				return place{}, record{}, false, fmt.Errorf("%w: record of %s: %v", ErrCorrupt, url, err)
-			}
-			if r.url == url {
-				return place{k}, r, true, nil
-			}
-		}
+	at, v := t.get(fpBytes(sum(t.key, url)))
+	if v == nil {
+		return place{}, record{}, false, nil
 	}
-	return place{}, record{}, false, nil
+	r, err := t.record(v)
+	if err != nil {
+		return place{}, record{}, false, fmt.Errorf("%w: record of %s: %v", ErrCorrupt, url, err)
+	}
+	if r.url != url {
+		return place{}, record{}, false, nil
+	}
+	return at, r, true, nil
 }
 
 // put writes r at p.
 func (t *txn) put(p place, r *record) error {
+	if p.seq != nil {
+		return t.records.Put(p.seq, recordValue(p.key, r.encode4()))
+	}
 	return t.urls.Put(p.key, r.encode4())
 }
 
@@ -343,9 +368,9 @@ func (t *txn) entry(host string, k, v []byte) (place, record, error) {
 	var r record
 	found := false
 	var err error
-	if fp, ok := queueRef(v); ok && t.urls != nil {
-		if rv := t.urls.Get(fp); rv != nil {
-			p, found = place{bytes.Clone(fp)}, true
+	if fp, ok := queueRef(v); ok {
+		if at, rv := t.get(bytes.Clone(fp)); rv != nil {
+			p, found = at, true
 			r, err = t.record(rv)
 		}
 	}
@@ -381,9 +406,8 @@ func (t *txn) known(url string, fp uint64) bool {
 
 // onDisk reports whether a record has fingerprint fp.
 func (t *txn) onDisk(fp uint64) bool {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], fp)
-	return t.urls.Get(k[:]) != nil
+	_, v := t.get(fpBytes(fp))
+	return v != nil
 }
 
 // add records a new URL's record, to be written by flush.
@@ -394,15 +418,39 @@ func (t *txn) add(fp uint64, v []byte) {
 	t.added[fp] = v
 }
 
-// flush writes the added records in key order; call it once, before the counters.
+// flush writes the added records, in the order of their fingerprints; call it once, before the
+// counters. They are appended to bucketRecords while the in-memory seen-set, which must find
+// them there, has room for them; else they go to bucketURLs (in key order: bbolt inserts into a
+// node's sorted slice, so keys in random order would cost a copy of the node per key).
 func (t *txn) flush() error {
 	fps := slices.Sorted(maps.Keys(t.added))
-	keys := make([]byte, 0, 8*len(fps)) // bbolt keeps the keys until the commit
+	keys := make([]byte, 0, 16*len(fps)) // bbolt keeps the keys until the commit
+	appending := t.claims != nil && t.claims.set.roomy()
+	var placed []fpLoc
 	for _, fp := range fps {
 		keys = binary.BigEndian.AppendUint64(keys, fp)
-		if err := t.urls.Put(keys[len(keys)-8:], t.added[fp]); err != nil {
+		key := keys[len(keys)-8:]
+		if appending {
+			seq, err := t.records.NextSequence()
+			if err != nil {
+				return err
+			}
+			if seq <= math.MaxUint32 {
+				keys = binary.BigEndian.AppendUint64(keys, seq)
+				if err := t.records.Put(keys[len(keys)-8:], recordValue(key, t.added[fp])); err != nil {
+					return err
+				}
+				placed = append(placed, fpLoc{fp, uint32(seq)})
+				continue
+			}
+			appending = false
+		}
+		if err := t.urls.Put(key, t.added[fp]); err != nil {
 			return err
 		}
+	}
+	if len(placed) > 0 {
+		t.claims.set.placed(placed)
 	}
 	t.added = nil
 	return nil

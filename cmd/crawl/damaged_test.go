@@ -67,7 +67,7 @@ func TestDamagedStore(t *testing.T) {
 	// pages are damaged on purpose too.
 	for _, tc := range []struct {
 		name, bucket string // bucket "": any
-	}{{"one leaf", ""}, {"one leaf of the URL records", "frontier/urls"}, {"one leaf of the pages", "pages"}} {
+	}{{"one leaf", ""}, {"one leaf of the URL records", "frontier/records"}, {"one leaf of the pages", "pages"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, path := copyStore(t)
 			if n := storetest.MustDamageLeavesOf(t, path, tc.bucket, func(i, n int) bool { return i == n/2 }); n != 1 {

@@ -122,8 +122,10 @@ func (p *page) reset(ctx context.Context) bool {
 	go func() {
 		nav <- p.c.call(ctx, t.session, "Page.navigate", map[string]any{"url": "about:blank"}, nil)
 	}()
-	committed := false
-	for stopped := false; !stopped || !committed; {
+	// done when the reply has come, about:blank is committed in the main frame, and it has
+	// stopped loading after that, whichever order the reply and the events come in
+	replied, committed, stopped := false, false, false
+	for !replied || !stopped {
 		select {
 		case <-p.sink.wake:
 			evs, overflow := p.sink.take()
@@ -131,6 +133,9 @@ func (p *page) reset(ctx context.Context) bool {
 				return false
 			}
 			for _, m := range evs {
+				if m.SessionID != t.session && m.Method != "Fetch.requestPaused" {
+					continue
+				}
 				switch m.Method {
 				case "Fetch.requestPaused":
 					var r pausedRequest
@@ -138,12 +143,22 @@ func (p *page) reset(ctx context.Context) bool {
 						p.c.call(ctx, m.SessionID, "Fetch.failRequest", map[string]any{
 							"requestId": r.RequestID, "errorReason": "Aborted"}, nil)
 					}
+				case "Page.frameNavigated":
+					var f struct {
+						Frame struct {
+							ID       string `json:"id"`
+							ParentID string `json:"parentId"`
+							URL      string `json:"url"`
+						} `json:"frame"`
+					}
+					if json.Unmarshal(m.Params, &f) == nil && f.Frame.ID == t.target && f.Frame.ParentID == "" {
+						committed = f.Frame.URL == "about:blank"
+					}
 				case "Page.frameStoppedLoading":
 					var f struct {
 						FrameID string `json:"frameId"`
 					}
-					// the stop of about:blank: the reply to Page.navigate comes before it
-					if json.Unmarshal(m.Params, &f) == nil && f.FrameID == t.target && m.SessionID == t.session && committed {
+					if json.Unmarshal(m.Params, &f) == nil && f.FrameID == t.target && committed {
 						stopped = true
 					}
 				case "Inspector.targetCrashed":
@@ -154,7 +169,7 @@ func (p *page) reset(ctx context.Context) bool {
 			if err != nil {
 				return false
 			}
-			committed, nav = true, nil
+			replied, nav = true, nil
 		case <-ctx.Done():
 			return false
 		case <-p.in.dead:

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,11 @@ type renderConfig struct {
 // process of its own, and prints for each crawl: pages, time, time against the ideal (pages ÷
 // the API's limit; rendered crawls only), pages/s, the share of requests refused, and CPU and
 // peak memory of the crawl and every process it started (the browser's included; its
-// proportional share, Pss), and per tab.
+// proportional share, Pss), and per tab; and, for rendered crawls, the machine's render
+// capacity (its cores ÷ the CPU time of a page: the pages/s the crawl could render if the
+// cores were its own) and pages/s against the bound, the lower of that capacity and the
+// API's limit. "cores" is the CPU the crawl's processes got (CPU time ÷ wall time): on a
+// machine shared with other work, the capacity it could use is that many cores' worth.
 func renderCosts(w io.Writer, bin string, cfg renderConfig, crawlFlags []string, timeout time.Duration) error {
 	tmp, bin, err := benchDir("crawl-render-", bin)
 	if err != nil {
@@ -45,7 +50,8 @@ func renderCosts(w io.Writer, bin string, cfg renderConfig, crawlFlags []string,
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(w, "render: App web of %d pages, API %g req/s (%s), CDN %g req/s; ideal %.1f s (pages ÷ the API's limit)\n",
 		cfg.pages, cfg.apiLimit, map[bool]string{true: "stated in headers", false: "hidden"}[cfg.stated], cfg.cdnLimit, float64(cfg.pages)/cfg.apiLimit)
-	fmt.Fprintf(w, "%-10s %6s %8s %7s %8s %9s %10s %12s %9s %7s\n", "kind", "pages", "time s", "ideal", "pages/s", "refused", "CPU ms/p", "crawl ms/p", "peak MB", "MB/tab")
+	fmt.Fprintf(w, "cores %d, load average %s\n", runtime.NumCPU(), loadAverage())
+	fmt.Fprintf(w, "%-10s %6s %8s %7s %8s %9s %10s %12s %9s %7s %6s %9s %8s\n", "kind", "pages", "time s", "ideal", "pages/s", "refused", "CPU ms/p", "crawl ms/p", "peak MB", "MB/tab", "cores", "capacity", "of bound")
 	for round := range cfg.rounds {
 		for _, rendered := range []bool{true, false} {
 			line, err := renderRun(tmp, bin, cfg, rendered, round, crawlFlags, timeout)
@@ -141,13 +147,29 @@ func renderRun(tmp, bin string, cfg renderConfig, rendered bool, round int, craw
 		}
 		perTab = fmt.Sprintf("%.0f", tree.peakMB/float64(tabs))
 	}
-	ideal := "-"
+	ideal, capacity, ofBound := "-", "-", "-"
+	rate := float64(pages) / wall.Seconds()
 	if rendered {
 		ideal = fmt.Sprintf("%.2f", float64(cfg.pages)/cfg.apiLimit/wall.Seconds())
+		if perPage := cpu.Seconds() / float64(max(pages, 1)); perPage > 0 {
+			c := float64(runtime.NumCPU()) / perPage
+			capacity = fmt.Sprintf("%.1f", c)
+			ofBound = fmt.Sprintf("%.2f", rate/min(c, cfg.apiLimit))
+		}
 	}
-	return fmt.Sprintf("%-10s %6d %8.1f %7s %8.2f %8.2f%% %10.0f %12.0f %9.0f %7s", kind, pages, wall.Seconds(), ideal,
-		float64(pages)/wall.Seconds(), 100*float64(refused)/float64(max(requests, 1)),
-		1000*cpu.Seconds()/float64(max(pages, 1)), 1000*own.Seconds()/float64(max(pages, 1)), tree.peakMB, perTab), nil
+	return fmt.Sprintf("%-10s %6d %8.1f %7s %8.2f %8.2f%% %10.0f %12.0f %9.0f %7s %6.2f %9s %8s", kind, pages, wall.Seconds(), ideal,
+		rate, 100*float64(refused)/float64(max(requests, 1)),
+		1000*cpu.Seconds()/float64(max(pages, 1)), 1000*own.Seconds()/float64(max(pages, 1)), tree.peakMB, perTab,
+		cpu.Seconds()/wall.Seconds(), capacity, ofBound), nil
+}
+
+// loadAverage returns the machine's load averages over 1, 5 and 15 minutes, or "?".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // treeSampler follows a process and its descendants through /proc: the CPU time each used

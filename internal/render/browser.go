@@ -29,6 +29,7 @@ type Browser struct {
 
 	mu     sync.Mutex
 	inst   *instance // nil before the first start and after a failed restart
+	free   []*tab    // tabs waiting for a page; at most Options.Tabs
 	starts int
 	closed bool
 }
@@ -139,7 +140,7 @@ var flags = []string{
 	"--disable-quic", "--dns-prefetch-disable", "--disable-dev-shm-usage",
 	"--disable-features=NetworkPrediction,Prerender2,OptimizationHints,Translate,MediaRouter," +
 		"DialMediaRouteProvider,AutofillServerCommunication,DnsOverHttps,InterestFeedContentSuggestions," +
-		"CertificateTransparencyComponentUpdater,BackForwardCache",
+		"CertificateTransparencyComponentUpdater,BackForwardCache,SpareRendererForSitePerProcess",
 	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 	"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", // no name resolves; the trap (an address) still connects
 	"--disable-background-timer-throttling", "--disable-renderer-backgrounding",
@@ -309,9 +310,12 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 	if err != nil {
 		return nil, err
 	}
-	p := newPage(b.o, in, pageURL, doc, a, b.prelude)
+	p := newPage(b.o, in, b.takeTab(in), pageURL, doc, a, b.prelude)
 	p.opened = b.opened
 	res, err := p.run(ctx)
+	if p.tab != nil {
+		b.putTab(p.tab)
+	}
 	select {
 	case <-in.dead: // crashed or hung: the next render must find a browser running
 		if rerr := b.restart(ctx, in); rerr != nil {
@@ -320,6 +324,30 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 	default:
 	}
 	return res, err
+}
+
+// takeTab returns a tab of in waiting for a page, or nil. Tabs of an earlier browser are
+// dropped: they died with it.
+func (b *Browser) takeTab(in *instance) *tab {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.free) > 0 {
+		t := b.free[len(b.free)-1]
+		b.free = b.free[:len(b.free)-1]
+		if t.in == in {
+			return t
+		}
+	}
+	return nil
+}
+
+// putTab gives a tab back for the next page.
+func (b *Browser) putTab(t *tab) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed && t.in == b.inst {
+		b.free = append(b.free, t)
+	}
 }
 
 // tail keeps the last 8 KiB written to it: the browser's output, for error messages.

@@ -17,8 +17,12 @@
 // included), and no host name resolves, so nothing the page does reaches the network except
 // through the Answerer. Dialogs (alert, confirm) are dismissed.
 //
-// Each render gets a fresh browser context (no cookies, cache or storage shared between
-// pages), disposed of at the end, so memory stays bounded. A render ends when the page has
+// Each tab is a browser context of its own holding one target, kept for up to
+// Options.TabPages pages: a page is a navigation of the tab, after which render ends the page
+// (about:blank) and clears its cookies, storage and the tab's sessionStorage and window.name;
+// the renderer's memory cache is off, so every page's requests reach the Answerer. A tab is
+// closed after a page that did not settle, or when its script heap grows past a bound, so
+// memory stays bounded by Options.Tabs. A render ends when the page has
 // fired its load event and no request has been in flight for Options.Quiet, or at the first
 // cap: Options.Timeout, MaxRequests, MaxBytes; the page is then kept as rendered, with
 // Result.Cut naming the cap. The DOM (its doctype, then document.documentElement.outerHTML)

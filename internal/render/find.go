@@ -19,12 +19,13 @@ func FindBrowser() string {
 	return ""
 }
 
-// DefaultTabs is the number of pages rendered at once when Options.Tabs is 0: one per core,
-// at most one per 512 MiB of available memory, between 1 and 8.
+// DefaultTabs is the number of pages rendered at once when Options.Tabs is 0: three per core
+// (a page spends most of its time waiting for its requests and its quiet time, not on a
+// core), at most one per 512 MiB of available memory, between 1 and 16.
 func DefaultTabs() int {
-	n := runtime.NumCPU()
+	n := 3 * runtime.NumCPU()
 	if m := availableMemory(); m > 0 && int(m/(512<<20)) < n {
 		n = int(m / (512 << 20))
 	}
-	return max(1, min(n, 8))
+	return max(1, min(n, 16))
 }

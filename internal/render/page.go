@@ -13,9 +13,9 @@ import (
 	"unicode/utf8"
 )
 
-// page is one render: a fresh browser context with one target, torn down at the end. All of
-// its state is owned by the goroutine running run; requests are answered in goroutines that
-// report back on done.
+// page is one render, in a tab of its own for its time: a tab left by an earlier page, or a
+// new one. All of its state is owned by the goroutine running run; requests are answered in
+// goroutines that report back on done.
 type page struct {
 	o    Options
 	in   *instance
@@ -28,14 +28,16 @@ type page struct {
 	prelude string               // script run before each document's own; "" in tests of what lies behind it
 	opened  func(session string) // tests: called once the page's session is set up
 
-	browserContext string
-	target         string // also the main frame's id
-	session        string
+	tab     *tab            // nil until open; nil again after close when the tab is disposed of
+	target  string          // the tab's, also the main frame's id
+	session string          // the tab's
+	origins map[string]bool // of the page and of every request it made: cleared after it
 
 	navigated bool // the navigation request was answered from doc
 	committed bool // the browser committed the navigation: the DOM is the page's
 	loaded    bool // the main frame fired its load event
 	inflight  int  // requests paused and not yet continued
+	worker    bool // a service or shared worker was refused: it stays paused until its tab goes
 	cut       Cut
 	res       Result
 
@@ -83,9 +85,10 @@ const prelude = `(() => {
   try { Navigator.prototype.sendBeacon = function () { return false; }; } catch (e) {}
 })();`
 
-func newPage(o Options, in *instance, url string, doc *Response, a Answerer, prelude string) *page {
-	return &page{o: o, in: in, c: in.conn, url: url, doc: doc, a: a, sink: newSink(), prelude: prelude,
-		done: make(chan finished), answ: make(chan answered), stop: make(chan struct{})}
+// newPage makes a render of url in t, or in a new tab if t is nil.
+func newPage(o Options, in *instance, t *tab, url string, doc *Response, a Answerer, prelude string) *page {
+	return &page{o: o, in: in, c: in.conn, tab: t, url: url, doc: doc, a: a, sink: newSink(), prelude: prelude,
+		origins: map[string]bool{}, done: make(chan finished), answ: make(chan answered), stop: make(chan struct{})}
 }
 
 var (
@@ -98,8 +101,10 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 	if u, err := url.Parse(p.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("render: %q is not an http or https URL", p.url)
 	}
+	p.origins[origin(p.url)] = true
+	settled := false // the page settled and was read: its tab may render another
 	defer close(p.stop)
-	defer p.close() // whatever open made, once the Answerer's calls are cancelled
+	defer func() { p.close(settled) }() // once the Answerer's calls are cancelled
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the Answerer's calls still running
 	if err := p.open(rctx); err != nil {
@@ -199,6 +204,7 @@ loop:
 		return nil, err
 	}
 	p.res.Took = time.Since(start)
+	settled = (p.res.Cut == CutNone || p.res.Cut == CutDOM) && !p.worker
 	return &p.res, nil
 }
 
@@ -222,54 +228,23 @@ func (p *page) classify(ctx context.Context, err error) error {
 	return err
 }
 
-// open creates the browser context and its target, attaches to it and sets interception up
-// before anything loads.
+// open readies the page's tab: a new one (see openTab), or the one it was given, whose
+// session's events from now on go to this page.
 func (p *page) open(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	var bc struct {
-		BrowserContextID string `json:"browserContextId"`
-	}
-	if err := p.c.call(cctx, "", "Target.createBrowserContext", map[string]any{}, &bc); err != nil {
-		return err
-	}
-	p.browserContext = bc.BrowserContextID
-	var t struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := p.c.call(cctx, "", "Target.createTarget", map[string]any{
-		"url": "about:blank", "browserContextId": p.browserContext}, &t); err != nil {
-		return err
-	}
-	p.target = t.TargetID
-	var s struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := p.c.call(cctx, "", "Target.attachToTarget", map[string]any{
-		"targetId": p.target, "flatten": true}, &s); err != nil {
-		return err
-	}
-	p.session = s.SessionID
-	p.c.register(p.session, p.sink)
-	if err := p.c.call(cctx, "", "Browser.setDownloadBehavior", map[string]any{
-		"behavior": "deny", "browserContextId": p.browserContext}, nil); err != nil {
-		return err
-	}
-	for _, m := range []string{"Page.enable", "Inspector.enable"} {
-		if err := p.c.call(cctx, p.session, m, nil, nil); err != nil {
+	if p.tab == nil {
+		t, err := p.openTab(cctx)
+		p.tab = t
+		if err != nil {
 			return err
 		}
+	} else {
+		p.c.register(p.tab.session, p.sink)
 	}
-	if err := p.userAgent(cctx, p.session); err != nil {
-		return err
-	}
-	if p.prelude != "" {
-		if err := p.c.call(cctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
-			"source": p.prelude}, nil); err != nil {
-			return err
-		}
-	}
-	return p.intercept(cctx, p.session)
+	p.tab.pages++
+	p.target, p.session = p.tab.target, p.tab.session
+	return nil
 }
 
 // intercept pauses every request of session and attaches to its children (frames in other
@@ -294,22 +269,22 @@ func (p *page) userAgent(ctx context.Context, session string) error {
 	return p.c.call(ctx, session, "Network.setUserAgentOverride", map[string]any{"userAgent": p.o.UserAgent}, nil)
 }
 
-// close disposes of the browser context and everything in it.
-func (p *page) close() {
-	p.c.unregister(p.sink)
-	select {
-	case <-p.in.dead:
+// close readies the tab for the next page when the page settled and the tab has not served
+// its time (see reset), and otherwise disposes of it and sets p.tab to nil.
+func (p *page) close(settled bool) {
+	if p.tab == nil {
+		p.c.unregister(p.sink)
 		return
-	default:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if p.browserContext != "" {
-		if err := p.c.call(ctx, "", "Target.disposeBrowserContext", map[string]any{
-			"browserContextId": p.browserContext}, nil); err != nil && !p.in.alive(ctx) {
-			p.in.kill() // hung: the next render starts another browser
-		}
+	if settled && p.reset(ctx) {
+		p.c.unregister(p.sink)
+		return
 	}
+	p.c.unregister(p.sink)
+	p.tab.dispose(p.c)
+	p.tab = nil
 }
 
 // event handles one event of the page's sessions.
@@ -346,7 +321,8 @@ func (p *page) event(ctx context.Context, m message) error {
 		}
 		if a.TargetInfo.Type == "service_worker" || a.TargetInfo.Type == "shared_worker" {
 			// Refused: left paused before its first instruction, and disposed of with the
-			// browser context.
+			// browser context (the tab renders no other page).
+			p.worker = true
 			return nil
 		}
 		p.inflight++
@@ -378,6 +354,7 @@ func (p *page) child(ctx context.Context, session, typ string) {
 		if p.prelude != "" {
 			p.c.call(cctx, session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": p.prelude}, nil)
 		}
+		p.noCache(cctx, session)
 	}
 	p.userAgent(cctx, session)
 	p.intercept(cctx, session)
@@ -477,6 +454,9 @@ func (p *page) request(r *pausedRequest) (*Request, bool) {
 	}
 	if n > maxRequestHeader {
 		return nil, false
+	}
+	if o := origin(u); o != "" {
+		p.origins[o] = true
 	}
 	req := &Request{URL: u, Method: r.Request.Method, Header: h, Kind: KindOther}
 	if k, ok := kinds[r.ResourceType]; ok {

@@ -92,6 +92,7 @@ type Options struct {
 	MaxBytes    int64         // bytes of sub-responses per page; 0 means 32 MiB
 	MaxDOM      int64         // serialised DOM cap in bytes; 0 means 16 MiB
 	UserAgent   string        // the page's navigator.userAgent and User-Agent header; "" means the browser's own
+	TabPages    int           // pages one tab renders before it is closed and a new one opened; 0 means 100
 }
 
 // Defaults of Options.
@@ -101,6 +102,7 @@ const (
 	DefaultMaxRequests = 500
 	DefaultMaxBytes    = 32 << 20
 	DefaultMaxDOM      = 16 << 20
+	DefaultTabPages    = 100
 )
 
 // Bounds on what a page can make render hold that Options does not set.
@@ -129,6 +131,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxDOM <= 0 {
 		o.MaxDOM = DefaultMaxDOM
+	}
+	if o.TabPages <= 0 {
+		o.TabPages = DefaultTabPages
 	}
 	return o
 }

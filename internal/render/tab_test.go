@@ -1,0 +1,64 @@
+//go:build linux
+
+package render
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestTabIsolation: a page rendered in a tab after another of the same origin sees none of
+// the earlier page's cookies, local or session storage, IndexedDB databases or globals, and
+// its sub-requests are asked again (no cache between pages); what the earlier page asks as it
+// leaves is never asked of the Answerer.
+func TestTabIsolation(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet})
+	var sessions []string
+	b.opened = func(s string) { sessions = append(sessions, s) }
+	asked, late := 0, 0
+	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		if strings.HasSuffix(r.URL, "/late") {
+			late++
+		}
+		if strings.HasSuffix(r.URL, "/a.js") {
+			asked++
+			return &Response{Status: 200, Header: map[string][]string{
+				"Content-Type": {"text/javascript"}, "Cache-Control": {"max-age=3600"}}, Body: []byte(`window.loaded = (window.loaded || 0) + 1;`)}, nil
+		}
+		return nil, errors.New("no")
+	})
+	const write = `<script src="/a.js"></script><script>
+document.cookie = "k=v; max-age=3600";
+localStorage.setItem("k", "v");
+sessionStorage.setItem("k", "v");
+window.name = "leaked";
+const open = indexedDB.open("db", 1);
+open.onupgradeneeded = () => open.result.createObjectStore("s");
+addEventListener("pagehide", () => fetch("/late", {keepalive: true}));
+</script><p>written</p>`
+	const read = `<script src="/a.js"></script><p id="out"></p><script>
+(async () => {
+  const dbs = indexedDB.databases ? (await indexedDB.databases()).map(d => d.name).join(",") : "";
+  document.getElementById("out").textContent = JSON.stringify({cookie: document.cookie,
+    local: localStorage.getItem("k"), session: sessionStorage.getItem("k"), name: window.name,
+    loaded: window.loaded, dbs});
+})();
+</script>`
+	render(t, b, "http://site.test/write", htmlDoc(write), a)
+	res := render(t, b, "http://site.test/read", htmlDoc(read), a)
+	if len(sessions) != 2 || sessions[0] != sessions[1] {
+		t.Fatalf("the two pages ran in tabs %v, want one tab twice", sessions)
+	}
+	want := `{"cookie":"","local":null,"session":null,"name":"","loaded":1,"dbs":""}`
+	if !strings.Contains(string(res.DOM), want) {
+		t.Errorf("the second page saw %s, want %s", res.DOM, want)
+	}
+	if late != 0 {
+		t.Errorf("the request the first page made as it left was asked %d times", late)
+	}
+	if asked != 2 {
+		t.Errorf("the script was asked %d times, want once per page", asked)
+	}
+}

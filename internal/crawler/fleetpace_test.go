@@ -135,7 +135,7 @@ func TestSendLateness(t *testing.T) {
 	}
 }
 
-// In a shared crawl every sub-request is sent at the fleet's slot, and each 429 tells the
+// In a shared crawl every sub-request is sent at a fleet's slot, and each 429 tells the
 // fleet's pace: a refusal, with its Retry-After as the pause, and the gate's interval after it.
 func TestSubresourceTellsTheFleet(t *testing.T) {
 	const pages = 12
@@ -156,7 +156,7 @@ func TestSubresourceTellsTheFleet(t *testing.T) {
 	gate := simweb.AppAPI + ":" + a.port
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
-	if n := len(pf.asked); n != s.Requests {
+	if n := len(pf.asked); n < s.Requests { // more: asked again after a pause (localDue)
 		t.Errorf("the fleet's pace was asked %d times for %d requests (robots.txt included)", n, s.Requests)
 	}
 	refused := 0

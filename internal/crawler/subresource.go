@@ -44,6 +44,7 @@ type renderingPage struct {
 type subresources struct {
 	gates *subGates
 	late  sendLateness // how late this worker's paced sub-requests leave after their slot
+	wrote gateWrites   // when this worker last wrote a paced sub-request to each gate
 
 	mu     sync.Mutex
 	loaded bool                  // stored holds what the store held when the first render began
@@ -237,6 +238,7 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 		wrote = func(at time.Time) {
 			t.Wrote(at)
 			c.renders.subs.late.note(slot, at)
+			c.renders.subs.wrote.note(gate, at)
 		}
 	}
 	sent := time.Now()
@@ -483,12 +485,76 @@ func (c *Crawler) fleetSlot(ctx context.Context, gate string) (time.Time, error)
 		if s.State != fleet.PaceReserved {
 			continue // the pause is over: ask again
 		}
-		if woke := time.Now(); woke.After(slot.Add(s.Late)) {
+		woke := time.Now()
+		if woke.After(slot.Add(s.Late)) {
 			c.renders.subs.late.note(slot, woke) // later than the fleet allowed for: ask again, allowing for more
+			continue
+		}
+		if due := c.localDue(gate, woke); due.After(woke) {
+			// This worker's own last send (late) or an answer's pause since the reservation
+			// says not yet: wait for it, then ask again.
+			if timer == nil {
+				timer = time.NewTimer(due.Sub(woke))
+			} else {
+				timer.Reset(due.Sub(woke))
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return time.Time{}, ctx.Err()
+			}
 			continue
 		}
 		return slot, nil
 	}
+}
+
+// localDue is the earliest this worker may send to gate at now, whatever the fleet's slot: an
+// interval after its own last write there, and not before its gate's pause ends (an answer
+// it got since it reserved).
+func (c *Crawler) localDue(gate string, now time.Time) time.Time {
+	due := c.renders.subs.wrote.last(gate).Add(c.gateInterval(gate, now))
+	if st, ok := c.reg.Host(now, gate); ok && st.PausedUntil.After(due) {
+		due = st.PausedUntil
+	}
+	return due
+}
+
+// gateWrites keeps when this worker last wrote a paced sub-request to each gate, for a minute
+// at least. Safe for concurrent use.
+type gateWrites struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// gateWritesKept is how many gates gateWrites keeps before it forgets those written to more
+// than a minute before.
+const gateWritesKept = 1024
+
+// note records a write to gate at at.
+func (w *gateWrites) note(gate string, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at == nil {
+		w.at = map[string]time.Time{}
+	}
+	if len(w.at) >= gateWritesKept {
+		for g, t := range w.at {
+			if at.Sub(t) > time.Minute {
+				delete(w.at, g)
+			}
+		}
+	}
+	if at.After(w.at[gate]) {
+		w.at[gate] = at
+	}
+}
+
+// last returns the time of the last write to gate noted (zero if none).
+func (w *gateWrites) last(gate string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.at[gate]
 }
 
 // holdFleet tells gate's fleet-wide pace of an answer's pause (Retry-After, or a spent quota)

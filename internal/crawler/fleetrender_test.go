@@ -27,7 +27,7 @@ func TestFleetRenderOneAPIHost(t *testing.T) {
 	t.Parallel()
 	browser := needBrowser(t)
 	const (
-		pages   = 30
+		pages   = 100
 		sites   = 6
 		workers = 3
 	)

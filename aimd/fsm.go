@@ -144,7 +144,6 @@ func (c *Controller) holdFitted(r float64) {
 	raised := r > c.curve.plateau
 	c.rate = r
 	c.curve.from, c.curve.plateau = r, r
-	c.curve.peak = max(c.curve.peak, r)
 	c.target.clear()
 	if raised {
 		// The limit is known: a probe could only find that it rose.

@@ -21,9 +21,6 @@ const (
 	maxPatience      = 4         // the probe time stretches to at most this × ProbeTime
 	pauseProbeRatio  = 20        // the probe time is at least this × the last refusal's pause
 	maxPauseProbe    = time.Hour // ... up to this
-	starvedBelow     = 4         // a plateau this far under the peak and InitialRate is starved (R44)
-	quickStarvedWait = 4         // a quick-starved plateau restarts after ProbeTime ÷ this (R45)
-	sustainedSends   = 5         // successes at a rate after a decrease that make it sustained (R45)
 
 	// The decrease and refusal runs (R4–R8, R17–R24, R26).
 	minSpan         = 800 * time.Millisecond // a refusal measures the limit only over this much sending

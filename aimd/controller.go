@@ -43,7 +43,6 @@ type Controller struct {
 type counters struct {
 	decreases, overLimit, failures, neutral int
 	savedP95                                time.Duration // State.P95 restored, shown until a success is measured
-	lastOK                                  nanos         // when the latest Success was sent
 }
 
 // epoch is the congestion epoch: the time since the last decrease. Signals about requests sent
@@ -136,7 +135,6 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	stale := s.sent < c.epoch.start
 	// 3. A success ends a refusal run; the episode may restore the rate it measured.
 	if o.Signal == Success {
-		c.counts.lastOK = max(c.counts.lastOK, s.sent)
 		c.served.note(s.sent, c.recentAccepted(s.sent+1))
 		if !stale {
 			c.epoch.ok++

@@ -1150,33 +1150,12 @@ func TestIsolatedFailureMovesNothing(t *testing.T) {
 	}
 }
 
-func TestFailureRunFloorWhileServing(t *testing.T) {
-	t.Parallel()
-	// A run of failures from a host that succeeded within failureServing backs off three
-	// halvings at most (a crawl's last URLs may all be pages that always fail); a minute after
-	// its last success it is an outage, and the halvings go on to the floor.
-	c, d := settled(Config{})
-	d.now = d.now.Add(servedMemory + time.Second) // the run is not under a peak served lately (R46)
-	for i := 0; i < 10; i++ {
-		d.refuse(Failure)
-	}
-	floor := 10 * failureRunFloor
-	if r := c.Rate(); !near(r, floor, 0.05) {
-		t.Fatalf("after 10 failures in a run the rate is %.3f, want about %.3f (1/8 of the rate the run began at)", r, floor)
-	}
-	d.now = d.now.Add(failureServing)
-	d.refuse(Failure)
-	if r := c.Rate(); r > 0.6*floor {
-		t.Errorf("a minute after the last success a failure left the rate at %.3f, want it halved below %.3f", r, floor)
-	}
-}
-
 func TestFailuresUnderTheServedRateStop(t *testing.T) {
 	t.Parallel()
 	// A crawl's last URLs are pages that fail, answered in a row just after the host served
 	// 10 req/s. The first cuts answer them; once the rate is under half of what the host has
-	// just served, slowing down cannot relieve them and they move nothing (R26 alone let the
-	// run halve the rate to 1/8). A peak older than servedMemory protects nothing.
+	// just served, slowing down cannot relieve them and they move nothing. A peak older than
+	// servedMemory protects nothing: an outage's failures halve the rate on toward the floor.
 	c, d := settled(Config{})
 	for i := 0; i < 12; i++ {
 		d.refuse(Failure)

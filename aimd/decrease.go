@@ -23,10 +23,6 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	// 3. The new rate and plateau.
 	accepted := c.recentAccepted(s.sent)
 	d := c.measureCut(s, rs, lo, accepted, endsSlowStart)
-	if s.sig == Failure && repeat && s.sent-c.counts.lastOK < nanos(failureServing) {
-		// Failures in a run while the host still serves: back off three halvings at most.
-		d.rate = max(d.rate, c.ep.refused*failureRunFloor)
-	}
 	d.rate = c.clampRate(min(d.rate, c.rate))
 	// The window was full: failures may be the host's concurrency limit.
 	windowFull := s.sig == Failure && s.conc >= c.hist.at(s.sent).window

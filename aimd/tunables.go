@@ -22,13 +22,11 @@ const (
 	pauseProbeRatio  = 20        // the probe time is at least this × the last refusal's pause
 	maxPauseProbe    = time.Hour // ... up to this
 
-	// The decrease and refusal runs (R4–R8, R17–R24, R26).
-	minSpan         = 800 * time.Millisecond // a refusal measures the limit only over this much sending
-	burstAllowance  = 1.5                    // tokens a bucket held beyond the refill when an epoch began
-	minMeasured     = 3                      // an episode with fewer successes restarts slow start
-	ssSustained     = 0.75                   // slow start's refusal measured nothing under this × its rate accepted
-	failureRunFloor = 0.125                  // a Failure run from a serving host cuts to no less than this × its first rate
-	failureServing  = time.Minute            // ... while the host's latest success is younger than this
+	// The decrease and refusal runs (R4–R8, R17–R24).
+	minSpan        = 800 * time.Millisecond // a refusal measures the limit only over this much sending
+	burstAllowance = 1.5                    // tokens a bucket held beyond the refill when an epoch began
+	minMeasured    = 3                      // an episode with fewer successes restarts slow start
+	ssSustained    = 0.75                   // slow start's refusal measured nothing under this × its rate accepted
 
 	// The bucket fit (R9, R43).
 	maxFitMisses = 2    // refusals under a rate the fit called safe before the fit stops setting the rate

@@ -200,7 +200,7 @@ type fitter struct {
 	recs   []fitRec          // requests finished since start (and since the open episode began): the fit's input
 	held   optional[float64] // the rate the last applied fit set, until a refusal
 	size   float64           // while held: the least bucket size that fit allowed (0: unknown)
-	misses int               // refusals at or below held (see maxFitMisses)
+	misses int               // refusals at or below held (see refutations)
 }
 
 // log appends a finished request (not Neutral).
@@ -325,7 +325,7 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	}
 	f.trim(keepFrom)
 	lo, hi, oneToken, ok := f.fit.bounds()
-	if !apply || !ok || hi > fitNarrow*lo || f.misses >= maxFitMisses {
+	if !apply || !ok || hi > fitNarrow*lo || f.misses >= refutations {
 		return 0, false
 	}
 	r := c.clampRate(fitRate(lo, oneToken, noise))

@@ -16,12 +16,10 @@ type Config struct {
 	MinWindow     int // default 1
 	MaxWindow     int // default 8 (--host-concurrency); raised to MinWindow if below it
 
-	// Slow start. While no congestion signal has been seen, the rate is multiplied by
-	// SlowStartFactor (default 2) per SlowStartInterval (default 125ms) of time in which the
-	// rate was actually used; the interval is stretched to at least twice the baseline latency
+	// Slow start. While no congestion signal has been seen, the rate doubles per
+	// SlowStartInterval (default 125ms) of time in which the rate was actually used; the interval is stretched to at least twice the baseline latency
 	// and one sending interval, so that feedback arrives before the next step. The window
 	// grows by one per success that found it full (doubling per round trip, as in TCP).
-	SlowStartFactor   float64
 	SlowStartInterval time.Duration
 
 	// Decrease on Overload or Failure (see the package documentation for the measurement): the
@@ -43,15 +41,13 @@ type Config struct {
 	// ReturnTime. Reaching RestartFactor × the plateau (default 1.25) without a signal
 	// re-enters slow start: the limit has risen.
 	//
-	// QuickReturnTime (default 2s) replaces ReturnTime, and the search steps come after 20
-	// successes instead of 50, on a host whose last refusal did not pause it (no Retry-After:
-	// nginx's limit_req, most proxies): there a refusal costs one retry, not seconds of
-	// silence, so the climb back and the search may risk the next one sooner.
-	ReturnTime      time.Duration
-	QuickReturnTime time.Duration
-	ProbeTime       time.Duration
-	ProbeRequests   int
-	RestartFactor   float64
+	// On a host whose last refusal did not pause it (no Retry-After: nginx's limit_req, most
+	// proxies) the return takes 0.4 × ReturnTime and the search steps come after 20 successes
+	// instead of 50: there a refusal costs one retry, not seconds of silence.
+	ReturnTime    time.Duration
+	ProbeTime     time.Duration
+	ProbeRequests int
+	RestartFactor float64
 
 	// Latency signal (see the package doc): among the latest SampleWindow successes (default
 	// 32, at least 20) sent since the last decrease, more are slower than LatencyFactor
@@ -83,13 +79,11 @@ const (
 	DefaultInitialWindow     = 2
 	DefaultMinWindow         = 1
 	DefaultMaxWindow         = 8
-	DefaultSlowStartFactor   = 2.0
 	DefaultSlowStartInterval = 125 * time.Millisecond
 	DefaultBeta              = 0.97
 	DefaultMinBeta           = 0.5
 	DefaultPlateauFactor     = 0.98
 	DefaultReturnTime        = 5 * time.Second
-	DefaultQuickReturnTime   = 2 * time.Second
 	DefaultProbeTime         = 30 * time.Second
 	DefaultProbeRequests     = 400
 	DefaultRestartFactor     = 1.25
@@ -131,16 +125,11 @@ func (c Config) withDefaults() Config {
 	c.MinWindow = orI(c.MinWindow, DefaultMinWindow)
 	c.MaxWindow = max(orI(c.MaxWindow, DefaultMaxWindow), c.MinWindow)
 	c.InitialWindow = min(max(orI(c.InitialWindow, DefaultInitialWindow), c.MinWindow), c.MaxWindow)
-	c.SlowStartFactor = orF(c.SlowStartFactor, DefaultSlowStartFactor)
-	if c.SlowStartFactor < 1 {
-		c.SlowStartFactor = DefaultSlowStartFactor
-	}
 	c.SlowStartInterval = orD(c.SlowStartInterval, DefaultSlowStartInterval)
 	c.Beta = unit(c.Beta, DefaultBeta)
 	c.MinBeta = min(unit(c.MinBeta, DefaultMinBeta), c.Beta)
 	c.PlateauFactor = unit(c.PlateauFactor, DefaultPlateauFactor)
 	c.ReturnTime = orD(c.ReturnTime, DefaultReturnTime)
-	c.QuickReturnTime = min(orD(c.QuickReturnTime, DefaultQuickReturnTime), c.ReturnTime)
 	c.ProbeTime = orD(c.ProbeTime, DefaultProbeTime)
 	c.ProbeRequests = orI(c.ProbeRequests, DefaultProbeRequests)
 	c.RestartFactor = orF(c.RestartFactor, DefaultRestartFactor)

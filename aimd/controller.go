@@ -64,7 +64,7 @@ func New(cfg Config, now time.Time) *Controller {
 		fit:     fitter{start: never, from: never},
 		last:    now,
 		samples: newRing[sample](max(ringSize, 4*cfg.SampleWindow)),
-		hist:    newHistory(historySize),
+		hist:    newHistory(ringSize),
 		lat:     latencyRef{ref: newReference()},
 	}
 	c.begin()
@@ -217,7 +217,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		lab = labelServed
 	case ts < c.epoch.start:
 		lab = labelNoise // the decrease that began this epoch answered it
-	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))),
+	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts), c.cfg.MinBeta)),
 		bare && !c.overs.reaches(run, overNeed):
 		lab = labelHostFailure
 	default:

@@ -58,7 +58,7 @@ func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 type pace struct {
 	probeTime   time.Duration     // ProbeTime, lengthened while refusals recur at one rate
 	lastRefusal optional[float64] // the rate of the last refusal
-	quick       bool              // the last refusal paused nothing: QuickReturnTime applies
+	quick       bool              // the last refusal paused nothing: the return shrinks (quickShare)
 	pause       time.Duration     // the pause the last refusal cost (its Retry-After)
 }
 
@@ -75,10 +75,10 @@ func (p *pace) refusedAt(rs float64, cfg *Config) {
 }
 
 // returnTime is the time the linear return to the plateau takes, and a search step's spacing:
-// ReturnTime, or QuickReturnTime where a refusal costs no pause.
+// ReturnTime, or quickShare of it where a refusal costs no pause.
 func (c *Controller) returnTime() time.Duration {
 	if c.pace.quick {
-		return c.cfg.QuickReturnTime
+		return time.Duration(quickShare * float64(c.cfg.ReturnTime))
 	}
 	return c.cfg.ReturnTime
 }
@@ -86,7 +86,7 @@ func (c *Controller) returnTime() time.Duration {
 // searchSends is the fewest successes between two search steps (see returnTime).
 func (c *Controller) searchSends() int {
 	if c.pace.quick {
-		return quickSearchSends
+		return int(quickShare * searchSends)
 	}
 	return searchSends
 }
@@ -127,7 +127,7 @@ func (c *Controller) climb(dt time.Duration) {
 	k.advance(dt)
 	k.steps++
 	stepDue := k.elapsed >= c.returnTime() && k.steps >= c.searchSends()
-	if stepDue && c.target.reached(k.plateau, pf) {
+	if stepDue && c.target.reached(k.plateau, &c.cfg) {
 		switch c.target.kind {
 		case targetBound:
 			// Held just under the bound, unrefused, for longer than the run lasted: the bound
@@ -141,7 +141,7 @@ func (c *Controller) climb(dt time.Duration) {
 			c.target.rate *= 2
 		}
 	}
-	if stepDue && c.target.searching(k.plateau, pf) {
+	if stepDue && c.target.searching(k.plateau, &c.cfg) {
 		// Binary search (on a log scale) toward just under the target.
 		from := max(c.rate, k.plateau)
 		k.restart(from, math.Sqrt(k.plateau*pf*c.target.rate))

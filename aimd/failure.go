@@ -154,7 +154,7 @@ func (c *Controller) rejudge(u *failureUndo, need float64) {
 // congestion signal: 1 (every one is the host's word) unless their background share is known
 // and at least overloadBaseLeast; then what that share does not explain (failureLog.need).
 func (c *Controller) overloadNeed() float64 {
-	if f := &c.overs; f.older >= overloadBaseMin && f.base >= overloadBaseLeast {
+	if f := &c.overs; f.older >= 2*failureBaseMin && f.base >= overloadBaseLeast {
 		return f.need()
 	}
 	return 1

@@ -29,7 +29,7 @@ func (c *Controller) settle() {
 		c.phase = PhaseHold
 	case k.from < k.plateau && k.elapsed < c.returnTime():
 		c.phase = PhaseReturn
-	case c.target.searching(k.plateau, c.cfg.PlateauFactor):
+	case c.target.searching(k.plateau, &c.cfg):
 		c.phase = PhaseSearch
 	default:
 		c.phase = PhaseProbe
@@ -66,12 +66,12 @@ func (c *Controller) recap() {
 }
 
 // slowStartGrow is slow start's growth after a success dt of activity after the previous
-// outcome: the rate is multiplied by SlowStartFactor per interval of use (R3) if it was in
+// outcome: the rate doubles per interval of use (R3) if it was in
 // use, and the window grows by one if the success found it full.
 func (c *Controller) slowStartGrow(dt time.Duration, rateUsed, windowFull bool) {
 	if rateUsed {
-		iv := max(c.cfg.SlowStartInterval, 2*c.lat.baseline, time.Duration(slowStartSends/c.rate*float64(time.Second)))
-		c.rate = c.clampRate(c.rate * math.Pow(c.cfg.SlowStartFactor, dt.Seconds()/iv.Seconds()))
+		iv := max(c.cfg.SlowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
+		c.rate = c.clampRate(c.rate * math.Pow(2, dt.Seconds()/iv.Seconds()))
 	}
 	if windowFull {
 		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))

@@ -419,7 +419,7 @@ func TestSimTokenBucket(t *testing.T) {
 		// the lower (L=2: 1.88, 6% under).
 		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.08, 0.92},
 		// No Retry-After: refusals cost no pause, so the return and search are quicker
-		// (QuickReturnTime): makespan 1.081x, 94.0% after 10 s (1.084x, 94.7% with ReturnTime).
+		// (quickShare × ReturnTime): makespan 1.081x, 94.0% after 10 s (1.084x, 94.7% with ReturnTime).
 		{"L=20 no Retry-After", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001, noPause: true}, 1.10, 0.935},
 		// A burst refills during every Retry-After pause and hides the limit at first.
 		// The bucket fit measures them within a few percent by the second refusal (1.09x and

@@ -67,7 +67,7 @@ type State struct {
 	// P95 is Stats().P95 when saved, so that a stopped crawl's status shows the latency its
 	// hosts were last seen at; it is shown, never used for a decision.
 	P95 time.Duration `json:"p95,omitempty"`
-	// QuickRefusals: the last refusal did not pause the host (see Config.QuickReturnTime).
+	// QuickRefusals: the last refusal did not pause the host (see quickShare).
 	QuickRefusals bool `json:"quick_refusals,omitempty"`
 	// RefusalPause is the pause the last refusal cost (its Retry-After): the probe above the
 	// plateau is spaced by it, so a host that asks for long pauses is probed rarely.
@@ -149,7 +149,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		c.curve.plateau = validRate(s.Plateau)
 	}
 	c.settle()
-	c.hist = newHistory(historySize)
+	c.hist = newHistory(ringSize)
 	c.record(now, true)
 	return c
 }

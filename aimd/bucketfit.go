@@ -11,7 +11,7 @@ import (
 // size on burstGrid it finds the range of rates that reproduces every answer since the limit
 // last changed; the fit is sound (it never rules out the true bucket) and allows for timing
 // noise between send and arrival. When no bucket explains everything, the fit starts over
-// from the epoch's opening refusal (docs/aimd.md, R9).
+// from the epoch's opening refusal (docs/aimd.md, R5).
 
 // burstGrid lists the bucket sizes the fit considers: real rate limiters count whole
 // requests (nginx's burst, x/time/rate's, Envoy's max_tokens), so whole sizes suffice.

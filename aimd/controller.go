@@ -82,10 +82,10 @@ func (c *Controller) Window() int {
 }
 
 // Burst returns how many requests may leave back to back (the pacer's bucket size): 1, or,
-// while the rate is one the bucket fit set (R9) and no limit is stated, half the least bucket
+// while the rate is one the bucket fit set (R5) and no limit is stated, half the least bucket
 // size the fit allows the host (rounded down), at most 4. Sends that keep to Rate() on average and
 // never bunch more than Burst() cannot empty such a host's bucket; a pacer that wakes late may
-// so catch up instead of losing the lateness from the rate (docs/aimd.md, R43).
+// so catch up instead of losing the lateness from the rate (docs/aimd.md, R5).
 func (c *Controller) Burst() int {
 	if c.stated.trust == statedTrusted {
 		return 1

@@ -486,7 +486,7 @@ func TestSearchAfterOvercut(t *testing.T) {
 // TestSpuriousSlowStartRefusal: a request that reaches a one-token host close behind another
 // (network or scheduling jitter) is refused while slow start is still far under the host's
 // limit. The refusal caps nothing for good: the probe above the plateau finds the host takes
-// more and slow start begins again within twice the probe's longest stretch (R15).
+// more and slow start begins again within twice the probe's longest stretch (R7).
 func TestSpuriousSlowStartRefusal(t *testing.T) {
 	t.Parallel()
 	c := New(Config{}, t0)

@@ -11,7 +11,7 @@ type cut struct {
 
 // decreaseRate is the decrease on an Overload or Failure outcome s (not stale, not isolated).
 // The rate that drew it (rs) bounds the limit from above; what it teaches depends on the phase
-// it ends (docs/aimd.md, R4–R8). The rate never rises on a refusal.
+// it ends (docs/aimd.md, R3, R4). The rate never rises on a refusal.
 func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	// 1. The rate that drew the refusal, and the one before it that was accepted.
 	rs := c.sendingRate(s.sent)

@@ -8,7 +8,7 @@ import (
 // failureLog is a host's recent Failures (or bare refusals) and its background share of them:
 // what tells a cluster that slowing down can relieve from the share a host fails at any rate.
 // Only outcomes sent at no more than failureBaseUnder × cut, the rate the first cut on them
-// after slow start was made at, teach the share (docs/aimd.md, R28).
+// after slow start was made at, teach the share (docs/aimd.md, R9).
 type failureLog struct {
 	bits  uint16  // the last 16 Success/Overload/Failure outcomes, newest in bit 0: 1 = Failure
 	held  uint16  // the same outcomes: 1 = sent well under the rate the first cluster was cut at
@@ -62,7 +62,7 @@ func (f *failureLog) restore(base float64, older int, cut float64) {
 // excess reports whether a bare refusal drawn at rate rs (after slow start, outside a refusal
 // run) is a limiter's excess: overloadExcess or more of the last 16 outcomes refused. If so, the
 // share is learned from now on only under what the host accepted, rs × the share of the 16 it
-// did not refuse (docs/aimd.md, R31), and no cut on it is undone.
+// did not refuse (docs/aimd.md, R9), and no cut on it is undone.
 func (f *failureLog) excess(rs float64) bool {
 	n := f.count()
 	if n < overloadExcess || f.n == 0 {
@@ -88,7 +88,7 @@ func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
 // signal reports whether the recent Failures are the host's congestion: at least
 // failureCluster of the last 8 outcomes failed and, once the background share b is known, at
 // least need() of the last 16. Only outcomes after the last decrease count, except in a refusal
-// run (run), where every outcome does (docs/aimd.md, R25, R27, R28).
+// run (run), where every outcome does (docs/aimd.md, R1, R9).
 func (f *failureLog) signal(run bool) bool {
 	if bits.OnesCount8(uint8(f.recent(run))) < failureCluster {
 		return false

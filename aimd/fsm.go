@@ -86,7 +86,7 @@ func (c *Controller) startSlowStart(floor float64) {
 	c.phase = PhaseSlowStart
 }
 
-// climbTo raises the rate to the curve's rate r if r is higher (R10, R11).
+// climbTo raises the rate to the curve's rate r if r is higher (R6).
 func (c *Controller) climbTo(r float64) {
 	if r > c.rate {
 		c.rate = c.clampRate(r)
@@ -125,12 +125,12 @@ func (c *Controller) shrinkWindow(target int) {
 	c.settle()
 }
 
-// undoShrink restores the window a latency decrease that helped nothing cut (R36).
+// undoShrink restores the window a latency decrease that helped nothing cut (R10).
 func (c *Controller) undoShrink(size float64, mode windowMode) {
 	c.win.size, c.win.mode = max(c.win.size, size), mode
 }
 
-// endRun returns the rate to r at a refusal run's end (R17): the curve restarts there.
+// endRun returns the rate to r at a refusal run's end (R8): the curve restarts there.
 func (c *Controller) endRun(r float64) {
 	c.rate = r
 	c.curve.restart(r, r)
@@ -138,7 +138,7 @@ func (c *Controller) endRun(r float64) {
 	c.settle()
 }
 
-// holdFitted holds the rate at r, set from a bucket fit (R9): the curve's plateau, with a
+// holdFitted holds the rate at r, set from a bucket fit (R5): the curve's plateau, with a
 // hold of one probe time first if that raised it.
 func (c *Controller) holdFitted(r float64) {
 	raised := r > c.curve.plateau
@@ -152,7 +152,7 @@ func (c *Controller) holdFitted(r float64) {
 	c.settle()
 }
 
-// holdStated sets the rate to r, just under a limit the host states (R40), and leaves slow
+// holdStated sets the rate to r, just under a limit the host states (R11), and leaves slow
 // start.
 func (c *Controller) holdStated(r float64) {
 	c.rate = r
@@ -163,7 +163,7 @@ func (c *Controller) holdStated(r float64) {
 }
 
 // undoCuts returns the rate and plateau to what they were before Failure cuts a background
-// share explains (R29), and slow start if the first of them ended it.
+// share explains (R9), and slow start if the first of them ended it.
 func (c *Controller) undoCuts(u failureUndo) {
 	c.rate = max(c.rate, c.clampRate(u.rate))
 	c.curve.restart(c.rate, max(c.curve.plateau, u.plateau))

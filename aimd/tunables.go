@@ -12,24 +12,24 @@ const (
 	fitLogCap  = 2048 // requests in the fit's log (16 B each); a full log loses its oldest half
 	minSamples = 20   // fewest latency samples a p95 or a latency judgement is taken over
 
-	// Slow start and the curve (R3, R10–R16).
+	// Slow start and the curve (R3, R6, R7).
 	searchSends     = 50        // fewest successes between two search steps
 	quickShare      = 0.4       // where refusals cost no pause, the return time and searchSends shrink to this share
 	maxPatience     = 4         // the probe time stretches to at most this × ProbeTime
 	pauseProbeRatio = 20        // the probe time is at least this × the last refusal's pause
 	maxPauseProbe   = time.Hour // ... up to this
 
-	// The decrease and refusal runs (R4–R8, R17–R24).
+	// The decrease and refusal runs (R3, R4, R8).
 	minSpan        = 800 * time.Millisecond // a refusal measures the limit only over this much sending
 	burstAllowance = 1.5                    // tokens a bucket held beyond the refill when an epoch began
 	minMeasured    = 3                      // an episode with fewer successes restarts slow start
 
-	// The bucket fit (R9, R43).
+	// The bucket fit (R5).
 	fitNarrow = 1.15 // the fit measures the limit when the rates it allows span at most this factor
 	fitBeta   = 0.99 // share of the fit's least allowed rate the rate holds at
 	maxBurst  = 4    // Burst() at most
 
-	// Failures and bare refusals (R25–R31, R46).
+	// Failures and bare refusals (R9).
 	failureCluster    = 3                // Failures among the last 8 outcomes that make a cluster
 	failureBaseMin    = 32               // outcomes that teach the background share before it is known
 	failureBaseSpan   = 128              // the share follows about this many of the latest outcomes
@@ -39,14 +39,14 @@ const (
 	overloadExcess    = 5                // bare refusals among the last 16 that make a limiter's excess
 	servedMemory      = 10 * time.Second // ... served within this before it
 
-	// Latency and the window (R33–R37).
+	// Latency and the window (R10).
 	refSize           = 64  // reference latencies kept (512 B per host)
 	refMin            = 4   // fewest reference latencies to judge by
 	refZ              = 3.0 // standard deviations beyond the host's own share of slow requests
 	helpedZ           = 2.0 // a latency decrease helped when latencies fell by this many deviations
 	maxWindowPatience = 16  // the window probe interval stretches to at most this × WindowProbe
 
-	// Stated limits (R40–R42), and the fit (R9).
+	// Stated limits (R11), and the fit (R5).
 	refutations  = 2    // refusals under a rate a model called safe (a stated limit, the fit) that refute it
 	statedChange = 0.01 // a stated rate moving by more than this share is a new statement
 )

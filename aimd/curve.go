@@ -146,7 +146,6 @@ func (c *Controller) climb(dt time.Duration) {
 		c.target.clear() // beyond the target without a refusal: the limit has risen
 	}
 	if c.rate >= c.cfg.RestartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
-		c.startSlowStart(0)
-		c.win.mode = windowFollowsRate
+		c.probeRestart()
 	}
 }

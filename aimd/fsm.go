@@ -86,6 +86,13 @@ func (c *Controller) startSlowStart(floor float64) {
 	c.phase = PhaseSlowStart
 }
 
+// probeRestart enters slow start from a probe that went RestartFactor above the plateau
+// unrefused (R3): the limit rose, and the window follows the rate again.
+func (c *Controller) probeRestart() {
+	c.phase = PhaseSlowStart
+	c.win.mode = windowFollowsRate
+}
+
 // climbTo raises the rate to the curve's rate r if r is higher (R6).
 func (c *Controller) climbTo(r float64) {
 	if r > c.rate {

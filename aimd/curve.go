@@ -137,9 +137,7 @@ func (c *Controller) climb(dt time.Duration) {
 	}
 	if stepDue && c.target.searching(k.plateau, &c.cfg) {
 		// Binary search (on a log scale) toward just under the target.
-		from := max(c.rate, k.plateau)
-		k.restart(from, math.Sqrt(k.plateau*pf*c.target.rate))
-		k.searched = true
+		c.searchStep(max(c.rate, k.plateau), math.Sqrt(k.plateau*pf*c.target.rate))
 	}
 	c.climbTo(k.at(c.returnTime(), c.probeSeconds()))
 	if c.target.kind != noTarget && c.rate > c.target.rate {

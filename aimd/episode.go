@@ -96,14 +96,14 @@ func (c *Controller) unblock(s *sample) {
 	if _, ok := e.firstEnd.get(); !ok {
 		e.firstEnd.set(s.sent)
 	}
-	c.endRun(r)
 	// Search toward the rate that drew the run, but no further than twice r or a rate the host
 	// accepted before the run over half as long as the run lasted.
 	held, _ := bestAccepted(sends[:before], e.start, time.Duration(e.blockLen/2))
-	c.target.clear()
+	var t target
 	if h := min(e.refused, max(2*r, held)); h > r && !e.settled {
-		c.target.set(h, e.boundKind(h))
+		t.set(h, e.boundKind(h))
 	}
+	c.endRun(r, t)
 }
 
 // runMeasure is the rate a run's end returns to (before clamping): Beta × the best of what the

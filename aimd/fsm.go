@@ -10,30 +10,54 @@ import (
 // the run measure, the failure logs, the latency reference, the stated limit) compute bounds
 // and proposals and hand them to one of these. Construction (New, Restore) goes through them too.
 //
-// The phase is stored. Slow start is entered only by startSlowStart and left only by a
-// decrease (cutRate, shrinkWindow) or a stated limit (holdStated). Outside slow start, settle
-// places the phase after every transition: a refusal run while the host refuses with no
-// success since (entered by cutRate, left by the first success of the epoch), else the
-// curve's sub-phase (hold, return, search or probe) as the curve's clock and target stand.
+// The phase is stored. Slow start is entered only by begin, startSlowStart, probeRestart and
+// undoCuts, and left only by a decrease (cutRate, shrinkWindow) or a stated limit
+// (holdStated). Outside it the phases follow one order, refusal-run → hold → return → search
+// → probe: each is left by its own exit condition (settle), into the next; a transition that
+// restarts the curve (place) starts the order again from the top.
 
-// settle places the phase outside slow start (see above). Every transition ends with it, and
-// Observe calls it once more after the outcome's counters and clocks have moved.
+// settle leaves the current phase, and each it leads to, whose exit condition holds: a refusal
+// run at the epoch's first success, the hold when its time in use has run, the return when
+// its time has run (or there is nothing to return to), the search when the plateau has
+// reached the target. Slow start and the probe are left only by transitions. Observe calls it
+// after the outcome's counters and clocks have moved.
 func (c *Controller) settle() {
-	if c.phase == PhaseSlowStart {
-		return
+	k := &c.curve
+	for {
+		switch c.phase {
+		case PhaseRefusalRun:
+			if c.inRun() {
+				return
+			}
+			c.phase = PhaseHold
+		case PhaseHold:
+			if k.hold > 0 {
+				return
+			}
+			c.phase = PhaseReturn
+		case PhaseReturn:
+			if k.from < k.plateau && k.elapsed < c.returnTime() {
+				return
+			}
+			c.phase = PhaseSearch
+		case PhaseSearch:
+			if c.target.searching(k.plateau, &c.cfg) {
+				return
+			}
+			c.phase = PhaseProbe
+		default: // slow start, probe
+			return
+		}
 	}
-	switch k := &c.curve; {
-	case c.inRun():
+}
+
+// place starts the phase order again from the top after a transition restarted the curve
+// (outside slow start), and settles.
+func (c *Controller) place() {
+	if c.phase != PhaseSlowStart {
 		c.phase = PhaseRefusalRun
-	case k.hold > 0:
-		c.phase = PhaseHold
-	case k.from < k.plateau && k.elapsed < c.returnTime():
-		c.phase = PhaseReturn
-	case c.target.searching(k.plateau, &c.cfg):
-		c.phase = PhaseSearch
-	default:
-		c.phase = PhaseProbe
 	}
+	c.settle()
 }
 
 // inSlowStart reports whether no congestion has been seen since slow start last began.
@@ -93,6 +117,13 @@ func (c *Controller) probeRestart() {
 	c.win.mode = windowFollowsRate
 }
 
+// searchStep restarts the curve from rate from toward a plateau raised by the search (R6).
+func (c *Controller) searchStep(from, plateau float64) {
+	c.curve.restart(from, plateau)
+	c.curve.searched = true
+	c.place()
+}
+
 // climbTo raises the rate to the curve's rate r if r is higher (R6).
 func (c *Controller) climbTo(r float64) {
 	if r > c.rate {
@@ -129,7 +160,7 @@ func (c *Controller) shrinkWindow(target int) {
 		c.curve.restart(c.rate, c.rate)
 		c.curve.steps = steps
 	}
-	c.settle()
+	c.place()
 }
 
 // undoShrink restores the window a latency decrease that helped nothing cut (R10).
@@ -137,12 +168,14 @@ func (c *Controller) undoShrink(size float64, mode windowMode) {
 	c.win.size, c.win.mode = max(c.win.size, size), mode
 }
 
-// endRun returns the rate to r at a refusal run's end (R8): the curve restarts there.
-func (c *Controller) endRun(r float64) {
+// endRun returns the rate to r at a refusal run's end (R8): the curve restarts there, with t
+// the target the search climbs toward.
+func (c *Controller) endRun(r float64, t target) {
 	c.rate = r
 	c.curve.restart(r, r)
 	c.curve.searched = false
-	c.settle()
+	c.target = t
+	c.place()
 }
 
 // holdFitted holds the rate at r, set from a bucket fit (R5): the curve's plateau, with a
@@ -156,7 +189,7 @@ func (c *Controller) holdFitted(r float64) {
 		// The limit is known: a probe could only find that it rose.
 		c.curve.elapsed, c.curve.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
 	}
-	c.settle()
+	c.place()
 }
 
 // holdStated sets the rate to r, just under a limit the host states (R11), and leaves slow
@@ -166,7 +199,7 @@ func (c *Controller) holdStated(r float64) {
 	c.phase = PhaseProbe
 	c.curve.restart(r, r)
 	c.target.clear()
-	c.settle()
+	c.place()
 }
 
 // undoCuts returns the rate and plateau to what they were before Failure cuts a background
@@ -178,5 +211,5 @@ func (c *Controller) undoCuts(u failureUndo) {
 	if u.slow {
 		c.phase = PhaseSlowStart
 	}
-	c.settle()
+	c.place()
 }

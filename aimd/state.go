@@ -148,7 +148,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	if s.Version >= 2 && len(s.Parts) > 0 && c.restoreParts(s.Parts) {
 		c.curve.plateau = validRate(s.Plateau)
 	}
-	c.settle()
+	c.place()
 	c.hist = newHistory(ringSize)
 	c.record(now, true)
 	return c

@@ -63,8 +63,8 @@ func New(cfg Config, now time.Time) *Controller {
 		epoch:   epoch{start: never},
 		fit:     fitter{start: never, from: never},
 		last:    now,
-		samples: newRing[sample](max(ringSize, 4*cfg.SampleWindow)),
-		hist:    newHistory(ringSize),
+		samples: newRing[sample](max(memory, 4*cfg.SampleWindow)),
+		hist:    newHistory(memory),
 		lat:     latencyRef{ref: newReference()},
 	}
 	c.begin()

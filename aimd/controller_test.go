@@ -1346,7 +1346,7 @@ func TestFailureLog(t *testing.T) {
 		t.Errorf("100 failures not held moved the base from %.3f to %.3f (older %d → %d)", base, f.base, older, f.older)
 	}
 	// A host failing everything is never explained by its base.
-	f = failureLog{base: 0.9, older: failureBaseSpan, n: 16, fresh: 16, bits: 0xFFFF}
+	f = failureLog{base: 0.9, older: memory, n: 16, fresh: 16, bits: 0xFFFF}
 	if !f.signal(false) {
 		t.Errorf("16 failures of 16 at base 0.9 are no signal; base counts up to %.2f", failureBaseMax)
 	}

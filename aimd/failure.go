@@ -15,7 +15,7 @@ type failureLog struct {
 	n     int     // how many outcomes bits holds (up to 16)
 	fresh int     // how many of them came after the last decrease (up to 16)
 	base  float64 // the Failures' share among held outcomes older than those 16
-	older int     // how many such outcomes base has seen (up to failureBaseSpan)
+	older int     // how many such outcomes base has seen (up to memory)
 
 	cut  optional[float64] // the rate the first cut on these failures after slow start was made at
 	undo failureUndo       // the cuts on them made before base was known (or, for refusals, usable)
@@ -35,7 +35,7 @@ func (f *failureLog) add(failed, held bool) {
 	if f.n < 16 {
 		f.n++
 	} else if f.held&(1<<15) != 0 {
-		f.older = min(f.older+1, failureBaseSpan)
+		f.older = min(f.older+1, memory)
 		f.base += (float64(f.bits>>15) - f.base) / float64(f.older)
 	}
 	f.bits, f.held = f.bits<<1, f.held<<1
@@ -51,7 +51,7 @@ func (f *failureLog) add(failed, held bool) {
 // them that are valid.
 func (f *failureLog) restore(base float64, older int, cut float64) {
 	if base >= 0 && base <= 1 && older > 0 {
-		f.base, f.older = base, min(older, failureBaseSpan)
+		f.base, f.older = base, min(older, memory)
 	}
 	f.cut = optional[float64]{}
 	if r := validRate(cut); r > 0 {

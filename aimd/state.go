@@ -149,7 +149,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		c.curve.plateau = validRate(s.Plateau)
 	}
 	c.place()
-	c.hist = newHistory(ringSize)
+	c.hist = newHistory(memory)
 	c.record(now, true)
 	return c
 }

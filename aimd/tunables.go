@@ -7,8 +7,7 @@ import "time"
 // one serves.
 const (
 	// Memory (about 10 KB per host).
-	ringSize   = 128  // samples remembered (at least 4 × SampleWindow), and rate/window change points (a change of 0.5% or more)
-	minRingBuf = 8    // the buffer a ring starts with at its first push
+	memory     = 128  // samples, rate/window change points and outcomes a background share follows, remembered (samples: at least 4 × SampleWindow)
 	fitLogCap  = 2048 // requests in the fit's log (16 B each); a full log loses its oldest half
 	minSamples = 20   // fewest latency samples a p95 or a latency judgement is taken over
 
@@ -32,7 +31,6 @@ const (
 	// Failures and bare refusals (R9).
 	failureCluster    = 3                // Failures among the last 8 outcomes that make a cluster
 	failureBaseMin    = 32               // outcomes that teach the background share before it is known
-	failureBaseSpan   = 128              // the share follows about this many of the latest outcomes
 	failureBaseMax    = 0.25             // the share counts up to this
 	failureBaseUnder  = 0.6              // only outcomes sent under this × the cut rate teach the share
 	overloadBaseLeast = 0.05             // the bare refusals' share is used from this up

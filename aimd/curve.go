@@ -38,7 +38,7 @@ func (k *curve) advance(dt time.Duration) {
 }
 
 // at is the curve's rate: K during the hold, the linear return from `from` to K within
-// returnTime, then K·(1 + 0.1·(t'/probe)³).
+// returnTime, then K·(1 + probeGain·(t'/probe)³).
 func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 	if k.hold > 0 {
 		return k.plateau
@@ -50,7 +50,7 @@ func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 		t -= T
 	}
 	x := t / probe
-	return k.plateau * (1 + 0.1*x*x*x)
+	return k.plateau * (1 + probeGain*x*x*x)
 }
 
 // pace is what refusals have taught about probing: how long the probe takes and what a
@@ -66,7 +66,7 @@ type pace struct {
 // the limit is where it was, so the probe above it slows (up to maxPatience × ProbeTime);
 // anything else starts over at ProbeTime.
 func (p *pace) refusedAt(rs float64, cfg *Config) {
-	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < 0.05 {
+	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < patienceBand {
 		p.probeTime = min(2*p.probeTime, maxPatience*cfg.ProbeTime)
 	} else {
 		p.probeTime = cfg.ProbeTime

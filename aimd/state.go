@@ -141,7 +141,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		}
 		if c.rate > c.curve.plateau {
 			// Resume the probe where it was: the time on the curve that gives the rate.
-			x := math.Cbrt((c.rate/c.curve.plateau - 1) / 0.1)
+			x := math.Cbrt((c.rate/c.curve.plateau - 1) / probeGain)
 			c.curve.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
 		}
 	}

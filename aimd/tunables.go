@@ -2,9 +2,10 @@ package aimd
 
 import "time"
 
-// Every numeric constant of the controller, one line each, grouped by the part that reads it
+// Every tunable constant of the controller, one line each, grouped by the part that reads it
 // (the Config fields and their defaults are in config.go). docs/aimd.md gives the rule each
-// one serves.
+// one serves. Literals left in the code are an estimator's shape (a median, a quantile, a half,
+// a doubling, the width of a 16-outcome log), not tunables.
 const (
 	// Memory (about 10 KB per host).
 	memory     = 128  // samples, rate/window change points and outcomes a background share follows, remembered (samples: at least 4 × SampleWindow)
@@ -12,11 +13,15 @@ const (
 	minSamples = 20   // fewest latency samples a p95 or a latency judgement is taken over
 
 	// Slow start and the curve (R3, R6, R7).
-	searchSends     = 50        // fewest successes between two search steps
-	quickShare      = 0.4       // where refusals cost no pause, the return time and searchSends shrink to this share
-	maxPatience     = 4         // the probe time stretches to at most this × ProbeTime
-	pauseProbeRatio = 20        // the probe time is at least this × the last refusal's pause
-	maxPauseProbe   = time.Hour // ... up to this
+	minActiveGap    = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this ...
+	maxActiveGap    = 5 * time.Second        // ... and at most this; longer is idleness
+	probeGain       = 0.1                    // the probe's rise above the plateau after one probe time
+	patienceBand    = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
+	searchSends     = 50                     // fewest successes between two search steps
+	quickShare      = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share
+	maxPatience     = 4                      // the probe time stretches to at most this × ProbeTime
+	pauseProbeRatio = 20                     // the probe time is at least this × the last refusal's pause
+	maxPauseProbe   = time.Hour              // ... up to this
 
 	// The decrease and refusal runs (R3, R4, R8).
 	minSpan        = 800 * time.Millisecond // a refusal measures the limit only over this much sending

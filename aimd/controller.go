@@ -100,7 +100,6 @@ func (c *Controller) SetCeiling(rate float64) {
 	if rate > 0 && !math.IsInf(rate, 0) {
 		c.ceiling = rate
 	}
-	c.top = c.capRate()
 	c.recap()
 	c.record(c.last, true)
 }
@@ -139,7 +138,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 		if !stale {
 			c.epoch.ok++
 			if c.ep.endsRun() {
-				c.unblock(s)
+				c.endRun(c.runEnd(s))
 			}
 			c.ep.run = 0
 			c.settle()
@@ -156,7 +155,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	switch {
 	case lab == labelLimit:
 		if o.Signal == Overload && c.stated.refused() {
-			c.top = c.capRate() // refuted: learned as if nothing were stated
+			c.recap() // refuted: learned as if nothing were stated
 		}
 		c.decreaseRate(now, s)
 	case lab != labelServed: // noise, or the host's own failure: moves nothing
@@ -195,7 +194,7 @@ func (c *Controller) count(o Outcome) bool {
 
 // remember records the finished request o (not Neutral) in the failure logs, the samples and
 // the fit's log, and returns its sample and label (see label). A background share that has
-// just become known may undo the cuts made before it (rejudge).
+// just become known may undo the cuts made before it (failureUndo.judge).
 func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
@@ -206,11 +205,15 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	c.fails.add(o.Signal == Failure, c.fails.heldAt(at))
 	c.overs.add(bare, !run && c.overs.heldAt(at))
 	if c.fails.undo.pending() && c.fails.known() {
-		c.rejudge(&c.fails.undo, c.fails.need())
+		if u, ok := c.fails.undo.judge(c.fails.need()); ok {
+			c.undoCuts(u)
+		}
 	}
 	overNeed := c.overloadNeed()
 	if c.overs.undo.pending() && overNeed > 1 {
-		c.rejudge(&c.overs.undo, overNeed)
+		if u, ok := c.overs.undo.judge(overNeed); ok {
+			c.undoCuts(u)
+		}
 	}
 	ts := toNanos(sent)
 	switch {

@@ -120,7 +120,7 @@ func (f *failureLog) need() float64 {
 }
 
 // failureUndo holds the Failure cuts made before the host's background failure share was known,
-// to be judged when it is (rejudge).
+// to be judged when it is (judge).
 type failureUndo struct {
 	rate    float64 // the rate before the first of them; 0 while none is pending (see pending)
 	plateau float64 // the plateau before it
@@ -139,15 +139,13 @@ func (u *failureUndo) note(c *Controller, n int) {
 	u.n = max(u.n, n)
 }
 
-// rejudge runs once, when a background share becomes known, on the cuts u holds: if the share
-// explains all of them (each was made on fewer failures among 16 than need), the rate and
-// plateau return to what they were before the first, and slow start resumes if that cut ended
-// it. Cuts the share does not explain stand.
-func (c *Controller) rejudge(u *failureUndo, need float64) {
-	if v := *u; float64(v.n) < need {
-		c.undoCuts(v)
-	}
-	*u = failureUndo{}
+// judge runs once, when a background share becomes known, on the cuts u holds, and empties
+// u: ok says the share explains all of them (each was made on fewer failures among 16 than
+// need), so that undoCuts may return the rate and plateau to v, what they were before the
+// first. Cuts the share does not explain stand.
+func (u *failureUndo) judge(need float64) (v failureUndo, ok bool) {
+	v, *u = *u, failureUndo{}
+	return v, float64(v.n) < need
 }
 
 // overloadNeed is the number of bare refusals among the recent outcomes that makes one a

@@ -84,8 +84,10 @@ func (c *Controller) resume(rate float64, window int, slow bool) {
 	}
 }
 
-// recap applies a changed cap (c.top) to the rate at once (SetCeiling).
+// recap sets the rate's cap (c.top) from the ceiling and the stated limit and applies it to
+// the rate at once (SetCeiling, a refuted stated limit).
 func (c *Controller) recap() {
+	c.top = c.capRate()
 	c.rate = c.clampRate(c.rate)
 }
 
@@ -168,14 +170,21 @@ func (c *Controller) undoShrink(size float64, mode windowMode) {
 	c.win.size, c.win.mode = max(c.win.size, size), mode
 }
 
-// endRun returns the rate to r at a refusal run's end (R8): the curve restarts there, with t
-// the target the search climbs toward.
-func (c *Controller) endRun(r float64, t target) {
-	c.rate = r
-	c.curve.restart(r, r)
-	c.curve.searched = false
-	c.target = t
-	c.place()
+// endRun applies what a refusal run's end measured (runEnd): slow start again from
+// InitialRate (R3), or the rate returned to v.rate with the curve restarted there and v.target
+// the target the search climbs toward (R8).
+func (c *Controller) endRun(v runVerdict) {
+	switch v.kind {
+	case runRestarted:
+		c.startSlowStart(c.cfg.InitialRate)
+		c.target.clear()
+	case runReturned:
+		c.rate = v.rate
+		c.curve.restart(v.rate, v.rate)
+		c.curve.searched = false
+		c.target = v.target
+		c.place()
+	}
 }
 
 // holdFitted holds the rate at r, set from a bucket fit (R5): the curve's plateau, with a
@@ -192,9 +201,11 @@ func (c *Controller) holdFitted(r float64) {
 	c.place()
 }
 
-// holdStated sets the rate to r, just under a limit the host states (R11), and leaves slow
-// start.
+// holdStated caps the rate at r, just under a limit the host states (R11), sets it there
+// and leaves slow start.
 func (c *Controller) holdStated(r float64) {
+	c.top = c.capRate()
+	r = c.clampRate(r)
 	c.rate = r
 	c.phase = PhaseProbe
 	c.curve.restart(r, r)

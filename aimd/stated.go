@@ -67,8 +67,7 @@ func (c *Controller) applyStated(now time.Time, sig Signal, rate float64) {
 	if sig != Success || !c.stated.state(rate) {
 		return
 	}
-	c.top = c.capRate()
-	c.holdStated(c.clampRate(c.stated.cap(c.cfg.Beta)))
+	c.holdStated(c.stated.cap(c.cfg.Beta))
 	c.record(now, true)
 }
 

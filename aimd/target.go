@@ -6,7 +6,7 @@ type targetKind uint8
 const (
 	noTarget      targetKind = iota // nothing to search toward
 	targetRefused                   // the rate the last refusal was drawn at
-	targetBound                     // a bound unblock set on the search after a refusal run, below the rate that drew the run
+	targetBound                     // a bound runEnd set on the search after a refusal run, below the rate that drew the run
 )
 
 // target is the rate above the plateau that the search climbs toward, and what it is. The

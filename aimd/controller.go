@@ -169,10 +169,10 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 }
 
 // activeTime is the time since the previous outcome that counts as activity (and toward
-// growth): up to two sending intervals (at least minActiveGap, at most maxActiveGap); a longer
+// growth): up to two sending intervals (at least minActiveGap, at most ReturnTime); a longer
 // gap is idleness, e.g. a Retry-After pause.
 func (c *Controller) activeTime(now time.Time) time.Duration {
-	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), maxActiveGap)
+	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), c.cfg.ReturnTime)
 }
 
 // count counts o and reports whether it is a signal (not Neutral). A refusal sets what the

@@ -13,8 +13,7 @@ const (
 	minSamples = 20   // fewest latency samples a p95 or a latency judgement is taken over
 
 	// Slow start and the curve (R3, R6, R7).
-	minActiveGap    = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this ...
-	maxActiveGap    = 5 * time.Second        // ... and at most this; longer is idleness
+	minActiveGap    = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (at most ReturnTime)
 	probeGain       = 0.1                    // the probe's rise above the plateau after one probe time
 	patienceBand    = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
 	searchSends     = 50                     // fewest successes between two search steps

@@ -28,12 +28,6 @@ type sharedRun struct {
 	makespan float64   // s until every client fetched every page
 	done     []float64 // each client's end
 	over     int       // refusals in all
-	// low is the longest span (s) in which the gates still crawling were allowed less than
-	// half the limit together: starved, by each other or after the other finished.
-	low float64
-	// mid is the longest span (s) a crawling gate held a plateau between 0.5 and 2 req/s
-	// (out of slow start): the starved share nginx showed (vhost10, 1.51 req/s for 40 s).
-	mid float64
 }
 
 // runShared crawls pages pages through each of n gates of one host that is a single token
@@ -46,7 +40,7 @@ func runShared(n, pages int, limit, lat, maxT float64, starts ...float64) shared
 		cs[i] = &sharedClient{c: New(Config{}, simTime(0)), tokens: 1, left: pages, ready: pages}
 	}
 	res := sharedRun{done: make([]float64, n)}
-	bucket, last, lowFrom, midFrom := 1.0, 0.0, 0.0, make([]float64, n)
+	bucket, last := 1.0, 0.0
 	const dt = 0.001
 	for step := 0; ; step++ {
 		t := float64(step) * dt
@@ -54,22 +48,7 @@ func runShared(n, pages int, limit, lat, maxT float64, starts ...float64) shared
 			res.makespan = maxT
 			return res
 		}
-		all, allowed := true, 0.0
-		for _, cl := range cs {
-			if cl.left > 0 {
-				allowed += cl.c.Rate()
-			}
-		}
-		if allowed >= limit/2 {
-			lowFrom = t
-		}
-		res.low = max(res.low, t-lowFrom)
-		for i, cl := range cs {
-			if k := cl.c.curve.plateau; cl.left == 0 || cl.c.inSlowStart() || k < 0.5 || k >= 2 {
-				midFrom[i] = t
-			}
-			res.mid = max(res.mid, t-midFrom[i])
-		}
+		all := true
 		for i, cl := range cs {
 			// Deliver finished requests.
 			kept := cl.inFlight[:0]

@@ -128,11 +128,17 @@ func (c *Controller) climb(dt time.Duration) {
 	k.steps++
 	stepDue := k.elapsed >= c.returnTime() && k.steps >= c.searchSends()
 	if stepDue && c.target.reached(k.plateau, &c.cfg) {
-		if c.target.kind == targetBound && k.elapsed >= time.Duration(c.ep.blockLen) {
+		switch c.target.kind {
+		case targetBound:
 			// Held just under the bound, unrefused, for longer than the run lasted: the bound
 			// was the run's backoff. Double it, toward the rate that drew the run.
-			r := min(c.ep.refused, 2*c.target.rate)
-			c.target.set(r, c.ep.boundKind(r))
+			if k.elapsed >= time.Duration(c.ep.blockLen) {
+				r := min(c.ep.refused, 2*c.target.rate)
+				c.target.set(r, c.ep.boundKind(r))
+			}
+		case targetSlowStart:
+			// Held near slow start's refused rate, unrefused: that refusal measured nothing.
+			c.target.rate *= 2
 		}
 	}
 	if stepDue && c.target.searching(k.plateau, &c.cfg) {

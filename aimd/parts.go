@@ -204,7 +204,7 @@ func (c *Controller) restoreParts(raw json.RawMessage) bool {
 	c.curve.steps, c.curve.searched = max(p.Curve.Steps, 0), p.Curve.Searched
 	c.pace.probeTime = min(max(p.Pace.ProbeTime, c.cfg.ProbeTime), maxPatience*c.cfg.ProbeTime)
 	c.pace.lastRefusal = optRate(p.Pace.LastRefusal)
-	if p.Target.Kind <= targetBound { // a kind this build does not know: no target
+	if p.Target.Kind <= targetSlowStart { // a kind this build does not know: no target
 		c.target.set(validRate(p.Target.Rate), p.Target.Kind)
 	}
 	j := p.Episode

@@ -4,9 +4,10 @@ package aimd
 type targetKind uint8
 
 const (
-	noTarget      targetKind = iota // nothing to search toward
-	targetRefused                   // the rate the last refusal was drawn at
-	targetBound                     // a bound runEnd set on the search after a refusal run, below the rate that drew the run
+	noTarget        targetKind = iota // nothing to search toward
+	targetRefused                     // the rate the last refusal was drawn at
+	targetBound                       // a bound runEnd set on the search after a refusal run, below the rate that drew the run
+	targetSlowStart                   // the rate slow start was refused at, not yet sustained: it may have measured nothing
 )
 
 // target is the rate above the plateau that the search climbs toward, and what it is. The

@@ -11,7 +11,7 @@ import (
 // size on burstGrid it finds the range of rates that reproduces every answer since the limit
 // last changed; the fit is sound (it never rules out the true bucket) and allows for timing
 // noise between send and arrival. When no bucket explains everything, the fit starts over
-// from the epoch's opening refusal (docs/aimd.md, R9).
+// from the epoch's opening refusal (docs/aimd.md, R5).
 
 // burstGrid lists the bucket sizes the fit considers: real rate limiters count whole
 // requests (nginx's burst, x/time/rate's, Envoy's max_tokens), so whole sizes suffice.
@@ -200,7 +200,7 @@ type fitter struct {
 	recs   []fitRec          // requests finished since start (and since the open episode began): the fit's input
 	held   optional[float64] // the rate the last applied fit set, until a refusal
 	size   float64           // while held: the least bucket size that fit allowed (0: unknown)
-	misses int               // refusals at or below held (see maxFitMisses)
+	misses int               // refusals at or below held (see refutations)
 }
 
 // log appends a finished request (not Neutral).
@@ -325,7 +325,7 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	}
 	f.trim(keepFrom)
 	lo, hi, oneToken, ok := f.fit.bounds()
-	if !apply || !ok || hi > fitNarrow*lo || f.misses >= maxFitMisses {
+	if !apply || !ok || hi > fitNarrow*lo || f.misses >= refutations {
 		return 0, false
 	}
 	r := c.clampRate(fitRate(lo, oneToken, noise))

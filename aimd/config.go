@@ -5,74 +5,30 @@ import (
 	"time"
 )
 
-// Config is the controller's policy, plain data. A zero field takes the default written next to
-// it; Config{} is a valid configuration. Out-of-range values are clamped (see each field).
+// Config is the controller's policy, plain data, one line per field. A zero field takes the
+// default written next to it (the Default constants below); Config{} is a valid configuration.
+// Out-of-range values are clamped. docs/aimd.md gives the rule each field serves.
 type Config struct {
-	InitialRate float64 // req/s at start; default 2 (--initial-rate); clamped into [MinRate, MaxRate]
-	MinRate     float64 // floor, req/s; default 0.1 (--min-rate)
-	MaxRate     float64 // ceiling, req/s; default 1000 (--max-rate); raised to MinRate if below it
-
-	InitialWindow int // requests in flight at start; default 2
-	MinWindow     int // default 1
-	MaxWindow     int // default 8 (--host-concurrency); raised to MinWindow if below it
-
-	// Slow start. While no congestion signal has been seen, the rate is multiplied by
-	// SlowStartFactor (default 2) per SlowStartInterval (default 125ms) of time in which the
-	// rate was actually used; the interval is stretched to at least twice the baseline latency
-	// and one sending interval, so that feedback arrives before the next step. The window
-	// grows by one per success that found it full (doubling per round trip, as in TCP).
-	SlowStartFactor   float64
-	SlowStartInterval time.Duration
-
-	// Decrease on Overload or Failure (see the package documentation for the measurement): the
-	// new rate is Beta × the measured limit (default 0.97), never below MinBeta × the sending
-	// rate (default 0.5: at most one halving per epoch; also the cut when nothing was
-	// measured). After slow start the plateau the rate returns to is PlateauFactor × the last
-	// accepted sending rate (default 0.98: just under the limit).
-	Beta          float64
-	MinBeta       float64
-	PlateauFactor float64
-
-	// Increase after a decrease, on a clock that runs only while the rate is used: a linear
-	// return to the plateau K within ReturnTime (default 5s), then a convex (cubic) probe above
-	// it, rate = K·(1 + 0.1·(t/ProbeTime)³), +10% after ProbeTime (default 30s, and at least
-	// ProbeRequests (default 400) requests at the plateau rate, so that slow hosts are probed
-	// no more often per page than fast ones; doubled, up to 4×, each time a refusal recurs at
-	// the same rate; and at least 20 × the last refusal's Retry-After pause, up to an hour).
-	// A plateau well below the last refused rate is raised by binary search, one step per
-	// ReturnTime. Reaching RestartFactor × the plateau (default 1.25) without a signal
-	// re-enters slow start: the limit has risen.
-	//
-	// QuickReturnTime (default 2s) replaces ReturnTime, and the search steps come after 20
-	// successes instead of 50, on a host whose last refusal did not pause it (no Retry-After:
-	// nginx's limit_req, most proxies): there a refusal costs one retry, not seconds of
-	// silence, so the climb back and the search may risk the next one sooner.
-	ReturnTime      time.Duration
-	QuickReturnTime time.Duration
-	ProbeTime       time.Duration
-	ProbeRequests   int
-	RestartFactor   float64
-
-	// Latency signal (see the package doc): among the latest SampleWindow successes (default
-	// 32, at least 20) sent since the last decrease, more are slower than LatencyFactor
-	// (default 1.2) × the median or the p90 of the host's reference latencies (requests sent
-	// alone), and at least LatencyMinExcess (default 2ms) more, than the host's own share
-	// explains. Baseline, reported in Stats and used as a holding time, is the 10th percentile
-	// of recent success latencies, followed down at once and up, only by requests sent alone,
-	// with time constant BaselineForget (default 30s).
-	LatencyFactor    float64
-	LatencyMinExcess time.Duration
-	SampleWindow     int
-	BaselineForget   time.Duration
-
-	// WindowProbe: after slow start, the window grows by one after WindowProbe × window
-	// successes that found it full (default 64).
-	WindowProbe int
-
-	// RateWindow: the accepted completion rate (Stats.AcceptedRate, and Little's law on a
-	// latency signal) is measured over this much recent active time (default 1s), stretched to
-	// hold at least 8 completions.
-	RateWindow time.Duration
+	InitialRate       float64       // req/s at start (--initial-rate); 2; clamped into [MinRate, MaxRate]
+	MinRate           float64       // the rate's floor, req/s (--min-rate); 0.1
+	MaxRate           float64       // the rate's ceiling, req/s (--max-rate); 1000; raised to MinRate if below it
+	InitialWindow     int           // requests in flight at start; 2
+	MinWindow         int           // the window's floor; 1
+	MaxWindow         int           // the window's ceiling (--host-concurrency); 8; raised to MinWindow if below it
+	SlowStartInterval time.Duration // slow start doubles the rate per this much time in use (R3); 125ms
+	Beta              float64       // share of a measured or stated limit the rate is set to (R3, R4, R8, R11); 0.97
+	MinBeta           float64       // the deepest cut one decrease makes, as a share of the rate (R4); 0.5
+	PlateauFactor     float64       // share of slow start's last accepted rate the climb returns to (R3, R6); 0.98
+	ReturnTime        time.Duration // the linear return to the plateau, and a search step's spacing (R6, R7); 5s
+	ProbeTime         time.Duration // the cubic probe's time to +10% above the plateau (R6, R7); 30s
+	ProbeRequests     int           // the probe time stretches to this many sending intervals at the plateau (R7); 400
+	RestartFactor     float64       // a probe this far above the plateau restarts slow start; a search stops this close (R3, R6); 1.25
+	LatencyFactor     float64       // a success this many times the reference latency is slow (R10); 1.2
+	LatencyMinExcess  time.Duration // ... and at least this much slower (R10); 2ms
+	SampleWindow      int           // the latest successes the latency signal judges, at least 20 (R10); 32
+	BaselineForget    time.Duration // the time constant the latency baseline rises with (R10); 30s
+	WindowProbe       int           // after slow start the window grows by one per this × window successes that found it full (R10); 64
+	RateWindow        time.Duration // the span the accepted rate is measured over, stretched to 8 completions (R3, R10); 1s
 }
 
 // Defaults for the zero fields of Config.
@@ -83,13 +39,11 @@ const (
 	DefaultInitialWindow     = 2
 	DefaultMinWindow         = 1
 	DefaultMaxWindow         = 8
-	DefaultSlowStartFactor   = 2.0
 	DefaultSlowStartInterval = 125 * time.Millisecond
 	DefaultBeta              = 0.97
 	DefaultMinBeta           = 0.5
 	DefaultPlateauFactor     = 0.98
 	DefaultReturnTime        = 5 * time.Second
-	DefaultQuickReturnTime   = 2 * time.Second
 	DefaultProbeTime         = 30 * time.Second
 	DefaultProbeRequests     = 400
 	DefaultRestartFactor     = 1.25
@@ -131,16 +85,11 @@ func (c Config) withDefaults() Config {
 	c.MinWindow = orI(c.MinWindow, DefaultMinWindow)
 	c.MaxWindow = max(orI(c.MaxWindow, DefaultMaxWindow), c.MinWindow)
 	c.InitialWindow = min(max(orI(c.InitialWindow, DefaultInitialWindow), c.MinWindow), c.MaxWindow)
-	c.SlowStartFactor = orF(c.SlowStartFactor, DefaultSlowStartFactor)
-	if c.SlowStartFactor < 1 {
-		c.SlowStartFactor = DefaultSlowStartFactor
-	}
 	c.SlowStartInterval = orD(c.SlowStartInterval, DefaultSlowStartInterval)
 	c.Beta = unit(c.Beta, DefaultBeta)
 	c.MinBeta = min(unit(c.MinBeta, DefaultMinBeta), c.Beta)
 	c.PlateauFactor = unit(c.PlateauFactor, DefaultPlateauFactor)
 	c.ReturnTime = orD(c.ReturnTime, DefaultReturnTime)
-	c.QuickReturnTime = min(orD(c.QuickReturnTime, DefaultQuickReturnTime), c.ReturnTime)
 	c.ProbeTime = orD(c.ProbeTime, DefaultProbeTime)
 	c.ProbeRequests = orI(c.ProbeRequests, DefaultProbeRequests)
 	c.RestartFactor = orF(c.RestartFactor, DefaultRestartFactor)

@@ -43,7 +43,6 @@ type Controller struct {
 type counters struct {
 	decreases, overLimit, failures, neutral int
 	savedP95                                time.Duration // State.P95 restored, shown until a success is measured
-	lastOK                                  nanos         // when the latest Success was sent
 }
 
 // epoch is the congestion epoch: the time since the last decrease. Signals about requests sent
@@ -64,8 +63,8 @@ func New(cfg Config, now time.Time) *Controller {
 		epoch:   epoch{start: never},
 		fit:     fitter{start: never, from: never},
 		last:    now,
-		samples: newRing[sample](max(ringSize, 4*cfg.SampleWindow)),
-		hist:    newHistory(historySize),
+		samples: newRing[sample](max(memory, 4*cfg.SampleWindow)),
+		hist:    newHistory(memory),
 		lat:     latencyRef{ref: newReference()},
 	}
 	c.begin()
@@ -83,10 +82,10 @@ func (c *Controller) Window() int {
 }
 
 // Burst returns how many requests may leave back to back (the pacer's bucket size): 1, or,
-// while the rate is one the bucket fit set (R9) and no limit is stated, half the least bucket
+// while the rate is one the bucket fit set (R5) and no limit is stated, half the least bucket
 // size the fit allows the host (rounded down), at most 4. Sends that keep to Rate() on average and
 // never bunch more than Burst() cannot empty such a host's bucket; a pacer that wakes late may
-// so catch up instead of losing the lateness from the rate (docs/aimd.md, R43).
+// so catch up instead of losing the lateness from the rate (docs/aimd.md, R5).
 func (c *Controller) Burst() int {
 	if c.stated.trust == statedTrusted {
 		return 1
@@ -101,7 +100,6 @@ func (c *Controller) SetCeiling(rate float64) {
 	if rate > 0 && !math.IsInf(rate, 0) {
 		c.ceiling = rate
 	}
-	c.top = c.capRate()
 	c.recap()
 	c.record(c.last, true)
 }
@@ -136,12 +134,11 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	stale := s.sent < c.epoch.start
 	// 3. A success ends a refusal run; the episode may restore the rate it measured.
 	if o.Signal == Success {
-		c.counts.lastOK = max(c.counts.lastOK, s.sent)
 		c.served.note(s.sent, c.recentAccepted(s.sent+1))
 		if !stale {
 			c.epoch.ok++
 			if c.ep.endsRun() {
-				c.unblock(s)
+				c.endRun(c.runEnd(s))
 			}
 			c.ep.run = 0
 			c.settle()
@@ -158,7 +155,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	switch {
 	case lab == labelLimit:
 		if o.Signal == Overload && c.stated.refused() {
-			c.top = c.capRate() // refuted: learned as if nothing were stated
+			c.recap() // refuted: learned as if nothing were stated
 		}
 		c.decreaseRate(now, s)
 	case lab != labelServed: // noise, or the host's own failure: moves nothing
@@ -172,9 +169,10 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 }
 
 // activeTime is the time since the previous outcome that counts as activity (and toward
-// growth): up to two sending intervals; a longer gap is idleness, e.g. a Retry-After pause.
+// growth): up to two sending intervals (at least minActiveGap, at most ReturnTime); a longer
+// gap is idleness, e.g. a Retry-After pause.
 func (c *Controller) activeTime(now time.Time) time.Duration {
-	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), 100*time.Millisecond), 5*time.Second)
+	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), c.cfg.ReturnTime)
 }
 
 // count counts o and reports whether it is a signal (not Neutral). A refusal sets what the
@@ -196,7 +194,7 @@ func (c *Controller) count(o Outcome) bool {
 
 // remember records the finished request o (not Neutral) in the failure logs, the samples and
 // the fit's log, and returns its sample and label (see label). A background share that has
-// just become known may undo the cuts made before it (rejudge).
+// just become known may undo the cuts made before it (failureUndo.judge).
 func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
@@ -207,11 +205,15 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	c.fails.add(o.Signal == Failure, c.fails.heldAt(at))
 	c.overs.add(bare, !run && c.overs.heldAt(at))
 	if c.fails.undo.pending() && c.fails.known() {
-		c.rejudge(&c.fails.undo, c.fails.need())
+		if u, ok := c.fails.undo.judge(c.fails.need()); ok {
+			c.undoCuts(u)
+		}
 	}
 	overNeed := c.overloadNeed()
 	if c.overs.undo.pending() && overNeed > 1 {
-		c.rejudge(&c.overs.undo, overNeed)
+		if u, ok := c.overs.undo.judge(overNeed); ok {
+			c.undoCuts(u)
+		}
 	}
 	ts := toNanos(sent)
 	switch {
@@ -219,7 +221,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		lab = labelServed
 	case ts < c.epoch.start:
 		lab = labelNoise // the decrease that began this epoch answered it
-	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))),
+	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts), c.cfg.MinBeta)),
 		bare && !c.overs.reaches(run, overNeed):
 		lab = labelHostFailure
 	default:

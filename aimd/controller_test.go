@@ -107,9 +107,8 @@ func TestConfigDefaults(t *testing.T) {
 		{"zero", Config{}, func(c Config) bool {
 			return c.InitialRate == 2 && c.MinRate == 0.1 && c.MaxRate == 1000 && c.InitialWindow == 2 &&
 				c.MinWindow == 1 && c.MaxWindow == 8 && c.SampleWindow == 32 && c.Beta == 0.97 && c.MinBeta == 0.5 &&
-				c.ReturnTime == 5*time.Second && c.QuickReturnTime == 2*time.Second
+				c.ReturnTime == 5*time.Second
 		}},
-		{"quick return no slower", Config{ReturnTime: time.Second}, func(c Config) bool { return c.QuickReturnTime == time.Second }},
 		{"max below min", Config{MinRate: 5, MaxRate: 1}, func(c Config) bool { return c.MaxRate == 5 && c.InitialRate == 5 }},
 		{"initial above max", Config{InitialRate: 50, MaxRate: 10}, func(c Config) bool { return c.InitialRate == 10 }},
 		{"window clamps", Config{InitialWindow: 20, MinWindow: 3, MaxWindow: 4}, func(c Config) bool {
@@ -117,8 +116,8 @@ func TestConfigDefaults(t *testing.T) {
 		}},
 		{"max window below min", Config{MinWindow: 4, MaxWindow: 2}, func(c Config) bool { return c.MaxWindow == 4 && c.InitialWindow == 4 }},
 		{"sample window floor", Config{SampleWindow: 5}, func(c Config) bool { return c.SampleWindow == 20 }},
-		{"bad factors", Config{Beta: 1.5, MinBeta: -1, SlowStartFactor: 0.5, LatencyFactor: 0.9, RestartFactor: 1}, func(c Config) bool {
-			return c.Beta == 0.97 && c.MinBeta == 0.5 && c.SlowStartFactor == 2 && c.LatencyFactor == 1.2 && c.RestartFactor == 1.25
+		{"bad factors", Config{Beta: 1.5, MinBeta: -1, LatencyFactor: 0.9, RestartFactor: 1}, func(c Config) bool {
+			return c.Beta == 0.97 && c.MinBeta == 0.5 && c.LatencyFactor == 1.2 && c.RestartFactor == 1.25
 		}},
 		{"NaN rate", Config{InitialRate: math.NaN()}, func(c Config) bool { return c.InitialRate == 2 }},
 	}
@@ -393,7 +392,7 @@ func TestReturnThenProbe(t *testing.T) {
 		{"ProbeTime", Config{ProbeRequests: 1}, DefaultProbeTime, time.Second, DefaultReturnTime},
 		{"ProbeRequests at 9.8 req/s", Config{}, sec(DefaultProbeRequests / 9.8), time.Second, DefaultReturnTime},
 		// A refusal that costs no pause (no Retry-After) may be risked sooner.
-		{"no Retry-After: QuickReturnTime", Config{ProbeRequests: 1}, DefaultProbeTime, 0, DefaultQuickReturnTime},
+		{"no Retry-After: quickShare of ReturnTime", Config{ProbeRequests: 1}, DefaultProbeTime, 0, 2 * time.Second},
 		// A probe that finds the limit where it was costs the pause: probe less often where
 		// it is long (pauseProbeRatio × the pause, up to maxPauseProbe).
 		{"Retry-After 60s: 20 min", Config{ProbeRequests: 1}, 20 * time.Minute, time.Minute, DefaultReturnTime},
@@ -462,7 +461,7 @@ func TestSearchAfterOvercut(t *testing.T) {
 	t.Parallel()
 	// Refusals right after each decrease (epochs too short to measure) halve the rate each
 	// time, far below the limit; the plateau is then raised by binary search toward the last
-	// refused rate, one step per ReturnTime, until it is within searchGap of it. The slow cubic
+	// refused rate, one step per ReturnTime, until it is within RestartFactor of it. The slow cubic
 	// probe alone would take minutes to get there.
 	c, d := settled(Config{})
 	c.cfg.MaxRate, c.top = 1000, 1000
@@ -479,8 +478,8 @@ func TestSearchAfterOvercut(t *testing.T) {
 	if low > 0.6*hi {
 		t.Fatalf("setup: rate %.2f after the cascade is not an overcut of %.2f", low, hi)
 	}
-	if r < DefaultPlateauFactor*hi/searchGap || r > hi {
-		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, searchGap, DefaultPlateauFactor, hi)
+	if r < DefaultPlateauFactor*hi/DefaultRestartFactor || r > hi {
+		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, DefaultRestartFactor, DefaultPlateauFactor, hi)
 	}
 }
 
@@ -548,8 +547,8 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 		t.Errorf("rate after the run %.2f, want %.2f", got, want)
 	}
 	d.run(time.Minute)
-	if r := c.Rate(); r < DefaultPlateauFactor*10/searchGap {
-		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, searchGap, DefaultPlateauFactor*10)
+	if r := c.Rate(); r < DefaultPlateauFactor*10/DefaultRestartFactor {
+		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, DefaultRestartFactor, DefaultPlateauFactor*10)
 	}
 }
 
@@ -1150,41 +1149,20 @@ func TestIsolatedFailureMovesNothing(t *testing.T) {
 	}
 }
 
-func TestFailureRunFloorWhileServing(t *testing.T) {
-	t.Parallel()
-	// A run of failures from a host that succeeded within failureServing backs off three
-	// halvings at most (a crawl's last URLs may all be pages that always fail); a minute after
-	// its last success it is an outage, and the halvings go on to the floor.
-	c, d := settled(Config{})
-	d.now = d.now.Add(servedMemory + time.Second) // the run is not under a peak served lately (R46)
-	for i := 0; i < 10; i++ {
-		d.refuse(Failure)
-	}
-	floor := 10 * failureRunFloor
-	if r := c.Rate(); !near(r, floor, 0.05) {
-		t.Fatalf("after 10 failures in a run the rate is %.3f, want about %.3f (1/8 of the rate the run began at)", r, floor)
-	}
-	d.now = d.now.Add(failureServing)
-	d.refuse(Failure)
-	if r := c.Rate(); r > 0.6*floor {
-		t.Errorf("a minute after the last success a failure left the rate at %.3f, want it halved below %.3f", r, floor)
-	}
-}
-
 func TestFailuresUnderTheServedRateStop(t *testing.T) {
 	t.Parallel()
 	// A crawl's last URLs are pages that fail, answered in a row just after the host served
 	// 10 req/s. The first cuts answer them; once the rate is under half of what the host has
-	// just served, slowing down cannot relieve them and they move nothing (R26 alone let the
-	// run halve the rate to 1/8). A peak older than servedMemory protects nothing.
+	// just served, slowing down cannot relieve them and they move nothing. A peak older than
+	// servedMemory protects nothing: an outage's failures halve the rate on toward the floor.
 	c, d := settled(Config{})
 	for i := 0; i < 12; i++ {
 		d.refuse(Failure)
 	}
 	st := c.Stats()
-	if st.Rate < servedUnder*servedUnder*10 || st.Rate > servedUnder*10 || st.Decreases > 3 {
+	if st.Rate < DefaultMinBeta*DefaultMinBeta*10 || st.Rate > DefaultMinBeta*10 || st.Decreases > 3 {
 		t.Fatalf("12 failures after the host served 10 req/s: rate %.2f after %d decreases; want within [%.2f, %.2f] after at most 3",
-			st.Rate, st.Decreases, servedUnder*servedUnder*10, servedUnder*10)
+			st.Rate, st.Decreases, DefaultMinBeta*DefaultMinBeta*10, DefaultMinBeta*10)
 	}
 	d.now = d.now.Add(servedMemory)
 	for i := 0; i < 4; i++ {
@@ -1318,7 +1296,7 @@ func TestLoadFailuresStillCut(t *testing.T) {
 func TestRefusalExcessTeachesNoShare(t *testing.T) {
 	t.Parallel()
 	// A share learned under a rate far above the limit: 20 req/s, half of it refused.
-	f := failureLog{cut: optional[float64]{v: 40, ok: true}, base: 0.4, older: overloadBaseMin, undo: failureUndo{rate: 30}}
+	f := failureLog{cut: optional[float64]{v: 40, ok: true}, base: 0.4, older: 2 * failureBaseMin, undo: failureUndo{rate: 30}}
 	for i := 0; i < 16; i++ {
 		f.add(i%4 == 0, true) // 4 refusals of 16: a share, not an excess
 	}
@@ -1369,7 +1347,7 @@ func TestFailureLog(t *testing.T) {
 		t.Errorf("100 failures not held moved the base from %.3f to %.3f (older %d → %d)", base, f.base, older, f.older)
 	}
 	// A host failing everything is never explained by its base.
-	f = failureLog{base: 0.9, older: failureBaseSpan, n: 16, fresh: 16, bits: 0xFFFF}
+	f = failureLog{base: 0.9, older: memory, n: 16, fresh: 16, bits: 0xFFFF}
 	if !f.signal(false) {
 		t.Errorf("16 failures of 16 at base 0.9 are no signal; base counts up to %.2f", failureBaseMax)
 	}

@@ -10,20 +10,17 @@ import (
 // from the rate the decrease set (from) to the plateau within the return time, then a cubic
 // probe above the plateau. A fit that raised the rate first holds it at the plateau.
 type curve struct {
-	plateau   float64       // K: the rate to return to after a decrease (0 in the first slow start)
-	from      float64       // the rate the last decrease (or search step) started the curve at
-	elapsed   time.Duration // time in use on the curve
-	hold      time.Duration // time in use still to spend at K before the curve starts
-	steps     int           // successes since the last decrease or search step
-	searched  bool          // a search step was taken since the last decrease
-	peak      float64       // the highest plateau held so far (0: none; not persisted)
-	sustained float64       // the highest rate held for sustainedSends successes after a decrease (0: none; not persisted)
+	plateau  float64       // K: the rate to return to after a decrease (0 in the first slow start)
+	from     float64       // the rate the last decrease (or search step) started the curve at
+	elapsed  time.Duration // time in use on the curve
+	hold     time.Duration // time in use still to spend at K before the curve starts
+	steps    int           // successes since the last decrease or search step
+	searched bool          // a search step was taken since the last decrease
 }
 
 // restart starts the curve afresh at rate from, returning to plateau.
 func (k *curve) restart(from, plateau float64) {
 	k.from, k.plateau = from, plateau
-	k.peak = max(k.peak, plateau)
 	k.elapsed, k.hold, k.steps = 0, 0, 0
 }
 
@@ -41,7 +38,7 @@ func (k *curve) advance(dt time.Duration) {
 }
 
 // at is the curve's rate: K during the hold, the linear return from `from` to K within
-// returnTime, then K·(1 + 0.1·(t'/probe)³).
+// returnTime, then K·(1 + probeGain·(t'/probe)³).
 func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 	if k.hold > 0 {
 		return k.plateau
@@ -53,7 +50,7 @@ func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 		t -= T
 	}
 	x := t / probe
-	return k.plateau * (1 + 0.1*x*x*x)
+	return k.plateau * (1 + probeGain*x*x*x)
 }
 
 // pace is what refusals have taught about probing: how long the probe takes and what a
@@ -61,7 +58,7 @@ func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 type pace struct {
 	probeTime   time.Duration     // ProbeTime, lengthened while refusals recur at one rate
 	lastRefusal optional[float64] // the rate of the last refusal
-	quick       bool              // the last refusal paused nothing: QuickReturnTime applies
+	quick       bool              // the last refusal paused nothing: the return shrinks (quickShare)
 	pause       time.Duration     // the pause the last refusal cost (its Retry-After)
 }
 
@@ -69,7 +66,7 @@ type pace struct {
 // the limit is where it was, so the probe above it slows (up to maxPatience × ProbeTime);
 // anything else starts over at ProbeTime.
 func (p *pace) refusedAt(rs float64, cfg *Config) {
-	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < 0.05 {
+	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < patienceBand {
 		p.probeTime = min(2*p.probeTime, maxPatience*cfg.ProbeTime)
 	} else {
 		p.probeTime = cfg.ProbeTime
@@ -78,10 +75,10 @@ func (p *pace) refusedAt(rs float64, cfg *Config) {
 }
 
 // returnTime is the time the linear return to the plateau takes, and a search step's spacing:
-// ReturnTime, or QuickReturnTime where a refusal costs no pause.
+// ReturnTime, or quickShare of it where a refusal costs no pause.
 func (c *Controller) returnTime() time.Duration {
 	if c.pace.quick {
-		return c.cfg.QuickReturnTime
+		return time.Duration(quickShare * float64(c.cfg.ReturnTime))
 	}
 	return c.cfg.ReturnTime
 }
@@ -89,61 +86,16 @@ func (c *Controller) returnTime() time.Duration {
 // searchSends is the fewest successes between two search steps (see returnTime).
 func (c *Controller) searchSends() int {
 	if c.pace.quick {
-		return quickSearchSends
+		return int(quickShare * searchSends)
 	}
 	return searchSends
 }
 
-// starvation says whether the plateau is starved: far under what the host allowed before, so
-// that what holds it down (another client of the same limit) may be gone.
-type starvation uint8
-
-const (
-	notStarved   starvation = iota
-	starved                 // more than starvedBelow under both the peak and InitialRate (R44)
-	quickStarved            // starved where refusals cost no pause, or under InitialRate and starvedBelow under the rate sustained (R45)
-)
-
-// starvation judges the plateau against the highest plateau held and InitialRate (R44) and,
-// where the last refusal paused nothing, a plateau under InitialRate against the highest rate
-// sustained after a decrease (R45). Slow start's rates count for the peak, not as sustained:
-// a big bucket's burst takes them.
-func (c *Controller) starvation() starvation {
-	k := &c.curve
-	switch {
-	case k.plateau*starvedBelow < min(k.peak, c.cfg.InitialRate):
-		if c.pace.quick {
-			return quickStarved
-		}
-		return starved
-	case c.pace.quick && k.plateau < c.cfg.InitialRate && k.plateau*starvedBelow < k.sustained:
-		return quickStarved
-	}
-	return notStarved
-}
-
-// starvedWait is how long a starved plateau is held unrefused, after the return time, before
-// slow start begins again: the probe time (R44), or ProbeTime / quickStarvedWait where
-// refusals cost no pause (R45); ok is false if the plateau is not starved.
-func (c *Controller) starvedWait() (wait time.Duration, ok bool) {
-	switch c.starvation() {
-	case quickStarved:
-		return c.cfg.ProbeTime / quickStarvedWait, true
-	case starved:
-		return time.Duration(c.probeSeconds() * float64(time.Second)), true
-	}
-	return 0, false
-}
-
 // probeSeconds is the current probe time: the pace's probe time, stretched to ProbeRequests
 // sending intervals at the plateau (at most maxPatience × ProbeTime), and at least
-// pauseProbeRatio × the last refusal's pause (at most maxPauseProbe). A starved plateau's
-// probe time is ProbeTime, not stretched (R44, R45).
+// pauseProbeRatio × the last refusal's pause (at most maxPauseProbe).
 func (c *Controller) probeSeconds() float64 {
 	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
-	if c.starvation() != notStarved {
-		return max(c.cfg.ProbeTime.Seconds(), pause)
-	}
 	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*c.cfg.ProbeTime.Seconds())
 	return max(c.pace.probeTime.Seconds(), stretch, pause)
 }
@@ -174,11 +126,8 @@ func (c *Controller) climb(dt time.Duration) {
 	k, pf := &c.curve, c.cfg.PlateauFactor
 	k.advance(dt)
 	k.steps++
-	if k.steps >= sustainedSends {
-		k.sustained = max(k.sustained, min(c.rate, k.plateau))
-	}
 	stepDue := k.elapsed >= c.returnTime() && k.steps >= c.searchSends()
-	if stepDue && c.target.reached(k.plateau, pf) {
+	if stepDue && c.target.reached(k.plateau, &c.cfg) {
 		switch c.target.kind {
 		case targetBound:
 			// Held just under the bound, unrefused, for longer than the run lasted: the bound
@@ -192,29 +141,15 @@ func (c *Controller) climb(dt time.Duration) {
 			c.target.rate *= 2
 		}
 	}
-	if stepDue && c.target.searching(k.plateau, pf) {
+	if stepDue && c.target.searching(k.plateau, &c.cfg) {
 		// Binary search (on a log scale) toward just under the target.
-		from := max(c.rate, k.plateau)
-		k.restart(from, math.Sqrt(k.plateau*pf*c.target.rate))
-		k.searched = true
+		c.searchStep(max(c.rate, k.plateau), math.Sqrt(k.plateau*pf*c.target.rate))
 	}
 	c.climbTo(k.at(c.returnTime(), c.probeSeconds()))
 	if c.target.kind != noTarget && c.rate > c.target.rate {
 		c.target.clear() // beyond the target without a refusal: the limit has risen
 	}
-	if w, ok := c.starvedWait(); ok && k.elapsed >= c.returnTime()+w {
-		// A starved plateau held unrefused for one probe time (R44), or a quarter of one
-		// where refusals cost no pause (R45): what starved it (another client of the same
-		// limit) may be gone. Slow start again, from at least InitialRate; each such restart
-		// halves the peak and the rate sustained, so a limit that really fell stops them.
-		k.peak /= 2
-		k.sustained /= 2
-		c.startSlowStart(c.cfg.InitialRate)
-		c.win.mode = windowFollowsRate
-		return
-	}
 	if c.rate >= c.cfg.RestartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
-		c.startSlowStart(0)
-		c.win.mode = windowFollowsRate
+		c.probeRestart()
 	}
 }

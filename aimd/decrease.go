@@ -11,7 +11,7 @@ type cut struct {
 
 // decreaseRate is the decrease on an Overload or Failure outcome s (not stale, not isolated).
 // The rate that drew it (rs) bounds the limit from above; what it teaches depends on the phase
-// it ends (docs/aimd.md, R4–R8). The rate never rises on a refusal.
+// it ends (docs/aimd.md, R3, R4). The rate never rises on a refusal.
 func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	// 1. The rate that drew the refusal, and the one before it that was accepted.
 	rs := c.sendingRate(s.sent)
@@ -23,10 +23,6 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	// 3. The new rate and plateau.
 	accepted := c.recentAccepted(s.sent)
 	d := c.measureCut(s, rs, lo, accepted, endsSlowStart)
-	if s.sig == Failure && repeat && s.sent-c.counts.lastOK < nanos(failureServing) {
-		// Failures in a run while the host still serves: back off three halvings at most.
-		d.rate = max(d.rate, c.ep.refused*failureRunFloor)
-	}
 	d.rate = c.clampRate(min(d.rate, c.rate))
 	// The window was full: failures may be the host's concurrency limit.
 	windowFull := s.sig == Failure && s.conc >= c.hist.at(s.sent).window
@@ -97,9 +93,9 @@ func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowSta
 }
 
 // retarget sets the search target after a refusal drawn at rs: rs itself, of kind
-// targetSlowStart if slow start was refused at a rate it had not sustained. A refusal a search
-// step drew, or one the new rate rests on a measurement of, leaves nothing to search: rs is only
-// how far the climb overshot.
+// targetSlowStart if slow start was refused at a rate it had not sustained (R3). A refusal a
+// search step drew, or one the new rate rests on a measurement of, leaves nothing to search: rs
+// is only how far the climb overshot.
 func (c *Controller) retarget(rs float64, unsustained, measured bool) {
 	k := targetRefused
 	if unsustained {

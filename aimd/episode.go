@@ -9,7 +9,7 @@ import (
 // runs that follow within about a window's period of the last one's end. A host refusing
 // whatever is sent (a sliding-window quota spent in a burst, a ban, an outage) makes one; the
 // halvings that space a run's requests out are a backoff and measure nothing, so at a run's end
-// unblock restores the rate from what the host accepted.
+// runEnd measures the rate to restore from what the host accepted.
 type episode struct {
 	run     int  // refusals in the current run; 0: none since the last success
 	resumed bool // the current run resumed the episode: it ends at its first success even if one refusal long
@@ -22,12 +22,12 @@ type episode struct {
 	settled bool    // the episode's first refusal ended a search or rested on a measurement: no search after it
 
 	leastResumed optional[float64] // the least rate a resumed run of the episode was refused at
-	firstEnd     optional[nanos]   // when the episode's first run ended (unblock raised the rate)
+	firstEnd     optional[nanos]   // when the episode's first run ended (runEnd raised the rate)
 	lastEnd      optional[nanos]   // when the last run ended, this episode's or an earlier one's
 	blockLen     nanos             // the longest run seen (first refusal to first success): about a window's period
 }
 
-// endsRun reports whether a success now ends a run that unblock must judge: a run of two or
+// endsRun reports whether a success now ends a run that runEnd must judge: a run of two or
 // more refusals, or a resumed one.
 func (e *episode) endsRun() bool {
 	return e.run > 1 || (e.run == 1 && e.resumed)
@@ -69,41 +69,56 @@ func (e *episode) boundKind(r float64) targetKind {
 	return targetRefused
 }
 
-// unblock ends a refusal run at its first success s (see episode.endsRun): the rate returns to
-// what the host accepted, measured over the episode (a window's quota over its period), and the
-// gap to the rate that drew the run is searched within bounds. A run shorter than minSpan with
-// no longer run before it is a token bucket's excess, not a block, and is left as it is; an
-// episode that accepted almost nothing starts over in slow start.
-func (c *Controller) unblock(s *sample) {
+// runVerdict is what a refusal run's end measured (runEnd), for endRun to apply.
+type runVerdict struct {
+	kind   runEnding
+	rate   float64 // runReturned: the rate to return to
+	target target  // runReturned: what the search climbs toward
+}
+
+// runEnding names what a run's end does.
+type runEnding uint8
+
+const (
+	runKept      runEnding = iota // nothing measured above the rate: the rate stays
+	runRestarted                  // the episode accepted almost nothing: slow start again (R3)
+	runReturned                   // the rate returns to what the host accepted (R8)
+)
+
+// runEnd measures a refusal run at its first success s (see episode.endsRun): the rate to
+// return to is what the host accepted, measured over the episode (a window's quota over its
+// period), and the gap to the rate that drew the run is searched within bounds. A run shorter
+// than minSpan with no longer run before it is a token bucket's excess, not a block, and is
+// kept as it is; an episode that accepted almost nothing starts over in slow start. It updates
+// the episode's record of run ends, never the rate.
+func (c *Controller) runEnd(s *sample) runVerdict {
 	e := &c.ep
 	sends := c.fit.successSends(e.from, s.sent+1)
 	if len(sends) < minMeasured {
-		c.startSlowStart(c.cfg.InitialRate)
-		c.target.clear()
-		return
+		return runVerdict{kind: runRestarted}
 	}
 	block := max(e.blockLen, s.sent-e.last)
 	if block < nanos(minSpan) {
-		return
+		return runVerdict{kind: runKept}
 	}
 	before, _ := slices.BinarySearch(sends, e.start) // the sends before the run
 	r := c.clampRate(c.runMeasure(sends, before, s, block))
 	if r <= c.rate {
-		return
+		return runVerdict{kind: runKept}
 	}
 	e.lastEnd.set(s.sent)
 	e.blockLen = block
 	if _, ok := e.firstEnd.get(); !ok {
 		e.firstEnd.set(s.sent)
 	}
-	c.endRun(r)
 	// Search toward the rate that drew the run, but no further than twice r or a rate the host
 	// accepted before the run over half as long as the run lasted.
 	held, _ := bestAccepted(sends[:before], e.start, time.Duration(e.blockLen/2))
-	c.target.clear()
+	v := runVerdict{kind: runReturned, rate: r}
 	if h := min(e.refused, max(2*r, held)); h > r && !e.settled {
-		c.target.set(h, e.boundKind(h))
+		v.target.set(h, e.boundKind(h))
 	}
+	return v
 }
 
 // runMeasure is the rate a run's end returns to (before clamping): Beta × the best of what the

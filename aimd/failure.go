@@ -8,14 +8,14 @@ import (
 // failureLog is a host's recent Failures (or bare refusals) and its background share of them:
 // what tells a cluster that slowing down can relieve from the share a host fails at any rate.
 // Only outcomes sent at no more than failureBaseUnder × cut, the rate the first cut on them
-// after slow start was made at, teach the share (docs/aimd.md, R28).
+// after slow start was made at, teach the share (docs/aimd.md, R9).
 type failureLog struct {
 	bits  uint16  // the last 16 Success/Overload/Failure outcomes, newest in bit 0: 1 = Failure
 	held  uint16  // the same outcomes: 1 = sent well under the rate the first cluster was cut at
 	n     int     // how many outcomes bits holds (up to 16)
 	fresh int     // how many of them came after the last decrease (up to 16)
 	base  float64 // the Failures' share among held outcomes older than those 16
-	older int     // how many such outcomes base has seen (up to failureBaseSpan)
+	older int     // how many such outcomes base has seen (up to memory)
 
 	cut  optional[float64] // the rate the first cut on these failures after slow start was made at
 	undo failureUndo       // the cuts on them made before base was known (or, for refusals, usable)
@@ -35,7 +35,7 @@ func (f *failureLog) add(failed, held bool) {
 	if f.n < 16 {
 		f.n++
 	} else if f.held&(1<<15) != 0 {
-		f.older = min(f.older+1, failureBaseSpan)
+		f.older = min(f.older+1, memory)
 		f.base += (float64(f.bits>>15) - f.base) / float64(f.older)
 	}
 	f.bits, f.held = f.bits<<1, f.held<<1
@@ -51,7 +51,7 @@ func (f *failureLog) add(failed, held bool) {
 // them that are valid.
 func (f *failureLog) restore(base float64, older int, cut float64) {
 	if base >= 0 && base <= 1 && older > 0 {
-		f.base, f.older = base, min(older, failureBaseSpan)
+		f.base, f.older = base, min(older, memory)
 	}
 	f.cut = optional[float64]{}
 	if r := validRate(cut); r > 0 {
@@ -62,7 +62,7 @@ func (f *failureLog) restore(base float64, older int, cut float64) {
 // excess reports whether a bare refusal drawn at rate rs (after slow start, outside a refusal
 // run) is a limiter's excess: overloadExcess or more of the last 16 outcomes refused. If so, the
 // share is learned from now on only under what the host accepted, rs × the share of the 16 it
-// did not refuse (docs/aimd.md, R31), and no cut on it is undone.
+// did not refuse (docs/aimd.md, R9), and no cut on it is undone.
 func (f *failureLog) excess(rs float64) bool {
 	n := f.count()
 	if n < overloadExcess || f.n == 0 {
@@ -88,7 +88,7 @@ func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
 // signal reports whether the recent Failures are the host's congestion: at least
 // failureCluster of the last 8 outcomes failed and, once the background share b is known, at
 // least need() of the last 16. Only outcomes after the last decrease count, except in a refusal
-// run (run), where every outcome does (docs/aimd.md, R25, R27, R28).
+// run (run), where every outcome does (docs/aimd.md, R1, R9).
 func (f *failureLog) signal(run bool) bool {
 	if bits.OnesCount8(uint8(f.recent(run))) < failureCluster {
 		return false
@@ -120,7 +120,7 @@ func (f *failureLog) need() float64 {
 }
 
 // failureUndo holds the Failure cuts made before the host's background failure share was known,
-// to be judged when it is (rejudge).
+// to be judged when it is (judge).
 type failureUndo struct {
 	rate    float64 // the rate before the first of them; 0 while none is pending (see pending)
 	plateau float64 // the plateau before it
@@ -139,22 +139,20 @@ func (u *failureUndo) note(c *Controller, n int) {
 	u.n = max(u.n, n)
 }
 
-// rejudge runs once, when a background share becomes known, on the cuts u holds: if the share
-// explains all of them (each was made on fewer failures among 16 than need), the rate and
-// plateau return to what they were before the first, and slow start resumes if that cut ended
-// it. Cuts the share does not explain stand.
-func (c *Controller) rejudge(u *failureUndo, need float64) {
-	if v := *u; float64(v.n) < need {
-		c.undoCuts(v)
-	}
-	*u = failureUndo{}
+// judge runs once, when a background share becomes known, on the cuts u holds, and empties
+// u: ok says the share explains all of them (each was made on fewer failures among 16 than
+// need), so that undoCuts may return the rate and plateau to v, what they were before the
+// first. Cuts the share does not explain stand.
+func (u *failureUndo) judge(need float64) (v failureUndo, ok bool) {
+	v, *u = *u, failureUndo{}
+	return v, float64(v.n) < need
 }
 
 // overloadNeed is the number of bare refusals among the recent outcomes that makes one a
 // congestion signal: 1 (every one is the host's word) unless their background share is known
 // and at least overloadBaseLeast; then what that share does not explain (failureLog.need).
 func (c *Controller) overloadNeed() float64 {
-	if f := &c.overs; f.older >= overloadBaseMin && f.base >= overloadBaseLeast {
+	if f := &c.overs; f.older >= 2*failureBaseMin && f.base >= overloadBaseLeast {
 		return f.need()
 	}
 	return 1

@@ -10,30 +10,54 @@ import (
 // the run measure, the failure logs, the latency reference, the stated limit) compute bounds
 // and proposals and hand them to one of these. Construction (New, Restore) goes through them too.
 //
-// The phase is stored. Slow start is entered only by startSlowStart and left only by a
-// decrease (cutRate, shrinkWindow) or a stated limit (holdStated). Outside slow start, settle
-// places the phase after every transition: a refusal run while the host refuses with no
-// success since (entered by cutRate, left by the first success of the epoch), else the
-// curve's sub-phase (hold, return, search or probe) as the curve's clock and target stand.
+// The phase is stored. Slow start is entered only by begin, startSlowStart, probeRestart and
+// undoCuts, and left only by a decrease (cutRate, shrinkWindow) or a stated limit
+// (holdStated). Outside it the phases follow one order, refusal-run → hold → return → search
+// → probe: each is left by its own exit condition (settle), into the next; a transition that
+// restarts the curve (place) starts the order again from the top.
 
-// settle places the phase outside slow start (see above). Every transition ends with it, and
-// Observe calls it once more after the outcome's counters and clocks have moved.
+// settle leaves the current phase, and each it leads to, whose exit condition holds: a refusal
+// run at the epoch's first success, the hold when its time in use has run, the return when
+// its time has run (or there is nothing to return to), the search when the plateau has
+// reached the target. Slow start and the probe are left only by transitions. Observe calls it
+// after the outcome's counters and clocks have moved.
 func (c *Controller) settle() {
-	if c.phase == PhaseSlowStart {
-		return
+	k := &c.curve
+	for {
+		switch c.phase {
+		case PhaseRefusalRun:
+			if c.inRun() {
+				return
+			}
+			c.phase = PhaseHold
+		case PhaseHold:
+			if k.hold > 0 {
+				return
+			}
+			c.phase = PhaseReturn
+		case PhaseReturn:
+			if k.from < k.plateau && k.elapsed < c.returnTime() {
+				return
+			}
+			c.phase = PhaseSearch
+		case PhaseSearch:
+			if c.target.searching(k.plateau, &c.cfg) {
+				return
+			}
+			c.phase = PhaseProbe
+		default: // slow start, probe
+			return
+		}
 	}
-	switch k := &c.curve; {
-	case c.inRun():
+}
+
+// place starts the phase order again from the top after a transition restarted the curve
+// (outside slow start), and settles.
+func (c *Controller) place() {
+	if c.phase != PhaseSlowStart {
 		c.phase = PhaseRefusalRun
-	case k.hold > 0:
-		c.phase = PhaseHold
-	case k.from < k.plateau && k.elapsed < c.returnTime():
-		c.phase = PhaseReturn
-	case c.target.searching(k.plateau, c.cfg.PlateauFactor):
-		c.phase = PhaseSearch
-	default:
-		c.phase = PhaseProbe
 	}
+	c.settle()
 }
 
 // inSlowStart reports whether no congestion has been seen since slow start last began.
@@ -60,18 +84,20 @@ func (c *Controller) resume(rate float64, window int, slow bool) {
 	}
 }
 
-// recap applies a changed cap (c.top) to the rate at once (SetCeiling).
+// recap sets the rate's cap (c.top) from the ceiling and the stated limit and applies it to
+// the rate at once (SetCeiling, a refuted stated limit).
 func (c *Controller) recap() {
+	c.top = c.capRate()
 	c.rate = c.clampRate(c.rate)
 }
 
 // slowStartGrow is slow start's growth after a success dt of activity after the previous
-// outcome: the rate is multiplied by SlowStartFactor per interval of use (R3) if it was in
+// outcome: the rate doubles per interval of use (R3) if it was in
 // use, and the window grows by one if the success found it full.
 func (c *Controller) slowStartGrow(dt time.Duration, rateUsed, windowFull bool) {
 	if rateUsed {
-		iv := max(c.cfg.SlowStartInterval, 2*c.lat.baseline, time.Duration(slowStartSends/c.rate*float64(time.Second)))
-		c.rate = c.clampRate(c.rate * math.Pow(c.cfg.SlowStartFactor, dt.Seconds()/iv.Seconds()))
+		iv := max(c.cfg.SlowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
+		c.rate = c.clampRate(c.rate * math.Pow(2, dt.Seconds()/iv.Seconds()))
 	}
 	if windowFull {
 		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
@@ -86,7 +112,21 @@ func (c *Controller) startSlowStart(floor float64) {
 	c.phase = PhaseSlowStart
 }
 
-// climbTo raises the rate to the curve's rate r if r is higher (R10, R11).
+// probeRestart enters slow start from a probe that went RestartFactor above the plateau
+// unrefused (R3): the limit rose, and the window follows the rate again.
+func (c *Controller) probeRestart() {
+	c.phase = PhaseSlowStart
+	c.win.mode = windowFollowsRate
+}
+
+// searchStep restarts the curve from rate from toward a plateau raised by the search (R6).
+func (c *Controller) searchStep(from, plateau float64) {
+	c.curve.restart(from, plateau)
+	c.curve.searched = true
+	c.place()
+}
+
+// climbTo raises the rate to the curve's rate r if r is higher (R6).
 func (c *Controller) climbTo(r float64) {
 	if r > c.rate {
 		c.rate = c.clampRate(r)
@@ -122,49 +162,59 @@ func (c *Controller) shrinkWindow(target int) {
 		c.curve.restart(c.rate, c.rate)
 		c.curve.steps = steps
 	}
-	c.settle()
+	c.place()
 }
 
-// undoShrink restores the window a latency decrease that helped nothing cut (R36).
+// undoShrink restores the window a latency decrease that helped nothing cut (R10).
 func (c *Controller) undoShrink(size float64, mode windowMode) {
 	c.win.size, c.win.mode = max(c.win.size, size), mode
 }
 
-// endRun returns the rate to r at a refusal run's end (R17): the curve restarts there.
-func (c *Controller) endRun(r float64) {
-	c.rate = r
-	c.curve.restart(r, r)
-	c.curve.searched = false
-	c.settle()
+// endRun applies what a refusal run's end measured (runEnd): slow start again from
+// InitialRate (R3), or the rate returned to v.rate with the curve restarted there and v.target
+// the target the search climbs toward (R8).
+func (c *Controller) endRun(v runVerdict) {
+	switch v.kind {
+	case runRestarted:
+		c.startSlowStart(c.cfg.InitialRate)
+		c.target.clear()
+	case runReturned:
+		c.rate = v.rate
+		c.curve.restart(v.rate, v.rate)
+		c.curve.searched = false
+		c.target = v.target
+		c.place()
+	}
 }
 
-// holdFitted holds the rate at r, set from a bucket fit (R9): the curve's plateau, with a
+// holdFitted holds the rate at r, set from a bucket fit (R5): the curve's plateau, with a
 // hold of one probe time first if that raised it.
 func (c *Controller) holdFitted(r float64) {
 	raised := r > c.curve.plateau
 	c.rate = r
 	c.curve.from, c.curve.plateau = r, r
-	c.curve.peak = max(c.curve.peak, r)
 	c.target.clear()
 	if raised {
 		// The limit is known: a probe could only find that it rose.
 		c.curve.elapsed, c.curve.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
 	}
-	c.settle()
+	c.place()
 }
 
-// holdStated sets the rate to r, just under a limit the host states (R40), and leaves slow
-// start.
+// holdStated caps the rate at r, just under a limit the host states (R11), sets it there
+// and leaves slow start.
 func (c *Controller) holdStated(r float64) {
+	c.top = c.capRate()
+	r = c.clampRate(r)
 	c.rate = r
 	c.phase = PhaseProbe
 	c.curve.restart(r, r)
 	c.target.clear()
-	c.settle()
+	c.place()
 }
 
 // undoCuts returns the rate and plateau to what they were before Failure cuts a background
-// share explains (R29), and slow start if the first of them ended it.
+// share explains (R9), and slow start if the first of them ended it.
 func (c *Controller) undoCuts(u failureUndo) {
 	c.rate = max(c.rate, c.clampRate(u.rate))
 	c.curve.restart(c.rate, max(c.curve.plateau, u.plateau))
@@ -172,5 +222,5 @@ func (c *Controller) undoCuts(u failureUndo) {
 	if u.slow {
 		c.phase = PhaseSlowStart
 	}
-	c.settle()
+	c.place()
 }

@@ -9,7 +9,7 @@ import (
 // The latency signal compares recent latencies with the host's own distribution without our
 // load (the reference): congestion is more requests slower than a yardstick (LatencyFactor ×
 // the reference median or p90, and LatencyMinExcess more) than that distribution explains, by
-// refZ standard deviations of a binomial (docs/aimd.md, R34).
+// refZ standard deviations of a binomial (docs/aimd.md, R10).
 
 // reference is the host's latency distribution without our load: latencies of the latest
 // refSize successes sent while no other request of ours was in flight (even one other can be
@@ -152,7 +152,7 @@ func (c *Controller) latencySignal() bool {
 // latencyCheck is what a latency decrease is judged by once the next minSamples successes
 // sent after the requests then in flight have come back: unless fewer of them are slow, or
 // most are faster than the median that called for it (one-sided tests at helpedZ), the
-// decrease is undone and their latencies join the reference (docs/aimd.md, R36).
+// decrease is undone and their latencies join the reference (docs/aimd.md, R10).
 type latencyCheck struct {
 	pending bool
 	size    float64       // the window before the decrease

@@ -66,7 +66,7 @@ func (c *Controller) rateInUse(s *sample) bool {
 // limit_req without burst): if every gap between consecutive successes (by send time) is
 // longer than the gap between the refusal sent at ts and the success before it, one token
 // explains the host and limit is 1/(the shortest accepted gap), with ok true (docs/aimd.md,
-// R7).
+// R4).
 func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	sends := c.fit.successSends(never, ts)
 	if len(sends) < 3 {

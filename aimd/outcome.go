@@ -40,7 +40,7 @@ type label uint8
 const (
 	labelServed      label = iota // a Success: growth, the latency signal
 	labelLimit                    // a signal of the host's limit: a refusal or a Failure cluster, after the last decrease
-	labelHostFailure              // the host's own failure: a Failure or bare refusal its background share explains, or a Failure far under what it has just served (R25–R31, R46)
+	labelHostFailure              // the host's own failure: a Failure or bare refusal its background share explains, or a Failure far under what it has just served (R9)
 	labelNoise                    // a signal about a request sent before the last decrease: that decrease answered it (R1)
 )
 
@@ -55,12 +55,12 @@ type Outcome struct {
 	InFlight int
 	// Pause is how long the response paused the whole host (Retry-After, or a spent rate-limit
 	// quota until its reset); 0: none. It is what a refusal costs: a host whose refusals pause
-	// it is probed more slowly than one whose refusals cost only a retry (Config.QuickReturnTime).
+	// it is probed more slowly than one whose refusals cost only a retry (quickShare).
 	Pause time.Duration
 	// Demand is whether the host's rate held the request back (see Demand).
 	Demand Demand
 	// Stated is the rate the answer's rate-limit headers state, req/s (a policy's quota over
 	// its window); 0: none. A new statement sets the rate just under it at once and caps it
-	// there, until refusals under it refute it (docs/aimd.md, R40).
+	// there, until refusals under it refute it (docs/aimd.md, R11).
 	Stated float64
 }

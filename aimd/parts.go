@@ -28,7 +28,6 @@ type parts struct {
 	Fails   logJSON     `json:"fails"`
 	Overs   logJSON     `json:"overs"`
 	Window  windowJSON  `json:"window"`
-	LastOK  *int64      `json:"last_ok,omitempty"`
 }
 
 type curveJSON struct {
@@ -175,7 +174,6 @@ func (c *Controller) parts() json.RawMessage {
 		Fails:  logOf(&c.fails),
 		Overs:  logOf(&c.overs),
 		Window: windowJSON{Mode: c.win.mode, Patience: c.win.patience, LastSet: c.win.lastSet},
-		LastOK: k.ago(c.counts.lastOK),
 	}
 	if f.state == fitIdle {
 		p.Fit.To, p.Fit.At = nil, nil
@@ -206,7 +204,7 @@ func (c *Controller) restoreParts(raw json.RawMessage) bool {
 	c.curve.steps, c.curve.searched = max(p.Curve.Steps, 0), p.Curve.Searched
 	c.pace.probeTime = min(max(p.Pace.ProbeTime, c.cfg.ProbeTime), maxPatience*c.cfg.ProbeTime)
 	c.pace.lastRefusal = optRate(p.Pace.LastRefusal)
-	if p.Target.Kind <= targetSlowStart {
+	if p.Target.Kind <= targetSlowStart { // a kind this build does not know: no target
 		c.target.set(validRate(p.Target.Rate), p.Target.Kind)
 	}
 	j := p.Episode
@@ -236,8 +234,5 @@ func (c *Controller) restoreParts(raw json.RawMessage) bool {
 		c.win.mode = p.Window.Mode
 	}
 	c.win.patience, c.win.lastSet = min(max(p.Window.Patience, 0), maxWindowPatience), max(p.Window.LastSet, 0)
-	if p.LastOK != nil {
-		c.counts.lastOK = k.at(p.LastOK)
-	}
 	return true
 }

@@ -58,7 +58,7 @@ func (r *ring[T]) push(v T) {
 
 // grow doubles the buffer (up to cap), oldest element first.
 func (r *ring[T]) grow() {
-	buf := make([]T, min(max(2*len(r.buf), minRingBuf), r.cap))
+	buf := make([]T, min(max(2*len(r.buf), 1), r.cap))
 	for i := 0; i < r.n; i++ {
 		buf[i] = *r.get(i)
 	}

@@ -16,8 +16,8 @@ func (p *servedPeak) note(ts nanos, rate float64) {
 }
 
 // covers reports whether a Failure sent at ts while the host was receiving rs req/s came far
-// under the peak: rs ≤ servedUnder × a peak measured no more than servedMemory before ts.
+// under the peak: rs ≤ under × a peak measured no more than servedMemory before ts.
 // Slowing down cannot relieve such a failure: the host has just answered twice the rate.
-func (p *servedPeak) covers(ts nanos, rs float64) bool {
-	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= servedUnder*p.rate
+func (p *servedPeak) covers(ts nanos, rs, under float64) bool {
+	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= under*p.rate
 }

@@ -419,7 +419,7 @@ func TestSimTokenBucket(t *testing.T) {
 		// the lower (L=2: 1.88, 6% under).
 		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.08, 0.92},
 		// No Retry-After: refusals cost no pause, so the return and search are quicker
-		// (QuickReturnTime): makespan 1.081x, 94.0% after 10 s (1.084x, 94.7% with ReturnTime).
+		// (quickShare × ReturnTime): makespan 1.081x, 94.0% after 10 s (1.084x, 94.7% with ReturnTime).
 		{"L=20 no Retry-After", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001, noPause: true}, 1.10, 0.935},
 		// A burst refills during every Retry-After pause and hides the limit at first.
 		// The bucket fit measures them within a few percent by the second refusal (1.09x and
@@ -694,7 +694,7 @@ func TestSimFixedWindow(t *testing.T) {
 // period, refused ones included, and refuses without Retry-After by default: a client that
 // takes a long period's quota in a burst is refused whatever it sends until the period has
 // slid past the burst. The controller must come back to the quota's rate afterwards, not to
-// the rate its refusals halved it to (before unblock: 3.5x the ideal at 10 per 1 s, 29x at
+// the rate its refusals halved it to (before a run's end returned the rate: 3.5x the ideal at 10 per 1 s, 29x at
 // 100 per 10 s, 34x at 300 per 60 s), must not search back toward slow start's refused rate
 // (hundreds of req/s: each step overshot into another block), and a run resumed soon after
 // the last is the same episode (else it was measured over the backoff alone: 100 per 10 s
@@ -736,7 +736,7 @@ func TestSimSlidingWindow(t *testing.T) {
 // banFor seconds that each request restarts (mod_evasive). Slow start meets the ban once; the
 // halvings then leave a gap as long as the ban, and the episode's measurement (the requests
 // accepted over the burst and the ban) puts the rate far under the limit. The search above it
-// is bounded (see unblock); holding just under the bound for longer than the run lasted,
+// is bounded (see runEnd); holding just under the bound for longer than the run lasted,
 // unrefused, proves the bound was the backoff's, so it doubles; and after a later ban the rate
 // returns to what was held before it for as long as the run lasted, not to the episode's
 // measurement. Before both, the rate stayed near twice the first measurement (~6 req/s
@@ -808,7 +808,7 @@ func TestSimLongRetryAfter(t *testing.T) {
 // which the controller sent 29 req/s to a 10 req/s host (4,044 refusals in 3,000 pages). Now a
 // run shorter than minSpan is no window's block, a resumed run's end is also held to what the
 // host accepted since the episode's first run ended (over at least as long as its longest run:
-// a window's quota per period, a bucket's refill; Controller.unblock), and a refusal with 5 or
+// a window's quota per period, a bucket's refill; Controller.runEnd), and a refusal with 5 or
 // more of 16 refused lowers the rate the share is learned under (failureLog.excess).
 func TestSimBigBurstBare(t *testing.T) {
 	t.Parallel()

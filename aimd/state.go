@@ -67,7 +67,7 @@ type State struct {
 	// P95 is Stats().P95 when saved, so that a stopped crawl's status shows the latency its
 	// hosts were last seen at; it is shown, never used for a decision.
 	P95 time.Duration `json:"p95,omitempty"`
-	// QuickRefusals: the last refusal did not pause the host (see Config.QuickReturnTime).
+	// QuickRefusals: the last refusal did not pause the host (see quickShare).
 	QuickRefusals bool `json:"quick_refusals,omitempty"`
 	// RefusalPause is the pause the last refusal cost (its Retry-After): the probe above the
 	// plateau is spaced by it, so a host that asks for long pauses is probed rarely.
@@ -141,15 +141,15 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		}
 		if c.rate > c.curve.plateau {
 			// Resume the probe where it was: the time on the curve that gives the rate.
-			x := math.Cbrt((c.rate/c.curve.plateau - 1) / 0.1)
+			x := math.Cbrt((c.rate/c.curve.plateau - 1) / probeGain)
 			c.curve.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
 		}
 	}
 	if s.Version >= 2 && len(s.Parts) > 0 && c.restoreParts(s.Parts) {
 		c.curve.plateau = validRate(s.Plateau)
 	}
-	c.settle()
-	c.hist = newHistory(historySize)
+	c.place()
+	c.hist = newHistory(memory)
 	c.record(now, true)
 	return c
 }

@@ -11,7 +11,7 @@ type statedTrust uint8
 const (
 	statedNone    statedTrust = iota // nothing stated: the rate is learned
 	statedTrusted                    // the rate is set from the stated limit and capped by it
-	statedRefuted                    // refused statedRefusals times under it: learned, statements ignored
+	statedRefuted                    // refused refutations times under it: learned, statements ignored
 )
 
 // stated is the limit the host states in its rate-limit headers (Outcome.Stated) and whether
@@ -22,13 +22,13 @@ type stated struct {
 	refusals int     // refusals under it (one per epoch)
 }
 
-// cap is the stated limit's cap on the rate: (1 − statedMargin) × the stated rate while
+// cap is the stated limit's cap on the rate: beta × the stated rate (Config.Beta) while
 // trusted, +Inf otherwise.
-func (s *stated) cap() float64 {
+func (s *stated) cap(beta float64) float64 {
 	if s.trust != statedTrusted {
 		return math.Inf(1)
 	}
-	return s.rate * (1 - statedMargin)
+	return s.rate * beta
 }
 
 // state takes the rate an answer states (0: none). It reports whether the rate must be set
@@ -52,7 +52,7 @@ func (s *stated) refused() bool {
 		return false
 	}
 	s.refusals++
-	if s.refusals < statedRefusals {
+	if s.refusals < refutations {
 		return false
 	}
 	s.trust = statedRefuted
@@ -67,8 +67,7 @@ func (c *Controller) applyStated(now time.Time, sig Signal, rate float64) {
 	if sig != Success || !c.stated.state(rate) {
 		return
 	}
-	c.top = c.capRate()
-	c.holdStated(c.clampRate(c.stated.cap()))
+	c.holdStated(c.stated.cap(c.cfg.Beta))
 	c.record(now, true)
 }
 
@@ -78,7 +77,7 @@ func (c *Controller) capRate() float64 {
 	if c.ceiling > 0 && c.ceiling < top {
 		top = c.ceiling
 	}
-	return min(top, c.stated.cap())
+	return min(top, c.stated.cap(c.cfg.Beta))
 }
 
 // trustedStated is the stated rate while trusted, else 0.

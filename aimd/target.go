@@ -6,7 +6,7 @@ type targetKind uint8
 const (
 	noTarget        targetKind = iota // nothing to search toward
 	targetRefused                     // the rate the last refusal was drawn at
-	targetBound                       // a bound unblock set on the search after a refusal run, below the rate that drew the run
+	targetBound                       // a bound runEnd set on the search after a refusal run, below the rate that drew the run
 	targetSlowStart                   // the rate slow start was refused at, not yet sustained: it may have measured nothing
 )
 
@@ -29,13 +29,13 @@ func (t *target) set(rate float64, k targetKind) {
 // clear drops the target: nothing is searched.
 func (t *target) clear() { *t = target{} }
 
-// reached reports whether plateau has come within searchGap of pf × the target (pf is
-// Config.PlateauFactor): a search has no step left to take.
-func (t target) reached(plateau, pf float64) bool {
-	return t.kind != noTarget && plateau*searchGap >= pf*t.rate
+// reached reports whether plateau has come within RestartFactor of PlateauFactor × the
+// target: a search has no step left to take.
+func (t target) reached(plateau float64, cfg *Config) bool {
+	return t.kind != noTarget && plateau*cfg.RestartFactor >= cfg.PlateauFactor*t.rate
 }
 
 // searching reports whether there is a target the plateau has not reached.
-func (t target) searching(plateau, pf float64) bool {
-	return t.kind != noTarget && !t.reached(plateau, pf)
+func (t target) searching(plateau float64, cfg *Config) bool {
+	return t.kind != noTarget && !t.reached(plateau, cfg)
 }

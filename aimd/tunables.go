@@ -2,64 +2,54 @@ package aimd
 
 import "time"
 
-// Every numeric constant of the controller, one line each, grouped by the part that reads it
+// Every tunable constant of the controller, one line each, grouped by the part that reads it
 // (the Config fields and their defaults are in config.go). docs/aimd.md gives the rule each
-// one serves.
+// one serves. Literals left in the code are an estimator's shape (a median, a quantile, a half,
+// a doubling, the width of a 16-outcome log), not tunables.
 const (
 	// Memory (about 10 KB per host).
-	ringSize    = 128  // samples remembered (at least 4 × SampleWindow)
-	historySize = 128  // rate/window change points remembered (a change of 0.5% or more)
-	minRingBuf  = 8    // the buffer a ring starts with at its first push
-	fitLogCap   = 2048 // requests in the fit's log (16 B each); a full log loses its oldest half
-	minSamples  = 20   // fewest latency samples a p95 or a latency judgement is taken over
+	memory     = 128  // samples, rate/window change points and outcomes a background share follows, remembered (samples: at least 4 × SampleWindow)
+	fitLogCap  = 2048 // requests in the fit's log (16 B each); a full log loses its oldest half
+	minSamples = 20   // fewest latency samples a p95 or a latency judgement is taken over
 
-	// Slow start and the curve (R3, R10–R16).
-	slowStartSends   = 1         // slow start steps at most once per this many sending intervals
-	searchGap        = 1.25      // a plateau this far under PlateauFactor × the target is searched up
-	searchSends      = 50        // fewest successes between two search steps
-	quickSearchSends = 20        // the same where refusals cost no pause
-	maxPatience      = 4         // the probe time stretches to at most this × ProbeTime
-	pauseProbeRatio  = 20        // the probe time is at least this × the last refusal's pause
-	maxPauseProbe    = time.Hour // ... up to this
-	starvedBelow     = 4         // a plateau this far under the peak and InitialRate is starved (R44)
-	quickStarvedWait = 4         // a quick-starved plateau restarts after ProbeTime ÷ this (R45)
-	sustainedSends   = 5         // successes at a rate after a decrease that make it sustained (R45)
+	// Slow start and the curve (R3, R6, R7).
+	minActiveGap    = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (at most ReturnTime)
+	probeGain       = 0.1                    // the probe's rise above the plateau after one probe time
+	patienceBand    = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
+	searchSends     = 50                     // fewest successes between two search steps
+	quickShare      = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share
+	maxPatience     = 4                      // the probe time stretches to at most this × ProbeTime
+	pauseProbeRatio = 20                     // the probe time is at least this × the last refusal's pause
+	maxPauseProbe   = time.Hour              // ... up to this
 
-	// The decrease and refusal runs (R4–R8, R17–R24, R26).
-	minSpan         = 800 * time.Millisecond // a refusal measures the limit only over this much sending
-	burstAllowance  = 1.5                    // tokens a bucket held beyond the refill when an epoch began
-	minMeasured     = 3                      // an episode with fewer successes restarts slow start
-	ssSustained     = 0.75                   // slow start's refusal measured nothing under this × its rate accepted
-	failureRunFloor = 0.125                  // a Failure run from a serving host cuts to no less than this × its first rate
-	failureServing  = time.Minute            // ... while the host's latest success is younger than this
+	// The decrease and refusal runs (R3, R4, R8).
+	minSpan        = 800 * time.Millisecond // a refusal measures the limit only over this much sending
+	burstAllowance = 1.5                    // tokens a bucket held beyond the refill when an epoch began
+	minMeasured    = 3                      // an episode with fewer successes restarts slow start
+	ssSustained    = 0.75                   // slow start's refusal measured nothing under this × its rate accepted
 
-	// The bucket fit (R9, R43).
-	maxFitMisses = 2    // refusals under a rate the fit called safe before the fit stops setting the rate
-	fitNarrow    = 1.15 // the fit measures the limit when the rates it allows span at most this factor
-	fitBeta      = 0.99 // share of the fit's least allowed rate the rate holds at
-	maxBurst     = 4    // Burst() at most
+	// The bucket fit (R5).
+	fitNarrow = 1.15 // the fit measures the limit when the rates it allows span at most this factor
+	fitBeta   = 0.99 // share of the fit's least allowed rate the rate holds at
+	maxBurst  = 4    // Burst() at most
 
-	// Failures and bare refusals (R25–R31, R46).
+	// Failures and bare refusals (R9).
 	failureCluster    = 3                // Failures among the last 8 outcomes that make a cluster
 	failureBaseMin    = 32               // outcomes that teach the background share before it is known
-	failureBaseSpan   = 128              // the share follows about this many of the latest outcomes
 	failureBaseMax    = 0.25             // the share counts up to this
 	failureBaseUnder  = 0.6              // only outcomes sent under this × the cut rate teach the share
-	overloadBaseMin   = 64               // outcomes before the bare refusals' share is known
 	overloadBaseLeast = 0.05             // the bare refusals' share is used from this up
 	overloadExcess    = 5                // bare refusals among the last 16 that make a limiter's excess
-	servedUnder       = 0.5              // a Failure under this × the rate just served is the host's own
 	servedMemory      = 10 * time.Second // ... served within this before it
 
-	// Latency and the window (R33–R37).
+	// Latency and the window (R10).
 	refSize           = 64  // reference latencies kept (512 B per host)
 	refMin            = 4   // fewest reference latencies to judge by
 	refZ              = 3.0 // standard deviations beyond the host's own share of slow requests
 	helpedZ           = 2.0 // a latency decrease helped when latencies fell by this many deviations
 	maxWindowPatience = 16  // the window probe interval stretches to at most this × WindowProbe
 
-	// Stated limits (R40–R42).
-	statedMargin   = 0.03 // a stated limit is run at (1 − this) × its rate
-	statedRefusals = 2    // refusals in distinct epochs under a stated limit that refute it
-	statedChange   = 0.01 // a stated rate moving by more than this share is a new statement
+	// Stated limits (R11), and the fit (R5).
+	refutations  = 2    // refusals under a rate a model called safe (a stated limit, the fit) that refute it
+	statedChange = 0.01 // a stated rate moving by more than this share is a new statement
 )

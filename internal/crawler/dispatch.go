@@ -14,14 +14,14 @@ type jobDone struct {
 }
 
 // dispatch hands ready work to new jobs, asking the hosts of the schedule in turn while workers
-// are free (the hosts in play first, then new ones: schedule.next), at most pages page fetches
-// (-1: any number), and returns how many jobs it started and the earliest time a host of the
-// schedule said it may have one.
+// are free, at most pages page fetches (-1: any number), and returns how many jobs it started
+// and the earliest time a host of the schedule said it may have one.
 func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, error) {
 	fresh := c.fr.TakeReady(now)
 	c.noteReady(now, fresh)
 	c.sched.add(fresh, c.warm)
 	c.sched.due(now)
+	c.sched.admit()
 	started := 0
 	for c.inflight < c.cfg.Workers && pages != 0 {
 		host, ok := c.sched.next()

@@ -11,14 +11,11 @@ import (
 // the hosts waiting for one of their gate's jobs to end (a full window, a robots.txt fetch).
 // A job's end also asks again the hosts of its gate that wait for a time: the outcome may have
 // changed the gate's rate, and with it when a token comes. Hosts come in from
-// frontier.TakeReady and leave when the frontier no longer has ready work for them. A new
-// host waits its turn in pending and is put in play only when no host in play is queued (next):
-// the hosts being crawled are asked first, and new ones take only the workers they leave free,
-// so that a page naming 100,000 new hosts does not share the workers out among thousands of
-// them and the hosts already crawled with them. At most maxActive hosts are in play at once, so
-// that a broad crawl finishes hosts before it starts new ones and holds state (gates,
-// robots.txt, records) for the hosts it is crawling, not for every host it has seen. The
-// dispatcher goroutine owns it.
+// frontier.TakeReady and leave when the frontier no longer has ready work for them. At most
+// maxActive hosts are in play at once; the others wait their turn in pending, so that a broad
+// crawl finishes hosts before it starts new ones and holds state (gates, robots.txt, records)
+// for the hosts it is crawling, not for every host it has seen. The dispatcher goroutine owns
+// it.
 type schedule struct {
 	maxActive int                 // hosts in play at most (queued, timed or waiting)
 	pending   []string            // hosts with ready work waiting to be in play, oldest first
@@ -50,8 +47,8 @@ func newSchedule(maxActive int) *schedule {
 
 // add takes hosts that became ready. A warm host (one the crawl is still crawling: its
 // record is in memory) is queued at once, so that a host is finished before new ones start;
-// the others wait in pending for their turn to be in play (next). Hosts already held stay
-// where they are.
+// the others wait in pending for their turn to be in play. Hosts already held stay where they
+// are.
 func (s *schedule) add(hosts []string, warm func(host string) bool) {
 	for _, h := range hosts {
 		if _, ok := s.hosts[h]; ok {
@@ -66,20 +63,18 @@ func (s *schedule) add(hosts []string, warm func(host string) bool) {
 	}
 }
 
-// admitNext puts the oldest pending host in play, if fewer than maxActive are, and reports
-// whether it did.
-func (s *schedule) admitNext() bool {
-	if len(s.pending) == 0 || len(s.hosts)-len(s.pending) >= s.maxActive {
-		return false
+// admit puts pending hosts in play, oldest first, while fewer than maxActive are.
+func (s *schedule) admit() {
+	n := 0
+	for n < len(s.pending) && len(s.hosts)-len(s.pending)+n < s.maxActive {
+		s.enqueue(s.pending[n])
+		s.pending[n] = ""
+		n++
 	}
-	h := s.pending[0]
-	s.pending[0] = ""
-	s.pending = s.pending[1:]
+	s.pending = s.pending[n:]
 	if len(s.pending) == 0 {
-		s.pending = nil // let the backing array go
+		s.pending = nil
 	}
-	s.enqueue(h)
-	return true
 }
 
 func (s *schedule) enqueue(h string) {
@@ -97,11 +92,10 @@ func (s *schedule) due(now time.Time) {
 	}
 }
 
-// next takes the first queued host or, when none is queued, puts the oldest pending host in
-// play (admitNext) and takes it; ok is false when it can do neither. The host leaves the
+// next takes the first queued host; ok is false when the queue is empty. The host leaves the
 // schedule until it is put back (requeue, wakeAt, waitFor).
 func (s *schedule) next() (host string, ok bool) {
-	if len(s.queue) == 0 && !s.admitNext() {
+	if len(s.queue) == 0 {
 		return "", false
 	}
 	host, s.queue[0] = s.queue[0], ""

@@ -26,8 +26,9 @@
 # -c (compact) shortens the two benches marked, the same for A and B; the table says so.
 #
 # The table gives, for each figure, A's runs and B's runs in order, each with the 1-minute load
-# average before and after it, and a verdict on the row's first figure: B's median against the
-# spread of A's runs (within spread, better, worse). With A = B it measures the spread itself.
+# average before and after it, and a verdict on the row's first figure for each other ref: its
+# median against the range of A's runs widened by one unit of the figure's last printed digit
+# (within spread, better, worse). With A = B it measures the spread itself.
 set -euo pipefail
 
 rounds=2 benches=pol1,pol4,lim,learned,stated,colly,broad1k,broad10k out= compact=0 tableonly=
@@ -153,7 +154,7 @@ table() {
 				done
 			done
 		done
-	} | sort -t$'\t' -k1,1 -k2,2 -k3,3 -k4,4n | awk -F'\t' -v order="$(cat "$dir/benches")" -v nsides="$(wc -w <"$dir/commits")" '
+	} | sort -t$'\t' -k1,1 -k2,2 -k3,3 -k4,4n | awk -F'\t' -v order="$(cat "$dir/benches")" -v commits="$(cat "$dir/commits")" '
 	function num(s) { gsub(/[x%]/, "", s); return s + 0 }
 	function median(v, n,   i, j, t) {
 		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
@@ -161,6 +162,7 @@ table() {
 	}
 	BEGIN {
 		split("A B C D E F", side, " ")
+		nsides = split(commits, commit, " ")
 		printf "| bench: figures |"
 		for (j = 1; j <= nsides; j++) printf " %s runs (load before-after) |", side[j]
 		for (j = 2; j <= nsides; j++) printf " %s: verdict on the first figure |", side[j]
@@ -173,7 +175,12 @@ table() {
 		if (!(key in seen)) { seen[key] = 1; keys[++nk] = key; bench[key] = $1 }
 		if ($3 != "S") cell[key, $3] = cell[key, $3] (cell[key, $3] == "" ? "" : "; ") $5 " (L" $6 ")"
 		split($5, f, "/")
-		if (f[1] != "-" && f[1] != "") { n[key, $3]++; v[key, $3, n[key, $3]] = num(f[1]) }
+		if (f[1] != "-" && f[1] != "") {
+			n[key, $3]++; v[key, $3, n[key, $3]] = num(f[1])
+			# One unit of the last printed digit of the figure: smaller differences are not seen.
+			d = f[1]; sub(/ .*/, "", d); gsub(/[^0-9.]/, "", d)
+			unit[key] = index(d, ".") ? 10 ^ -(length(d) - index(d, ".")) : 1
+		}
 	}
 	END {
 		nb = split(order, ob, ",")
@@ -193,9 +200,11 @@ table() {
 				verdict = "-"
 				nw = n[key, side[j]]
 				for (i = 1; i <= nw; i++) w[i] = v[key, side[j], i]
-				if (na > 0 && nw > 0) {
+				if (commit[j] == commit[1])
+					verdict = "(the same commit as A: this is the spread)"
+				else if (na > 0 && nw > 0) {
 					m = median(w, nw)
-					if (m >= lo && m <= hi) verdict = "within spread"
+					if (m >= lo - unit[key] * 1.001 && m <= hi + unit[key] * 1.001) verdict = "within spread"
 					else if ((up && m > hi) || (!up && m < lo)) verdict = "better"
 					else verdict = "worse"
 					verdict = verdict sprintf(" (median %g; A %g–%g, %d runs)", m, lo, hi, na)

@@ -96,6 +96,7 @@ figures() {
 	bench ~ /^pol|^learned/ && /^of the ideal: the web/ { web[second] = $6 }
 	bench ~ /^pol/ && $1 == "burst" && !second { burst = $11 "/" $6 }
 	bench ~ /^pol/ && $1 == "drop" && !second { drop = $11 "/" $6 }
+	bench ~ /^pol/ && $1 == "free1" && !second { free = $9 }
 	bench ~ /^pol/ && /^drop: limit dropped/ && !second { match($0, /back under the new limit [^ ]+/); back = substr($0, RSTART + 25, RLENGTH - 25) }
 	bench == "stated" && /^stating:/ {
 		match($0, /least share of the ideal [0-9.]+/); least = substr($0, RSTART + 25, RLENGTH - 25)
@@ -124,6 +125,7 @@ figures() {
 			print bench " web: of the ideal / completeness / over-limit / in Retry-After / bans\t" web[0] "/" o[0]
 			print bench " burst host: ratio / over-limit\t" burst
 			print bench " drop host: ratio / over-limit / back under the new limit after\t" drop "/" back
+			print bench " free1, an unlimited host (how starved the crawler was): makespan\t" free
 		}
 		if (bench == "learned")
 			print "learned, 2nd crawl: of the ideal / completeness / over-limit / in Retry-After / bans\t" web[1] "/" o[1]
@@ -149,6 +151,7 @@ table() {
 					side=S
 				fi
 				l=$(awk '/^load /{printf "%s%s", (n++ ? "-" : ""), $2}' "$log")
+				[[ $l == *-* ]] || continue # still running
 				figures "$log" "$bench" | while IFS=$'\t' read -r row figs; do
 					printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$bench" "$row" "$side" "$round" "${figs:-(none: see $log)}" "$l"
 				done

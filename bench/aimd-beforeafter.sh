@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# aimd-beforeafter.sh: the politeness benches of two commits, run alternately on one machine.
+# aimd-beforeafter.sh: the politeness benches of two or more commits, alternated on one machine.
 #
-#   bench/aimd-beforeafter.sh [-n ROUNDS] [-b BENCHES] [-o DIR] [-c] REF_A REF_B
+#   bench/aimd-beforeafter.sh [-n ROUNDS] [-b BENCHES] [-o DIR] [-c] REF_A REF_B [REF_C...]
 #   bench/aimd-beforeafter.sh -t DIR [SPREAD_DIR...]   (the table of the logs already in DIR)
 #
 # Each ref is exported with `git archive` (from the repository this script sits in, or $REPO)
 # into $BUILD/src-COMMIT and built there into $BUILD/bin-COMMIT (cmd/crawl, crawlbench,
 # limiterbench, transportbench; BUILD defaults to /tmp/aimd-ab): the checkout the script runs
 # from is never built or changed. DIR (-o) defaults to $BUILD/COMMIT_A-COMMIT_B. Then, for each
-# of ROUNDS rounds, each bench runs with A's binaries, then with B's. Every run's output goes to
-# DIR/logs/ROUND-SIDE-BENCH.log between two `uptime` lines; the table is read from those logs.
+# of ROUNDS rounds, each bench runs with A's binaries, then B's, then C's, and so on. Every run's
+# output goes to DIR/logs/ROUND-SIDE-BENCH.log between two load lines; the table is read from
+# those logs.
 #
 # BENCHES (comma-separated, default all, in this order):
 #   pol1      crawlbench -scenario politeness                 (the simulated web; its burst host)
@@ -25,7 +26,7 @@
 #                                                              (-c: -throughput-pages 2000 on both)
 # -c (compact) shortens the two benches marked, the same for A and B; the table says so.
 #
-# The table gives, for each figure, A's runs and B's runs in order, each with the 1-minute load
+# The table gives, for each figure, each ref's runs in order, each with the 1-minute load
 # average before and after it, and a verdict on the row's first figure for each other ref: its
 # median against the range of A's runs widened by one unit of the figure's last printed digit
 # (within spread, better, worse). With A = B it measures the spread itself.

@@ -12,7 +12,7 @@
 # output goes to DIR/logs/ROUND-SIDE-BENCH.log between two load lines; the table is read from
 # those logs.
 #
-# BENCHES (comma-separated, default all, in this order):
+# BENCHES (comma-separated; default pol1,pol4,lim,learned,stated,colly,broad1k,broad10k):
 #   pol1      crawlbench -scenario politeness                 (the simulated web; its burst host)
 #   pol4      crawlbench -scenario politeness -scale 4         (-c: -scale 2)
 #   learned   crawlbench -scenario politeness -learned         (the second crawl's figures)

@@ -56,7 +56,7 @@ func renderedPages(t *testing.T, dir string) (pages map[string]*storage.Page, su
 // requests are refused.
 func TestRenderAppWeb(t *testing.T) {
 	browser := needBrowser(t)
-	const pages = 60
+	const pages = 120
 	a := startAppWeb(t, simweb.AppOptions{Pages: pages, APILimit: 8, APIHeaders: simweb.HeadersIETF, CDNLimit: 15})
 	cfg := a.config(t)
 	cfg.Render = Render{Mode: RenderAlways, Browser: browser, Tabs: 4, Timeout: 30 * time.Second}

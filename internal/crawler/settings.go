@@ -277,10 +277,21 @@ func StoredSettings(db *storage.DB) (Settings, bool, error) {
 	return m.Settings, ok, nil
 }
 
-// revisingFlags are the settings whose change re-queues or excludes URLs already seen
-// (--max-pages: the pages a spent budget set aside, see pageBudget).
+// revisingFlags are the settings whose change re-queues or excludes URLs already seen.
 var revisingFlags = []string{"scope", "max-depth", "include", "exclude", "deny-ext", "accept-type", "max-host-pages",
-	"max-pages", "requisites", "requisites-scope"}
+	"requisites", "requisites-scope"}
+
+// revises reports whether changes from the stored settings was concern URLs already seen. A
+// change of --max-pages does only after a run with --requisites, the one way a spent budget
+// sets queued pages aside (see pageBudget); otherwise it would walk every URL for nothing.
+func revises(changes []Change, was Settings) bool {
+	for _, ch := range changes {
+		if slices.Contains(revisingFlags, ch.Now.Flag) || ch.Now.Flag == "max-pages" && was.Requisites {
+			return true
+		}
+	}
+	return false
+}
 
 // settle compares the settings of this run with the stored ones, stores this run's, and when a
 // change concerns URLs already seen (scope, depth, filters, host budget) revises the frontier:
@@ -296,8 +307,8 @@ func (c *Crawler) settle() ([]Change, frontier.Revised, error) {
 	revise := old.RevisePending || c.cfg.RetryFailed || c.cfg.RetryExcluded || c.cfg.Recrawl
 	if ok {
 		changes = diff(old.Settings, now)
+		revise = revise || revises(changes, old.Settings)
 		for _, ch := range changes {
-			revise = revise || slices.Contains(revisingFlags, ch.Now.Flag)
 			c.typesChanged = c.typesChanged || ch.Now.Flag == "accept-type"
 		}
 	}

@@ -90,3 +90,29 @@ func TestZeroConfigTakesDefaults(t *testing.T) {
 		t.Errorf("ValidateGiven with --workers 0: %v, want an error naming --workers", err)
 	}
 }
+
+// TestMaxPagesRevisesOnlyAfterRequisites: a larger --max-pages revises the URLs already seen
+// only when the stored run had --requisites (whose spent budget set queued pages aside); any
+// other run left them queued, and walking a million of them on resume bought nothing. A change
+// of a setting that excludes URLs revises either way.
+func TestMaxPagesRevisesOnlyAfterRequisites(t *testing.T) {
+	was := Settings{MaxPages: 30000}
+	for _, tc := range []struct {
+		requisites bool
+		edit       func(*Settings)
+		want       bool
+	}{
+		{false, func(s *Settings) { s.MaxPages = 35000 }, false},
+		{true, func(s *Settings) { s.MaxPages = 35000 }, true},
+		{false, func(s *Settings) { s.MaxDepth = 3 }, true},
+		{false, func(s *Settings) { s.MaxPages, s.Requisites = 35000, true }, true},
+		{false, func(*Settings) {}, false},
+	} {
+		was.Requisites = tc.requisites
+		now := was
+		tc.edit(&now)
+		if got := revises(diff(was, now), was); got != tc.want {
+			t.Errorf("stored requisites %v, change %v: revises %v, want %v", tc.requisites, diff(was, now), got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/redis/go-redis/v9"
@@ -122,5 +123,38 @@ func TestAddKeepsAnyBytesAndBigGroups(t *testing.T) {
 	c, err := s.Counts(ctx)
 	if err != nil || c.Queued != len(es) || c.Excluded != 3 || c.ExcludedBy[frontier.ReasonRobots] != 2 || c.ExcludedBy[frontier.ReasonScope] != 1 {
 		t.Fatalf("counts %+v (%v); want %d queued, 2 excluded by robots, 1 by scope", c, err, len(es))
+	}
+}
+
+// A lease of more URLs than a Lua unpack takes at once (a TakeN of 5,000) takes them all, each
+// in flight once, in queue order.
+func TestTakeNBiggerThanUnpack(t *testing.T) {
+	parallel(t)
+	rdb := newRedis(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "w", &Options{Partitions: 1})
+	const h, n = "big.example", 5000
+	var es []frontier.Entry
+	for i := range n {
+		es = append(es, frontier.Entry{URL: fmt.Sprintf("https://big.example/%d", i), Host: h})
+	}
+	if _, err := s.Add(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	o, ok, err := s.Acquire(ctx, time.Now(), PartitionOf(h, s.Partitions()))
+	if err != nil || !ok {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	ls, _, err := s.TakeN(ctx, o, h, n)
+	if err != nil || len(ls) != n {
+		t.Fatalf("took %d (%v), want %d", len(ls), err, n)
+	}
+	for i, l := range ls {
+		if l.URL != es[i].URL {
+			t.Fatalf("lease %d is %s, want %s", i, l.URL, es[i].URL)
+		}
+	}
+	if m, err := s.rdb.ZCard(ctx, s.k.inflight(0)).Result(); err != nil || m != n {
+		t.Fatalf("%d in flight (%v), want %d", m, err, n)
 	}
 }

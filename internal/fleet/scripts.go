@@ -329,7 +329,7 @@ end
 local deadline = now + tonumber(ARGV[3])
 local z = {}
 for i, it in ipairs(items) do z[2*i-1] = deadline; z[2*i] = ARGV[5] .. it end
-redis.call('ZADD', KEYS[4], unpack(z))
+for i = 1, #z, 1000 do redis.call('ZADD', KEYS[4], unpack(z, i, math.min(i + 999, #z))) end -- pairs: unpack is bounded
 cincr(KEYS[6], 'inflight', #items)
 local out = {deadline, now}
 for _, it in ipairs(items) do out[#out+1] = it end

@@ -113,8 +113,7 @@ func stateOf(t *testing.T, c *Crawler, u string) frontier.URLState {
 // TestSubresourceThroughTheCrawl sends a rendered page's sub-requests through the crawl without
 // a browser: a disallowed path and an address out of scope never reach a server and are
 // recorded as excluded; each CDN file is fetched once, however many ask at once; a stored one
-// is answered from the store by the next crawler on the store; methods other than GET and HEAD
-// are refused.
+// is answered from the store by the next crawler on the store; TRACE is refused.
 func TestSubresourceThroughTheCrawl(t *testing.T) {
 	a := startAppWeb(t, simweb.AppOptions{Pages: 4})
 	cfg := a.config(t)
@@ -145,8 +144,8 @@ func TestSubresourceThroughTheCrawl(t *testing.T) {
 	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
 		t.Errorf("app.js served %d times to 5 asks, want 1", n)
 	}
-	if _, err := c.subresource(ctx, from, "POST", a.url(simweb.AppAPI, "/content/0")); !errors.Is(err, errSubMethod) {
-		t.Errorf("POST: err %v, want errSubMethod", err)
+	if _, err := c.subresource(ctx, from, "TRACE", a.url(simweb.AppAPI, "/content/0")); !errors.Is(err, errSubMethod) {
+		t.Errorf("TRACE: err %v, want errSubMethod", err)
 	}
 	if s := a.web.Stats()[simweb.AppAPI]; s.RobotsViolations != 0 || s.RobotsRequests != 1 {
 		t.Errorf("API host: %d requests to disallowed paths, %d robots.txt requests; want 0 and 1", s.RobotsViolations, s.RobotsRequests)

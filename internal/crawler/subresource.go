@@ -325,7 +325,7 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 			c.global.Refund(now)
 		}
 	}
-	p, err = c.storeSubresource(from, resp, r.method)
+	p, err = c.storeSubresource(from, resp, r)
 	return p, false, err
 }
 
@@ -366,11 +366,12 @@ func (c *Crawler) subRetry(ctx context.Context, host string, cl retry.Class, att
 	}
 }
 
-// storeSubresource stores resp as a sub-resource of the page from and returns it as stored.
-func (c *Crawler) storeSubresource(from renderingPage, resp *fetch.Response, method string) (*storage.Page, error) {
+// storeSubresource stores resp, the answer to r, as a sub-resource of the page from (with r's
+// method and body) and returns it as stored.
+func (c *Crawler) storeSubresource(from renderingPage, resp *fetch.Response, r subRequest) (*storage.Page, error) {
 	p := &storage.Page{
 		URL: resp.URL.String(), FinalURL: resp.URL.String(), Status: resp.Status, StatusLine: resp.StatusLine,
-		Proto: resp.Proto, Header: resp.Header, ReqHeader: resp.ReqHeader, ReqMethod: method,
+		Proto: resp.Proto, Header: resp.Header, ReqHeader: resp.ReqHeader, ReqMethod: r.method, ReqBody: r.body,
 		FetchedAt: resp.Started, Duration: resp.Duration, Depth: from.depth, Parent: from.url,
 		ContentType: resp.ContentType, Truncated: resp.Truncated, DecodedFrom: resp.DecodedFrom,
 		RemoteAddr: resp.RemoteAddr, Body: resp.Body, Subresource: true,

@@ -179,19 +179,21 @@ func (c *Crawler) subresourceReq(ctx context.Context, from renderingPage, r subR
 		}
 		return p, nil
 	}
-	if key != u.String() {
-		// not a GET: never the answer of a page or requisite
-	} else if seq, ok, err := c.fetchedAs(key); err != nil {
-		s.mu.Unlock()
-		return nil, &storeFault{err}
-	} else if ok {
-		s.stored[key] = seq
-		s.mu.Unlock()
-		p, err := c.db.Page(seq)
+	if key == u.String() { // a GET or HEAD: a page's or requisite's answer serves it too
+		seq, ok, err := c.fetchedAs(key)
 		if err != nil {
+			s.mu.Unlock()
 			return nil, &storeFault{err}
 		}
-		return p, nil
+		if ok {
+			s.stored[key] = seq
+			s.mu.Unlock()
+			p, err := c.db.Page(seq)
+			if err != nil {
+				return nil, &storeFault{err}
+			}
+			return p, nil
+		}
 	}
 	f := s.flight[key]
 	if f != nil {

@@ -1,9 +1,11 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -197,7 +199,19 @@ type GetOptions struct {
 	// Wrote, if not nil, is called with the time the request was written to the connection
 	// (a per-host gate paces from it: see hostlimit.Ticket.Wrote).
 	Wrote func(time.Time)
+	// Method is the request's method ("": GET). Body is sent with it (at most MaxRequestBody
+	// bytes; a longer one fails with Kind Other, nothing sent), typed BodyType when set. The
+	// response is read, capped and decoded as a GET's.
+	Method   string
+	Body     []byte
+	BodyType string
 }
+
+// MaxRequestBody is the most bytes a request body may hold.
+const MaxRequestBody = 1 << 20
+
+// errRequestBody: a request body over MaxRequestBody.
+var errRequestBody = errors.New("request body over MaxRequestBody")
 
 // GetWith is Get shaped by o.
 func (c *Client) GetWith(ctx context.Context, u *url.URL, o GetOptions) (*Response, error) {
@@ -258,7 +272,18 @@ func (c *Client) GetWith(ctx context.Context, u *url.URL, o GetOptions) (*Respon
 		return &Error{Kind: classify(err, got), URL: rawURL, Err: err}
 	}
 
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodGet, rawURL, nil)
+	method := o.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if len(o.Body) > MaxRequestBody {
+		return nil, &Error{Kind: Other, URL: rawURL, Err: errRequestBody}
+	}
+	var reqBody io.Reader
+	if o.Body != nil {
+		reqBody = bytes.NewReader(o.Body)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), method, rawURL, reqBody)
 	if err != nil {
 		return nil, &Error{Kind: Other, URL: rawURL, Err: err}
 	}
@@ -271,6 +296,9 @@ func (c *Client) GetWith(ctx context.Context, u *url.URL, o GetOptions) (*Respon
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept", accept)
 	req.Header.Set("Accept-Encoding", acceptEncoding)
+	if o.BodyType != "" {
+		req.Header.Set("Content-Type", o.BodyType)
+	}
 	if v.ETag != "" {
 		req.Header.Set("If-None-Match", v.ETag)
 	}

@@ -43,6 +43,9 @@ type Page struct {
 	// named in Parent (a script, a style sheet, an image, an API call…): part of that page,
 	// not a page of the crawl.
 	Subresource bool `json:"subresource,omitempty"`
+	// ReqBody is the body the request carried (a sub-request's POST, PUT or PATCH), nil for
+	// none; at most fetch.MaxRequestBody bytes.
+	ReqBody []byte `json:"req_body,omitempty"`
 	// Render is set iff the page was rendered: then Rendered holds the rendered document.
 	Render *RenderInfo `json:"render,omitempty"`
 	Body   []byte      `json:"-"` // decoded body (not part of the JSON metadata)

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -16,7 +17,7 @@ func marshalPage(p *Page) ([]byte, error) {
 	if err != nil {
 		return json.Marshal(p)
 	}
-	n := 256 + len(at) + len(p.URL) + len(p.FinalURL) + len(p.StatusLine) + len(p.Proto) + len(p.ReqMethod) +
+	n := 256 + len(at) + len(p.URL) + len(p.FinalURL) + len(p.StatusLine) + len(p.Proto) + len(p.ReqMethod) + base64.StdEncoding.EncodedLen(len(p.ReqBody)) +
 		len(p.Parent) + len(p.ContentType) + len(p.DecodedFrom) + len(p.RemoteAddr) + headerSize(p.Header) +
 		headerSize(p.ReqHeader)
 	b := make([]byte, 0, n+n/8)
@@ -66,6 +67,11 @@ func marshalPage(p *Page) ([]byte, error) {
 	}
 	if p.Subresource {
 		b = append(b, `,"subresource":true`...)
+	}
+	if len(p.ReqBody) > 0 {
+		b = append(b, `,"req_body":"`...)
+		b = base64.StdEncoding.AppendEncode(b, p.ReqBody)
+		b = append(b, '"')
 	}
 	if r := p.Render; r != nil {
 		b = append(b, `,"render":{`...)

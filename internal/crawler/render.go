@@ -192,7 +192,7 @@ type answerer struct {
 
 // Answer implements render.Answerer.
 func (a *answerer) Answer(ctx context.Context, r *render.Request) (*render.Response, error) {
-	p, err := a.c.subresource(ctx, a.from, r.Method, r.URL)
+	p, err := a.c.subresourceReq(ctx, a.from, subRequest{method: r.Method, url: r.URL, body: r.Body, bodyType: r.Header.Get("Content-Type")})
 	var sf *storeFault
 	if errors.As(err, &sf) {
 		a.mu.Lock()

@@ -115,3 +115,50 @@ func TestRenderAppWeb(t *testing.T) {
 	}
 	t.Logf("%d pages rendered in %v; %d requests, %d refused; API %+v", pages, took.Round(time.Millisecond), requests, refused, a.web.Stats()[simweb.AppAPI].Requests)
 }
+
+// TestRenderPostApp renders pages whose script loads its content with a cross-origin JSON POST
+// (and a preflight OPTIONS) to a limited API: each page's text is there, the API's limit holds,
+// the POST to a path robots.txt disallows is refused and recorded excluded robots, and the
+// POSTs are stored with their method.
+func TestRenderPostApp(t *testing.T) {
+	browser := needBrowser(t)
+	const pages = 12
+	a := startAppWeb(t, simweb.AppOptions{Pages: pages, APILimit: 8, APIHeaders: simweb.HeadersIETF, Post: true})
+	cfg := a.config(t)
+	cfg.Render = Render{Mode: RenderAlways, Browser: browser, Tabs: 2, Timeout: 30 * time.Second}
+	sum := runCrawl(t, cfg)
+
+	got, _ := renderedPages(t, cfg.Dir)
+	for i := range pages {
+		u := a.url(simweb.AppSite, simweb.AppPagePath(i))
+		if p := got[u]; p == nil || !strings.Contains(string(p.Rendered), simweb.AppText(i)) {
+			t.Errorf("%s: not rendered with its content", u)
+		}
+	}
+	if n := a.app.SearchRequests()["POST"]; n != pages {
+		t.Errorf("%d POSTs to /search answered, want %d (one per page: each has its own body)", n, pages)
+	}
+	s := a.web.Stats()[simweb.AppAPI]
+	if s.RobotsViolations != 0 || s.OverLimit*100 > s.Requests {
+		t.Errorf("API: %d requests to disallowed paths, %d of %d refused", s.RobotsViolations, s.OverLimit, s.Requests)
+	}
+	if n := sum.ExcludedBy["robots"]; n != pages {
+		t.Errorf("%d URLs excluded robots, want %d (each page's POST to /private/)", n, pages)
+	}
+	db, err := storage.Open(cfg.Dir, &storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	posts := 0
+	db.PagesMeta(func(p *storage.Page) error {
+		if p.Subresource && p.ReqMethod == "POST" && strings.HasSuffix(p.URL, "/search") {
+			posts++
+		}
+		return nil
+	})
+	if posts != pages {
+		t.Errorf("%d POSTs to /search stored, want %d", posts, pages)
+	}
+	t.Logf("API /search by method %v; API %d requests, %d refused", a.app.SearchRequests(), s.Requests, s.OverLimit)
+}

@@ -2,8 +2,11 @@ package crawler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -24,8 +27,9 @@ var (
 	// errSubRobots: the sub-request's host's robots.txt disallows it (or is unreachable, which
 	// disallows all); the URL is recorded as excluded "robots".
 	errSubRobots = errors.New("robots.txt disallows it")
-	// errSubMethod: a request other than GET or HEAD, which the crawl does not send.
-	errSubMethod = errors.New("only GET and HEAD are sent")
+	// errSubMethod: a method the crawl does not send (CONNECT, TRACE, any other than
+	// GET, HEAD, POST, PUT, DELETE, PATCH and OPTIONS).
+	errSubMethod = errors.New("method not sent")
 	// errSubURL: a URL the crawl cannot fetch (not http or https, or not normalizable).
 	errSubURL = errors.New("not a URL the crawl fetches")
 )
@@ -81,7 +85,7 @@ func (c *Crawler) initSubresources() error {
 	}
 	s.stored, s.flight = map[string]uint64{}, map[string]*subFlight{}
 	err := c.db.PagesMeta(func(p *storage.Page) error {
-		if p.Subresource && settled(p.Status) {
+		if p.Subresource && settled(p.Status) && (p.ReqMethod == "" || p.ReqMethod == http.MethodGet || p.ReqMethod == http.MethodHead) {
 			s.stored[p.URL] = p.Seq
 		}
 		c.renders.counts.countStored(p)
@@ -119,12 +123,44 @@ func (c *Crawler) fetchedAs(u string) (uint64, bool, error) {
 	return st.PageSeq, true, nil
 }
 
-// subresource answers one GET (or HEAD) a rendered page made: from the store when the URL was
-// stored in this crawl (as a sub-resource, a page or a requisite); otherwise fetched through robots.txt, the network guard, its host's
-// gate and the fetch client (fetchSubresource), stored, and then answered. Concurrent asks
-// for one URL share one fetch.
+// subRequest is one request a rendered page made: its method, URL and body (typed bodyType).
+type subRequest struct {
+	method, url, bodyType string
+	body                  []byte
+}
+
+// sentMethods are the methods a sub-request may have, each with whether it is idempotent
+// (RFC 9110 9.2.2): only those are retried after an error or a plain "slow down".
+var sentMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPut: true, http.MethodDelete: true,
+	http.MethodOptions: true, http.MethodPost: false, http.MethodPatch: false,
+}
+
+// flightKey is what a sub-request is shared and answered from the store by: its URL for GET
+// and HEAD; for any other method, the method, URL and body's hash, so that a POST is answered
+// only with the answer to the same POST.
+func (r subRequest) flightKey(u string) string {
+	if r.method == http.MethodGet || r.method == http.MethodHead {
+		return u
+	}
+	h := sha256.Sum256(r.body)
+	return r.method + " " + u + " " + hex.EncodeToString(h[:])
+}
+
+// subresource answers one GET a rendered page made (subresourceReq).
 func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, raw string) (*storage.Page, error) {
-	if method != "GET" && method != "HEAD" {
+	return c.subresourceReq(ctx, from, subRequest{method: method, url: raw})
+}
+
+// subresourceReq answers one request a rendered page made: from the store when it was
+// stored in this crawl (a GET or HEAD: its URL, as a sub-resource, a page or a requisite; any
+// other method: the same method, URL and body, in this run only, as the store keeps no request
+// body); otherwise fetched through robots.txt, the network guard, its host's gate and the
+// fetch client (fetchSubresource), stored, and then answered. Concurrent asks with one key
+// (flightKey) share one fetch.
+func (c *Crawler) subresourceReq(ctx context.Context, from renderingPage, r subRequest) (*storage.Page, error) {
+	method, raw := r.method, r.url
+	if _, ok := sentMethods[method]; !ok {
 		return nil, fmt.Errorf("%s %s: %w", method, raw, errSubMethod)
 	}
 	u, err := urlnorm.Parse(raw)
@@ -132,7 +168,7 @@ func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, r
 		return nil, fmt.Errorf("%s: %w", raw, errSubURL)
 	}
 	u.User = nil // credentials in a script's URL are not sent, nor stored
-	key := u.String()
+	key := r.flightKey(u.String())
 	s := &c.renders.subs
 	s.mu.Lock()
 	if seq, ok := s.stored[key]; ok {
@@ -143,17 +179,21 @@ func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, r
 		}
 		return p, nil
 	}
-	if seq, ok, err := c.fetchedAs(key); err != nil {
-		s.mu.Unlock()
-		return nil, &storeFault{err}
-	} else if ok {
-		s.stored[key] = seq
-		s.mu.Unlock()
-		p, err := c.db.Page(seq)
+	if key == u.String() { // a GET or HEAD: a page's or requisite's answer serves it too
+		seq, ok, err := c.fetchedAs(key)
 		if err != nil {
+			s.mu.Unlock()
 			return nil, &storeFault{err}
 		}
-		return p, nil
+		if ok {
+			s.stored[key] = seq
+			s.mu.Unlock()
+			p, err := c.db.Page(seq)
+			if err != nil {
+				return nil, &storeFault{err}
+			}
+			return p, nil
+		}
 	}
 	f := s.flight[key]
 	if f != nil {
@@ -169,7 +209,7 @@ func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, r
 	s.flight[key] = f
 	s.mu.Unlock()
 
-	f.p, f.err = c.fetchSubresource(ctx, from, u)
+	f.p, f.err = c.fetchSubresource(ctx, from, u, r)
 	s.mu.Lock()
 	delete(s.flight, key)
 	if f.p != nil && f.err == nil && settled(f.p.Status) {
@@ -189,7 +229,7 @@ func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, r
 // backoff drawn on the retry budget; an empty budget ends the retries and the browser sees the
 // last answer. Every answer feeds the host's controller as a page's does. The final answer is
 // stored as a sub-resource of from.
-func (c *Crawler) fetchSubresource(ctx context.Context, from renderingPage, u *url.URL) (*storage.Page, error) {
+func (c *Crawler) fetchSubresource(ctx context.Context, from renderingPage, u *url.URL, r subRequest) (*storage.Page, error) {
 	host := urlnorm.HostKey(u)
 	entry := frontier.Entry{URL: u.String(), Host: host, Depth: from.depth, Parent: from.url, Role: frontier.RoleRequisite}
 	v, err := c.subRobots(ctx, host, u)
@@ -214,7 +254,7 @@ func (c *Crawler) fetchSubresource(ctx context.Context, from renderingPage, u *u
 			c.renders.freed.add(gate)
 			return nil, err
 		}
-		p, again, err := c.sendSubresource(ctx, from, entry, u, gate, t, slot, attempt)
+		p, again, err := c.sendSubresource(ctx, from, entry, u, r, gate, t, slot, attempt)
 		if !again {
 			return p, err
 		}
@@ -226,7 +266,7 @@ func (c *Crawler) fetchSubresource(ctx context.Context, from renderingPage, u *u
 // its outcome (and tells the dispatcher: freedGates; and the fleet's pace, of a "slow down":
 // holdFleet), and returns the stored answer, or that another attempt is due (after its wait:
 // subRetry), or the error that ends the sub-request.
-func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry frontier.Entry, u *url.URL, gate string, t *hostlimit.Ticket, slot time.Time, attempt int) (p *storage.Page, again bool, err error) {
+func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry frontier.Entry, u *url.URL, r subRequest, gate string, t *hostlimit.Ticket, slot time.Time, attempt int) (p *storage.Page, again bool, err error) {
 	host := entry.Host
 	end := func(now time.Time, o aimd.Outcome) {
 		c.endRequest(t, now, o)
@@ -241,7 +281,9 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 		}
 	}
 	sent := time.Now()
-	resp, err := c.client.GetWith(ctx, u, fetch.GetOptions{Wrote: wrote}) // not whileHeld: a sub-request is no lease of its host
+	idempotent := sentMethods[r.method]
+	o := fetch.GetOptions{Wrote: wrote, Method: r.method, Body: r.body, BodyType: r.bodyType}
+	resp, err := c.client.GetWith(ctx, u, o) // not whileHeld: a sub-request is no lease of its host
 	now := time.Now()
 	switch {
 	case ctx.Err() != nil:
@@ -257,7 +299,7 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 		cl := classifyErr(err)
 		end(now, aimd.Outcome{Signal: cl.Signal, Sent: sent})
 		c.observeRequest(RequestEvent{Host: host, ErrKind: cl.Reason, Latency: now.Sub(sent)})
-		if !cl.Retryable || !c.subRetry(ctx, host, cl, attempt, 0, now) {
+		if !cl.Retryable || !idempotent || !c.subRetry(ctx, host, cl, attempt, 0, now) {
 			return nil, false, fmt.Errorf("%s: %s", u, errCause(err))
 		}
 		return nil, true, nil
@@ -270,7 +312,7 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 		c.holdFleet(gate, a.Pause, cl.Signal == aimd.Overload, now)
 	}
 	c.observeRequest(RequestEvent{Host: host, Status: resp.Status, Latency: now.Sub(sent)})
-	if cl.Retryable && c.subRetry(ctx, host, cl, attempt, a.Wait, now) {
+	if cl.Retryable && (idempotent || unprocessed(resp)) && c.subRetry(ctx, host, cl, attempt, a.Wait, now) {
 		return nil, true, nil
 	}
 	if ctx.Err() != nil {
@@ -285,8 +327,16 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 			c.global.Refund(now)
 		}
 	}
-	p, err = c.storeSubresource(from, resp)
+	p, err = c.storeSubresource(from, resp, r)
 	return p, false, err
+}
+
+// unprocessed reports whether resp says its request was not acted on, so that a request that
+// is not idempotent may be sent again: a 429 or 503 with a Retry-After (RFC 6585 4, RFC 9110
+// 15.6.4: the server refused it and says when to come back).
+func unprocessed(resp *fetch.Response) bool {
+	return (resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusServiceUnavailable) &&
+		resp.Header.Get("Retry-After") != ""
 }
 
 // subRetry reports whether a sub-request refused (class cl) at attempt may be sent again, and
@@ -318,11 +368,12 @@ func (c *Crawler) subRetry(ctx context.Context, host string, cl retry.Class, att
 	}
 }
 
-// storeSubresource stores resp as a sub-resource of the page from and returns it as stored.
-func (c *Crawler) storeSubresource(from renderingPage, resp *fetch.Response) (*storage.Page, error) {
+// storeSubresource stores resp, the answer to r, as a sub-resource of the page from (with r's
+// method and body) and returns it as stored.
+func (c *Crawler) storeSubresource(from renderingPage, resp *fetch.Response, r subRequest) (*storage.Page, error) {
 	p := &storage.Page{
 		URL: resp.URL.String(), FinalURL: resp.URL.String(), Status: resp.Status, StatusLine: resp.StatusLine,
-		Proto: resp.Proto, Header: resp.Header, ReqHeader: resp.ReqHeader, ReqMethod: "GET",
+		Proto: resp.Proto, Header: resp.Header, ReqHeader: resp.ReqHeader, ReqMethod: r.method, ReqBody: r.body,
 		FetchedAt: resp.Started, Duration: resp.Duration, Depth: from.depth, Parent: from.url,
 		ContentType: resp.ContentType, Truncated: resp.Truncated, DecodedFrom: resp.DecodedFrom,
 		RemoteAddr: resp.RemoteAddr, Body: resp.Body, Subresource: true,

@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/fetch"
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/internal/dnstest"
 	"github.com/crawl-project/crawl/internal/netguard"
 	"github.com/crawl-project/crawl/internal/simweb"
+	"github.com/crawl-project/crawl/storage"
 )
 
 // appWeb is an App web (simweb) on one loopback listener, a DNS server resolving its names to
@@ -113,8 +115,7 @@ func stateOf(t *testing.T, c *Crawler, u string) frontier.URLState {
 // TestSubresourceThroughTheCrawl sends a rendered page's sub-requests through the crawl without
 // a browser: a disallowed path and an address out of scope never reach a server and are
 // recorded as excluded; each CDN file is fetched once, however many ask at once; a stored one
-// is answered from the store by the next crawler on the store; methods other than GET and HEAD
-// are refused.
+// is answered from the store by the next crawler on the store; TRACE is refused.
 func TestSubresourceThroughTheCrawl(t *testing.T) {
 	a := startAppWeb(t, simweb.AppOptions{Pages: 4})
 	cfg := a.config(t)
@@ -145,8 +146,8 @@ func TestSubresourceThroughTheCrawl(t *testing.T) {
 	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
 		t.Errorf("app.js served %d times to 5 asks, want 1", n)
 	}
-	if _, err := c.subresource(ctx, from, "POST", a.url(simweb.AppAPI, "/content/0")); !errors.Is(err, errSubMethod) {
-		t.Errorf("POST: err %v, want errSubMethod", err)
+	if _, err := c.subresource(ctx, from, "TRACE", a.url(simweb.AppAPI, "/content/0")); !errors.Is(err, errSubMethod) {
+		t.Errorf("TRACE: err %v, want errSubMethod", err)
 	}
 	if s := a.web.Stats()[simweb.AppAPI]; s.RobotsViolations != 0 || s.RobotsRequests != 1 {
 		t.Errorf("API host: %d requests to disallowed paths, %d robots.txt requests; want 0 and 1", s.RobotsViolations, s.RobotsRequests)
@@ -244,5 +245,55 @@ func TestSubresourceFromFetchedPage(t *testing.T) {
 	}
 	if n := a.app.CDNFetches()["/app.js"]; n != 1 {
 		t.Errorf("app.js fetched %d times, want 1: answered from the store", n)
+	}
+}
+
+// TestSubresourcePost: a POST is sent with its body and shared or answered again only for the
+// same body; a GET of the same URL is not answered with a POST's answer.
+func TestSubresourcePost(t *testing.T) {
+	a := startAppWeb(t, simweb.AppOptions{Pages: 2, Post: true})
+	cfg := a.config(t)
+	c := openForSubresources(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	from := renderingPage{url: cfg.Seeds[0]}
+	search := a.url(simweb.AppAPI, "/search")
+	post := func(body string) *storage.Page {
+		p, err := c.subresourceReq(ctx, from, subRequest{method: "POST", url: search, body: []byte(body), bodyType: "application/json"})
+		if err != nil {
+			t.Fatalf("POST %s: %v", body, err)
+		}
+		return p
+	}
+	p0, again, p1 := post(`{"page":0}`), post(`{"page":0}`), post(`{"page":1}`)
+	if !strings.Contains(string(p0.Body), simweb.AppText(0)) || !strings.Contains(string(p1.Body), simweb.AppText(1)) || p0.ReqMethod != "POST" {
+		t.Errorf("answers %q %q (method %s)", p0.Body, p1.Body, p0.ReqMethod)
+	}
+	if again.Seq != p0.Seq {
+		t.Errorf("the same POST again was sent again (seq %d, first %d)", again.Seq, p0.Seq)
+	}
+	if n := a.app.SearchRequests()["POST"]; n != 2 {
+		t.Errorf("%d POSTs reached the API for 2 bodies, want 2", n)
+	}
+	g, err := c.subresource(ctx, from, "GET", search)
+	if err != nil || g.Status != http.StatusMethodNotAllowed || g.ReqMethod != "GET" {
+		t.Errorf("GET after the POSTs: %v status %d method %s, want the API's own 405", err, g.Status, g.ReqMethod)
+	}
+}
+
+// TestUnprocessed: only a 429 or 503 that says when to come back lets a POST be sent again.
+func TestUnprocessed(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		after  string
+		want   bool
+	}{{429, "1", true}, {503, "2", true}, {429, "", false}, {503, "", false}, {500, "1", false}, {200, "1", false}} {
+		r := &fetch.Response{Status: tc.status, Header: http.Header{}}
+		if tc.after != "" {
+			r.Header.Set("Retry-After", tc.after)
+		}
+		if got := unprocessed(r); got != tc.want {
+			t.Errorf("%d Retry-After %q: %v, want %v", tc.status, tc.after, got, tc.want)
+		}
 	}
 }

@@ -198,7 +198,7 @@ func (w *WARCWriter) write(p *storage.Page) error {
 	reqHead := requestHead(p, target)
 	respHead := responseHead(p)
 	rendered := p.Render != nil && p.Rendered != nil
-	n := len(reqHead) + len(respHead) + len(p.Body) + len(target)
+	n := len(reqHead) + len(p.ReqBody) + len(respHead) + len(p.Body) + len(target)
 	if rendered {
 		n += len(p.Rendered) + len(target) + recordBound
 	}
@@ -236,6 +236,7 @@ func (w *WARCWriter) write(p *storage.Page) error {
 	common(rb, reqID, respID)
 	rb.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=request")
 	_, _ = rb.Write(reqHead) // writes to an in-memory buffer
+	_, _ = rb.Write(p.ReqBody)
 	req, err := build(rb, p.URL)
 	if err != nil {
 		return err
@@ -606,7 +607,8 @@ func pairBound(n int) int64 {
 // WARC header, the target URI apart, and its gzip member's framing.
 const recordBound = 1024 + 18 + 64
 
-// requestHead is the request as sent: request line, Host, the stored request headers.
+// requestHead is the request as sent: request line, Host, the stored request headers, and
+// the Content-Length of its body (ReqBody, which follows it in the record) if it has one.
 func requestHead(p *storage.Page, target string) []byte {
 	method := p.ReqMethod
 	if method == "" {
@@ -625,6 +627,9 @@ func requestHead(p *storage.Page, target string) []byte {
 		b.WriteString("Host: " + host + "\r\n")
 	}
 	writeHeader(&b, p.ReqHeader, nil)
+	if len(p.ReqBody) > 0 && p.ReqHeader.Get("Content-Length") == "" {
+		b.WriteString("Content-Length: " + strconv.Itoa(len(p.ReqBody)) + "\r\n")
+	}
 	b.WriteString("\r\n")
 	return b.Bytes()
 }

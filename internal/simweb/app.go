@@ -3,6 +3,8 @@ package simweb
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -37,6 +39,10 @@ type AppOptions struct {
 	// Outside, if set, is a URL every page's script also fetches (an address a crawl must
 	// never reach, e.g. one outside its network scope); it is written into the script as is.
 	Outside string
+	// Post makes the script ask for its content with a JSON POST to AppAPI's "/search"
+	// ({"page": i}, cross-origin, so the browser sends a CORS preflight OPTIONS first), and
+	// POST its "/private/track" call; "/content/<i>" is then not called.
+	Post bool
 }
 
 // App is a web whose pages are built in the browser: each page of AppSite is an application
@@ -49,8 +55,9 @@ type AppOptions struct {
 type App struct {
 	Specs []HostSpec
 
-	mu  sync.Mutex
-	cdn map[string]int // CDN path -> answers served (admitted by the CDN's bucket)
+	mu     sync.Mutex
+	cdn    map[string]int // CDN path -> answers served (admitted by the CDN's bucket)
+	search map[string]int // method -> requests to "/search" answered (Post)
 }
 
 // NewApp builds an App web. It panics if o.Pages < 1.
@@ -58,7 +65,7 @@ func NewApp(o AppOptions) *App {
 	if o.Pages < 1 {
 		panic(fmt.Sprintf("simweb.NewApp: want at least one page, not %d", o.Pages))
 	}
-	a := &App{cdn: map[string]int{}}
+	a := &App{cdn: map[string]int{}, search: map[string]int{}}
 	sites := max(o.Sites, 1)
 	site := make([]map[string]http.Handler, sites)
 	for s := range site {
@@ -70,6 +77,27 @@ func NewApp(o AppOptions) *App {
 			w.WriteHeader(http.StatusNoContent)
 		}),
 	}
+	api["/search"] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.search[r.Method]++
+		a.mu.Unlock()
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		switch r.Method {
+		case http.MethodOptions:
+			w.Header().Set("Access-Control-Allow-Methods", "POST")
+			w.Header().Set("Access-Control-Allow-Headers", "content-type")
+			w.WriteHeader(http.StatusNoContent)
+		case http.MethodPost:
+			var q struct{ Page *int }
+			if err := json.NewDecoder(io.LimitReader(r.Body, 1<<10)).Decode(&q); err != nil || q.Page == nil || *q.Page < 0 || *q.Page >= o.Pages {
+				http.Error(w, "bad query", http.StatusBadRequest)
+				return
+			}
+			a.content(w, r, *q.Page, o.Pages, sites)
+		default:
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		}
+	})
 	for i := range o.Pages {
 		site[i%sites][AppPagePath(i)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			writeBody(w, "text/html; charset=utf-8", []byte(shellPage(i, o.Pages, sites, o.Prerendered, portOf(r))))
@@ -80,7 +108,7 @@ func NewApp(o AppOptions) *App {
 	}
 	cdn := map[string]http.Handler{}
 	for path, file := range map[string]struct{ ctype, body string }{
-		"/app.js":    {"text/javascript; charset=utf-8", appScript(o.Outside)},
+		"/app.js":    {"text/javascript; charset=utf-8", appScript(o.Outside, o.Post)},
 		"/style.css": {"text/css; charset=utf-8", "body{font-family:sans-serif}\n#app{background:url(bg.png)}\n"},
 		"/logo.png":  {"image/png", tinyPNG},
 		"/bg.png":    {"image/png", tinyPNG},
@@ -144,6 +172,13 @@ func (a *App) CDNFetches() map[string]int {
 	return out
 }
 
+// SearchRequests returns the requests to AppAPI's "/search" answered, by method.
+func (a *App) SearchRequests() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.search)
+}
+
 // CDNPaths are the paths of the CDN host's files.
 var CDNPaths = []string{"/app.js", "/style.css", "/logo.png", "/bg.png"}
 
@@ -195,20 +230,26 @@ func appLinks(i, pages, sites int, port string) []string {
 	return links
 }
 
-// appScript is the shells' script; outside ("" for none) is fetched as is.
-func appScript(outside string) string {
+// appScript is the shells' script; outside ("" for none) is fetched as is; post: the content
+// comes from a JSON POST to "/search".
+func appScript(outside string, post bool) string {
+	track, content := `fetch(api + "/private/track?page=" + page)`, `fetch(api + "/content/" + page)`
+	if post {
+		track = `fetch(api + "/private/track?page=" + page, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({page: Number(page)})})`
+		content = `fetch(api + "/search", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({page: Number(page)})})`
+	}
 	var b strings.Builder
 	b.WriteString(`(async function () {
   const page = document.body.dataset.page;
   if (document.querySelector("p.content")) return; // rendered on the server
   const api = location.protocol + "//` + AppAPI + `:" + location.port;
-  fetch(api + "/private/track?page=" + page).catch(function () {});
+  ` + track + `.catch(function () {});
 `)
 	if outside != "" {
 		q, _ := json.Marshal(outside)
 		b.WriteString("  fetch(" + string(q) + ").catch(function () {});\n") // JSON is a JS string literal
 	}
-	b.WriteString(`  const r = await fetch(api + "/content/" + page);
+	b.WriteString(`  const r = await ` + content + `;
   const d = await r.json();
   document.title = d.title;
   const app = document.getElementById("app");

@@ -358,6 +358,10 @@ func (h *host) hold(r *http.Request) bool {
 // respond writes the answer to an admitted request.
 func (h *host) respond(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
+	if x := h.spec.Extra[p]; x != nil && p != "/robots.txt" {
+		x.ServeHTTP(w, r) // any method: the handler answers it
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -373,10 +377,6 @@ func (h *host) respond(w http.ResponseWriter, r *http.Request) {
 			body = append(append([]byte(nil), body...), sitemapRobotsLine(r)...)
 		}
 		writeBody(w, "text/plain; charset=utf-8", body)
-		return
-	}
-	if x := h.spec.Extra[p]; x != nil {
-		x.ServeHTTP(w, r)
 		return
 	}
 	if h.spec.Assets && serveAsset(w, r, p) {

@@ -139,7 +139,8 @@ type HostSpec struct {
 	Revisions bool
 
 	// Extra serves custom exact paths (not "/robots.txt", not a page path). Requests to them pass
-	// through the same bucket, worker pool and counters; 2xx answers count as OK. They are not
+	// through the same bucket, worker pool and counters, whatever their method (the handler
+	// answers each); 2xx answers count as OK. They are not
 	// linked from pages and are not part of Expected.
 	Extra map[string]http.Handler
 }

@@ -478,8 +478,8 @@ func TestSearchAfterOvercut(t *testing.T) {
 	if low > 0.6*hi {
 		t.Fatalf("setup: rate %.2f after the cascade is not an overcut of %.2f", low, hi)
 	}
-	if r < DefaultPlateauFactor*hi/DefaultRestartFactor || r > hi {
-		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, DefaultRestartFactor, DefaultPlateauFactor, hi)
+	if r < plateauFactor*hi/DefaultRestartFactor || r > hi {
+		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, DefaultRestartFactor, plateauFactor, hi)
 	}
 }
 
@@ -547,8 +547,8 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 		t.Errorf("rate after the run %.2f, want %.2f", got, want)
 	}
 	d.run(time.Minute)
-	if r := c.Rate(); r < DefaultPlateauFactor*10/DefaultRestartFactor {
-		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, DefaultRestartFactor, DefaultPlateauFactor*10)
+	if r := c.Rate(); r < plateauFactor*10/DefaultRestartFactor {
+		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, DefaultRestartFactor, plateauFactor*10)
 	}
 }
 

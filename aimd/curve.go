@@ -115,7 +115,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 		c.climb(dt)
 	}
 	if windowFull {
-		c.growWindow(c.win.probe(c.cfg.WindowProbe))
+		c.growWindow(c.win.probe(windowProbe))
 	}
 }
 
@@ -123,7 +123,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 // revisions when due, then the curve's rate if higher, then slow start again if the rate has
 // left the plateau far behind.
 func (c *Controller) climb(dt time.Duration) {
-	k, pf := &c.curve, c.cfg.PlateauFactor
+	k, pf := &c.curve, plateauFactor
 	k.advance(dt)
 	k.steps++
 	stepDue := k.elapsed >= c.returnTime() && k.steps >= c.searchSends()

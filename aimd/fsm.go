@@ -96,7 +96,7 @@ func (c *Controller) recap() {
 // use, and the window grows by one if the success found it full.
 func (c *Controller) slowStartGrow(dt time.Duration, rateUsed, windowFull bool) {
 	if rateUsed {
-		iv := max(c.cfg.SlowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
+		iv := max(slowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
 		c.rate = c.clampRate(c.rate * math.Pow(2, dt.Seconds()/iv.Seconds()))
 	}
 	if windowFull {

@@ -104,7 +104,7 @@ func (c *Controller) lastAcceptedBefore(t nanos) nanos {
 
 // recentAccepted is the success rate over the RateWindow before ts, by send time.
 func (c *Controller) recentAccepted(ts nanos) float64 {
-	from := ts - nanos(c.cfg.RateWindow)
+	from := ts - nanos(rateWindow)
 	ok := 0
 	for i := 0; i < c.samples.n; i++ {
 		s := c.samples.back(i)
@@ -115,5 +115,5 @@ func (c *Controller) recentAccepted(ts nanos) float64 {
 			ok++
 		}
 	}
-	return float64(ok) / c.cfg.RateWindow.Seconds()
+	return float64(ok) / rateWindow.Seconds()
 }

@@ -32,7 +32,7 @@ func (t *target) clear() { *t = target{} }
 // reached reports whether plateau has come within RestartFactor of PlateauFactor × the
 // target: a search has no step left to take.
 func (t target) reached(plateau float64, cfg *Config) bool {
-	return t.kind != noTarget && plateau*cfg.RestartFactor >= cfg.PlateauFactor*t.rate
+	return t.kind != noTarget && plateau*cfg.RestartFactor >= plateauFactor*t.rate
 }
 
 // searching reports whether there is a target the plateau has not reached.

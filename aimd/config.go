@@ -18,7 +18,6 @@ type Config struct {
 	Beta           float64       // share of a measured or stated limit the rate is set to (R3, R4, R8, R11); 0.97
 	MinBeta        float64       // the deepest cut one decrease makes, as a share of the rate (R4); 0.5
 	ReturnTime     time.Duration // the linear return to the plateau, and a search step's spacing (R6, R7); 5s
-	ProbeTime      time.Duration // the cubic probe's time to +10% above the plateau (R6, R7); 30s
 	ProbeRequests  int           // the probe time stretches to this many sending intervals at the plateau (R7); 400
 	RestartFactor  float64       // a probe this far above the plateau restarts slow start; a search stops this close (R3, R6); 1.25
 	LatencyFactor  float64       // a success this many times the reference latency is slow (R10); 1.2
@@ -37,7 +36,6 @@ const (
 	DefaultBeta           = 0.97
 	DefaultMinBeta        = 0.5
 	DefaultReturnTime     = 5 * time.Second
-	DefaultProbeTime      = 30 * time.Second
 	DefaultProbeRequests  = 400
 	DefaultRestartFactor  = 1.25
 	DefaultLatencyFactor  = 1.2
@@ -78,7 +76,6 @@ func (c Config) withDefaults() Config {
 	c.Beta = unit(c.Beta, DefaultBeta)
 	c.MinBeta = min(unit(c.MinBeta, DefaultMinBeta), c.Beta)
 	c.ReturnTime = orD(c.ReturnTime, DefaultReturnTime)
-	c.ProbeTime = orD(c.ProbeTime, DefaultProbeTime)
 	c.ProbeRequests = orI(c.ProbeRequests, DefaultProbeRequests)
 	c.RestartFactor = orF(c.RestartFactor, DefaultRestartFactor)
 	if c.RestartFactor <= 1 {

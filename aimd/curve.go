@@ -56,20 +56,20 @@ func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 // pace is what refusals have taught about probing: how long the probe takes and what a
 // refusal costs.
 type pace struct {
-	probeTime   time.Duration     // ProbeTime, lengthened while refusals recur at one rate
+	probeTime   time.Duration     // probeTime, lengthened while refusals recur at one rate
 	lastRefusal optional[float64] // the rate of the last refusal
 	quick       bool              // the last refusal paused nothing: the return shrinks (quickShare)
 	pause       time.Duration     // the pause the last refusal cost (its Retry-After)
 }
 
 // refusedAt notes a refusal drawn at rate rs: one at about the rate of the previous one means
-// the limit is where it was, so the probe above it slows (up to maxPatience × ProbeTime);
-// anything else starts over at ProbeTime.
+// the limit is where it was, so the probe above it slows (up to maxPatience × probeTime);
+// anything else starts over at probeTime.
 func (p *pace) refusedAt(rs float64, cfg *Config) {
 	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < patienceBand {
-		p.probeTime = min(2*p.probeTime, maxPatience*cfg.ProbeTime)
+		p.probeTime = min(2*p.probeTime, maxPatience*probeTime)
 	} else {
-		p.probeTime = cfg.ProbeTime
+		p.probeTime = probeTime
 	}
 	p.lastRefusal.set(rs)
 }
@@ -92,11 +92,11 @@ func (c *Controller) searchSends() int {
 }
 
 // probeSeconds is the current probe time: the pace's probe time, stretched to ProbeRequests
-// sending intervals at the plateau (at most maxPatience × ProbeTime), and at least
+// sending intervals at the plateau (at most maxPatience × probeTime), and at least
 // pauseProbeRatio × the last refusal's pause (at most maxPauseProbe).
 func (c *Controller) probeSeconds() float64 {
 	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
-	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*c.cfg.ProbeTime.Seconds())
+	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*probeTime.Seconds())
 	return max(c.pace.probeTime.Seconds(), stretch, pause)
 }
 

@@ -20,7 +20,7 @@ const (
 	patienceBand      = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
 	searchSends       = 50                     // fewest successes between two search steps
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share
-	maxPatience       = 4                      // the probe time stretches to at most this × ProbeTime
+	maxPatience       = 4                      // the probe time stretches to at most this × probeTime
 	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause
 	maxPauseProbe     = time.Hour              // ... up to this
 
@@ -56,6 +56,7 @@ const (
 // Derived from the tunables above, not tuned on their own: memory bounds are shares of memory,
 // times are multiples of the times they extend.
 const (
+	probeTime         = 6 * DefaultReturnTime     // the cubic probe's time to +10% above the plateau: six return times (R6, R7)
 	fitLogCap         = 16 * memory               // requests in the fit's log (16 B each); a full log loses its oldest half
 	rateWindow        = 8 * slowStartInterval     // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
 	failureBaseMin    = memory / 4                // outcomes that teach the background share before it is known

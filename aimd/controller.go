@@ -59,7 +59,7 @@ func New(cfg Config, now time.Time) *Controller {
 	c := &Controller{
 		cfg:     cfg,
 		top:     cfg.MaxRate,
-		pace:    pace{probeTime: cfg.ProbeTime},
+		pace:    pace{probeTime: probeTime},
 		epoch:   epoch{start: never},
 		fit:     fitter{start: never, from: never},
 		last:    now,

@@ -389,10 +389,10 @@ func TestReturnThenProbe(t *testing.T) {
 		pause time.Duration // the refusal's Retry-After
 		back  time.Duration // time from the refusal to the plateau
 	}{
-		{"ProbeTime", Config{ProbeRequests: 1}, DefaultProbeTime, time.Second, DefaultReturnTime},
+		{"ProbeTime", Config{ProbeRequests: 1}, probeTime, time.Second, DefaultReturnTime},
 		{"ProbeRequests at 9.8 req/s", Config{}, sec(DefaultProbeRequests / 9.8), time.Second, DefaultReturnTime},
 		// A refusal that costs no pause (no Retry-After) may be risked sooner.
-		{"no Retry-After: quickShare of ReturnTime", Config{ProbeRequests: 1}, DefaultProbeTime, 0, 2 * time.Second},
+		{"no Retry-After: quickShare of ReturnTime", Config{ProbeRequests: 1}, probeTime, 0, 2 * time.Second},
 		// A probe that finds the limit where it was costs the pause: probe less often where
 		// it is long (pauseProbeRatio × the pause, up to maxPauseProbe).
 		{"Retry-After 60s: 20 min", Config{ProbeRequests: 1}, 20 * time.Minute, time.Minute, DefaultReturnTime},
@@ -478,8 +478,8 @@ func TestSearchAfterOvercut(t *testing.T) {
 	if low > 0.6*hi {
 		t.Fatalf("setup: rate %.2f after the cascade is not an overcut of %.2f", low, hi)
 	}
-	if r < DefaultPlateauFactor*hi/DefaultRestartFactor || r > hi {
-		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, DefaultRestartFactor, DefaultPlateauFactor, hi)
+	if r < plateauFactor*hi/DefaultRestartFactor || r > hi {
+		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, DefaultRestartFactor, plateauFactor, hi)
 	}
 }
 
@@ -547,8 +547,8 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 		t.Errorf("rate after the run %.2f, want %.2f", got, want)
 	}
 	d.run(time.Minute)
-	if r := c.Rate(); r < DefaultPlateauFactor*10/DefaultRestartFactor {
-		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, DefaultRestartFactor, DefaultPlateauFactor*10)
+	if r := c.Rate(); r < plateauFactor*10/DefaultRestartFactor {
+		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, DefaultRestartFactor, plateauFactor*10)
 	}
 }
 
@@ -1101,7 +1101,7 @@ func TestLatencyQueueingAmidSpread(t *testing.T) {
 func TestLowPlateauStillProbes(t *testing.T) {
 	t.Parallel()
 	// ProbeRequests stretches the probe at a low plateau, but to no more than maxPatience ×
-	// ProbeTime: a host cut to 1 req/s is probed above it within minutes, not 400 requests.
+	// probeTime: a host cut to 1 req/s is probed above it within minutes, not 400 requests.
 	c := New(Config{InitialRate: 1, MaxRate: 1}, t0)
 	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, pause: time.Second}
 	d.run(60 * time.Second)
@@ -1112,12 +1112,12 @@ func TestLowPlateauStillProbes(t *testing.T) {
 		t.Fatalf("plateau %.3f after the refusal at 1 req/s, want within [0.5, 1]", k)
 	}
 	d.now = d.now.Add(time.Second) // the pause
-	d.run(DefaultReturnTime + maxPatience*DefaultProbeTime)
+	d.run(DefaultReturnTime + maxPatience*probeTime)
 	if r := c.Rate(); !near(r, k*1.1, 0.03) {
 		t.Errorf("%v after returning to the plateau %.3f the rate is %.3f, want about %.3f (+10%%)",
-			maxPatience*DefaultProbeTime, k, r, k*1.1)
+			maxPatience*probeTime, k, r, k*1.1)
 	}
-	d.run(maxPatience * DefaultProbeTime)
+	d.run(maxPatience * probeTime)
 	if p := c.Stats().Phase; p != PhaseSlowStart {
 		t.Errorf("phase %q after probing twice the probe time, want %q", p, PhaseSlowStart)
 	}

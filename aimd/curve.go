@@ -56,20 +56,20 @@ func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 // pace is what refusals have taught about probing: how long the probe takes and what a
 // refusal costs.
 type pace struct {
-	probeTime   time.Duration     // ProbeTime, lengthened while refusals recur at one rate
+	probeTime   time.Duration     // probeTime, lengthened while refusals recur at one rate
 	lastRefusal optional[float64] // the rate of the last refusal
 	quick       bool              // the last refusal paused nothing: the return shrinks (quickShare)
 	pause       time.Duration     // the pause the last refusal cost (its Retry-After)
 }
 
 // refusedAt notes a refusal drawn at rate rs: one at about the rate of the previous one means
-// the limit is where it was, so the probe above it slows (up to maxPatience × ProbeTime);
-// anything else starts over at ProbeTime.
+// the limit is where it was, so the probe above it slows (up to maxPatience × probeTime);
+// anything else starts over at probeTime.
 func (p *pace) refusedAt(rs float64, cfg *Config) {
 	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < patienceBand {
-		p.probeTime = min(2*p.probeTime, maxPatience*cfg.ProbeTime)
+		p.probeTime = min(2*p.probeTime, maxPatience*probeTime)
 	} else {
-		p.probeTime = cfg.ProbeTime
+		p.probeTime = probeTime
 	}
 	p.lastRefusal.set(rs)
 }
@@ -92,11 +92,11 @@ func (c *Controller) searchSends() int {
 }
 
 // probeSeconds is the current probe time: the pace's probe time, stretched to ProbeRequests
-// sending intervals at the plateau (at most maxPatience × ProbeTime), and at least
+// sending intervals at the plateau (at most maxPatience × probeTime), and at least
 // pauseProbeRatio × the last refusal's pause (at most maxPauseProbe).
 func (c *Controller) probeSeconds() float64 {
 	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
-	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*c.cfg.ProbeTime.Seconds())
+	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*probeTime.Seconds())
 	return max(c.pace.probeTime.Seconds(), stretch, pause)
 }
 
@@ -115,7 +115,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 		c.climb(dt)
 	}
 	if windowFull {
-		c.growWindow(c.win.probe(c.cfg.WindowProbe))
+		c.growWindow(c.win.probe(windowProbe))
 	}
 }
 
@@ -123,7 +123,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 // revisions when due, then the curve's rate if higher, then slow start again if the rate has
 // left the plateau far behind.
 func (c *Controller) climb(dt time.Duration) {
-	k, pf := &c.curve, c.cfg.PlateauFactor
+	k, pf := &c.curve, plateauFactor
 	k.advance(dt)
 	k.steps++
 	stepDue := k.elapsed >= c.returnTime() && k.steps >= c.searchSends()
@@ -152,4 +152,44 @@ func (c *Controller) climb(dt time.Duration) {
 	if c.rate >= c.cfg.RestartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
 		c.probeRestart()
 	}
+}
+
+// targetKind says what a target's rate is.
+type targetKind uint8
+
+const (
+	noTarget        targetKind = iota // nothing to search toward
+	targetRefused                     // the rate the last refusal was drawn at
+	targetBound                       // a bound runEnd set on the search after a refusal run, below the rate that drew the run
+	targetSlowStart                   // the rate slow start was refused at, not yet sustained: it may have measured nothing
+)
+
+// target is the rate above the plateau that the search climbs toward, and what it is. The
+// rate is positive unless the kind is noTarget.
+type target struct {
+	rate float64
+	kind targetKind
+}
+
+// set makes rate (of kind k) the target; a rate of 0 clears it.
+func (t *target) set(rate float64, k targetKind) {
+	if !(rate > 0) {
+		*t = target{}
+		return
+	}
+	*t = target{rate: rate, kind: k}
+}
+
+// clear drops the target: nothing is searched.
+func (t *target) clear() { *t = target{} }
+
+// reached reports whether plateau has come within RestartFactor of PlateauFactor × the
+// target: a search has no step left to take.
+func (t target) reached(plateau float64, cfg *Config) bool {
+	return t.kind != noTarget && plateau*cfg.RestartFactor >= plateauFactor*t.rate
+}
+
+// searching reports whether there is a target the plateau has not reached.
+func (t target) searching(plateau float64, cfg *Config) bool {
+	return t.kind != noTarget && !t.reached(plateau, cfg)
 }

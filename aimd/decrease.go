@@ -80,7 +80,7 @@ func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowSta
 	est, span := c.fit.acceptedSince(c.epoch.start, s.sent, minSpan)
 	switch {
 	case endsSlowStart:
-		return cut{rate: c.cfg.Beta * max(accepted, c.cfg.MinBeta*c.cfg.MinBeta*rs), plateau: c.cfg.PlateauFactor * lo}
+		return cut{rate: c.cfg.Beta * max(accepted, c.cfg.MinBeta*c.cfg.MinBeta*rs), plateau: plateauFactor * lo}
 	case est > 0 && span >= minSpan:
 		if l1, ok := c.singleTokenLimit(s.sent); ok {
 			est = max(est, l1)

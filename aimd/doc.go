@@ -49,8 +49,11 @@
 // taken before it). Estimators (the bucket fit, the run measure, the failure logs' background
 // shares, the served rate, the latency reference) turn outcomes into bounds and proposals.
 // The state machine moves on them: the phase is stored (Controller.phase), and the functions
-// of fsm.go are the only code that writes the rate, the window and the phase. Every tunable
-// is a Config field (config.go) or a constant of tunables.go, one line each. The rules, the server behaviour each answers and the tests that
+// of fsm.go are the only code that writes the rate, the window and the phase (begin, resume
+// and recap at start and restore; slowStartGrow, startSlowStart, probeRestart, searchStep,
+// climbTo and growWindow on growth; cutRate, shrinkWindow, undoShrink and endRun on a decrease;
+// holdFitted, holdStated and undoCuts on an estimator's bound). Every tunable is a Config field (config.go) or a constant of
+// tunables.go, one line each. The rules, the server behaviour each answers and the tests that
 // pin them are in docs/aimd.md; measured figures are in BENCHMARKS.md.
 //
 // Written by hand: no Go library learns a server's rate limit from outcomes. TCP's congestion

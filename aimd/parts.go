@@ -202,7 +202,7 @@ func (c *Controller) restoreParts(raw json.RawMessage) bool {
 	}
 	c.curve.elapsed, c.curve.hold = max(p.Curve.Elapsed, 0), max(p.Curve.Hold, 0)
 	c.curve.steps, c.curve.searched = max(p.Curve.Steps, 0), p.Curve.Searched
-	c.pace.probeTime = min(max(p.Pace.ProbeTime, c.cfg.ProbeTime), maxPatience*c.cfg.ProbeTime)
+	c.pace.probeTime = min(max(p.Pace.ProbeTime, probeTime), maxPatience*probeTime)
 	c.pace.lastRefusal = optRate(p.Pace.LastRefusal)
 	if p.Target.Kind <= targetSlowStart { // a kind this build does not know: no target
 		c.target.set(validRate(p.Target.Rate), p.Target.Kind)

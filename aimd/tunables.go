@@ -3,24 +3,26 @@ package aimd
 import "time"
 
 // Every tunable constant of the controller, one line each, grouped by the part that reads it
-// (the Config fields and their defaults are in config.go). docs/aimd.md gives the rule each
+// (the Config fields and their defaults are in config.go), then the
+// constants derived from them. docs/aimd.md gives the rule each
 // one serves. Literals left in the code are an estimator's shape (a median, a quantile, a half,
 // a doubling, the width of a 16-outcome log), not tunables.
 const (
 	// Memory (about 10 KB per host).
-	memory     = 128  // samples, rate/window change points and outcomes a background share follows, remembered (samples: at least 4 × SampleWindow)
-	fitLogCap  = 2048 // requests in the fit's log (16 B each); a full log loses its oldest half
-	minSamples = 20   // fewest latency samples a p95 or a latency judgement is taken over
+	memory     = 128 // samples, rate/window change points and outcomes a background share follows, remembered (samples: at least 4 × SampleWindow)
+	minSamples = 20  // fewest latency samples a p95 or a latency judgement is taken over
 
 	// Slow start and the curve (R3, R6, R7).
-	minActiveGap    = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (at most ReturnTime)
-	probeGain       = 0.1                    // the probe's rise above the plateau after one probe time
-	patienceBand    = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
-	searchSends     = 50                     // fewest successes between two search steps
-	quickShare      = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share
-	maxPatience     = 4                      // the probe time stretches to at most this × ProbeTime
-	pauseProbeRatio = 20                     // the probe time is at least this × the last refusal's pause
-	maxPauseProbe   = time.Hour              // ... up to this
+	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use (R3)
+	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
+	minActiveGap      = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (at most ReturnTime)
+	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time
+	patienceBand      = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
+	searchSends       = 50                     // fewest successes between two search steps
+	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share
+	maxPatience       = 4                      // the probe time stretches to at most this × probeTime
+	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause
+	maxPauseProbe     = time.Hour              // ... up to this
 
 	// The decrease and refusal runs (R3, R4, R8).
 	minSpan        = 800 * time.Millisecond // a refusal measures the limit only over this much sending
@@ -34,22 +36,32 @@ const (
 	maxBurst  = 4    // Burst() at most
 
 	// Failures and bare refusals (R9).
-	failureCluster    = 3                // Failures among the last 8 outcomes that make a cluster
-	failureBaseMin    = 32               // outcomes that teach the background share before it is known
-	failureBaseMax    = 0.25             // the share counts up to this
-	failureBaseUnder  = 0.6              // only outcomes sent under this × the cut rate teach the share
-	overloadBaseLeast = 0.05             // the bare refusals' share is used from this up
-	overloadExcess    = 5                // bare refusals among the last 16 that make a limiter's excess
-	servedMemory      = 10 * time.Second // ... served within this before it
+	failureCluster    = 3    // Failures among the last 8 outcomes that make a cluster
+	failureBaseMax    = 0.25 // the share counts up to this
+	failureBaseUnder  = 0.6  // only outcomes sent under this × the cut rate teach the share
+	overloadBaseLeast = 0.05 // the bare refusals' share is used from this up
+	overloadExcess    = 5    // bare refusals among the last 16 that make a limiter's excess
 
 	// Latency and the window (R10).
-	refSize           = 64  // reference latencies kept (512 B per host)
-	refMin            = 4   // fewest reference latencies to judge by
-	refZ              = 3.0 // standard deviations beyond the host's own share of slow requests
-	helpedZ           = 2.0 // a latency decrease helped when latencies fell by this many deviations
-	maxWindowPatience = 16  // the window probe interval stretches to at most this × WindowProbe
+	latencyMinExcess = 2 * time.Millisecond // a slow success is at least this much slower than the reference (R10)
+	refMin           = 4                    // fewest reference latencies to judge by
+	refZ             = 3.0                  // standard deviations beyond the host's own share of slow requests
+	helpedZ          = 2.0                  // a latency decrease helped when latencies fell by this many deviations
 
 	// Stated limits (R11), and the fit (R5).
 	refutations  = 2    // refusals under a rate a model called safe (a stated limit, the fit) that refute it
 	statedChange = 0.01 // a stated rate moving by more than this share is a new statement
+)
+
+// Derived from the tunables above, not tuned on their own: memory bounds are shares of memory,
+// times are multiples of the times they extend.
+const (
+	probeTime         = 6 * DefaultReturnTime     // the cubic probe's time to +10% above the plateau: six return times (R6, R7)
+	fitLogCap         = 16 * memory               // requests in the fit's log (16 B each); a full log loses its oldest half
+	rateWindow        = 8 * slowStartInterval     // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
+	failureBaseMin    = memory / 4                // outcomes that teach the background share before it is known
+	servedMemory      = 2 * DefaultReturnTime     // how long the served peak stands (R9)
+	windowProbe       = memory / 2                // after slow start the window grows by one per this × window successes that found it full (R10)
+	refSize           = memory / 2                // reference latencies kept (512 B per host)
+	maxWindowPatience = maxPatience * maxPatience // the window probe interval stretches to at most this × windowProbe
 )

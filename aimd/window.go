@@ -160,7 +160,7 @@ func (c *Controller) loneLatencies() []time.Duration {
 // sending intervals (idleness, a pause) count as only that much.
 func (c *Controller) acceptedRate(now time.Time) float64 {
 	t := toNanos(now)
-	from, far := t-nanos(c.cfg.RateWindow), t-nanos(8*c.cfg.RateWindow)
+	from, far := t-nanos(rateWindow), t-nanos(8*rateWindow)
 	gaps := c.scratch[:0]
 	ok, n, prev := 0, 0, t
 	for i := 0; i < c.samples.n; i++ {
@@ -177,7 +177,7 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 	}
 	c.scratch = gaps[:0]
 	if n < 2 {
-		return float64(ok) / c.cfg.RateWindow.Seconds()
+		return float64(ok) / rateWindow.Seconds()
 	}
 	// gaps[0] is from the newest completion to now; the rest are between completions. n
 	// completions span about n inter-completion gaps: the n−1 measured plus one typical one.
@@ -188,7 +188,7 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 		active += min(g, clip)
 	}
 	if active <= 0 {
-		return float64(ok) / c.cfg.RateWindow.Seconds()
+		return float64(ok) / rateWindow.Seconds()
 	}
 	return float64(ok) / active.Seconds()
 }

@@ -154,8 +154,8 @@ func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, r
 
 // subresourceReq answers one request a rendered page made: from the store when it was
 // stored in this crawl (a GET or HEAD: its URL, as a sub-resource, a page or a requisite; any
-// other method: the same method, URL and body, in this run only, as the store keeps no request
-// body); otherwise fetched through robots.txt, the network guard, its host's gate and the
+// other method: the same method, URL and body, in this run only, as the frontier's record of a
+// URL names one answer, not one per body); otherwise fetched through robots.txt, the network guard, its host's gate and the
 // fetch client (fetchSubresource), stored, and then answered. Concurrent asks with one key
 // (flightKey) share one fetch.
 func (c *Crawler) subresourceReq(ctx context.Context, from renderingPage, r subRequest) (*storage.Page, error) {

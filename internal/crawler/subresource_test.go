@@ -297,3 +297,63 @@ func TestUnprocessed(t *testing.T) {
 		}
 	}
 }
+
+// TestSubresourcePostRetried: a POST refused with a 429 that says when to come back is sent
+// again after the wait and answered; one refused with a bare 429 is not sent again, and the
+// browser gets the 429.
+func TestSubresourcePostRetried(t *testing.T) {
+	const bodies = 8
+	for _, tc := range []struct {
+		name  string
+		reply simweb.ReplyStyle
+		again bool
+	}{
+		{"retry-after", simweb.Reply429Seconds, true},
+		{"bare", simweb.Reply429Bare, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := startAppWeb(t, simweb.AppOptions{Pages: bodies, Post: true, APILimit: 2, APIReply: tc.reply})
+			cfg := a.config(t)
+			cfg.InitialRate = 20 // far above the limit: 429s come at once
+			c := openForSubresources(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			search := a.url(simweb.AppAPI, "/search")
+			var refused atomic.Int64
+			var wg sync.WaitGroup
+			for i := range bodies {
+				wg.Go(func() {
+					body := `{"page":` + strconv.Itoa(i) + `}`
+					p, err := c.subresourceReq(ctx, renderingPage{url: cfg.Seeds[0]}, subRequest{method: "POST", url: search, body: []byte(body), bodyType: "application/json"})
+					switch {
+					case err != nil:
+						t.Errorf("POST %s: %v", body, err)
+					case p.Status == http.StatusTooManyRequests:
+						refused.Add(1)
+					case p.Status != 200 || !strings.Contains(string(p.Body), simweb.AppText(i)):
+						t.Errorf("POST %s: status %d body %q", body, p.Status, p.Body)
+					}
+				})
+			}
+			wg.Wait()
+			s := a.web.Stats()[simweb.AppAPI]
+			n := a.app.SearchRequests()["POST"]
+			t.Logf("API host: %d requests, %d refused; %d POSTs answered, %d refused to the browser", s.Requests, s.OverLimit, n, refused.Load())
+			if s.OverLimit == 0 {
+				t.Fatalf("no 429 met: the test does not test retries")
+			}
+			if n+int(refused.Load()) != bodies {
+				t.Errorf("%d POSTs answered and %d refused for %d bodies: each body is acted on at most once and answered", n, refused.Load(), bodies)
+			}
+			if tc.again && refused.Load() != 0 {
+				t.Errorf("%d POSTs refused with a Retry-After reached the browser: not sent again", refused.Load())
+			}
+			if !tc.again && int64(s.PageRequests) != int64(n)+refused.Load() {
+				t.Errorf("%d requests reached the API for %d answered and %d refused POSTs: a bare 429 was sent again", s.PageRequests, n, refused.Load())
+			}
+			if s.InRetryAfter != 0 {
+				t.Errorf("%d requests arrived inside a Retry-After the host had announced", s.InRetryAfter)
+			}
+		})
+	}
+}

@@ -205,6 +205,25 @@ type GetOptions struct {
 	Method   string
 	Body     []byte
 	BodyType string
+	// Header holds headers of the request's own (a rendered page's script set them), sent with
+	// it except those the client sets or owns (OwnedHeader): a value Go refuses fails the
+	// request with Kind Other, nothing sent. Accept from Header replaces the client's.
+	// Authorization is sent but, as a credential, left out of Response.ReqHeader.
+	Header http.Header
+}
+
+// OwnedHeader reports whether the client alone sets the header named k (canonical): the
+// identity and encodings it speaks, the conditionals, its cookies, the connection's own, and
+// Range (a body is read whole).
+func OwnedHeader(k string) bool {
+	switch k {
+	case "User-Agent", "Accept-Encoding", "Content-Type", "Content-Length", "Host", "Cookie",
+		"Connection", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer",
+		"Transfer-Encoding", "Upgrade", "Range", "If-Range", "If-None-Match", "If-Modified-Since",
+		"If-Match", "If-Unmodified-Since", "Expect":
+		return true
+	}
+	return false
 }
 
 // MaxRequestBody is the most bytes a request body may hold.
@@ -295,6 +314,16 @@ func (c *Client) GetWith(ctx context.Context, u *url.URL, o GetOptions) (*Respon
 	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept", accept)
+	var auth []string
+	for k, vs := range o.Header {
+		switch k = http.CanonicalHeaderKey(k); {
+		case OwnedHeader(k) || len(vs) == 0:
+		case k == "Authorization":
+			auth = vs
+		default:
+			req.Header[k] = append([]string(nil), vs...)
+		}
+	}
 	req.Header.Set("Accept-Encoding", acceptEncoding)
 	if o.BodyType != "" {
 		req.Header.Set("Content-Type", o.BodyType)
@@ -307,6 +336,9 @@ func (c *Client) GetWith(ctx context.Context, u *url.URL, o GetOptions) (*Respon
 	}
 	reqHeader := req.Header.Clone() // before the credentials: what is stored never holds them
 	reqHeader.Set("Host", req.Host)
+	if auth != nil {
+		req.Header["Authorization"] = append([]string(nil), auth...)
+	}
 	if ui := c.cfg.BasicAuth[urlnorm.Origin(u)]; ui != nil {
 		pass, _ := ui.Password()
 		req.SetBasicAuth(ui.Username(), pass)

@@ -46,3 +46,39 @@ func TestMethodBody(t *testing.T) {
 		t.Errorf("oversized body: err %v, calls %d", err, calls)
 	}
 }
+
+// TestPageHeader: a page's headers are sent, except those the client owns; its Accept replaces
+// the client's; its Authorization is sent but not kept in ReqHeader.
+func TestPageHeader(t *testing.T) {
+	var seen http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Clone()
+	}))
+	defer srv.Close()
+	c := New(Config{UserAgent: "crawl-test"})
+	defer c.CloseIdle()
+	u, _ := url.Parse(srv.URL + "/api")
+	h := http.Header{
+		"Origin": {"http://site.test"}, "X-Api-Key": {"k1"}, "Accept": {"application/json"},
+		"Authorization": {"Bearer t"}, "User-Agent": {"HeadlessChrome"}, "Range": {"bytes=0-1"},
+		"If-None-Match": {`"x"`}, "Cookie": {"a=b"}, "Connection": {"close"},
+	}
+	resp, err := c.GetWith(context.Background(), u, GetOptions{Header: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{
+		"Origin": "http://site.test", "X-Api-Key": "k1", "Accept": "application/json",
+		"Authorization": "Bearer t", "User-Agent": "crawl-test", "Range": "", "If-None-Match": "", "Cookie": "",
+	} {
+		if got := seen.Get(k); got != want {
+			t.Errorf("server saw %s %q, want %q", k, got, want)
+		}
+	}
+	if resp.ReqHeader.Get("Authorization") != "" || resp.ReqHeader.Get("X-Api-Key") != "k1" {
+		t.Errorf("ReqHeader %v: want the page's headers without its credential", resp.ReqHeader)
+	}
+	if _, err := c.GetWith(context.Background(), u, GetOptions{Header: http.Header{"X-Bad": {"a\r\nInjected: 1"}}}); err == nil {
+		t.Errorf("a header value with CR LF was sent")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -192,7 +193,7 @@ type answerer struct {
 
 // Answer implements render.Answerer.
 func (a *answerer) Answer(ctx context.Context, r *render.Request) (*render.Response, error) {
-	p, err := a.c.subresourceReq(ctx, a.from, subRequest{method: r.Method, url: r.URL, body: r.Body, bodyType: r.Header.Get("Content-Type")})
+	p, err := a.c.subresourceReq(ctx, a.from, subRequest{method: r.Method, url: r.URL, body: r.Body, bodyType: r.Header.Get("Content-Type"), header: pageHeader(r.Header)})
 	var sf *storeFault
 	if errors.As(err, &sf) {
 		a.mu.Lock()
@@ -213,6 +214,21 @@ func (a *answerer) Answer(ctx context.Context, r *render.Request) (*render.Respo
 		body = nil
 	}
 	return &render.Response{Status: p.Status, Header: h, Body: body}, nil
+}
+
+// pageHeader is what of h, a rendered page's request headers, the crawl sends on (the fetch
+// client leaves out those it sets itself): not the browser's own client hints and fetch
+// metadata (Sec-*), nor its hints of no use to a server (Purpose, Upgrade-Insecure-Requests).
+func pageHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		k = http.CanonicalHeaderKey(k)
+		if strings.HasPrefix(k, "Sec-") || k == "Purpose" || k == "Upgrade-Insecure-Requests" {
+			continue
+		}
+		out[k] = vs
+	}
+	return out
 }
 
 func (a *answerer) storeErr() error {

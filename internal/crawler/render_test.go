@@ -116,6 +116,30 @@ func TestRenderAppWeb(t *testing.T) {
 	t.Logf("%d pages rendered in %v; %d requests, %d refused; API %+v", pages, took.Round(time.Millisecond), requests, refused, a.web.Stats()[simweb.AppAPI].Requests)
 }
 
+// TestRenderReflectedOrigin renders pages of two sites whose API lets a page read its answer
+// only when the page's Origin reached it (Access-Control-Allow-Origin names it, Vary:
+// Origin), by GET and by a POST after its preflight: every page's content is there.
+func TestRenderReflectedOrigin(t *testing.T) {
+	browser := needBrowser(t)
+	const pages = 6
+	for _, post := range []bool{false, true} {
+		t.Run(map[bool]string{false: "get", true: "post"}[post], func(t *testing.T) {
+			a := startAppWeb(t, simweb.AppOptions{Pages: pages, Sites: 2, ReflectOrigin: true, Post: post})
+			cfg := a.config(t)
+			cfg.Seeds = append(cfg.Seeds, a.url(simweb.AppSiteOf(1, 2), simweb.AppPagePath(1)))
+			cfg.Render = Render{Mode: RenderAlways, Browser: browser, Tabs: 2, Timeout: 30 * time.Second}
+			runCrawl(t, cfg)
+			got, _ := renderedPages(t, cfg.Dir)
+			for i := range pages {
+				u := a.url(simweb.AppSiteOf(i%2, 2), simweb.AppPagePath(i))
+				if p := got[u]; p == nil || !strings.Contains(string(p.Rendered), simweb.AppText(i)) {
+					t.Errorf("%s: not rendered with its content", u)
+				}
+			}
+		})
+	}
+}
+
 // TestRenderPostApp renders pages whose script loads its content with a cross-origin JSON POST
 // (and a preflight OPTIONS) to a limited API: each page's text is there, the API's limit holds,
 // the POST to a path robots.txt disallows is refused and recorded excluded robots, and the

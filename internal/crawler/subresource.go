@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,8 +54,8 @@ type subresources struct {
 
 	mu     sync.Mutex
 	loaded bool                  // stored holds what the store held when the first render began
-	stored map[string]uint64     // URL -> Seq of its stored answer
-	flight map[string]*subFlight // URL -> its fetch in flight
+	stored map[string]uint64     // key (flightKey, variantKey) -> Seq of its stored answer
+	flight map[string]*subFlight // key -> its fetch in flight
 }
 
 // subFlight is one fetch in flight; p and err are set before done is closed.
@@ -85,8 +88,11 @@ func (c *Crawler) initSubresources() error {
 	}
 	s.stored, s.flight = map[string]uint64{}, map[string]*subFlight{}
 	err := c.db.PagesMeta(func(p *storage.Page) error {
-		if p.Subresource && settled(p.Status) && (p.ReqMethod == "" || p.ReqMethod == http.MethodGet || p.ReqMethod == http.MethodHead) {
-			s.stored[p.URL] = p.Seq
+		r := subRequest{method: cmp.Or(p.ReqMethod, http.MethodGet), body: p.ReqBody}
+		if _, sent := sentMethods[r.method]; sent && p.Subresource && settled(p.Status) {
+			if k := r.flightKey(p.URL); s.stored[k] == 0 {
+				s.stored[k] = p.Seq // of several variants (Vary), the first answers its URL
+			}
 		}
 		c.renders.counts.countStored(p)
 		return nil
@@ -127,6 +133,7 @@ func (c *Crawler) fetchedAs(u string) (uint64, bool, error) {
 type subRequest struct {
 	method, url, bodyType string
 	body                  []byte
+	header                http.Header // the page's request headers (pageHeader), sent with it
 }
 
 // sentMethods are the methods a sub-request may have, each with whether it is idempotent
@@ -154,10 +161,10 @@ func (c *Crawler) subresource(ctx context.Context, from renderingPage, method, r
 
 // subresourceReq answers one request a rendered page made: from the store when it was
 // stored in this crawl (a GET or HEAD: its URL, as a sub-resource, a page or a requisite; any
-// other method: the same method, URL and body, in this run only, as the frontier's record of a
-// URL names one answer, not one per body); otherwise fetched through robots.txt, the network guard, its host's gate and the
-// fetch client (fetchSubresource), stored, and then answered. Concurrent asks with one key
-// (flightKey) share one fetch.
+// other method: the same method, URL and body, in this run or an earlier one), unless the stored answer varies (its Vary) by
+// a header r sends with another value; otherwise fetched through robots.txt, the network guard,
+// its host's gate and the fetch client (fetchSubresource), stored, and then answered.
+// Concurrent asks with one key (flightKey, then variantKey) share one fetch.
 func (c *Crawler) subresourceReq(ctx context.Context, from renderingPage, r subRequest) (*storage.Page, error) {
 	method, raw := r.method, r.url
 	if _, ok := sentMethods[method]; !ok {
@@ -169,40 +176,52 @@ func (c *Crawler) subresourceReq(ctx context.Context, from renderingPage, r subR
 	}
 	u.User = nil // credentials in a script's URL are not sent, nor stored
 	key := r.flightKey(u.String())
+	for variant := false; ; variant = true {
+		p, f, err := c.subAnswer(ctx, from, u, r, key, !variant)
+		if err != nil || variant || f {
+			return p, err
+		}
+		vk := r.variantKey(key, p)
+		if vk == "" {
+			return p, nil
+		}
+		key = vk
+	}
+}
+
+// subAnswer answers r under key: the answer stored under it (when fromPages, or a page's or a
+// requisite's of the same URL), the one of a fetch in flight under it, or a fetch of its own,
+// which it reports (fetched: the answer is r's own).
+func (c *Crawler) subAnswer(ctx context.Context, from renderingPage, u *url.URL, r subRequest, key string, fromPages bool) (p *storage.Page, fetched bool, err error) {
 	s := &c.renders.subs
 	s.mu.Lock()
-	if seq, ok := s.stored[key]; ok {
-		s.mu.Unlock()
-		p, err := c.db.Page(seq)
-		if err != nil {
-			return nil, &storeFault{err}
-		}
-		return p, nil
-	}
-	if key == u.String() { // a GET or HEAD: a page's or requisite's answer serves it too
-		seq, ok, err := c.fetchedAs(key)
+	seq, ok := s.stored[key]
+	if !ok && fromPages && key == u.String() { // a GET or HEAD: a page's or requisite's answer serves it too
+		seq, ok, err = c.fetchedAs(key)
 		if err != nil {
 			s.mu.Unlock()
-			return nil, &storeFault{err}
+			return nil, false, &storeFault{err}
 		}
 		if ok {
 			s.stored[key] = seq
-			s.mu.Unlock()
-			p, err := c.db.Page(seq)
-			if err != nil {
-				return nil, &storeFault{err}
-			}
-			return p, nil
 		}
+	}
+	if ok {
+		s.mu.Unlock()
+		p, err := c.db.Page(seq)
+		if err != nil {
+			return nil, false, &storeFault{err}
+		}
+		return p, false, nil
 	}
 	f := s.flight[key]
 	if f != nil {
 		s.mu.Unlock()
 		select {
 		case <-f.done:
-			return f.p, f.err
+			return f.p, false, f.err
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
 	f = &subFlight{done: make(chan struct{})}
@@ -217,8 +236,45 @@ func (c *Crawler) subresourceReq(ctx context.Context, from renderingPage, r subR
 	}
 	s.mu.Unlock()
 	close(f.done)
-	return f.p, f.err
+	return f.p, true, f.err
 }
+
+// variantKey is the key of r's own answer among the answers to key when p, an answer to key,
+// varies (RFC 9111 4.1) by a header r sends with another value than p's request did: key and
+// r's values of every header p's Vary names; "" when p serves r. Vary "*" and the headers the
+// client alone sets (the same in every request) are left out, so that they cannot make each
+// ask a fetch.
+func (r subRequest) variantKey(key string, p *storage.Page) string {
+	if p == nil {
+		return ""
+	}
+	var names []string
+	for _, v := range p.Header.Values("Vary") {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n != "" && n != "*" && !fetch.OwnedHeader(n) && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if len(names) > maxVaryNames {
+		names = names[:maxVaryNames]
+	}
+	slices.Sort(names)
+	differs := false
+	vk := key
+	for _, n := range names {
+		v := r.header.Get(n)
+		differs = differs || v != p.ReqHeader.Get(n) || n == "Authorization" // never stored: see fetch.GetOptions
+		vk += "\x00" + n + ": " + v
+	}
+	if !differs {
+		return ""
+	}
+	return vk
+}
+
+// maxVaryNames bounds the headers one answer's Vary may make part of a key.
+const maxVaryNames = 8
 
 // fetchSubresource fetches u for the page from: robots.txt of its host first (disallowed: the
 // URL is recorded as excluded "robots"), then through the host's gate (subGates) and the
@@ -282,7 +338,7 @@ func (c *Crawler) sendSubresource(ctx context.Context, from renderingPage, entry
 	}
 	sent := time.Now()
 	idempotent := sentMethods[r.method]
-	o := fetch.GetOptions{Wrote: wrote, Method: r.method, Body: r.body, BodyType: r.bodyType}
+	o := fetch.GetOptions{Wrote: wrote, Method: r.method, Body: r.body, BodyType: r.bodyType, Header: r.header}
 	resp, err := c.client.GetWith(ctx, u, o) // not whileHeld: a sub-request is no lease of its host
 	now := time.Now()
 	switch {

@@ -357,3 +357,72 @@ func TestSubresourcePostRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestSubresourceVary: a page's headers reach the server; an answer that varies by Origin
+// serves only asks from the same origin, each origin's answer is fetched once and then
+// answered from the store.
+func TestSubresourceVary(t *testing.T) {
+	a := startAppWeb(t, simweb.AppOptions{Pages: 1, ReflectOrigin: true})
+	c := openForSubresources(t, a.config(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := a.url(simweb.AppAPI, "/content/0")
+	ask := func(origin string) string {
+		t.Helper()
+		h := http.Header{}
+		if origin != "" {
+			h.Set("Origin", origin)
+		}
+		p, err := c.subresourceReq(ctx, renderingPage{url: a.url(simweb.AppSite, "/")}, subRequest{method: "GET", url: u, header: h})
+		if err != nil || p.Status != 200 {
+			t.Fatalf("GET %s from %q: %v %+v", u, origin, err, p)
+		}
+		return p.Header.Get("Access-Control-Allow-Origin")
+	}
+	siteA, siteB := "http://a.app.test", "http://b.app.test"
+	for i, tc := range []struct{ origin, want string }{{siteA, siteA}, {siteB, siteB}, {siteA, siteA}, {siteB, siteB}, {"", ""}, {"", ""}} {
+		if got := ask(tc.origin); got != tc.want {
+			t.Errorf("ask %d from %q: Access-Control-Allow-Origin %q, want %q", i, tc.origin, got, tc.want)
+		}
+	}
+	if n := a.web.Stats()[simweb.AppAPI].PageRequests; n != 3 {
+		t.Errorf("the API got %d requests for three origins' asks, want 3", n)
+	}
+}
+
+// TestSubresourcePostResumed: a POST stored by an earlier run on the store is answered from it
+// for the same body, not sent again; another body is sent.
+func TestSubresourcePostResumed(t *testing.T) {
+	a := startAppWeb(t, simweb.AppOptions{Pages: 2, Post: true})
+	cfg := a.config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	search := a.url(simweb.AppAPI, "/search")
+	post := func(c *Crawler, body string) {
+		t.Helper()
+		p, err := c.subresourceReq(ctx, renderingPage{url: cfg.Seeds[0]}, subRequest{method: "POST", url: search, body: []byte(body), bodyType: "application/json"})
+		if err != nil || p.Status != 200 {
+			t.Fatalf("POST %s: %v %+v", body, err, p)
+		}
+	}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.initSubresources(); err != nil {
+		t.Fatal(err)
+	}
+	post(c, `{"page":0}`)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = openForSubresources(t, cfg)
+	post(c, `{"page":0}`)
+	if n := a.app.SearchRequests()["POST"]; n != 1 {
+		t.Errorf("%d POSTs reached the API for one body asked in two runs, want 1", n)
+	}
+	post(c, `{"page":1}`)
+	if n := a.app.SearchRequests()["POST"]; n != 2 {
+		t.Errorf("%d POSTs reached the API after a second body, want 2", n)
+	}
+}

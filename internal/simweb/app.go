@@ -43,6 +43,11 @@ type AppOptions struct {
 	// ({"page": i}, cross-origin, so the browser sends a CORS preflight OPTIONS first), and
 	// POST its "/private/track" call; "/content/<i>" is then not called.
 	Post bool
+	// ReflectOrigin makes the API answer as many configured CORS servers do: its
+	// Access-Control-Allow-Origin names the request's Origin (and is absent without one), with
+	// Vary: Origin. A page then reads the API only if its Origin reached the API, and an
+	// answer given to one site's origin is of no use to another's.
+	ReflectOrigin bool
 }
 
 // App is a web whose pages are built in the browser: each page of AppSite is an application
@@ -73,7 +78,7 @@ func NewApp(o AppOptions) *App {
 	}
 	api := map[string]http.Handler{
 		"/private/track": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Access-Control-Allow-Origin", "*")
+			allowOrigin(w, r, o.ReflectOrigin)
 			w.WriteHeader(http.StatusNoContent)
 		}),
 	}
@@ -81,7 +86,7 @@ func NewApp(o AppOptions) *App {
 		a.mu.Lock()
 		a.search[r.Method]++
 		a.mu.Unlock()
-		w.Header().Set("Access-Control-Allow-Origin", "*")
+		allowOrigin(w, r, o.ReflectOrigin)
 		switch r.Method {
 		case http.MethodOptions:
 			w.Header().Set("Access-Control-Allow-Methods", "POST")
@@ -93,7 +98,7 @@ func NewApp(o AppOptions) *App {
 				http.Error(w, "bad query", http.StatusBadRequest)
 				return
 			}
-			a.content(w, r, *q.Page, o.Pages, sites)
+			a.content(w, r, *q.Page, o.Pages, sites, o.ReflectOrigin)
 		default:
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		}
@@ -103,7 +108,7 @@ func NewApp(o AppOptions) *App {
 			writeBody(w, "text/html; charset=utf-8", []byte(shellPage(i, o.Pages, sites, o.Prerendered, portOf(r))))
 		})
 		api["/content/"+strconv.Itoa(i)] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a.content(w, r, i, o.Pages, sites)
+			a.content(w, r, i, o.Pages, sites, o.ReflectOrigin)
 		})
 	}
 	cdn := map[string]http.Handler{}
@@ -183,11 +188,24 @@ func (a *App) SearchRequests() map[string]int {
 var CDNPaths = []string{"/app.js", "/style.css", "/logo.png", "/bg.png"}
 
 // content answers "/content/<i>": page i's title, text and links, as JSON.
-func (a *App) content(w http.ResponseWriter, r *http.Request, i, pages, sites int) {
+func (a *App) content(w http.ResponseWriter, r *http.Request, i, pages, sites int, reflect bool) {
 	links := appLinks(i, pages, sites, portOf(r))
 	b, _ := json.Marshal(map[string]any{"title": AppTitle(i), "text": AppText(i), "links": links})
-	w.Header().Set("Access-Control-Allow-Origin", "*")
+	allowOrigin(w, r, reflect)
 	writeBody(w, "application/json", b)
+}
+
+// allowOrigin lets any origin read the answer to r: "*", or when reflect the request's own
+// Origin (none without one), with Vary: Origin.
+func allowOrigin(w http.ResponseWriter, r *http.Request, reflect bool) {
+	if !reflect {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		return
+	}
+	w.Header().Set("Vary", "Origin")
+	if o := r.Header.Get("Origin"); o != "" {
+		w.Header().Set("Access-Control-Allow-Origin", o)
+	}
 }
 
 // portOf is the port the request was sent to, from its Host header ("80" if none).

@@ -473,14 +473,15 @@ func (c *Crawler) subRobots(ctx context.Context, host string, u *url.URL) (robot
 			continue
 		case robotsNeeded:
 			if rs.claimFetch(now) {
-				t, err := c.renders.subs.gates.admit(ctx, c.gates.keyNow(ctx, host))
+				gate := c.gates.keyNow(ctx, host) // one key for the admission, the fleet's slot and the dispatcher
+				t, err := c.renders.subs.gates.admit(ctx, gate)
 				if err != nil {
 					rs.unload() // looked up again, as after a fetch cut short
 					return robots.Verdict{}, err
 				}
-				if _, err := c.fleetSlot(ctx, c.gates.known(host)); err != nil {
+				if _, err := c.fleetSlot(ctx, gate); err != nil {
 					giveBack(t, time.Now())
-					c.renders.freed.add(c.gates.known(host))
+					c.renders.freed.add(gate)
 					rs.unload()
 					return robots.Verdict{}, err
 				}
@@ -489,7 +490,7 @@ func (c *Crawler) subRobots(ctx context.Context, host string, u *url.URL) (robot
 					scheme = "http"
 				}
 				err = c.fetchRobotsFor(ctx, host, scheme, t, robotsForSubrequests)
-				c.renders.freed.add(c.gates.known(host)) // its ticket is done
+				c.renders.freed.add(gate) // its ticket is done
 				if err != nil {
 					return robots.Verdict{}, &storeFault{err}
 				}

@@ -26,10 +26,12 @@ type Browser struct {
 	escapes atomic.Int64         // connections that reached trap
 	prelude string               // the page's prelude; tests clear it to reach what lies behind it
 	opened  func(session string) // tests: called with each page's session once it is set up
+	closing func()               // tests: called after each page, before its tab is readied or disposed of
 
 	mu     sync.Mutex
-	inst   *instance // nil before the first start and after a failed restart
-	free   []*tab    // tabs waiting for a page; at most Options.Tabs
+	inst   *instance      // nil before the first start and after a failed restart
+	free   []*tab         // tabs waiting for a page; at most Options.Tabs
+	resets sync.WaitGroup // tabs being readied after a page whose result was returned
 	starts int
 	closed bool
 }
@@ -293,19 +295,27 @@ func (b *Browser) Close() error {
 	if in != nil {
 		in.kill()
 	}
+	b.resets.Wait() // their browser is gone: they end at once
 	b.trap.Close()
 	return os.RemoveAll(b.root)
 }
 
 // Render renders pageURL with doc as its document and a answering every other request the
-// page makes. It waits for a free tab first.
+// page makes. It waits for a free tab first. It returns once the page is read; its tab is
+// readied for the next page after that (page.reset), and counts against Options.Tabs until
+// it is.
 func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a Answerer) (*Result, error) {
 	select {
 	case b.tabs <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-b.tabs }()
+	held := false // the tab's place in b.tabs is released by the page's close
+	defer func() {
+		if !held {
+			<-b.tabs
+		}
+	}()
 	in, err := b.current(ctx)
 	if err != nil {
 		return nil, err
@@ -313,9 +323,18 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 	p := newPage(b.o, in, b.takeTab(in), pageURL, doc, a, b.prelude)
 	p.opened = b.opened
 	res, err := p.run(ctx)
-	if p.tab != nil {
-		b.putTab(p.tab)
+	if err == nil && p.settled && b.readyLater() {
+		// The result is the caller's now; the tab is readied for the next page meanwhile,
+		// holding its place in b.tabs until it is.
+		held = true
+		go func() {
+			defer b.resets.Done()
+			defer func() { <-b.tabs }()
+			b.closePage(p)
+		}()
+		return res, nil
 	}
+	b.closePage(p)
 	select {
 	case <-in.dead: // crashed or hung: the next render must find a browser running
 		if rerr := b.restart(ctx, in); rerr != nil {
@@ -324,6 +343,30 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 	default:
 	}
 	return res, err
+}
+
+// readyLater counts one more tab being readied in the background (b.resets), unless b is
+// closed.
+func (b *Browser) readyLater() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.resets.Add(1)
+	return true
+}
+
+// closePage readies p's tab for the next page, or disposes of it (page.close), and gives a
+// tab kept back to b.
+func (b *Browser) closePage(p *page) {
+	if b.closing != nil {
+		b.closing()
+	}
+	p.close()
+	if p.tab != nil {
+		b.putTab(p.tab)
+	}
 }
 
 // takeTab returns a tab of in waiting for a page, or nil. Tabs of an earlier browser are

@@ -14,8 +14,8 @@ import (
 )
 
 // page is one render, in a tab of its own for its time: a tab left by an earlier page, or a
-// new one. All of its state is owned by the goroutine running run; requests are answered in
-// goroutines that report back on done.
+// new one. All of its state is owned by the goroutine running run, then by the one calling
+// close; requests are answered in goroutines that report back on done.
 type page struct {
 	o    Options
 	in   *instance
@@ -38,6 +38,7 @@ type page struct {
 	loaded    bool // the main frame fired its load event
 	inflight  int  // requests paused and not yet continued
 	worker    bool // a service or shared worker was refused: it stays paused until its tab goes
+	settled   bool // the page settled and was read: its tab may render another (see close)
 	cut       Cut
 	res       Result
 
@@ -102,9 +103,7 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("render: %q is not an http or https URL", p.url)
 	}
 	p.origins[origin(p.url)] = true
-	settled := false // the page settled and was read: its tab may render another
 	defer close(p.stop)
-	defer func() { p.close(settled) }() // once the Answerer's calls are cancelled
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the Answerer's calls still running
 	if err := p.open(rctx); err != nil {
@@ -204,7 +203,7 @@ loop:
 		return nil, err
 	}
 	p.res.Took = time.Since(start)
-	settled = (p.res.Cut == CutNone || p.res.Cut == CutDOM) && !p.worker
+	p.settled = (p.res.Cut == CutNone || p.res.Cut == CutDOM) && !p.worker
 	return &p.res, nil
 }
 
@@ -270,8 +269,10 @@ func (p *page) userAgent(ctx context.Context, session string) error {
 }
 
 // close readies the tab for the next page when the page settled and the tab has not served
-// its time (see reset), and otherwise disposes of it and sets p.tab to nil.
-func (p *page) close(settled bool) {
+// its time (see reset), and otherwise disposes of it and sets p.tab to nil. It is called once
+// run has returned (its Answerer's calls cancelled).
+func (p *page) close() {
+	settled := p.settled
 	if p.tab == nil {
 		p.c.unregister(p.sink)
 		return

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestTabIsolation: a page rendered in a tab after another of the same origin sees none of
@@ -60,5 +62,60 @@ addEventListener("pagehide", () => fetch("/late", {keepalive: true}));
 	}
 	if asked != 2 {
 		t.Errorf("the script was asked %d times, want once per page", asked)
+	}
+}
+
+// TestRenderReturnsBeforeReset: Render returns a settled page's result without waiting for its
+// tab to be readied for the next page; the tab counts against Options.Tabs until it is, so
+// the next page waits for it and gets it clean.
+func TestRenderReturnsBeforeReset(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet})
+	release := make(chan struct{})
+	var closes atomic.Int32
+	b.closing = func() {
+		if closes.Add(1) == 1 {
+			<-release
+		}
+	}
+	var sessions []string
+	b.opened = func(s string) { sessions = append(sessions, s) }
+	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) { return nil, errors.New("no") })
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := b.Render(t.Context(), "http://site.test/one", htmlDoc(`<p>one</p><script>sessionStorage.setItem("k", "v")</script>`), a)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res == nil || !strings.Contains(string(res.DOM), "<p>one</p>") {
+			t.Fatalf("first page: %v", res)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("Render did not return while its tab was being readied")
+	}
+	second := make(chan *Result, 1)
+	go func() {
+		res, err := b.Render(t.Context(), "http://site.test/two", htmlDoc(`<p id="out"></p><script>document.getElementById("out").textContent = "s=" + sessionStorage.getItem("k")</script>`), a)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- res
+	}()
+	select {
+	case <-second:
+		t.Fatal("the second page rendered while the only tab was being readied")
+	case <-time.After(testQuiet + 500*time.Millisecond):
+	}
+	close(release)
+	res := <-second
+	if res == nil || !strings.Contains(string(res.DOM), "s=null") {
+		t.Errorf("second page: %v, want s=null (the tab cleared)", res)
+	}
+	if len(sessions) != 2 || sessions[0] != sessions[1] {
+		t.Errorf("the two pages ran in tabs %v, want one tab twice", sessions)
 	}
 }

@@ -1,0 +1,67 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/crawl-project/crawl/frontier"
+)
+
+// A worker whose view of a seen-set header is far behind (another worker's adds split its
+// buckets 150 times since) has its script refused as stale, writing nothing, and runs it again
+// with the header the refusal gave: the URLs seen stay seen and the new one is added once.
+func TestSeenStaleViewRunsAgain(t *testing.T) {
+	parallel(t)
+	rdb, _ := newRedisServer(t)
+	ctx := context.Background()
+	a := newStore(t, rdb, "a", &Options{Partitions: 1})
+	b := newStore(t, rdb, "b", &Options{Partitions: 1})
+	if added, err := a.Add(ctx, entries("h", 10)); err != nil || added != 10 {
+		t.Fatalf("a adds 10: %d, %v", added, err)
+	}
+	var many []frontier.Entry
+	for i := range 20_000 {
+		many = append(many, frontier.Entry{URL: fmt.Sprintf("http://h/b%d", i), Host: "h"})
+	}
+	if added, err := b.Add(ctx, many); err != nil || added != len(many) {
+		t.Fatalf("b adds %d: %d, %v", len(many), added, err)
+	}
+	n := seenBuckets(t, a, 0)
+	if v := a.seenViewOf(0); v.n >= n-seenSlack {
+		t.Fatalf("a's view %+v is not stale beyond the slack (header n=%d)", v, n)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	again := append(many[:500:500], frontier.Entry{URL: "http://h/new", Host: "h"})
+	if added, err := a.Add(ctx, again); err != nil || added != 1 {
+		t.Fatalf("a adds 500 seen and 1 new: %d added, %v; want 1", added, err)
+	}
+	if calls := executed(t, rdb); calls["evalsha"] != 2 {
+		t.Errorf("%d scripts run, want 2 (refused as stale, then run): %v", calls["evalsha"], calls)
+	}
+	if v := a.seenViewOf(0); v.n != seenBuckets(t, a, 0) || v.urls != 20_011 {
+		t.Errorf("a's view after: %+v, want the header (n=%d, urls=20011)", v, seenBuckets(t, a, 0))
+	}
+}
+
+// A seen-set bucket key that is not a set (damage, or another program's key) fails no script:
+// it is deleted, counted as repaired, and the URLs go on being recorded.
+func TestSeenBucketNotASet(t *testing.T) {
+	parallel(t)
+	rdb, _ := newRedisServer(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "w", &Options{Partitions: 1})
+	rdb.Set(ctx, s.k.bucket(0, 0), "not a set", 0)
+	if added, err := s.Add(ctx, entries("h", 300)); err != nil || added != 300 {
+		t.Fatalf("add 300 over a bucket that is a string: %d, %v", added, err)
+	}
+	if added, err := s.Add(ctx, entries("h", 300)); err != nil || added != 0 {
+		t.Fatalf("add them again: %d added, %v; want none", added, err)
+	}
+	ps, err := s.PartitionCounts(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Repaired != 1 {
+		t.Errorf("counts %+v, %v; want 1 repaired", ps, err)
+	}
+}

@@ -70,12 +70,16 @@ func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, er
 
 // addDurable is addAll, one script per partition pipelined per node; with replicated, it then
 // waits until each node's replicas have the writes (WAIT), so that a master that fails over
-// right after cannot lose them: Forward trims an outbox only after that. A partition whose
-// script found its seen-set header other than the Store knew it (seenAnswer), having written
-// nothing, is run again.
+// right after cannot lose them: Forward trims an outbox only after that. The partitions'
+// seen-set headers are read first (other workers write to them between two adds of this
+// one); a partition whose script found its header other than read (seenAnswer), having
+// written nothing, is run again.
 func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, replicated bool) (int, error) {
 	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
 		return 0, err
+	}
+	if err := s.readSeenViews(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
+		return 0, fmt.Errorf("fleet: add: %w", err)
 	}
 	pending := maps.Clone(byPart)
 	added := 0

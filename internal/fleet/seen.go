@@ -43,6 +43,35 @@ func (s *Store) setSeenView(p int, v seenView) {
 	s.seen[p] = v
 }
 
+// readSeenViews reads the seen-set headers of partitions ps in one pipeline and keeps those
+// that are in range as their views.
+func (s *Store) readSeenViews(ctx context.Context, ps []int) error {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ps))
+	for i, p := range ps {
+		cmds[i] = pipe.HMGet(ctx, s.k.seen(p), "n", "urls")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.As(err, new(redis.Error)) {
+		return err
+	}
+	for i, c := range cmds {
+		v := c.Val()
+		if len(v) != 2 {
+			continue
+		}
+		if v[0] == nil && v[1] == nil {
+			s.setSeenView(ps[i], seenView{n: 1})
+			continue
+		}
+		n, err1 := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
+		u, err2 := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
+		if view, ok := seenViewFrom(n, u); ok && err1 == nil && err2 == nil {
+			s.setSeenView(ps[i], view)
+		}
+	}
+	return nil
+}
+
 // seenViewFrom reads a header from a script's reply (its last two integers), bounded as the
 // scripts bound it; ok is false for values out of range.
 func seenViewFrom(n, urls int64) (seenView, bool) {

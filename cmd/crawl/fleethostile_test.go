@@ -41,7 +41,7 @@ func TestFleetHostileRedisOperators(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	const layout = " seen=hash items=bin1 active-set"
+	const layout = " seen=sets items=bin1 active-set"
 	redisURL := srv.URL()
 
 	rdb.Set(ctx, "crawl:t:config", "partitions=1000000000"+layout, 0)
@@ -106,7 +106,7 @@ func TestFleetWorkerSurvivesHostileRedis(t *testing.T) {
 		p := fleet.PartitionOf(host, 64)
 		return "crawl:t:{" + strconv.Itoa(p) + "}:" + name
 	}
-	f.rdb.Set(ctx, "crawl:t:config", "partitions=64 seen=hash items=bin1 active-set", 0)
+	f.rdb.Set(ctx, "crawl:t:config", "partitions=64 seen=sets items=bin1 active-set", 0)
 	h0, h1, h2 := hostOf("h0"), hostOf("h1"), hostOf("h2")
 	mark := func(host string) { f.rdb.SAdd(ctx, "crawl:t:active", fleet.PartitionOf(host, 64)) }
 	// h0: garbage at the head of its queue, listed in its partition's hosts

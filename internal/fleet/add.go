@@ -58,41 +58,99 @@ type seenWrite struct {
 	reason string // excluded: why
 }
 
+// A seenWrite's state: what the scripts do with its URL when it is new (add_entries).
+const (
+	seenQueued   = "1" // queue it
+	seenExcluded = "4" // record it as excluded
+)
+
 func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
 	return s.addDurable(ctx, byPart, false)
 }
 
 // addDurable is addAll, one script per partition pipelined per node; with replicated, it then
 // waits until each node's replicas have the writes (WAIT), so that a master that fails over
-// right after cannot lose them: Forward trims an outbox only after that.
+// right after cannot lose them: Forward trims an outbox only after that. The partitions'
+// seen-set headers are read first (other workers write to them between two adds of this
+// one); a partition whose script found its header other than read (seenAnswer), having
+// written nothing, is run again.
 func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, replicated bool) (int, error) {
 	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
 		return 0, err
 	}
-	groups := map[*redis.Client][]*scriptCall{}
-	for p, ws := range byPart {
-		c := &scriptCall{script: addScript, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seen(p)}}
-		c.args = append(make([]any, 0, 1+2*len(ws)), max(s.opts.HostBudget, 0))
-		c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
-		node, err := s.nodeOf(ctx, c.keys[0])
-		if err != nil {
-			return 0, fmt.Errorf("fleet: add to partition %d: %w", p, err)
-		}
-		groups[node] = append(groups[node], c)
+	if err := s.readSeenViews(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
+		return 0, fmt.Errorf("fleet: add: %w", err)
 	}
+	pending := maps.Clone(byPart)
 	added := 0
-	for node, calls := range groups {
-		if err := s.runOnNode(ctx, node, calls, replicated); err != nil {
-			return added, fmt.Errorf("fleet: add: %w", err)
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt == seenAttempts {
+			return added, fmt.Errorf("fleet: add: %w", errSeenRace)
 		}
-		for _, c := range calls {
-			r, _ := c.cmd.Int64Slice()
-			if len(r) > 0 {
-				added += int(r[0])
+		groups := map[*redis.Client][]*scriptCall{}
+		for p, ws := range pending {
+			c := &scriptCall{script: addScript, part: p, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seen(p)}}
+			c.args = append(make([]any, 0, 4+2*len(ws)), max(s.opts.HostBudget, 0))
+			c.keys, c.args = s.appendSeenBlock(c.keys, c.args, p, s.seenViewOf(p), writeHashes(ws))
+			c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
+			node, err := s.nodeOf(ctx, c.keys[0])
+			if err != nil {
+				return added, fmt.Errorf("fleet: add to partition %d: %w", p, err)
+			}
+			groups[node] = append(groups[node], c)
+		}
+		for node, calls := range groups {
+			if err := s.runOnNode(ctx, node, calls, replicated); err != nil {
+				return added, fmt.Errorf("fleet: add: %w", err)
+			}
+			for _, c := range calls {
+				r, err := c.cmd.Int64Slice()
+				if err != nil {
+					if again, err := s.seenAgain(ctx, c.part, err); !again {
+						return added, fmt.Errorf("fleet: add to partition %d: %w", c.part, err)
+					}
+					continue
+				}
+				if len(r) >= 4 {
+					if v, ok := seenViewFrom(r[2], r[3]); ok {
+						s.setSeenView(c.part, v)
+					}
+				}
+				if len(r) > 0 {
+					added += int(r[0])
+				}
+				delete(pending, c.part)
 			}
 		}
 	}
 	return added, nil
+}
+
+// writeHashes is the seenHash of each write's URL.
+func writeHashes(ws []seenWrite) []uint64 {
+	hs := make([]uint64, len(ws))
+	for i, w := range ws {
+		hs[i] = seenHash(Fingerprint(w.entry.URL))
+	}
+	return hs
+}
+
+// seenAgain handles the error err of a script with a seen block for partition p: a stale view
+// is replaced by the header the script found, a damaged header is recounted (repairSeen), and
+// again says the script may be run again; any other error is returned as it is.
+func (s *Store) seenAgain(ctx context.Context, p int, err error) (again bool, _ error) {
+	switch what, v := seenAnswerOf(err); what {
+	case seenStale:
+		s.setSeenView(p, v)
+		return true, nil
+	case seenDamaged:
+		if err := s.repairSeen(ctx, p); err != nil {
+			return false, err
+		}
+		s.setSeenView(p, seenView{n: 1}) // the next run says what the repair wrote
+		return true, nil
+	}
+	return false, err
 }
 
 // ownLink reports whether a link to host, found on a page of partition p, is p's to queue in
@@ -125,7 +183,7 @@ func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) (
 		keys = append(keys, s.k.queue(p, g.host))
 		args = append(args, g.host, g.state, g.reason, len(gw))
 		for _, w := range gw {
-			args = append(args, seenFP(Fingerprint(w.entry.URL)))
+			args = append(args, seenMember(Fingerprint(w.entry.URL)))
 		}
 		if g.state == seenQueued {
 			for _, w := range gw {
@@ -139,6 +197,7 @@ func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) (
 // scriptCall is one script run of a pipeline on one node.
 type scriptCall struct {
 	script *redis.Script
+	part   int // the partition it writes
 	keys   []string
 	args   []any
 	cmd    *redis.Cmd
@@ -164,6 +223,7 @@ var errNotReplicated = errors.New("write not acknowledged by every replica in ti
 
 // runOnNode runs calls on node in one pipeline (loading their scripts first if the node lacks
 // them), then, with replicated and if the node has replicas, waits for them to acknowledge.
+// A script's error reply is left in its cmd for the caller; any other failure is returned.
 func (s *Store) runOnNode(ctx context.Context, node *redis.Client, calls []*scriptCall, replicated bool) error {
 	want := 0
 	if replicated {
@@ -187,7 +247,7 @@ func (s *Store) runOnNode(ctx context.Context, node *redis.Client, calls []*scri
 			}
 			continue
 		}
-		if err != nil {
+		if err != nil && !repliesOnly(calls, wait) {
 			return err
 		}
 		if wait == nil {
@@ -198,6 +258,21 @@ func (s *Store) runOnNode(ctx context.Context, node *redis.Client, calls []*scri
 		}
 		return nil
 	}
+}
+
+// repliesOnly reports whether every call that failed got an error reply from its script (which
+// the caller reads from its cmd), and wait, if any, did not fail.
+func repliesOnly(calls []*scriptCall, wait *redis.Cmd) bool {
+	if wait != nil && wait.Err() != nil {
+		return false
+	}
+	for _, c := range calls {
+		var re redis.Error
+		if err := c.cmd.Err(); err != nil && !errors.As(err, &re) {
+			return false
+		}
+	}
+	return true
 }
 
 // replicasOf is how many replicas the master node has online (its INFO replication, read

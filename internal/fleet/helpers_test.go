@@ -209,7 +209,11 @@ var tagRe = regexp.MustCompile(`^crawl:t:\{(\d+)\}:(\w+)(?::(.*))?$`)
 func checkInvariants(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
-	type tally struct{ queued, delayed, inflight, outbox, seenQueued, seen int }
+	type tally struct {
+		queued, delayed, inflight, outbox, seen int
+		seenN, seenURLs                         int              // the seen-set header
+		buckets                                 map[int][]string // its buckets' members
+	}
 	parts := map[int]*tally{}
 	part := func(p int) *tally {
 		if parts[p] == nil {
@@ -257,32 +261,48 @@ func checkInvariants(t *testing.T, s *Store) {
 		case "seen":
 			h, _ := s.rdb.HGetAll(ctx, key).Result()
 			n, _ := strconv.Atoi(h["n"])
-			for f, v := range h {
-				if f == "n" || f == "urls" {
+			c.seenN, c.seenURLs = max(n, 1), -1
+			if urls, err := strconv.Atoi(h["urls"]); err == nil {
+				c.seenURLs = urls
+			}
+			if len(h) != 2 {
+				t.Errorf("partition %d: seen-set header %v, want n and urls", p, h)
+			}
+		case "s":
+			b, err := strconv.Atoi(rest)
+			ms, err2 := s.rdb.SMembers(ctx, key).Result()
+			if err != nil || err2 != nil {
+				t.Errorf("partition %d: seen-set bucket %q: %v %v", p, key, err, err2)
+				continue
+			}
+			if enc, _ := s.rdb.ObjectEncoding(ctx, key).Result(); enc != "intset" {
+				t.Errorf("partition %d: seen-set bucket %d (%d members) is a %s, not an intset", p, b, len(ms), enc)
+			}
+			if c.buckets == nil {
+				c.buckets = map[int][]string{}
+			}
+			c.buckets[b] = ms
+		}
+	}
+	for p, c := range parts {
+		for b, ms := range c.buckets {
+			if b >= c.seenN {
+				t.Errorf("partition %d: seen-set bucket %d beyond its %d buckets", p, b, c.seenN)
+			}
+			for _, m := range ms {
+				v, err := strconv.ParseUint(m, 10, 64)
+				if err != nil || m != strconv.FormatUint(v, 10) || v%10_000_000_000 >= 1<<33 {
+					t.Errorf("partition %d: seen-set member %q is not a member", p, m)
 					continue
 				}
-				i, err := strconv.Atoi(f)
-				if err != nil || i < 0 || i >= max(n, 1) || len(v)%8 != 0 {
-					t.Errorf("partition %d: seen-set field %q (%d bytes) is not a bucket of %d", p, f, len(v), n)
-					continue
+				if want := seenBucket(v/10_000_000_000, c.seenN); want != b {
+					t.Errorf("partition %d: member %s in bucket %d, linear hashing over %d buckets says %d", p, m, b, c.seenN, want)
 				}
-				for j := 0; j < len(v); j += 8 {
-					fp, st := v[j:j+7], v[j+7:j+8]
-					c.seen++
-					if st == seenQueued {
-						c.seenQueued++
-					} else if st != seenFailed && st != seenExcluded {
-						t.Errorf("partition %d: seen record %q has no state", p, v[j:j+8])
-					}
-					h := uint64(fp[0])<<23 | uint64(fp[1])<<15 | uint64(fp[2])<<7 | uint64(fp[3])>>1
-					if want := seenBucketOf(h, max(n, 1)); want != i {
-						t.Errorf("partition %d: fingerprint %x in bucket %d, linear hashing over %d buckets says %d", p, fp, i, n, want)
-					}
-				}
+				c.seen++
 			}
-			if urls, _ := strconv.Atoi(h["urls"]); len(h) > 0 && urls != c.seen {
-				t.Errorf("partition %d: seen-set holds %d URLs, its count says %d", p, c.seen, urls)
-			}
+		}
+		if c.seenURLs != c.seen && (c.seen > 0 || c.seenURLs > 0) {
+			t.Errorf("partition %d: seen-set holds %d URLs, its count says %d", p, c.seen, c.seenURLs)
 		}
 	}
 	for p, c := range parts {
@@ -293,23 +313,8 @@ func checkInvariants(t *testing.T, s *Store) {
 		if got != want {
 			t.Errorf("partition %d: counters %s, keys hold %s", p, got, want)
 		}
-		if c.seenQueued != n("queued")+n("fetched") {
-			t.Errorf("partition %d: %d URLs recorded in the seen-set, counters queued %d and fetched %d", p, c.seenQueued, n("queued"), n("fetched"))
-		}
 		if done := n("queued") + n("fetched") + n("failed") + n("excluded"); c.seen != done {
 			t.Errorf("partition %d: seen-set holds %d URLs, counters %d", p, c.seen, done)
 		}
 	}
-}
-
-func seenBucketOf(h uint64, n int) int {
-	m := uint64(1)
-	for m*2 <= uint64(n) {
-		m *= 2
-	}
-	b := h % (2 * m)
-	if b >= uint64(n) {
-		b = h % m
-	}
-	return int(b)
 }

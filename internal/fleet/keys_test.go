@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -29,9 +30,44 @@ func TestKeysCarryPartitionTag(t *testing.T) {
 			t.Errorf("%q: first hash tag is not {5}", key)
 		}
 	}
-	for fp, want := range map[uint64]string{0x0102030405060708: "\x01\x02\x03\x04\x05\x06\x07", 0: "\x00\x00\x00\x00\x00\x00\x00", 1<<64 - 1: "\xff\xff\xff\xff\xff\xff\xff"} {
-		if got := seenFP(fp); got != want {
-			t.Errorf("seenFP(%#x) = %q, want %q", fp, got, want)
+	// A member is h·10^10 + l: h the top 29 bits, l the 33 below; the largest fits an int64,
+	// so Redis keeps members as 8-byte integers.
+	for fp, want := range map[uint64]string{0x0102030405060708: "21136324316037570", 0: "0", 3: "0", 1<<64 - 1: "5368709118589934591"} {
+		if got := seenMember(fp); got != want {
+			t.Errorf("seenMember(%#x) = %q, want %q", fp, got, want)
+		}
+	}
+}
+
+// The buckets a seen block declares cover every bucket a script may touch: each hash's
+// bucket under every count it may reach, and both buckets of each split on the way.
+func TestSeenBlockBuckets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, v := range []seenView{{1, 0}, {1, 200}, {2, 129}, {3, 300}, {63, 8000}, {64, 8100}, {100, 12_800}, {1000, 1}} {
+		hs := make([]uint64, 200)
+		for i := range hs {
+			hs[i] = seenHash(rng.Uint64())
+		}
+		k := seenSplits(v, len(hs))
+		if k < seenSlack {
+			t.Errorf("%v: %d splits allowed, want at least %d", v, k, seenSlack)
+		}
+		got := map[int]bool{}
+		for _, b := range seenBlockBuckets(v, k, hs) {
+			got[b] = true
+		}
+		if v.n > 1 && !got[v.n-1] {
+			t.Errorf("%v: bucket n-1 not declared", v)
+		}
+		for n := v.n; n <= v.n+k; n++ {
+			for _, h := range hs {
+				if b := seenBucket(h, n); !got[b] {
+					t.Fatalf("%v: hash %d's bucket %d under %d buckets not declared", v, h, b, n)
+				}
+			}
+			if n < v.n+k && (!got[n] || !got[n-seenTop(n)]) {
+				t.Fatalf("%v: split at %d buckets (%d into %d) not declared", v, n, n-seenTop(n), n)
+			}
 		}
 	}
 }

@@ -151,11 +151,12 @@ func TestSeenBucketSplitsWhenHuge(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, rdb, "w", &Options{Partitions: 1})
 	rng := rand.New(rand.NewPCG(3, 4))
-	var b strings.Builder
-	for range n {
-		b.WriteString(seenFP(rng.Uint64()) + seenExcluded)
+	members := make([]any, n)
+	for i := range members {
+		members[i] = seenMember(rng.Uint64())
 	}
-	rdb.HSet(ctx, s.k.seen(0), "0", b.String(), "n", 1, "urls", n)
+	rdb.SAdd(ctx, s.k.bucket(0, 0), members...)
+	rdb.HSet(ctx, s.k.seen(0), "n", 1, "urls", n)
 	rdb.HSet(ctx, s.k.counts(0), "excluded", n)
 	ex := []frontier.Exclusion{{Entry: frontier.Entry{URL: "https://one.example/x", Host: "one.example"}, Reason: frontier.ReasonScope}}
 	if err := s.Exclude(ctx, ex); err != nil {

@@ -44,29 +44,35 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// seenSet is the seen-set of one partition: one hash whose fields are buckets, each a string
-// of 8-byte records (a URL's fingerprint, seenFP, then its state's byte), grown by linear
-// hashing so that a bucket holds seenLoad records on average at any size (docs/fleet.md
-// "Seen-set"). A script reads every bucket it needs with one HMGET and writes every bucket it
-// changed with one HSET, however many URLs it looks up.
+// seenSet is the seen-set of one partition: a header hash (n buckets, urls members) and n
+// bucket sets of seenMember integers, grown by linear hashing so that a bucket holds seenLoad
+// members on average (docs/fleet.md "Seen-set"). A URL is looked up and recorded by one SADD,
+// in C: no bucket is copied into Lua.
 //
-//	seenOpen(key) reads the bucket count; seenPreload(fps) reads the buckets of fps in one
-//	call; seenState(fp) is fp's state byte, or nil when unseen; seenPut(fp, st) records fp in
-//	state st (appended when new, which may split buckets); seenFind(fp) is fp's bucket and
-//	its record's position there (nil when unseen), and seenAppend(b, fp, st) records an unseen
-//	fp in its bucket b, one search for a URL added; seenClose() writes what changed.
+// Every bucket a script may touch is declared in KEYS: the caller, from what it last knew of
+// the header (seenView, n_w), passes the "seen block": in KEYS the bucket keys, in ARGV n_w,
+// the splits k it allows, the number of buckets nb and their numbers. The buckets are those
+// of each fingerprint under every bucket count from n_w to n_w + k, the pairs split on the way
+// there, and bucket n_w - 1.
 //
-// Lookups that miss the preloaded buckets (after a split) read their bucket on their own.
-// A bucket count n that is not an integer from 1 to the buckets the hash holds (its fields but
-// n and urls; at most seenMaxN) is taken from the hash's fields, a URL count urls that is not
-// an integer in [0, seenLoad·n] is counted from the buckets' lengths (work in proportion to
-// what is stored, and only then), and a value repaired sets seenRepaired (the scripts count
-// it in the partition's "repaired" counter): no value makes a script loop beyond what the
-// hash holds.
+//	seenOpen(meta, kb, ab) reads the header (bucket keys from KEYS[kb], the block's
+//	arguments from ARGV[ab]) and returns an error reply before anything is written: STALE n
+//	urls when n is not in [n_w, n_w + k], or when urls needs more splits than k and k is not
+//	the most allowed (the caller asks again with the buckets of that header),
+//	SEENDAMAGED when the header is not two integers in range or bucket n-1 is missing (the
+//	caller recounts the buckets, Store.repairSeen). seenAdd(m) records member m and says
+//	whether it was new, splitting while the load is over seenLoad and n below n_w + k (a
+//	split left is done by a later script). seenClose() writes the header.
+//
+// A bucket key that is not a set is deleted (it held nothing of the seen-set) and counted in
+// seenRepaired (the scripts count it in the partition's "repaired" counter).
 var seenSet = `
-local seenKey, seenN, seenM, seenURLs, seenB, seenDirty, seenNames
+local seenMeta, seenN, seenM, seenURLs, seenKeys, seenTo, seenDirty
 local seenLoad = ` + strconv.Itoa(seenLoad) + `
 local seenMaxN = ` + strconv.Itoa(seenMaxN) + `
+local seenMaxSplits = ` + strconv.Itoa(seenMaxSplits) + `
+local seenIntset = ` + strconv.Itoa(seenIntset) + `
+local seenRepaired = false
 local function seenTop()
   seenM = 1
   while seenM * 2 <= seenN do seenM = seenM * 2 end
@@ -76,125 +82,91 @@ local function seenInt(v, lo, hi) -- v if it is an integer in [lo, hi], else nil
   if n and n == math.floor(n) and n >= lo and n <= hi then return n end
   return nil
 end
-local seenRepaired = false
-local function seenOpen(key)
-  seenKey, seenB, seenDirty, seenNames = key, {}, {}, {}
-  local v = redis.call('HMGET', key, 'n', 'urls')
+local function seenOpen(meta, kb, ab)
+  seenMeta, seenKeys, seenDirty = meta, {}, false
+  local nw, k, nb = tonumber(ARGV[ab]), tonumber(ARGV[ab+1]), tonumber(ARGV[ab+2])
+  for i = 0, nb - 1 do seenKeys[tonumber(ARGV[ab+3+i])] = KEYS[kb+i] end
+  seenTo = nw + k
+  local v = redis.call('HMGET', meta, 'n', 'urls')
   seenN, seenURLs = 1, 0
   if v[1] or v[2] then
-    local buckets = redis.call('HLEN', key) - (v[1] and 1 or 0) - (v[2] and 1 or 0)
-    seenN = seenInt(v[1] or '', 1, math.min(math.max(buckets, 1), seenMaxN))
-    if not seenN then -- damaged: every bucket 0..n-1 is a field, beside n and urls
-      seenN = math.max(1, math.min(buckets, seenMaxN))
-      seenRepaired = true
-    end
-    seenURLs = seenInt(v[2] or '', 0, seenLoad * seenN)
-    if not seenURLs then -- damaged, or over the load: count the records (8 bytes each)
-      local bytes = 0
-      for b = 0, seenN - 1 do bytes = bytes + redis.call('HSTRLEN', key, b) end
-      seenURLs = math.floor(bytes / 8)
-      seenRepaired = tostring(seenURLs) ~= v[2]
-    end
+    seenN = seenInt(v[1] or '', 1, seenMaxN)
+    seenURLs = seenInt(v[2] or '', 0, seenLoad * seenMaxN)
+    if not seenN or not seenURLs then return redis.error_reply('SEENDAMAGED') end
   end
-  if seenRepaired then
-    redis.log(redis.LOG_WARNING, 'crawl: seen-set ' .. key .. ': damaged n or urls, repaired to ' .. seenN .. ', ' .. seenURLs)
-  end
+  local short = seenURLs > seenLoad * seenTo and k < seenMaxSplits and seenTo < seenMaxN
+  if seenN < nw or seenN > seenTo or short then return redis.error_reply('STALE ' .. seenN .. ' ' .. seenURLs) end
+  if seenN > 1 and redis.call('EXISTS', seenKeys[seenN - 1]) == 0 then return redis.error_reply('SEENDAMAGED') end
   seenTop()
-end
-local function seenHash(fp) -- the first 31 bits of fp
-  local a, b, c, d = string.byte(fp, 1, 4)
-  return ((a * 256 + b) * 256 + c) * 128 + math.floor(d / 2)
-end
-local function seenIndex(fp)
-  local h = seenHash(fp)
-  local b = h % (2 * seenM)
-  if b >= seenN then b = h % seenM end
-  return b
-end
-local function seenField(b) -- bucket b's field: an integer's digits, formatted once
-  local f = seenNames[b]
-  if not f then f = string.format('%d', b); seenNames[b] = f end
-  return f
-end
-local function seenPreload(fps)
-  local want, names = {}, {}
-  for _, fp in ipairs(fps) do
-    local b = seenIndex(fp)
-    if seenB[b] == nil then seenB[b] = ''; want[#want+1] = b; names[#names+1] = seenField(b) end
-  end
-  for i = 1, #want, 1000 do -- in chunks: unpack is bounded
-    local last = math.min(i + 999, #want)
-    local r = redis.call('HMGET', seenKey, unpack(names, i, last))
-    for j = i, last do seenB[want[j]] = r[j - i + 1] or '' end
-  end
-end
-local function seenBucket(b)
-  if seenB[b] == nil then seenB[b] = redis.call('HGET', seenKey, b) or '' end
-  return seenB[b]
-end
-local function seenFind(fp) -- fp's bucket, and its record's position there or nil
-  local b = seenIndex(fp)
-  local s, i = seenBucket(b), 1
-  while true do
-    local p = string.find(s, fp, i, true)
-    if not p then return b, nil end
-    if p % 8 == 1 then return b, p end
-    i = p + 1
-  end
-end
-local function seenState(fp)
-  local b, p = seenFind(fp)
-  if p then return string.sub(seenB[b], p + 7, p + 7) end
   return nil
 end
-local function seenSplit()
-  local src = seenN - seenM
-  local s, keep, move = seenBucket(src), {}, {}
-  for i = 1, #s - 7, 8 do
-    local r = string.sub(s, i, i + 7)
-    if math.floor(seenHash(r) / seenM) % 2 == 1 then move[#move+1] = r else keep[#keep+1] = r end
+local function seenHash(m) -- the digits before the last ten: exact, as h·10^10 is a double
+  return math.floor((tonumber(m) or 0) / 1e10)
+end
+local function seenSadd(k, ...) -- SADD; a key that is not a set is deleted first
+  local r = redis.pcall('SADD', k, ...)
+  if type(r) == 'table' then
+    redis.call('DEL', k)
+    seenRepaired = true
+    r = redis.call('SADD', k, ...)
   end
-  seenB[src], seenB[seenN] = table.concat(keep), table.concat(move)
-  seenDirty[src], seenDirty[seenN] = true, true
+  return r
+end
+local function seenSplit()
+  local src, dst = seenKeys[seenN - seenM], seenKeys[seenN]
+  local ms = redis.pcall('SMEMBERS', src)
+  if ms.err then redis.call('DEL', src); seenRepaired = true; ms = {} end
+  local move, keep = {}, {}
+  for _, x in ipairs(ms) do
+    if math.floor(seenHash(x) / seenM) % 2 == 1 then move[#move+1] = x else keep[#keep+1] = x end
+  end
+  local big = #ms > seenIntset -- not an intset: written again, as one if it is small enough now
+  if big then redis.call('DEL', src) end
+  for i = 1, math.max(#move, big and #keep or 0), 1000 do
+    if big and i <= #keep then redis.call('SADD', src, unpack(keep, i, math.min(i + 999, #keep))) end
+    if i <= #move then
+      local last = math.min(i + 999, #move)
+      if not big then redis.call('SREM', src, unpack(move, i, last)) end
+      seenSadd(dst, unpack(move, i, last))
+    end
+  end
   seenN = seenN + 1
+  seenDirty = true
   seenTop()
 end
-local function seenAppend(b, fp, st) -- records fp, unseen, in b: its bucket (seenFind's)
-  seenB[b] = seenB[b] .. fp .. st
-  seenDirty[b] = true
+local function seenAdd(m) -- records member m; true when it was not seen before
+  local h = seenHash(m)
+  local b = h % (2 * seenM)
+  if b >= seenN then b = h % seenM end
+  if seenSadd(seenKeys[b], m) == 0 then return false end
   seenURLs = seenURLs + 1
-  while seenURLs > seenLoad * seenN and seenN < seenMaxN do seenSplit() end
-end
-local function seenPut(fp, st)
-  local b, p = seenFind(fp)
-  if not p then return seenAppend(b, fp, st) end
-  local s = seenB[b]
-  seenDirty[b] = true
-  seenB[b] = string.sub(s, 1, p + 6) .. st .. string.sub(s, p + 8)
+  seenDirty = true
+  while seenURLs > seenLoad * seenN and seenN < seenTo do seenSplit() end
+  return true
 end
 local function seenClose()
-  local kv = {}
-  for b in pairs(seenDirty) do kv[#kv+1] = seenField(b); kv[#kv+1] = seenB[b] end
-  if #kv == 0 and not seenRepaired then return end
-  kv[#kv+1] = 'n'; kv[#kv+1] = seenN; kv[#kv+1] = 'urls'; kv[#kv+1] = seenURLs
-  for i = 1, #kv, 1000 do redis.call('HSET', seenKey, unpack(kv, i, math.min(i + 999, #kv))) end
+  if seenDirty then redis.call('HSET', seenMeta, 'n', seenN, 'urls', seenURLs) end
 end
 `
 
-// seenMaxN bounds a seen-set's buckets: a bucket is picked by 31 bits of a fingerprint.
-const seenMaxN = 1 << 31
+// seenMaxN bounds a seen-set's buckets: a bucket is picked by seenHash's 29 bits.
+const seenMaxN = 1 << 29
 
-// seenLoad is the seen-set's records per bucket: a partition splits a bucket whenever it holds
-// more (docs/fleet.md "Seen-set"). Buckets average seenLoad records (512 bytes) and the fullest
-// (those the split pointer has not reached) twice that.
-const seenLoad = 64
+// seenLoad is the seen-set's members per bucket: a partition splits a bucket whenever it holds
+// more (docs/fleet.md "Seen-set"). Buckets average seenLoad members (1 KiB) and the fullest
+// (those the split pointer has not reached) twice that, well below Redis' set-max-intset-entries
+// (512), past which a bucket would take about 40 bytes a member instead of 8.
+const seenLoad = 128
 
-// The seen-set's states: a record's last byte. A fetched URL keeps seenQueued ("recorded"):
-// whether it is still queued is what the queues and the in-flight set say.
+// seenIntset is Redis' default set-max-intset-entries: a set of more members is a hash table.
+const seenIntset = 512
+
+// seenSlack is the splits beyond its own that a script's seen block allows (writes of other
+// workers to the partition between what the caller knew and the script's run); seenMaxSplits
+// bounds the splits one script may do.
 const (
-	seenQueued   = "1"
-	seenFailed   = "3"
-	seenExcluded = "4"
+	seenSlack     = 32
+	seenMaxSplits = 1024
 )
 
 // counters defines counter(key) -> inc(field, delta) and flush(): the changes of a batch to the
@@ -227,24 +199,15 @@ end
 // counters, with the seen-set open (seenOpen): it adds n groups of entries (appendWrites),
 // whose keys start at KEYS[k] (per group its host's queue) and whose arguments start at
 // ARGV[a]; per group: host, state ('1' to queue, '4' excluded), exclusion reason, count c,
-// then c fingerprints (seenFP), then, for state '1', the c items in the same order. The caller
-// preloads their buckets: seenPreload(group_fps({}, a, n)). It counts in inc what it queued
-// ('queued') and excluded ('excluded', 'excluded:REASON'); the caller closes the seen-set. A
-// group's new items are pushed with one RPUSH, so a script does per host, not per URL, what
-// touches a host's keys. With a budget (> 0), a host's URLs ever queued are counted in used
-// (read and written once per group), and an unseen URL of a host at its budget is excluded
-// ('limit') instead of queued. A host's first queued URL puts it in the hosts set (a host with
-// URLs queued is always there: lease removes it only once it has none). Returns how many it
-// queued and excluded.
+// then c members (seenMember), then, for state '1', the c items in the same order. It counts
+// in inc what it queued ('queued') and excluded ('excluded', 'excluded:REASON'); the caller
+// closes the seen-set. A group's new items are pushed with one RPUSH, so a script does per
+// host, not per URL, what touches a host's keys. With a budget (> 0), a host's URLs ever
+// queued are counted in used (read and written once per group), and an unseen URL of a host at
+// its budget is excluded ('limit') instead of queued. A host's first queued URL puts it in the
+// hosts set (a host with URLs queued is always there: lease removes it only once it has none).
+// Returns how many it queued and excluded.
 const addEntries = `
-local function group_fps(fps, a, n) -- appends the fingerprints of n groups from ARGV[a]
-  for _ = 1, n do
-    local c = tonumber(ARGV[a+3])
-    for i = a + 4, a + 3 + c do fps[#fps+1] = ARGV[i] end
-    a = a + 4 + c * (ARGV[a+1] == '1' and 2 or 1)
-  end
-  return fps
-end
 local function add_entries(hosts, used, budget, k, a, n, inc)
   local added, excluded = 0, 0
   for g = 0, n - 1 do
@@ -254,15 +217,11 @@ local function add_entries(hosts, used, budget, k, a, n, inc)
     if queue and budget > 0 then room = budget - (tonumber(redis.call('HGET', used, host) or '0') or 0) end
     local items = {}
     for i = a + 4, a + 3 + c do
-      local fp = ARGV[i]
-      local b, p = seenFind(fp)
-      if not p then
+      if seenAdd(ARGV[i]) then
         if queue and (not room or room > 0) then
-          seenAppend(b, fp, '1')
           items[#items+1] = ARGV[i + c]
           if room then room = room - 1 end
         else
-          seenAppend(b, fp, '4')
           excluded = excluded + 1
           inc('excluded:' .. (queue and 'limit' or reason), 1)
         end
@@ -284,17 +243,20 @@ end
 `
 
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
-// KEYS hosts, counts, used, seen-set, then per group of entries its host's queue; ARGV the
-// host budget (0: none), then the groups' arguments of add_entries. Returns {queued, excluded}.
+// KEYS hosts, counts, used, seen-set header, the nb bucket keys of the seen block, then per
+// group of entries its host's queue; ARGV the host budget (0: none), the seen block (n_w, k,
+// nb, the nb bucket numbers), then the groups' arguments of add_entries. Returns {queued,
+// excluded, n, urls} (the header after), or seenOpen's error reply having written nothing.
 var addScript = redis.NewScript(seenSet + counters + addEntries + `
-seenOpen(KEYS[4])
-seenPreload(group_fps({}, 2, #KEYS - 4))
+local nb = tonumber(ARGV[4])
+local stale = seenOpen(KEYS[4], 5, 2)
+if stale then return stale end
 local inc, flush = counter(KEYS[2])
-local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5, 2, #KEYS - 4, inc)
+local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5 + nb, 5 + nb, #KEYS - 4 - nb, inc)
 if seenRepaired then inc('repaired', 1) end
 seenClose()
 flush()
-return {added, excluded}
+return {added, excluded, seenN, seenURLs}
 `)
 
 // lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms, n,
@@ -336,23 +298,26 @@ for _, it in ipairs(items) do out[#out+1] = it end
 return out
 `)
 
-// complete: KEYS owner, inflight, counts, outbox, hosts, used, seen-set, then per result its
-// host's delayed set, then per group of entries of this partition its host's queue (the keys
-// of add_entries); ARGV token, outbox payload (empty for none), number of results, host budget
-// (0: none), then per result: in-flight member, fingerprint (seenFP), kind ('f' fetched, 'F'
-// failed, 'x' excluded, 'r' retry), retry item, retry not-before-ms, host, reason (failed,
-// excluded), then the groups' arguments of add_entries. Returns per result 1, or 0 when
-// its URL was not in flight (its state is then left alone). The entries are the links (and
-// exclusions) of the batch's fetched pages that belong to this partition, added at once; the
-// payload holds the others, for Forward. A fetched URL's record keeps its state (recorded; one
-// missing is added), a failed or excluded one's changes. The seen-set buckets of the results
-// and entries are read with one HMGET. Counters change once per batch.
+// complete: KEYS owner, inflight, counts, outbox, hosts, used, seen-set header, then per result
+// its host's delayed set, then the nb bucket keys of the seen block, then per group of entries
+// of this partition its host's queue (the keys of add_entries); ARGV token, outbox payload
+// (empty for none), number of results, host budget (0: none), then per result: in-flight
+// member, seen member (seenMember), kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
+// retry item, retry not-before-ms, host, reason (failed, excluded), then the seen block (n_w,
+// k, nb, the nb bucket numbers), then the groups' arguments of add_entries. Returns per result
+// 1, or 0 when its URL was not in flight (its state is then left alone), then the header's n
+// and urls after; or, having written nothing, seenOpen's error reply. The entries are the links
+// (and exclusions) of the batch's fetched pages that belong to this partition, added at once;
+// the payload holds the others, for Forward. A completed URL's member is recorded (one missing
+// is added). Counters change once per batch.
 var completeScript = redis.NewScript(fence + seenSet + counters + addEntries + `
-seenOpen(KEYS[7])
+local nres = tonumber(ARGV[3])
+local sb = 5 + 7*nres -- the seen block's arguments
+local nb = tonumber(ARGV[sb+2])
+local stale = seenOpen(KEYS[7], 8 + nres, sb)
+if stale then return stale end
 local add, flush = counter(KEYS[3])
 local names = {f='fetched', F='failed', x='excluded'}
-local states = {F='3', x='4'}
-local nres = tonumber(ARGV[3])
 local members, res, gone = {}, {}, {}
 for i = 0, nres - 1 do members[i+1] = ARGV[5 + 7*i] end
 for i = 1, #members, 1000 do
@@ -364,11 +329,6 @@ for i = 1, #members, 1000 do
 end
 for i = 1, #gone, 1000 do redis.call('ZREM', KEYS[2], unpack(gone, i, math.min(i + 999, #gone))) end
 add('inflight', -#gone)
-local fps = {}
-for i = 0, nres - 1 do
-  if res[i+1] == 1 and ARGV[7 + 7*i] ~= 'r' then fps[#fps+1] = ARGV[6 + 7*i] end
-end
-seenPreload(group_fps(fps, 5 + 7*nres, #KEYS - 7 - nres))
 for i = 0, nres - 1 do
   if res[i+1] == 1 then
     local a = 5 + 7*i
@@ -378,15 +338,15 @@ for i = 0, nres - 1 do
       redis.call('SADD', KEYS[5], ARGV[a+5])
       add('delayed', 1)
     else
-      if states[k] then seenPut(ARGV[a+1], states[k])
-      elseif not seenState(ARGV[a+1]) then seenPut(ARGV[a+1], '1') end
+      seenAdd(ARGV[a+1])
       add('queued', -1)
       add(names[k], 1)
       if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+6], 1) end
     end
   end
 end
-add_entries(KEYS[5], KEYS[6], tonumber(ARGV[4]), 8 + nres, 5 + 7*nres, #KEYS - 7 - nres, add)
+local kg = 8 + nres + nb
+add_entries(KEYS[5], KEYS[6], tonumber(ARGV[4]), kg, sb + 3 + nb, #KEYS - kg + 1, add)
 if ARGV[2] ~= '' then
   redis.call('RPUSH', KEYS[4], ARGV[2])
   add('outbox', 1)
@@ -394,7 +354,20 @@ end
 if seenRepaired then add('repaired', 1) end
 seenClose()
 flush()
+res[#res+1] = seenN
+res[#res+1] = seenURLs
 return res
+`)
+
+// repairSeen: KEYS seen-set header, counts; ARGV the header's n and urls as read (” for
+// none), then the recounted n and urls. Writes them, and counts one repair, only if the header
+// still holds what was read. Returns 1 if it wrote.
+var repairSeenScript = redis.NewScript(safeCount + `
+local v = redis.call('HMGET', KEYS[1], 'n', 'urls')
+if (v[1] or '') ~= ARGV[1] or (v[2] or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'n', ARGV[3], 'urls', ARGV[4])
+cincr(KEYS[2], 'repaired', 1)
+return 1
 `)
 
 // reclaim: KEYS owner, inflight, hosts, counts, then one queue per item; ARGV token, then per

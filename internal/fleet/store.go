@@ -73,6 +73,7 @@ type Store struct {
 	active   map[int]bool            // partitions this Store saw in the crawl's active set (guarded by mu)
 	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
 	runIDs   map[string]string       // run_id per master address, as last read (guarded by mu)
+	seen     map[int]seenView        // each partition's seen-set header, as last read (guarded by mu)
 
 	asideFn atomic.Pointer[func(asideNote)] // told of each value set aside (watchSetAside)
 }
@@ -123,9 +124,10 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 	return s, nil
 }
 
-// configLayout names how this version stores a crawl: the seen-set as one hash of buckets,
-// queue items in the binary item encoding (docs/fleet.md "Crawls of earlier versions").
-const configLayout = "seen=hash items=bin1 active-set"
+// configLayout names how this version stores a crawl: the seen-set as bucket sets of integers,
+// queue items in the binary item encoding. A crawl stored otherwise (among them "seen=hash",
+// one hash of byte-string buckets) is refused (parseConfig).
+const configLayout = "seen=sets items=bin1 active-set"
 
 // configOf is the configuration a crawl of partitions partitions records at its creation.
 func configOf(partitions int) string {
@@ -133,8 +135,8 @@ func configOf(partitions int) string {
 }
 
 // parseConfig returns the partitions of crawl's recorded configuration cfg (configOf, then its
-// placement's suffix, read by placementOf). A crawl made by an earlier version (fixed seen-set
-// buckets, JSON queue items) is refused with ErrConfigMismatch, saying so.
+// placement's suffix, read by placementOf). A crawl made by an earlier version (its seen-set
+// in one hash, JSON queue items) is refused with ErrConfigMismatch, saying so.
 // The partitions must be 1 to MaxPartitions: a configuration saying more (damaged or hostile)
 // is refused with an error naming the key, before anything is allocated by it.
 func parseConfig(crawl, cfg string) (partitions int, err error) {
@@ -150,7 +152,7 @@ func parseConfig(crawl, cfg string) (partitions int, err error) {
 	partitions = int(n)
 	if rest = strings.TrimSuffix(rest, ByAddress.configSuffix()); rest != configLayout {
 		return 0, fmt.Errorf("%w: crawl %q was stored by another version of crawl (%q; this one stores %q: "+
-			"a seen-set of hashed buckets and binary queue items): finish it with the version that started it, or start a new crawl (--crawl NAME)",
+			"a seen-set of integer bucket sets and binary queue items): finish it with the version that started it, or start a new crawl (--crawl NAME)",
 			ErrConfigMismatch, crawl, cfg, configOf(partitions))
 	}
 	return partitions, nil

@@ -56,24 +56,26 @@ func TestOpenChecksConfiguration(t *testing.T) {
 	}
 }
 
-// A crawl stored by an earlier version (fixed seen-set buckets, JSON queue items) is refused by
-// workers and operators alike, saying so, and left as it is.
+// A crawl stored by an earlier version (fixed seen-set buckets, JSON queue items; or the
+// seen-set as one hash of byte-string buckets) is refused by workers and operators alike,
+// saying so, and left as it is.
 func TestEarlierCrawlRefused(t *testing.T) {
 	parallel(t)
-	rdb := newRedis(t)
-	ctx := context.Background()
-	const old = "partitions=1024 buckets=4096 active-set"
-	rdb.Set(ctx, keys{crawl: "old"}.config(), old, 0)
-	_, errOpen := Open(ctx, rdb, "old", "w", nil)
-	_, errExisting := OpenExisting(ctx, rdb, "old", "op")
-	_, errView := ReadView(ctx, rdb, "old")
-	for what, err := range map[string]error{"Open": errOpen, "OpenExisting": errExisting, "ReadView": errView} {
-		if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "another version") || !strings.Contains(err.Error(), old) {
-			t.Errorf("%s: %v, want ErrConfigMismatch naming the crawl's configuration and another version", what, err)
+	for _, old := range []string{"partitions=1024 buckets=4096 active-set", "partitions=1024 seen=hash items=bin1 active-set"} {
+		rdb := newRedis(t)
+		ctx := context.Background()
+		rdb.Set(ctx, keys{crawl: "old"}.config(), old, 0)
+		_, errOpen := Open(ctx, rdb, "old", "w", nil)
+		_, errExisting := OpenExisting(ctx, rdb, "old", "op")
+		_, errView := ReadView(ctx, rdb, "old")
+		for what, err := range map[string]error{"Open": errOpen, "OpenExisting": errExisting, "ReadView": errView} {
+			if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "another version") || !strings.Contains(err.Error(), old) {
+				t.Errorf("%s of %q: %v, want ErrConfigMismatch naming the crawl's configuration and another version", what, old, err)
+			}
 		}
-	}
-	if got := rdb.Get(ctx, keys{crawl: "old"}.config()).Val(); got != old {
-		t.Errorf("configuration now %q", got)
+		if got := rdb.Get(ctx, keys{crawl: "old"}.config()).Val(); got != old {
+			t.Errorf("configuration now %q", got)
+		}
 	}
 }
 

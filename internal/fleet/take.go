@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,6 +108,7 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 	args = append(args, o.token, "", len(ds), max(s.opts.HostBudget, 0))
 	var pl outboxPayload
 	var here []seenWrite // links and exclusions of partition p
+	var hs []uint64      // the seenHash of every URL the script may record
 	for _, d := range ds {
 		l, r := d.Lease, d.Result
 		if l.Partition != p {
@@ -144,10 +146,14 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		default:
 			return nil, fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
 		}
+		fp := Fingerprint(l.URL)
+		if kind != "r" {
+			hs = append(hs, seenHash(fp))
+		}
 		ks = append(ks, s.k.delayed(p, l.Host))
-		args = append(args, l.member, seenFP(Fingerprint(l.URL)), kind, retryItem, notBefore, l.Host, r.Reason)
+		args = append(args, l.member, seenMember(fp), kind, retryItem, notBefore, l.Host, r.Reason)
 	}
-	ks, args = s.appendWrites(ks, args, p, here)
+	hs = append(hs, writeHashes(here)...)
 	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {
 		b, err := json.Marshal(pl)
 		if err != nil {
@@ -155,15 +161,30 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		}
 		args[1] = string(b)
 	}
-	r, err := completeScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
-	if err = scriptErr(err); err != nil {
-		return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
+	for attempt := 0; ; attempt++ {
+		if attempt == seenAttempts {
+			return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, errSeenRace)
+		}
+		keys, argv := s.appendSeenBlock(slices.Clip(ks), slices.Clip(args), p, s.seenViewOf(p), hs)
+		keys, argv = s.appendWrites(keys, argv, p, here)
+		r, err := completeScript.Run(ctx, s.rdb, keys, argv...).Int64Slice()
+		if err = scriptErr(err); err != nil {
+			if again, err := s.seenAgain(ctx, p, err); !again {
+				return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
+			}
+			continue
+		}
+		if len(r) >= len(ds)+2 {
+			if v, ok := seenViewFrom(r[len(ds)], r[len(ds)+1]); ok {
+				s.setSeenView(p, v)
+			}
+		}
+		inFlight = make([]bool, len(ds))
+		for i := range inFlight {
+			inFlight[i] = i < len(r) && r[i] == 1
+		}
+		return inFlight, nil
 	}
-	inFlight = make([]bool, len(ds))
-	for i := range inFlight {
-		inFlight[i] = i < len(r) && r[i] == 1
-	}
-	return inFlight, nil
 }
 
 // PutBack puts l back at the head of its host's queue unchanged (no attempt counted), for a

@@ -1,0 +1,97 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/crawl-project/crawl/frontier"
+)
+
+// An owner whose view of its partition's seen-set header is far behind (another worker's
+// adds split its buckets 150 times since) has its completion refused as stale, writing
+// nothing, and runs it again with the header the refusal gave: the URLs seen stay seen and
+// the new link is queued once. An add reads the headers first and runs once.
+func TestSeenStaleViewRunsAgain(t *testing.T) {
+	parallel(t)
+	rdb, _ := newRedisServer(t)
+	ctx := context.Background()
+	a := newStore(t, rdb, "a", &Options{Partitions: 1})
+	b := newStore(t, rdb, "b", &Options{Partitions: 1})
+	if added, err := a.Add(ctx, entries("h", 10)); err != nil || added != 10 {
+		t.Fatalf("a adds 10: %d, %v", added, err)
+	}
+	o := mustAcquire(t, a, 0)
+	ls, _, err := a.TakeN(ctx, o, "h", 1)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("take: %v, %v", ls, err)
+	}
+	var many []frontier.Entry
+	for i := range 20_000 {
+		many = append(many, frontier.Entry{URL: fmt.Sprintf("http://h/b%d", i), Host: "h"})
+	}
+	if added, err := b.Add(ctx, many); err != nil || added != len(many) {
+		t.Fatalf("b adds %d: %d, %v", len(many), added, err)
+	}
+	n := seenBuckets(t, a, 0)
+	if v := a.seenViewOf(0); v.n >= n-seenSlack {
+		t.Fatalf("a's view %+v is not stale beyond the slack (header n=%d)", v, n)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	links := append(many[:500:500], frontier.Entry{URL: "http://h/new", Host: "h"})
+	in, err := a.CompleteBatch(ctx, o, []Done{{Lease: ls[0], Result: frontier.Result{Kind: frontier.Fetched, Links: links}}})
+	if err != nil || len(in) != 1 || !in[0] {
+		t.Fatalf("complete with 500 links seen and 1 new: %v, %v", in, err)
+	}
+	if calls := executed(t, rdb); calls["evalsha"] != 2 {
+		t.Errorf("%d scripts run, want 2 (refused as stale, then run): %v", calls["evalsha"], calls)
+	}
+	if v := a.seenViewOf(0); v.n != seenBuckets(t, a, 0) || v.urls != 20_011 {
+		t.Errorf("a's view after: %+v, want the header (n=%d, urls=20011)", v, seenBuckets(t, a, 0))
+	}
+	c, err := a.Counts(ctx)
+	if err != nil || c.Queued != 20_010 || c.Fetched != 1 {
+		t.Errorf("counts %+v, %v; want 20010 queued, 1 fetched", c, err)
+	}
+
+	for i := range many[:6000] { // 6,000 more by b: a's view is again behind beyond the slack
+		many[i].URL += "-more"
+	}
+	if added, err := b.Add(ctx, many[:6000]); err != nil || added != 6000 {
+		t.Fatalf("b adds 6000: %d, %v", added, err)
+	}
+	if v := a.seenViewOf(0); v.n >= seenBuckets(t, a, 0)-seenSlack {
+		t.Fatalf("a's view %+v is not stale beyond the slack (header n=%d)", v, seenBuckets(t, a, 0))
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if added, err := a.Add(ctx, append(many[:1000:1000], frontier.Entry{URL: "http://h/new2", Host: "h"})); err != nil || added != 1 {
+		t.Fatalf("a adds 1000 seen and 1 new: %d, %v", added, err)
+	}
+	if calls := executed(t, rdb); calls["evalsha"] != 1 {
+		t.Errorf("%d scripts run for an add, want 1 (the header read first): %v", calls["evalsha"], calls)
+	}
+}
+
+// A seen-set bucket key that is not a set (damage, or another program's key) fails no script:
+// it is deleted, counted as repaired, and the URLs go on being recorded.
+func TestSeenBucketNotASet(t *testing.T) {
+	parallel(t)
+	rdb, _ := newRedisServer(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, "w", &Options{Partitions: 1})
+	rdb.Set(ctx, s.k.bucket(0, 0), "not a set", 0)
+	if added, err := s.Add(ctx, entries("h", 300)); err != nil || added != 300 {
+		t.Fatalf("add 300 over a bucket that is a string: %d, %v", added, err)
+	}
+	if added, err := s.Add(ctx, entries("h", 300)); err != nil || added != 0 {
+		t.Fatalf("add them again: %d added, %v; want none", added, err)
+	}
+	ps, err := s.PartitionCounts(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Repaired != 1 {
+		t.Errorf("counts %+v, %v; want 1 repaired", ps, err)
+	}
+}

@@ -163,6 +163,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 // lock, so that no reader or writer of the store ever meets a page graph that could crash,
 // loop or exhaust memory: a store the walk finds damaged is refused with ErrDamaged, unless
 // o.Damaged, which opens it read-only with every transaction refused (see Options.Damaged).
+// A sealed file (seal.go) is not walked, but for o.Damaged; opening it for writing removes
+// its seal.
 func openChecked(dir, path string, o Options) (*DB, error) {
 	ro := bbolt.Options{Timeout: o.Timeout, ReadOnly: true, FreelistType: bbolt.FreelistMapType}
 	rw := bbolt.Options{Timeout: o.Timeout, NoSync: o.NoSync, FreelistType: bbolt.FreelistMapType}

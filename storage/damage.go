@@ -65,7 +65,8 @@ func outOfRange(r any) bool {
 }
 
 // Damage returns ErrDamaged for the store, naming its file, with what was found: for a reader
-// of the store's records (the frontier) that finds one it cannot decode.
+// of the store's records (the frontier) that finds one it cannot decode. A store that met
+// damage is not sealed when it is closed.
 func (db *DB) Damage(what string) error {
 	return db.damage(what)
 }

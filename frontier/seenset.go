@@ -2,7 +2,6 @@ package frontier
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -94,7 +93,7 @@ func (s *seenSet) sorted(records []fpLoc) *seenSet {
 	slices.Sort(s.base) // every place added so far is 0
 	s.base = slices.Compact(s.base)
 	s.locs = s.locs[:len(s.base)]
-	slices.SortFunc(records, func(a, b fpLoc) int { return cmp.Compare(a.fp, b.fp) })
+	sortByFP(records)
 	s.mergeSorted(records)
 	if len(s.base) > s.max {
 		s.state = setPartial
@@ -333,7 +332,7 @@ func (s *seenSet) merge() {
 	for fp, loc := range s.delta {
 		add = append(add, fpLoc{fp, loc})
 	}
-	slices.SortFunc(add, func(a, b fpLoc) int { return cmp.Compare(a.fp, b.fp) })
+	sortByFP(add)
 	s.mergeSorted(add)
 	clear(s.delta)
 	s.index()

@@ -75,23 +75,52 @@ func BenchmarkCompress(b *testing.B) {
 	b.ReportMetric(float64(out)/float64(in), "ratio")
 }
 
-// BenchmarkOpenWalk opens (read-only) a store of about 100,000 pages of 4 KiB: most of the
-// time is the walk at Open (walkOpen), which reads the first page of every page in use.
-// BenchmarkCheckWalk is Check's walk of the same store, every key read.
+// BenchmarkOpenWalk opens (read-only) stores of about 25,000 and 100,000 pages of 4 KiB
+// without their seal: most of the time is the walk at Open (walkOpen), which reads the first
+// page of every page in use. BenchmarkOpenSealed opens the same stores sealed: Open reads the
+// file once to check the seal's checksum, and does not walk. BenchmarkCheckWalk is Check's walk
+// of the larger store, every key read.
 func BenchmarkOpenWalk(b *testing.B) {
-	dir := bigStore(b)
-	b.ResetTimer()
-	for range b.N {
-		db, err := Open(dir, &Options{ReadOnly: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		db.Close()
+	for _, pages := range []int{25_000, 100_000} {
+		b.Run(fmt.Sprintf("pages=%dk", pages/1000), func(b *testing.B) {
+			dir := bigStore(b, pages)
+			for b.Loop() {
+				b.StopTimer()
+				os.Remove(filepath.Join(dir, SealFileName))
+				b.StartTimer()
+				db, err := Open(dir, &Options{ReadOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if db.opened != openWalked {
+					b.Fatalf("opened %d, want a walk", db.opened)
+				}
+				db.Close()
+			}
+		})
+	}
+}
+
+func BenchmarkOpenSealed(b *testing.B) {
+	for _, pages := range []int{25_000, 100_000} {
+		b.Run(fmt.Sprintf("pages=%dk", pages/1000), func(b *testing.B) {
+			dir := bigStore(b, pages)
+			for b.Loop() {
+				db, err := Open(dir, &Options{ReadOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if db.opened != openSealed {
+					b.Fatalf("opened %d, want sealed", db.opened)
+				}
+				db.Close()
+			}
+		})
 	}
 }
 
 func BenchmarkCheckWalk(b *testing.B) {
-	dir := bigStore(b)
+	dir := bigStore(b, 100_000)
 	db, err := Open(dir, &Options{ReadOnly: true})
 	if err != nil {
 		b.Fatal(err)
@@ -105,9 +134,10 @@ func BenchmarkCheckWalk(b *testing.B) {
 	}
 }
 
-// bigStore builds a store of about 100,000 pages (400 MB) in b's temporary directory: records
-// of 1 to 3 KiB (incompressible) in a few buckets, as many small bodies would make.
-func bigStore(b *testing.B) string {
+// bigStore builds a store of about pages pages of 4 KiB (100,000: 400 MB) in b's temporary
+// directory, closed cleanly (so sealed): records of 1 to 3 KiB (incompressible) in a few
+// buckets, as many small bodies would make.
+func bigStore(b *testing.B, pages int) string {
 	dir := b.TempDir()
 	db, err := Open(dir, &Options{NoSync: true})
 	if err != nil {
@@ -133,7 +163,7 @@ func bigStore(b *testing.B) string {
 		}); err != nil {
 			b.Fatal(err)
 		}
-		if fi, _ := os.Stat(filepath.Join(dir, FileName)); fi.Size() >= 100_000*4096 {
+		if fi, _ := os.Stat(filepath.Join(dir, FileName)); fi.Size() >= int64(pages)*4096 {
 			break
 		}
 	}
@@ -144,7 +174,7 @@ func bigStore(b *testing.B) string {
 // BenchmarkOpenBoltOnly is bbolt's own read-only open of the same store, for comparison: what
 // Open costs beyond it is the walk.
 func BenchmarkOpenBoltOnly(b *testing.B) {
-	dir := bigStore(b)
+	dir := bigStore(b, 100_000)
 	b.ResetTimer()
 	for range b.N {
 		bdb, err := bbolt.Open(filepath.Join(dir, FileName), 0o644, &bbolt.Options{ReadOnly: true})

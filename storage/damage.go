@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -15,6 +16,7 @@ func (db *DB) View(fn func(*bbolt.Tx) error) (err error) {
 	if db.broken != nil {
 		return db.broken
 	}
+	defer db.noteDamage(&err)
 	defer db.damaged(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return db.bolt.View(fn)
@@ -25,6 +27,7 @@ func (db *DB) Update(fn func(*bbolt.Tx) error) (err error) {
 	if db.broken != nil {
 		return db.broken
 	}
+	defer db.noteDamage(&err)
 	defer db.damaged(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return db.bolt.Update(fn)
@@ -47,6 +50,14 @@ func (db *DB) damaged(err *error) {
 	*err = db.damage(fmt.Sprintf("%v, in %s", r, site))
 }
 
+// noteDamage records that *err is damage (ErrDamaged, whoever found it), so that Close does
+// not seal the store.
+func (db *DB) noteDamage(err *error) {
+	if errors.Is(*err, ErrDamaged) {
+		db.damageMet.Store(true)
+	}
+}
+
 // outOfRange reports whether r is the runtime's panic for an index or slice out of range.
 func outOfRange(r any) bool {
 	e, ok := r.(runtime.Error)
@@ -54,12 +65,15 @@ func outOfRange(r any) bool {
 }
 
 // Damage returns ErrDamaged for the store, naming its file, with what was found: for a reader
-// of the store's records (the frontier) that finds one it cannot decode.
+// of the store's records (the frontier) that finds one it cannot decode. A store that met
+// damage is not sealed when it is closed.
 func (db *DB) Damage(what string) error {
-	return damageError(db.path, what)
+	return db.damage(what)
 }
 
+// damage is ErrDamaged naming the store's file, with r; the store is not sealed at Close.
 func (db *DB) damage(r any) error {
+	db.damageMet.Store(true)
 	return damageError(db.path, r)
 }
 

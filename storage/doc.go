@@ -13,6 +13,9 @@
 // so a second writer, or a reader while a writer runs, gets ErrLocked after Options.Timeout
 // instead of hanging.
 //
+// Open walks the file's page graph (pagewalk.go) before bbolt reads it, unless the file is
+// sealed (seal.go): closed cleanly by a writer and unchanged since, byte for byte.
+//
 // bbolt reads the file through a memory map, so the pages a process touches count in its
 // resident set (as file-backed memory) until the kernel reclaims them; TrimRSS gives them back
 // early: a store open for writing calls it at least every trimEvery, and sooner once the

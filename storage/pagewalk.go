@@ -81,12 +81,16 @@ type pageWalk struct {
 	format   []byte // the value of crawl/format, if the walk read it
 
 	// ahead holds the pages from aheadID on, read in one go: the walk goes through a tree's
-	// pages in increasing id order, which bbolt mostly writes side by side.
+	// pages in increasing id order, which bbolt often writes side by side. aheadN is how many
+	// pages the next read takes: doubled (up to readAhead) while the walk reads on past the
+	// window, one page after a jump, so that a tree scattered over the file is read a page at
+	// a time rather than readAhead pages per page.
 	ahead   []byte
 	aheadID uint64
+	aheadN  uint64
 }
 
-// readAhead is how many pages the walk reads at once.
+// readAhead is how many pages the walk reads at most at once.
 const readAhead = 64
 
 // walkItem is a page to read: its id, who pointed to it (for messages), the bucket it belongs
@@ -120,12 +124,17 @@ func walkFile(path string, mode walkMode, max, stop int, visit walkVisitor) (wal
 	if err != nil {
 		return walkResult{}, err
 	}
-	m, ok := newestMeta(f)
+	return walkReader(f, uint64(fi.Size()), mode, max, stop, visit)
+}
+
+// walkReader is walkFile of the size bytes r reads.
+func walkReader(r io.ReaderAt, size uint64, mode walkMode, max, stop int, visit walkVisitor) (walkResult, error) {
+	m, ok := newestMeta(r)
 	if !ok {
 		return walkResult{}, nil
 	}
-	w := &pageWalk{r: f, ps: m.pageSize, hwm: m.pgid, mode: mode, max: max, stop: stop, visit: visit}
-	w.run(m, uint64(fi.Size()))
+	w := &pageWalk{r: r, ps: m.pageSize, hwm: m.pgid, mode: mode, max: max, stop: stop, visit: visit}
+	w.run(m, size)
 	return walkResult{problems: w.problems, total: w.total, format: w.format, found: true}, w.err
 }
 
@@ -342,7 +351,12 @@ func (w *pageWalk) readPage(id uint64, where string) (page, bool) {
 // first returns the first page size bytes of page id, valid until the next call.
 func (w *pageWalk) first(id uint64) ([]byte, error) {
 	if id < w.aheadID || (id-w.aheadID+1)*w.ps > uint64(len(w.ahead)) {
-		n := min(readAhead, w.hwm-id)
+		if end := w.aheadID + uint64(len(w.ahead))/w.ps; id >= end && id-end < max(w.aheadN, 1) {
+			w.aheadN = min(2*w.aheadN, readAhead)
+		} else {
+			w.aheadN = 1
+		}
+		n := min(w.aheadN, w.hwm-id)
 		if cap(w.ahead) < int(n*w.ps) {
 			w.ahead = make([]byte, readAhead*w.ps)
 		}

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -79,9 +80,23 @@ type DB struct {
 	trim     trimmer // gives back mapped pages while the store is open for writing
 	broken   error   // Options.Damaged and the walk at Open found damage: every transaction returns it
 	format   []byte  // the format marker as the walk at Open read it
-	walked   bool    // the walk at Open read the file
+	opened   openKind
 	batch    batcher // Batch's groups
+	// damageMet: a transaction or a reader of the store's records met damage (ErrDamaged), so
+	// Close writes no seal.
+	damageMet atomic.Bool
+	closed    atomic.Bool
 }
+
+// openKind is how Open judged the file before bbolt read it.
+type openKind int
+
+const (
+	openNew    openKind = iota // a new, empty file: nothing to judge
+	openWalked                 // the page walk read it (walkOpen)
+	openSealed                 // its seal describes it (seal.go): not walked
+	openNoMeta                 // no valid meta page: left to bbolt's Open to judge
+)
 
 // Open opens the store DIR/crawl.db, creating the directory and the file if missing (unless
 // opts.ReadOnly). It returns an error wrapping ErrLocked if another crawl holds the file,
@@ -148,6 +163,8 @@ func Open(dir string, opts *Options) (*DB, error) {
 // lock, so that no reader or writer of the store ever meets a page graph that could crash,
 // loop or exhaust memory: a store the walk finds damaged is refused with ErrDamaged, unless
 // o.Damaged, which opens it read-only with every transaction refused (see Options.Damaged).
+// A sealed file (seal.go) is not walked, but for o.Damaged; opening it for writing removes
+// its seal.
 func openChecked(dir, path string, o Options) (*DB, error) {
 	ro := bbolt.Options{Timeout: o.Timeout, ReadOnly: true, FreelistType: bbolt.FreelistMapType}
 	rw := bbolt.Options{Timeout: o.Timeout, NoSync: o.NoSync, FreelistType: bbolt.FreelistMapType}
@@ -165,18 +182,25 @@ func openChecked(dir, path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, openError(dir, path, o, err)
 	}
-	res, err := walkFile(path, walkOpen, 1, 1, nil)
-	switch {
-	case err != nil:
-		_ = b.Close()
-		return nil, fmt.Errorf("storage: open %s: %w", path, err)
-	case res.total > 0 && !o.Damaged:
-		_ = b.Close()
-		return nil, fmt.Errorf("storage: open %s: %w (%s)", path, ErrDamaged, res.problems[0])
-	case res.total > 0:
-		db.broken = damageError(path, res.problems[0])
+	if !o.Damaged && sealed(path) {
+		db.opened = openSealed
+	} else {
+		res, err := walkFile(path, walkOpen, 1, 1, nil)
+		switch {
+		case err != nil:
+			_ = b.Close()
+			return nil, fmt.Errorf("storage: open %s: %w", path, err)
+		case res.total > 0 && !o.Damaged:
+			_ = b.Close()
+			return nil, fmt.Errorf("storage: open %s: %w (%s)", path, ErrDamaged, res.problems[0])
+		case res.total > 0:
+			db.broken = damageError(path, res.problems[0])
+		}
+		db.format, db.opened = res.format, openWalked
+		if !res.found {
+			db.opened = openNoMeta
+		}
 	}
-	db.format, db.walked = res.format, res.found
 	if o.ReadOnly {
 		db.bolt = b
 		return db, nil
@@ -187,6 +211,7 @@ func openChecked(dir, path string, o Options) (*DB, error) {
 	if db.bolt, err = openBolt(path, &rw); err != nil {
 		return nil, openError(dir, path, o, err)
 	}
+	removeSeal(path) // written again by Close
 	return db, nil
 }
 
@@ -379,7 +404,9 @@ func holder(dir string) string {
 	return ""
 }
 
-// Close closes the store. Closing twice is harmless.
+// Close closes the store. Closing twice is harmless. A store open for writing that met no
+// damage is sealed (SealFileName) once bbolt has closed it, so that the next Open need not
+// walk it.
 func (db *DB) Close() error {
 	db.trim.stop()
 	if pidFile := filepath.Join(filepath.Dir(db.path), PIDFileName); !db.readOnly && HolderPID(filepath.Dir(db.path)) == os.Getpid() {
@@ -387,6 +414,9 @@ func (db *DB) Close() error {
 	}
 	if err := db.bolt.Close(); err != nil {
 		return fmt.Errorf("storage: close %s: %w", db.path, err)
+	}
+	if !db.readOnly && db.broken == nil && !db.damageMet.Load() && !db.closed.Swap(true) {
+		writeSeal(db.path)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package crawler
 import (
 	"fmt"
 	"math"
+	"math/rand"
 	"slices"
 	"testing"
 	"time"
@@ -366,5 +367,155 @@ func TestScheduleBroadWebKeepsHostsTogether(t *testing.T) {
 				t.Errorf("done at %s, want within 1.1 × %s", run.end, ideal)
 			}
 		})
+	}
+}
+
+// TestScheduleTurnsFollowRates: hosts that always have a job ready get turns in proportion
+// to their rates: one host at 1,000 req/s beside 100 at 2 req/s gets 1,000 ÷ 1,200 of them,
+// where plain turns gave it 1 in 101.
+func TestScheduleTurnsFollowRates(t *testing.T) {
+	rates := map[string]float64{"fast": 1000}
+	hosts := []string{"fast"}
+	for i := range 100 {
+		h := fmt.Sprintf("slow%03d", i)
+		rates[h] = 2
+		hosts = append(hosts, h)
+	}
+	s := newSchedule(1024, math.Inf(1), func(h string) float64 { return rates[h] })
+	s.add(hosts, cold)
+	s.admit()
+	turns := map[string]int{}
+	const n = 120_000
+	for range n {
+		h, ok := s.next()
+		if !ok {
+			t.Fatal("no host queued")
+		}
+		s.served()
+		turns[h]++
+		s.requeue(h)
+	}
+	share := float64(turns["fast"]) / n
+	t.Logf("fast: %.4f of %d turns (want 1000/1200 = %.4f); slow000: %d, slow099: %d", share, n, 1000.0/1200, turns["slow000"], turns["slow099"])
+	if math.Abs(share-1000.0/1200) > 0.01 {
+		t.Errorf("the 1,000 req/s host got %.4f of the turns, want %.4f ± 0.01", share, 1000.0/1200)
+	}
+	for h, r := range rates {
+		if want := n * r / 1200; math.Abs(float64(turns[h])-want) > 0.02*want+2 {
+			t.Errorf("%s (%g req/s) got %d turns, want about %.0f", h, r, turns[h], want)
+		}
+	}
+}
+
+// TestScheduleEqualRatesKeepPlainTurns: hosts of one rate are asked in the order they entered
+// the queue, whatever mix of jobs, waits and wake-ups came before, as a plain queue asks
+// them: a broad web of equal hosts is crawled in the order it was before turns followed rates.
+func TestScheduleEqualRatesKeepPlainTurns(t *testing.T) {
+	seed := time.Now().UnixNano()
+	rnd := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	s := plainSchedule(1 << 20)
+	var plain []string          // the order a plain queue asks the hosts in
+	away := map[string]string{} // taken hosts put back to wait: how (timed, waiting)
+	var hosts []string
+	for i := range 200 {
+		hosts = append(hosts, fmt.Sprintf("h%03d", i))
+	}
+	s.add(hosts, cold)
+	s.admit()
+	plain = append(plain, hosts...)
+	now := t0
+	for step := range 20000 {
+		switch op := rnd.Intn(10); {
+		case op < 6: // ask the next host: a job (back in the queue), a wait for a time or for its gate
+			h, ok := s.next()
+			if len(plain) == 0 {
+				if ok {
+					t.Fatalf("step %d: next = %q, want none queued", step, h)
+				}
+				continue
+			}
+			if !ok || h != plain[0] {
+				t.Fatalf("step %d: next = %q %v, want %q", step, h, ok, plain[0])
+			}
+			plain = plain[1:]
+			switch rnd.Intn(3) {
+			case 0:
+				s.served()
+				s.requeue(h)
+				plain = append(plain, h)
+			case 1:
+				at := now.Add(time.Duration(rnd.Intn(1000))*time.Millisecond + time.Duration(step)) // no two alike
+				s.wakeAt(h, "gate-"+h, at)
+				away[h] = "timed"
+			case 2:
+				s.waitFor(h, "gate-"+h)
+				away[h] = "waiting"
+			}
+		case op < 8: // time passes: timed hosts come due, in their times' order
+			now = now.Add(time.Duration(rnd.Intn(300)) * time.Millisecond)
+			var due []string
+			for _, e := range s.timed {
+				if sl := s.hosts[e.host]; sl.kind == slotTimed && sl.at.Equal(e.at) && !e.at.After(now) {
+					due = append(due, e.host)
+				}
+			}
+			slices.SortStableFunc(due, func(a, b string) int { return s.hosts[a].at.Compare(s.hosts[b].at) })
+			s.due(now)
+			for _, h := range due {
+				delete(away, h)
+			}
+			plain = append(plain, due...)
+		default: // a job of some host's gate ends
+			h := hosts[rnd.Intn(len(hosts))]
+			if away[h] != "" {
+				delete(away, h)
+				plain = append(plain, h)
+			}
+			s.ended("gate-" + h)
+		}
+	}
+}
+
+// TestScheduleBudgetBoundsNewHosts: pending hosts are put in play while the rates in play add
+// up to no more than the budget, so that hosts crawled fast leave room for few new ones; a new
+// host still takes a worker no host in play can use (none queued), and one leaving makes room.
+func TestScheduleBudgetBoundsNewHosts(t *testing.T) {
+	rates := map[string]float64{"fast1": 1000, "fast2": 1000}
+	s := newSchedule(2048, 2048, func(h string) float64 {
+		if r, ok := rates[h]; ok {
+			return r
+		}
+		return 2
+	})
+	s.add([]string{"fast1", "fast2"}, cold)
+	var fresh []string
+	for i := range 5000 {
+		fresh = append(fresh, fmt.Sprintf("h%04d", i))
+	}
+	s.add(fresh, cold)
+	s.admit()
+	if got, want := s.inPlay(), 2+24; got != want { // (2048 - 2,000) ÷ 2
+		t.Fatalf("%d hosts in play, want %d: 2,000 req/s of the 2,048 are the fast hosts'", got, want)
+	}
+	for range 2 + 24 {
+		h, _ := s.next()
+		s.waitFor(h, "gate-"+h) // every host in play waits for a job of its own to end
+	}
+	h, ok := s.next()
+	if !ok || h != "h0024" {
+		t.Fatalf("none queued, a worker free: next = %q %v, want the oldest pending host, h0024", h, ok)
+	}
+	s.served()
+	s.forget(h, "gate-"+h)
+	s.ended("gate-fast1")
+	if h, _ := s.next(); h != "fast1" {
+		t.Fatalf("next = %q, want fast1, queued again", h)
+	}
+	s.forget("fast1", "gate-fast1") // done: its 1,000 req/s make room for 500 new hosts
+	s.admit()
+	if got, want := s.inPlay(), 1+24+500; got != want {
+		t.Fatalf("%d hosts in play after fast1 left, want %d", got, want)
 	}
 }

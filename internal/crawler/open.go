@@ -98,7 +98,7 @@ func openStore(cfg Config, fr Frontier, learned learnedSource) (*Crawler, error)
 		jitter: jitter{rnd: rand.New(rand.NewSource(time.Now().UnixNano()))},
 	}
 	maxActive := max(activeHostsPerWorker*cfg.Workers, minActiveHosts)
-	c.sched = newSchedule(maxActive, rateInPlayShare*float64(maxActive)*cfg.InitialRate, c.turnRate)
+	c.sched = newSchedule(maxActive, rateInPlayShare*float64(maxActive)*cfg.InitialRate, cfg.Workers, c.turnRate)
 	c.sitemaps.lim = cfg.Sitemap.orDefaults()
 	if cfg.URLLog != nil {
 		c.urlLog = newURLLog(cfg.URLLog, c.log)

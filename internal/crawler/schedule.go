@@ -23,13 +23,17 @@ import (
 //
 // New hosts wait their turn in pending, oldest first, and are put in play (admit) while fewer
 // than maxActive hosts are and the rates of the hosts in play add up to no more than budget;
-// when no host in play is queued and a worker is free, next puts one more in play whatever
-// the budget. So a broad crawl finishes hosts before it starts new ones and holds state
+// when no host in play is queued and a worker is free, next puts one more in play beyond the
+// budget, as long as fewer than spareMax such hosts are: so that hosts crawled fast, or
+// paused, whose rates fill the budget, leave room for new hosts to go on, but no more than a
+// few, which would take the machine's time from the hosts being crawled. So a broad crawl finishes hosts before it starts new ones and holds state
 // (gates, robots.txt, records) for the hosts it is crawling, not for every host it has seen.
 // The dispatcher goroutine owns it.
 type schedule struct {
 	maxActive int                       // hosts in play at most (queued, timed, waiting or taken)
 	budget    float64                   // req/s: pending hosts are admitted while the hosts in play add up to no more
+	spareMax  int                       // hosts in play at most that next put in play beyond the budget
+	spare     int                       // hosts in play that next put in play beyond the budget
 	rate      func(host string) float64 // a host's rate now, req/s (its gate's): the weight of its turns
 	playRate  float64                   // the rates of the hosts in play, as last read (slot.rate), added up
 	vtime     float64                   // virtual time: 1 ÷ playRate more for each job started
@@ -53,11 +57,12 @@ const (
 )
 
 // slot is where a host is: its kind, for a timed host its time, and for a host in play the rate
-// it was last queued at.
+// it was last queued at and whether next put it in play beyond the budget.
 type slot struct {
-	kind slotKind
-	at   time.Time
-	rate float64
+	kind  slotKind
+	at    time.Time
+	rate  float64
+	spare bool
 }
 
 // Bounds of a turn's weight, req/s: a rate outside them (none, not a number) is taken as the
@@ -67,10 +72,10 @@ const (
 	maxTurnRate = 1e6
 )
 
-// newSchedule returns an empty schedule that holds at most maxActive hosts in play and admits
-// pending hosts within budget req/s (see schedule); rate gives a host's rate.
-func newSchedule(maxActive int, budget float64, rate func(host string) float64) *schedule {
-	return &schedule{maxActive: maxActive, budget: budget, rate: rate, byGate: map[string][]string{}, hosts: map[string]slot{}}
+// newSchedule returns an empty schedule that holds at most maxActive hosts in play, admits
+// pending hosts within budget req/s and spare more (see schedule); rate gives a host's rate.
+func newSchedule(maxActive int, budget float64, spare int, rate func(host string) float64) *schedule {
+	return &schedule{maxActive: maxActive, budget: budget, spareMax: spare, rate: rate, byGate: map[string][]string{}, hosts: map[string]slot{}}
 }
 
 // add takes hosts that became ready. A warm host (one the crawl is still crawling: its
@@ -128,9 +133,10 @@ func turnRate(r float64) float64 {
 // enqueue queues h, tagged with the virtual time plus 1 ÷ its rate now.
 func (s *schedule) enqueue(h string) {
 	r := turnRate(s.rate(h))
-	s.playRate += r - s.hosts[h].rate // a pending or new host's is 0
+	sl := s.hosts[h]
+	s.playRate += r - sl.rate // a pending or new host's is 0
 	tag := s.vtime + 1/r
-	s.hosts[h] = slot{kind: slotQueued, rate: r}
+	s.hosts[h] = slot{kind: slotQueued, rate: r, spare: sl.spare}
 	heap.Push(&s.queue, queuedHost{tag: tag, seq: s.seq, host: h})
 	s.seq++
 }
@@ -146,18 +152,25 @@ func (s *schedule) due(now time.Time) {
 }
 
 // next takes the queued host with the least tag or, when none is queued, puts the oldest
-// pending host in play (if fewer than maxActive are) and takes it: the caller has a worker
-// free. ok is false when it can do neither. The host is taken until the caller puts it back
+// pending host in play beyond the budget (if fewer than maxActive are in play and fewer than
+// spareMax are so) and takes it: the caller has a worker free. ok is false when it can do neither. The host is taken until the caller puts it back
 // (requeue, wakeAt, waitFor) or forgets it, and served says it was given a job.
 func (s *schedule) next() (host string, ok bool) {
 	if s.queue.Len() == 0 {
-		if len(s.pending) == 0 || s.inPlay() >= s.maxActive {
+		if len(s.pending) == 0 || s.inPlay() >= s.maxActive || s.spare >= s.spareMax {
 			return "", false
 		}
+		h := s.pending[0]
 		s.admitOldest()
+		sl := s.hosts[h]
+		sl.spare = true
+		s.hosts[h] = sl
+		s.spare++
 	}
 	q := heap.Pop(&s.queue).(queuedHost)
-	s.hosts[q.host] = slot{kind: slotTaken, rate: s.hosts[q.host].rate}
+	sl := s.hosts[q.host]
+	sl.kind = slotTaken
+	s.hosts[q.host] = sl
 	return q.host, true
 }
 
@@ -180,14 +193,18 @@ func (s *schedule) wake(host string) {
 
 // wakeAt holds the taken host, of gate, until at or until a job of gate ends.
 func (s *schedule) wakeAt(host, gate string, at time.Time) {
-	s.hosts[host] = slot{kind: slotTimed, at: at, rate: s.hosts[host].rate}
+	sl := s.hosts[host]
+	sl.kind, sl.at = slotTimed, at
+	s.hosts[host] = sl
 	heap.Push(&s.timed, timedHost{at: at, host: host})
 	s.underGate(host, gate)
 }
 
 // waitFor holds the taken host until a job of gate ends.
 func (s *schedule) waitFor(host, gate string) {
-	s.hosts[host] = slot{kind: slotWaiting, rate: s.hosts[host].rate}
+	sl := s.hosts[host]
+	sl.kind = slotWaiting
+	s.hosts[host] = sl
 	s.underGate(host, gate)
 }
 
@@ -213,6 +230,9 @@ func (s *schedule) holds(host string) bool {
 func (s *schedule) forget(host, gate string) {
 	if sl, ok := s.hosts[host]; ok {
 		s.playRate -= sl.rate
+		if sl.spare {
+			s.spare--
+		}
 		delete(s.hosts, host)
 	}
 	if s.inPlay() == 0 {

@@ -72,7 +72,7 @@ func cold(string) bool { return false }
 // plainSchedule is a schedule of hosts that all have the starting rate, with no budget: the
 // hosts take plain turns, and maxActive alone bounds the hosts in play.
 func plainSchedule(maxActive int) *schedule {
-	return newSchedule(maxActive, math.Inf(1), func(string) float64 { return 2 })
+	return newSchedule(maxActive, math.Inf(1), 0, func(string) float64 { return 2 })
 }
 
 func TestScheduleWarmHostsGoFirst(t *testing.T) {
@@ -311,7 +311,7 @@ func TestScheduleHubSparesTheHostsInPlay(t *testing.T) {
 	}
 	hubAt := 5 * time.Second
 	arrive := map[time.Duration][]string{0: {"old1", "old2"}, hubAt: fresh}
-	s := newSchedule(maxActive, maxActive/2*2, simRates(hosts))
+	s := newSchedule(maxActive, maxActive/2*2, workers, simRates(hosts))
 	run := simulate(s, hosts, arrive, workers, 14*time.Millisecond)
 	old := append(slices.Clone(run.jobs["old1"]), run.jobs["old2"]...)
 	before := float64(countIn(old, hubAt-2*time.Second, hubAt)) / 2
@@ -348,7 +348,7 @@ func TestScheduleBroadWebKeepsHostsTogether(t *testing.T) {
 				hosts[name] = &simHost{rate: 2, window: 2, pages: tc.pages}
 				seeds = append(seeds, name)
 			}
-			s := newSchedule(maxActive, maxActive/2*2, simRates(hosts))
+			s := newSchedule(maxActive, maxActive/2*2, workers, simRates(hosts))
 			run := simulate(s, hosts, map[time.Duration][]string{0: seeds}, workers, 40*time.Millisecond)
 			most, many := 0, 0
 			for _, left := range run.starvedWith {
@@ -381,7 +381,7 @@ func TestScheduleTurnsFollowRates(t *testing.T) {
 		rates[h] = 2
 		hosts = append(hosts, h)
 	}
-	s := newSchedule(1024, math.Inf(1), func(h string) float64 { return rates[h] })
+	s := newSchedule(1024, math.Inf(1), 0, func(h string) float64 { return rates[h] })
 	s.add(hosts, cold)
 	s.admit()
 	turns := map[string]int{}
@@ -483,7 +483,7 @@ func TestScheduleEqualRatesKeepPlainTurns(t *testing.T) {
 // host still takes a worker no host in play can use (none queued), and one leaving makes room.
 func TestScheduleBudgetBoundsNewHosts(t *testing.T) {
 	rates := map[string]float64{"fast1": 1000, "fast2": 1000}
-	s := newSchedule(2048, 2048, func(h string) float64 {
+	s := newSchedule(2048, 2048, 32, func(h string) float64 {
 		if r, ok := rates[h]; ok {
 			return r
 		}

@@ -509,13 +509,35 @@ func TestScheduleBudgetBoundsNewHosts(t *testing.T) {
 	}
 	s.served()
 	s.forget(h, "gate-"+h)
+	// At most 32 (the spare allowed) are in play that way, however many workers are free.
+	var spare []string
+	for range 40 {
+		h, ok := s.next()
+		if !ok {
+			break
+		}
+		spare = append(spare, h)
+		s.waitFor(h, "gate-"+h)
+	}
+	if len(spare) != 32 || spare[0] != "h0025" {
+		t.Fatalf("put in play past the budget: %d hosts from %v, want 32 from h0025", len(spare), spare[:min(len(spare), 1)])
+	}
+	s.ended("gate-" + spare[0])
+	if h, _ := s.next(); h != spare[0] {
+		t.Fatalf("next = %q, want %s, queued again", h, spare[0])
+	}
+	s.forget(spare[0], "gate-"+spare[0]) // done: room for one more past the budget
+	if h, ok := s.next(); !ok || h != "h0057" {
+		t.Fatalf("after a host past the budget left: next = %q %v, want h0057", h, ok)
+	}
+	s.waitFor("h0057", "gate-h0057")
 	s.ended("gate-fast1")
 	if h, _ := s.next(); h != "fast1" {
 		t.Fatalf("next = %q, want fast1, queued again", h)
 	}
-	s.forget("fast1", "gate-fast1") // done: its 1,000 req/s make room for 500 new hosts
+	s.forget("fast1", "gate-fast1") // done: its 1,000 req/s make room for new hosts
 	s.admit()
-	if got, want := s.inPlay(), 1+24+500; got != want {
+	if got, want := s.inPlay(), 1+24+32+(2048-1000-2*(24+32))/2; got != want {
 		t.Fatalf("%d hosts in play after fast1 left, want %d", got, want)
 	}
 }

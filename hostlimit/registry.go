@@ -258,6 +258,21 @@ func (r *Registry) Admitted(host string) (n uint64, ok bool) {
 	return h.admitted, !h.evicted
 }
 
+// Limit returns the rate, req/s, host's token bucket paces at now (HostStats.Limit), without
+// computing its other figures; ok is false if the gate is not in memory. It never loads or
+// creates a host.
+func (r *Registry) Limit(host string) (limit float64, ok bool) {
+	r.mu.RLock()
+	h := r.hosts[host]
+	r.mu.RUnlock()
+	if h == nil {
+		return 0, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.limit, !h.evicted
+}
+
 // Evict saves the state of every host that has nothing in flight and has been idle for at
 // least Config.IdleEvict, then drops those hosts from memory; their next use restores them from
 // the store. If saving fails, nothing is dropped and the error is returned. Call it now and then

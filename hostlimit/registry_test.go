@@ -904,3 +904,29 @@ func TestDemandByCaller(t *testing.T) {
 		tk.Done(t0, neutral)
 	}
 }
+
+// TestLimitReadsWithoutLoading: Limit gives the rate a gate in memory paces at, and never
+// loads or creates a gate (a host not in play has none).
+func TestLimitReadsWithoutLoading(t *testing.T) {
+	r, _ := newTestRegistry(t, Config{AIMD: testAIMD(3, 4)}, nil)
+	if l, ok := r.Limit("a.test"); ok || l != 0 {
+		t.Fatalf("Limit of a host never used = %v %v, want 0 false", l, ok)
+	}
+	if n := len(r.Stats(t0)); n != 0 {
+		t.Fatalf("Limit created %d hosts", n)
+	}
+	tk, _ := r.TryAdmit(t0, "a.test")
+	if tk == nil {
+		t.Fatal("first request refused")
+	}
+	tk.Done(t0, neutral)
+	if l, ok := r.Limit("a.test"); !ok || l != mustHost(t, r, t0, "a.test").Limit || l != 3 {
+		t.Fatalf("Limit = %v %v, want the gate's 3 true", l, ok)
+	}
+	if err := r.Evict(t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := r.Limit("a.test"); ok {
+		t.Fatalf("Limit of an evicted host = %v true, want false", l)
+	}
+}

@@ -22,6 +22,10 @@ const (
 	minActiveHosts       = 1024
 )
 
+// rateInPlayShare bounds the rates of the hosts in play that new hosts are put in play within
+// (schedule.budget): those of this share of the hosts in play at most, each at --initial-rate.
+const rateInPlayShare = 0.5
+
 // flushEvery is how often the hosts' learned state is saved while a crawl runs. At every status
 // tick the hosts idle for hostIdle leave memory (their gates' state, robots.txt and pages wait
 // in the store), so that memory follows the hosts being crawled, not every host ever seen.

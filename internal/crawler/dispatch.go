@@ -13,8 +13,8 @@ type jobDone struct {
 	err  error  // a store failure: the crawl must stop
 }
 
-// dispatch hands ready work to new jobs, asking the hosts of the schedule in turn while workers
-// are free, at most pages page fetches (-1: any number), and returns how many jobs it started
+// dispatch hands ready work to new jobs, asking the hosts of the schedule in their turns while
+// workers are free, at most pages page fetches (-1: any number), and returns how many jobs it started
 // and the earliest time a host of the schedule said it may have one.
 func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, error) {
 	fresh := c.fr.TakeReady(now)
@@ -35,6 +35,7 @@ func (c *Crawler) dispatch(now time.Time, pages int, r *run) (int, time.Time, er
 		}
 		if j.run != nil {
 			c.launch(r, j)
+			c.sched.served()
 			started++
 			if j.page {
 				pages--
@@ -140,4 +141,14 @@ func (c *Crawler) nextJob(fetchCtx context.Context, now time.Time, host string) 
 	}
 	j.host, j.gate = host, gate
 	return j, readyAt, err
+}
+
+// turnRate is host's rate now, req/s, the weight of its turns in the schedule: its gate's, or
+// --initial-rate while the gate is not in memory (a host not yet in play, or idle long enough
+// to leave memory).
+func (c *Crawler) turnRate(host string) float64 {
+	if r, ok := c.reg.Limit(c.gates.known(host)); ok {
+		return r
+	}
+	return c.cfg.InitialRate
 }

@@ -94,10 +94,11 @@ func openStore(cfg Config, fr Frontier, learned learnedSource) (*Crawler, error)
 		dispatcher: dispatcher{
 			robotsWaiting: map[string]bool{},
 			idleTold:      map[string]bool{},
-			sched:         newSchedule(max(activeHostsPerWorker*cfg.Workers, minActiveHosts)),
 		},
 		jitter: jitter{rnd: rand.New(rand.NewSource(time.Now().UnixNano()))},
 	}
+	maxActive := max(activeHostsPerWorker*cfg.Workers, minActiveHosts)
+	c.sched = newSchedule(maxActive, rateInPlayShare*float64(maxActive)*cfg.InitialRate, cfg.Workers, c.turnRate)
 	c.sitemaps.lim = cfg.Sitemap.orDefaults()
 	if cfg.URLLog != nil {
 		c.urlLog = newURLLog(cfg.URLLog, c.log)

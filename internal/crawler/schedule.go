@@ -6,23 +6,43 @@ import (
 )
 
 // schedule is the dispatcher's list of hosts with ready work, so that a pass asks only the
-// hosts that may have a job now and never scans every ready host: a queue of hosts to ask, in
-// turn; a heap of hosts that said when to ask again (a token, a pause, a robots.txt retry); and
-// the hosts waiting for one of their gate's jobs to end (a full window, a robots.txt fetch).
-// A job's end also asks again the hosts of its gate that wait for a time: the outcome may have
+// hosts that may have a job now and never scans every ready host: a queue of hosts to ask; a
+// heap of hosts that said when to ask again (a token, a pause, a robots.txt retry); and the
+// hosts waiting for one of their gate's jobs to end (a full window, a robots.txt fetch). A
+// job's end also asks again the hosts of its gate that wait for a time: the outcome may have
 // changed the gate's rate, and with it when a token comes. Hosts come in from
-// frontier.TakeReady and leave when the frontier no longer has ready work for them. At most
-// maxActive hosts are in play at once; the others wait their turn in pending, so that a broad
-// crawl finishes hosts before it starts new ones and holds state (gates, robots.txt, records)
-// for the hosts it is crawling, not for every host it has seen. The dispatcher goroutine owns
-// it.
+// frontier.TakeReady and leave when the frontier no longer has ready work for them.
+//
+// Turns follow the hosts' rates (weighted fair queueing): a host entering the queue is tagged
+// with the virtual time plus 1 ÷ its rate, the least tag is asked first (equal tags in the
+// order they came), and each job started moves the virtual time on by 1 ÷ the rates of the
+// hosts in play added up. Hosts of equal rates so take plain turns in the order they came;
+// when the workers cannot serve every host at its rate, each host gets turns in proportion to
+// its rate, so that hosts put in play at the starting rate do not take the turns of a host
+// crawled at hundreds of requests a second.
+//
+// New hosts wait their turn in pending, oldest first, and are put in play (admit) while fewer
+// than maxActive hosts are and the rates of the hosts in play add up to no more than budget;
+// when no host in play is queued and a worker is free, next puts one more in play beyond the
+// budget, as long as fewer than spareMax such hosts are: so that hosts crawled fast, or
+// paused, whose rates fill the budget, leave room for new hosts to go on, but no more than a
+// few, which would take the machine's time from the hosts being crawled. So a broad crawl finishes hosts before it starts new ones and holds state
+// (gates, robots.txt, records) for the hosts it is crawling, not for every host it has seen.
+// The dispatcher goroutine owns it.
 type schedule struct {
-	maxActive int                 // hosts in play at most (queued, timed or waiting)
-	pending   []string            // hosts with ready work waiting to be in play, oldest first
-	queue     []string            // hosts to ask now, oldest first
-	timed     timedHosts          // hosts to ask at a time, earliest first; entries of hosts since moved are stale
-	byGate    map[string][]string // gate → its hosts that wait for a time or for one of its jobs to end
-	hosts     map[string]slot     // every host the schedule holds, and where
+	maxActive int                       // hosts in play at most (queued, timed, waiting or taken)
+	budget    float64                   // req/s: pending hosts are admitted while the hosts in play add up to no more
+	spareMax  int                       // hosts in play at most that next put in play beyond the budget
+	spare     int                       // hosts in play that next put in play beyond the budget
+	rate      func(host string) float64 // a host's rate now, req/s (its gate's): the weight of its turns
+	playRate  float64                   // the rates of the hosts in play, as last read (slot.rate), added up
+	vtime     float64                   // virtual time: 1 ÷ playRate more for each job started
+	seq       uint64                    // how many hosts have entered the queue: the order of equal tags
+	pending   []string                  // hosts with ready work waiting to be in play, oldest first
+	queue     queuedHosts               // hosts to ask now, least tag first
+	timed     timedHosts                // hosts to ask at a time, earliest first; entries of hosts since moved are stale
+	byGate    map[string][]string       // gate → its hosts that wait for a time or for one of its jobs to end
+	hosts     map[string]slot           // every host the schedule holds, and where
 }
 
 // slotKind says where a host is in the schedule.
@@ -33,16 +53,29 @@ const (
 	slotTimed                   // in timed at its time, and under its gate in byGate
 	slotWaiting                 // under its gate in byGate, until a job of the gate ends
 	slotPending                 // in pending, not yet in play
+	slotTaken                   // given to the dispatcher by next, until it puts the host back or forgets it
 )
 
-// slot is where a host is: its kind, and for a timed host its time.
+// slot is where a host is: its kind, for a timed host its time, and for a host in play the rate
+// it was last queued at and whether next put it in play beyond the budget.
 type slot struct {
-	kind slotKind
-	at   time.Time
+	kind  slotKind
+	at    time.Time
+	rate  float64
+	spare bool
 }
 
-func newSchedule(maxActive int) *schedule {
-	return &schedule{maxActive: maxActive, byGate: map[string][]string{}, hosts: map[string]slot{}}
+// Bounds of a turn's weight, req/s: a rate outside them (none, not a number) is taken as the
+// nearest, so that every tag is finite and a host of any rate comes to its turn.
+const (
+	minTurnRate = 1e-3
+	maxTurnRate = 1e6
+)
+
+// newSchedule returns an empty schedule that holds at most maxActive hosts in play, admits
+// pending hosts within budget req/s and spare more (see schedule); rate gives a host's rate.
+func newSchedule(maxActive int, budget float64, spare int, rate func(host string) float64) *schedule {
+	return &schedule{maxActive: maxActive, budget: budget, spareMax: spare, rate: rate, byGate: map[string][]string{}, hosts: map[string]slot{}}
 }
 
 // add takes hosts that became ready. A warm host (one the crawl is still crawling: its
@@ -63,23 +96,49 @@ func (s *schedule) add(hosts []string, warm func(host string) bool) {
 	}
 }
 
-// admit puts pending hosts in play, oldest first, while fewer than maxActive are.
+// inPlay is how many hosts are in play.
+func (s *schedule) inPlay() int { return len(s.hosts) - len(s.pending) }
+
+// admit puts pending hosts in play, oldest first, while fewer than maxActive are and the
+// rates of those in play, the next one's included, add up to no more than budget (one host at
+// least is in play whatever its rate).
 func (s *schedule) admit() {
-	n := 0
-	for n < len(s.pending) && len(s.hosts)-len(s.pending)+n < s.maxActive {
-		s.enqueue(s.pending[n])
-		s.pending[n] = ""
-		n++
-	}
-	s.pending = s.pending[n:]
-	if len(s.pending) == 0 {
-		s.pending = nil
+	for len(s.pending) > 0 && s.inPlay() < s.maxActive {
+		if s.inPlay() > 0 && s.playRate+turnRate(s.rate(s.pending[0])) > s.budget {
+			return
+		}
+		s.admitOldest()
 	}
 }
 
+// admitOldest puts the oldest pending host in play.
+func (s *schedule) admitOldest() {
+	h := s.pending[0]
+	s.pending[0] = ""
+	s.pending = s.pending[1:]
+	if len(s.pending) == 0 {
+		s.pending = nil // let the backing array go
+	}
+	s.enqueue(h)
+}
+
+// turnRate is r within [minTurnRate, maxTurnRate].
+func turnRate(r float64) float64 {
+	if !(r >= minTurnRate) { // NaN too
+		return minTurnRate
+	}
+	return min(r, maxTurnRate)
+}
+
+// enqueue queues h, tagged with the virtual time plus 1 ÷ its rate now.
 func (s *schedule) enqueue(h string) {
-	s.hosts[h] = slot{kind: slotQueued}
-	s.queue = append(s.queue, h)
+	r := turnRate(s.rate(h))
+	sl := s.hosts[h]
+	s.playRate += r - sl.rate // a pending or new host's is 0
+	tag := s.vtime + 1/r
+	s.hosts[h] = slot{kind: slotQueued, rate: r, spare: sl.spare}
+	heap.Push(&s.queue, queuedHost{tag: tag, seq: s.seq, host: h})
+	s.seq++
 }
 
 // due moves the timed hosts whose time has come at now to the queue.
@@ -92,41 +151,60 @@ func (s *schedule) due(now time.Time) {
 	}
 }
 
-// next takes the first queued host; ok is false when the queue is empty. The host leaves the
-// schedule until it is put back (requeue, wakeAt, waitFor).
+// next takes the queued host with the least tag or, when none is queued, puts the oldest
+// pending host in play beyond the budget (if fewer than maxActive are in play and fewer than
+// spareMax are so) and takes it: the caller has a worker free. ok is false when it can do neither. The host is taken until the caller puts it back
+// (requeue, wakeAt, waitFor) or forgets it, and served says it was given a job.
 func (s *schedule) next() (host string, ok bool) {
-	if len(s.queue) == 0 {
-		return "", false
+	if s.queue.Len() == 0 {
+		if len(s.pending) == 0 || s.inPlay() >= s.maxActive || s.spare >= s.spareMax {
+			return "", false
+		}
+		h := s.pending[0]
+		s.admitOldest()
+		sl := s.hosts[h]
+		sl.spare = true
+		s.hosts[h] = sl
+		s.spare++
 	}
-	host, s.queue[0] = s.queue[0], ""
-	s.queue = s.queue[1:]
-	if len(s.queue) == 0 {
-		s.queue = nil // let the backing array go
-	}
-	delete(s.hosts, host)
-	return host, true
+	q := heap.Pop(&s.queue).(queuedHost)
+	sl := s.hosts[q.host]
+	sl.kind = slotTaken
+	s.hosts[q.host] = sl
+	return q.host, true
 }
 
-// requeue puts host at the back of the queue: it has more work, after the others' turn.
+// served tells the schedule that the taken host was given a job: the virtual time moves on.
+func (s *schedule) served() {
+	if s.playRate > 0 {
+		s.vtime += 1 / s.playRate
+	}
+}
+
+// requeue queues the taken host again: it has more work, after the turns of hosts tagged before it.
 func (s *schedule) requeue(host string) { s.enqueue(host) }
 
 // wake queues host now if the schedule holds it waiting (for a time, or for a job of its gate).
 func (s *schedule) wake(host string) {
-	if sl, ok := s.hosts[host]; ok && sl.kind != slotQueued && sl.kind != slotPending {
+	if sl, ok := s.hosts[host]; ok && (sl.kind == slotTimed || sl.kind == slotWaiting) {
 		s.enqueue(host) // a timed host's heap entry goes stale
 	}
 }
 
-// wakeAt holds host, of gate, until at or until a job of gate ends.
+// wakeAt holds the taken host, of gate, until at or until a job of gate ends.
 func (s *schedule) wakeAt(host, gate string, at time.Time) {
-	s.hosts[host] = slot{kind: slotTimed, at: at}
+	sl := s.hosts[host]
+	sl.kind, sl.at = slotTimed, at
+	s.hosts[host] = sl
 	heap.Push(&s.timed, timedHost{at: at, host: host})
 	s.underGate(host, gate)
 }
 
-// waitFor holds host until a job of gate ends.
+// waitFor holds the taken host until a job of gate ends.
 func (s *schedule) waitFor(host, gate string) {
-	s.hosts[host] = slot{kind: slotWaiting}
+	sl := s.hosts[host]
+	sl.kind = slotWaiting
+	s.hosts[host] = sl
 	s.underGate(host, gate)
 }
 
@@ -134,16 +212,32 @@ func (s *schedule) waitFor(host, gate string) {
 func (s *schedule) underGate(host, gate string) {
 	list := s.byGate[gate][:0]
 	for _, h := range s.byGate[gate] {
-		if sl, ok := s.hosts[h]; ok && sl.kind != slotQueued && h != host {
+		if s.holds(h) && h != host {
 			list = append(list, h)
 		}
 	}
 	s.byGate[gate] = append(list, host)
 }
 
-// forget drops host, which has left the schedule (next) and has no ready work, from gate's
+// holds reports whether host waits in the schedule for a time or for a job of its gate.
+func (s *schedule) holds(host string) bool {
+	sl, ok := s.hosts[host]
+	return ok && (sl.kind == slotTimed || sl.kind == slotWaiting)
+}
+
+// forget drops the taken host, which has no ready work, from the schedule and from gate's
 // list.
 func (s *schedule) forget(host, gate string) {
+	if sl, ok := s.hosts[host]; ok {
+		s.playRate -= sl.rate
+		if sl.spare {
+			s.spare--
+		}
+		delete(s.hosts, host)
+	}
+	if s.inPlay() == 0 {
+		s.playRate = 0 // no float residue once none is in play
+	}
 	list := s.byGate[gate][:0]
 	for _, h := range s.byGate[gate] {
 		if h != host {
@@ -164,7 +258,7 @@ func (s *schedule) waiting(gate string) bool { return len(s.byGate[gate]) > 0 }
 // ended queues the hosts of gate that wait, for a time or for a job of it: one has just ended.
 func (s *schedule) ended(gate string) {
 	for _, h := range s.byGate[gate] {
-		if sl, ok := s.hosts[h]; ok && sl.kind != slotQueued {
+		if s.holds(h) {
 			s.enqueue(h) // a timed host's heap entry goes stale
 		}
 	}
@@ -178,6 +272,29 @@ func (s *schedule) nextAt() time.Time {
 		return time.Time{}
 	}
 	return s.timed[0].at
+}
+
+type queuedHost struct {
+	tag  float64
+	seq  uint64
+	host string
+}
+
+// queuedHosts is a min-heap of queuedHost by tag, then seq (container/heap).
+type queuedHosts []queuedHost
+
+func (q queuedHosts) Len() int { return len(q) }
+func (q queuedHosts) Less(i, j int) bool {
+	return q[i].tag < q[j].tag || (q[i].tag == q[j].tag && q[i].seq < q[j].seq)
+}
+func (q queuedHosts) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queuedHosts) Push(x any)   { *q = append(*q, x.(queuedHost)) }
+func (q *queuedHosts) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	old[len(old)-1] = queuedHost{}
+	*q = old[:len(old)-1]
+	return x
 }
 
 type timedHost struct {

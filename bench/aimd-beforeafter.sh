@@ -10,7 +10,7 @@
 # from is never built or changed. DIR (-o) defaults to $BUILD/COMMIT_A-COMMIT_B. Then, for each
 # of ROUNDS rounds, each bench runs with A's binaries, then B's, then C's, and so on. Every run's
 # output goes to DIR/logs/ROUND-SIDE-BENCH.log between two load lines; the table is read from
-# those logs.
+# those logs. A run that exits non-zero is kept as ROUND-SIDE-BENCH.failed and run once more.
 #
 # BENCHES (comma-separated; default pol1,pol4,lim,learned,stated,colly,broad1k,broad10k):
 #   pol1      crawlbench -scenario politeness                 (the simulated web; its burst host)
@@ -220,6 +220,14 @@ table() {
 	}'
 }
 
+# runbench COMMIT BENCH runs one bench with COMMIT's binaries, its output between two load lines.
+runbench() {
+	echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
+	echo "commit $1: $(command "$build/bin-$1" "$2")"
+	(cd "$build/src-$1/bench" && $(command "$build/bin-$1" "$2")) 2>&1 || echo "exit status $?"
+	echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
+}
+
 if [[ -n $tableonly ]]; then
 	cat "$tableonly/header"
 	(($# > 0)) && echo "A's spread also from the runs of its commit in: $*"
@@ -249,12 +257,14 @@ for ((r = 1; r <= rounds; r++)); do
 		for i in "${!commits[@]}"; do
 			c=${commits[i]} log=$out/logs/$r-${sides[i]}-$x.log
 			echo "round $r ${sides[i]} ($c) $x: $(uptime)" >&2
-			{
-				echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
-				echo "commit $c: $(command "$build/bin-$c" "$x")"
-				(cd "$build/src-$c/bench" && $(command "$build/bin-$c" "$x")) 2>&1 || echo "exit status $?"
-				echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
-			} >"$log"
+			runbench "$c" "$x" >"$log"
+			if grep -q '^exit status' "$log"; then
+				# A run that failed (a server that logged nothing, a port taken by other work)
+				# has no figures: it is kept as .failed, out of the table, and run once more.
+				mv "$log" "${log%.log}.failed"
+				echo "round $r ${sides[i]} ($c) $x failed (${log%.log}.failed), once more: $(uptime)" >&2
+				runbench "$c" "$x" >"$log"
+			fi
 		done
 	done
 done

@@ -20,6 +20,7 @@
 #   lim       limiterbench                                     (all sites at once)
 #   limvh     limiterbench -only vhost10,req10                 (not in the default set)
 #   limvhip   limiterbench -only vhost10,req10 -key-by-ip      (not in the default set)
+#   limev     limiterbench -only evasive50                     (not in the default set)
 #   colly     transportbench                                   (the hostlimit.NewTransport row)
 #   broad1k   crawlbench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
 #   broad10k  crawlbench -scenario broad -hosts 10000 -host-pages 5 -host-limit 5
@@ -73,6 +74,7 @@ command() {
 	lim) echo "$1/limiterbench" ;;
 	limvh) echo "$1/limiterbench -only vhost10,req10" ;;
 	limvhip) echo "$1/limiterbench -only vhost10,req10 -key-by-ip" ;;
+	limev) echo "$1/limiterbench -only evasive50" ;;
 	colly) echo "$1/transportbench" ;;
 	broad1k) echo "$1/crawlbench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5 -crawl $1/crawl ${thr[*]}" ;;
 	broad10k) echo "$1/crawlbench -scenario broad -hosts 10000 -host-pages 5 -host-limit 5 -crawl $1/crawl ${thr[*]}" ;;

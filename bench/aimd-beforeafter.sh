@@ -160,7 +160,7 @@ table() {
 				done
 			done
 		done
-	} | sort -t$'\t' -k1,1 -k2,2 -k3,3 -k4,4n | awk -F'\t' -v order="$(cat "$dir/benches")" -v commits="$(cat "$dir/commits")" '
+	} | sort -t$'\t' -k1,1 -k2,2 -k3,3 -k4,4n | awk -F'\t' -v order="$(cat "$dir/benches")" -v commits="$(cat "$dir/commits")" -v spread=$(($# > 1)) '
 	function num(s) { gsub(/[x%]/, "", s); return s + 0 }
 	function median(v, n,   i, j, t) {
 		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
@@ -170,16 +170,19 @@ table() {
 		split("A B C D E F", side, " ")
 		nsides = split(commits, commit, " ")
 		printf "| bench: figures |"
-		for (j = 1; j <= nsides; j++) printf " %s runs (load before-after) |", side[j]
+		for (j = 1; j <= nsides; j++) {
+			printf " %s runs (load before-after) |", side[j]
+			if (j == 1 && spread) printf " A runs in the spread directories |"
+		}
 		for (j = 2; j <= nsides; j++) printf " %s: verdict on the first figure |", side[j]
 		printf "\n|---|"
-		for (j = 2; j <= 2 * nsides; j++) printf "---|"
+		for (j = 2; j <= 2 * nsides + spread; j++) printf "---|"
 		printf "\n"
 	}
 	{
 		key = $2
 		if (!(key in seen)) { seen[key] = 1; keys[++nk] = key; bench[key] = $1 }
-		if ($3 != "S") cell[key, $3] = cell[key, $3] (cell[key, $3] == "" ? "" : "; ") $5 " (L" $6 ")"
+		cell[key, $3] = cell[key, $3] (cell[key, $3] == "" ? "" : "; ") $5 " (L" $6 ")"
 		split($5, f, "/")
 		if (f[1] != "-" && f[1] != "") {
 			n[key, $3]++; v[key, $3, n[key, $3]] = num(f[1])
@@ -201,7 +204,10 @@ table() {
 				for (i = 1; i <= n[key, sd]; i++) { x = v[key, sd, i]; na++; if (x < lo) lo = x; if (x > hi) hi = x }
 			}
 			printf "| %s |", key
-			for (j = 1; j <= nsides; j++) printf " %s |", cell[key, side[j]]
+			for (j = 1; j <= nsides; j++) {
+				printf " %s |", cell[key, side[j]]
+				if (j == 1 && spread) printf " %s |", cell[key, "S"]
+			}
 			for (j = 2; j <= nsides; j++) {
 				verdict = "-"
 				nw = n[key, side[j]]

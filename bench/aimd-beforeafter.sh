@@ -10,7 +10,7 @@
 # from is never built or changed. DIR (-o) defaults to $BUILD/COMMIT_A-COMMIT_B. Then, for each
 # of ROUNDS rounds, each bench runs with A's binaries, then B's, then C's, and so on. Every run's
 # output goes to DIR/logs/ROUND-SIDE-BENCH.log between two load lines; the table is read from
-# those logs.
+# those logs. A run that exits non-zero is kept as ROUND-SIDE-BENCH.failed and run once more.
 #
 # BENCHES (comma-separated; default pol1,pol4,lim,learned,stated,colly,broad1k,broad10k):
 #   pol1      crawlbench -scenario politeness                 (the simulated web; its burst host)
@@ -20,6 +20,7 @@
 #   lim       limiterbench                                     (all sites at once)
 #   limvh     limiterbench -only vhost10,req10                 (not in the default set)
 #   limvhip   limiterbench -only vhost10,req10 -key-by-ip      (not in the default set)
+#   limev     limiterbench -only evasive50                     (not in the default set)
 #   colly     transportbench                                   (the hostlimit.NewTransport row)
 #   broad1k   crawlbench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5
 #   broad10k  crawlbench -scenario broad -hosts 10000 -host-pages 5 -host-limit 5
@@ -73,6 +74,7 @@ command() {
 	lim) echo "$1/limiterbench" ;;
 	limvh) echo "$1/limiterbench -only vhost10,req10" ;;
 	limvhip) echo "$1/limiterbench -only vhost10,req10 -key-by-ip" ;;
+	limev) echo "$1/limiterbench -only evasive50" ;;
 	colly) echo "$1/transportbench" ;;
 	broad1k) echo "$1/crawlbench -scenario broad -hosts 1000 -host-pages 30 -host-limit 5 -crawl $1/crawl ${thr[*]}" ;;
 	broad10k) echo "$1/crawlbench -scenario broad -hosts 10000 -host-pages 5 -host-limit 5 -crawl $1/crawl ${thr[*]}" ;;
@@ -158,7 +160,7 @@ table() {
 				done
 			done
 		done
-	} | sort -t$'\t' -k1,1 -k2,2 -k3,3 -k4,4n | awk -F'\t' -v order="$(cat "$dir/benches")" -v commits="$(cat "$dir/commits")" '
+	} | sort -t$'\t' -k1,1 -k2,2 -k3,3 -k4,4n | awk -F'\t' -v order="$(cat "$dir/benches")" -v commits="$(cat "$dir/commits")" -v spread=$(($# > 1)) '
 	function num(s) { gsub(/[x%]/, "", s); return s + 0 }
 	function median(v, n,   i, j, t) {
 		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
@@ -168,16 +170,19 @@ table() {
 		split("A B C D E F", side, " ")
 		nsides = split(commits, commit, " ")
 		printf "| bench: figures |"
-		for (j = 1; j <= nsides; j++) printf " %s runs (load before-after) |", side[j]
+		for (j = 1; j <= nsides; j++) {
+			printf " %s runs (load before-after) |", side[j]
+			if (j == 1 && spread) printf " A runs in the spread directories |"
+		}
 		for (j = 2; j <= nsides; j++) printf " %s: verdict on the first figure |", side[j]
 		printf "\n|---|"
-		for (j = 2; j <= 2 * nsides; j++) printf "---|"
+		for (j = 2; j <= 2 * nsides + spread; j++) printf "---|"
 		printf "\n"
 	}
 	{
 		key = $2
 		if (!(key in seen)) { seen[key] = 1; keys[++nk] = key; bench[key] = $1 }
-		if ($3 != "S") cell[key, $3] = cell[key, $3] (cell[key, $3] == "" ? "" : "; ") $5 " (L" $6 ")"
+		cell[key, $3] = cell[key, $3] (cell[key, $3] == "" ? "" : "; ") $5 " (L" $6 ")"
 		split($5, f, "/")
 		if (f[1] != "-" && f[1] != "") {
 			n[key, $3]++; v[key, $3, n[key, $3]] = num(f[1])
@@ -199,7 +204,10 @@ table() {
 				for (i = 1; i <= n[key, sd]; i++) { x = v[key, sd, i]; na++; if (x < lo) lo = x; if (x > hi) hi = x }
 			}
 			printf "| %s |", key
-			for (j = 1; j <= nsides; j++) printf " %s |", cell[key, side[j]]
+			for (j = 1; j <= nsides; j++) {
+				printf " %s |", cell[key, side[j]]
+				if (j == 1 && spread) printf " %s |", cell[key, "S"]
+			}
 			for (j = 2; j <= nsides; j++) {
 				verdict = "-"
 				nw = n[key, side[j]]
@@ -218,6 +226,14 @@ table() {
 			printf "\n"
 		}
 	}'
+}
+
+# runbench COMMIT BENCH runs one bench with COMMIT's binaries, its output between two load lines.
+runbench() {
+	echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
+	echo "commit $1: $(command "$build/bin-$1" "$2")"
+	(cd "$build/src-$1/bench" && $(command "$build/bin-$1" "$2")) 2>&1 || echo "exit status $?"
+	echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
 }
 
 if [[ -n $tableonly ]]; then
@@ -249,12 +265,14 @@ for ((r = 1; r <= rounds; r++)); do
 		for i in "${!commits[@]}"; do
 			c=${commits[i]} log=$out/logs/$r-${sides[i]}-$x.log
 			echo "round $r ${sides[i]} ($c) $x: $(uptime)" >&2
-			{
-				echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
-				echo "commit $c: $(command "$build/bin-$c" "$x")"
-				(cd "$build/src-$c/bench" && $(command "$build/bin-$c" "$x")) 2>&1 || echo "exit status $?"
-				echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
-			} >"$log"
+			runbench "$c" "$x" >"$log"
+			if grep -q '^exit status' "$log"; then
+				# A run that failed (a server that logged nothing, a port taken by other work)
+				# has no figures: it is kept as .failed, out of the table, and run once more.
+				mv "$log" "${log%.log}.failed"
+				echo "round $r ${sides[i]} ($c) $x failed (${log%.log}.failed), once more: $(uptime)" >&2
+				runbench "$c" "$x" >"$log"
+			fi
 		done
 	done
 done

@@ -227,50 +227,41 @@ func (r *Registry) Stats(now time.Time) []HostStats {
 	return out
 }
 
-// Host returns a snapshot of one host; ok is false when the host is not in memory (never used,
+// Host returns a snapshot of the host name; ok is false when it is not in memory (never used,
 // or evicted). It never loads or creates a host.
-func (r *Registry) Host(now time.Time, host string) (s HostStats, ok bool) {
+func (r *Registry) Host(now time.Time, name string) (s HostStats, ok bool) {
+	withLoaded(r, name, func(h *host) { s, ok = h.statsLocked(now), true })
+	return s, ok
+}
+
+// withLoaded calls fn with the gate of key locked, if it is in memory and not evicted.
+func withLoaded(r *Registry, key string, fn func(h *host)) {
 	r.mu.RLock()
-	h := r.hosts[host]
+	h := r.hosts[key]
 	r.mu.RUnlock()
 	if h == nil {
-		return HostStats{}, false
+		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.evicted {
-		return HostStats{}, false
+	if !h.evicted {
+		fn(h)
 	}
-	return h.statsLocked(now), true
 }
 
-// Admitted returns how many requests host's gate has admitted since it was last created or
+// Admitted returns how many requests name's gate has admitted since it was last created or
 // restored, without computing its other figures; ok is false if the gate is not in memory.
-func (r *Registry) Admitted(host string) (n uint64, ok bool) {
-	r.mu.RLock()
-	h := r.hosts[host]
-	r.mu.RUnlock()
-	if h == nil {
-		return 0, false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.admitted, !h.evicted
+func (r *Registry) Admitted(name string) (n uint64, ok bool) {
+	withLoaded(r, name, func(h *host) { n, ok = h.admitted, true })
+	return n, ok
 }
 
-// Limit returns the rate, req/s, host's token bucket paces at now (HostStats.Limit), without
+// Limit returns the rate, req/s, name's token bucket paces at now (HostStats.Limit), without
 // computing its other figures; ok is false if the gate is not in memory. It never loads or
 // creates a host.
-func (r *Registry) Limit(host string) (limit float64, ok bool) {
-	r.mu.RLock()
-	h := r.hosts[host]
-	r.mu.RUnlock()
-	if h == nil {
-		return 0, false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.limit, !h.evicted
+func (r *Registry) Limit(name string) (limit float64, ok bool) {
+	withLoaded(r, name, func(h *host) { limit, ok = h.limit, true })
+	return limit, ok
 }
 
 // Evict saves the state of every host that has nothing in flight and has been idle for at

@@ -26,9 +26,9 @@ import (
 // when no host in play is queued and a worker is free, next puts one more in play beyond the
 // budget, as long as fewer than spareMax such hosts are: so that hosts crawled fast, or
 // paused, whose rates fill the budget, leave room for new hosts to go on, but no more than a
-// few, which would take the machine's time from the hosts being crawled. So a broad crawl finishes hosts before it starts new ones and holds state
-// (gates, robots.txt, records) for the hosts it is crawling, not for every host it has seen.
-// The dispatcher goroutine owns it.
+// few, which would take the machine's time from the hosts being crawled. So a broad crawl
+// finishes hosts before it starts new ones and holds state (gates, robots.txt, records) for
+// the hosts it is crawling, not for every host it has seen. The dispatcher goroutine owns it.
 type schedule struct {
 	maxActive int                       // hosts in play at most (queued, timed, waiting or taken)
 	budget    float64                   // req/s: pending hosts are admitted while the hosts in play add up to no more
@@ -153,8 +153,9 @@ func (s *schedule) due(now time.Time) {
 
 // next takes the queued host with the least tag or, when none is queued, puts the oldest
 // pending host in play beyond the budget (if fewer than maxActive are in play and fewer than
-// spareMax are so) and takes it: the caller has a worker free. ok is false when it can do neither. The host is taken until the caller puts it back
-// (requeue, wakeAt, waitFor) or forgets it, and served says it was given a job.
+// spareMax are so) and takes it: the caller has a worker free. ok is false when it can do
+// neither. The host is taken until the caller puts it back (requeue, wakeAt, waitFor) or
+// forgets it, and served says it was given a job.
 func (s *schedule) next() (host string, ok bool) {
 	if s.queue.Len() == 0 {
 		if len(s.pending) == 0 || s.inPlay() >= s.maxActive || s.spare >= s.spareMax {
@@ -186,7 +187,7 @@ func (s *schedule) requeue(host string) { s.enqueue(host) }
 
 // wake queues host now if the schedule holds it waiting (for a time, or for a job of its gate).
 func (s *schedule) wake(host string) {
-	if sl, ok := s.hosts[host]; ok && (sl.kind == slotTimed || sl.kind == slotWaiting) {
+	if s.holds(host) {
 		s.enqueue(host) // a timed host's heap entry goes stale
 	}
 }

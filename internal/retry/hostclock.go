@@ -55,8 +55,12 @@ func (h *HostClock) Read(status int, header http.Header, sent, received, now tim
 	a.Stated, _ = h.policy.Read(header, ref)
 	if ok {
 		h.policy.counts(q)
+		if !refused && status < 400 {
+			h.policy.answered(sent)
+		}
 	}
 	if ok && q.Remaining <= 0 {
+		h.policy.spent(received, now.Add(q.Reset))
 		if refused || status >= 400 {
 			h.policy.refusedSpent()
 		}

@@ -72,6 +72,12 @@ type PolicyReader struct {
 	// refusals counts refusals that said the quota was spent; at tokenRefusals the host's
 	// spent quotas are never read as a bucket's (spentPause).
 	refusals int
+	// spentAt and spentUntil: when the latest answer saying the quota was spent came, and the
+	// reset it named, on our clock (see answered).
+	spentAt, spentUntil time.Time
+	// refuted: a request sent after a spent answer, well before the reset it named, was
+	// accepted: the host's resets do not say when its quota comes back (see answered).
+	refuted bool
 }
 
 // tokenRefusals: this many refusals with a spent quota show that the host's spent quotas are
@@ -175,6 +181,9 @@ const tokenReset = 2 * resetRounding
 // host's rate is learned as if nothing were stated, and its refusals teach it.
 func (p *PolicyReader) spentPause(s Stated, q Quota, refused bool) (pause time.Duration, untilReset bool) {
 	iv := s.Interval()
+	if p.refuted {
+		return iv, false
+	}
 	if iv <= 0 {
 		return 0, refused || p.counted || p.refusals > 0 && q.Reset > tokenReset
 	}
@@ -201,3 +210,22 @@ func (p *PolicyReader) counts(q Quota) {
 
 // refusedSpent records a refusal whose answer said the quota was spent.
 func (p *PolicyReader) refusedSpent() { p.refusals++ }
+
+// spent records an answer, received at received (our clock), that said the quota is spent
+// until reset from now.
+func (p *PolicyReader) spent(received, until time.Time) {
+	p.spentAt, p.spentUntil = received, until
+}
+
+// answered records an accepted answer (no refusal, no error status) to a request sent at sent
+// (our clock). A request sent after the latest spent answer came and more than tokenReset
+// before the reset it named refutes the host's resets for good: its quota came back long
+// before the time they named, so they are a limit's other window (a bucket's emptiness named
+// with a minute's end) or no limit at all, and waiting for them would cost up to a whole
+// window per request. A fixed window's reset is its end rounded up to a whole second, so a
+// request sent that early is refused, never accepted.
+func (p *PolicyReader) answered(sent time.Time) {
+	if !p.spentAt.IsZero() && sent.After(p.spentAt) && sent.Before(p.spentUntil.Add(-tokenReset)) {
+		p.refuted = true
+	}
+}

@@ -187,3 +187,53 @@ func FuzzPolicyReader(f *testing.F) {
 		}
 	})
 }
+
+// TestHostClockResetsRefuted: a host whose answers name a minute's end as their reset while its
+// quota is a bucket of one (a token back every 100 ms) is refused twice with a spent quota; once
+// it has accepted a request sent a minute before the reset its spent answers named, a spent
+// answer pauses one interval, not until the reset. A fixed window's request resumed within the
+// second its reset was rounded by, and accepted, refutes nothing.
+func TestHostClockResetsRefuted(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	end := t0.Add(time.Minute)
+	x := func(status, r int, at time.Time, retryAfter string) (int, http.Header, time.Time) {
+		h := http.Header{"X-Ratelimit-Limit": {"600"}, "X-Ratelimit-Remaining": {strconv.Itoa(r)},
+			"X-Ratelimit-Reset": {strconv.FormatInt(end.Unix(), 10)}}
+		if retryAfter != "" {
+			h.Set("Retry-After", retryAfter)
+		}
+		return status, h, at
+	}
+	var h HostClock
+	read := func(status int, hd http.Header, at time.Time) Answer { return h.Read(status, hd, at, at, at) }
+	ms := time.Millisecond
+	if a := read(x(200, 0, t0, "")); a.Pause != 100*ms {
+		t.Fatalf("first spent answer: pause %v, want one interval (100ms)", a.Pause)
+	}
+	read(x(429, 0, t0.Add(100*ms), "1"))
+	if a := read(x(429, 0, t0.Add(1100*ms), "1")); a.Pause < 50*time.Second {
+		t.Fatalf("second refusal with a spent quota: pause %v, want the reset (about 59 s)", a.Pause)
+	}
+	// The host accepts a request sent 2.1 s in: its quota came back 58 s before the reset.
+	if a := read(x(200, 0, t0.Add(2100*ms), "")); a.Pause != 100*ms {
+		t.Errorf("spent answer after the reset was refuted: pause %v, want one interval (100ms)", a.Pause)
+	}
+	if a := read(x(429, 0, t0.Add(2200*ms), "1")); a.Pause != time.Second {
+		t.Errorf("refusal after the reset was refuted: pause %v, want its Retry-After (1s)", a.Pause)
+	}
+
+	// A fixed window of 200 per 10 s, spent: its reset is waited for, and a request resumed
+	// within the rounding of the reset that is accepted leaves the resets trusted.
+	var w HostClock
+	ietf := func(r, secs int) http.Header {
+		return http.Header{"Ratelimit-Policy": {`"default";q=200;w=10`}, "Ratelimit": {`"default";r=` + strconv.Itoa(r) + `;t=` + strconv.Itoa(secs)}}
+	}
+	w.Read(200, ietf(199, 10), t0, t0, t0)
+	w.Read(200, ietf(0, 8), t0.Add(2*time.Second), t0.Add(2*time.Second), t0.Add(2*time.Second))
+	at := t0.Add(9 * time.Second) // a second before the reset the spent answer named
+	w.Read(200, ietf(199, 10), at, at, at)
+	at = at.Add(time.Second)
+	if a := w.Read(200, ietf(0, 9), at, at, at); a.Pause < 8*time.Second {
+		t.Errorf("fixed window spent after an early resume: pause %v, want its reset (about 9 s)", a.Pause)
+	}
+}

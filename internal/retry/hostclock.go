@@ -56,7 +56,7 @@ func (h *HostClock) Read(status int, header http.Header, sent, received, now tim
 	if ok {
 		h.policy.counts(q)
 		if !refused && status < 400 {
-			h.policy.answered(sent)
+			h.policy.answered(sent, q)
 		}
 	}
 	if ok && q.Remaining <= 0 {

@@ -75,8 +75,8 @@ type PolicyReader struct {
 	// spentAt and spentUntil: when the latest answer saying the quota was spent came, and the
 	// reset it named, on our clock (see answered).
 	spentAt, spentUntil time.Time
-	// refuted: a request sent after a spent answer, well before the reset it named, was
-	// accepted: the host's resets do not say when its quota comes back (see answered).
+	// refuted: the host's answers showed that its resets do not say when its quota comes
+	// back (see answered).
 	refuted bool
 }
 
@@ -179,6 +179,10 @@ const tokenReset = 2 * resetRounding
 // (counts), on a refusal (refused: 429, 503 and their kin), or, with a reset further than
 // tokenReset, after a refusal that came with a spent quota. Otherwise there is no pause: the
 // host's rate is learned as if nothing were stated, and its refusals teach it.
+//
+// Once the host's answers have refuted its resets (answered), none is waited for: a spent
+// quota pauses one Interval under a policy, nothing without one, and the host's refusals
+// (their Retry-After, the rate's decrease) teach the rest.
 func (p *PolicyReader) spentPause(s Stated, q Quota, refused bool) (pause time.Duration, untilReset bool) {
 	iv := s.Interval()
 	if p.refuted {
@@ -217,15 +221,26 @@ func (p *PolicyReader) spent(received, until time.Time) {
 	p.spentAt, p.spentUntil = received, until
 }
 
-// answered records an accepted answer (no refusal, no error status) to a request sent at sent
-// (our clock). A request sent after the latest spent answer came and more than tokenReset
-// before the reset it named refutes the host's resets for good: its quota came back long
-// before the time they named, so they are a limit's other window (a bucket's emptiness named
-// with a minute's end) or no limit at all, and waiting for them would cost up to a whole
-// window per request. A fixed window's reset is its end rounded up to a whole second, so a
-// request sent that early is refused, never accepted.
-func (p *PolicyReader) answered(sent time.Time) {
-	if !p.spentAt.IsZero() && sent.After(p.spentAt) && sent.Before(p.spentUntil.Add(-tokenReset)) {
+// answered records an accepted answer (no refusal, no error status), stating quota q, to a
+// request sent at sent (our clock). Either of two such answers refutes the host's resets for
+// good, since its quota does not come back when they say: a request sent after the latest
+// spent answer came and more than tokenReset before the reset it named (a fixed window's reset
+// is its end rounded up to a whole second, so a request sent that early is refused, never
+// accepted); or the first request sent after that reset to be answered, when a quota of more
+// than one is whole again, spent by that one request. An answer with quota left shows the
+// quota came back, and neither applies until the next spent answer. Such resets are a limit's
+// other window (a bucket's emptiness named with a minute's end) or no limit at all, and
+// waiting for them would cost up to a whole window per request.
+func (p *PolicyReader) answered(sent time.Time, q Quota) {
+	if p.spentAt.IsZero() || !sent.After(p.spentAt) {
+		return
+	}
+	switch {
+	case sent.Before(p.spentUntil.Add(-tokenReset)):
+		p.refuted = true
+	case q.Remaining > 0:
+		p.spentAt, p.spentUntil = time.Time{}, time.Time{} // the quota came back
+	case !sent.Before(p.spentUntil) && q.Limit > 1:
 		p.refuted = true
 	}
 }

@@ -232,8 +232,31 @@ func TestHostClockResetsRefuted(t *testing.T) {
 	w.Read(200, ietf(0, 8), t0.Add(2*time.Second), t0.Add(2*time.Second), t0.Add(2*time.Second))
 	at := t0.Add(9 * time.Second) // a second before the reset the spent answer named
 	w.Read(200, ietf(199, 10), at, at, at)
-	at = at.Add(time.Second)
-	if a := w.Read(200, ietf(0, 9), at, at, at); a.Pause < 8*time.Second {
-		t.Errorf("fixed window spent after an early resume: pause %v, want its reset (about 9 s)", a.Pause)
+	at = t0.Add(12 * time.Second) // the window spent again, after the reset
+	if a := w.Read(200, ietf(0, 7), at, at, at); a.Pause < 6*time.Second {
+		t.Errorf("fixed window spent after an early resume: pause %v, want its reset (about 7 s)", a.Pause)
+	}
+}
+
+// TestHostClockResetsRefutedByRespent: a host refused twice with a spent quota before any
+// answer could refute its resets is waited for until the reset; the first request after it,
+// when the quota of 600 is whole again, is answered with none left: the reset did not bring the
+// quota back, and the next spent answer pauses one interval.
+func TestHostClockResetsRefutedByRespent(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	x := func(r int, end time.Time) http.Header {
+		return http.Header{"X-Ratelimit-Limit": {"600"}, "X-Ratelimit-Remaining": {strconv.Itoa(r)},
+			"X-Ratelimit-Reset": {strconv.FormatInt(end.Unix(), 10)}, "Retry-After": {"1"}}
+	}
+	var h HostClock
+	end := t0.Add(time.Minute)
+	h.Read(429, x(0, end), t0, t0, t0)
+	at := t0.Add(time.Second)
+	if a := h.Read(429, x(0, end), at, at, at); a.Pause < 50*time.Second {
+		t.Fatalf("second refusal with a spent quota: pause %v, want the reset (59 s)", a.Pause)
+	}
+	at = end.Add(10 * time.Millisecond)
+	if a := h.Read(200, x(0, end.Add(time.Minute)), at, at, at); a.Pause != 100*time.Millisecond {
+		t.Errorf("one request spent the quota the reset brought back: pause %v, want one interval (100ms)", a.Pause)
 	}
 }

@@ -172,6 +172,9 @@ func (b *Browser) launchLocked(ctx context.Context) (*instance, error) {
 		"--user-data-dir=" + profile,
 		"--proxy-server=http://" + b.trap.Addr().String(),
 		"--proxy-bypass-list=<-loopback>", // loopback goes to the trap too
+		// logs go to stderr; the switch, which Chromium passes on to its renderer, GPU and
+		// network processes, names the profile in their command lines (killTree)
+		"--enable-logging=stderr", "--log-file=" + filepath.Join(profile, "browser.log"),
 	}, flags...)
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = append(os.Environ(), "HOME="+profile) // keep the browser's dot-files in the profile

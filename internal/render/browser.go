@@ -27,6 +27,7 @@ type Browser struct {
 	prelude string               // the page's prelude; tests clear it to reach what lies behind it
 	opened  func(session string) // tests: called with each page's session once it is set up
 	closing func()               // tests: called after each page, before its tab is readied or disposed of
+	left    func(url string)     // tests: called with each request a page made as it left, failed by reset
 
 	mu     sync.Mutex
 	inst   *instance      // nil before the first start and after a failed restart
@@ -324,7 +325,7 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 		return nil, err
 	}
 	p := newPage(b.o, in, b.takeTab(in), pageURL, doc, a, b.prelude)
-	p.opened = b.opened
+	p.opened, p.left = b.opened, b.left
 	res, err := p.run(ctx)
 	if err == nil && p.settled && b.readyLater() {
 		// The result is the caller's now; the tab is readied for the next page meanwhile,

@@ -24,6 +24,7 @@ type page struct {
 
 	prelude string               // script run before each document's own; "" in tests of what lies behind it
 	opened  func(session string) // tests: called once the page's session is set up
+	left    func(url string)     // tests: called with each request the page made as it left (reset)
 
 	tab     *tab            // nil until open; nil again after close when the tab is disposed of
 	target  string          // the tab's, also the main frame's id

@@ -143,7 +143,7 @@ var flags = []string{
 	"--disable-quic", "--dns-prefetch-disable", "--disable-dev-shm-usage",
 	"--disable-features=NetworkPrediction,Prerender2,OptimizationHints,Translate,MediaRouter," +
 		"DialMediaRouteProvider,AutofillServerCommunication,DnsOverHttps,InterestFeedContentSuggestions," +
-		"CertificateTransparencyComponentUpdater,BackForwardCache,SpareRendererForSitePerProcess",
+		"CertificateTransparencyComponentUpdater,BackForwardCache,SpareRendererForSitePerProcess,RenderDocument",
 	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 	"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", // no name resolves; the trap (an address) still connects
 	"--disable-background-timer-throttling", "--disable-renderer-backgrounding",

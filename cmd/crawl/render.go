@@ -14,7 +14,7 @@ import (
 func renderFlags(fs *flag.FlagSet, r *crawler.Render) {
 	fs.Var(&r.Mode, "render", "render pages in a headless Chromium, every sub-request sent through the crawl's gates: never, auto (pages that are application shells: little text, scripts) or always")
 	fs.IntVar(&r.Tabs, "render-tabs", r.Tabs, "pages rendered at once (0: a default from cores and memory); not stored")
-	fs.StringVar(&r.Browser, "browser", r.Browser, "Chromium or Chrome `executable` for --render (default: chromium, chromium-browser, google-chrome… on PATH); not stored")
+	fs.StringVar(&r.Browser, "browser", r.Browser, "Chromium or Chrome `executable` for --render (default: chromium-headless-shell, chromium, chromium-browser, google-chrome… on PATH); not stored")
 	durationVar(fs, &r.Timeout, "render-timeout", r.Timeout, "most time one page may take to render, its sub-requests included (a `duration`); a page cut by it is kept as rendered")
 }
 
@@ -35,7 +35,7 @@ func printRender(w io.Writer, r *crawler.RenderCounts) {
 
 // browserNames are what --render looks for on PATH, as render.FindBrowser does, for the
 // message that says none was found.
-const browserNames = "chromium, chromium-browser, google-chrome"
+const browserNames = "chrome-headless-shell, chromium-headless-shell, chromium, chromium-browser, google-chrome"
 
 // checkBrowser returns a usage error when cfg renders pages and no browser can be run: none on
 // PATH, or --browser naming none. stored says --render came from the crawl's stored settings.
@@ -54,7 +54,7 @@ func checkBrowser(r crawler.Render, stored bool) error {
 		return nil
 	}
 	if render.FindBrowser() == "" {
-		return fmt.Errorf("%s needs Chromium or Chrome, and none is on PATH (looked for %s): install it (Debian: apt-get install chromium) or name one with --browser PATH",
+		return fmt.Errorf("%s needs Chromium or Chrome, and none is on PATH (looked for %s): install it (Debian: apt-get install chromium-headless-shell, or chromium) or name one with --browser PATH",
 			from, browserNames)
 	}
 	return nil

@@ -27,6 +27,7 @@ type Browser struct {
 	prelude string               // the page's prelude; tests clear it to reach what lies behind it
 	opened  func(session string) // tests: called with each page's session once it is set up
 	closing func()               // tests: called after each page, before its tab is readied or disposed of
+	left    func(url string)     // tests: called with each request a page made as it left, failed by reset
 
 	mu     sync.Mutex
 	inst   *instance      // nil before the first start and after a failed restart
@@ -142,7 +143,7 @@ var flags = []string{
 	"--disable-quic", "--dns-prefetch-disable", "--disable-dev-shm-usage",
 	"--disable-features=NetworkPrediction,Prerender2,OptimizationHints,Translate,MediaRouter," +
 		"DialMediaRouteProvider,AutofillServerCommunication,DnsOverHttps,InterestFeedContentSuggestions," +
-		"CertificateTransparencyComponentUpdater,BackForwardCache,SpareRendererForSitePerProcess",
+		"CertificateTransparencyComponentUpdater,BackForwardCache,SpareRendererForSitePerProcess,RenderDocument",
 	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 	"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", // no name resolves; the trap (an address) still connects
 	"--disable-background-timer-throttling", "--disable-renderer-backgrounding",
@@ -172,6 +173,9 @@ func (b *Browser) launchLocked(ctx context.Context) (*instance, error) {
 		"--user-data-dir=" + profile,
 		"--proxy-server=http://" + b.trap.Addr().String(),
 		"--proxy-bypass-list=<-loopback>", // loopback goes to the trap too
+		// logs go to stderr; the switch, which Chromium passes on to its renderer, GPU and
+		// network processes, names the profile in their command lines (killTree)
+		"--enable-logging=stderr", "--log-file=" + filepath.Join(profile, "browser.log"),
 	}, flags...)
 	cmd := exec.Command(b.path, args...)
 	cmd.Env = append(os.Environ(), "HOME="+profile) // keep the browser's dot-files in the profile
@@ -321,7 +325,7 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 		return nil, err
 	}
 	p := newPage(b.o, in, b.takeTab(in), pageURL, doc, a, b.prelude)
-	p.opened = b.opened
+	p.opened, p.left = b.opened, b.left
 	res, err := p.run(ctx)
 	if err == nil && p.settled && b.readyLater() {
 		// The result is the caller's now; the tab is readied for the next page meanwhile,

@@ -2,19 +2,36 @@ package render
 
 import (
 	"os/exec"
+	"path/filepath"
 	"runtime"
 )
 
-// browserNames are the executables FindBrowser looks for on PATH, in order.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"}
+// browserNames are the executables FindBrowser looks for on PATH, in order: Chromium's
+// headless shell first (the same engine without the browser's user interface, about half the
+// CPU and memory a page; docs/render.md, "The browser"), then the full browsers.
+var browserNames = []string{"chrome-headless-shell", "chromium-headless-shell",
+	"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"}
 
-// FindBrowser returns the path of a Chromium or Chrome executable on PATH, or "" if there is
-// none.
+// wrapped are the executables that wrappers on PATH run without exec (Debian's
+// /usr/bin/chromium-headless-shell is a shell script running it as its child), relative to
+// the wrapper's directory: FindBrowser returns the executable itself, so the browser is the
+// process render starts, signals and watches.
+var wrapped = map[string]string{"chromium-headless-shell": "../lib/chromium/chromium-headless-shell"}
+
+// FindBrowser returns the path of a Chromium headless shell, Chromium or Chrome executable on
+// PATH, or "" if there is none.
 func FindBrowser() string {
 	for _, n := range browserNames {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
+		p, err := exec.LookPath(n)
+		if err != nil {
+			continue
 		}
+		if w, ok := wrapped[n]; ok {
+			if b, err := exec.LookPath(filepath.Join(filepath.Dir(p), w)); err == nil {
+				return b
+			}
+		}
+		return p
 	}
 	return ""
 }

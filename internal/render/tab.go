@@ -142,6 +142,9 @@ func (p *page) reset(ctx context.Context) bool {
 					if json.Unmarshal(m.Params, &r) == nil {
 						p.c.call(ctx, m.SessionID, "Fetch.failRequest", map[string]any{
 							"requestId": r.RequestID, "errorReason": "Aborted"}, nil)
+						if p.left != nil {
+							p.left(r.Request.URL)
+						}
 					}
 				case "Page.frameNavigated":
 					var f struct {

@@ -12,13 +12,20 @@ import (
 )
 
 // TestTabIsolation: a page rendered in a tab after another of the same origin sees none of
-// the earlier page's cookies, local or session storage, IndexedDB databases or globals, and
-// its sub-requests are asked again (no cache between pages); what the earlier page asks as it
-// leaves is never asked of the Answerer.
+// the earlier page's cookies, local or session storage, IndexedDB databases or globals, nor
+// what its timers and its pagehide handler write (its scripts end before its storage is
+// cleared), and its sub-requests are asked again (no cache between pages); what the earlier
+// page asks as it leaves is made, refused, and never asked of the Answerer.
 func TestTabIsolation(t *testing.T) {
 	b := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet})
 	var sessions []string
 	b.opened = func(s string) { sessions = append(sessions, s) }
+	var left atomic.Int32 // the leaving request, made and refused
+	b.left = func(u string) {
+		if strings.HasSuffix(u, "/late") {
+			left.Add(1)
+		}
+	}
 	asked, late := 0, 0
 	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
 		if strings.HasSuffix(r.URL, "/late") {
@@ -38,13 +45,19 @@ sessionStorage.setItem("k", "v");
 window.name = "leaked";
 const open = indexedDB.open("db", 1);
 open.onupgradeneeded = () => open.result.createObjectStore("s");
-addEventListener("pagehide", () => fetch("/late", {keepalive: true}));
+setInterval(() => localStorage.setItem("timer", "v"), 5);
+addEventListener("pagehide", () => {
+  fetch("/late", {keepalive: true});
+  localStorage.setItem("leaving", "v");
+  document.cookie = "leaving=v; max-age=3600";
+});
 </script><p>written</p>`
 	const read = `<script src="/a.js"></script><p id="out"></p><script>
 (async () => {
   const dbs = indexedDB.databases ? (await indexedDB.databases()).map(d => d.name).join(",") : "";
   document.getElementById("out").textContent = JSON.stringify({cookie: document.cookie,
-    local: localStorage.getItem("k"), session: sessionStorage.getItem("k"), name: window.name,
+    local: [localStorage.getItem("k"), localStorage.getItem("timer"), localStorage.getItem("leaving")],
+    session: sessionStorage.getItem("k"), name: window.name,
     loaded: window.loaded, dbs});
 })();
 </script>`
@@ -53,12 +66,12 @@ addEventListener("pagehide", () => fetch("/late", {keepalive: true}));
 	if len(sessions) != 2 || sessions[0] != sessions[1] {
 		t.Fatalf("the two pages ran in tabs %v, want one tab twice", sessions)
 	}
-	want := `{"cookie":"","local":null,"session":null,"name":"","loaded":1,"dbs":""}`
+	want := `{"cookie":"","local":[null,null,null],"session":null,"name":"","loaded":1,"dbs":""}`
 	if !strings.Contains(string(res.DOM), want) {
 		t.Errorf("the second page saw %s, want %s", res.DOM, want)
 	}
-	if late != 0 {
-		t.Errorf("the request the first page made as it left was asked %d times", late)
+	if late != 0 || left.Load() != 1 {
+		t.Errorf("the request the first page made as it left was asked %d times and refused %d, want 0 and 1", late, left.Load())
 	}
 	if asked != 2 {
 		t.Errorf("the script was asked %d times, want once per page", asked)

@@ -21,13 +21,15 @@ import (
 // each renders the pages of the sites it owns; every page calls one API host limited to 2
 // req/s (burst 1, 429 + Retry-After, the limit stated in its headers). Each worker's gate
 // learns that limit; without the fleet's pace each would send at it, together three times
-// over. With it, at most 1% of the API's requests are refused, and every page is rendered
-// once (docs/fleet.md "Rendered pages' sub-requests").
+// over. With it, at most 1% of the API's requests are refused (one at least: the share 100
+// pages allowed), and every page is rendered once (docs/fleet.md "Rendered pages'
+// sub-requests"). 30 pages keep the API busy for 15 s at its limit: enough, as the three
+// workers' own gates unpaced draw several refusals (8 of 40 requests, one run).
 func TestFleetRenderOneAPIHost(t *testing.T) {
 	t.Parallel()
 	browser := needBrowser(t)
 	const (
-		pages   = 100
+		pages   = 30
 		sites   = 6
 		workers = 3
 	)
@@ -96,8 +98,8 @@ func TestFleetRenderOneAPIHost(t *testing.T) {
 	api := a.web.Stats()[simweb.AppAPI]
 	t.Logf("%d workers rendered %d pages in %v; API: %d requests, %d refused, at %v", workers, pages,
 		took.Round(time.Millisecond), api.Requests, api.OverLimit, api.OverLimitAt)
-	if api.OverLimit*100 > api.Requests {
-		t.Errorf("API: %d of %d requests refused, want at most 1%%", api.OverLimit, api.Requests)
+	if api.OverLimit > max(1, api.Requests/100) {
+		t.Errorf("API: %d of %d requests refused, want at most 1%% (or one)", api.OverLimit, api.Requests)
 	}
 	if api.RobotsViolations != 0 {
 		t.Errorf("API: %d requests to paths robots.txt disallows, want 0", api.RobotsViolations)

@@ -67,6 +67,7 @@ func (l *lockedBuffer) String() string {
 // only so that a crawl whose retries were deferred by the 60 s cap stops "deferred" at once
 // instead of running for a minute: that crawl fails the test either way.
 func TestBroadRefuseOnceDrawsNoRetryBudget(t *testing.T) {
+	t.Parallel()
 	const hosts, pages = 300, 3
 	specs := simweb.Broad(hosts, pages, 0, 21)
 	for i := range specs {

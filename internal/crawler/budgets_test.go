@@ -58,6 +58,7 @@ func (s *sitemapSite) hit(path string) int {
 // three; a host's sitemap documents and URLs from sitemaps stop at their budgets; and each cut
 // is recorded once, under the sitemap, with what was cut and why.
 func TestSitemapBudgets(t *testing.T) {
+	t.Parallel()
 	// /sitemap.xml (index, level 0) → /i1.xml (level 1) → /i2.xml (level 2) → /i3.xml: not read.
 	docs := map[string][]string{
 		"/sitemap.xml": {"/i1.xml", "/u0.xml"},

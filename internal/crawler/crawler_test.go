@@ -105,6 +105,7 @@ func testConfig(t *testing.T, web *simweb.Web) Config {
 }
 
 func TestCrawlSimulatedWebCompletely(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +131,7 @@ func TestCrawlSimulatedWebCompletely(t *testing.T) {
 }
 
 func TestResumeAfterMaxPages(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +180,7 @@ func TestSeedsParse(t *testing.T) {
 // (no page request at all) until it recovers; one that never recovers fails the host's URLs
 // with reason robots-unreachable instead of fetching them.
 func TestRobotsObeyed(t *testing.T) {
+	t.Parallel()
 	specs := []simweb.HostSpec{
 		{Name: "rules", Pages: 40, Disallow: []string{"/private/", "/p1"}},
 		{Name: "flaky", Pages: 20, RobotsFailures: 3},
@@ -247,6 +250,7 @@ func TestPrivateAddressRefused(t *testing.T) {
 // TestLongRetryAfterDefers: a host that asks for an hour's pause does not hold the run open; it
 // stops "deferred" with the URL still queued (a later run resumes it), after one request.
 func TestLongRetryAfterDefers(t *testing.T) {
+	t.Parallel()
 	var pages atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
@@ -279,6 +283,7 @@ func TestLongRetryAfterDefers(t *testing.T) {
 // an announced Retry-After window, never get banned, and draw few refusals. (Speed against the
 // ideal is measured by `go run -C bench ./crawlbench`, not asserted here: the machine is shared.)
 func TestPolitenessOnLimitedHosts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a few seconds of real-time crawling")
 	}
@@ -346,6 +351,7 @@ func TestEvasiveBlockLosesNothing(t *testing.T) {
 // "slow down" like 429: the page is retried, not stored as an error, and its Retry-After is
 // waited out.
 func TestNonStandardSlowDownRetried(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var times []time.Time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -384,6 +390,7 @@ func TestNonStandardSlowDownRetried(t *testing.T) {
 // with a gate each, so with --host-concurrency 1 the server sees two requests at once; with
 // KeyByIP they share one gate and it never sees more than one.
 func TestKeyByIPSharesOneGate(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a few seconds of real-time crawling")
 	}
@@ -392,6 +399,7 @@ func TestKeyByIPSharesOneGate(t *testing.T) {
 	}
 	for _, byIP := range []bool{false, true} {
 		t.Run(fmt.Sprintf("KeyByIP=%v", byIP), func(t *testing.T) {
+			t.Parallel()
 			var inFlight, peak atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/robots.txt" {
@@ -441,6 +449,7 @@ func TestKeyByIPSharesOneGate(t *testing.T) {
 // TestThrottledURLWaitsItsTurn: a host that serves other pages but answers one URL 503 seven
 // times is throttling, not failing: the URL is retried past --max-attempts (5) and fetched.
 func TestThrottledURLWaitsItsTurn(t *testing.T) {
+	t.Parallel()
 	var xs atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -474,6 +483,7 @@ func TestThrottledURLWaitsItsTurn(t *testing.T) {
 // TestLongPauseSavedAtOnce: a Retry-After of some seconds is in the store as soon as it is
 // received, not only when the crawl exits, so a run started after a kill still honours it.
 func TestLongPauseSavedAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)
@@ -510,8 +520,10 @@ func TestLongPauseSavedAtOnce(t *testing.T) {
 // first send slow start paces from. Counted as neutral, a host without robots.txt started
 // slow start one page later.
 func TestRobotsAnswerIsASuccess(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{200, 404, 410} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			t.Parallel()
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/robots.txt" {
 					w.WriteHeader(status)
@@ -553,6 +565,7 @@ func TestRobotsAnswerIsASuccess(t *testing.T) {
 // endpoint crawled at the same time (within 5 times plus 10 s; a throttled host takes minutes),
 // however loaded the machine is.
 func TestBrokenPagesDoNotSlowTheHost(t *testing.T) {
+	t.Parallel()
 	const pages, every = 600, 20
 	crawl := func(broken bool) (time.Duration, map[string]int, error) {
 		var mu sync.Mutex
@@ -640,6 +653,7 @@ func TestBrokenPagesDoNotSlowTheHost(t *testing.T) {
 // TestLinkCredentialsDropped: a link carrying user:password is followed without them, and the
 // server never sees them.
 func TestLinkCredentialsDropped(t *testing.T) {
+	t.Parallel()
 	var sawAuth atomic.Int32
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 // put theirs in) still fetches the hosts on it: before it refuses an address it reads the
 // crawl's blocks again. Nothing is excluded private-address.
 func TestSharedGuardTakesBlocksAddedAfterOpen(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), nil) // its hosts are on 127.0.0.1
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // one seed, looking the names up with Config.DNSServer: the seed's address puts loopback in
 // scope, links find every host, and each name is looked up once (an A and an AAAA query).
 func TestCrawlBroadWebThroughDNS(t *testing.T) {
+	t.Parallel()
 	web, dns := startBroadWeb(t, simweb.Broad(30, 3, 0, 1), 1)
 	cfg := testConfig(t, web)
 	cfg.Seeds = web.Seeds()[:1]

@@ -138,6 +138,7 @@ func TestSendLateness(t *testing.T) {
 // In a shared crawl every sub-request is sent at a fleet's slot, and each 429 tells the
 // fleet's pace: a refusal, with its Retry-After as the pause, and the gate's interval after it.
 func TestSubresourceTellsTheFleet(t *testing.T) {
+	t.Parallel()
 	const pages = 12
 	a := startAppWeb(t, simweb.AppOptions{Pages: pages, APILimit: 4})
 	pf := &pacedFake{sharedFake: newSharedFake(t), replies: []fleet.PaceSlot{{State: fleet.PaceReserved, Late: time.Hour}}}

@@ -49,6 +49,7 @@ func crawlFake(t *testing.T, reg *hostlimit.Registry, server *rate.Limiter, star
 // of fake time it sends at least 0.9 of the learned rate, with no more refusals than the first
 // crawl, where a crawl without it climbs from the initial rate.
 func TestLearnedFrom(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	const limit = 20.0
 	learnedDir, newDir, freshDir := t.TempDir(), t.TempDir(), t.TempDir()

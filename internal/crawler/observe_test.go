@@ -49,6 +49,7 @@ func (r *recorder) Tick(t Tick) {
 // TestObservedCrawl checks the events, the run counters and the samples of a crawl against
 // what the simulated servers themselves counted.
 func TestObservedCrawl(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 3})
 	if err != nil {
 		t.Fatal(err)

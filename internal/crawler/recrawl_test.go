@@ -50,6 +50,7 @@ func storedByURL(t *testing.T, dir string) map[string][]*storage.Page {
 // without validators, which are stored anew. A third run revalidates from the newest 200 or
 // through the 304s; --older-than skips pages visited since.
 func TestRecrawl(t *testing.T) {
+	t.Parallel()
 	started := time.Now()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 24, Revisions: true}}, &simweb.Options{Seed: 3})
 	if err != nil {
@@ -246,6 +247,7 @@ func readFrontier(t *testing.T, dir string) *frontier.Frontier {
 // (not those that answered 304, nor those without validators whose body came back the same),
 // so a recrawl cut short by --max-pages spends its budget on them.
 func TestRecrawlOrder(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 24, Revisions: true}}, &simweb.Options{Seed: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +290,7 @@ func TestRecrawlOrder(t *testing.T) {
 // TestRecrawlSitemapLastMod: a stored sitemap's <lastmod> orders revisits: a page it says
 // changed after the last visit goes first, one it says has not changed goes last.
 func TestRecrawlSitemapLastMod(t *testing.T) {
+	t.Parallel()
 	var base string
 	sm := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/xml")

@@ -201,6 +201,7 @@ func TestSubrequestsFreeTheirGate(t *testing.T) {
 // TestRequisitesFromRender: with --requisites as well, a requisite the browser already fetched
 // for a rendered page is stored from that answer, not fetched again.
 func TestRequisitesFromRender(t *testing.T) {
+	t.Parallel()
 	a := startAppWeb(t, simweb.AppOptions{Pages: 3})
 	cfg := a.config(t)
 	cfg.Requisites = true

@@ -181,6 +181,7 @@ func runShared(t *testing.T, cfg Config, shared Shared) {
 // settings: a second worker given no seeds joins the finished crawl with the first one's
 // scope, and a worker with another --scope mode is refused.
 func TestSharedCrawl(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -259,6 +260,7 @@ func robotsRequests(web *simweb.Web) (n, violations int) {
 // A host's robots.txt fetched by one worker of a shared crawl is used by the next without a
 // fetch of its own, and its rules hold there.
 func TestSharedRobots(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +292,7 @@ func TestSharedRobots(t *testing.T) {
 // leaves the host as if never loaded: when the worker holds the host again, it takes the
 // robots.txt another owner saved meanwhile instead of fetching its own.
 func TestSharedRobotsAfterAMove(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,9 @@ func startAppWeb(t *testing.T, o simweb.AppOptions) *appWeb {
 	a.outURL = "http://" + outsideName + ":" + outPort + "/steal"
 	o.Outside = a.outURL
 	a.app = simweb.NewApp(o)
-	a.web, err = simweb.Start(a.app.Specs, &simweb.Options{VirtualHosts: true})
+	// Arrivals are the kernel's receive times: a handler run late on a loaded machine (these
+	// tests run in parallel) does not bunch the crawl's paced requests into refusals.
+	a.web, err = simweb.Start(a.app.Specs, &simweb.Options{VirtualHosts: true, KernelArrival: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +119,7 @@ func stateOf(t *testing.T, c *Crawler, u string) frontier.URLState {
 // recorded as excluded; each CDN file is fetched once, however many ask at once; a stored one
 // is answered from the store by the next crawler on the store; TRACE is refused.
 func TestSubresourceThroughTheCrawl(t *testing.T) {
+	t.Parallel()
 	a := startAppWeb(t, simweb.AppOptions{Pages: 4})
 	cfg := a.config(t)
 	c := openForSubresources(t, cfg)
@@ -168,6 +171,7 @@ func TestSubresourceThroughTheCrawl(t *testing.T) {
 // crawl's network scope is refused at dial time, never reaching the server there, and recorded
 // as excluded private-address.
 func TestSubresourceOutOfScopeAddress(t *testing.T) {
+	t.Parallel()
 	a := startAppWeb(t, simweb.AppOptions{Pages: 1})
 	cfg := a.config(t)
 	c := openForSubresources(t, cfg)
@@ -190,6 +194,7 @@ func TestSubresourceOutOfScopeAddress(t *testing.T) {
 // once, are paced by the host's gate and the 429s it still meets are retried under their
 // Retry-After before the browser sees an answer: every ask gets the content.
 func TestSubresourceRetriesUnderTheLimit(t *testing.T) {
+	t.Parallel()
 	const pages = 12
 	a := startAppWeb(t, simweb.AppOptions{Pages: pages, APILimit: 4})
 	cfg := a.config(t)
@@ -228,6 +233,7 @@ func askContents(t *testing.T, a *appWeb, c *Crawler, from string, pages int) {
 // TestSubresourceFromFetchedPage: a sub-request for a URL the crawl fetched as a page is
 // answered from the store, not fetched again.
 func TestSubresourceFromFetchedPage(t *testing.T) {
+	t.Parallel()
 	a := startAppWeb(t, simweb.AppOptions{Pages: 1})
 	cfg := a.config(t)
 	cfg.Seeds = append(cfg.Seeds, a.url(simweb.AppCDN, "/app.js"))
@@ -251,6 +257,7 @@ func TestSubresourceFromFetchedPage(t *testing.T) {
 // TestSubresourcePost: a POST is sent with its body and shared or answered again only for the
 // same body; a GET of the same URL is not answered with a POST's answer.
 func TestSubresourcePost(t *testing.T) {
+	t.Parallel()
 	a := startAppWeb(t, simweb.AppOptions{Pages: 2, Post: true})
 	cfg := a.config(t)
 	c := openForSubresources(t, cfg)
@@ -302,6 +309,7 @@ func TestUnprocessed(t *testing.T) {
 // again after the wait and answered; one refused with a bare 429 is not sent again, and the
 // browser gets the 429.
 func TestSubresourcePostRetried(t *testing.T) {
+	t.Parallel()
 	const bodies = 8
 	for _, tc := range []struct {
 		name  string
@@ -312,6 +320,7 @@ func TestSubresourcePostRetried(t *testing.T) {
 		{"bare", simweb.Reply429Bare, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			a := startAppWeb(t, simweb.AppOptions{Pages: bodies, Post: true, APILimit: 2, APIReply: tc.reply})
 			cfg := a.config(t)
 			cfg.InitialRate = 20 // far above the limit: 429s come at once
@@ -362,6 +371,7 @@ func TestSubresourcePostRetried(t *testing.T) {
 // serves only asks from the same origin, each origin's answer is fetched once and then
 // answered from the store.
 func TestSubresourceVary(t *testing.T) {
+	t.Parallel()
 	a := startAppWeb(t, simweb.AppOptions{Pages: 1, ReflectOrigin: true})
 	c := openForSubresources(t, a.config(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -393,6 +403,7 @@ func TestSubresourceVary(t *testing.T) {
 // TestSubresourcePostResumed: a POST stored by an earlier run on the store is answered from it
 // for the same body, not sent again; another body is sent.
 func TestSubresourcePostResumed(t *testing.T) {
+	t.Parallel()
 	a := startAppWeb(t, simweb.AppOptions{Pages: 2, Post: true})
 	cfg := a.config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

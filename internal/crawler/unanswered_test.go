@@ -21,6 +21,7 @@ import (
 // itself, every one of its URLs failed `timeout`, an ordinary host beside it crawled in full.
 // `--retry failed` queues them again, and once the host answers they are fetched.
 func TestUnansweredHostGivenUp(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs crawls against a host that does not answer")
 	}
@@ -35,6 +36,7 @@ func TestUnansweredHostGivenUp(t *testing.T) {
 		{"accepts and never answers", silent, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			done := make(chan struct{})
 			var hits atomic.Int64 // requests for the host's pages
 			var answers atomic.Bool

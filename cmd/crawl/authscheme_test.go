@@ -88,6 +88,7 @@ func sameHostTLSAndPlain(t *testing.T, tlsH, plainH http.Handler) string {
 // HOST) are sent to the https origin only; a plain-http link on the same host and port, and a
 // redirect from https down to http, never carry Authorization.
 func TestAuthNotSentOverPlainHTTP(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args func(hostport string) []string

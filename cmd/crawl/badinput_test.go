@@ -50,6 +50,7 @@ func writeFile(t *testing.T, name string, b []byte) string {
 // once each; a file with nothing usable, or a binary one, is a usage error (exit 2) that
 // creates nothing.
 func TestBadSeedFiles(t *testing.T) {
+	t.Parallel()
 	site := tinySite(t)
 	random := make([]byte, 1<<20)
 	rand.New(rand.NewSource(7)).Read(random)

@@ -111,6 +111,7 @@ func TestBadFlagOneLine(t *testing.T) {
 // stdin with --seeds -, and as a bare host name, which is crawled as https:// with a notice.
 // Units are accepted: --timeout 5 is 5 s, --max-body 1MB is 1 MiB.
 func TestSeedsFromArgumentsAndStdin(t *testing.T) {
+	t.Parallel()
 	a, b := tinySite(t), tinySite(t)
 	tlsSite := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -151,6 +152,7 @@ func TestSeedsFromArgumentsAndStdin(t *testing.T) {
 // TestRobotsProductToken: the robots.txt product token is the product a browser-like user
 // agent names after "compatible;", and --robots-agent overrides it (and is kept for resumes).
 func TestRobotsProductToken(t *testing.T) {
+	t.Parallel()
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			fmt.Fprint(w, "User-agent: MyBot\nDisallow: /\n\nUser-agent: *\nAllow: /\n")

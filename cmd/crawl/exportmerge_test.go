@@ -68,6 +68,7 @@ func crawlInto(t *testing.T, dir string, seeds []string, args ...string) {
 // a recrawl of it (304 revisits), C a few pages of host a — exported together write each URL
 // once, from the store that fetched it last with that store's versions, in all three formats.
 func TestExportSeveralStores(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 12}, {Name: "b", Pages: 12, Revisions: true}}, nil)
 	if err != nil {
 		t.Fatal(err)

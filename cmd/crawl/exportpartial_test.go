@@ -240,6 +240,7 @@ func (c *interruptAfter) Err() error {
 // then runs it: the umask is process-wide, so not set in this process), creates WARC, JSON
 // Lines and CSV files and a mirror's files 0666 less the umask, and directories 0777 less it.
 func TestExportModesFollowUmask(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
 	}

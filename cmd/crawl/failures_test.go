@@ -73,6 +73,7 @@ func fixableSite(t *testing.T, broken, closed *atomic.Bool) string {
 // excluded is fetched by --retry excluded once robots.txt allows it. crawl urls filters by
 // state, reason and host; --log-urls records each URL's final state.
 func TestRetryFailedAndExcluded(t *testing.T) {
+	t.Parallel()
 	var broken, closed atomic.Bool
 	broken.Store(true)
 	closed.Store(true)

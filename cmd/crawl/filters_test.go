@@ -15,6 +15,7 @@ import (
 // as type after its headers, its body unread; with --deny-ext pdf a .pdf link is excluded as
 // filter and never requested. A resume that widens --accept-type fetches the page it excluded.
 func TestAcceptTypeAndDenyExt(t *testing.T) {
+	t.Parallel()
 	const bigSize = 64 << 20
 	var bigSent, pdfRequests atomic.Int64
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -88,6 +89,7 @@ func TestAcceptTypeAndDenyExt(t *testing.T) {
 // even fetched), caps another host's rate, and sends a header to that host only; a bad file is
 // a usage error naming the file and what is wrong.
 func TestHostsConfig(t *testing.T) {
+	t.Parallel()
 	var robotsRequests atomic.Int64
 	var ownedKey, otherKey atomic.Value
 	owned := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

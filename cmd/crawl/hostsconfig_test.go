@@ -15,6 +15,7 @@ import (
 // a resume that does not name it; a resume whose stored file is gone says so; a host in it
 // that is outside the crawl's scope is warned about.
 func TestHostsConfigStoredAndChecked(t *testing.T) {
+	t.Parallel()
 	var withHeader, without atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {

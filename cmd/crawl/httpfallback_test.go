@@ -11,6 +11,7 @@ import (
 // first; a host that answers only over http is crawled over http, said once, and never called
 // failed.
 func TestSeedWithoutSchemeFallsBackToHTTP(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		switch r.URL.Path {
@@ -57,6 +58,7 @@ func TestSeedWithoutSchemeFallsBackToHTTP(t *testing.T) {
 // no host is called failed. The https error of a lone scheme-less seed is named once, without
 // its kind twice ("tls: tls: …").
 func TestSeedWithoutSchemeBesideHTTPSeed(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		switch r.URL.Path {

@@ -75,6 +75,7 @@ func TestExportLearnedCarriesPoliteness(t *testing.T) {
 // or ceiling from the file, and the next run on that store without the flag fetches a new seed
 // of the site.
 func TestLearnedFromHostileFile(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 20}}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -204,6 +204,7 @@ func TestRecrawlStoresChangesOnly(t *testing.T) {
 // TestRecrawlNothingOldEnough: --recrawl --older-than with no page old enough says so, how many
 // pages are too recent and when the oldest will be old enough, instead of a bare summary.
 func TestRecrawlNothingOldEnough(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 12, Revisions: true}}, nil)
 	if err != nil {
 		t.Fatal(err)

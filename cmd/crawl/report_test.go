@@ -16,6 +16,7 @@ import (
 // TestRunMetricsAndReport crawls the small simulated web with --metrics-addr and JSON logs,
 // then makes the report of it with `crawl report`.
 func TestRunMetricsAndReport(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start(simweb.Small(), &simweb.Options{Seed: 4})
 	if err != nil {
 		t.Fatal(err)

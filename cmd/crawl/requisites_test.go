@@ -15,6 +15,7 @@ import (
 // requisite of every mirrored HTML and CSS file resolves to a file of the mirror, only the
 // 404 stays absolute, and the stylesheet's url() and @import point at the mirrored files.
 func TestRequisitesMirror(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 20, Assets: true}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +47,7 @@ func TestRequisitesMirror(t *testing.T) {
 // gives 5 pages and every requisite they need, so the mirror browses offline; the pages left
 // are set aside as excluded "limit", and a larger budget on a resume queues them again.
 func TestRequisitesMaxPages(t *testing.T) {
+	t.Parallel()
 	web, err := simweb.Start([]simweb.HostSpec{{Name: "a", Pages: 20, Assets: true}}, nil)
 	if err != nil {
 		t.Fatal(err)

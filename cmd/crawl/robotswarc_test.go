@@ -16,6 +16,7 @@ import (
 // export as request and response records after the pages, as received, without counting as a
 // page; --host filters it like a page.
 func TestExportWARCRobots(t *testing.T) {
+	t.Parallel()
 	const rules = "User-agent: *\nDisallow: /private\n"
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

@@ -72,6 +72,7 @@ func waitFetched(dir string) bool {
 // TestSigintExits130ThenResumes interrupts a real crawl process with SIGINT: it must commit
 // and exit 130; running it again finishes the crawl.
 func TestSigintExits130ThenResumes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
 	}

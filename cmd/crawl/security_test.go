@@ -11,6 +11,7 @@ import (
 // TestRedisPasswordHidden: a --redis URL that cannot be used is named in the error without its
 // password, by crawl status and crawl run.
 func TestRedisPasswordHidden(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"redis://user:hunter2@127.0.0.1:1/x", "redis://:hunter2@127.0.0.1:99999999/0", "rediss://:hunter2@[::1/0"} {
 		var out, errb bytes.Buffer
 		statusCmd([]string{"--redis", u}, &out, &errb)
@@ -25,6 +26,7 @@ func TestRedisPasswordHidden(t *testing.T) {
 // metadata, a private network) is not fetched, and the URL is recorded as excluded, like every
 // URL the crawl meets.
 func TestPrivateSitemapRecorded(t *testing.T) {
+	t.Parallel()
 	private := []string{"http://169.254.169.254/latest/meta-data/sitemap.xml", "http://10.0.0.1/sitemap.xml", "http://[::a00:1]/sitemap.xml"}
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {

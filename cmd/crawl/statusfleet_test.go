@@ -38,6 +38,7 @@ func jsonKeys(t *testing.T, b []byte) []string {
 // reporting) and a few pages done: crawl status --redis shows the totals under today's keys
 // plus workers, as JSON and as text.
 func TestStatusRedis(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })

@@ -8,6 +8,7 @@ import (
 // TestStoppedStatusKeepsP95: crawl status of a stopped crawl shows each host's p95 latency as
 // the run last measured it, not 0.0 ms.
 func TestStoppedStatusKeepsP95(t *testing.T) {
+	t.Parallel()
 	site := tinySite(t)
 	dir := t.TempDir()
 	if code, out, errOut := crawlCmd(t, "", "run", "--data", dir, "--quiet", site+"/"); code != exitOK {

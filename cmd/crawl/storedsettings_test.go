@@ -36,6 +36,7 @@ var storedRecords = []struct {
 // with them: `crawl status` shows them as it did then, and a run given no flag but a seed
 // crawls with them, reporting no setting changed.
 func TestEarlierStoredSettings(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Write([]byte(`<a href="/b.html">b</a>`))

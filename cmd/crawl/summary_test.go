@@ -12,6 +12,7 @@ import (
 // figures apart from all runs'; a recrawl says how many pages were unchanged, changed, gone
 // and new.
 func TestSummariesSayWhatTheRunDid(t *testing.T) {
+	t.Parallel()
 	var second atomic.Bool // the site as a recrawl finds it: /b changed, /c gone
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -41,10 +42,11 @@ type simCrawl struct {
 }
 
 // crawlSim fetches spec's host's robots.txt and every page, one request at a time, on fake
-// time: the host (a simweb host on the test's clock) answers each request at the instant it is
-// sent and the answer is read lat later, through the crawler's own reading of the answer
-// (honourRetryAfter, responseOutcome, endRequest) and a registry on the same clock. A refused
-// page is fetched again when the gate next admits a request.
+// time: the host (a simweb host on the test's clock, its handler called in-process) answers
+// each request at the instant it is sent and the answer is read lat later, through the
+// crawler's own reading of the answer (honourRetryAfter, responseOutcome, endRequest) and a
+// registry on the same clock. A refused page is fetched again when the gate next admits a
+// request.
 func crawlSim(t *testing.T, spec simweb.HostSpec) simCrawl {
 	t.Helper()
 	return crawlSimBurst(t, spec, 2)
@@ -61,12 +63,13 @@ func crawlSimBurst(t *testing.T, spec simweb.HostSpec, burst int) simCrawl {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &http.Transport{}
-	defer func() {
-		tr.CloseIdleConnections()
-		web.Close()
-	}()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	defer web.Close()
+	serve := web.Handler(spec.Name)
+	get := func(u string) *http.Response {
+		rec := httptest.NewRecorder()
+		serve.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, u, nil))
+		return rec.Result()
+	}
 	c := &Crawler{
 		opened:    opened{reg: hostlimit.New(hostlimit.Config{Now: clk.Now}, nil), log: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		hostTable: hostTable{hosts: map[string]*hostRecord{}},
@@ -89,23 +92,13 @@ func crawlSimBurst(t *testing.T, spec simweb.HostSpec, burst int) simCrawl {
 		}
 		if fetched == 4 && burst > 0 {
 			for range burst {
-				r, err := client.Get(queue[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, r.Body)
-				r.Body.Close()
+				r := get(queue[0])
 				resp := &fetch.Response{Status: r.StatusCode, Header: r.Header, Started: now, HeaderLatency: lat}
 				c.honourRetryAfter(host, resp, now.Add(lat))
 			}
 			burst = 0
 		}
-		r, err := client.Get(queue[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, r.Body)
-		r.Body.Close()
+		r := get(queue[0])
 		received := now.Add(lat)
 		clk.Set(received)
 		resp := &fetch.Response{Status: r.StatusCode, Header: r.Header, Started: now, HeaderLatency: lat}

@@ -281,6 +281,15 @@ func (w *Web) Names() []string {
 	return out
 }
 
+// Handler returns host name's handler, for a caller that serves requests in-process (on a
+// fake Clock, where a loopback round trip adds only CPU); nil for a name not in the web.
+func (w *Web) Handler(name string) http.Handler {
+	if h := w.byName[name]; h != nil {
+		return h
+	}
+	return nil
+}
+
 // Addr returns the address every host is served on with Options.VirtualHosts
 // ("127.0.0.1:PORT"), or "" without it: a client may dial it for any host name of the Web.
 func (w *Web) Addr() string { return w.addr }

@@ -20,7 +20,6 @@ import (
 // trace; crawl check lists the damage; crawl salvage copies what is readable into a store that
 // passes crawl check (its frontier repaired), opens and exports.
 func TestDamagedStore(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
 	}

@@ -40,7 +40,6 @@ const (
 // damaged; never a panic or a fatal error. A store salvaged from one passes crawl check and
 // crawl run resumes it. CRAWL_DAMAGE_SEEDS=N widens it (N seeds of each kind; 1 by default).
 func TestRandomDamageEveryCommand(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns crawl processes")
 	}

@@ -64,7 +64,6 @@ func browsersUnder(dir string) []string {
 // and completes it with nothing lost; the JSON Lines export reads every page's rendered
 // content with --field, and says it was rendered; each CDN file was fetched once in all.
 func TestRenderKilledResumedExported(t *testing.T) {
-	t.Parallel()
 	if render.FindBrowser() == "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("no Chromium or Chrome on PATH, and CI=true: install it (Debian: apt-get install chromium)")

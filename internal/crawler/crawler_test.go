@@ -283,7 +283,6 @@ func TestLongRetryAfterDefers(t *testing.T) {
 // an announced Retry-After window, never get banned, and draw few refusals. (Speed against the
 // ideal is measured by `go run -C bench ./crawlbench`, not asserted here: the machine is shared.)
 func TestPolitenessOnLimitedHosts(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("a few seconds of real-time crawling")
 	}

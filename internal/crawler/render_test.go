@@ -57,7 +57,6 @@ func renderedPages(t *testing.T, dir string) (pages map[string]*storage.Page, su
 // 120 pages' 1% allowed. 30 pages are enough: sub-requests let past their host's gate draw
 // dozens of refusals (55 of 122 requests, one run).
 func TestRenderAppWeb(t *testing.T) {
-	t.Parallel()
 	browser := needBrowser(t)
 	const pages = 30
 	a := startAppWeb(t, simweb.AppOptions{Pages: pages, APILimit: 8, APIHeaders: simweb.HeadersIETF, CDNLimit: 15})
@@ -123,12 +122,10 @@ func TestRenderAppWeb(t *testing.T) {
 // only when the page's Origin reached it (Access-Control-Allow-Origin names it, Vary:
 // Origin), by GET and by a POST after its preflight: every page's content is there.
 func TestRenderReflectedOrigin(t *testing.T) {
-	t.Parallel()
 	browser := needBrowser(t)
 	const pages = 6
 	for _, post := range []bool{false, true} {
 		t.Run(map[bool]string{false: "get", true: "post"}[post], func(t *testing.T) {
-			t.Parallel()
 			a := startAppWeb(t, simweb.AppOptions{Pages: pages, Sites: 2, ReflectOrigin: true, Post: post})
 			cfg := a.config(t)
 			cfg.Seeds = append(cfg.Seeds, a.url(simweb.AppSiteOf(1, 2), simweb.AppPagePath(1)))
@@ -150,7 +147,6 @@ func TestRenderReflectedOrigin(t *testing.T) {
 // the POST to a path robots.txt disallows is refused and recorded excluded robots, and the
 // POSTs are stored with their method.
 func TestRenderPostApp(t *testing.T) {
-	t.Parallel()
 	browser := needBrowser(t)
 	const pages = 12
 	a := startAppWeb(t, simweb.AppOptions{Pages: pages, APILimit: 8, APIHeaders: simweb.HeadersIETF, Post: true})

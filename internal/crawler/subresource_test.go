@@ -194,7 +194,6 @@ func TestSubresourceOutOfScopeAddress(t *testing.T) {
 // once, are paced by the host's gate and the 429s it still meets are retried under their
 // Retry-After before the browser sees an answer: every ask gets the content.
 func TestSubresourceRetriesUnderTheLimit(t *testing.T) {
-	t.Parallel()
 	const pages = 12
 	a := startAppWeb(t, simweb.AppOptions{Pages: pages, APILimit: 4})
 	cfg := a.config(t)
@@ -309,7 +308,6 @@ func TestUnprocessed(t *testing.T) {
 // again after the wait and answered; one refused with a bare 429 is not sent again, and the
 // browser gets the 429.
 func TestSubresourcePostRetried(t *testing.T) {
-	t.Parallel()
 	const bodies = 8
 	for _, tc := range []struct {
 		name  string
@@ -320,7 +318,6 @@ func TestSubresourcePostRetried(t *testing.T) {
 		{"bare", simweb.Reply429Bare, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			a := startAppWeb(t, simweb.AppOptions{Pages: bodies, Post: true, APILimit: 2, APIReply: tc.reply})
 			cfg := a.config(t)
 			cfg.InitialRate = 20 // far above the limit: 429s come at once

@@ -1,10 +1,14 @@
 package aimd
 
 import (
-	"encoding/json"
 	"math"
 	"time"
 )
+
+// StateVersion is the version of State that Controller.State writes. Versions 0 to 3 hold the
+// same fields (version 2 also held inner parts, which are not read): a restored controller holds
+// under its plateau and probes. A State of a later version is not understood and is ignored.
+const StateVersion = 3
 
 // Stats is a snapshot of a controller, for status displays.
 type Stats struct {
@@ -84,16 +88,12 @@ type State struct {
 	RefusalShare   float64 `json:"refusal_share,omitempty"`
 	RefusalSamples int     `json:"refusal_samples,omitempty"`
 	RefusalCut     float64 `json:"refusal_cut,omitempty"`
-	// Parts (version 2) is the rest of what the controller holds, opaque to callers: its curve,
-	// search target, refusal episode, bucket fit, epoch and failure logs.
-	Parts json.RawMessage `json:"parts,omitempty"`
 }
 
 // State returns the learned state.
 func (c *Controller) State() State {
 	return State{
 		Version:   StateVersion,
-		Parts:     c.parts(),
 		Rate:      c.rate,
 		Window:    c.Window(),
 		Plateau:   c.curve.plateau,
@@ -117,13 +117,14 @@ func (c *Controller) State() State {
 }
 
 // Restore returns a controller that resumes from s at now: at its rate and window (clamped to
-// cfg). A version-2 state goes on where it was saved, mid-episode, with its instants moved by
-// the time between the save and now; an older one holds under its plateau and probes above it
-// slowly, or is still in slow start if it had seen no congestion. Invalid fields of s are
-// ignored. The restored baseline is provisional: the first measurement replaces it, since the
+// cfg), holding under its plateau and probing above it slowly, or still in slow start if it had
+// seen no congestion. Invalid fields of s, and a State of a later version, are ignored. The restored baseline is provisional: the first measurement replaces it, since the
 // host may have changed since s was saved.
 func Restore(cfg Config, s State, now time.Time) *Controller {
 	c := New(cfg, now)
+	if s.Version > StateVersion {
+		return c
+	}
 	learned := s.Rate > 0 && !s.SlowStart
 	c.resume(validRate(s.Rate), s.Window, !learned)
 	if s.Baseline > 0 {
@@ -144,9 +145,6 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 			x := math.Cbrt((c.rate/c.curve.plateau - 1) / probeGain)
 			c.curve.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
 		}
-	}
-	if s.Version >= 2 && len(s.Parts) > 0 && c.restoreParts(s.Parts) {
-		c.curve.plateau = validRate(s.Plateau)
 	}
 	c.place()
 	c.hist = newHistory(memory)

@@ -29,8 +29,6 @@ type Controller struct {
 	win    windowState // the concurrency window and its latency rules
 	lat    latencyRef  // the host's own latency: baseline and reference
 	fails  failureLog  // the recent Failures, and the host's background share of them
-	overs  failureLog  // the same for bare refusals (Overload with no pause)
-	served servedPeak  // the highest success rate the host answered lately
 	counts counters
 
 	last    time.Time // latest time seen
@@ -113,7 +111,7 @@ func (c *Controller) clampRate(r float64) float64 {
 
 // Observe feeds one finished request. now is when it finished; out-of-order times are clamped
 // to the latest seen. Neutral outcomes are counted and move nothing; so is an isolated Failure
-// or bare refusal (see failureLog). An Overload or Failure for a request sent before the last
+// (see failureLog). An Overload or Failure for a request sent before the last
 // decrease belongs to that congestion epoch and is not acted on again; so is latency measured
 // on such requests.
 func (c *Controller) Observe(now time.Time, o Outcome) {
@@ -134,7 +132,6 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	stale := s.sent < c.epoch.start
 	// 3. A success ends a refusal run; the episode may restore the rate it measured.
 	if o.Signal == Success {
-		c.served.note(s.sent, c.recentAccepted(s.sent+1))
 		if !stale {
 			c.epoch.ok++
 			if c.ep.endsRun() {
@@ -201,17 +198,9 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		sent = now.Add(-max(o.Latency, 0))
 	}
 	run, at := c.inRun(), c.hist.at(toNanos(sent)).rate
-	bare := o.Signal == Overload && o.Pause <= 0
 	c.fails.add(o.Signal == Failure, c.fails.heldAt(at))
-	c.overs.add(bare, !run && c.overs.heldAt(at))
 	if c.fails.undo.pending() && c.fails.known() {
 		if u, ok := c.fails.undo.judge(c.fails.need()); ok {
-			c.undoCuts(u)
-		}
-	}
-	overNeed := c.overloadNeed()
-	if c.overs.undo.pending() && overNeed > 1 {
-		if u, ok := c.overs.undo.judge(overNeed); ok {
 			c.undoCuts(u)
 		}
 	}
@@ -221,13 +210,12 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		lab = labelServed
 	case ts < c.epoch.start:
 		lab = labelNoise // the decrease that began this epoch answered it
-	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts), c.cfg.MinBeta)),
-		bare && !c.overs.reaches(run, overNeed):
+	case o.Signal == Failure && !c.fails.signal(run):
 		lab = labelHostFailure
 	default:
 		lab = labelLimit
 	}
-	s = sample{sent: ts, done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare, demand: o.Demand}
+	s = sample{sent: ts, done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, demand: o.Demand}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
 		s.conc = o.InFlight
@@ -278,6 +266,6 @@ func (c *Controller) link(s *sample) int {
 // startEpoch marks a decrease at now: outcomes of requests sent before now no longer count.
 func (c *Controller) startEpoch(now time.Time) {
 	c.epoch = epoch{start: toNanos(now), at: now}
-	c.fails.fresh, c.overs.fresh = 0, 0
+	c.fails.fresh = 0
 	c.counts.decreases++
 }

@@ -52,21 +52,6 @@ func (c *Controller) noteSignal(s *sample, rs float64, repeat bool) {
 	} else {
 		c.fails.undo = failureUndo{} // an Overload: the rate rests on the host's word now
 	}
-	switch {
-	case s.bare:
-		excess := false
-		if !slow && !repeat {
-			if _, ok := c.overs.cut.get(); !ok {
-				c.overs.cut.set(rs)
-			}
-			excess = c.overs.excess(rs)
-		}
-		if !excess {
-			c.overs.undo.note(c, c.overs.count()) // an excess cut is never undone
-		}
-	case s.sig == Overload:
-		c.overs.undo = failureUndo{} // a refusal that paused the host: its word, not a background
-	}
 }
 
 // measureCut is the cut for a refusal of s drawn at rs (lo: the rate of the last success

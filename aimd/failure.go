@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-// failureLog is a host's recent Failures (or bare refusals) and its background share of them:
+// failureLog is a host's recent Failures and its background share of them:
 // what tells a cluster that slowing down can relieve from the share a host fails at any rate.
 // Only outcomes sent at no more than failureBaseUnder × cut, the rate the first cut on them
 // after slow start was made at, teach the share (docs/aimd.md, R9).
@@ -18,7 +18,7 @@ type failureLog struct {
 	older int     // how many such outcomes base has seen (up to memory)
 
 	cut  optional[float64] // the rate the first cut on these failures after slow start was made at
-	undo failureUndo       // the cuts on them made before base was known (or, for refusals, usable)
+	undo failureUndo       // the cuts on them made before base was known
 }
 
 // heldAt reports whether an outcome sent at rate may teach the background share: it was sent
@@ -57,26 +57,6 @@ func (f *failureLog) restore(base float64, older int, cut float64) {
 	if r := validRate(cut); r > 0 {
 		f.cut.set(r)
 	}
-}
-
-// excess reports whether a bare refusal drawn at rate rs (after slow start, outside a refusal
-// run) is a limiter's excess: overloadExcess or more of the last 16 outcomes refused. If so, the
-// share is learned from now on only under what the host accepted, rs × the share of the 16 it
-// did not refuse (docs/aimd.md, R9), and no cut on it is undone.
-func (f *failureLog) excess(rs float64) bool {
-	n := f.count()
-	if n < overloadExcess || f.n == 0 {
-		return false
-	}
-	if r := rs * float64(f.n-n) / float64(f.n); r < f.cut.v && f.cut.ok {
-		f.cut = optional[float64]{}
-		if r > 0 {
-			f.cut.set(r)
-		}
-		f.base, f.older, f.held = 0, 0, 0
-	}
-	f.undo = failureUndo{}
-	return true
 }
 
 // known reports whether the background share is known.
@@ -146,36 +126,4 @@ func (u *failureUndo) note(c *Controller, n int) {
 func (u *failureUndo) judge(need float64) (v failureUndo, ok bool) {
 	v, *u = *u, failureUndo{}
 	return v, float64(v.n) < need
-}
-
-// overloadNeed is the number of bare refusals among the recent outcomes that makes one a
-// congestion signal: 1 (every one is the host's word) unless their background share is known
-// and at least overloadBaseLeast; then what that share does not explain (failureLog.need).
-func (c *Controller) overloadNeed() float64 {
-	if f := &c.overs; f.older >= 2*failureBaseMin && f.base >= overloadBaseLeast {
-		return f.need()
-	}
-	return 1
-}
-
-// servedPeak is the highest success rate (over the RateWindow, by send time) the host answered
-// within the last servedMemory: a rate it has just shown it takes.
-type servedPeak struct {
-	rate float64
-	at   nanos // the send time of the success it was measured at
-}
-
-// note takes the success rate measured at a success sent at ts: it becomes the peak if it is
-// at least as high, or if the peak is older than servedMemory (then the peak errs low).
-func (p *servedPeak) note(ts nanos, rate float64) {
-	if rate >= p.rate || ts-p.at > nanos(servedMemory) {
-		p.rate, p.at = rate, ts
-	}
-}
-
-// covers reports whether a Failure sent at ts while the host was receiving rs req/s came far
-// under the peak: rs ≤ under × a peak measured no more than servedMemory before ts.
-// Slowing down cannot relieve such a failure: the host has just answered twice the rate.
-func (p *servedPeak) covers(ts nanos, rs, under float64) bool {
-	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= under*p.rate
 }

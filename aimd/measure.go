@@ -134,7 +134,6 @@ type sample struct {
 	sig        Signal
 	conc       int  // requests of this host in flight when it was sent, itself included (estimated)
 	crowded    bool // its time in flight overlapped another remembered request's
-	bare       bool // an Overload that paused nothing (no Retry-After): a bare refusal
 	demand     Demand
 }
 

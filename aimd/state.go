@@ -83,11 +83,6 @@ type State struct {
 	FailureShare   float64 `json:"failure_share,omitempty"`
 	FailureSamples int     `json:"failure_samples,omitempty"`
 	FailCut        float64 `json:"fail_cut,omitempty"` // req/s; 0 = no Failure cluster cut yet
-	// RefusalShare, RefusalSamples and RefusalCut are the same for bare refusals (503 or 429
-	// without Retry-After; see Controller.overloadNeed).
-	RefusalShare   float64 `json:"refusal_share,omitempty"`
-	RefusalSamples int     `json:"refusal_samples,omitempty"`
-	RefusalCut     float64 `json:"refusal_cut,omitempty"`
 }
 
 // State returns the learned state.
@@ -110,9 +105,6 @@ func (c *Controller) State() State {
 		FailureShare:   c.fails.base,
 		FailureSamples: c.fails.older,
 		FailCut:        c.fails.cut.v,
-		RefusalShare:   c.overs.base,
-		RefusalSamples: c.overs.older,
-		RefusalCut:     c.overs.cut.v,
 	}
 }
 
@@ -134,7 +126,6 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	c.pace.quick, c.pace.pause = s.QuickRefusals, max(s.RefusalPause, 0)
 	c.counts.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
 	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
-	c.overs.restore(s.RefusalShare, s.RefusalSamples, s.RefusalCut)
 	if learned {
 		c.curve.plateau, c.curve.from = c.rate, c.rate
 		if p := validRate(s.Plateau); p > 0 {

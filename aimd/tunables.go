@@ -35,12 +35,10 @@ const (
 	fitBeta   = 0.99 // share of the fit's least allowed rate the rate holds at
 	maxBurst  = 4    // Burst() at most
 
-	// Failures and bare refusals (R9).
-	failureCluster    = 3    // Failures among the last 8 outcomes that make a cluster
-	failureBaseMax    = 0.25 // the share counts up to this
-	failureBaseUnder  = 0.6  // only outcomes sent under this × the cut rate teach the share
-	overloadBaseLeast = 0.05 // the bare refusals' share is used from this up
-	overloadExcess    = 5    // bare refusals among the last 16 that make a limiter's excess
+	// Failures (R9).
+	failureCluster   = 3    // Failures among the last 8 outcomes that make a cluster
+	failureBaseMax   = 0.25 // the share counts up to this
+	failureBaseUnder = 0.6  // only outcomes sent under this × the cut rate teach the share
 
 	// Latency and the window (R10).
 	latencyMinExcess = 2 * time.Millisecond // a slow success is at least this much slower than the reference (R10)
@@ -60,7 +58,6 @@ const (
 	fitLogCap         = 16 * memory               // requests in the fit's log (16 B each); a full log loses its oldest half
 	rateWindow        = 8 * slowStartInterval     // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
 	failureBaseMin    = memory / 4                // outcomes that teach the background share before it is known
-	servedMemory      = 2 * DefaultReturnTime     // how long the served peak stands (R9)
 	windowProbe       = memory / 2                // after slow start the window grows by one per this × window successes that found it full (R10)
 	refSize           = memory / 2                // reference latencies kept (512 B per host)
 	maxWindowPatience = maxPatience * maxPatience // the window probe interval stretches to at most this × windowProbe

@@ -291,7 +291,7 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 		c.runFit() // may not set the rate: fitMeasure
 	}
 	var slowest time.Duration
-	for i := 0; i < min(c.samples.n, c.cfg.SampleWindow); i++ {
+	for i := 0; i < min(c.samples.n, sampleWindow); i++ {
 		if s := c.samples.back(i); s.sig == Success {
 			slowest = max(slowest, time.Duration(s.done-s.sent))
 		}

@@ -61,7 +61,7 @@ func New(cfg Config, now time.Time) *Controller {
 		epoch:   epoch{start: never},
 		fit:     fitter{start: never, from: never},
 		last:    now,
-		samples: newRing[sample](max(memory, 4*cfg.SampleWindow)),
+		samples: newRing[sample](max(memory, 4*sampleWindow)),
 		hist:    newHistory(memory),
 		lat:     latencyRef{ref: newReference()},
 	}
@@ -169,7 +169,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 // growth): up to two sending intervals (at least minActiveGap, at most ReturnTime); a longer
 // gap is idleness, e.g. a Retry-After pause.
 func (c *Controller) activeTime(now time.Time) time.Duration {
-	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), c.cfg.ReturnTime)
+	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), returnTime)
 }
 
 // count counts o and reports whether it is a signal (not Neutral). A refusal sets what the
@@ -179,7 +179,7 @@ func (c *Controller) count(o Outcome) bool {
 	case Success:
 	case Overload:
 		c.counts.overLimit++
-		c.pace.quick, c.pace.pause = o.Pause <= 0, max(o.Pause, 0)
+		c.pace.pause, c.pace.quick = max(o.Pause, 0), o.Pause <= 0
 	case Failure:
 		c.counts.failures++
 	default:

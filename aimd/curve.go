@@ -56,47 +56,40 @@ func (k *curve) at(returnTime time.Duration, probe float64) float64 {
 // pace is what refusals have taught about probing: how long the probe takes and what a
 // refusal costs.
 type pace struct {
-	probeTime   time.Duration     // probeTime, lengthened while refusals recur at one rate
+	probeTime   time.Duration     // probeTime, doubled while refusals recur at one rate
 	lastRefusal optional[float64] // the rate of the last refusal
-	quick       bool              // the last refusal paused nothing: the return shrinks (quickShare)
 	pause       time.Duration     // the pause the last refusal cost (its Retry-After)
+	quick       bool              // the last refusal paused nothing: the return shrinks (quickShare)
+}
+
+// returnSpan is the time the linear return to the plateau takes, and a search step's spacing:
+// returnTime, or quickShare of it where a refusal costs no pause; sends is the fewest successes
+// between two search steps, shrunk alike.
+func (c *Controller) returnSpan() (span time.Duration, sends int) {
+	if c.pace.quick {
+		return time.Duration(quickShare * float64(returnTime)), int(quickShare * searchSends)
+	}
+	return returnTime, searchSends
 }
 
 // refusedAt notes a refusal drawn at rate rs: one at about the rate of the previous one means
-// the limit is where it was, so the probe above it slows (up to maxPatience × probeTime);
+// the limit is where it was, so the probe above it slows (up to maxStretch × probeTime);
 // anything else starts over at probeTime.
-func (p *pace) refusedAt(rs float64, cfg *Config) {
+func (p *pace) refusedAt(rs float64) {
 	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < patienceBand {
-		p.probeTime = min(2*p.probeTime, maxPatience*probeTime)
+		p.probeTime = min(2*p.probeTime, maxStretch*probeTime)
 	} else {
 		p.probeTime = probeTime
 	}
 	p.lastRefusal.set(rs)
 }
 
-// returnTime is the time the linear return to the plateau takes, and a search step's spacing:
-// ReturnTime, or quickShare of it where a refusal costs no pause.
-func (c *Controller) returnTime() time.Duration {
-	if c.pace.quick {
-		return time.Duration(quickShare * float64(c.cfg.ReturnTime))
-	}
-	return c.cfg.ReturnTime
-}
-
-// searchSends is the fewest successes between two search steps (see returnTime).
-func (c *Controller) searchSends() int {
-	if c.pace.quick {
-		return int(quickShare * searchSends)
-	}
-	return searchSends
-}
-
-// probeSeconds is the current probe time: the pace's probe time, stretched to ProbeRequests
-// sending intervals at the plateau (at most maxPatience × probeTime), and at least
-// pauseProbeRatio × the last refusal's pause (at most maxPauseProbe).
+// probeSeconds is the current probe time: the pace's probe time, stretched to probeRequests sending
+// intervals at the plateau (at most maxStretch × probeTime), and at least pauseProbeRatio × the
+// last refusal's pause (at most maxPauseProbe).
 func (c *Controller) probeSeconds() float64 {
 	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
-	stretch := min(float64(c.cfg.ProbeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxPatience*probeTime.Seconds())
+	stretch := min(float64(probeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxStretch*probeTime.Seconds())
 	return max(c.pace.probeTime.Seconds(), stretch, pause)
 }
 
@@ -126,7 +119,8 @@ func (c *Controller) climb(dt time.Duration) {
 	k, pf := &c.curve, plateauFactor
 	k.advance(dt)
 	k.steps++
-	stepDue := k.elapsed >= c.returnTime() && k.steps >= c.searchSends()
+	span, sends := c.returnSpan()
+	stepDue := k.elapsed >= span && k.steps >= sends
 	if stepDue && c.target.reached(k.plateau, &c.cfg) {
 		switch c.target.kind {
 		case targetBound:
@@ -145,11 +139,11 @@ func (c *Controller) climb(dt time.Duration) {
 		// Binary search (on a log scale) toward just under the target.
 		c.searchStep(max(c.rate, k.plateau), math.Sqrt(k.plateau*pf*c.target.rate))
 	}
-	c.climbTo(k.at(c.returnTime(), c.probeSeconds()))
+	c.climbTo(k.at(span, c.probeSeconds()))
 	if c.target.kind != noTarget && c.rate > c.target.rate {
 		c.target.clear() // beyond the target without a refusal: the limit has risen
 	}
-	if c.rate >= c.cfg.RestartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
+	if c.rate >= restartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
 		c.probeRestart()
 	}
 }
@@ -186,7 +180,7 @@ func (t *target) clear() { *t = target{} }
 // reached reports whether plateau has come within RestartFactor of PlateauFactor × the
 // target: a search has no step left to take.
 func (t target) reached(plateau float64, cfg *Config) bool {
-	return t.kind != noTarget && plateau*cfg.RestartFactor >= plateauFactor*t.rate
+	return t.kind != noTarget && plateau*restartFactor >= plateauFactor*t.rate
 }
 
 // searching reports whether there is a target the plateau has not reached.

@@ -27,7 +27,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	// The window was full: failures may be the host's concurrency limit.
 	windowFull := s.sig == Failure && s.conc >= c.hist.at(s.sent).window
 	// 4. The probe's pace, the target and the curve.
-	c.pace.refusedAt(rs, &c.cfg)
+	c.pace.refusedAt(rs)
 	c.cutRate(d.rate, windowFull)
 	c.retarget(rs, endsSlowStart && s.sig == Overload && accepted < ssSustained*rs, d.measured)
 	c.curve.restart(d.rate, max(d.plateau, d.rate))
@@ -65,15 +65,15 @@ func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowSta
 	est, span := c.fit.acceptedSince(c.epoch.start, s.sent, minSpan)
 	switch {
 	case endsSlowStart:
-		return cut{rate: c.cfg.Beta * max(accepted, c.cfg.MinBeta*c.cfg.MinBeta*rs), plateau: plateauFactor * lo}
+		return cut{rate: beta * max(accepted, minBeta*minBeta*rs), plateau: plateauFactor * lo}
 	case est > 0 && span >= minSpan:
 		if l1, ok := c.singleTokenLimit(s.sent); ok {
 			est = max(est, l1)
 		}
-		r := max(c.cfg.Beta*est, c.cfg.MinBeta*rs)
-		return cut{rate: r, plateau: r, measured: c.cfg.Beta*est >= c.cfg.MinBeta*rs}
+		r := max(beta*est, minBeta*rs)
+		return cut{rate: r, plateau: r, measured: beta*est >= minBeta*rs}
 	}
-	r := c.cfg.MinBeta * rs
+	r := minBeta * rs
 	return cut{rate: r, plateau: r}
 }
 

@@ -138,9 +138,9 @@ func (c *Controller) runMeasure(sends []nanos, before int, s *sample, block nano
 			est = min(est, since)
 		}
 	}
-	r := min(c.cfg.Beta*est, e.rate)
+	r := min(beta*est, e.rate)
 	if least, ok := e.leastResumed.get(); ok {
-		r = min(r, c.cfg.Beta*least)
+		r = min(r, beta*least)
 	}
 	return r
 }

@@ -36,7 +36,7 @@ func (c *Controller) settle() {
 			}
 			c.phase = PhaseReturn
 		case PhaseReturn:
-			if k.from < k.plateau && k.elapsed < c.returnTime() {
+			if span, _ := c.returnSpan(); k.from < k.plateau && k.elapsed < span {
 				return
 			}
 			c.phase = PhaseSearch
@@ -144,7 +144,7 @@ func (c *Controller) growWindow(size float64) {
 // was on, ends. The curve and the episode are set by the caller (decreaseRate).
 func (c *Controller) cutRate(rate float64, cutWindow bool) {
 	if cutWindow {
-		c.win.size = max(math.Floor(c.win.size*c.cfg.Beta), float64(c.cfg.MinWindow))
+		c.win.size = max(math.Floor(c.win.size*beta), float64(c.cfg.MinWindow))
 	}
 	c.rate = rate
 	c.phase = PhaseRefusalRun

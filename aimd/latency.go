@@ -74,7 +74,7 @@ func (r *reference) update(cfg *Config) {
 		return max(emp, 0.5*math.Erfc((math.Log(above.Seconds())-muUp)/(sdUp*math.Sqrt2)))
 	}
 	yard := func(q time.Duration) time.Duration {
-		return max(time.Duration(cfg.LatencyFactor*float64(q)), q+latencyMinExcess)
+		return max(time.Duration(latencyFactor*float64(q)), q+latencyMinExcess)
 	}
 	r.hi = quantile(ds, 0.9)
 	r.t50, r.t90 = yard(quantile(ds, 0.5)), yard(r.hi)
@@ -111,7 +111,7 @@ type latencyCounts struct {
 func (c *Controller) countLatencies(since nanos) latencyCounts {
 	r := &c.lat.ref
 	var k latencyCounts
-	for i := 0; i < c.samples.n && k.n < c.cfg.SampleWindow; i++ {
+	for i := 0; i < c.samples.n && k.n < sampleWindow; i++ {
 		s := c.samples.back(i)
 		if s.done < since {
 			break

@@ -55,7 +55,7 @@ type Outcome struct {
 	InFlight int
 	// Pause is how long the response paused the whole host (Retry-After, or a spent rate-limit
 	// quota until its reset); 0: none. It is what a refusal costs: a host whose refusals pause
-	// it is probed more slowly than one whose refusals cost only a retry (quickShare).
+	// it is probed more slowly than one whose refusals cost only a retry.
 	Pause time.Duration
 	// Demand is whether the host's rate held the request back (see Demand).
 	Demand Demand

@@ -71,8 +71,6 @@ type State struct {
 	// P95 is Stats().P95 when saved, so that a stopped crawl's status shows the latency its
 	// hosts were last seen at; it is shown, never used for a decision.
 	P95 time.Duration `json:"p95,omitempty"`
-	// QuickRefusals: the last refusal did not pause the host (see quickShare).
-	QuickRefusals bool `json:"quick_refusals,omitempty"`
 	// RefusalPause is the pause the last refusal cost (its Retry-After): the probe above the
 	// plateau is spaced by it, so a host that asks for long pauses is probed rarely.
 	RefusalPause time.Duration `json:"refusal_pause,omitempty"`
@@ -99,8 +97,7 @@ func (c *Controller) State() State {
 		Failures:  c.counts.failures,
 		P95:       c.p95(c.recentLatencies(never, 0)),
 
-		QuickRefusals: c.pace.quick,
-		RefusalPause:  c.pace.pause,
+		RefusalPause: c.pace.pause,
 
 		FailureShare:   c.fails.base,
 		FailureSamples: c.fails.older,
@@ -123,7 +120,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		c.lat.baseline, c.lat.src, c.lat.at = s.Baseline, baselineRestored, now
 	}
 	c.counts.decreases, c.counts.overLimit, c.counts.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
-	c.pace.quick, c.pace.pause = s.QuickRefusals, max(s.RefusalPause, 0)
+	c.pace.pause = max(s.RefusalPause, 0)
 	c.counts.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
 	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
 	if learned {

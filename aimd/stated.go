@@ -67,7 +67,7 @@ func (c *Controller) applyStated(now time.Time, sig Signal, rate float64) {
 	if sig != Success || !c.stated.state(rate) {
 		return
 	}
-	c.holdStated(c.stated.cap(c.cfg.Beta))
+	c.holdStated(c.stated.cap(beta))
 	c.record(now, true)
 }
 
@@ -77,7 +77,7 @@ func (c *Controller) capRate() float64 {
 	if c.ceiling > 0 && c.ceiling < top {
 		top = c.ceiling
 	}
-	return min(top, c.stated.cap(c.cfg.Beta))
+	return min(top, c.stated.cap(beta))
 }
 
 // trustedStated is the stated rate while trusted, else 0.

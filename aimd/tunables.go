@@ -9,18 +9,28 @@ import "time"
 // a doubling, the width of a 16-outcome log), not tunables.
 const (
 	// Memory (about 10 KB per host).
-	memory     = 128 // samples, rate/window change points and outcomes a background share follows, remembered (samples: at least 4 × SampleWindow)
+	memory     = 128 // samples, rate/window change points and outcomes a background share follows, remembered
 	minSamples = 20  // fewest latency samples a p95 or a latency judgement is taken over
+
+	// Policy (R3, R4, R6, R7, R10).
+	beta           = 0.97             // share of a measured or stated limit the rate is set to (R3, R4, R8, R11)
+	minBeta        = 0.5              // the deepest cut one decrease makes, as a share of the rate (R4)
+	returnTime     = 5 * time.Second  // the linear return to the plateau, and a search step's spacing (R6)
+	probeRequests  = 400              // the probe time stretches to this many sending intervals at the plateau (R7)
+	restartFactor  = 1.25             // a probe this far above the plateau restarts slow start; a search stops this close (R3, R6)
+	latencyFactor  = 1.2              // a success this many times the reference latency is slow (R10)
+	sampleWindow   = 32               // the latest successes the latency signal judges (R10)
+	baselineForget = 30 * time.Second // the time constant the latency baseline rises with (R10)
 
 	// Slow start and the curve (R3, R6, R7).
 	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use (R3)
 	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
 	minActiveGap      = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (at most ReturnTime)
 	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time
-	patienceBand      = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
 	searchSends       = 50                     // fewest successes between two search steps
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share
-	maxPatience       = 4                      // the probe time stretches to at most this × probeTime
+	patienceBand      = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
+	maxStretch        = 4                      // the probe time stretches to at most this × probeTime
 	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause
 	maxPauseProbe     = time.Hour              // ... up to this
 
@@ -54,11 +64,11 @@ const (
 // Derived from the tunables above, not tuned on their own: memory bounds are shares of memory,
 // times are multiples of the times they extend.
 const (
-	probeTime         = 6 * DefaultReturnTime     // the cubic probe's time to +10% above the plateau: six return times (R6, R7)
-	fitLogCap         = 16 * memory               // requests in the fit's log (16 B each); a full log loses its oldest half
-	rateWindow        = 8 * slowStartInterval     // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
-	failureBaseMin    = memory / 4                // outcomes that teach the background share before it is known
-	windowProbe       = memory / 2                // after slow start the window grows by one per this × window successes that found it full (R10)
-	refSize           = memory / 2                // reference latencies kept (512 B per host)
-	maxWindowPatience = maxPatience * maxPatience // the window probe interval stretches to at most this × windowProbe
+	probeTime         = 6 * returnTime          // the cubic probe's time to +10% above the plateau: six return times (R6, R7)
+	fitLogCap         = 16 * memory             // requests in the fit's log (16 B each); a full log loses its oldest half
+	rateWindow        = 8 * slowStartInterval   // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
+	failureBaseMin    = memory / 4              // outcomes that teach the background share before it is known
+	maxWindowPatience = maxStretch * maxStretch // the window probe interval stretches to at most this × windowProbe
+	windowProbe       = memory / 2              // after slow start the window grows by one per this × window successes that found it full (R10)
+	refSize           = memory / 2              // reference latencies kept (512 B per host)
 )

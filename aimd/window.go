@@ -80,7 +80,7 @@ func (c *Controller) goodConcurrency(top int) int {
 // bodyTime is the median time between response headers and completion of recent successes.
 func (c *Controller) bodyTime() time.Duration {
 	ds := c.scratch[:0]
-	for i := 0; i < min(c.samples.n, c.cfg.SampleWindow*2) && len(ds) < c.cfg.SampleWindow; i++ {
+	for i := 0; i < min(c.samples.n, sampleWindow*2) && len(ds) < sampleWindow; i++ {
 		if s := c.samples.back(i); s.sig == Success && s.lat > 0 {
 			ds = append(ds, max(time.Duration(s.done-s.sent)-s.lat, 0))
 		}
@@ -118,7 +118,7 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 	}
 	if alone := c.loneLatencies(); len(alone) >= 10 {
 		if p := quantile(alone, 0.10); p > b.baseline {
-			f := min(now.Sub(b.at).Seconds()/c.cfg.BaselineForget.Seconds(), 1)
+			f := min(now.Sub(b.at).Seconds()/baselineForget.Seconds(), 1)
 			b.baseline += time.Duration(f * float64(p-b.baseline))
 		}
 	}
@@ -128,7 +128,7 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 // since whose concurrency at send was at least minConc, in c.scratch.
 func (c *Controller) recentLatencies(since nanos, minConc int) []time.Duration {
 	ds := c.scratch[:0]
-	for i := 0; i < c.samples.n && len(ds) < c.cfg.SampleWindow; i++ {
+	for i := 0; i < c.samples.n && len(ds) < sampleWindow; i++ {
 		s := c.samples.back(i)
 		if s.done < since {
 			break
@@ -145,7 +145,7 @@ func (c *Controller) recentLatencies(since nanos, minConc int) []time.Duration {
 // overlapped no other remembered request, in c.scratch.
 func (c *Controller) loneLatencies() []time.Duration {
 	ds := c.scratch[:0]
-	for i := 0; i < c.samples.n && len(ds) < c.cfg.SampleWindow; i++ {
+	for i := 0; i < c.samples.n && len(ds) < sampleWindow; i++ {
 		if s := c.samples.back(i); s.sig == Success && s.lat > 0 && !s.crowded {
 			ds = append(ds, s.lat)
 		}
@@ -205,7 +205,7 @@ const (
 type windowState struct {
 	size     float64 // fractional, so that additive growth can accumulate
 	mode     windowMode
-	patience int          // multiplies WindowProbe, doubled while latency signals recur at one window
+	patience int          // multiplies windowProbe, doubled while latency signals recur at one window
 	lastSet  int          // the window a latency signal last set
 	check    latencyCheck // the last latency decrease, until it is judged
 }

@@ -121,21 +121,13 @@ func (c *Controller) climb(dt time.Duration) {
 	k.steps++
 	span, sends := c.returnSpan()
 	stepDue := k.elapsed >= span && k.steps >= sends
-	if stepDue && c.target.reached(k.plateau, &c.cfg) {
-		switch c.target.kind {
-		case targetBound:
-			// Held just under the bound, unrefused, for longer than the run lasted: the bound
-			// was the run's backoff. Double it, toward the rate that drew the run.
-			if k.elapsed >= time.Duration(c.ep.blockLen) {
-				r := min(c.ep.refused, 2*c.target.rate)
-				c.target.set(r, c.ep.boundKind(r))
-			}
-		case targetSlowStart:
-			// Held near slow start's refused rate, unrefused: that refusal measured nothing.
-			c.target.rate *= 2
-		}
+	if stepDue && c.target.kind == targetBound && c.target.reached(k.plateau) && k.elapsed >= time.Duration(c.ep.blockLen) {
+		// Held just under the bound, unrefused, for longer than the run lasted: the bound
+		// was the run's backoff. Double it, toward the rate that drew the run.
+		r := min(c.ep.refused, 2*c.target.rate)
+		c.target.set(r, c.ep.boundKind(r))
 	}
-	if stepDue && c.target.searching(k.plateau, &c.cfg) {
+	if stepDue && c.target.searching(k.plateau) {
 		// Binary search (on a log scale) toward just under the target.
 		c.searchStep(max(c.rate, k.plateau), math.Sqrt(k.plateau*pf*c.target.rate))
 	}
@@ -152,10 +144,9 @@ func (c *Controller) climb(dt time.Duration) {
 type targetKind uint8
 
 const (
-	noTarget        targetKind = iota // nothing to search toward
-	targetRefused                     // the rate the last refusal was drawn at
-	targetBound                       // a bound runEnd set on the search after a refusal run, below the rate that drew the run
-	targetSlowStart                   // the rate slow start was refused at, not yet sustained: it may have measured nothing
+	noTarget      targetKind = iota // nothing to search toward
+	targetRefused                   // the rate the last refusal was drawn at
+	targetBound                     // a bound runEnd set on the search after a refusal run, below the rate that drew the run
 )
 
 // target is the rate above the plateau that the search climbs toward, and what it is. The
@@ -179,11 +170,11 @@ func (t *target) clear() { *t = target{} }
 
 // reached reports whether plateau has come within RestartFactor of PlateauFactor × the
 // target: a search has no step left to take.
-func (t target) reached(plateau float64, cfg *Config) bool {
+func (t target) reached(plateau float64) bool {
 	return t.kind != noTarget && plateau*restartFactor >= plateauFactor*t.rate
 }
 
 // searching reports whether there is a target the plateau has not reached.
-func (t target) searching(plateau float64, cfg *Config) bool {
-	return t.kind != noTarget && !t.reached(plateau, cfg)
+func (t target) searching(plateau float64) bool {
+	return t.kind != noTarget && !t.reached(plateau)
 }

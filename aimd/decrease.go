@@ -29,7 +29,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	// 4. The probe's pace, the target and the curve.
 	c.pace.refusedAt(rs)
 	c.cutRate(d.rate, windowFull)
-	c.retarget(rs, endsSlowStart && s.sig == Overload && accepted < ssSustained*rs, d.measured)
+	c.retarget(rs, d.measured)
 	c.curve.restart(d.rate, max(d.plateau, d.rate))
 	c.curve.searched = false
 	// 5. The episode, a new epoch, and the fit of the epoch this refusal closed.
@@ -77,16 +77,11 @@ func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowSta
 	return cut{rate: r, plateau: r}
 }
 
-// retarget sets the search target after a refusal drawn at rs: rs itself, of kind
-// targetSlowStart if slow start was refused at a rate it had not sustained (R3). A refusal a
-// search step drew, or one the new rate rests on a measurement of, leaves nothing to search: rs
-// is only how far the climb overshot.
-func (c *Controller) retarget(rs float64, unsustained, measured bool) {
-	k := targetRefused
-	if unsustained {
-		k = targetSlowStart
-	}
-	c.target.set(rs, k)
+// retarget sets the search target after a refusal drawn at rs: rs itself. A refusal a search
+// step drew, or one the new rate rests on a measurement of, leaves nothing to search: rs is
+// only how far the climb overshot.
+func (c *Controller) retarget(rs float64, measured bool) {
+	c.target.set(rs, targetRefused)
 	if c.curve.searched || measured {
 		c.target.clear()
 	}

@@ -41,7 +41,7 @@ func (c *Controller) settle() {
 			}
 			c.phase = PhaseSearch
 		case PhaseSearch:
-			if c.target.searching(k.plateau, &c.cfg) {
+			if c.target.searching(k.plateau) {
 				return
 			}
 			c.phase = PhaseProbe

@@ -32,8 +32,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) bool {
 // rate is left alone: the window is what bounds queueing.
 func (c *Controller) decreaseWindow(now time.Time) {
 	w := c.Window()
-	hold := c.lat.baseline + c.bodyTime()
-	target := max(c.goodConcurrency(w-1), int(math.Round(c.acceptedRate(now)*hold.Seconds())))
+	target := max(c.goodConcurrency(w-1), int(math.Round(c.acceptedRate(now)*c.lat.baseline.Seconds())))
 	target = min(max(target, c.cfg.MinWindow), w-1)
 	// Patience: back to the same window as last time means the probe above it failed again;
 	// probe less often.
@@ -75,18 +74,6 @@ func (c *Controller) goodConcurrency(top int) int {
 		}
 	}
 	return min(seen, top)
-}
-
-// bodyTime is the median time between response headers and completion of recent successes.
-func (c *Controller) bodyTime() time.Duration {
-	ds := c.scratch[:0]
-	for i := 0; i < min(c.samples.n, sampleWindow*2) && len(ds) < sampleWindow; i++ {
-		if s := c.samples.back(i); s.sig == Success && s.lat > 0 {
-			ds = append(ds, max(time.Duration(s.done-s.sent)-s.lat, 0))
-		}
-	}
-	c.scratch = ds[:0]
-	return quantile(ds, 0.5)
 }
 
 // updateBaseline refreshes the baseline latency after a success with a latency. The baseline

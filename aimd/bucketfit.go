@@ -356,7 +356,7 @@ func fitRate(lo float64, oneToken bool, noise time.Duration) float64 {
 // timingNoise is the tolerance for the difference between send and arrival spacing: half the
 // spread (p90 − p10) of recent success latencies, within [1ms, 20ms].
 func (c *Controller) timingNoise() time.Duration {
-	ds := c.recentLatencies(never, 0)
+	ds := c.latencies(never, false)
 	if len(ds) < 2 {
 		return time.Millisecond
 	}

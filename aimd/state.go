@@ -29,7 +29,7 @@ type Stats struct {
 
 // Stats returns a snapshot. It does not change the controller's decisions.
 func (c *Controller) Stats() Stats {
-	ds := c.recentLatencies(never, 0)
+	ds := c.latencies(never, false)
 	return Stats{
 		Rate:         c.Rate(),
 		Window:       c.Window(),
@@ -95,7 +95,7 @@ func (c *Controller) State() State {
 		Decreases: c.counts.decreases,
 		OverLimit: c.counts.overLimit,
 		Failures:  c.counts.failures,
-		P95:       c.p95(c.recentLatencies(never, 0)),
+		P95:       c.p95(c.latencies(never, false)),
 
 		RefusalPause: c.pace.pause,
 

@@ -70,9 +70,9 @@ func New(cfg Config, now time.Time) *Controller {
 // ceiling (a ceiling below MinRate wins: robots.txt has the last word).
 func (c *Controller) Rate() float64 { return c.clampRate(c.rate) }
 
-// Window returns the allowed number of requests in flight, within [MinWindow, MaxWindow].
+// Window returns the allowed number of requests in flight, within [1, MaxWindow].
 func (c *Controller) Window() int {
-	return min(max(int(c.win.size), c.cfg.MinWindow), c.cfg.MaxWindow)
+	return min(max(int(c.win.size), 1), c.cfg.MaxWindow)
 }
 
 // Burst returns how many requests may leave back to back: 1, or, while the rate is one a bucket

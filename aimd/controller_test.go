@@ -106,14 +106,11 @@ func TestConfigDefaults(t *testing.T) {
 	}{
 		{"zero", Config{}, func(c Config) bool {
 			return c.InitialRate == 2 && c.MinRate == 0.1 && c.MaxRate == 1000 && c.InitialWindow == 2 &&
-				c.MinWindow == 1 && c.MaxWindow == 8
+				c.MaxWindow == 8
 		}},
 		{"max below min", Config{MinRate: 5, MaxRate: 1}, func(c Config) bool { return c.MaxRate == 5 && c.InitialRate == 5 }},
 		{"initial above max", Config{InitialRate: 50, MaxRate: 10}, func(c Config) bool { return c.InitialRate == 10 }},
-		{"window clamps", Config{InitialWindow: 20, MinWindow: 3, MaxWindow: 4}, func(c Config) bool {
-			return c.InitialWindow == 4 && c.MinWindow == 3 && c.MaxWindow == 4
-		}},
-		{"max window below min", Config{MinWindow: 4, MaxWindow: 2}, func(c Config) bool { return c.MaxWindow == 4 && c.InitialWindow == 4 }},
+		{"window clamps", Config{InitialWindow: 20, MaxWindow: 4}, func(c Config) bool { return c.InitialWindow == 4 && c.MaxWindow == 4 }},
 		{"NaN rate", Config{InitialRate: math.NaN()}, func(c Config) bool { return c.InitialRate == 2 }},
 	}
 	for _, tc := range tests {
@@ -687,8 +684,8 @@ func TestLatencyAloneIsNoSignal(t *testing.T) {
 
 func TestBaselineRisesOnlyFromLoneRequests(t *testing.T) {
 	t.Parallel()
-	// MinWindow = MaxWindow: no window to shrink, so loaded latency is observed but not acted on.
-	cfg := Config{InitialRate: 1000, InitialWindow: 4, MinWindow: 4, MaxWindow: 4}
+	// MaxWindow 1: no window to shrink, so loaded latency is observed but not acted on.
+	cfg := Config{InitialRate: 1000, MaxWindow: 1}
 	c := New(cfg, t0)
 	now := t0
 	for i := 0; i < 10; i++ {
@@ -770,8 +767,8 @@ func TestFloorsAndCeilings(t *testing.T) {
 			if r := c.Rate(); !near(r, tc.want, 1e-9) {
 				t.Errorf("Rate() = %v, want %v", r, tc.want)
 			}
-			if w, cfg := c.Window(), c.cfg; w < cfg.MinWindow || w > cfg.MaxWindow {
-				t.Errorf("Window() = %d outside [%d, %d]", w, cfg.MinWindow, cfg.MaxWindow)
+			if w, cfg := c.Window(), c.cfg; w < 1 || w > cfg.MaxWindow {
+				t.Errorf("Window() = %d outside [1, %d]", w, cfg.MaxWindow)
 			}
 		})
 	}
@@ -876,7 +873,7 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 	const seed = 42
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewSource(seed))
-	cfgs := []Config{{}, {MinRate: 0.5, MaxRate: 50, MinWindow: 2, MaxWindow: 4}, {InitialRate: 1000, MaxWindow: 32}}
+	cfgs := []Config{{}, {MinRate: 0.5, MaxRate: 50, MaxWindow: 4}, {InitialRate: 1000, MaxWindow: 32}}
 	for ci, cfg := range cfgs {
 		c := New(cfg, t0)
 		lim := c.cfg
@@ -907,7 +904,7 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 			if math.IsNaN(r) || r <= 0 || r > lim.MaxRate || r > c.top || (c.top >= lim.MinRate && r < lim.MinRate) {
 				t.Fatalf("config %d step %d: rate %v out of bounds (cap %v)", ci, i, r, c.top)
 			}
-			if w < lim.MinWindow || w > lim.MaxWindow {
+			if w < 1 || w > lim.MaxWindow {
 				t.Fatalf("config %d step %d: window %d out of bounds", ci, i, w)
 			}
 			if i%1000 == 0 {
@@ -916,7 +913,7 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 					t.Fatalf("config %d step %d: Stats %+v", ci, i, st)
 				}
 				s, _ := jsonRoundTrip(t, c.State())
-				if r := Restore(cfg, s, now); r.Rate() <= 0 || r.Window() < lim.MinWindow {
+				if r := Restore(cfg, s, now); r.Rate() <= 0 || r.Window() < 1 {
 					t.Fatalf("restored %+v", r.Stats())
 				}
 			}

@@ -22,7 +22,7 @@
 // # What comes out
 //
 // Rate() in req/s, within [MinRate, MaxRate] and under the ceiling; Window() in requests,
-// within [MinWindow, MaxWindow]; Burst(), how many requests may leave back to back (1 unless
+// within [1, MaxWindow]; Burst(), how many requests may leave back to back (1 unless
 // the bucket fit holds the rate). Stats() is a snapshot for displays, with the Phase:
 // slow-start, refusal-run, return, hold, search or probe. State() is the serialisable form of
 // everything the controller has learned, versioned (StateVersion); Restore(cfg, s, now) goes on

@@ -90,7 +90,7 @@ func (c *Controller) resume(rate float64, window int, slow bool) {
 		c.rate = c.clampRate(rate)
 	}
 	if window > 0 {
-		c.win.size = float64(min(max(window, c.cfg.MinWindow), c.cfg.MaxWindow))
+		c.win.size = float64(min(max(window, 1), c.cfg.MaxWindow))
 	}
 	if !slow {
 		c.phase = PhaseProbe
@@ -184,7 +184,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	rate, plateau, measured := c.measureCut(s, rs, lo, c.recentAccepted(s.sent), endsSlowStart)
 	rate = c.clampRate(min(rate, c.rate))
 	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window { // the window was full (R10)
-		c.win.size = max(math.Floor(c.win.size*beta), float64(c.cfg.MinWindow))
+		c.win.size = max(math.Floor(c.win.size*beta), 1)
 	}
 	c.pace.refusedAt(rs)
 	c.rate, c.phase = rate, PhaseRefusalRun

@@ -63,7 +63,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) bool {
 	c.updateBaseline(now, s)
 	c.lat.ref.add(s)
 	c.checkLatencyDecrease()
-	if c.Window() <= c.cfg.MinWindow {
+	if c.Window() <= 1 {
 		return false
 	}
 	if s.lat <= c.lat.ref.t50 && c.epoch.ok > minSamples {
@@ -77,7 +77,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) bool {
 func (c *Controller) decreaseWindow(now time.Time) {
 	w := c.Window()
 	target := max(c.goodConcurrency(w-1), int(math.Round(c.acceptedRate(now)*c.lat.baseline.Seconds())))
-	target = min(max(target, c.cfg.MinWindow), w-1)
+	target = min(max(target, 1), w-1)
 	if target == c.win.lastSet { // the probe above it failed again: probe less often
 		c.win.patience = min(2*max(c.win.patience, 1), maxWindowPatience)
 	} else {

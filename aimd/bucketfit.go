@@ -236,10 +236,6 @@ func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 // recent success from now; a fit still pending runs first and moves nothing. apply: it may set
 // the rate (not after slow start's refusal, whose burst a fit reads most easily wrong).
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
-	if c.fit.state != fitIdle {
-		c.fit.state = fitMeasure
-		c.runFit()
-	}
 	var slowest time.Duration
 	for i := 0; i < min(c.samples.n, sampleWindow); i++ {
 		if s := c.samples.back(i); s.sig == Success {

@@ -98,8 +98,6 @@ const (
 	// Latency and the window (R10).
 	latencyMinExcess = 2 * time.Millisecond // a slow success is at least this much slower than the reference (R10)
 	refMin           = 4                    // fewest reference latencies to judge by
-	refZ             = 3.0                  // standard deviations beyond the host's own share of slow requests
-	helpedZ          = 2.0                  // a latency decrease helped when latencies fell by this many deviations
 
 	// Stated limits (R11), and the fit (R5).
 	refutations  = 2    // refusals under a rate a model called safe (a stated limit, the fit) that refute it

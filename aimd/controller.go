@@ -138,10 +138,12 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 		}
 		c.decreaseRate(now, s)
 	case lab != labelServed: // noise, or the host's own failure
-	case c.latencyCongested(now, s):
-		c.decreaseWindow(now)
 	default:
-		c.grow(dt, s)
+		if w, ok := c.latencyCongested(now, s); ok {
+			c.decreaseWindow(now, w)
+		} else {
+			c.grow(dt, s)
+		}
 	}
 	c.settle()
 	c.record(now, false)

@@ -25,7 +25,7 @@
 // accepted and sending rates, the latency reference) only estimate. The state machine moves on
 // the label: the phase is stored (Controller.phase), and the transitions of fsm.go are the only
 // code that writes the rate, the window and the phase (begin, resume, recap; grow, climb,
-// growWindow; decreaseRate, shrinkWindow, undoShrink, endRun; holdFitted, holdStated, undoCuts).
+// growWindow; decreaseRate, shrinkWindow, endRun; holdFitted, holdStated, undoCuts).
 // Every tunable is in config.go, one line each. The rules and the tests that pin them are in
 // docs/aimd.md; figures are in BENCHMARKS.md.
 package aimd

@@ -231,11 +231,6 @@ func (c *Controller) shrinkWindow(target int) {
 	c.place()
 }
 
-// undoShrink restores the window a latency decrease that helped nothing cut (R10).
-func (c *Controller) undoShrink(size float64, mode windowMode) {
-	c.win.size, c.win.mode = max(c.win.size, size), mode
-}
-
 // endRun applies what a refusal run's end measured (R8): slow start again from InitialRate
 // (R3), or the rate returned to v.rate, searching toward v.target.
 func (c *Controller) endRun(v runVerdict) {

@@ -2,14 +2,12 @@ package aimd
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
 // The window and the latency signal (R10). The window follows the rate until latency that our
-// own concurrency explains binds it: more recent successes slower than a yardstick (latencyFactor
-// × the reference median or p90, and latencyMinExcess more) than the host's own distribution
-// without our load (the reference) explains, by refZ deviations.
+// own concurrency explains binds it: successes sent with more of ours in flight mostly slower
+// than the host's own p90 without our load (the reference), by latencyFactor.
 
 type windowMode uint8
 
@@ -21,9 +19,8 @@ const (
 type windowState struct {
 	size     float64 // fractional, so that additive growth can accumulate
 	mode     windowMode
-	patience int          // multiplies windowProbe, doubled while latency signals recur at one window
-	lastSet  int          // the window a latency signal last set
-	check    latencyCheck // the last latency decrease, until it is judged
+	patience int // multiplies windowProbe, doubled while latency signals recur at one window
+	lastSet  int // the window a latency signal last set
 }
 
 // followRate is twice the requests rate keeps in flight at latency typical.
@@ -55,64 +52,57 @@ type latencyRef struct {
 	ref      reference
 }
 
-// latencyCongested takes in success s's latency and reports a latency signal.
-func (c *Controller) latencyCongested(now time.Time, s *sample) bool {
+// latencyCongested takes in success s's latency and, on a latency signal, returns the window
+// to set: the concurrency at send just below the lowest level (2 or more: a request sent alone
+// cannot have queued behind ours) at which most successes sent since the last decrease (at
+// least minSamples) were slower than the p90 yardstick, as were most of the 2 × refMin or more
+// at that level and above; or accepted rate × baseline if more.
+func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok bool) {
 	if s.lat <= 0 {
-		return false
+		return 0, false
 	}
 	c.updateBaseline(now, s)
 	c.lat.ref.add(s)
-	c.checkLatencyDecrease()
-	if c.Window() <= 1 {
-		return false
+	w := c.Window()
+	if w <= 1 || c.lat.ref.lat.n < refMin || c.epoch.ok < minSamples || s.lat <= c.lat.ref.t90 {
+		return 0, false // a signal needs a new slow success
 	}
-	if s.lat <= c.lat.ref.t50 && c.epoch.ok > minSamples {
-		return false // no threshold can have been crossed
+	var slow, all [64]int
+	for i := 0; i < c.samples.n; i++ {
+		j := c.samples.back(i)
+		if j.done < c.epoch.start {
+			break
+		}
+		if j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
+			all[j.conc]++
+			if j.lat > c.lat.ref.t90 {
+				slow[j.conc]++
+			}
+		}
 	}
-	return c.latencySignal()
+	var upAll, upSlow [65]int // the counts at each level and above
+	for level := len(all) - 1; level >= 1; level-- {
+		upAll[level], upSlow[level] = upAll[level+1]+all[level], upSlow[level+1]+slow[level]
+	}
+	for level := 2; level <= min(w, len(all)-1); level++ {
+		if all[level] > 0 && 2*slow[level] > all[level] && upAll[level] >= 2*refMin && 2*upSlow[level] > upAll[level] {
+			good := max(level-1, int(math.Round(c.acceptedRate(now)*c.lat.baseline.Seconds())))
+			return min(good, w-1), true
+		}
+	}
+	return 0, false
 }
 
-// decreaseWindow sets the window to the concurrency that kept latency at baseline, at least
-// one under now: the larger of the concurrency that stayed fast and accepted rate × baseline.
-func (c *Controller) decreaseWindow(now time.Time) {
-	w := c.Window()
-	target := max(c.goodConcurrency(w-1), int(math.Round(c.acceptedRate(now)*c.lat.baseline.Seconds())))
-	target = min(max(target, 1), w-1)
+// decreaseWindow sets the window to target on a latency signal; patience grows while signals
+// recur at one window.
+func (c *Controller) decreaseWindow(now time.Time, target int) {
 	if target == c.win.lastSet { // the probe above it failed again: probe less often
 		c.win.patience = min(2*max(c.win.patience, 1), maxWindowPatience)
 	} else {
 		c.win.patience = 1
 	}
-	med := quantile(c.latencies(c.epoch.start, false), 0.5)
-	c.win.check = latencyCheck{pending: true, size: c.win.size, mode: c.win.mode, median: med,
-		counts: c.countLatencies(c.epoch.start), from: toNanos(now) + 2*nanos(med)}
 	c.shrinkWindow(target)
 	c.startEpoch(now)
-}
-
-// goodConcurrency is the concurrency at send just below the lowest at which recent successes
-// were mostly slower than the p90 yardstick, else the highest seen; at most top.
-func (c *Controller) goodConcurrency(top int) int {
-	thr := c.lat.ref.t90
-	var slow, all [64]int
-	for i := 0; i < c.samples.n; i++ {
-		if s := c.samples.back(i); s.sig == Success && s.lat > 0 && s.conc < len(all) {
-			all[s.conc]++
-			if s.lat > thr {
-				slow[s.conc]++
-			}
-		}
-	}
-	seen := 0
-	for level := 1; level <= min(top+1, len(all)-1); level++ {
-		if all[level] > 0 && 2*slow[level] > all[level] {
-			return min(level-1, top)
-		}
-		if all[level] > 0 {
-			seen = level
-		}
-	}
-	return min(seen, top)
 }
 
 // updateBaseline refreshes the baseline: the p10 of the latest sampleWindow latencies (their
@@ -202,11 +192,10 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 // reference is the host's latency without our load: the latest refSize successes sent with
 // nothing else of ours in flight, and the yardsticks derived from them.
 type reference struct {
-	lat      ring[time.Duration]
-	sort     []time.Duration // scratch
-	t50, t90 time.Duration   // yardsticks: latencyFactor × the median, × the p90
-	p50, p90 float64         // upper bounds on the shares of the host's latencies above them
-	hi       time.Duration   // the reference p90
+	lat  ring[time.Duration]
+	sort []time.Duration // scratch
+	hi   time.Duration   // the reference p90
+	t90  time.Duration   // the yardstick: latencyFactor × hi, and latencyMinExcess more
 }
 
 func newReference() reference { return reference{lat: newRing[time.Duration](refSize)} }
@@ -219,52 +208,18 @@ func (r *reference) add(s *sample) {
 	r.update()
 }
 
-// update recomputes the yardsticks, with shares bounded above at 99% (log-normal fit: the
-// mean's bound from Student's t, the spread's from chi-square).
+// update recomputes the yardstick from the reference latencies.
 func (r *reference) update() {
 	if r.lat.n < refMin {
 		return
 	}
 	ds := r.sort[:0]
-	var sum, sum2 float64
 	for i := 0; i < r.lat.n; i++ {
-		d := *r.lat.get(i)
-		ds = append(ds, d)
-		l := math.Log(d.Seconds())
-		sum, sum2 = sum+l, sum2+l*l
-	}
-	slices.Sort(ds)
-	r.sort = ds[:0]
-	m := float64(len(ds))
-	mu := sum / m
-	sd := math.Sqrt(max(sum2/m-mu*mu, 0) * m / (m - 1))
-	const z = 2.326 // the normal 99%; Cornish–Fisher for t, Wilson–Hilferty for chi-square
-	k := m - 1
-	student := z + (z*z*z+z)/(4*k) + (5*z*z*z*z*z+16*z*z*z+3*z)/(96*k*k)
-	chi := k * math.Pow(1-2/(9*k)-z*math.Sqrt(2/(9*k)), 3)
-	sdUp := sd * math.Sqrt(k/max(chi, 1e-9))
-	muUp := mu + student*sd/math.Sqrt(m)
-	share := func(above time.Duration) float64 {
-		i, _ := slices.BinarySearch(ds, above+1)
-		emp := float64(len(ds)-i+1) / (m + 2)
-		if sdUp <= 0 {
-			return emp
-		}
-		return max(emp, 0.5*math.Erfc((math.Log(above.Seconds())-muUp)/(sdUp*math.Sqrt2)))
-	}
-	yard := func(q time.Duration) time.Duration {
-		return max(time.Duration(latencyFactor*float64(q)), q+latencyMinExcess)
+		ds = append(ds, *r.lat.get(i))
 	}
 	r.hi = quantile(ds, 0.9)
-	r.t50, r.t90 = yard(quantile(ds, 0.5)), yard(r.hi)
-	r.p50, r.p90 = share(r.t50), share(r.t90)
-}
-
-// surprising reports whether k of n above a yardstick the host puts a share p0 above is at
-// least two and more than refZ deviations (and a half) above the binomial mean.
-func surprising(k, n int, p0 float64) bool {
-	mean := float64(n) * p0
-	return k >= 2 && float64(k) > mean+refZ*math.Sqrt(mean*(1-p0))+0.5
+	r.sort = ds[:0]
+	r.t90 = max(time.Duration(latencyFactor*float64(r.hi)), r.hi+latencyMinExcess)
 }
 
 // typicalSlow is the reference p90 once known (at least the baseline), else the baseline.
@@ -273,104 +228,4 @@ func (c *Controller) typicalSlow() time.Duration {
 		return max(c.lat.ref.hi, c.lat.baseline)
 	}
 	return c.lat.baseline
-}
-
-// latencyCounts are the latest successes (up to sampleWindow) sent since an instant, counted
-// against the yardsticks.
-type latencyCounts struct {
-	n       int
-	slow    int // above the p90 yardstick
-	crowded int // of those, sent while another of ours was in flight
-	above50 int // above the median yardstick
-}
-
-func (c *Controller) countLatencies(since nanos) latencyCounts {
-	r := &c.lat.ref
-	var k latencyCounts
-	for i := 0; i < c.samples.n && k.n < sampleWindow; i++ {
-		s := c.samples.back(i)
-		if s.done < since {
-			break
-		}
-		if s.sig != Success || s.lat <= 0 || s.sent < since {
-			continue
-		}
-		k.n++
-		if s.lat > r.t50 {
-			k.above50++
-		}
-		if s.lat > r.t90 {
-			k.slow++
-			if s.conc >= 2 {
-				k.crowded++
-			}
-		}
-	}
-	return k
-}
-
-// latencySignal reports congestion among the successes sent since the last decrease (at least
-// minSamples): more are slow than the reference explains, most of them sent while another of
-// ours was in flight (a request sent alone cannot have queued behind ours).
-func (c *Controller) latencySignal() bool {
-	if c.lat.ref.lat.n < refMin {
-		return false
-	}
-	k := c.countLatencies(c.epoch.start)
-	if k.n < minSamples || 2*k.crowded <= k.slow {
-		return false
-	}
-	return surprising(k.slow, k.n, c.lat.ref.p90) || surprising(k.above50, k.n, c.lat.ref.p50)
-}
-
-// latencyCheck judges a latency decrease on the next minSamples successes sent after the
-// requests then in flight: unless fewer are slow, or most are faster than the median that
-// called for it (one-sided tests at helpedZ), it is undone and their latencies join the
-// reference.
-type latencyCheck struct {
-	pending bool
-	size    float64       // the window before the decrease
-	mode    windowMode    // and what sized it
-	median  time.Duration // of the samples that called for it
-	counts  latencyCounts // of the same
-	from    nanos         // successes sent from then on judge it
-}
-
-// fewer reports whether a of n is a smaller share than b of m beyond chance (z-test at helpedZ).
-func fewer(a, n, b, m int) bool {
-	p1, p0 := float64(a)/float64(n), float64(b)/float64(m)
-	p := float64(a+b) / float64(n+m)
-	sd := math.Sqrt(p * (1 - p) * (1/float64(n) + 1/float64(m)))
-	return p1 < p0 && (sd == 0 || (p0-p1)/sd > helpedZ)
-}
-
-func (c *Controller) checkLatencyDecrease() {
-	lc := &c.win.check
-	if !lc.pending {
-		return
-	}
-	ds := c.latencies(lc.from, false)
-	n := len(ds)
-	if n < minSamples {
-		return
-	}
-	lc.pending = false
-	k, old := c.countLatencies(lc.from), lc.counts
-	if fewer(k.slow, k.n, old.slow, old.n) || fewer(k.above50, k.n, old.above50, old.n) {
-		return
-	}
-	above := 0
-	for _, d := range ds {
-		if d >= lc.median {
-			above++
-		}
-	}
-	if float64(above) < float64(n)/2-helpedZ*math.Sqrt(float64(n))/2 {
-		return
-	}
-	for _, d := range ds {
-		c.lat.ref.lat.push(d)
-	}
-	c.lat.ref.update()
-	c.undoShrink(lc.size, lc.mode)
 }

@@ -377,6 +377,8 @@ func TestReturnThenProbe(t *testing.T) {
 		back  time.Duration // time from the refusal to the plateau
 	}{
 		{"ProbeRequests at 9.8 req/s", Config{}, sec(probeRequests / 9.8), time.Second, returnTime},
+		// A refusal that costs no pause (no Retry-After) may be risked sooner.
+		{"no Retry-After: quickShare of returnTime", Config{}, sec(probeRequests / 9.8), 0, 2 * time.Second},
 		// A probe that finds the limit where it was costs the pause: probe less often where
 		// it is long (pauseProbeRatio × the pause, up to maxPauseProbe).
 		{"Retry-After 60s: 20 min", Config{}, 20 * time.Minute, time.Minute, returnTime},
@@ -419,6 +421,25 @@ func TestReturnThenProbe(t *testing.T) {
 				t.Errorf("phase %q after probing 25%% above the plateau, want %q", p, PhaseSlowStart)
 			}
 		})
+	}
+}
+
+func TestPatience(t *testing.T) {
+	t.Parallel()
+	// Refusals that recur at the same rate stretch the probe time: on a steady token bucket the
+	// gaps between refusals grow (after the first ones, which find the limit).
+	r := runSim(simConfig{host: simHost{limit: 10}, duration: 600, rtt: 0.01})
+	var gaps []float64
+	for i := 1; i < len(r.overAt); i++ {
+		gaps = append(gaps, r.overAt[i]-r.overAt[i-1])
+	}
+	t.Logf("seconds between refusals: %.1f", gaps)
+	if len(gaps) < 4 {
+		t.Fatalf("only %d refusals in 600s", len(r.overAt))
+	}
+	last := gaps[len(gaps)-3:]
+	if !(last[0] >= 60 && last[1] >= 60 && last[2] >= 60) {
+		t.Errorf("steady-state gaps %v, want them stretched to at least a minute", last)
 	}
 }
 

@@ -233,8 +233,8 @@ func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 }
 
 // queueFit schedules the fit of the epoch the refusal sent at ts closed, for twice the slowest
-// recent success from now; a fit still pending runs first and moves nothing. apply: it may set
-// the rate (not after slow start's refusal, whose burst a fit reads most easily wrong).
+// recent success from now, in place of any still pending (it covers the same requests). apply:
+// it may set the rate (not after slow start's refusal, whose burst a fit reads most easily wrong).
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	var slowest time.Duration
 	for i := 0; i < min(c.samples.n, sampleWindow); i++ {

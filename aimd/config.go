@@ -71,7 +71,7 @@ const (
 	// Slow start and the curve (R3, R6, R7).
 	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use (R3)
 	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
-	minActiveGap      = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (at most ReturnTime)
+	minActiveGap      = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (at most returnTime)
 	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time
 	searchSends       = 50                     // fewest successes between two search steps
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share

@@ -255,7 +255,7 @@ func TestOverloadDecrease(t *testing.T) {
 		decs  int     // Stats.Decreases
 		over  int     // Stats.OverLimit
 	}{
-		{"first refusal: Beta × accepted", Config{}, func(d *driver) {
+		{"first refusal: beta × accepted", Config{}, func(d *driver) {
 			d.refuse(Overload)
 		}, 9.7, 1, 1},
 		{"refusals of the same epoch are one event", Config{}, func(d *driver) {
@@ -273,12 +273,12 @@ func TestOverloadDecrease(t *testing.T) {
 			d.send(Success)           // first request after the pause passes
 			d.refuse(Overload)        // second is refused, 0.1s into the epoch
 		}, 0.5 * 9.7, 2, 2},
-		{"refusal ending a climb: Beta × measured limit", Config{}, func(d *driver) {
+		{"refusal ending a climb: beta × measured limit", Config{}, func(d *driver) {
 			d.refuse(Overload)        // 10 → 9.7, plateau 9.8
 			d.now = d.now.Add(sec(1)) // a Retry-After pause
 			d.run(sec(2))             // 20 successes sent in 2s, climbing toward 9.8
 			d.refuse(Overload)        // refused 2.05s after the epoch's first send
-		}, 0.97 * (20 - 1.5) / 2.05, 2, 2}, // Beta × (successes − burst allowance) / span
+		}, 0.97 * (20 - 1.5) / 2.05, 2, 2}, // beta × (successes − burst allowance) / span
 		{"refusal at a level that held 6s: measured over the whole epoch", Config{}, func(d *driver) {
 			d.refuse(Overload)        // 10 → 9.7, plateau 9.8, back there at once
 			d.now = d.now.Add(sec(1)) // a Retry-After pause
@@ -306,7 +306,7 @@ func TestOverloadDecrease(t *testing.T) {
 			d.refuse(Failure)
 			d.refuse(Failure)
 			d.refuse(Failure) // the third of the last 8 outcomes ends slow start:
-		}, 0.97 * 8, 1, 0}, // Beta × the last second's accepted rate, two of its requests failed
+		}, 0.97 * 8, 1, 0}, // beta × the last second's accepted rate, two of its requests failed
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -376,7 +376,7 @@ func TestReturnThenProbe(t *testing.T) {
 		pause time.Duration // the refusal's Retry-After
 		back  time.Duration // time from the refusal to the plateau
 	}{
-		{"ProbeRequests at 9.8 req/s", Config{}, sec(probeRequests / 9.8), time.Second, returnTime},
+		{"probeRequests at 9.8 req/s", Config{}, sec(probeRequests / 9.8), time.Second, returnTime},
 		// A refusal that costs no pause (no Retry-After) may be risked sooner.
 		{"no Retry-After: quickShare of returnTime", Config{}, sec(probeRequests / 9.8), 0, 2 * time.Second},
 		// A probe that finds the limit where it was costs the pause: probe less often where
@@ -447,7 +447,7 @@ func TestSearchAfterOvercut(t *testing.T) {
 	t.Parallel()
 	// Refusals right after each decrease (epochs too short to measure) halve the rate each
 	// time, far below the limit; the plateau is then raised by binary search toward the last
-	// refused rate, one step per ReturnTime, until it is within RestartFactor of it. The slow cubic
+	// refused rate, one step per returnTime, until it is within restartFactor of it. The slow cubic
 	// probe alone would take minutes to get there.
 	c, d := settled(Config{})
 	c.cfg.MaxRate, c.top = 1000, 1000
@@ -474,7 +474,7 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 	// A host that refuses whatever is sent for 10 s (a sliding-window quota spent, no
 	// Retry-After): each refusal with no success since the last halves the rate, spacing the
 	// run's requests out. The first success ends the run: the rate returns to what the host
-	// accepted over it, Beta × the largest (successes since t0 − burstAllowance) ÷ (t0 to that
+	// accepted over it, beta × the largest (successes since t0 − burstAllowance) ÷ (t0 to that
 	// success), here over all 100 of settled's successes, not to the halved rate; the gap to
 	// the refused rate is then searched.
 	c, d := settled(Config{})
@@ -574,7 +574,7 @@ func TestResumedRefusalEndsBelowItsRate(t *testing.T) {
 		t.Fatalf("setup: the refusal did not halve the rate (%.2f from %.2f)", halved, refused)
 	}
 	if got > beta*refused*1.001 || got < 0.9*beta*refused {
-		t.Errorf("rate %.2f after the resumed refusal's success, want just under Beta × %.2f", got, refused)
+		t.Errorf("rate %.2f after the resumed refusal's success, want just under beta × %.2f", got, refused)
 	}
 }
 
@@ -1052,7 +1052,7 @@ func TestLatencyQueueingAmidSpread(t *testing.T) {
 
 func TestLowPlateauStillProbes(t *testing.T) {
 	t.Parallel()
-	// ProbeRequests stretches the probe at a low plateau, but to no more than maxStretch ×
+	// probeRequests stretches the probe at a low plateau, but to no more than maxStretch ×
 	// probeTime: a host cut to 1 req/s is probed above it within minutes, not 400 requests.
 	c := New(Config{InitialRate: 1, MaxRate: 1}, t0)
 	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, pause: time.Second}

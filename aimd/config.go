@@ -84,6 +84,7 @@ const (
 	minSpan        = 800 * time.Millisecond // a refusal measures the limit only over this much sending
 	burstAllowance = 1.5                    // tokens a bucket held beyond the refill when an epoch began
 	minMeasured    = 3                      // an episode with fewer successes restarts slow start
+	ssSustained    = 0.75                   // slow start's refusal measured nothing under this × its rate accepted
 
 	// The bucket fit (R5).
 	fitNarrow = 1.15 // the fit measures the limit when the rates it allows span at most this factor

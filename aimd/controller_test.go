@@ -469,6 +469,36 @@ func TestSearchAfterOvercut(t *testing.T) {
 	}
 }
 
+// TestSpuriousSlowStartRefusal: a request that reaches a one-token host close behind another
+// (network or scheduling jitter) is refused while slow start is still far under the host's
+// limit. The climb after it holds just under the refused rate unrefused, so that refusal
+// measured nothing: the search goes on above it. Before, the rate stayed under the refused
+// 4 req/s for the 30 s that follow (3.3 req/s at the end), held there by the slow probe.
+func TestSpuriousSlowStartRefusal(t *testing.T) {
+	t.Parallel()
+	c := New(Config{}, t0)
+	d := &driver{c: c, now: t0, lat: time.Millisecond}
+	for range 2 { // robots.txt and a first page: slow start reaches 4 req/s
+		d.send(Success)
+		d.drain()
+	}
+	// The next request reaches the host 30 ms behind the last success, and is refused.
+	last := d.delivered[len(d.delivered)-1].Add(-d.lat)
+	c.Observe(last.Add(31*time.Millisecond), Outcome{Signal: Overload, Sent: last.Add(30 * time.Millisecond), Latency: time.Millisecond})
+	d.now = maxTime(d.now, last.Add(31*time.Millisecond))
+	rs, _ := c.pace.lastRefusal.get()
+	for range 30 { // every request accepted: the host's limit is far above
+		d.run(time.Second)
+	}
+	t.Logf("refused at %.2f req/s; 30 s later the rate is %.2f", rs, c.Rate())
+	if rs > 4.5 {
+		t.Fatalf("setup: refused at %.2f req/s, want slow start's 4", rs)
+	}
+	if r := c.Rate(); r < 2*rs {
+		t.Errorf("30 s after a refusal at %.2f req/s that the climb never met again, the rate is %.2f, want at least %.2f", rs, r, 2*rs)
+	}
+}
+
 func TestUnblockAfterRefusalRun(t *testing.T) {
 	t.Parallel()
 	// A host that refuses whatever is sent for 10 s (a sliding-window quota spent, no

@@ -136,10 +136,14 @@ func (c *Controller) climb(dt time.Duration) {
 	k.steps++
 	span, sends := c.returnSpan()
 	stepDue := k.elapsed >= span && k.steps >= sends
-	if stepDue && c.target.kind == targetBound && c.target.reached(k.plateau) && k.elapsed >= time.Duration(c.ep.blockLen) {
+	switch {
+	case !stepDue || !c.target.reached(k.plateau):
+	case c.target.kind == targetBound && k.elapsed >= time.Duration(c.ep.blockLen):
 		// Held under a run's bound for longer than the run: it was the backoff's. Double it (R8).
 		r := min(c.ep.refused, 2*c.target.rate)
 		c.target.set(r, c.ep.boundKind(r))
+	case c.target.kind == targetSlowStart:
+		c.target.rate *= 2 // held near slow start's refused rate unrefused: it measured nothing (R3)
 	}
 	if stepDue && c.target.searching(k.plateau) {
 		k.restart(max(c.rate, k.plateau), math.Sqrt(k.plateau*plateauFactor*c.target.rate))
@@ -181,14 +185,19 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	} else {
 		c.fails.undo = failureUndo{} // an Overload: the rate rests on the host's word now
 	}
-	rate, plateau, measured := c.measureCut(s, rs, lo, c.recentAccepted(s.sent), endsSlowStart)
+	accepted := c.recentAccepted(s.sent)
+	rate, plateau, measured := c.measureCut(s, rs, lo, accepted, endsSlowStart)
 	rate = c.clampRate(min(rate, c.rate))
 	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window { // the window was full (R10)
 		c.win.size = max(math.Floor(c.win.size*beta), 1)
 	}
 	c.pace.refusedAt(rs)
 	c.rate, c.phase = rate, PhaseRefusalRun
-	c.target.set(rs, targetRefused)
+	kind := targetRefused
+	if endsSlowStart && s.sig == Overload && accepted < ssSustained*rs {
+		kind = targetSlowStart // slow start had not sustained the rate it was refused at
+	}
+	c.target.set(rs, kind)
 	if c.curve.searched || measured { // rs is only how far the climb overshot
 		c.target.clear()
 	}
@@ -367,9 +376,10 @@ func (c *Controller) probeSeconds() float64 {
 type targetKind uint8
 
 const (
-	noTarget      targetKind = iota
-	targetRefused            // the rate the last refusal was drawn at
-	targetBound              // a bound runEnd set below the rate that drew a run
+	noTarget        targetKind = iota
+	targetRefused              // the rate the last refusal was drawn at
+	targetBound                // a bound runEnd set below the rate that drew a run
+	targetSlowStart            // the rate slow start was refused at without having sustained it
 )
 
 // target is the rate above the plateau the search climbs toward (R6).

@@ -112,6 +112,7 @@ const (
 	rateWindow        = 8 * slowStartInterval   // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
 	failureBaseMin    = memory / 4              // outcomes that teach the background share before it is known
 	maxWindowPatience = maxStretch * maxStretch // the window probe interval stretches to at most this × windowProbe
+	servedMemory      = 2 * returnTime          // how long the served peak stands (R9)
 	windowProbe       = memory / 2              // after slow start the window grows by one per this × window successes that found it full (R10)
 	refSize           = memory / 2              // reference latencies kept (512 B per host)
 )

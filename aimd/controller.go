@@ -26,6 +26,7 @@ type Controller struct {
 	win    windowState // the concurrency window and its latency rules
 	lat    latencyRef  // the host's own latency: baseline and reference
 	fails  failureLog  // the recent Failures and the host's background share of them
+	served servedPeak  // the highest success rate the host answered lately
 	counts counters
 
 	last    time.Time // latest time seen
@@ -117,6 +118,9 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	}
 	v, lab := c.remember(now, o)
 	s := &v
+	if o.Signal == Success {
+		c.served.note(s.sent, c.recentAccepted(s.sent+1))
+	}
 	if o.Signal == Success && s.sent >= c.epoch.start {
 		c.epoch.ok++
 		if c.ep.endsRun() {
@@ -191,7 +195,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		lab = labelServed
 	case ts < c.epoch.start:
 		lab = labelNoise
-	case o.Signal == Failure && !c.fails.signal(run):
+	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts), minBeta)):
 		lab = labelHostFailure
 	default:
 		lab = labelLimit

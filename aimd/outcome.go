@@ -52,6 +52,6 @@ type label uint8
 const (
 	labelServed      label = iota // a Success
 	labelLimit                    // a refusal, or a Failure cluster, since the last decrease
-	labelHostFailure              // a Failure the host's background share explains (R9)
+	labelHostFailure              // a Failure its background share or the served peak explains (R9)
 	labelNoise                    // a signal about a request sent before the last decrease (R1)
 )

@@ -7,14 +7,11 @@ import (
 	"time"
 )
 
-// The bucket fit: which server-side token buckets explain what a host did. For each bucket
-// size on burstGrid it finds the range of rates that reproduces every answer since the limit
-// last changed; the fit is sound (it never rules out the true bucket) and allows for timing
-// noise between send and arrival. When no bucket explains everything, the fit starts over
-// from the epoch's opening refusal (docs/aimd.md, R5).
+// The bucket fit (R5): for each bucket size on burstGrid, the range of rates of a server-side
+// token bucket that reproduces every answer since the limit last changed. It is sound (it never
+// rules out the true bucket) and allows for timing noise between send and arrival.
 
-// burstGrid lists the bucket sizes the fit considers: real rate limiters count whole
-// requests (nginx's burst, x/time/rate's, Envoy's max_tokens), so whole sizes suffice.
+// burstGrid lists the bucket sizes fitted: limiters count whole requests.
 var burstGrid = func() []float64 {
 	var g []float64
 	for b := 1; b <= 32; b++ {
@@ -23,32 +20,26 @@ var burstGrid = func() []float64 {
 	return append(g, 40, 48, 64, 80, 100, 128)
 }()
 
-// bucketEvent is one request as a server-side bucket saw it: when it was sent, in seconds
-// since some origin, and how it was answered.
+// bucketEvent is one request as a bucket saw it: its send time (s) and answer (a Failure's is
+// unknown); early counts the successes sent within the noise before it, late the token-takers
+// sent within it after (they may have arrived in either order).
 type bucketEvent struct {
-	t   float64
-	sig Signal // Success, Overload, or Failure (the bucket's answer unknown)
-
-	// Requests sent within the timing noise may have arrived in either order: early counts
-	// the successes sent just before this one, late the token-takers sent just after.
+	t           float64
+	sig         Signal
 	early, late int
 }
 
-// rateRange is the range of bucket rates, req/s, consistent with what a host did for one
-// bucket size; lo > hi means the size is ruled out.
+// rateRange is the bucket rates consistent with the host for one size; lo > hi: none.
 type rateRange struct{ lo, hi float64 }
 
 func (r rateRange) empty() bool { return r.lo > r.hi }
 
-// bucketFit is a fit: one rate range per burstGrid size (nil: nothing fitted).
+// bucketFit is one rateRange per burstGrid size (nil: nothing fitted).
 type bucketFit []rateRange
 
-// acceptsAll reports whether a bucket of rate l and size b accepts every accepted event. The
-// bucket is taken to be as full as it can be: full at the first event, never charged for a
-// failure (whose answer is unknown), and holding just under one token at each refusal (it
-// refused). Arrival times differ from send times by up to tol seconds: each request is
-// credited tol seconds of extra refill and the tokens of the requests sent within tol on the
-// side that may have arrived after it.
+// acceptsAll reports whether a bucket of rate l and size b, as full as it can be (full at
+// first, never charged for a failure, under one token at each refusal, tol s of extra refill),
+// accepts every accepted event.
 func acceptsAll(evs []bucketEvent, l, b, tol float64) bool {
 	level, last := b, evs[0].t
 	for _, e := range evs {
@@ -67,10 +58,8 @@ func acceptsAll(evs []bucketEvent, l, b, tol float64) bool {
 	return true
 }
 
-// refusesAll reports whether a bucket of rate l and size b that is empty at the first event
-// refuses every refused event; accepted events and failures take a token if there is one.
-// Each refused request is debited tol seconds of refill and the tokens of the requests sent
-// within tol after it (they may have arrived before it).
+// refusesAll reports whether a bucket of rate l and size b, empty at first, refuses every
+// refused event (each debited tol s of refill and the tokens sent within tol after it).
 func refusesAll(evs []bucketEvent, l, b, tol float64) bool {
 	level, last := 0.0, evs[0].t
 	for _, e := range evs {
@@ -86,33 +75,26 @@ func refusesAll(evs []bucketEvent, l, b, tol float64) bool {
 	return true
 }
 
-// markReorder sets each event's early and late counts (see bucketEvent) for a timing noise
-// of tol seconds; evs must be in send order.
-func markReorder(evs []bucketEvent, tol float64) {
-	j := 0 // first event sent at or after evs[i].t − tol
+// fitBuckets returns each size's rates within [minL, maxL] that explain evs (in send order)
+// with a timing noise of tol s.
+func fitBuckets(evs []bucketEvent, minL, maxL, tol float64) bucketFit {
+	j := 0
 	for i := range evs {
 		for evs[j].t < evs[i].t-tol {
 			j++
 		}
-		evs[i].early = 0
+		evs[i].early, evs[i].late = 0, 0
 		for k := j; k < i; k++ {
 			if evs[k].sig == Success {
 				evs[i].early++
 			}
 		}
-		evs[i].late = 0
 		for k := i + 1; k < len(evs) && evs[k].t <= evs[i].t+tol; k++ {
 			if evs[k].sig != Overload {
 				evs[i].late++
 			}
 		}
 	}
-}
-
-// fitBuckets returns, for each burstGrid size, the range of rates within [minL, maxL] that
-// explains evs (in send order), with a timing noise of tol seconds.
-func fitBuckets(evs []bucketEvent, minL, maxL, tol float64) bucketFit {
-	markReorder(evs, tol)
 	out := make(bucketFit, len(burstGrid))
 	for i, b := range burstGrid {
 		out[i] = rateRange{math.Inf(1), math.Inf(-1)}
@@ -125,15 +107,13 @@ func fitBuckets(evs []bucketEvent, minL, maxL, tol float64) bucketFit {
 	return out
 }
 
-// leastTrue returns (to 0.1%) the least l in [a, z] for which f is true; f must be monotone
-// (false then true) and true at z.
+// leastTrue returns (to 0.1%) the least l in [a, z] at which f, monotone and true at z, is true.
 func leastTrue(a, z float64, f func(float64) bool) float64 {
 	if f(a) {
 		return a
 	}
 	for z > a*1.001 {
-		m := math.Sqrt(a * z)
-		if f(m) {
+		if m := math.Sqrt(a * z); f(m) {
 			z = m
 		} else {
 			a = m
@@ -142,21 +122,20 @@ func leastTrue(a, z float64, f func(float64) bool) float64 {
 	return z
 }
 
-// bounds returns the least and greatest rate any bucket size still allows and whether a
-// one-token bucket is among them; ok is false if none is.
+// bounds returns the least and greatest rate any size allows, whether a one-token bucket is
+// among them, and whether any size is.
 func (f bucketFit) bounds() (lo, hi float64, oneToken, ok bool) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for i, r := range f {
-		if r.empty() {
-			continue
+		if !r.empty() {
+			lo, hi, ok = min(lo, r.lo), max(hi, r.hi), true
+			oneToken = oneToken || burstGrid[i] == 1
 		}
-		lo, hi, ok = min(lo, r.lo), max(hi, r.hi), true
-		oneToken = oneToken || burstGrid[i] == 1
 	}
 	return lo, hi, oneToken, ok
 }
 
-// leastSize returns the least bucket size the fit still allows (0 if none).
+// leastSize is the least bucket size the fit allows (0: none).
 func (f bucketFit) leastSize() float64 {
 	for i, r := range f {
 		if !r.empty() {
@@ -166,19 +145,14 @@ func (f bucketFit) leastSize() float64 {
 	return 0
 }
 
-// unboundedBurst reports whether the largest bucket size on the grid is still allowed: the
-// fit has found a least size but no greatest.
-func (f bucketFit) unboundedBurst() bool {
-	return len(f) > 0 && !f[len(f)-1].empty()
-}
+// unboundedBurst reports whether the largest size is still allowed: no greatest size found.
+func (f bucketFit) unboundedBurst() bool { return len(f) > 0 && !f[len(f)-1].empty() }
 
-// fitRec is one finished request in the fit's log.
 type fitRec struct {
 	sent nanos
 	sig  Signal
 }
 
-// fitState says whether a fit is waiting for its requests to come back, and what it may do.
 type fitState uint8
 
 const (
@@ -187,23 +161,21 @@ const (
 	fitSet                     // pending: it may set the rate
 )
 
-// fitter fits server-side token buckets to what the host did. It logs every finished request;
-// a refusal queues the fit of the epoch it closed, run once that epoch's requests have come
-// back.
+// fitter logs every finished request; a refusal queues the fit of the epoch it closed, run
+// once that epoch's requests have come back.
 type fitter struct {
 	fit    bucketFit
-	start  nanos             // the fit's requests start here (never: the first request), where the limit last changed
-	from   nanos             // the refusal that opened the epoch awaiting its fit (never: the first epoch)
+	start  nanos             // the fit's requests start here, where the limit last changed
+	from   nanos             // the refusal that opened the epoch awaiting its fit
 	to     nanos             // the refusal that closed it
-	at     nanos             // when its requests have all come back and it can be run
+	at     nanos             // when its requests have all come back
 	state  fitState          // what the pending fit may do
-	recs   []fitRec          // requests finished since start (and since the open episode began): the fit's input
+	recs   []fitRec          // requests since start (and since the open episode began)
 	held   optional[float64] // the rate the last applied fit set, until a refusal
-	size   float64           // while held: the least bucket size that fit allowed (0: unknown)
-	misses int               // refusals at or below held (see refutations)
+	size   float64           // while held: the least size that fit allowed (0: unknown)
+	misses int               // refusals at or below held: refutations retire the fit
 }
 
-// log appends a finished request (not Neutral).
 func (f *fitter) log(sent nanos, sig Signal) {
 	if len(f.recs) >= fitLogCap {
 		f.recs = append(f.recs[:0], f.recs[fitLogCap/2:]...)
@@ -211,11 +183,9 @@ func (f *fitter) log(sent nanos, sig Signal) {
 	f.recs = append(f.recs, fitRec{sent: sent, sig: sig})
 }
 
-// due reports whether a pending fit's requests have all come back by now.
 func (f *fitter) due(now nanos) bool { return f.state != fitIdle && now >= f.at }
 
-// refusedAt notes a refusal drawn at rs: one at or below the rate a fit set is a miss (the
-// limit fell, or the fit is wrong). The fit holds the rate no longer.
+// refusedAt notes a refusal drawn at rs: at or below the held rate it is a miss.
 func (f *fitter) refusedAt(rs float64) {
 	if held, ok := f.held.get(); ok && rs <= 1.01*held {
 		f.misses++
@@ -223,10 +193,8 @@ func (f *fitter) refusedAt(rs float64) {
 	f.held, f.size = optional[float64]{}, 0
 }
 
-// burst is how many requests may leave back to back while the fit holds the rate: half the
-// least bucket size it allows, rounded down (the other half to spare for arrivals bunched
-// closer than the sends, by the network or a late server), at most maxBurst; 1 when it holds
-// nothing, or when it bounded no size.
+// burst is half the least size the holding fit allows (the other half spare for bunched
+// arrivals), at most maxBurst; 1 when none holds or no size was bounded.
 func (f *fitter) burst() int {
 	if _, ok := f.held.get(); !ok || f.size < 4 {
 		return 1
@@ -234,9 +202,7 @@ func (f *fitter) burst() int {
 	return int(min(math.Floor(f.size/2), maxBurst))
 }
 
-// successSends returns the send times of the logged successes sent in [from, ts), oldest
-// first. The log reaches further back than the samples (a window limiter's whole quota, taken
-// in a burst, must be counted).
+// successSends returns the send times of the logged successes sent in [from, ts), sorted.
 func (f *fitter) successSends(from, ts nanos) []nanos {
 	var sends []nanos
 	for _, r := range f.recs {
@@ -248,13 +214,11 @@ func (f *fitter) successSends(from, ts nanos) []nanos {
 	return sends
 }
 
-// acceptedSince is bestAccepted over the logged successes sent from from to ts.
 func (f *fitter) acceptedSince(from, ts nanos, least time.Duration) (est float64, span time.Duration) {
 	return bestAccepted(f.successSends(from, ts), ts, least)
 }
 
-// since fits the logged requests sent from start to ts (f.recs in send order), with rates in
-// [minL, maxL] and a timing noise of tol seconds.
+// since fits the logged requests sent in [start, ts] (recs in send order).
 func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 	var evs []bucketEvent
 	for _, r := range f.recs {
@@ -268,30 +232,12 @@ func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 	return fitBuckets(evs, minL, maxL, tol)
 }
 
-// trim drops the logged requests sent before keepFrom.
-func (f *fitter) trim(keepFrom nanos) {
-	keep := f.recs[:0]
-	for _, r := range f.recs {
-		if r.sent >= keepFrom {
-			keep = append(keep, r)
-		}
-	}
-	f.recs = keep
-}
-
-// queueFit schedules the fit of the epoch that the refusal sent at ts has just closed, once the
-// requests sent before it have come back: twice the slowest recent success latency from now. A
-// fit still pending is run first with what has come back, but moves nothing: the decrease that
-// closed this epoch has just set the rate. apply says whether the fit may set the rate (not
-// after the refusal that ends slow start, whose burst-then-stop pattern a fit reads most
-// easily wrong).
+// queueFit schedules the fit of the epoch the refusal sent at ts closed, for twice the slowest
+// recent success from now, in place of any still pending (it covers the same requests). apply:
+// it may set the rate (not after slow start's refusal, whose burst a fit reads most easily wrong).
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
-	if c.fit.state != fitIdle {
-		c.fit.state = fitMeasure
-		c.runFit() // may not set the rate: fitMeasure
-	}
 	var slowest time.Duration
-	for i := 0; i < min(c.samples.n, c.cfg.SampleWindow); i++ {
+	for i := 0; i < min(c.samples.n, sampleWindow); i++ {
 		if s := c.samples.back(i); s.sig == Success {
 			slowest = max(slowest, time.Duration(s.done-s.sent))
 		}
@@ -302,10 +248,9 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	}
 }
 
-// runFit fits the requests sent since the limit last changed, up to the refusal that closed
-// the pending epoch. If no bucket explains them all, the fit starts over from the refusal that
-// opened the epoch. A fit that may set the rate and pins the limit within fitNarrow proposes
-// fitRate of its low end (ok); the state machine holds the rate there (holdFitted).
+// runFit fits the requests since the limit last changed up to the pending epoch's closing
+// refusal (from its opening refusal if nothing explains them all). A fit that may set the rate
+// and pins the limit within fitNarrow proposes a rate under its low end.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
 	from, ts, apply := f.from, f.to, f.state == fitSet
@@ -318,21 +263,29 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 		f.start = from
 		f.fit = f.since(from, ts, c.cfg.MinRate, maxL, noise.Seconds())
 	}
-	// The log also serves successSends: what an open refusal episode accepted is kept.
-	keepFrom := f.start
+	keepFrom := f.start // what an open refusal episode accepted is kept too
 	if _, ended := c.ep.lastEnd.get(); c.ep.run > 0 || ended {
 		keepFrom = min(keepFrom, c.ep.from)
 	}
-	f.trim(keepFrom)
+	keep := f.recs[:0]
+	for _, r := range f.recs {
+		if r.sent >= keepFrom {
+			keep = append(keep, r)
+		}
+	}
+	f.recs = keep
 	lo, hi, oneToken, ok := f.fit.bounds()
 	if !apply || !ok || hi > fitNarrow*lo || f.misses >= refutations {
 		return 0, false
 	}
-	r := c.clampRate(fitRate(lo, oneToken, noise))
+	// fitBeta × lo; a one-token bucket also spaced 1/lo + twice the noise.
+	r := fitBeta * lo
+	if oneToken {
+		r = min(r, 1/(1/lo+2*noise.Seconds()))
+	}
+	r = c.clampRate(r)
 	if r <= c.curve.plateau && f.fit.unboundedBurst() {
-		// Any bucket from some size up explains the host, as a host that is no token bucket
-		// looks for a while: never lower the rate on such a fit.
-		return 0, false
+		return 0, false // any bucket from some size up explains the host: never lower on it
 	}
 	f.held.set(r)
 	f.size = 0
@@ -342,24 +295,11 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	return r, true
 }
 
-// fitRate is the rate to hold under a limit the fit puts at least lo: fitBeta × lo, and for a
-// one-token bucket (which has no spare token to absorb an early arrival) also spaced more than
-// 1/lo by twice the timing noise.
-func fitRate(lo float64, oneToken bool, noise time.Duration) float64 {
-	r := fitBeta * lo
-	if oneToken {
-		r = min(r, 1/(1/lo+2*noise.Seconds()))
-	}
-	return r
-}
-
-// timingNoise is the tolerance for the difference between send and arrival spacing: half the
-// spread (p90 − p10) of recent success latencies, within [1ms, 20ms].
+// timingNoise is half the spread (p90 − p10) of recent success latencies, within [1ms, 20ms].
 func (c *Controller) timingNoise() time.Duration {
-	ds := c.recentLatencies(never, 0)
+	ds := c.latencies(never, false)
 	if len(ds) < 2 {
 		return time.Millisecond
 	}
-	spread := quantile(ds, 0.9) - quantile(ds, 0.1)
-	return min(max(spread/2, time.Millisecond), 20*time.Millisecond)
+	return min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), 20*time.Millisecond)
 }

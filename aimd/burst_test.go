@@ -44,14 +44,10 @@ func TestBurstFromFit(t *testing.T) {
 			if b == 1 {
 				return
 			}
-			back, _ := jsonRoundTrip(t, c.State())
-			later := t0.Add(time.Hour)
-			restored := Restore(Config{}, back, later)
-			if got := restored.Burst(); got != b {
-				t.Errorf("restored: Burst %d, want %d", got, b)
-			}
-			restored.Observe(later.Add(time.Millisecond), Outcome{Signal: Success, Sent: later, Latency: time.Millisecond, Stated: 100})
-			if got := restored.Burst(); got != 1 {
+			s := runSim(sc).ctrl // the same crawl again, then a stated limit
+			at := s.last.Add(time.Millisecond)
+			s.Observe(at.Add(time.Millisecond), Outcome{Signal: Success, Sent: at, Latency: time.Millisecond, Stated: 100})
+			if got := s.Burst(); got != 1 {
 				t.Errorf("under a stated limit: Burst %d, want 1", got)
 			}
 			now := c.last.Add(time.Millisecond)

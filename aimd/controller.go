@@ -5,31 +5,27 @@ import (
 	"time"
 )
 
-// Controller learns one host's allowed request rate and concurrency window from the outcomes
-// of finished requests. It is pure: no goroutines, no clock, no I/O; every time comes in as an
-// argument.
-//
-// A Controller is not safe for concurrent use: the caller (hostlimit) holds one lock per host
-// around every method call.
+// Controller learns one host's allowed request rate and concurrency window from the outcomes of
+// finished requests. It is pure: every time comes in as an argument. It is not safe for
+// concurrent use: the caller (hostlimit) holds one lock per host around every call.
 type Controller struct {
 	cfg   Config
-	top   float64 // the rate's cap: MaxRate, under the robots ceiling and a stated limit (capRate)
-	rate  float64 // internal rate, always within the clamp of Rate(); written only in fsm.go
-	phase Phase   // where the rate is on its way; written only in fsm.go
+	top   float64 // the rate's cap: MaxRate, under the ceiling and a stated limit
+	rate  float64 // within the clamp of Rate()
+	phase Phase
 
 	ceiling float64 // robots Crawl-delay cap, req/s; 0 = none
-	stated  stated  // the limit the host states, and whether it is trusted (stated.go)
+	stated  stated  // the limit the host states, and whether it is trusted
 
-	curve  curve       // how the rate grows: slow start, or the return, search and probe
+	curve  curve       // how the rate grows after a decrease
 	pace   pace        // how often the probe looks above a known limit
 	target target      // the rate the search climbs toward
-	ep     episode     // the current refusal episode (see episode.go)
+	ep     episode     // the current refusal episode
 	fit    fitter      // the server-side token buckets that explain what the host did
 	epoch  epoch       // since the last decrease
 	win    windowState // the concurrency window and its latency rules
 	lat    latencyRef  // the host's own latency: baseline and reference
-	fails  failureLog  // the recent Failures, and the host's background share of them
-	overs  failureLog  // the same for bare refusals (Overload with no pause)
+	fails  failureLog  // the recent Failures and the host's background share of them
 	served servedPeak  // the highest success rate the host answered lately
 	counts counters
 
@@ -39,17 +35,16 @@ type Controller struct {
 	scratch []time.Duration
 }
 
-// counters are what Stats reports of the outcomes seen.
 type counters struct {
 	decreases, overLimit, failures, neutral int
-	savedP95                                time.Duration // State.P95 restored, shown until a success is measured
+	savedP95                                time.Duration // State.P95, shown until a success is measured
 }
 
-// epoch is the congestion epoch: the time since the last decrease. Signals about requests sent
-// before it began belong to the epoch that decrease answered.
+// epoch is the time since the last decrease: signals about requests sent before it began
+// belong to the epoch that decrease answered (R1).
 type epoch struct {
-	start nanos     // when it began (never: no decrease yet)
-	at    time.Time // the same instant, for Stats; zero if none
+	start nanos     // never: no decrease yet
+	at    time.Time // the same instant, for Stats
 	ok    int       // successes sent at or after start
 }
 
@@ -63,7 +58,7 @@ func New(cfg Config, now time.Time) *Controller {
 		epoch:   epoch{start: never},
 		fit:     fitter{start: never, from: never},
 		last:    now,
-		samples: newRing[sample](max(memory, 4*cfg.SampleWindow)),
+		samples: newRing[sample](memory),
 		hist:    newHistory(memory),
 		lat:     latencyRef{ref: newReference()},
 	}
@@ -76,16 +71,14 @@ func New(cfg Config, now time.Time) *Controller {
 // ceiling (a ceiling below MinRate wins: robots.txt has the last word).
 func (c *Controller) Rate() float64 { return c.clampRate(c.rate) }
 
-// Window returns the allowed number of requests in flight, within [MinWindow, MaxWindow].
+// Window returns the allowed number of requests in flight, within [1, MaxWindow].
 func (c *Controller) Window() int {
-	return min(max(int(c.win.size), c.cfg.MinWindow), c.cfg.MaxWindow)
+	return min(max(int(c.win.size), 1), c.cfg.MaxWindow)
 }
 
-// Burst returns how many requests may leave back to back (the pacer's bucket size): 1, or,
-// while the rate is one the bucket fit set (R5) and no limit is stated, half the least bucket
-// size the fit allows the host (rounded down), at most 4. Sends that keep to Rate() on average and
-// never bunch more than Burst() cannot empty such a host's bucket; a pacer that wakes late may
-// so catch up instead of losing the lateness from the rate (docs/aimd.md, R5).
+// Burst returns how many requests may leave back to back: 1, or, while the rate is one a bucket
+// fit set and no limit is stated, half the least bucket size the fit allows, at most maxBurst
+// (R5). Sends that keep to Rate() on average and bunch no more than Burst() cannot empty it.
 func (c *Controller) Burst() int {
 	if c.stated.trust == statedTrusted {
 		return 1
@@ -93,7 +86,7 @@ func (c *Controller) Burst() int {
 	return c.fit.burst()
 }
 
-// SetCeiling caps the rate at rate req/s from now on (e.g. robots.txt Crawl-delay d gives 1/d);
+// SetCeiling caps the rate at rate req/s from now on (robots.txt Crawl-delay d gives 1/d);
 // rate <= 0 removes the cap. It applies at once.
 func (c *Controller) SetCeiling(rate float64) {
 	c.ceiling = 0
@@ -111,13 +104,9 @@ func (c *Controller) clampRate(r float64) float64 {
 	return min(max(r, c.cfg.MinRate), c.top)
 }
 
-// Observe feeds one finished request. now is when it finished; out-of-order times are clamped
-// to the latest seen. Neutral outcomes are counted and move nothing; so is an isolated Failure
-// or bare refusal (see failureLog). An Overload or Failure for a request sent before the last
-// decrease belongs to that congestion epoch and is not acted on again; so is latency measured
-// on such requests.
+// Observe feeds one finished request at now (out-of-order times are clamped to the latest).
+// The front filter labels it; the estimators update; the state machine moves on the label.
 func (c *Controller) Observe(now time.Time, o Outcome) {
-	// 1. Clock, the limit the host states, and counters; a Neutral outcome stops here.
 	if now.Before(c.last) {
 		now = c.last
 	}
@@ -125,64 +114,58 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	c.last = now
 	c.applyStated(now, o.Signal, o.Stated)
 	if !c.count(o) {
-		return
+		return // Neutral
 	}
-	// 2. The front filter: remember the request (the failure logs, which may undo earlier
-	// cuts, the samples and the fit's log) and label it.
 	v, lab := c.remember(now, o)
 	s := &v
-	stale := s.sent < c.epoch.start
-	// 3. A success ends a refusal run; the episode may restore the rate it measured.
 	if o.Signal == Success {
 		c.served.note(s.sent, c.recentAccepted(s.sent+1))
-		if !stale {
-			c.epoch.ok++
-			if c.ep.endsRun() {
-				c.endRun(c.runEnd(s))
-			}
-			c.ep.run = 0
-			c.settle()
-		}
 	}
-	// 4. A bucket fit whose requests have all come back may set the rate.
+	if o.Signal == Success && s.sent >= c.epoch.start {
+		c.epoch.ok++
+		if c.ep.endsRun() {
+			c.endRun(c.runEnd(s))
+		}
+		c.ep.run = 0
+		c.settle()
+	}
 	if c.fit.due(toNanos(now)) {
 		if r, ok := c.runFit(); ok {
 			c.holdFitted(r)
 			c.record(now, false)
 		}
 	}
-	// 5. Decrease on a congestion signal, shrink the window on latency, or grow.
 	switch {
 	case lab == labelLimit:
 		if o.Signal == Overload && c.stated.refused() {
 			c.recap() // refuted: learned as if nothing were stated
 		}
 		c.decreaseRate(now, s)
-	case lab != labelServed: // noise, or the host's own failure: moves nothing
-	case c.latencyCongested(now, s):
-		c.decreaseWindow(now)
+	case lab != labelServed: // noise, or the host's own failure
 	default:
-		c.grow(dt, s)
+		if w, ok := c.latencyCongested(now, s); ok {
+			c.decreaseWindow(now, w)
+		} else {
+			c.grow(dt, s)
+		}
 	}
 	c.settle()
 	c.record(now, false)
 }
 
-// activeTime is the time since the previous outcome that counts as activity (and toward
-// growth): up to two sending intervals (at least minActiveGap, at most ReturnTime); a longer
-// gap is idleness, e.g. a Retry-After pause.
+// activeTime is the time since the previous outcome that counts toward growth: up to two
+// sending intervals (at least minActiveGap, at most returnTime); longer is idleness.
 func (c *Controller) activeTime(now time.Time) time.Duration {
-	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), c.cfg.ReturnTime)
+	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), returnTime)
 }
 
-// count counts o and reports whether it is a signal (not Neutral). A refusal sets what the
-// refusal cost (pace).
+// count counts o and reports whether it is a signal (not Neutral).
 func (c *Controller) count(o Outcome) bool {
 	switch o.Signal {
 	case Success:
 	case Overload:
 		c.counts.overLimit++
-		c.pace.quick, c.pace.pause = o.Pause <= 0, max(o.Pause, 0)
+		c.pace.pause, c.pace.quick = max(o.Pause, 0), o.Pause <= 0
 	case Failure:
 		c.counts.failures++
 	default:
@@ -192,26 +175,17 @@ func (c *Controller) count(o Outcome) bool {
 	return true
 }
 
-// remember records the finished request o (not Neutral) in the failure logs, the samples and
-// the fit's log, and returns its sample and label (see label). A background share that has
-// just become known may undo the cuts made before it (failureUndo.judge).
+// remember is the front filter: it records o in the failure log (whose share may undo earlier
+// cuts), the samples and the fit's log, and labels it.
 func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
 		sent = now.Add(-max(o.Latency, 0))
 	}
-	run, at := c.inRun(), c.hist.at(toNanos(sent)).rate
-	bare := o.Signal == Overload && o.Pause <= 0
-	c.fails.add(o.Signal == Failure, c.fails.heldAt(at))
-	c.overs.add(bare, !run && c.overs.heldAt(at))
+	run := c.inRun()
+	c.fails.add(o.Signal == Failure, c.fails.heldAt(c.hist.at(toNanos(sent)).rate))
 	if c.fails.undo.pending() && c.fails.known() {
 		if u, ok := c.fails.undo.judge(c.fails.need()); ok {
-			c.undoCuts(u)
-		}
-	}
-	overNeed := c.overloadNeed()
-	if c.overs.undo.pending() && overNeed > 1 {
-		if u, ok := c.overs.undo.judge(overNeed); ok {
 			c.undoCuts(u)
 		}
 	}
@@ -220,14 +194,13 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	case o.Signal == Success:
 		lab = labelServed
 	case ts < c.epoch.start:
-		lab = labelNoise // the decrease that began this epoch answered it
-	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts), c.cfg.MinBeta)),
-		bare && !c.overs.reaches(run, overNeed):
+		lab = labelNoise
+	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts), minBeta)):
 		lab = labelHostFailure
 	default:
 		lab = labelLimit
 	}
-	s = sample{sent: ts, done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, bare: bare, demand: o.Demand}
+	s = sample{sent: ts, done: toNanos(now), lat: max(o.Latency, 0), sig: o.Signal, demand: o.Demand}
 	s.conc = c.link(&s) + 1
 	if o.InFlight > 0 {
 		s.conc = o.InFlight
@@ -237,8 +210,8 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	return s, lab
 }
 
-// record appends a history point when the rate or window changed noticeably (or always when
-// force is set), so that later outcomes can be judged against the rate they were sent at.
+// record appends a history point when the rate or window changed noticeably (or force), so
+// that later outcomes are judged against the rate they were sent at.
 func (c *Controller) record(now time.Time, force bool) {
 	r, w, t := c.Rate(), c.Window(), toNanos(now)
 	if c.hist.n > 0 {
@@ -254,16 +227,14 @@ func (c *Controller) record(now time.Time, force bool) {
 	c.hist.push(point{t: t, rate: r, window: w})
 }
 
-// link relates a new sample s to the remembered ones: it returns how many of them were in
-// flight when s was sent (sent at or before, finished after), and marks s and every remembered
-// sample whose time in flight overlapped s's as crowded. Requests still in flight now are
-// unknown, so the count errs low; later samples mark "crowded" as they arrive.
+// link returns how many remembered requests were in flight when s was sent, and marks s and
+// every one whose time in flight overlapped it as crowded.
 func (c *Controller) link(s *sample) int {
 	n := 0
 	for i := 0; i < c.samples.n; i++ {
 		j := c.samples.back(i)
 		if j.done <= s.sent {
-			break // and so did every older one
+			break
 		}
 		if j.sent <= s.sent {
 			n++
@@ -275,9 +246,9 @@ func (c *Controller) link(s *sample) int {
 	return n
 }
 
-// startEpoch marks a decrease at now: outcomes of requests sent before now no longer count.
+// startEpoch marks a decrease at now.
 func (c *Controller) startEpoch(now time.Time) {
 	c.epoch = epoch{start: toNanos(now), at: now}
-	c.fails.fresh, c.overs.fresh = 0, 0
+	c.fails.fresh = 0
 	c.counts.decreases++
 }

@@ -106,19 +106,11 @@ func TestConfigDefaults(t *testing.T) {
 	}{
 		{"zero", Config{}, func(c Config) bool {
 			return c.InitialRate == 2 && c.MinRate == 0.1 && c.MaxRate == 1000 && c.InitialWindow == 2 &&
-				c.MinWindow == 1 && c.MaxWindow == 8 && c.SampleWindow == 32 && c.Beta == 0.97 && c.MinBeta == 0.5 &&
-				c.ReturnTime == 5*time.Second
+				c.MaxWindow == 8
 		}},
 		{"max below min", Config{MinRate: 5, MaxRate: 1}, func(c Config) bool { return c.MaxRate == 5 && c.InitialRate == 5 }},
 		{"initial above max", Config{InitialRate: 50, MaxRate: 10}, func(c Config) bool { return c.InitialRate == 10 }},
-		{"window clamps", Config{InitialWindow: 20, MinWindow: 3, MaxWindow: 4}, func(c Config) bool {
-			return c.InitialWindow == 4 && c.MinWindow == 3 && c.MaxWindow == 4
-		}},
-		{"max window below min", Config{MinWindow: 4, MaxWindow: 2}, func(c Config) bool { return c.MaxWindow == 4 && c.InitialWindow == 4 }},
-		{"sample window floor", Config{SampleWindow: 5}, func(c Config) bool { return c.SampleWindow == 20 }},
-		{"bad factors", Config{Beta: 1.5, MinBeta: -1, LatencyFactor: 0.9, RestartFactor: 1}, func(c Config) bool {
-			return c.Beta == 0.97 && c.MinBeta == 0.5 && c.LatencyFactor == 1.2 && c.RestartFactor == 1.25
-		}},
+		{"window clamps", Config{InitialWindow: 20, MaxWindow: 4}, func(c Config) bool { return c.InitialWindow == 4 && c.MaxWindow == 4 }},
 		{"NaN rate", Config{InitialRate: math.NaN()}, func(c Config) bool { return c.InitialRate == 2 }},
 	}
 	for _, tc := range tests {
@@ -263,12 +255,9 @@ func TestOverloadDecrease(t *testing.T) {
 		decs  int     // Stats.Decreases
 		over  int     // Stats.OverLimit
 	}{
-		{"first refusal: Beta × accepted", Config{}, func(d *driver) {
+		{"first refusal: beta × accepted", Config{}, func(d *driver) {
 			d.refuse(Overload)
 		}, 9.7, 1, 1},
-		{"Beta configurable", Config{Beta: 0.9}, func(d *driver) {
-			d.refuse(Overload)
-		}, 9, 1, 1},
 		{"refusals of the same epoch are one event", Config{}, func(d *driver) {
 			// Three requests in flight when the first refusal arrives: all sent before the
 			// decrease, so only the first counts.
@@ -284,21 +273,19 @@ func TestOverloadDecrease(t *testing.T) {
 			d.send(Success)           // first request after the pause passes
 			d.refuse(Overload)        // second is refused, 0.1s into the epoch
 		}, 0.5 * 9.7, 2, 2},
-		{"refusal ending a climb: Beta × measured limit", Config{}, func(d *driver) {
+		{"refusal ending a climb: beta × measured limit", Config{}, func(d *driver) {
 			d.refuse(Overload)        // 10 → 9.7, plateau 9.8
 			d.now = d.now.Add(sec(1)) // a Retry-After pause
 			d.run(sec(2))             // 20 successes sent in 2s, climbing toward 9.8
 			d.refuse(Overload)        // refused 2.05s after the epoch's first send
-		}, 0.97 * (20 - 1.5) / 2.05, 2, 2}, // Beta × (successes − burst allowance) / span
+		}, 0.97 * (20 - 1.5) / 2.05, 2, 2}, // beta × (successes − burst allowance) / span
 		{"refusal at a level that held 6s: measured over the whole epoch", Config{}, func(d *driver) {
-			d.c.cfg.ReturnTime = 100 * time.Millisecond
 			d.refuse(Overload)        // 10 → 9.7, plateau 9.8, back there at once
 			d.now = d.now.Add(sec(1)) // a Retry-After pause
 			d.run(sec(6))             // 58 successes sent at 9.7–9.8 req/s
 			d.refuse(Overload)
 		}, 0.97 * (58 - 1.5) / 5.95, 2, 2},
 		{"the limit fell: held level refused, then at once again: halve", Config{}, func(d *driver) {
-			d.c.cfg.ReturnTime = 100 * time.Millisecond
 			d.refuse(Overload)
 			d.now = d.now.Add(sec(1))
 			d.run(sec(6))
@@ -319,7 +306,7 @@ func TestOverloadDecrease(t *testing.T) {
 			d.refuse(Failure)
 			d.refuse(Failure)
 			d.refuse(Failure) // the third of the last 8 outcomes ends slow start:
-		}, 0.97 * 8, 1, 0}, // Beta × the last second's accepted rate, two of its requests failed
+		}, 0.97 * 8, 1, 0}, // beta × the last second's accepted rate, two of its requests failed
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -389,14 +376,13 @@ func TestReturnThenProbe(t *testing.T) {
 		pause time.Duration // the refusal's Retry-After
 		back  time.Duration // time from the refusal to the plateau
 	}{
-		{"ProbeTime", Config{ProbeRequests: 1}, probeTime, time.Second, DefaultReturnTime},
-		{"ProbeRequests at 9.8 req/s", Config{}, sec(DefaultProbeRequests / 9.8), time.Second, DefaultReturnTime},
+		{"probeRequests at 9.8 req/s", Config{}, sec(probeRequests / 9.8), time.Second, returnTime},
 		// A refusal that costs no pause (no Retry-After) may be risked sooner.
-		{"no Retry-After: quickShare of ReturnTime", Config{ProbeRequests: 1}, probeTime, 0, 2 * time.Second},
+		{"no Retry-After: quickShare of returnTime", Config{}, sec(probeRequests / 9.8), 0, 2 * time.Second},
 		// A probe that finds the limit where it was costs the pause: probe less often where
 		// it is long (pauseProbeRatio × the pause, up to maxPauseProbe).
-		{"Retry-After 60s: 20 min", Config{ProbeRequests: 1}, 20 * time.Minute, time.Minute, DefaultReturnTime},
-		{"Retry-After 10 min: capped", Config{ProbeRequests: 1}, maxPauseProbe, 10 * time.Minute, DefaultReturnTime},
+		{"Retry-After 60s: 20 min", Config{}, 20 * time.Minute, time.Minute, returnTime},
+		{"Retry-After 10 min: capped", Config{}, maxPauseProbe, 10 * time.Minute, returnTime},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -461,7 +447,7 @@ func TestSearchAfterOvercut(t *testing.T) {
 	t.Parallel()
 	// Refusals right after each decrease (epochs too short to measure) halve the rate each
 	// time, far below the limit; the plateau is then raised by binary search toward the last
-	// refused rate, one step per ReturnTime, until it is within RestartFactor of it. The slow cubic
+	// refused rate, one step per returnTime, until it is within restartFactor of it. The slow cubic
 	// probe alone would take minutes to get there.
 	c, d := settled(Config{})
 	c.cfg.MaxRate, c.top = 1000, 1000
@@ -478,8 +464,8 @@ func TestSearchAfterOvercut(t *testing.T) {
 	if low > 0.6*hi {
 		t.Fatalf("setup: rate %.2f after the cascade is not an overcut of %.2f", low, hi)
 	}
-	if r < plateauFactor*hi/DefaultRestartFactor || r > hi {
-		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, DefaultRestartFactor, plateauFactor, hi)
+	if r < plateauFactor*hi/restartFactor || r > hi {
+		t.Errorf("a minute later the rate is %.2f, want within %.2fx under %.2f × %.2f", r, restartFactor, plateauFactor, hi)
 	}
 }
 
@@ -518,7 +504,7 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 	// A host that refuses whatever is sent for 10 s (a sliding-window quota spent, no
 	// Retry-After): each refusal with no success since the last halves the rate, spacing the
 	// run's requests out. The first success ends the run: the rate returns to what the host
-	// accepted over it, Beta × the largest (successes since t0 − burstAllowance) ÷ (t0 to that
+	// accepted over it, beta × the largest (successes since t0 − burstAllowance) ÷ (t0 to that
 	// success), here over all 100 of settled's successes, not to the halved rate; the gap to
 	// the refused rate is then searched.
 	c, d := settled(Config{})
@@ -539,7 +525,7 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 	d.send(Success)
 	d.drain()
 	span := time.Duration(toNanos(sent) - sends[0]).Seconds()
-	want := DefaultBeta * (float64(len(sends)+1) - burstAllowance) / span
+	want := beta * (float64(len(sends)+1) - burstAllowance) / span
 	got := c.Rate()
 	t.Logf("rate %.2f at the end of the run (%d refusals), %.2f after its first success (want %.2f over %.1fs)",
 		run.Rate, run.OverLimit, got, want, span)
@@ -547,8 +533,8 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 		t.Errorf("rate after the run %.2f, want %.2f", got, want)
 	}
 	d.run(time.Minute)
-	if r := c.Rate(); r < plateauFactor*10/DefaultRestartFactor {
-		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, DefaultRestartFactor, plateauFactor*10)
+	if r := c.Rate(); r < plateauFactor*10/restartFactor {
+		t.Errorf("a minute later the rate is %.2f, want searched up to within %.2fx of %.2f", r, restartFactor, plateauFactor*10)
 	}
 }
 
@@ -617,8 +603,8 @@ func TestResumedRefusalEndsBelowItsRate(t *testing.T) {
 	if halved > 0.6*refused {
 		t.Fatalf("setup: the refusal did not halve the rate (%.2f from %.2f)", halved, refused)
 	}
-	if got > DefaultBeta*refused*1.001 || got < 0.9*DefaultBeta*refused {
-		t.Errorf("rate %.2f after the resumed refusal's success, want just under Beta × %.2f", got, refused)
+	if got > beta*refused*1.001 || got < 0.9*beta*refused {
+		t.Errorf("rate %.2f after the resumed refusal's success, want just under beta × %.2f", got, refused)
 	}
 }
 
@@ -749,8 +735,8 @@ func TestLatencyAloneIsNoSignal(t *testing.T) {
 
 func TestBaselineRisesOnlyFromLoneRequests(t *testing.T) {
 	t.Parallel()
-	// MinWindow = MaxWindow: no window to shrink, so loaded latency is observed but not acted on.
-	cfg := Config{InitialRate: 1000, InitialWindow: 4, MinWindow: 4, MaxWindow: 4, BaselineForget: 10 * time.Second}
+	// MaxWindow 1: no window to shrink, so loaded latency is observed but not acted on.
+	cfg := Config{InitialRate: 1000, MaxWindow: 1}
 	c := New(cfg, t0)
 	now := t0
 	for i := 0; i < 10; i++ {
@@ -762,7 +748,7 @@ func TestBaselineRisesOnlyFromLoneRequests(t *testing.T) {
 	if b := c.Stats().Baseline; b != 100*time.Millisecond {
 		t.Errorf("baseline drifted to %v under our own load", b)
 	}
-	for i := 0; i < 100; i++ { // the host itself got slower
+	for i := 0; i < 300; i++ { // the host itself got slower
 		now = latencyRound(c, now, 1, 200*time.Millisecond, 1)
 	}
 	if b := c.Stats().Baseline; b < 190*time.Millisecond {
@@ -832,8 +818,8 @@ func TestFloorsAndCeilings(t *testing.T) {
 			if r := c.Rate(); !near(r, tc.want, 1e-9) {
 				t.Errorf("Rate() = %v, want %v", r, tc.want)
 			}
-			if w, cfg := c.Window(), c.cfg; w < cfg.MinWindow || w > cfg.MaxWindow {
-				t.Errorf("Window() = %d outside [%d, %d]", w, cfg.MinWindow, cfg.MaxWindow)
+			if w, cfg := c.Window(), c.cfg; w < 1 || w > cfg.MaxWindow {
+				t.Errorf("Window() = %d outside [1, %d]", w, cfg.MaxWindow)
 			}
 		})
 	}
@@ -872,7 +858,6 @@ func TestOutOfOrderTimes(t *testing.T) {
 func TestStateRoundTrip(t *testing.T) {
 	t.Parallel()
 	c, d := settled(Config{})
-	d.pause = 0 // a refusal without Retry-After: QuickRefusals must survive the round trip
 	d.refuse(Overload)
 	d.run(3 * time.Second)
 	s := c.State()
@@ -891,9 +876,6 @@ func TestStateRoundTrip(t *testing.T) {
 	// The p95 a stopped crawl's status shows is the one last measured, not 0.
 	if p := c.Stats().P95; p <= 0 || st.P95 != p {
 		t.Errorf("restored p95 %v, want the saved %v (> 0)", st.P95, p)
-	}
-	if !s.QuickRefusals || !r.State().QuickRefusals {
-		t.Errorf("refusal cost not kept: saved %v, restored %v", s.QuickRefusals, r.State().QuickRefusals)
 	}
 	d.pause = time.Minute // and a long Retry-After, which spaces the probe
 	d.refuse(Overload)
@@ -942,7 +924,7 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 	const seed = 42
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewSource(seed))
-	cfgs := []Config{{}, {MinRate: 0.5, MaxRate: 50, MinWindow: 2, MaxWindow: 4}, {InitialRate: 1000, MaxWindow: 32, SampleWindow: 64}}
+	cfgs := []Config{{}, {MinRate: 0.5, MaxRate: 50, MaxWindow: 4}, {InitialRate: 1000, MaxWindow: 32}}
 	for ci, cfg := range cfgs {
 		c := New(cfg, t0)
 		lim := c.cfg
@@ -973,7 +955,7 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 			if math.IsNaN(r) || r <= 0 || r > lim.MaxRate || r > c.top || (c.top >= lim.MinRate && r < lim.MinRate) {
 				t.Fatalf("config %d step %d: rate %v out of bounds (cap %v)", ci, i, r, c.top)
 			}
-			if w < lim.MinWindow || w > lim.MaxWindow {
+			if w < 1 || w > lim.MaxWindow {
 				t.Fatalf("config %d step %d: window %d out of bounds", ci, i, w)
 			}
 			if i%1000 == 0 {
@@ -982,7 +964,7 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 					t.Fatalf("config %d step %d: Stats %+v", ci, i, st)
 				}
 				s, _ := jsonRoundTrip(t, c.State())
-				if r := Restore(cfg, s, now); r.Rate() <= 0 || r.Window() < lim.MinWindow {
+				if r := Restore(cfg, s, now); r.Rate() <= 0 || r.Window() < 1 {
 					t.Fatalf("restored %+v", r.Stats())
 				}
 			}
@@ -1100,7 +1082,7 @@ func TestLatencyQueueingAmidSpread(t *testing.T) {
 
 func TestLowPlateauStillProbes(t *testing.T) {
 	t.Parallel()
-	// ProbeRequests stretches the probe at a low plateau, but to no more than maxPatience ×
+	// probeRequests stretches the probe at a low plateau, but to no more than maxStretch ×
 	// probeTime: a host cut to 1 req/s is probed above it within minutes, not 400 requests.
 	c := New(Config{InitialRate: 1, MaxRate: 1}, t0)
 	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, pause: time.Second}
@@ -1112,12 +1094,12 @@ func TestLowPlateauStillProbes(t *testing.T) {
 		t.Fatalf("plateau %.3f after the refusal at 1 req/s, want within [0.5, 1]", k)
 	}
 	d.now = d.now.Add(time.Second) // the pause
-	d.run(DefaultReturnTime + maxPatience*probeTime)
+	d.run(returnTime + maxStretch*probeTime)
 	if r := c.Rate(); !near(r, k*1.1, 0.03) {
 		t.Errorf("%v after returning to the plateau %.3f the rate is %.3f, want about %.3f (+10%%)",
-			maxPatience*probeTime, k, r, k*1.1)
+			maxStretch*probeTime, k, r, k*1.1)
 	}
-	d.run(maxPatience * probeTime)
+	d.run(maxStretch * probeTime)
 	if p := c.Stats().Phase; p != PhaseSlowStart {
 		t.Errorf("phase %q after probing twice the probe time, want %q", p, PhaseSlowStart)
 	}
@@ -1160,9 +1142,9 @@ func TestFailuresUnderTheServedRateStop(t *testing.T) {
 		d.refuse(Failure)
 	}
 	st := c.Stats()
-	if st.Rate < DefaultMinBeta*DefaultMinBeta*10 || st.Rate > DefaultMinBeta*10 || st.Decreases > 3 {
+	if st.Rate < minBeta*minBeta*10 || st.Rate > minBeta*10 || st.Decreases > 3 {
 		t.Fatalf("12 failures after the host served 10 req/s: rate %.2f after %d decreases; want within [%.2f, %.2f] after at most 3",
-			st.Rate, st.Decreases, DefaultMinBeta*DefaultMinBeta*10, DefaultMinBeta*10)
+			st.Rate, st.Decreases, minBeta*minBeta*10, minBeta*10)
 	}
 	d.now = d.now.Add(servedMemory)
 	for i := 0; i < 4; i++ {
@@ -1243,34 +1225,6 @@ func TestHeavyBackgroundFailures(t *testing.T) {
 	}
 }
 
-func TestRandomRefusalsAreNotCongestion(t *testing.T) {
-	t.Parallel()
-	// A host that answers a twentieth of its requests 503 without Retry-After at random (a
-	// proxy with no live upstream now and then), from the first request on. Taken at its word
-	// each one cut the rate: 0.3–1.4 successes/s in the last 30 s, all 12 seeds (checked at
-	// dd103eb); a limiter's refusals stop well
-	// under the rate it first refused at, a random host's go on, and once their share is known
-	// (64 outcomes sent there) the cuts it explains are undone. 9 of 12 seeds hold 47–48
-	// successes/s in the last 30 s of 90 today; 3 collapse before the share is learned (their
-	// rate reaches the floor first, where 64 outcomes take minutes).
-	good := 0
-	for seed := int64(1); seed <= 12; seed++ {
-		c := New(Config{MaxRate: 50}, t0)
-		d := &driver{c: c, now: t0, lat: 20 * time.Millisecond}
-		okRate, _ := badHost(c, d, rand.New(rand.NewSource(seed)), 90*time.Second, Overload, func(float64) float64 { return 0.05 })
-		t.Logf("seed %2d: %4.1f successes/s in the last 30 s, rate %.2f, share %.3f of %d held outcomes", seed, okRate, c.Rate(), c.overs.base, c.overs.older)
-		if r := Restore(Config{MaxRate: 50}, c.State(), d.now); r.overloadNeed() != c.overloadNeed() || r.overs.cut != c.overs.cut {
-			t.Errorf("seed %d: restored need %.2f, cut %.2f; saved %.2f, %.2f", seed, r.overloadNeed(), r.overs.cut.v, c.overloadNeed(), c.overs.cut.v)
-		}
-		if okRate >= 0.8*0.95*50 {
-			good++
-		}
-	}
-	if good < 8 {
-		t.Errorf("%d of 12 seeds held 38 successes/s in the last 30 s, want at least 8", good)
-	}
-}
-
 func TestLoadFailuresStillCut(t *testing.T) {
 	t.Parallel()
 	// A host that holds 20 req/s and fails the excess (a proxy answering 502 or 504 for what
@@ -1290,32 +1244,6 @@ func TestLoadFailuresStillCut(t *testing.T) {
 		if okRate < 10 || st.Rate > 25 || share > 0.06 {
 			t.Errorf("seed %d: %.1f successes/s, rate %.1f, %.1f%% failures; want at least 10/s, rate ≤ 25, ≤ 6%%", seed, okRate, st.Rate, 100*share)
 		}
-	}
-}
-
-func TestRefusalExcessTeachesNoShare(t *testing.T) {
-	t.Parallel()
-	// A share learned under a rate far above the limit: 20 req/s, half of it refused.
-	f := failureLog{cut: optional[float64]{v: 40, ok: true}, base: 0.4, older: 2 * failureBaseMin, undo: failureUndo{rate: 30}}
-	for i := 0; i < 16; i++ {
-		f.add(i%4 == 0, true) // 4 refusals of 16: a share, not an excess
-	}
-	if f.excess(20) || f.cut.v != 40 || f.older == 0 {
-		t.Fatalf("4 refusals of 16: excess, cut %.1f, older %d; want no excess, cut 40 kept", f.cut.v, f.older)
-	}
-	for i := 0; i < 16; i++ {
-		f.add(i%2 == 0, true) // 8 of 16: a limiter's excess over its rate
-	}
-	if !f.excess(20) {
-		t.Fatal("8 refusals of 16 at 20 req/s are no excess")
-	}
-	if f.cut.v != 10 || f.older != 0 || f.base != 0 || f.held != 0 || f.undo.rate != 0 {
-		t.Errorf("after the excess: cut %.1f (want 10: what the host accepted), share %.2f of %d held, held bits %x, undo %.1f; want all forgotten",
-			f.cut.v, f.base, f.older, f.held, f.undo.rate)
-	}
-	f.excess(30) // 8 of 16 still, at a higher rate: the cut only ever falls
-	if f.cut.v != 10 {
-		t.Errorf("a later excess at 30 req/s moved the cut to %.1f", f.cut.v)
 	}
 }
 
@@ -1417,40 +1345,18 @@ func TestBackgroundShareSurvivesRestore(t *testing.T) {
 	}
 }
 
-func TestStateMovesMidEpisode(t *testing.T) {
+func TestStateOfLaterVersionIgnored(t *testing.T) {
 	t.Parallel()
-	// A host saved in a refusal run and restored elsewhere (later, or at once) is still in the
-	// run, and its first success ends it as it would have ended on the first worker: with the
-	// rate measured over the episode, not a fresh slow start.
+	// A State written by a later build may mean its fields otherwise: it is not understood, and
+	// the host starts fresh rather than obey it.
 	c, _ := blockedHost(3 * time.Second)
-	s, size := jsonRoundTrip(t, c.State())
-	t.Logf("state of a host in a refusal run: %d bytes of JSON", size)
-	for _, later := range []time.Duration{0, time.Hour} {
-		r := Restore(Config{MaxRate: 1000}, s, c.last.Add(later))
-		if p := r.Stats().Phase; p != PhaseRefusalRun || r.Rate() != c.Rate() {
-			t.Fatalf("restored %v later: phase %v rate %.3f, want %v at %.3f", later, p, r.Rate(), PhaseRefusalRun, c.Rate())
-		}
-		same := func(a, b nanos) bool { // the same instant, each relative to its controller's time
-			if a == never || b == never {
-				return a == b
-			}
-			return a-toNanos(c.last) == b-toNanos(r.last)
-		}
-		if r.ep.run != c.ep.run || r.ep.refused != c.ep.refused || len(r.fit.recs) != len(c.fit.recs) ||
-			!same(c.ep.from, r.ep.from) || !same(c.ep.start, r.ep.start) || !same(c.epoch.start, r.epoch.start) {
-			t.Errorf("restored %v later: episode %+v (%d logged), want %+v (%d logged)", later, r.ep, len(r.fit.recs), c.ep, len(c.fit.recs))
-		}
-		at := r.last.Add(time.Second)
-		r.Observe(at.Add(10*time.Millisecond), Outcome{Signal: Success, Sent: at, Latency: 10 * time.Millisecond})
-		if r.ep.run != 0 || r.Stats().Phase == PhaseSlowStart || r.Rate() <= c.Rate() {
-			t.Errorf("restored %v later: after the first success phase %v rate %.3f; want the run ended above %.3f", later, r.Stats().Phase, r.Rate(), c.Rate())
-		}
-		t.Logf("restored %v later: %.2f req/s in the run, %.2f after its first success", later, c.Rate(), r.Rate())
+	s, _ := jsonRoundTrip(t, c.State())
+	if r := Restore(Config{}, s, t0); r.Rate() != c.Rate() {
+		t.Fatalf("a state of this version restored at %.3f req/s, want the saved %.3f", r.Rate(), c.Rate())
 	}
-	// A version-1 state (no parts) restores to holding under its plateau, as before.
-	s.Version, s.Parts = 1, nil
-	if p := Restore(Config{}, s, t0).Stats().Phase; p == PhaseRefusalRun {
-		t.Errorf("a version-1 state restored into phase %v", p)
+	s.Version = StateVersion + 1
+	if st := Restore(Config{}, s, t0).Stats(); st.Rate != DefaultInitialRate || st.Phase != PhaseSlowStart || st.Decreases != 0 {
+		t.Errorf("a state of a later version restored to %+v, want a fresh controller", st)
 	}
 }
 

@@ -5,31 +5,27 @@ import (
 	"math/bits"
 )
 
-// failureLog is a host's recent Failures (or bare refusals) and its background share of them:
-// what tells a cluster that slowing down can relieve from the share a host fails at any rate.
-// Only outcomes sent at no more than failureBaseUnder × cut, the rate the first cut on them
-// after slow start was made at, teach the share (docs/aimd.md, R9).
+// failureLog is the recent Failures and the host's background share of them (R9): what tells a
+// cluster that slowing down can relieve from a share the host fails at any rate. Only outcomes
+// sent at no more than failureBaseUnder × cut (the first cut's rate after slow start) teach it.
 type failureLog struct {
 	bits  uint16  // the last 16 Success/Overload/Failure outcomes, newest in bit 0: 1 = Failure
-	held  uint16  // the same outcomes: 1 = sent well under the rate the first cluster was cut at
-	n     int     // how many outcomes bits holds (up to 16)
-	fresh int     // how many of them came after the last decrease (up to 16)
+	held  uint16  // the same: 1 = sent at no more than failureBaseUnder × cut
+	n     int     // outcomes bits holds (up to 16)
+	fresh int     // of them, after the last decrease
 	base  float64 // the Failures' share among held outcomes older than those 16
-	older int     // how many such outcomes base has seen (up to memory)
+	older int     // outcomes base has seen (up to memory)
 
-	cut  optional[float64] // the rate the first cut on these failures after slow start was made at
-	undo failureUndo       // the cuts on them made before base was known (or, for refusals, usable)
+	cut  optional[float64] // the rate the first Failure cut after slow start was made at
+	undo failureUndo       // the cuts made before base was known
 }
 
-// heldAt reports whether an outcome sent at rate may teach the background share: it was sent
-// at no more than failureBaseUnder × cut.
 func (f *failureLog) heldAt(rate float64) bool {
 	cut, ok := f.cut.get()
 	return ok && rate <= failureBaseUnder*cut
 }
 
-// add shifts in one Success, Overload or Failure outcome (failed: a Failure; held: it may teach
-// the background share), and moves the one that leaves the 16 into the share if it was held.
+// add shifts in one outcome; the one leaving the 16 joins the share if it was held.
 func (f *failureLog) add(failed, held bool) {
 	f.fresh = min(f.fresh+1, 16)
 	if f.n < 16 {
@@ -47,8 +43,7 @@ func (f *failureLog) add(failed, held bool) {
 	}
 }
 
-// restore sets the background share and cut rate learned in an earlier run (State), those of
-// them that are valid.
+// restore sets a share and cut rate saved in State, those that are valid.
 func (f *failureLog) restore(base float64, older int, cut float64) {
 	if base >= 0 && base <= 1 && older > 0 {
 		f.base, f.older = base, min(older, memory)
@@ -59,58 +54,22 @@ func (f *failureLog) restore(base float64, older int, cut float64) {
 	}
 }
 
-// excess reports whether a bare refusal drawn at rate rs (after slow start, outside a refusal
-// run) is a limiter's excess: overloadExcess or more of the last 16 outcomes refused. If so, the
-// share is learned from now on only under what the host accepted, rs × the share of the 16 it
-// did not refuse (docs/aimd.md, R9), and no cut on it is undone.
-func (f *failureLog) excess(rs float64) bool {
-	n := f.count()
-	if n < overloadExcess || f.n == 0 {
-		return false
-	}
-	if r := rs * float64(f.n-n) / float64(f.n); r < f.cut.v && f.cut.ok {
-		f.cut = optional[float64]{}
-		if r > 0 {
-			f.cut.set(r)
-		}
-		f.base, f.older, f.held = 0, 0, 0
-	}
-	f.undo = failureUndo{}
-	return true
-}
-
-// known reports whether the background share is known.
 func (f *failureLog) known() bool { return f.older >= failureBaseMin }
 
-// count is the number of Failures among the last 16 outcomes.
 func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
 
-// signal reports whether the recent Failures are the host's congestion: at least
-// failureCluster of the last 8 outcomes failed and, once the background share b is known, at
-// least need() of the last 16. Only outcomes after the last decrease count, except in a refusal
-// run (run), where every outcome does (docs/aimd.md, R1, R9).
+// signal reports a cluster: failureCluster of the last 8 outcomes failed and, once the share is
+// known, need() of the last 16. Only outcomes since the last decrease count, except in a
+// refusal run (R1).
 func (f *failureLog) signal(run bool) bool {
-	if bits.OnesCount8(uint8(f.recent(run))) < failureCluster {
-		return false
+	recent := f.bits
+	if !run {
+		recent &= uint16(1)<<f.fresh - 1
 	}
-	return f.reaches(run, f.need())
+	return bits.OnesCount8(uint8(recent)) >= failureCluster && float64(bits.OnesCount16(recent)) >= f.need()
 }
 
-// recent is bits, less the outcomes from before the last decrease unless in a refusal run.
-func (f *failureLog) recent(run bool) uint16 {
-	if run {
-		return f.bits
-	}
-	return f.bits & (uint16(1)<<f.fresh - 1)
-}
-
-// reaches reports whether the recent outcomes (see recent) hold at least need failures.
-func (f *failureLog) reaches(run bool, need float64) bool {
-	return float64(bits.OnesCount16(f.recent(run))) >= need
-}
-
-// need is the number of Failures among the last 16 outcomes that the background share does not
-// explain (see signal); 0 while that share is unknown.
+// need is the Failures among 16 the share does not explain (0 while unknown).
 func (f *failureLog) need() float64 {
 	if !f.known() {
 		return 0
@@ -119,19 +78,17 @@ func (f *failureLog) need() float64 {
 	return 16*b + 4*math.Sqrt(16*b*(1-b)) + 1
 }
 
-// failureUndo holds the Failure cuts made before the host's background failure share was known,
-// to be judged when it is (judge).
+// failureUndo is the Failure cuts made before the share was known, judged once when it is.
 type failureUndo struct {
-	rate    float64 // the rate before the first of them; 0 while none is pending (see pending)
+	rate    float64 // the rate before the first of them; 0: none pending
 	plateau float64 // the plateau before it
 	slow    bool    // the first of them ended slow start
-	n       int     // the most Failures among the last 16 outcomes any of them was made on
+	n       int     // the most Failures among 16 any of them was made on
 }
 
-// pending reports whether u holds cuts to judge.
 func (u *failureUndo) pending() bool { return u.rate > 0 }
 
-// note records a Failure cut about to be made on c, on n Failures among the last 16 outcomes.
+// note records a Failure cut about to be made on c, on n Failures among the last 16.
 func (u *failureUndo) note(c *Controller, n int) {
 	if u.rate == 0 {
 		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.inSlowStart()
@@ -139,43 +96,30 @@ func (u *failureUndo) note(c *Controller, n int) {
 	u.n = max(u.n, n)
 }
 
-// judge runs once, when a background share becomes known, on the cuts u holds, and empties
-// u: ok says the share explains all of them (each was made on fewer failures among 16 than
-// need), so that undoCuts may return the rate and plateau to v, what they were before the
-// first. Cuts the share does not explain stand.
+// judge empties u; ok: the share explains every cut (each on fewer than need), so undoCuts
+// may return to v.
 func (u *failureUndo) judge(need float64) (v failureUndo, ok bool) {
 	v, *u = *u, failureUndo{}
 	return v, float64(v.n) < need
 }
 
-// overloadNeed is the number of bare refusals among the recent outcomes that makes one a
-// congestion signal: 1 (every one is the host's word) unless their background share is known
-// and at least overloadBaseLeast; then what that share does not explain (failureLog.need).
-func (c *Controller) overloadNeed() float64 {
-	if f := &c.overs; f.older >= 2*failureBaseMin && f.base >= overloadBaseLeast {
-		return f.need()
-	}
-	return 1
-}
-
-// servedPeak is the highest success rate (over the RateWindow, by send time) the host answered
-// within the last servedMemory: a rate it has just shown it takes.
+// servedPeak is the highest success rate (over the rateWindow, by send time) the host answered
+// within the last servedMemory: a rate it has just shown it takes (R9).
 type servedPeak struct {
 	rate float64
 	at   nanos // the send time of the success it was measured at
 }
 
-// note takes the success rate measured at a success sent at ts: it becomes the peak if it is
-// at least as high, or if the peak is older than servedMemory (then the peak errs low).
+// note takes the success rate measured at a success sent at ts: the peak if at least as high,
+// or if the peak is older than servedMemory.
 func (p *servedPeak) note(ts nanos, rate float64) {
 	if rate >= p.rate || ts-p.at > nanos(servedMemory) {
 		p.rate, p.at = rate, ts
 	}
 }
 
-// covers reports whether a Failure sent at ts while the host was receiving rs req/s came far
-// under the peak: rs ≤ under × a peak measured no more than servedMemory before ts.
-// Slowing down cannot relieve such a failure: the host has just answered twice the rate.
+// covers reports whether a Failure sent at ts while the host received rs req/s came at no more
+// than under × a peak measured within servedMemory before it: slowing down cannot relieve it.
 func (p *servedPeak) covers(ts nanos, rs, under float64) bool {
 	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= under*p.rate
 }

@@ -5,22 +5,35 @@ import (
 	"time"
 )
 
-// The state machine. The functions in this file are the only code that writes the rate
-// (c.rate), the window (c.win.size) and the phase (c.phase); the estimators (the bucket fit,
-// the run measure, the failure logs, the latency reference, the stated limit) compute bounds
-// and proposals and hand them to one of these. Construction (New, Restore) goes through them too.
-//
-// The phase is stored. Slow start is entered only by begin, startSlowStart, probeRestart and
-// undoCuts, and left only by a decrease (cutRate, shrinkWindow) or a stated limit
-// (holdStated). Outside it the phases follow one order, refusal-run → hold → return → search
-// → probe: each is left by its own exit condition (settle), into the next; a transition that
-// restarts the curve (place) starts the order again from the top.
+// The state machine. The transitions in this file are the only code that writes the rate
+// (c.rate, c.top), the window (c.win.size) and the phase (c.phase); estimators hand them bounds.
+// Slow start is entered by begin, startSlowStart, probeRestart and undoCuts and left by a
+// decrease or holdStated. Outside it the phases follow one order, refusal-run → hold → return →
+// search → probe, each left by its exit condition (settle); place starts the order again.
 
-// settle leaves the current phase, and each it leads to, whose exit condition holds: a refusal
-// run at the epoch's first success, the hold when its time in use has run, the return when
-// its time has run (or there is nothing to return to), the search when the plateau has
-// reached the target. Slow start and the probe are left only by transitions. Observe calls it
-// after the outcome's counters and clocks have moved.
+// Phase names where a controller's rate is on its way (Stats.Phase).
+type Phase uint8
+
+const (
+	PhaseSlowStart  Phase = iota // no congestion seen yet: the rate doubles while used
+	PhaseRefusalRun              // refused, no success since: each refusal backs off further
+	PhaseReturn                  // after a decrease: the linear climb back to the plateau
+	PhaseHold                    // at a fitted limit for one probe time before the probe
+	PhaseSearch                  // the plateau rises by binary search toward the last refused rate
+	PhaseProbe                   // above the plateau, probing slowly (a cubic) for a higher limit
+)
+
+var phaseNames = [...]string{"slow-start", "refusal-run", "return", "hold", "search", "probe"}
+
+// String returns the phase's name as status displays show it ("slow-start", "probe", …).
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return "unknown"
+}
+
+// settle leaves each phase whose exit condition holds, into the next.
 func (c *Controller) settle() {
 	k := &c.curve
 	for {
@@ -36,12 +49,12 @@ func (c *Controller) settle() {
 			}
 			c.phase = PhaseReturn
 		case PhaseReturn:
-			if k.from < k.plateau && k.elapsed < c.returnTime() {
+			if span, _ := c.returnSpan(); k.from < k.plateau && k.elapsed < span {
 				return
 			}
 			c.phase = PhaseSearch
 		case PhaseSearch:
-			if c.target.searching(k.plateau, &c.cfg) {
+			if c.target.searching(k.plateau) {
 				return
 			}
 			c.phase = PhaseProbe
@@ -51,8 +64,7 @@ func (c *Controller) settle() {
 	}
 }
 
-// place starts the phase order again from the top after a transition restarted the curve
-// (outside slow start), and settles.
+// place starts the phase order again from the top after the curve restarted, and settles.
 func (c *Controller) place() {
 	if c.phase != PhaseSlowStart {
 		c.phase = PhaseRefusalRun
@@ -60,8 +72,10 @@ func (c *Controller) place() {
 	c.settle()
 }
 
-// inSlowStart reports whether no congestion has been seen since slow start last began.
 func (c *Controller) inSlowStart() bool { return c.phase == PhaseSlowStart }
+
+// inRun reports whether the host is refused with no success since the last refusal.
+func (c *Controller) inRun() bool { return c.ep.run > 0 && c.epoch.ok == 0 }
 
 // begin sets the starting rate and window (New).
 func (c *Controller) begin() {
@@ -70,68 +84,83 @@ func (c *Controller) begin() {
 	c.phase = PhaseSlowStart
 }
 
-// resume sets the rate and window a saved State holds (Restore): rate 0 and window 0 keep
-// New's; slow says whether the state was still in slow start.
+// resume sets a saved rate and window (0: keep New's); slow: still in slow start.
 func (c *Controller) resume(rate float64, window int, slow bool) {
 	if rate > 0 {
 		c.rate = c.clampRate(rate)
 	}
 	if window > 0 {
-		c.win.size = float64(min(max(window, c.cfg.MinWindow), c.cfg.MaxWindow))
+		c.win.size = float64(min(max(window, 1), c.cfg.MaxWindow))
 	}
 	if !slow {
-		c.phase = PhaseProbe // placed by settle once the curve is restored
+		c.phase = PhaseProbe
 	}
 }
 
-// recap sets the rate's cap (c.top) from the ceiling and the stated limit and applies it to
-// the rate at once (SetCeiling, a refuted stated limit).
+// recap sets the rate's cap from the ceiling and stated limit and applies it.
 func (c *Controller) recap() {
 	c.top = c.capRate()
 	c.rate = c.clampRate(c.rate)
 }
 
-// slowStartGrow is slow start's growth after a success dt of activity after the previous
-// outcome: the rate doubles per interval of use (R3) if it was in
-// use, and the window grows by one if the success found it full.
-func (c *Controller) slowStartGrow(dt time.Duration, rateUsed, windowFull bool) {
+// grow applies the increase rules after success s, dt of activity after the previous outcome.
+func (c *Controller) grow(dt time.Duration, s *sample) {
+	windowFull := s.conc >= c.hist.at(s.sent).window
+	rateUsed := c.rateInUse(s)
+	if rateUsed && c.win.mode == windowFollowsRate {
+		c.growWindow(c.win.followRate(c.rate, c.typicalSlow()))
+	}
+	if c.inSlowStart() {
+		if rateUsed { // R3: ×2 per interval in use
+			iv := max(slowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
+			c.rate = c.clampRate(c.rate * math.Pow(2, dt.Seconds()/iv.Seconds()))
+		}
+		if windowFull {
+			c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
+		}
+		return
+	}
 	if rateUsed {
-		iv := max(slowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
-		c.rate = c.clampRate(c.rate * math.Pow(2, dt.Seconds()/iv.Seconds()))
+		c.climb(dt)
 	}
 	if windowFull {
-		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
+		c.growWindow(c.win.probe(windowProbe))
 	}
 }
 
-// startSlowStart enters slow start, the rate raised to at least floor (0: none).
-func (c *Controller) startSlowStart(floor float64) {
-	if floor > 0 {
-		c.rate = c.clampRate(max(c.rate, floor))
+// climb moves the rate along the curve after dt in use: search steps when due (R6), then the
+// curve's rate if higher, then slow start again far above the plateau (R3).
+func (c *Controller) climb(dt time.Duration) {
+	k := &c.curve
+	k.advance(dt)
+	k.steps++
+	span, sends := c.returnSpan()
+	stepDue := k.elapsed >= span && k.steps >= sends
+	switch {
+	case !stepDue || !c.target.reached(k.plateau):
+	case c.target.kind == targetBound && k.elapsed >= time.Duration(c.ep.blockLen):
+		// Held under a run's bound for longer than the run: it was the backoff's. Double it (R8).
+		r := min(c.ep.refused, 2*c.target.rate)
+		c.target.set(r, c.ep.boundKind(r))
+	case c.target.kind == targetSlowStart:
+		c.target.rate *= 2 // held near slow start's refused rate unrefused: it measured nothing (R3)
 	}
-	c.phase = PhaseSlowStart
-}
-
-// probeRestart enters slow start from a probe that went RestartFactor above the plateau
-// unrefused (R3): the limit rose, and the window follows the rate again.
-func (c *Controller) probeRestart() {
-	c.phase = PhaseSlowStart
-	c.win.mode = windowFollowsRate
-}
-
-// searchStep restarts the curve from rate from toward a plateau raised by the search (R6).
-func (c *Controller) searchStep(from, plateau float64) {
-	c.curve.restart(from, plateau)
-	c.curve.searched = true
-	c.place()
-}
-
-// climbTo raises the rate to the curve's rate r if r is higher (R6).
-func (c *Controller) climbTo(r float64) {
-	if r > c.rate {
+	if stepDue && c.target.searching(k.plateau) {
+		k.restart(max(c.rate, k.plateau), math.Sqrt(k.plateau*plateauFactor*c.target.rate))
+		k.searched = true
+		c.place()
+	}
+	if r := k.at(span, c.probeSeconds()); r > c.rate {
 		c.rate = c.clampRate(r)
 	}
 	c.settle()
+	if c.target.kind != noTarget && c.rate > c.target.rate {
+		c.target.clear() // beyond the target unrefused: the limit has risen
+	}
+	if c.rate >= restartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
+		c.phase = PhaseSlowStart
+		c.win.mode = windowFollowsRate
+	}
 }
 
 // growWindow raises the window to size (at most MaxWindow); it never lowers it.
@@ -139,20 +168,66 @@ func (c *Controller) growWindow(size float64) {
 	c.win.size = max(c.win.size, min(size, float64(c.cfg.MaxWindow)))
 }
 
-// cutRate is the decrease on a congestion signal: the rate becomes rate (already clamped and
-// never above the current one), the window is cut by Beta if cutWindow, and slow start, if it
-// was on, ends. The curve and the episode are set by the caller (decreaseRate).
-func (c *Controller) cutRate(rate float64, cutWindow bool) {
-	if cutWindow {
-		c.win.size = max(math.Floor(c.win.size*c.cfg.Beta), float64(c.cfg.MinWindow))
+// decreaseRate is the decrease on a limit signal s (R3, R4): the rate that drew it (rs) bounds
+// the limit from above. The rate never rises on a refusal.
+func (c *Controller) decreaseRate(now time.Time, s *sample) {
+	rs := c.sendingRate(s.sent)
+	lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
+	c.fit.refusedAt(rs)
+	endsSlowStart, repeat := c.inSlowStart(), c.inRun()
+	if s.sig == Failure {
+		if _, ok := c.fails.cut.get(); !endsSlowStart && !ok {
+			c.fails.cut.set(rs)
+		}
+		if !c.fails.known() {
+			c.fails.undo.note(c, c.fails.count())
+		}
+	} else {
+		c.fails.undo = failureUndo{} // an Overload: the rate rests on the host's word now
 	}
-	c.rate = rate
-	c.phase = PhaseRefusalRun
+	accepted := c.recentAccepted(s.sent)
+	rate, plateau, measured := c.measureCut(s, rs, lo, accepted, endsSlowStart)
+	rate = c.clampRate(min(rate, c.rate))
+	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window { // the window was full (R10)
+		c.win.size = max(math.Floor(c.win.size*beta), 1)
+	}
+	c.pace.refusedAt(rs)
+	c.rate, c.phase = rate, PhaseRefusalRun
+	kind := targetRefused
+	if endsSlowStart && s.sig == Overload && accepted < ssSustained*rs {
+		kind = targetSlowStart // slow start had not sustained the rate it was refused at
+	}
+	c.target.set(rs, kind)
+	if c.curve.searched || measured { // rs is only how far the climb overshot
+		c.target.clear()
+	}
+	c.curve.restart(rate, max(plateau, rate))
+	c.curve.searched = false
+	c.ep.refusedAt(s.sent, c.epoch.start, rs, rate, repeat, c.target.kind == noTarget)
+	c.startEpoch(now)
+	c.queueFit(now, s.sent, !endsSlowStart && !repeat)
 }
 
-// shrinkWindow is the decrease on a latency signal: the window becomes target and stops
-// following the rate; the rate is left alone, and slow start, if it was on, ends with the
-// curve restarted at the rate.
+// measureCut is the cut for a refusal of s drawn at rs (lo: the rate of the last success
+// before it): ending slow start, beta × accepted, returning to plateauFactor × lo (R3); ending
+// an epoch of minSpan or more, beta × its measured limit (R4); else minBeta × rs.
+func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowStart bool) (rate, plateau float64, measured bool) {
+	est, span := c.fit.acceptedSince(c.epoch.start, s.sent, minSpan)
+	switch {
+	case endsSlowStart:
+		return beta * max(accepted, minBeta*minBeta*rs), plateauFactor * lo, false
+	case est > 0 && span >= minSpan:
+		if l1, ok := c.singleTokenLimit(s.sent); ok {
+			est = max(est, l1)
+		}
+		r := max(beta*est, minBeta*rs)
+		return r, r, beta*est >= minBeta*rs
+	}
+	return minBeta * rs, minBeta * rs, false
+}
+
+// shrinkWindow is the decrease on a latency signal (R10): the window becomes target and stops
+// following the rate; the rate stays, and slow start ends with the curve restarted at it.
 func (c *Controller) shrinkWindow(target int) {
 	c.win.size, c.win.lastSet = float64(target), target
 	c.win.mode = windowLatencyBound
@@ -165,18 +240,13 @@ func (c *Controller) shrinkWindow(target int) {
 	c.place()
 }
 
-// undoShrink restores the window a latency decrease that helped nothing cut (R10).
-func (c *Controller) undoShrink(size float64, mode windowMode) {
-	c.win.size, c.win.mode = max(c.win.size, size), mode
-}
-
-// endRun applies what a refusal run's end measured (runEnd): slow start again from
-// InitialRate (R3), or the rate returned to v.rate with the curve restarted there and v.target
-// the target the search climbs toward (R8).
+// endRun applies what a refusal run's end measured (R8): slow start again from InitialRate
+// (R3), or the rate returned to v.rate, searching toward v.target.
 func (c *Controller) endRun(v runVerdict) {
 	switch v.kind {
 	case runRestarted:
-		c.startSlowStart(c.cfg.InitialRate)
+		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
+		c.phase = PhaseSlowStart
 		c.target.clear()
 	case runReturned:
 		c.rate = v.rate
@@ -187,22 +257,19 @@ func (c *Controller) endRun(v runVerdict) {
 	}
 }
 
-// holdFitted holds the rate at r, set from a bucket fit (R5): the curve's plateau, with a
-// hold of one probe time first if that raised it.
+// holdFitted holds the rate at a fitted limit's r (R5), one probe time first if that raised it.
 func (c *Controller) holdFitted(r float64) {
 	raised := r > c.curve.plateau
 	c.rate = r
 	c.curve.from, c.curve.plateau = r, r
 	c.target.clear()
 	if raised {
-		// The limit is known: a probe could only find that it rose.
 		c.curve.elapsed, c.curve.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
 	}
 	c.place()
 }
 
-// holdStated caps the rate at r, just under a limit the host states (R11), sets it there
-// and leaves slow start.
+// holdStated sets and caps the rate at r, just under a stated limit (R11).
 func (c *Controller) holdStated(r float64) {
 	c.top = c.capRate()
 	r = c.clampRate(r)
@@ -213,7 +280,7 @@ func (c *Controller) holdStated(r float64) {
 	c.place()
 }
 
-// undoCuts returns the rate and plateau to what they were before Failure cuts a background
+// undoCuts returns the rate and plateau to what they were before Failure cuts the background
 // share explains (R9), and slow start if the first of them ended it.
 func (c *Controller) undoCuts(u failureUndo) {
 	c.rate = max(c.rate, c.clampRate(u.rate))
@@ -225,38 +292,118 @@ func (c *Controller) undoCuts(u failureUndo) {
 	c.place()
 }
 
-// Phase names where a controller's rate is on its way (Stats.Phase).
-type Phase uint8
-
-const (
-	// PhaseSlowStart: no congestion seen yet (or a probe went far above the old limit): the
-	// rate grows multiplicatively while it is used.
-	PhaseSlowStart Phase = iota
-	// PhaseRefusalRun: refused, with no success since (the host refuses whatever is sent, as
-	// a spent window quota or an outage does); each refusal backs off further.
-	PhaseRefusalRun
-	// PhaseReturn: after a decrease, the linear climb back to the plateau.
-	PhaseReturn
-	// PhaseHold: a bucket fit measured the limit and raised the rate to just under it; the
-	// rate holds there for one probe time before the probe starts.
-	PhaseHold
-	// PhaseSearch: the plateau lies well below the last refused rate and is raised toward it
-	// by binary search, one step per ReturnTime.
-	PhaseSearch
-	// PhaseProbe: at or above the plateau, probing slowly (a cubic curve) for a higher limit.
-	PhaseProbe
-)
-
-var phaseNames = [...]string{"slow-start", "refusal-run", "return", "hold", "search", "probe"}
-
-// String returns the phase's name as status displays show it ("slow-start", "probe", …).
-func (p Phase) String() string {
-	if int(p) < len(phaseNames) {
-		return phaseNames[p]
-	}
-	return "unknown"
+// curve is how the rate grows after a decrease, on a clock that runs only while the rate is
+// used: a hold at the plateau, the linear return from `from` to it, then the cubic probe.
+type curve struct {
+	plateau  float64       // K: the rate to return to after a decrease (0 in the first slow start)
+	from     float64       // the rate the last decrease (or search step) started the curve at
+	elapsed  time.Duration // time in use on the curve
+	hold     time.Duration // time in use still to spend at K before the curve starts
+	steps    int           // successes since the last decrease or search step
+	searched bool          // a search step was taken since the last decrease
 }
 
-// inRun reports whether the host is in a refusal run: refused, with no success since the last
-// refusal (a refusal now repeats it).
-func (c *Controller) inRun() bool { return c.ep.run > 0 && c.epoch.ok == 0 }
+func (k *curve) restart(from, plateau float64) {
+	k.from, k.plateau = from, plateau
+	k.elapsed, k.hold, k.steps = 0, 0, 0
+}
+
+// advance runs the curve's clock by dt of time in use, the hold first.
+func (k *curve) advance(dt time.Duration) {
+	if k.hold > 0 {
+		if dt <= k.hold {
+			k.hold -= dt
+			return
+		}
+		dt -= k.hold
+		k.hold = 0
+	}
+	k.elapsed += dt
+}
+
+// at is the curve's rate: K in the hold, linear from `from` to K within span, then
+// K·(1 + probeGain·(t/probe)³).
+func (k *curve) at(span time.Duration, probe float64) float64 {
+	if k.hold > 0 {
+		return k.plateau
+	}
+	t := k.elapsed.Seconds()
+	if T := span.Seconds(); k.from < k.plateau && t < T {
+		return k.from + (k.plateau-k.from)*t/T
+	} else if k.from < k.plateau {
+		t -= T
+	}
+	x := t / probe
+	return k.plateau * (1 + probeGain*x*x*x)
+}
+
+// pace is what refusals have taught about probing (R7).
+type pace struct {
+	probeTime   time.Duration     // probeTime, doubled while refusals recur at one rate
+	lastRefusal optional[float64] // the rate of the last refusal
+	pause       time.Duration     // the pause the last refusal cost (its Retry-After)
+	quick       bool              // the last refusal paused nothing
+}
+
+// returnSpan is the return's time and the fewest successes between search steps: returnTime and
+// searchSends, or quickShare of them where a refusal costs no pause.
+func (c *Controller) returnSpan() (span time.Duration, sends int) {
+	if c.pace.quick {
+		return time.Duration(quickShare * float64(returnTime)), int(quickShare * searchSends)
+	}
+	return returnTime, searchSends
+}
+
+// refusedAt notes a refusal drawn at rs: one within patienceBand of the last doubles the probe
+// time (up to maxStretch × probeTime); any other resets it.
+func (p *pace) refusedAt(rs float64) {
+	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < patienceBand {
+		p.probeTime = min(2*p.probeTime, maxStretch*probeTime)
+	} else {
+		p.probeTime = probeTime
+	}
+	p.lastRefusal.set(rs)
+}
+
+// probeSeconds is the probe time: the pace's, stretched to probeRequests sending intervals at
+// the plateau (at most maxStretch × probeTime), at least pauseProbeRatio × the last pause.
+func (c *Controller) probeSeconds() float64 {
+	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
+	stretch := min(float64(probeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxStretch*probeTime.Seconds())
+	return max(c.pace.probeTime.Seconds(), stretch, pause)
+}
+
+type targetKind uint8
+
+const (
+	noTarget        targetKind = iota
+	targetRefused              // the rate the last refusal was drawn at
+	targetBound                // a bound runEnd set below the rate that drew a run
+	targetSlowStart            // the rate slow start was refused at without having sustained it
+)
+
+// target is the rate above the plateau the search climbs toward (R6).
+type target struct {
+	rate float64
+	kind targetKind
+}
+
+// set makes rate the target; a rate of 0 clears it.
+func (t *target) set(rate float64, k targetKind) {
+	if !(rate > 0) {
+		k = noTarget
+		rate = 0
+	}
+	*t = target{rate: rate, kind: k}
+}
+
+func (t *target) clear() { *t = target{} }
+
+// reached reports whether the plateau is within restartFactor of plateauFactor × the target.
+func (t target) reached(plateau float64) bool {
+	return t.kind != noTarget && plateau*restartFactor >= plateauFactor*t.rate
+}
+
+func (t target) searching(plateau float64) bool {
+	return t.kind != noTarget && !t.reached(plateau)
+}

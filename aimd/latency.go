@@ -2,204 +2,230 @@ package aimd
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
-// The latency signal compares recent latencies with the host's own distribution without our
-// load (the reference): congestion is more requests slower than a yardstick (LatencyFactor ×
-// the reference median or p90, and LatencyMinExcess more) than that distribution explains, by
-// refZ standard deviations of a binomial (docs/aimd.md, R10).
+// The window and the latency signal (R10). The window follows the rate until latency that our
+// own concurrency explains binds it: successes sent with more of ours in flight mostly slower
+// than the host's own p90 without our load (the reference), by latencyFactor.
 
-// reference is the host's latency distribution without our load: latencies of the latest
-// refSize successes sent while no other request of ours was in flight (even one other can be
-// what a one-worker host makes it wait for), and the yardsticks derived from it. Slow start
-// sends alone at first (InitialRate 2/s), so a host answering within half a second has its
-// reference within the first few requests; a slower one may have none for a while, and no
-// latency signal until it has.
+type windowMode uint8
+
+const (
+	windowFollowsRate  windowMode = iota // the window follows the rate, with room to spare
+	windowLatencyBound                   // a latency signal set the window
+)
+
+type windowState struct {
+	size     float64 // fractional, so that additive growth can accumulate
+	mode     windowMode
+	patience int // multiplies windowProbe, doubled while latency signals recur at one window
+	lastSet  int // the window a latency signal last set
+}
+
+// followRate is twice the requests rate keeps in flight at latency typical.
+func (w *windowState) followRate(rate float64, typical time.Duration) float64 {
+	return math.Ceil(2 * rate * typical.Seconds())
+}
+
+// probe is the window after a success that found it full: one more per probe × patience ×
+// window such successes.
+func (w *windowState) probe(probe int) float64 {
+	step := float64(probe * max(w.patience, 1))
+	return w.size + 1/(step*max(w.size, 1))
+}
+
+type baselineSource uint8
+
+const (
+	baselineUnmeasured baselineSource = iota
+	baselineRestored                  // from State: replaced outright by the first measurement
+	baselineMeasured
+)
+
+// latencyRef is the host's own latency: the baseline (a low quantile) and the reference.
+type latencyRef struct {
+	baseline time.Duration
+	src      baselineSource
+	at       time.Time // when the baseline was last looked at
+	tick     int       // successes seen: the baseline is looked at every fourth
+	ref      reference
+}
+
+// latencyCongested takes in success s's latency and, on a latency signal, returns the window
+// to set: the concurrency at send just below the lowest level (2 or more: a request sent alone
+// cannot have queued behind ours) at which most successes sent since the last decrease (at
+// least minSamples) were slower than the p90 yardstick, as were most of the 2 × refMin or more
+// at that level and above; or accepted rate × baseline if more.
+func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok bool) {
+	if s.lat <= 0 {
+		return 0, false
+	}
+	c.updateBaseline(now, s)
+	c.lat.ref.add(s)
+	w := c.Window()
+	if w <= 1 || c.lat.ref.lat.n < refMin || c.epoch.ok < minSamples || s.lat <= c.lat.ref.t90 {
+		return 0, false // a signal needs a new slow success
+	}
+	var slow, all [64]int
+	for i := 0; i < c.samples.n; i++ {
+		j := c.samples.back(i)
+		if j.done < c.epoch.start {
+			break
+		}
+		if j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
+			all[j.conc]++
+			if j.lat > c.lat.ref.t90 {
+				slow[j.conc]++
+			}
+		}
+	}
+	var upAll, upSlow [65]int // the counts at each level and above
+	for level := len(all) - 1; level >= 1; level-- {
+		upAll[level], upSlow[level] = upAll[level+1]+all[level], upSlow[level+1]+slow[level]
+	}
+	for level := 2; level <= min(w, len(all)-1); level++ {
+		if all[level] > 0 && 2*slow[level] > all[level] && upAll[level] >= 2*refMin && 2*upSlow[level] > upAll[level] {
+			good := max(level-1, int(math.Round(c.acceptedRate(now)*c.lat.baseline.Seconds())))
+			return min(good, w-1), true
+		}
+	}
+	return 0, false
+}
+
+// decreaseWindow sets the window to target on a latency signal; patience grows while signals
+// recur at one window.
+func (c *Controller) decreaseWindow(now time.Time, target int) {
+	if target == c.win.lastSet { // the probe above it failed again: probe less often
+		c.win.patience = min(2*max(c.win.patience, 1), maxWindowPatience)
+	} else {
+		c.win.patience = 1
+	}
+	c.shrinkWindow(target)
+	c.startEpoch(now)
+}
+
+// updateBaseline refreshes the baseline: the p10 of the latest sampleWindow latencies (their
+// least while fewer than 10), followed down at once and up only by the p10 of requests sent
+// alone, with time constant baselineForget, so that queueing we cause never becomes the norm.
+func (c *Controller) updateBaseline(now time.Time, s *sample) {
+	b := &c.lat
+	b.tick++
+	if b.src == baselineMeasured && s.lat >= b.baseline && b.tick%4 != 0 {
+		return
+	}
+	defer func() { b.at = now }()
+	ds := c.latencies(never, false)
+	if len(ds) == 0 {
+		return
+	}
+	q := 0.10
+	if len(ds) < 10 {
+		q = 0
+	}
+	low := quantile(ds, q)
+	switch {
+	case b.src == baselineRestored && len(ds) >= 10, b.src == baselineUnmeasured, b.src == baselineMeasured && low < b.baseline:
+		b.baseline, b.src = low, baselineMeasured
+		return
+	}
+	if alone := c.latencies(never, true); len(alone) >= 10 {
+		if p := quantile(alone, 0.10); p > b.baseline {
+			f := min(now.Sub(b.at).Seconds()/baselineForget.Seconds(), 1)
+			b.baseline += time.Duration(f * float64(p-b.baseline))
+		}
+	}
+}
+
+// latencies returns, in c.scratch, the latencies of the newest sampleWindow successes sent at
+// or after since (alone: only those whose time in flight overlapped no other request).
+func (c *Controller) latencies(since nanos, alone bool) []time.Duration {
+	ds := c.scratch[:0]
+	for i := 0; i < c.samples.n && len(ds) < sampleWindow; i++ {
+		s := c.samples.back(i)
+		if s.done < since {
+			break
+		}
+		if s.sig == Success && s.lat > 0 && s.sent >= since && !(alone && s.crowded) {
+			ds = append(ds, s.lat)
+		}
+	}
+	c.scratch = ds[:0]
+	return ds
+}
+
+// acceptedRate is the success completion rate over the last rateWindow before now (stretched to
+// 8 completions, up to 8 × rateWindow), idle gaps counted as at most a typical one.
+func (c *Controller) acceptedRate(now time.Time) float64 {
+	t := toNanos(now)
+	from, far := t-nanos(rateWindow), t-nanos(8*rateWindow)
+	gaps := c.scratch[:0]
+	ok, n, prev := 0, 0, t
+	for i := 0; i < c.samples.n; i++ {
+		s := c.samples.back(i)
+		if s.done <= far || (s.done <= from && n >= 8) {
+			break
+		}
+		gaps = append(gaps, time.Duration(prev-s.done))
+		prev = s.done
+		n++
+		if s.sig == Success {
+			ok++
+		}
+	}
+	c.scratch = gaps[:0]
+	if n < 2 {
+		return float64(ok) / rateWindow.Seconds()
+	}
+	med := quantile(gaps[1:], 0.5)
+	clip := max(3*med, 2*c.lat.baseline, time.Duration(2/c.rate*float64(time.Second)), time.Millisecond)
+	active := min(gaps[0], clip) + med
+	for _, g := range gaps[1:] {
+		active += min(g, clip)
+	}
+	if active <= 0 {
+		return float64(ok) / rateWindow.Seconds()
+	}
+	return float64(ok) / active.Seconds()
+}
+
+// reference is the host's latency without our load: the latest refSize successes sent with
+// nothing else of ours in flight, and the yardsticks derived from them.
 type reference struct {
-	lat      ring[time.Duration]
-	sort     []time.Duration // scratch
-	t50, t90 time.Duration   // yardsticks: LatencyFactor × the median, × the p90
-	p50, p90 float64         // the shares of the host's latencies above them (see above)
-	hi       time.Duration   // the reference p90: a typical slow request at no load
+	lat  ring[time.Duration]
+	sort []time.Duration // scratch
+	hi   time.Duration   // the reference p90
+	t90  time.Duration   // the yardstick: latencyFactor × hi, and latencyMinExcess more
 }
 
-func newReference() reference {
-	return reference{lat: newRing[time.Duration](refSize)}
-}
+func newReference() reference { return reference{lat: newRing[time.Duration](refSize)} }
 
-// add records the latency of success s if it was sent alone enough, and recomputes the
-// yardsticks.
-func (r *reference) add(s *sample, cfg *Config) {
+func (r *reference) add(s *sample) {
 	if s.lat <= 0 || s.conc != 1 {
 		return
 	}
 	r.lat.push(s.lat)
-	r.update(cfg)
+	r.update()
 }
 
-// update recomputes the yardsticks from the reference latencies.
-func (r *reference) update(cfg *Config) {
+// update recomputes the yardstick from the reference latencies.
+func (r *reference) update() {
 	if r.lat.n < refMin {
 		return
 	}
 	ds := r.sort[:0]
-	var sum, sum2 float64
 	for i := 0; i < r.lat.n; i++ {
-		d := *r.lat.get(i)
-		ds = append(ds, d)
-		l := math.Log(d.Seconds())
-		sum, sum2 = sum+l, sum2+l*l
-	}
-	slices.Sort(ds)
-	r.sort = ds[:0]
-	m := float64(len(ds))
-	mu := sum / m
-	sd := math.Sqrt(max(sum2/m-mu*mu, 0) * m / (m - 1))
-	// Upper 99% bounds: the mean's from Student's t (Cornish–Fisher expansion), the spread's
-	// from the chi-square lower 1% quantile (Wilson–Hilferty); z = 2.326 is the normal 99%.
-	const z = 2.326
-	k := m - 1
-	student := z + (z*z*z+z)/(4*k) + (5*z*z*z*z*z+16*z*z*z+3*z)/(96*k*k)
-	chi := k * math.Pow(1-2/(9*k)-z*math.Sqrt(2/(9*k)), 3)
-	sdUp := sd * math.Sqrt(k/max(chi, 1e-9))
-	muUp := mu + student*sd/math.Sqrt(m)
-	share := func(above time.Duration) float64 {
-		i, _ := slices.BinarySearch(ds, above+1)
-		emp := float64(len(ds)-i+1) / (m + 2)
-		if sdUp <= 0 {
-			return emp
-		}
-		return max(emp, 0.5*math.Erfc((math.Log(above.Seconds())-muUp)/(sdUp*math.Sqrt2)))
-	}
-	yard := func(q time.Duration) time.Duration {
-		return max(time.Duration(cfg.LatencyFactor*float64(q)), q+latencyMinExcess)
+		ds = append(ds, *r.lat.get(i))
 	}
 	r.hi = quantile(ds, 0.9)
-	r.t50, r.t90 = yard(quantile(ds, 0.5)), yard(r.hi)
-	r.p50, r.p90 = share(r.t50), share(r.t90)
+	r.sort = ds[:0]
+	r.t90 = max(time.Duration(latencyFactor*float64(r.hi)), r.hi+latencyMinExcess)
 }
 
-// surprising reports whether k of n recent latencies above a yardstick is more than chance
-// explains when the host puts a share p0 above it: at least two, and more than refZ standard
-// deviations (and a half, for continuity) above the binomial mean.
-func surprising(k, n int, p0 float64) bool {
-	mean := float64(n) * p0
-	return k >= 2 && float64(k) > mean+refZ*math.Sqrt(mean*(1-p0))+0.5
-}
-
-// typicalSlow is a latency most requests stay under at no load: the reference p90 once known,
-// else the baseline. Window room is sized by it, so a spread host's slow pages do not make the
-// window bind before the rate does.
+// typicalSlow is the reference p90 once known (at least the baseline), else the baseline.
 func (c *Controller) typicalSlow() time.Duration {
 	if c.lat.ref.lat.n >= refMin {
 		return max(c.lat.ref.hi, c.lat.baseline)
 	}
 	return c.lat.baseline
-}
-
-// latencyCounts are the latest successes (up to SampleWindow) sent since some instant,
-// counted against the reference's yardsticks.
-type latencyCounts struct {
-	n       int
-	slow    int // above the p90 yardstick
-	crowded int // of those, sent while another of ours was in flight
-	above50 int // above the median yardstick
-}
-
-func (c *Controller) countLatencies(since nanos) latencyCounts {
-	r := &c.lat.ref
-	var k latencyCounts
-	for i := 0; i < c.samples.n && k.n < c.cfg.SampleWindow; i++ {
-		s := c.samples.back(i)
-		if s.done < since {
-			break
-		}
-		if s.sig != Success || s.lat <= 0 || s.sent < since {
-			continue
-		}
-		k.n++
-		if s.lat > r.t50 {
-			k.above50++
-		}
-		if s.lat > r.t90 {
-			k.slow++
-			if s.conc >= 2 {
-				k.crowded++
-			}
-		}
-	}
-	return k
-}
-
-// latencySignal reports congestion seen in latency among the latest successes sent since the
-// last decrease (at least minSamples): more of them are slow than the host's own reference
-// explains (no signal before the reference holds refMin latencies), and most of the slow ones
-// were sent while another of our requests was in flight (a request sent alone cannot have
-// queued behind ours; its latency is the host's own business).
-func (c *Controller) latencySignal() bool {
-	if c.lat.ref.lat.n < refMin {
-		return false
-	}
-	k := c.countLatencies(c.epoch.start)
-	if k.n < minSamples || 2*k.crowded <= k.slow {
-		return false
-	}
-	return surprising(k.slow, k.n, c.lat.ref.p90) || surprising(k.above50, k.n, c.lat.ref.p50)
-}
-
-// latencyCheck is what a latency decrease is judged by once the next minSamples successes
-// sent after the requests then in flight have come back: unless fewer of them are slow, or
-// most are faster than the median that called for it (one-sided tests at helpedZ), the
-// decrease is undone and their latencies join the reference (docs/aimd.md, R10).
-type latencyCheck struct {
-	pending bool
-	size    float64       // the window before the decrease
-	mode    windowMode    // and what sized it
-	median  time.Duration // of the samples that called for it
-	counts  latencyCounts // of the same
-	from    nanos         // successes sent from then on judge it
-}
-
-// fewer reports whether a of n is a smaller share than b of m, beyond chance (one-sided
-// two-proportion z-test at helpedZ).
-func fewer(a, n, b, m int) bool {
-	p1, p0 := float64(a)/float64(n), float64(b)/float64(m)
-	p := float64(a+b) / float64(n+m)
-	sd := math.Sqrt(p * (1 - p) * (1/float64(n) + 1/float64(m)))
-	return p1 < p0 && (sd == 0 || (p0-p1)/sd > helpedZ)
-}
-
-// checkLatencyDecrease judges the last latency decrease once enough successes have come back
-// since (see latencyCheck).
-func (c *Controller) checkLatencyDecrease() {
-	lc := &c.win.check
-	if !lc.pending {
-		return
-	}
-	ds := c.recentLatencies(lc.from, 0)
-	n := len(ds)
-	if n < minSamples {
-		return
-	}
-	lc.pending = false
-	k, old := c.countLatencies(lc.from), lc.counts
-	if fewer(k.slow, k.n, old.slow, old.n) || fewer(k.above50, k.n, old.above50, old.n) {
-		return
-	}
-	above := 0
-	for _, d := range ds {
-		if d >= lc.median {
-			above++
-		}
-	}
-	if float64(above) < float64(n)/2-helpedZ*math.Sqrt(float64(n))/2 {
-		return
-	}
-	for _, d := range ds {
-		c.lat.ref.lat.push(d)
-	}
-	c.lat.ref.update(&c.cfg)
-	c.undoShrink(lc.size, lc.mode)
 }

@@ -6,15 +6,14 @@ import (
 	"time"
 )
 
-// The measurements the decrease rules read off the remembered requests.
+// The measurements the rules read off the remembered requests, and the records they keep.
 
-// sendSpacing returns the median spacing of the sends (of remembered requests) just before t,
-// over up to 8 gaps within the 2s (or four sending intervals) before t, each in units of the
-// interval the allowed rate then called for (1 = sent as fast as allowed); ok is false when
-// fewer than 2 sends are known. A median ignores a single long gap such as a Retry-After pause.
+// sendSpacing is the median of up to 8 gaps between the sends just before t (within 2 s or four
+// sending intervals), each in units of the interval the rate then allowed (1: as fast as
+// allowed); ok is false with fewer than 2 sends. A median ignores one long gap (a pause).
 func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
 	from := t - nanos(max(2*time.Second, time.Duration(4/c.hist.at(t).rate*float64(time.Second))))
-	var buf [24]nanos // ages before t; samples come in completion order, close to send order
+	var buf [24]nanos // ages before t
 	ages := buf[:0]
 	for i := 0; i < c.samples.n && len(ages) < len(buf); i++ {
 		s := c.samples.back(i)
@@ -28,7 +27,7 @@ func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
 	if len(ages) < 2 {
 		return 0, false
 	}
-	slices.Sort(ages) // newest send first
+	slices.Sort(ages)
 	ages = ages[:min(len(ages), 9)]
 	var norm [8]float64
 	n := 0
@@ -40,9 +39,8 @@ func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
 	return norm[(n-1)/2], true
 }
 
-// sendingRate estimates the rate the host was receiving at t: the allowed rate then if it was
-// in use (sends spaced no more than twice the allowed interval), else the measured send rate
-// (held back by the window or by a lack of URLs).
+// sendingRate is the rate the host was receiving at t: the allowed rate if it was in use
+// (sends spaced at most twice its interval), else the measured send rate.
 func (c *Controller) sendingRate(t nanos) float64 {
 	r := c.hist.at(t).rate
 	if sp, ok := c.sendSpacing(t); ok && sp > 2 {
@@ -51,9 +49,8 @@ func (c *Controller) sendingRate(t nanos) float64 {
 	return r
 }
 
-// rateInUse reports whether the rate was the binding limit when s was sent: the caller did not
-// say it had room to spare (DemandSpare), sends were spaced no more than twice the allowed
-// interval, and s did not have to wait for a window slot.
+// rateInUse reports whether the rate bound when s was sent (R2): not DemandSpare, sends spaced
+// at most twice the allowed interval, and a window slot free.
 func (c *Controller) rateInUse(s *sample) bool {
 	if s.demand == DemandSpare || s.conc >= c.hist.at(s.sent).window {
 		return false
@@ -62,11 +59,9 @@ func (c *Controller) rateInUse(s *sample) bool {
 	return ok && sp <= 2
 }
 
-// singleTokenLimit tests the remembered successes against a one-token server bucket (nginx
-// limit_req without burst): if every gap between consecutive successes (by send time) is
-// longer than the gap between the refusal sent at ts and the success before it, one token
-// explains the host and limit is 1/(the shortest accepted gap), with ok true (docs/aimd.md,
-// R4).
+// singleTokenLimit: if every gap between remembered successes (by send) is longer than the gap
+// from the last of them to the refusal sent at ts, one token explains the host and its limit is
+// 1/(the shortest gap) (R4).
 func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	sends := c.fit.successSends(never, ts)
 	if len(sends) < 3 {
@@ -83,14 +78,13 @@ func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	return float64(time.Second) / float64(shortest), true
 }
 
-// lastAcceptedBefore returns the send time of the newest remembered success sent before t, or
-// t itself if there is none.
+// lastAcceptedBefore is the send time of the newest remembered success sent before t, or t.
 func (c *Controller) lastAcceptedBefore(t nanos) nanos {
 	best := never
 	for i := 0; i < c.samples.n; i++ {
 		s := c.samples.back(i)
 		if s.done <= best {
-			break // sent no later than done: no older sample can do better
+			break
 		}
 		if s.sig == Success && s.sent < t && s.sent > best {
 			best = s.sent
@@ -102,7 +96,7 @@ func (c *Controller) lastAcceptedBefore(t nanos) nanos {
 	return best
 }
 
-// recentAccepted is the success rate over the RateWindow before ts, by send time.
+// recentAccepted is the success rate over the rateWindow before ts, by send time.
 func (c *Controller) recentAccepted(ts nanos) float64 {
 	from := ts - nanos(rateWindow)
 	ok := 0
@@ -118,46 +112,41 @@ func (c *Controller) recentAccepted(ts nanos) float64 {
 	return float64(ok) / rateWindow.Seconds()
 }
 
-// nanos is an instant as nanoseconds since the Unix epoch (valid for years 1678 to 2262): the
-// controller's internal clock, so that its scans over samples compare integers.
+// nanos is an instant in nanoseconds since the Unix epoch: scans compare integers.
 type nanos int64
 
-// never is before every instant the controller sees.
-const never nanos = math.MinInt64
+const never nanos = math.MinInt64 // before every instant
 
 func toNanos(t time.Time) nanos { return nanos(t.UnixNano()) }
 
 // sample is one finished request as the controller remembers it.
 type sample struct {
 	sent, done nanos
-	lat        time.Duration // time to response headers; 0 = unknown
+	lat        time.Duration // to response headers; 0 = unknown
 	sig        Signal
-	conc       int  // requests of this host in flight when it was sent, itself included (estimated)
+	conc       int  // this host's requests in flight when it was sent, itself included
 	crowded    bool // its time in flight overlapped another remembered request's
-	bare       bool // an Overload that paused nothing (no Retry-After): a bare refusal
 	demand     Demand
 }
 
-// ring is a fixed-capacity FIFO of the most recent elements; the oldest is overwritten. The
-// controller keeps its samples in one (pushed in order of done time, so done never decreases
-// from oldest to newest: scans from the newest stop as soon as done falls before the instant
-// they look for) and its rate history in another (see history).
-//
-// Its buffer grows with use, doubling up to its capacity, so a host that sent a few requests
-// costs a few samples' memory, not a full ring's.
+// ring is a fixed-capacity FIFO, oldest overwritten, whose buffer grows with use. Samples are
+// pushed in done order, so scans from the newest stop once done falls before their instant.
 type ring[T any] struct {
 	buf  []T
 	head int // index of the oldest element
 	n    int
-	cap  int // the most elements it keeps
+	cap  int
 }
 
 func newRing[T any](capacity int) ring[T] { return ring[T]{cap: capacity} }
 
-// push appends v, dropping the oldest element when the ring holds its capacity.
 func (r *ring[T]) push(v T) {
 	if r.n == len(r.buf) && len(r.buf) < r.cap {
-		r.grow()
+		buf := make([]T, min(max(2*len(r.buf), 1), r.cap))
+		for i := 0; i < r.n; i++ {
+			buf[i] = *r.get(i)
+		}
+		r.buf, r.head = buf, 0
 	}
 	if r.n < len(r.buf) {
 		r.buf[(r.head+r.n)%len(r.buf)] = v
@@ -168,16 +157,7 @@ func (r *ring[T]) push(v T) {
 	r.head = (r.head + 1) % len(r.buf)
 }
 
-// grow doubles the buffer (up to cap), oldest element first.
-func (r *ring[T]) grow() {
-	buf := make([]T, min(max(2*len(r.buf), 1), r.cap))
-	for i := 0; i < r.n; i++ {
-		buf[i] = *r.get(i)
-	}
-	r.buf, r.head = buf, 0
-}
-
-// get returns the i-th oldest element: get(0) is the oldest. It requires 0 <= i < r.n.
+// get returns the i-th oldest element (0 <= i < r.n).
 func (r *ring[T]) get(i int) *T {
 	j := r.head + i
 	if j >= len(r.buf) {
@@ -186,27 +166,26 @@ func (r *ring[T]) get(i int) *T {
 	return &r.buf[j]
 }
 
-// back returns the i-th newest element: back(0) is the latest. It requires 0 <= i < r.n.
+// back returns the i-th newest element (0 <= i < r.n).
 func (r *ring[T]) back(i int) *T { return r.get(r.n - 1 - i) }
 
-// point is the rate and window in effect from time t on.
+// point is the rate and window in effect from t on.
 type point struct {
 	t      nanos
 	rate   float64
 	window int
 }
 
-// history is a fixed-capacity record of rate and window changes, oldest first, in time order.
+// history is the rate and window changes, oldest first.
 type history struct{ ring[point] }
 
 func newHistory(capacity int) history { return history{newRing[point](capacity)} }
 
 func (h *history) last() *point { return h.get(h.n - 1) }
 
-// at returns the point in effect at t: the newest one not after t, or the oldest one known when
-// t predates them all (a binary search). It requires h.n > 0.
+// at returns the point in effect at t (the oldest known if t predates them all); h.n > 0.
 func (h *history) at(t nanos) point {
-	lo, hi := 0, h.n // find the first point after t
+	lo, hi := 0, h.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if h.get(m).t <= t {
@@ -218,18 +197,17 @@ func (h *history) at(t nanos) point {
 	return *h.get(max(lo-1, 0))
 }
 
-// quantile returns the nearest-rank q-quantile (0 <= q <= 1) of ds, sorting ds in place.
-// It returns 0 for an empty slice.
+// quantile returns the nearest-rank q-quantile of ds (0 if empty), sorting ds in place.
 func quantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
 	slices.Sort(ds)
-	k := int(math.Ceil(q*float64(len(ds))-1e-9)) - 1 // nearest rank, tolerant of float error
+	k := int(math.Ceil(q*float64(len(ds))-1e-9)) - 1
 	return ds[min(max(k, 0), len(ds)-1)]
 }
 
-// optional is a value that may be unset: the zero optional is unset.
+// optional is a value that may be unset (the zero optional).
 type optional[T any] struct {
 	v  T
 	ok bool
@@ -237,5 +215,4 @@ type optional[T any] struct {
 
 func (o *optional[T]) set(v T) { *o = optional[T]{v: v, ok: true} }
 
-// get returns the value and whether it is set.
 func (o optional[T]) get() (T, bool) { return o.v, o.ok }

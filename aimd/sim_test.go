@@ -419,7 +419,7 @@ func TestSimTokenBucket(t *testing.T) {
 		// the lower (L=2: 1.88, 6% under).
 		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.08, 0.92},
 		// No Retry-After: refusals cost no pause, so the return and search are quicker
-		// (quickShare × ReturnTime): makespan 1.081x, 94.0% after 10 s (1.084x, 94.7% with ReturnTime).
+		// (quickShare × returnTime): makespan 1.081x, 94.0% after 10 s (1.084x, 94.7% with the full returnTime).
 		{"L=20 no Retry-After", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001, noPause: true}, 1.10, 0.935},
 		// A burst refills during every Retry-After pause and hides the limit at first.
 		// The bucket fit measures them within a few percent by the second refusal (1.09x and
@@ -475,7 +475,7 @@ func TestSimLimitDrop(t *testing.T) {
 				t.Errorf("back under the new limit after %.1fs, want within 5s", rec)
 			}
 			// 80%: after the halving the limit is measured with a 1.5-token burst allowance (~8%
-			// low on this burst-1 host) and held at Beta × that.
+			// low on this burst-1 host) and held at beta × that.
 			if tp := r.throughput(40, 70); tp < 0.8*10 {
 				t.Errorf("throughput after recovery %.1f req/s, want ≥ 80%% of 10", tp)
 			}
@@ -544,10 +544,9 @@ func TestSimSpreadLatency(t *testing.T) {
 	// Real servers' latencies spread (log-normal service times, p95 2-5x the median) whether
 	// or not we load them. The spread alone must not read as congestion: an unlimited host runs
 	// at the full window, a rate-limited one at its limit. A worker pool with spread service
-	// times must still be found. 20 seeds each; the worst and the mean are checked. Without the
-	// check that undoes a latency decrease which made nothing faster (latencyCheck), the worst
-	// seeds fall to 22-49%: a reference of a few lucky requests calls for decrease after
-	// decrease.
+	// times must still be found. 20 seeds each; the worst and the mean are checked. A signal
+	// that compared recent latencies with a reference of a few lucky requests sent alone fell to
+	// 22-49% on the worst seeds; one that asks for a concurrency at which most were slow does not.
 	const window = 8 // DefaultMaxWindow
 	tests := []struct {
 		name       string

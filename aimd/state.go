@@ -1,10 +1,14 @@
 package aimd
 
 import (
-	"encoding/json"
 	"math"
 	"time"
 )
+
+// StateVersion is the version of State that Controller.State writes. Versions 0 to 3 hold the
+// same fields (version 2 also held inner parts, which are not read): a restored controller holds
+// under its plateau and probes. A State of a later version is not understood and is ignored.
+const StateVersion = 3
 
 // Stats is a snapshot of a controller, for status displays.
 type Stats struct {
@@ -25,7 +29,7 @@ type Stats struct {
 
 // Stats returns a snapshot. It does not change the controller's decisions.
 func (c *Controller) Stats() Stats {
-	ds := c.recentLatencies(never, 0)
+	ds := c.latencies(never, false)
 	return Stats{
 		Rate:         c.Rate(),
 		Window:       c.Window(),
@@ -55,45 +59,28 @@ func (c *Controller) p95(ds []time.Duration) time.Duration {
 // State is what a controller has learned about a host, to persist between runs. All fields are
 // plain and JSON-encodable; the zero State restores to a fresh controller.
 type State struct {
-	Version   int           `json:"version,omitempty"`    // StateVersion when written; 0: before versions
-	Rate      float64       `json:"rate"`                 // req/s
-	Window    int           `json:"window"`               // requests in flight
-	Plateau   float64       `json:"plateau,omitempty"`    // req/s; 0 = none learned yet
-	Baseline  time.Duration `json:"baseline,omitempty"`   // low-load latency; re-measured after Restore
-	SlowStart bool          `json:"slow_start,omitempty"` // no congestion had been seen
-	Decreases int           `json:"decreases,omitempty"`
-	OverLimit int           `json:"over_limit,omitempty"`
-	Failures  int           `json:"failures,omitempty"`
-	// P95 is Stats().P95 when saved, so that a stopped crawl's status shows the latency its
-	// hosts were last seen at; it is shown, never used for a decision.
-	P95 time.Duration `json:"p95,omitempty"`
-	// QuickRefusals: the last refusal did not pause the host (see quickShare).
-	QuickRefusals bool `json:"quick_refusals,omitempty"`
-	// RefusalPause is the pause the last refusal cost (its Retry-After): the probe above the
-	// plateau is spaced by it, so a host that asks for long pauses is probed rarely.
-	RefusalPause time.Duration `json:"refusal_pause,omitempty"`
-	// FailureShare is the host's background failure share (the Failures it gives whatever the
-	// rate), learned from FailureSamples outcomes; FailCut is the rate its first Failure cluster
-	// was cut at, under which the share is learned. A resumed crawl keeps them, so a host that
-	// fails a share of its requests at random is not throttled again while it relearns them.
+	Version      int           `json:"version,omitempty"`    // StateVersion when written; 0: before versions
+	Rate         float64       `json:"rate"`                 // req/s
+	Window       int           `json:"window"`               // requests in flight
+	Plateau      float64       `json:"plateau,omitempty"`    // req/s; 0 = none learned yet
+	Baseline     time.Duration `json:"baseline,omitempty"`   // low-load latency; re-measured after Restore
+	SlowStart    bool          `json:"slow_start,omitempty"` // no congestion had been seen
+	Decreases    int           `json:"decreases,omitempty"`
+	OverLimit    int           `json:"over_limit,omitempty"`
+	Failures     int           `json:"failures,omitempty"`
+	P95          time.Duration `json:"p95,omitempty"`           // Stats().P95 when saved: shown, never used for a decision
+	RefusalPause time.Duration `json:"refusal_pause,omitempty"` // the last refusal's pause: it spaces the probe (R7)
+	// The background failure share, the outcomes it was learned from, and the rate of the first
+	// Failure cut it is learned under (R9): a resumed crawl does not relearn them.
 	FailureShare   float64 `json:"failure_share,omitempty"`
 	FailureSamples int     `json:"failure_samples,omitempty"`
-	FailCut        float64 `json:"fail_cut,omitempty"` // req/s; 0 = no Failure cluster cut yet
-	// RefusalShare, RefusalSamples and RefusalCut are the same for bare refusals (503 or 429
-	// without Retry-After; see Controller.overloadNeed).
-	RefusalShare   float64 `json:"refusal_share,omitempty"`
-	RefusalSamples int     `json:"refusal_samples,omitempty"`
-	RefusalCut     float64 `json:"refusal_cut,omitempty"`
-	// Parts (version 2) is the rest of what the controller holds, opaque to callers: its curve,
-	// search target, refusal episode, bucket fit, epoch and failure logs.
-	Parts json.RawMessage `json:"parts,omitempty"`
+	FailCut        float64 `json:"fail_cut,omitempty"`
 }
 
 // State returns the learned state.
 func (c *Controller) State() State {
 	return State{
 		Version:   StateVersion,
-		Parts:     c.parts(),
 		Rate:      c.rate,
 		Window:    c.Window(),
 		Plateau:   c.curve.plateau,
@@ -102,51 +89,43 @@ func (c *Controller) State() State {
 		Decreases: c.counts.decreases,
 		OverLimit: c.counts.overLimit,
 		Failures:  c.counts.failures,
-		P95:       c.p95(c.recentLatencies(never, 0)),
+		P95:       c.p95(c.latencies(never, false)),
 
-		QuickRefusals: c.pace.quick,
-		RefusalPause:  c.pace.pause,
-
+		RefusalPause:   c.pace.pause,
 		FailureShare:   c.fails.base,
 		FailureSamples: c.fails.older,
 		FailCut:        c.fails.cut.v,
-		RefusalShare:   c.overs.base,
-		RefusalSamples: c.overs.older,
-		RefusalCut:     c.overs.cut.v,
 	}
 }
 
 // Restore returns a controller that resumes from s at now: at its rate and window (clamped to
-// cfg). A version-2 state goes on where it was saved, mid-episode, with its instants moved by
-// the time between the save and now; an older one holds under its plateau and probes above it
-// slowly, or is still in slow start if it had seen no congestion. Invalid fields of s are
-// ignored. The restored baseline is provisional: the first measurement replaces it, since the
-// host may have changed since s was saved.
+// cfg), holding under its plateau and probing above it, or still in slow start if it had seen
+// no congestion. Invalid fields of s, and a State of a later version, are ignored. The restored
+// baseline is provisional: the first measurement replaces it.
 func Restore(cfg Config, s State, now time.Time) *Controller {
 	c := New(cfg, now)
+	if s.Version > StateVersion {
+		return c
+	}
 	learned := s.Rate > 0 && !s.SlowStart
 	c.resume(validRate(s.Rate), s.Window, !learned)
 	if s.Baseline > 0 {
 		c.lat.baseline, c.lat.src, c.lat.at = s.Baseline, baselineRestored, now
 	}
 	c.counts.decreases, c.counts.overLimit, c.counts.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
-	c.pace.quick, c.pace.pause = s.QuickRefusals, max(s.RefusalPause, 0)
+	c.pace.pause = max(s.RefusalPause, 0)
 	c.counts.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
 	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
-	c.overs.restore(s.RefusalShare, s.RefusalSamples, s.RefusalCut)
 	if learned {
 		c.curve.plateau, c.curve.from = c.rate, c.rate
 		if p := validRate(s.Plateau); p > 0 {
 			c.curve.plateau = p
 		}
 		if c.rate > c.curve.plateau {
-			// Resume the probe where it was: the time on the curve that gives the rate.
+			// Resume the probe at the time on the curve that gives the rate.
 			x := math.Cbrt((c.rate/c.curve.plateau - 1) / probeGain)
 			c.curve.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
 		}
-	}
-	if s.Version >= 2 && len(s.Parts) > 0 && c.restoreParts(s.Parts) {
-		c.curve.plateau = validRate(s.Plateau)
 	}
 	c.place()
 	c.hist = newHistory(memory)
@@ -163,11 +142,9 @@ func validRate(r float64) float64 {
 }
 
 // Hint returns a controller started from a rate and window learned elsewhere (another crawl's
-// saved State): a starting point, never a limit. A rate above cfg's InitialRate is taken, at
-// most MaxRate, as Restore takes a saved rate (held as the plateau the controller probes
-// above), with the window, at least InitialWindow and at most MaxWindow. Any other rate (not
-// above InitialRate, negative, NaN, infinite) gives the controller New makes: a hint never
-// starts a host slower than knowing nothing would.
+// saved State): a rate above InitialRate is taken as Restore takes a saved one, with the window
+// at least InitialWindow; any other rate gives New's controller. A hint never starts a host
+// slower than knowing nothing would.
 func Hint(cfg Config, rate float64, window int, now time.Time) *Controller {
 	c := New(cfg, now)
 	if r := validRate(rate); r > c.cfg.InitialRate {

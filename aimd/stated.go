@@ -5,35 +5,33 @@ import (
 	"time"
 )
 
-// statedTrust is what the controller makes of the limit the host states.
+// statedTrust is what the controller makes of the limit the host states (R11).
 type statedTrust uint8
 
 const (
 	statedNone    statedTrust = iota // nothing stated: the rate is learned
-	statedTrusted                    // the rate is set from the stated limit and capped by it
-	statedRefuted                    // refused refutations times under it: learned, statements ignored
+	statedTrusted                    // the rate is set just under the stated limit and capped there
+	statedRefuted                    // refused refutations times under it: statements are ignored
 )
 
-// stated is the limit the host states in its rate-limit headers (Outcome.Stated) and whether
-// it is trusted. It is not saved in State: the host states it again on its next answer.
+// stated is the limit the host states (Outcome.Stated). It is not saved: the host states it
+// again on its next answer.
 type stated struct {
 	trust    statedTrust
-	rate     float64 // the stated rate, req/s (before the margin); 0 with statedNone
+	rate     float64 // the stated rate, req/s
 	refusals int     // refusals under it (one per epoch)
 }
 
-// cap is the stated limit's cap on the rate: beta × the stated rate (Config.Beta) while
-// trusted, +Inf otherwise.
-func (s *stated) cap(beta float64) float64 {
+// cap is beta × the stated rate while trusted, else +Inf.
+func (s *stated) cap() float64 {
 	if s.trust != statedTrusted {
 		return math.Inf(1)
 	}
 	return s.rate * beta
 }
 
-// state takes the rate an answer states (0: none). It reports whether the rate must be set
-// from it: a first statement, or one that moved by more than statedChange. A refuted limit
-// ignores every later statement.
+// state takes a stated rate (0: none) and reports whether the rate must be set from it: a
+// first statement, or one that moved by more than statedChange.
 func (s *stated) state(rate float64) bool {
 	if !(rate > 0) || math.IsInf(rate, 0) || s.trust == statedRefuted {
 		return false
@@ -45,8 +43,7 @@ func (s *stated) state(rate float64) bool {
 	return true
 }
 
-// refused counts a refusal (one per epoch) under a trusted limit, and reports whether it
-// refuted the limit.
+// refused counts a refusal under a trusted limit and reports whether it refuted it.
 func (s *stated) refused() bool {
 	if s.trust != statedTrusted {
 		return false
@@ -59,28 +56,25 @@ func (s *stated) refused() bool {
 	return true
 }
 
-// applyStated takes the rate an answer with signal sig states at now: a new statement sets
-// the rate at once, just under it, caps the rate there and leaves slow start, as a bucket fit
-// does for a measured limit. The rate never rises on a refusal: only a success's statement is
-// taken.
+// applyStated takes the rate a success's answer states: a new statement sets the rate at once.
+// Only a success's statement is taken: the rate never rises on a refusal.
 func (c *Controller) applyStated(now time.Time, sig Signal, rate float64) {
 	if sig != Success || !c.stated.state(rate) {
 		return
 	}
-	c.holdStated(c.stated.cap(c.cfg.Beta))
+	c.holdStated(c.stated.cap())
 	c.record(now, true)
 }
 
-// capRate is the rate's cap: MaxRate, under the robots ceiling and a trusted stated limit.
+// capRate is MaxRate, under the robots ceiling and a trusted stated limit.
 func (c *Controller) capRate() float64 {
 	top := c.cfg.MaxRate
 	if c.ceiling > 0 && c.ceiling < top {
 		top = c.ceiling
 	}
-	return min(top, c.stated.cap(c.cfg.Beta))
+	return min(top, c.stated.cap())
 }
 
-// trustedStated is the stated rate while trusted, else 0.
 func (c *Controller) trustedStated() float64 {
 	if c.stated.trust != statedTrusted {
 		return 0

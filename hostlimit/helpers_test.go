@@ -139,7 +139,7 @@ var errDisk = errors.New("disk full")
 func testAIMD(rate float64, window int) aimd.Config {
 	return aimd.Config{
 		InitialRate: rate, MinRate: 0.01, MaxRate: 1000,
-		InitialWindow: window, MinWindow: 1, MaxWindow: 16,
+		InitialWindow: window, MaxWindow: 16,
 	}
 }
 

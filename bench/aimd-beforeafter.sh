@@ -10,7 +10,8 @@
 # from is never built or changed. DIR (-o) defaults to $BUILD/COMMIT_A-COMMIT_B. Then, for each
 # of ROUNDS rounds, each bench runs with A's binaries, then B's, then C's, and so on. Every run's
 # output goes to DIR/logs/ROUND-SIDE-BENCH.log between two load lines; the table is read from
-# those logs. A run that exits non-zero is kept as ROUND-SIDE-BENCH.failed and run once more.
+# those logs. A run that exits non-zero, or outlives its bound (a hang: it gets SIGQUIT, which
+# leaves its goroutine dump in the log), is kept as ROUND-SIDE-BENCH.failed and run once more.
 #
 # BENCHES (comma-separated; default pol1,pol4,lim,learned,stated,colly,broad1k,broad10k):
 #   pol1      crawlbench -scenario politeness                 (the simulated web; its burst host)
@@ -228,11 +229,23 @@ table() {
 	}'
 }
 
+# bound BENCH prints the seconds after which a run of BENCH is taken for hung: several times
+# its longest run seen at load 30.
+bound() {
+	case $1 in
+	pol1 | stated | colly) echo 300 ;;
+	learned) echo 480 ;;
+	*) echo 900 ;;
+	esac
+}
+
 # runbench COMMIT BENCH runs one bench with COMMIT's binaries, its output between two load lines.
+# A run past its bound gets SIGQUIT: its goroutine dump goes to the log, which then counts as
+# failed.
 runbench() {
 	echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
 	echo "commit $1: $(command "$build/bin-$1" "$2")"
-	(cd "$build/src-$1/bench" && $(command "$build/bin-$1" "$2")) 2>&1 || echo "exit status $?"
+	(cd "$build/src-$1/bench" && timeout -s QUIT "$(bound "$2")" $(command "$build/bin-$1" "$2")) 2>&1 || echo "exit status $?"
 	echo "load $(awk '{print $1}' /proc/loadavg) $(date -u +%H:%M:%S)"
 }
 
@@ -267,8 +280,9 @@ for ((r = 1; r <= rounds; r++)); do
 			echo "round $r ${sides[i]} ($c) $x: $(uptime)" >&2
 			runbench "$c" "$x" >"$log"
 			if grep -q '^exit status' "$log"; then
-				# A run that failed (a server that logged nothing, a port taken by other work)
-				# has no figures: it is kept as .failed, out of the table, and run once more.
+				# A run that failed (a server that logged nothing, a port taken by other work,
+				# a hang stopped at its bound) has no figures: it is kept as .failed, out of
+				# the table, and run once more.
 				mv "$log" "${log%.log}.failed"
 				echo "round $r ${sides[i]} ($c) $x failed (${log%.log}.failed), once more: $(uptime)" >&2
 				runbench "$c" "$x" >"$log"

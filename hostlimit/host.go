@@ -26,7 +26,7 @@ const maxReadyDelay = 24 * time.Hour
 // readyAt + δ is empty at that moment, so each interval grew by δ: a host allowed 49.4 req/s
 // was sent 47.6. With the credit the gaps average 1/rate; one gap can be shorter than 1/rate
 // by the credit. lateShare (2.5%) stays within the margin aimd keeps under a limit measured
-// from one-token gaps (Beta, 3%), and maxLateCredit (1 ms) within the fitted one-token
+// from one-token gaps (aimd's beta, 3%), and maxLateCredit (1 ms) within the fitted one-token
 // margin (twice the timing noise, at least 2 ms), so a one-token server bucket (nginx
 // limit_req without burst) is not sent a gap it was never seen to accept.
 const (

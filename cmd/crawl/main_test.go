@@ -3,8 +3,9 @@ package main
 import (
 	"flag"
 	"os"
-	"strconv"
 	"testing"
+
+	"github.com/crawl-project/crawl/internal/testpar"
 )
 
 // TestMain lets the test binary act as the crawl command itself when CRAWL_AS_MAIN=1, so tests
@@ -17,7 +18,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runScriptMain(js))
 	}
 	flag.Parse()
-	parallelByDefault(testParallel)
+	testpar.Default(testParallel)
 	os.Exit(m.Run())
 }
 
@@ -26,12 +27,3 @@ func TestMain(m *testing.M) {
 // 170 s of CPU in a 490 s run), so that on a 2-core machine the default (GOMAXPROCS) left the
 // package over go test's 10-minute limit when the machine was loaded.
 const testParallel = 4
-
-// parallelByDefault sets -test.parallel to n unless it was given.
-func parallelByDefault(n int) {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", strconv.Itoa(n))
-	}
-}

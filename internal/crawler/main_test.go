@@ -3,13 +3,14 @@ package crawler
 import (
 	"flag"
 	"os"
-	"strconv"
 	"testing"
+
+	"github.com/crawl-project/crawl/internal/testpar"
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	parallelByDefault(testParallel)
+	testpar.Default(testParallel)
 	os.Exit(m.Run())
 }
 
@@ -18,12 +19,3 @@ func TestMain(m *testing.M) {
 // on the CPU (a crawl of a few seconds uses a fraction of a core), so that more than
 // GOMAXPROCS (2 on the CI machine) run well at once.
 const testParallel = 4
-
-// parallelByDefault sets -test.parallel to n unless it was given.
-func parallelByDefault(n int) {
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", strconv.Itoa(n))
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strings"
 
 	"github.com/crawl-project/crawl/internal/crawler"
 	"github.com/crawl-project/crawl/internal/render"
@@ -33,10 +34,6 @@ func printRender(w io.Writer, r *crawler.RenderCounts) {
 	fmt.Fprintln(w)
 }
 
-// browserNames are what --render looks for on PATH, as render.FindBrowser does, for the
-// message that says none was found.
-const browserNames = "chrome-headless-shell, chromium-headless-shell, chromium, chromium-browser, google-chrome"
-
 // checkBrowser returns a usage error when cfg renders pages and no browser can be run: none on
 // PATH, or --browser naming none. stored says --render came from the crawl's stored settings.
 func checkBrowser(r crawler.Render, stored bool) error {
@@ -55,7 +52,7 @@ func checkBrowser(r crawler.Render, stored bool) error {
 	}
 	if render.FindBrowser() == "" {
 		return fmt.Errorf("%s needs Chromium or Chrome, and none is on PATH (looked for %s): install it (Debian: apt-get install chromium-headless-shell, or chromium) or name one with --browser PATH",
-			from, browserNames)
+			from, strings.Join(render.BrowserNames(), ", "))
 	}
 	return nil
 }

@@ -18,6 +18,9 @@ var browserNames = []string{"chrome-headless-shell", "chromium-headless-shell",
 // process render starts, signals and watches.
 var wrapped = map[string]string{"chromium-headless-shell": "../lib/chromium/chromium-headless-shell"}
 
+// BrowserNames returns the executables FindBrowser looks for on PATH, in order.
+func BrowserNames() []string { return append([]string(nil), browserNames...) }
+
 // FindBrowser returns the path of a Chromium headless shell, Chromium or Chrome executable on
 // PATH, or "" if there is none.
 func FindBrowser() string {

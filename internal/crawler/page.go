@@ -45,6 +45,9 @@ func (c *Crawler) fetchPage(ctx context.Context, l frontier.Lease, u *url.URL, t
 			c.fr.Release(l)
 			return nil
 		}
+		if bf := (*browserFault)(nil); errors.As(rerr, &bf) { // fetched and rendered by a later run
+			c.fr.Release(l)
+		}
 		return fmt.Errorf("rendering %s: %w", l.URL, rerr)
 	}
 	if res.Page != nil {

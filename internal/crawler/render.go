@@ -30,7 +30,7 @@ const renderTries = 2
 // renderState is what --render needs while a crawl runs: the browser (started by Run, closed
 // when Run returns), what the rendered pages fetched, and the crawl's rendering figures.
 type renderState struct {
-	browser pageRenderer // nil: RenderNever, or Run not started
+	launch *launch // nil: RenderNever, or Run not started
 	// start starts the browser; nil: render.Start. Tests give a stand-in.
 	start  func(render.Options) (pageRenderer, error)
 	subs   subresources
@@ -44,10 +44,38 @@ type pageRenderer interface {
 	Close() error
 }
 
-// startBrowser starts the browser when pages are rendered, and reads the sub-resources
-// earlier runs stored. Run calls it before its first job.
+// launch is the browser being started for a run: its start runs beside the run's first
+// fetches (the seeds' robots.txt and pages), which need no browser, and the first render
+// waits for it. b and err are set before done is closed.
+type launch struct {
+	done chan struct{}
+	b    pageRenderer
+	err  error
+}
+
+// browserFault is a browser that did not start: the run stops with it, and the page that
+// was to be rendered is given back to the frontier.
+type browserFault struct{ err error }
+
+func (e *browserFault) Error() string { return e.err.Error() }
+func (e *browserFault) Unwrap() error { return e.err }
+
+// browser waits for l's start to end and returns its browser, or why it did not start, or
+// ctx's error.
+func (l *launch) browser(ctx context.Context) (pageRenderer, error) {
+	select {
+	case <-l.done:
+		return l.b, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// startBrowser reads the sub-resources earlier runs stored and starts the browser in the
+// background when pages are rendered. Run calls it before its first job; a browser that
+// fails to start fails the first render, which stops the run with that error.
 func (c *Crawler) startBrowser() error {
-	if c.cfg.Render.Mode == RenderNever || c.renders.browser != nil {
+	if c.cfg.Render.Mode == RenderNever || c.renders.launch != nil {
 		return nil
 	}
 	if err := c.initSubresources(); err != nil {
@@ -57,30 +85,41 @@ func (c *Crawler) startBrowser() error {
 	if start == nil {
 		start = func(o render.Options) (pageRenderer, error) { return render.Start(context.Background(), o) }
 	}
-	b, err := start(render.Options{Browser: c.cfg.Render.Browser, Tabs: c.cfg.Render.Tabs, Timeout: c.cfg.Render.Timeout,
-		UserAgent: c.cfg.UserAgent})
-	if err != nil {
-		return fmt.Errorf("--render %v: %w", c.cfg.Render.Mode, err)
-	}
-	c.renders.browser = b
+	l := &launch{done: make(chan struct{})}
+	c.renders.launch = l
+	o := render.Options{Browser: c.cfg.Render.Browser, Tabs: c.cfg.Render.Tabs, Timeout: c.cfg.Render.Timeout,
+		UserAgent: c.cfg.UserAgent}
+	go func() {
+		defer close(l.done)
+		l.b, l.err = start(o)
+		if l.err != nil {
+			l.err = &browserFault{fmt.Errorf("--render %v: %w", c.cfg.Render.Mode, l.err)}
+		}
+	}()
 	return nil
 }
 
-// closeBrowser closes the browser, if started, once no job renders.
+// closeBrowser closes the browser, if started (waiting for its start to end), once no job
+// renders.
 func (c *Crawler) closeBrowser() {
-	if b := c.renders.browser; b != nil {
-		if err := b.Close(); err != nil {
+	l := c.renders.launch
+	if l == nil {
+		return
+	}
+	<-l.done
+	if l.b != nil {
+		if err := l.b.Close(); err != nil {
 			c.log.Warn("closing the browser", "err", err)
 		}
-		c.renders.browser = nil
 	}
+	c.renders.launch = nil
 }
 
 // renderable reports whether the result res of lease l is a page --render decides on: a 2xx
 // HTML page fetched as a page (not a requisite, not a sitemap).
 func (c *Crawler) renderable(l frontier.Lease, res *frontier.Result) bool {
 	p := res.Page
-	if c.renders.browser == nil || res.Kind != frontier.Fetched || p == nil || l.Role != frontier.RolePage {
+	if c.renders.launch == nil || res.Kind != frontier.Fetched || p == nil || l.Role != frontier.RolePage {
 		return false
 	}
 	return p.Status >= 200 && p.Status < 300 && isHTML(p.ContentType)
@@ -105,14 +144,17 @@ func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, 
 	if f, err := url.Parse(p.FinalURL); err == nil && p.FinalURL != "" {
 		base = f
 	}
+	browser, err := c.renders.launch.browser(ctx)
+	if err != nil {
+		return err
+	}
 	doc := &render.Response{Status: p.Status, Header: p.Header.Clone(), Body: p.Body}
 	a := &answerer{c: c, from: renderingPage{url: l.URL, depth: l.Depth}}
 	var out *render.Result
-	var err error
 	tries := 0
 	for tries < renderTries {
 		tries++
-		out, err = c.renders.browser.Render(ctx, base.String(), doc, a)
+		out, err = browser.Render(ctx, base.String(), doc, a)
 		if ctx.Err() != nil || !(errors.Is(err, render.ErrCrash) || errors.Is(err, render.ErrTimeout)) {
 			break
 		}
@@ -242,7 +284,7 @@ func (a *answerer) storeErr() error {
 // of fetching it again, and gives its admitted ticket t back; done is false for any other
 // lease. A revisit (--recrawl) is fetched as usual.
 func (c *Crawler) requisiteFromRender(l frontier.Lease, t *hostlimit.Ticket) (done bool, err error) {
-	if c.renders.browser == nil || l.Role != frontier.RoleRequisite || l.Prev != 0 {
+	if c.renders.launch == nil || l.Role != frontier.RoleRequisite || l.Prev != 0 {
 		return false, nil
 	}
 	s := &c.renders.subs

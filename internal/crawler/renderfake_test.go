@@ -2,6 +2,7 @@ package crawler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -238,5 +239,80 @@ func TestRequisitesFromRender(t *testing.T) {
 		if st := states[i]; st.State != "fetched" || st.Role != frontier.RoleRequisite {
 			t.Errorf("%s: %s as %v, want fetched as a requisite", f, st.State, st.Role)
 		}
+	}
+}
+
+// TestBrowserStartsBesideFirstFetch: the browser's start does not hold back the run's first
+// fetches; the first render waits for it. The stand-in start returns only once the seed's page
+// was served, which never happens if the run waits for the browser before its first job.
+func TestBrowserStartsBesideFirstFetch(t *testing.T) {
+	served := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<title>App</title><div id="app">Loading…</div><script src="/app.js"></script>`)
+		once.Do(func() { close(served) })
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	cfg.InitialRate = 20
+	cfg.Render = Render{Mode: RenderAlways, Timeout: DefaultRenderTimeout}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := &scriptedBrowser{tries: map[string]int{}, errs: map[string][]error{}}
+	c.renders.start = func(render.Options) (pageRenderer, error) {
+		select {
+		case <-served:
+			return b, nil
+		case <-time.After(3 * time.Second):
+			return nil, fmt.Errorf("the seed was not fetched while the browser started")
+		}
+	}
+	sum, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sum.Render; r == nil || r.Rendered != 1 || b.tries[srv.URL+"/"] != 1 {
+		t.Errorf("render figures %+v, renders %v; want the seed rendered once", sum.Render, b.tries)
+	}
+	if !b.closed {
+		t.Error("the browser was not closed when Run returned")
+	}
+}
+
+// TestBrowserStartFails: a browser that fails to start stops the run with its error at the
+// first render, and the page fetched for it stays queued for the next run.
+func TestBrowserStartFails(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<title>App</title><div id="app">Loading…</div><script src="/app.js"></script>`)
+	}))
+	defer srv.Close()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{srv.URL + "/"}
+	cfg.InitialRate = 20
+	cfg.Render = Render{Mode: RenderAlways, Timeout: DefaultRenderTimeout}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.renders.start = func(render.Options) (pageRenderer, error) { return nil, render.ErrNoBrowser }
+	if _, err := c.Run(context.Background()); !errors.Is(err, render.ErrNoBrowser) {
+		t.Fatalf("Run: %v, want ErrNoBrowser", err)
+	}
+	st, ok, err := c.fr.(*frontier.Frontier).State(srv.URL + "/")
+	if err != nil || !ok || st.State != "queued" {
+		t.Errorf("the seed is %+v (known %v, %v), want queued", st, ok, err)
 	}
 }

@@ -87,13 +87,32 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 	b := &Browser{o: o, path: path, root: root, trap: trap, tabs: make(chan struct{}, o.Tabs), prelude: prelude}
 	go b.refuse()
 	b.mu.Lock()
-	_, err = b.startLocked(ctx)
+	in, err := b.startLocked(ctx)
 	b.mu.Unlock()
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
+	b.warm(ctx, in)
 	return b, nil
+}
+
+// warm opens one tab in in and leaves it waiting for the first render, which would otherwise
+// open it itself: opening a browser context and its first renderer is the costliest step of
+// a browser's first page, and a caller that starts the browser beside other work (the crawl
+// fetching its seeds' robots.txt) gets it done meanwhile. A tab that fails to open is
+// disposed of; the first render opens one as usual.
+func (b *Browser) warm(ctx context.Context, in *instance) {
+	p := newPage(b.o, in, nil, "", nil, nil, b.prelude)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	t, err := p.openTab(cctx)
+	p.c.unregister(p.sink)
+	if err != nil {
+		t.dispose(p.c)
+		return
+	}
+	b.putTab(t)
 }
 
 const (
@@ -324,7 +343,12 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 	if err != nil {
 		return nil, err
 	}
-	p := newPage(b.o, in, b.takeTab(in), pageURL, doc, a, b.prelude)
+	t := b.takeTab(in)
+	if t != nil && t.prelude != b.prelude { // opened before a test changed the prelude
+		t.dispose(in.conn)
+		t = nil
+	}
+	p := newPage(b.o, in, t, pageURL, doc, a, b.prelude)
 	p.opened, p.left = b.opened, b.left
 	res, err := p.run(ctx)
 	if err == nil && p.settled && b.readyLater() {

@@ -15,7 +15,8 @@ type tab struct {
 	browserContext string
 	target         string // also the main frame's id
 	session        string
-	pages          int // pages rendered in it
+	prelude        string // the script it runs before each document's own (page.prelude)
+	pages          int    // pages rendered in it
 }
 
 // Tab recycling: a tab is closed, and the next render opens a new one, after Options.TabPages
@@ -30,7 +31,7 @@ const (
 // openTab creates a browser context and its target, attaches to it, and sets interception up
 // before anything loads. On error, what was made is returned for disposal.
 func (p *page) openTab(ctx context.Context) (*tab, error) {
-	t := &tab{in: p.in}
+	t := &tab{in: p.in, prelude: p.prelude}
 	var bc struct {
 		BrowserContextID string `json:"browserContextId"`
 	}

@@ -132,3 +132,25 @@ func TestRenderReturnsBeforeReset(t *testing.T) {
 		t.Errorf("the two pages ran in tabs %v, want one tab twice", sessions)
 	}
 }
+
+// TestStartWarmsATab: Start leaves one tab open and waiting, and the first render takes it
+// instead of opening one.
+func TestStartWarmsATab(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 2, Quiet: testQuiet})
+	b.mu.Lock()
+	warm := append([]*tab(nil), b.free...)
+	b.mu.Unlock()
+	if len(warm) != 1 {
+		t.Fatalf("%d tabs waiting after Start, want 1", len(warm))
+	}
+	var sessions []string
+	b.opened = func(s string) { sessions = append(sessions, s) }
+	a := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) { return nil, errors.New("no") })
+	if _, err := b.Render(context.Background(), "http://page.test/", &Response{Status: 200,
+		Header: map[string][]string{"Content-Type": {"text/html"}}, Body: []byte(`<p>first</p>`)}, a); err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 1 || sessions[0] != warm[0].session {
+		t.Errorf("the first render ran in sessions %v, want the warm tab's %s", sessions, warm[0].session)
+	}
+}

@@ -84,7 +84,7 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 		os.RemoveAll(root)
 		return nil, err
 	}
-	b := &Browser{o: o, path: path, root: root, trap: trap, tabs: make(chan struct{}, o.Tabs), prelude: prelude}
+	b := &Browser{o: o, path: path, root: root, trap: trap, tabs: make(chan struct{}, o.Tabs), prelude: prelude + "\n" + settled}
 	go b.refuse()
 	b.mu.Lock()
 	in, err := b.startLocked(ctx)

@@ -102,6 +102,11 @@ func unwanted(resourceType string, h map[string]string) bool {
 func (p *page) paused(ctx context.Context, session string, r *pausedRequest) error {
 	p.inflight++
 	mainFrame := r.FrameID == p.target && r.ResourceType == "Document"
+	if session != p.session || (r.FrameID != p.target) {
+		p.foreign = true
+	} else if r.ResourceType == "XHR" || r.ResourceType == "Fetch" {
+		p.scripted++
+	}
 	switch {
 	case mainFrame && !p.navigated:
 		p.navigated = true
@@ -109,7 +114,7 @@ func (p *page) paused(ctx context.Context, session string, r *pausedRequest) err
 		if doc == nil {
 			doc = &Response{Status: http.StatusOK}
 		}
-		go p.fulfill(ctx, session, r.RequestID, doc, true)
+		go p.fulfill(ctx, session, r.RequestID, doc, true, "")
 		return nil
 	case mainFrame && r.RedirectedRequestID == "":
 		// The page navigating itself away (a link followed, location set): aborted, which
@@ -131,6 +136,9 @@ func (p *page) paused(ctx context.Context, session string, r *pausedRequest) err
 		return errCut
 	}
 	p.res.Requests++
+	if e := p.entryOf(r); e != "" {
+		p.expect[session+"\x00"+r.RequestID] = e
+	}
 	go func() {
 		resp, err := p.a.Answer(ctx, req)
 		select {
@@ -196,6 +204,8 @@ func (p *page) request(r *pausedRequest) (*Request, bool) {
 // answered gives the Answerer's answer to the browser, within the byte cap.
 func (p *page) answered(ctx context.Context, a answered) error {
 	session, id, _ := strings.Cut(a.id, "\x00")
+	entry := p.expect[a.id]
+	delete(p.expect, a.id)
 	if a.err != nil || a.resp == nil {
 		go p.fail(ctx, session, id, "Failed")
 		return nil
@@ -206,7 +216,7 @@ func (p *page) answered(ctx context.Context, a answered) error {
 		return errCut
 	}
 	p.res.Bytes += int64(len(a.resp.Body))
-	go p.fulfill(ctx, session, id, a.resp, false)
+	go p.fulfill(ctx, session, id, a.resp, false, entry)
 	return nil
 }
 
@@ -214,8 +224,9 @@ func (p *page) answered(ctx context.Context, a answered) error {
 // whole.
 var dropped = map[string]bool{"Content-Encoding": true, "Content-Length": true, "Transfer-Encoding": true}
 
-func (p *page) fulfill(ctx context.Context, session, id string, r *Response, navigation bool) {
-	defer p.finish()
+func (p *page) fulfill(ctx context.Context, session, id string, r *Response, navigation bool, entry string) {
+	done := "" // the entry to look for, once the browser took the answer
+	defer func() { p.finishWith(done) }()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if r.Status < 100 || r.Status > 999 {
@@ -251,6 +262,9 @@ func (p *page) fulfill(ctx context.Context, session, id string, r *Response, nav
 	if err != nil && !errors.Is(err, errBrowserGone) {
 		// headers the browser rejects: the page sees a failed request
 		p.c.call(cctx, session, "Fetch.failRequest", map[string]any{"requestId": id, "errorReason": "Failed"}, nil)
+	}
+	if err == nil {
+		done = entry
 	}
 }
 

@@ -31,12 +31,16 @@ type page struct {
 	session string          // the tab's
 	origins map[string]bool // of the page and of every request it made: cleared after it
 
-	navigated bool // the navigation request was answered from doc
-	committed bool // the browser committed the navigation: the DOM is the page's
-	loaded    bool // the main frame fired its load event
-	inflight  int  // requests paused and not yet continued
-	worker    bool // a service or shared worker was refused: it stays paused until its tab goes
-	settled   bool // the page settled and was read: its tab may render another (see close)
+	navigated bool              // the navigation request was answered from doc
+	committed bool              // the browser committed the navigation: the DOM is the page's
+	loaded    bool              // the main frame fired its load event
+	inflight  int               // requests paused and not yet continued
+	worker    bool              // a service or shared worker was refused: it stays paused until its tab goes
+	foreign   bool              // a request of another frame or a child target was seen: the page cannot settle early
+	scripted  int               // fetch and XMLHttpRequest requests of the main frame paused
+	expect    map[string]string // request (session, id) -> its resource timing entry (entryOf), until answered
+	entries   []string          // resource timing entries of the main frame's answered requests
+	settled   bool              // the page settled and was read: its tab may render another (see close)
 	cut       Cut
 	res       Result
 
@@ -45,12 +49,14 @@ type page struct {
 	stop chan struct{} // closed when run returns: goroutines stop reporting
 }
 
-type finished struct{}
+// finished is one request handled; entry is its resource timing entry when it was answered
+// and render looks for one (entryOf).
+type finished struct{ entry string }
 
 // newPage makes a render of url in t, or in a new tab if t is nil.
 func newPage(o Options, in *instance, t *tab, url string, doc *Response, a Answerer, prelude string) *page {
 	return &page{o: o, in: in, c: in.conn, tab: t, url: url, doc: doc, a: a, sink: newSink(), prelude: prelude,
-		origins: map[string]bool{}, done: make(chan finished), answ: make(chan answered), stop: make(chan struct{})}
+		origins: map[string]bool{}, expect: map[string]string{}, done: make(chan finished), answ: make(chan answered), stop: make(chan struct{})}
 }
 
 var (
@@ -92,12 +98,25 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 	quiet.Stop()
 	defer quiet.Stop()
 	armed := false // quiet runs: loaded, nothing in flight since it was set
+	gen := 0       // idle spells: a probe's verdict counts only for the spell it was asked in
+	var idleSince time.Time
+	verdicts := make(chan settleVerdict)
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
 	armQuiet := func() {
 		switch idle := p.loaded && p.inflight == 0; {
 		case idle && !armed:
 			quiet.Reset(p.o.Quiet)
+			gen++
+			idleSince = time.Now()
+			if p.canSettle() {
+				settle.Reset(settleQuiet / 2)
+			}
 		case !idle && armed:
 			quiet.Stop()
+			settle.Stop()
+			gen++
 		}
 		armed = p.loaded && p.inflight == 0
 	}
@@ -120,8 +139,23 @@ loop:
 			if err = p.answered(rctx, a); err != nil {
 				break loop
 			}
-		case <-p.done:
+		case f := <-p.done:
 			p.inflight--
+			if f.entry != "" {
+				p.entries = append(p.entries, f.entry)
+			}
+		case <-settle.C:
+			if armed && p.canSettle() {
+				go p.probe(rctx, gen, append([]string(nil), p.entries...), p.scripted, verdicts)
+			}
+		case v := <-verdicts:
+			if v.gen == gen && armed && v.settled {
+				if rest := settleQuiet - time.Since(idleSince); rest > 0 {
+					quiet.Reset(rest)
+				} else {
+					break loop
+				}
+			}
 		case e := <-nav:
 			if e != nil {
 				err = e
@@ -266,6 +300,7 @@ func (p *page) event(ctx context.Context, m message) error {
 			return nil
 		}
 		p.inflight++
+		p.foreign = true
 		go p.child(ctx, a.SessionID, a.TargetInfo.Type)
 	case "Page.javascriptDialogOpening":
 		// alert, confirm, prompt, beforeunload: dismissed, or the page would wait forever
@@ -302,9 +337,13 @@ func (p *page) child(ctx context.Context, session, typ string) {
 }
 
 // finish reports a request (or child) handled to the event loop.
-func (p *page) finish() {
+func (p *page) finish() { p.finishWith("") }
+
+// finishWith reports a request answered, whose resource timing entry is entry, to the event
+// loop.
+func (p *page) finishWith(entry string) {
 	select {
-	case p.done <- finished{}:
+	case p.done <- finished{entry: entry}:
 	case <-p.stop:
 	}
 }

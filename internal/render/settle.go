@@ -8,20 +8,21 @@ import (
 )
 
 // A page's end comes sooner than its quiet time when the page itself says nothing is left to
-// come (docs/render.md, "When a page is done"): once no request has been in flight for
-// settleQuiet, the main frame is asked (settleProbe, through the prelude's settled) whether
+// come (docs/render.md, "Settling before the quiet time"): once nothing has been in flight for
+// half of settleQuiet, the main frame is asked (probe, through the prelude's settled) whether
 // its event loop has gone round and a frame been drawn with no timer due within the quiet
-// time, no animation frame asked for, no image or font loading, every answered request of the
-// frame seen by the renderer (its resource timing entry) and no fetch or XMLHttpRequest sent
-// that render has not seen. Any doubt (another frame, a worker, no prelude, a probe that does
-// not answer within the quiet time) leaves the page to the quiet time, as before.
+// time, no animation frame or idle callback waiting, no image or font loading, every answered
+// request of the frame seen by the renderer (its resource timing entry) and no fetch or
+// XMLHttpRequest sent that render has not seen; if so, the page ends settleQuiet after its
+// last answer. Any doubt (another frame, a worker, no prelude, a probe that does not answer
+// within the quiet time) leaves the page to the quiet time.
 const (
 	settleQuiet   = 100 * time.Millisecond // the least time a settled page has nothing in flight
 	maxSettleURLs = 200                    // answered requests a probe checks; past that, the quiet time
 )
 
-// settled is the part of the prelude that tracks what may still make a request: timers and
-// animation frames of the document's scripts, and the fetch and XMLHttpRequest sends, and
+// settled is the part of the prelude that tracks what may still make a request: timers,
+// animation frames and idle callbacks of the document's scripts, and the fetch and XMLHttpRequest sends, and
 // answers a probe. Its own waits use the browser's timers, not the tracked ones.
 const settled = `(() => {
   const w = window, st = w.setTimeout, si = w.setInterval, ct = w.clearTimeout, ci = w.clearInterval;
@@ -50,6 +51,15 @@ const settled = `(() => {
     };
     w.cancelAnimationFrame = function (id) { frames.delete(id); return caf.call(w, id); };
   }
+  const ric = w.requestIdleCallback, cic = w.cancelIdleCallback, idles = new Set();
+  if (ric) {
+    w.requestIdleCallback = function (f, o) {
+      const id = ric.call(w, (d) => { idles.delete(id); return f(d); }, o);
+      idles.add(id);
+      return id;
+    };
+    w.cancelIdleCallback = function (id) { idles.delete(id); return cic.call(w, id); };
+  }
   const fetch0 = w.fetch;
   if (fetch0) w.fetch = function (...a) { sent++; return fetch0.apply(this, a); };
   const send0 = XMLHttpRequest.prototype.send;
@@ -60,7 +70,7 @@ const settled = `(() => {
     if (raf) await new Promise((r) => raf.call(w, () => st.call(w, r, 0)));
     await turn();
     if (document.readyState !== 'complete') return -1;
-    if (frames.size) return -2;
+    if (frames.size || idles.size) return -2;
     const t = now();
     for (const due of timers.values()) if (due - t <= quiet) return -3;
     for (const i of document.images) if (!i.complete) return -4;

@@ -36,7 +36,8 @@ const tinyPNGForTests = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00
 // TestSettleBeforeQuiet: a page whose script has made its one request, written its answer and
 // left nothing pending ends well before the quiet time; a page that still has a request to
 // come (a timer due within the quiet time, a chain of requests, an image whose load handler
-// makes one, a request sent from an animation frame) ends only after it was answered, with
+// makes one, a request sent from an animation frame or an idle callback) ends only after it
+// was answered, with
 // its content in the DOM; a page that asks for animation frames without end waits the quiet
 // time.
 func TestSettleBeforeQuiet(t *testing.T) {
@@ -54,6 +55,7 @@ function get(n) { return fetch("/api/" + n).then(r => r.json()).then(d => { show
 		{"a chain", `get("a").then(d => get(d.next)).then(d => get(d.next));`, []string{"text of a", "text of a-next", "text of a-next-next"}, true},
 		{"an image's load handler", `get("a").then(() => { const i = new Image(); i.onload = () => get("c"); i.src = "/img.png"; document.body.appendChild(i); });`, []string{"text of a", "text of c"}, true},
 		{"an animation frame", `get("a").then(() => requestAnimationFrame(() => requestAnimationFrame(() => get("d"))));`, []string{"text of a", "text of d"}, true},
+		{"an idle callback", `get("a").then(() => requestIdleCallback(() => setTimeout(() => get("e"), 200)));`, []string{"text of a", "text of e"}, true},
 		{"an animation that never ends", `get("a"); (function f() { requestAnimationFrame(f); })();`, []string{"text of a"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

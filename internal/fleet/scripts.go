@@ -85,7 +85,7 @@ end
 local function seenOpen(meta, kb, ab)
   seenMeta, seenKeys, seenDirty = meta, {}, false
   local nw, k, nb = tonumber(ARGV[ab]), tonumber(ARGV[ab+1]), tonumber(ARGV[ab+2])
-  for i = 0, nb - 1 do seenKeys[tonumber(ARGV[ab+3+i])] = KEYS[kb+i] end
+  for i = 0, nb - 1 do seenKeys[ARGV[ab+3+i] + 0] = KEYS[kb+i] end -- the caller's integers
   seenTo = nw + k
   local v = redis.call('HMGET', meta, 'n', 'urls')
   seenN, seenURLs = 1, 0
@@ -100,8 +100,20 @@ local function seenOpen(meta, kb, ab)
   seenTop()
   return nil
 end
-local function seenHash(m) -- the digits before the last ten: exact, as h·10^10 is a double
-  return math.floor((tonumber(m) or 0) / 1e10)
+-- seenHash(m): the digits before the last ten, exact as h·10^10 is a double. Arithmetic reads
+-- a string once (tonumber reads it twice: a member's 19 digits cost strtod about 1,000
+-- instructions each time), and raises an error on one that is not a number: the scripts pass
+-- it only their caller's members, and seenSplit those of a bucket inside pcall.
+local function seenHash(m) return math.floor(m / 1e10) end
+-- seenParts(ms, move, keep) puts in move the members of ms whose bit L of h is set (seenM =
+-- 2^L), the others in keep: floor(m / (10^10·2^L)) is floor(h / 2^L) (10^10·2^L is a double
+-- and the division by 2^L exact), so bit L is set when that quotient mod 2 is 1 or more.
+local function seenParts(ms, move, keep)
+  local d, nm, nk = 1e10 * seenM, 0, 0
+  for i = 1, #ms do
+    local x = ms[i]
+    if (x / d) % 2 >= 1 then nm = nm + 1; move[nm] = x else nk = nk + 1; keep[nk] = x end
+  end
 end
 local function seenSadd(k, ...) -- SADD; a key that is not a set is deleted first
   local r = redis.pcall('SADD', k, ...)
@@ -117,8 +129,11 @@ local function seenSplit()
   local ms = redis.pcall('SMEMBERS', src)
   if ms.err then redis.call('DEL', src); seenRepaired = true; ms = {} end
   local move, keep = {}, {}
-  for _, x in ipairs(ms) do
-    if math.floor(seenHash(x) / seenM) % 2 == 1 then move[#move+1] = x else keep[#keep+1] = x end
+  if not pcall(seenParts, ms, move, keep) then -- a member that is not a number (damage): as h 0
+    move, keep = {}, {}
+    for _, x in ipairs(ms) do
+      if math.floor(math.floor((tonumber(x) or 0) / 1e10) / seenM) % 2 == 1 then move[#move+1] = x else keep[#keep+1] = x end
+    end
   end
   local big = #ms > seenIntset -- not an intset: written again, as one if it is small enough now
   if big then redis.call('DEL', src) end

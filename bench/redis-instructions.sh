@@ -46,7 +46,7 @@ while kill -0 "$test" 2>/dev/null; do
 	if [[ -n $port ]]; then
 		n=$(redis-cli -p "$port" info stats 2>/dev/null | grep total_commands_processed | tr -dc 0-9 || true)
 		if [[ -n $n && -n $last && $n -lt $last ]]; then
-			callgrind_control -i on "$srv" >/dev/null
+			callgrind_control -i on "$srv" >/dev/null 2>&1
 			on=$(redis-cli -p "$port" info commandstats | grep -o 'cmdstat_evalsha:calls=[0-9]*' | cut -d= -f2 || true)
 			on=${on:-0}
 			break

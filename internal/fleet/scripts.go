@@ -117,6 +117,7 @@ local function seenParts(ms, move, keep)
 end
 local function seenSadd(k, ...) -- SADD; a key that is not a set is deleted first
   local r = redis.pcall('SADD', k, ...)
+  if r == 1 or r == 0 then return r end -- the reply of all but a failed SADD of one member
   if type(r) == 'table' then
     redis.call('DEL', k)
     seenRepaired = true
@@ -150,7 +151,8 @@ local function seenSplit()
   seenTop()
 end
 local function seenAdd(m) -- records member m; true when it was not seen before
-  local h = seenHash(m)
+  local q = m / 1e10
+  local h = q - q % 1 -- seenHash(m), without a call
   local b = h % (2 * seenM)
   if b >= seenN then b = h % seenM end
   if seenSadd(seenKeys[b], m) == 0 then return false end
@@ -230,11 +232,12 @@ local function add_entries(hosts, used, budget, k, a, n, inc)
     local queue = st == '1'
     local room -- with a budget: how many more of host's URLs may be queued
     if queue and budget > 0 then room = budget - (tonumber(redis.call('HGET', used, host) or '0') or 0) end
-    local items = {}
+    local items, ni = {}, 0
     for i = a + 4, a + 3 + c do
       if seenAdd(ARGV[i]) then
         if queue and (not room or room > 0) then
-          items[#items+1] = ARGV[i + c]
+          ni = ni + 1
+          items[ni] = ARGV[i + c]
           if room then room = room - 1 end
         else
           excluded = excluded + 1

@@ -58,12 +58,14 @@ done
 wait "$test" || { echo "redis-instructions.sh: the benchmark failed (see $work/bench.log)" >&2; exit 1; }
 sleep 1
 [[ -n $on ]] || { echo "redis-instructions.sh: counting never started" >&2; exit 1; }
-out=$(ls "$work"/callgrind.out.* | head -1)
-ir=$(callgrind_annotate "$out" | grep -m1 'PROGRAM TOTALS' | awk '{print $1}' | tr -d ,)
+out=$(ls "$work"/callgrind.out.*)
+callgrind_annotate "$out" >"$work/annotate.txt"
+callgrind_annotate --inclusive=yes "$out" >"$work/inclusive.txt"
+ir=$(grep 'PROGRAM TOTALS' "$work/annotate.txt" | awk '{print $1}' | tr -d ,)
 # the completions counted: those after the first $on (each batch completes the same number of
 # new URLs)
 urls=$(grep -o '[0-9]* pages in batches of [0-9]*, [0-9]* links each, [0-9]* new' "$work/bench.log" |
 	awk -v on="$on" '{gsub(",", ""); print int(($1 - on * $6) * $10)}')
 echo "completions counted after the first $on scripts: $ir instructions, $((ir / urls)) per new URL ($urls new URLs)"
-callgrind_annotate --inclusive=yes "$out" | grep -v '^$' | sed -n '/file:function/,$p' | sed -n 2,11p | cut -c1-120
-echo "(callgrind output: $out)"
+grep -v '^$' "$work/inclusive.txt" | sed -n '/file:function/,$p' | sed -n 3,12p | cut -c1-120
+echo "(callgrind output: $out; annotated: $work/annotate.txt, $work/inclusive.txt)"

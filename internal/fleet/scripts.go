@@ -100,11 +100,10 @@ local function seenOpen(meta, kb, ab)
   seenTop()
   return nil
 end
--- seenHash(m): the digits before the last ten, exact as h·10^10 is a double. Arithmetic reads
--- a string once (tonumber reads it twice: a member's 19 digits cost strtod about 1,000
--- instructions each time), and raises an error on one that is not a number: the scripts pass
--- it only their caller's members, and seenSplit those of a bucket inside pcall.
-local function seenHash(m) return math.floor(m / 1e10) end
+-- Members are read as numbers by arithmetic, which parses a string once (tonumber parses it
+-- twice, and a member's 19 digits cost strtod about 1,000 instructions each time) and raises
+-- an error on one that is not a number: seenAdd is given only the caller's members, and
+-- seenSplit partitions a bucket's inside pcall.
 -- seenParts(ms, move, keep) puts in move the members of ms whose bit L of h is set (seenM =
 -- 2^L), the others in keep: floor(m / (10^10·2^L)) is floor(h / 2^L) (10^10·2^L is a double
 -- and the division by 2^L exact), so bit L is set when that quotient mod 2 is 1 or more.
@@ -117,7 +116,7 @@ local function seenParts(ms, move, keep)
 end
 local function seenSadd(k, ...) -- SADD; a key that is not a set is deleted first
   local r = redis.pcall('SADD', k, ...)
-  if r == 1 or r == 0 then return r end -- the reply of all but a failed SADD of one member
+  if r == 1 or r == 0 then return r end -- the usual reply, without a call to type()
   if type(r) == 'table' then
     redis.call('DEL', k)
     seenRepaired = true
@@ -152,7 +151,7 @@ local function seenSplit()
 end
 local function seenAdd(m) -- records member m; true when it was not seen before
   local q = m / 1e10
-  local h = q - q % 1 -- seenHash(m), without a call
+  local h = q - q % 1 -- floor(q): h, the digits before the last ten (exact: h·10^10 is a double)
   local b = h % (2 * seenM)
   if b >= seenN then b = h % seenM end
   if seenSadd(seenKeys[b], m) == 0 then return false end

@@ -85,7 +85,7 @@ end
 local function seenOpen(meta, kb, ab)
   seenMeta, seenKeys, seenDirty = meta, {}, false
   local nw, k, nb = tonumber(ARGV[ab]), tonumber(ARGV[ab+1]), tonumber(ARGV[ab+2])
-  for i = 0, nb - 1 do seenKeys[tonumber(ARGV[ab+3+i])] = KEYS[kb+i] end
+  for i = 0, nb - 1 do seenKeys[ARGV[ab+3+i] + 0] = KEYS[kb+i] end -- the caller's integers
   seenTo = nw + k
   local v = redis.call('HMGET', meta, 'n', 'urls')
   seenN, seenURLs = 1, 0
@@ -100,11 +100,23 @@ local function seenOpen(meta, kb, ab)
   seenTop()
   return nil
 end
-local function seenHash(m) -- the digits before the last ten: exact, as h·10^10 is a double
-  return math.floor((tonumber(m) or 0) / 1e10)
+-- Members are read as numbers by arithmetic, which parses a string once (tonumber parses it
+-- twice, and a member's 19 digits cost strtod about 1,000 instructions each time) and raises
+-- an error on one that is not a number: seenAdd is given only the caller's members, and
+-- seenSplit partitions a bucket's inside pcall.
+-- seenParts(ms, move, keep) puts in move the members of ms whose bit L of h is set (seenM =
+-- 2^L), the others in keep: floor(m / (10^10·2^L)) is floor(h / 2^L) (10^10·2^L is a double
+-- and the division by 2^L exact), so bit L is set when that quotient mod 2 is 1 or more.
+local function seenParts(ms, move, keep)
+  local d, nm, nk = 1e10 * seenM, 0, 0
+  for i = 1, #ms do
+    local x = ms[i]
+    if (x / d) % 2 >= 1 then nm = nm + 1; move[nm] = x else nk = nk + 1; keep[nk] = x end
+  end
 end
 local function seenSadd(k, ...) -- SADD; a key that is not a set is deleted first
   local r = redis.pcall('SADD', k, ...)
+  if r == 1 or r == 0 then return r end -- the usual reply, without a call to type()
   if type(r) == 'table' then
     redis.call('DEL', k)
     seenRepaired = true
@@ -117,8 +129,11 @@ local function seenSplit()
   local ms = redis.pcall('SMEMBERS', src)
   if ms.err then redis.call('DEL', src); seenRepaired = true; ms = {} end
   local move, keep = {}, {}
-  for _, x in ipairs(ms) do
-    if math.floor(seenHash(x) / seenM) % 2 == 1 then move[#move+1] = x else keep[#keep+1] = x end
+  if not pcall(seenParts, ms, move, keep) then -- a member that is not a number (damage): as h 0
+    move, keep = {}, {}
+    for _, x in ipairs(ms) do
+      if math.floor(math.floor((tonumber(x) or 0) / 1e10) / seenM) % 2 == 1 then move[#move+1] = x else keep[#keep+1] = x end
+    end
   end
   local big = #ms > seenIntset -- not an intset: written again, as one if it is small enough now
   if big then redis.call('DEL', src) end
@@ -135,7 +150,8 @@ local function seenSplit()
   seenTop()
 end
 local function seenAdd(m) -- records member m; true when it was not seen before
-  local h = seenHash(m)
+  local q = m / 1e10
+  local h = q - q % 1 -- floor(q): h, the digits before the last ten (exact: h·10^10 is a double)
   local b = h % (2 * seenM)
   if b >= seenN then b = h % seenM end
   if seenSadd(seenKeys[b], m) == 0 then return false end
@@ -215,11 +231,12 @@ local function add_entries(hosts, used, budget, k, a, n, inc)
     local queue = st == '1'
     local room -- with a budget: how many more of host's URLs may be queued
     if queue and budget > 0 then room = budget - (tonumber(redis.call('HGET', used, host) or '0') or 0) end
-    local items = {}
+    local items, ni = {}, 0
     for i = a + 4, a + 3 + c do
       if seenAdd(ARGV[i]) then
         if queue and (not room or room > 0) then
-          items[#items+1] = ARGV[i + c]
+          ni = ni + 1
+          items[ni] = ARGV[i + c]
           if room then room = room - 1 end
         else
           excluded = excluded + 1

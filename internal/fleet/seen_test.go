@@ -95,3 +95,29 @@ func TestSeenBucketNotASet(t *testing.T) {
 		t.Errorf("counts %+v, %v; want 1 repaired", ps, err)
 	}
 }
+
+// A seen-set bucket holding a member that is not a number (damage: Redis keeps such a set as a
+// hash table) is split like any other: the member stays where it is, read as hash 0, and the
+// URLs go on being recorded, each once.
+func TestSeenBucketMemberNotANumber(t *testing.T) {
+	parallel(t)
+	rdb, _ := newRedisServer(t)
+	ctx := context.Background()
+	s, err := Open(ctx, rdb, "t", "w", &Options{Partitions: 1}) // not newStore: its checks refuse the damage
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.SAdd(ctx, s.k.bucket(0, 0), "not a number", "12x")
+	if added, err := s.Add(ctx, entries("h", 300)); err != nil || added != 300 {
+		t.Fatalf("add 300 over a bucket with members that are not numbers: %d, %v", added, err)
+	}
+	if n := seenBuckets(t, s, 0); n < 2 {
+		t.Fatalf("%d buckets after 300 URLs: bucket 0 was never split", n)
+	}
+	if added, err := s.Add(ctx, entries("h", 300)); err != nil || added != 0 {
+		t.Fatalf("add them again: %d added, %v; want none", added, err)
+	}
+	if ok, err := rdb.SIsMember(ctx, s.k.bucket(0, 0), "not a number").Result(); err != nil || !ok {
+		t.Errorf("the member that is not a number left bucket 0: %v, %v", ok, err)
+	}
+}

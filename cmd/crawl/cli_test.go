@@ -47,14 +47,26 @@ func checkNoPackageNames(t *testing.T, msg string) {
 	}
 }
 
+// crawlIn runs `crawl ARGS...` in the test's own process (dispatch, as main does), for
+// commands that only print: a race-built binary costs about a second to start on a loaded
+// machine. It returns the exit code, stdout and stderr, each message checked as crawlCmd's.
+func crawlIn(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = dispatch(args, &out, &errb)
+	checkNoPackageNames(t, errb.String())
+	return code, out.String(), errb.String()
+}
+
 // TestHelpAndVersion: `crawl help CMD`, `crawl CMD -h` and `--help` print CMD's help on stdout
-// and exit 0; `crawl version` names the Go version.
+// and exit 0; `crawl version` names the Go version. One of each runs as its own process, the
+// rest in the test's (crawlIn): the same code, from dispatch on.
 func TestHelpAndVersion(t *testing.T) {
 	t.Parallel()
 	for _, cmd := range []string{"run", "urls", "status", "demo", "report", "robots", "export"} {
 		var first string
 		for _, args := range [][]string{{"help", cmd}, {cmd, "-h"}, {cmd, "--help"}} {
-			code, out, errOut := crawlCmd(t, "", args...)
+			code, out, errOut := crawlIn(t, args...)
 			if code != exitOK || !strings.HasPrefix(out, "usage: crawl "+cmd) || !strings.Contains(out, "\nflags:\n  -") || errOut != "" {
 				t.Errorf("crawl %q: exit %d, stdout:\n%s\nstderr: %s", args, code, out, errOut)
 			}
@@ -65,13 +77,14 @@ func TestHelpAndVersion(t *testing.T) {
 			}
 		}
 	}
-	if code, out, _ := crawlCmd(t, "", "help", "run"); !strings.Contains(out, "-max-body") || !strings.Contains(out, "-robots-agent") {
-		t.Errorf("crawl help run (exit %d) lacks run's flags:\n%s", code, out)
+	if code, out, errOut := crawlCmd(t, "", "run", "--help"); code != exitOK || !strings.HasPrefix(out, "usage: crawl run") ||
+		!strings.Contains(out, "-max-body") || !strings.Contains(out, "-robots-agent") || errOut != "" {
+		t.Errorf("crawl run --help as a process: exit %d, stdout:\n%s\nstderr: %s; want run's flags", code, out, errOut)
 	}
-	if code, out, _ := crawlCmd(t, "", "--help"); code != exitOK || !strings.Contains(out, "commands:") {
+	if code, out, _ := crawlIn(t, "--help"); code != exitOK || !strings.Contains(out, "commands:") {
 		t.Errorf("crawl --help: exit %d\n%s", code, out)
 	}
-	if code, _, errOut := crawlCmd(t, "", "help", "fly"); code != exitUsage || !strings.Contains(errOut, `unknown command "fly"`) {
+	if code, _, errOut := crawlIn(t, "help", "fly"); code != exitUsage || !strings.Contains(errOut, `unknown command "fly"`) {
 		t.Errorf("crawl help fly: exit %d, %s", code, errOut)
 	}
 	code, out, _ := crawlCmd(t, "", "version")

@@ -140,7 +140,21 @@ func TestFleetWorkerSurvivesHostileRedis(t *testing.T) {
 	f.checkComplete(0)
 	f.idleInRedis()
 	out := w.out.String()
-	if !strings.Contains(out, "set aside") || !strings.Contains(out, "recounted") || strings.Contains(out, "Redis unreachable") {
-		t.Errorf("worker's output:\n%s\nwant the values set aside and the counters recounted named, no \"Redis unreachable\"", out)
+	if bad := unreachableNotTimedOut(out); !strings.Contains(out, "set aside") || !strings.Contains(out, "recounted") || len(bad) > 0 {
+		t.Errorf("worker's output:\n%s\nwant the values set aside and the counters recounted named, no \"Redis unreachable\" but for a call that timed out; got %q", out, bad)
 	}
+}
+
+// unreachableNotTimedOut returns the worker's "Redis unreachable" warnings in out whose cause is not a
+// call that timed out. A loaded machine may starve Redis or the worker past a call's bound
+// (redisTimeout), which the worker rides out as an outage; any other cause (a value it cannot
+// read, taken for a lost link) is a defect.
+func unreachableNotTimedOut(out string) []string {
+	var bad []string
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, "Redis unreachable") && !strings.Contains(line, context.DeadlineExceeded.Error()) && !strings.Contains(line, "i/o timeout") {
+			bad = append(bad, strings.TrimSpace(line))
+		}
+	}
+	return bad
 }

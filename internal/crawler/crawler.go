@@ -12,6 +12,7 @@ import (
 	"github.com/crawl-project/crawl/frontier"
 	"github.com/crawl-project/crawl/hostlimit"
 	"github.com/crawl-project/crawl/internal/retry"
+	"github.com/crawl-project/crawl/robots"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -76,6 +77,9 @@ type opened struct {
 	gates   *gateKeys       // host → key of its gate in reg (gatekey.go)
 	res     *fetch.Resolver // looks host names up, for the client, the guard and the gates
 	global  *retry.Budget   // the crawl's retry budget, over every host
+	// parse turns a fetched robots.txt into rules (robots.FromResponse); a test may hold it
+	// to see that a parse in progress holds no other host
+	parse func(status int, body []byte) *robots.Robots
 
 	// typesChanged: this run's --accept-type differs from the stored one, so the URLs
 	// excluded by type are fetched again (set by settle).

@@ -89,6 +89,7 @@ func openStore(cfg Config, fr Frontier, learned learnedSource) (*Crawler, error)
 			global:  retry.NewBudget(retry.BudgetConfig{}, time.Now()),
 			gates:   newGateKeys(cfg.KeyByIP, res.LookupNetIP),
 			res:     res,
+			parse:   robots.FromResponse,
 		},
 		hostTable: hostTable{hosts: map[string]*hostRecord{}},
 		dispatcher: dispatcher{

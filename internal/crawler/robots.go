@@ -186,14 +186,19 @@ func (rs *robotsState) test(agent string, u *url.URL) robots.Verdict {
 	return rules.Test(agent, u.RequestURI())
 }
 
-// set installs a fetched (or loaded) entry and computes when to look again. The body is parsed
-// before rs.mu is taken: the dispatcher asks every host's state in turn, and must never wait
-// for one host's parse.
-func (rs *robotsState) set(e storage.RobotsEntry, ttl, retry time.Duration) {
-	rules := robots.DisallowAll()
-	if e.Err == "" {
-		rules = robots.FromResponse(e.Status, e.Body)
+// rules parses e, a fetched (or loaded) robots.txt: a fetch that failed disallows everything.
+// It takes no lock: the dispatcher asks every host's state in turn, and must never wait for
+// one host's parse.
+func (c *Crawler) rules(e storage.RobotsEntry) *robots.Robots {
+	if e.Err != "" {
+		return robots.DisallowAll()
 	}
+	return c.parse(e.Status, e.Body)
+}
+
+// set installs a fetched (or loaded) entry and its rules (Crawler.rules, parsed before
+// rs.mu is taken) and computes when to look again.
+func (rs *robotsState) set(e storage.RobotsEntry, rules *robots.Robots, ttl, retry time.Duration) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.entry, rs.unshared = e, false
@@ -253,7 +258,8 @@ func (c *Crawler) robotsFor(host string, now time.Time) (*robotsState, error) {
 	first := rs.load()
 	if first && c.cfg.Hosts[host].Robots == RobotsIgnored {
 		// A robots.txt that allows everything, never fetched again in this run.
-		rs.set(storage.RobotsEntry{Host: host, Status: http.StatusNotFound, FetchedAt: now}, robotsIgnoredTTL, c.cfg.RobotsRetry)
+		e := storage.RobotsEntry{Host: host, Status: http.StatusNotFound, FetchedAt: now}
+		rs.set(e, c.rules(e), robotsIgnoredTTL, c.cfg.RobotsRetry)
 		c.applyCrawlDelay(host, rs)
 		return rs, nil
 	}
@@ -323,7 +329,7 @@ func (c *Crawler) installRobotsJob(host string, rs *robotsState) job {
 		return job{}
 	}
 	return job{run: func() error {
-		rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
+		rs.set(e, c.rules(e), c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 		c.applyCrawlDelay(host, rs)
 		return nil
 	}}
@@ -497,7 +503,7 @@ func (c *Crawler) fetchRobotsFor(ctx context.Context, host, scheme string, t *ho
 			c.hostUnreachable(host, cause)
 		}
 	}
-	rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
+	rs.set(e, c.rules(e), c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 	c.applyCrawlDelay(host, rs)
 	rs.mu.Lock()
 	rules := rs.rules

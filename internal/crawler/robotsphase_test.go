@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crawl-project/crawl/robots"
 	"github.com/crawl-project/crawl/storage"
 )
 
@@ -16,6 +17,9 @@ func TestRobotsPhases(t *testing.T) {
 	ok := storage.RobotsEntry{Host: "a.test", Status: http.StatusOK, Body: []byte("User-agent: *\nDisallow: /x\n"), FetchedAt: t0}
 	down := func(failures int) storage.RobotsEntry {
 		return storage.RobotsEntry{Host: "a.test", Status: http.StatusServiceUnavailable, Failures: failures, FetchedAt: t0}
+	}
+	set := func(rs *robotsState, e storage.RobotsEntry) {
+		rs.set(e, robots.FromResponse(e.Status, e.Body), ttl, retry)
 	}
 	type step struct {
 		name string
@@ -35,7 +39,7 @@ func TestRobotsPhases(t *testing.T) {
 				}
 			}, t0, robotsNeeded},
 			{"fetch", (*robotsState).setPending, t0, robotsPending},
-			{"installed", func(rs *robotsState) { rs.set(ok, ttl, retry) }, t0.Add(ttl - time.Nanosecond), robotsReady},
+			{"installed", func(rs *robotsState) { set(rs, ok) }, t0.Add(ttl - time.Nanosecond), robotsReady},
 			{"expired", func(*robotsState) {}, t0.Add(ttl), robotsNeeded},
 			{"cut short", (*robotsState).unload, t0, robotsNeeded},
 		}},
@@ -46,15 +50,15 @@ func TestRobotsPhases(t *testing.T) {
 					t.Error("takeStaged: nothing staged")
 				}
 			}, t0, robotsPending},
-			{"installed", func(rs *robotsState) { rs.set(ok, ttl, retry) }, t0, robotsReady},
+			{"installed", func(rs *robotsState) { set(rs, ok) }, t0, robotsReady},
 		}},
 		{"unreachable", []step{
-			{"first failure", func(rs *robotsState) { rs.set(down(1), ttl, retry) }, t0, robotsWait},
+			{"first failure", func(rs *robotsState) { set(rs, down(1)) }, t0, robotsWait},
 			{"due", func(*robotsState) {}, t0.Add(retry), robotsNeeded},
 			{"given up, due", (*robotsState).giveUp, t0.Add(retry), robotsGaveUp},
-			{"fetched again", func(rs *robotsState) { rs.set(down(2), ttl, retry) }, t0, robotsWait},
-			{"too many", func(rs *robotsState) { rs.set(down(robotsMaxFailures), ttl, retry) }, t0.Add(time.Hour), robotsGaveUp},
-			{"answered", func(rs *robotsState) { rs.set(ok, ttl, retry) }, t0, robotsReady},
+			{"fetched again", func(rs *robotsState) { set(rs, down(2)) }, t0, robotsWait},
+			{"too many", func(rs *robotsState) { set(rs, down(robotsMaxFailures)) }, t0.Add(time.Hour), robotsGaveUp},
+			{"answered", func(rs *robotsState) { set(rs, ok) }, t0, robotsReady},
 			{"give up ignored", (*robotsState).giveUp, t0, robotsReady},
 		}},
 	}

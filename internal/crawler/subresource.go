@@ -467,7 +467,7 @@ func (c *Crawler) subRobots(ctx context.Context, host string, u *url.URL) (robot
 			return robots.Verdict{}, nil
 		case robotsStaged:
 			if e, ok := rs.takeStaged(); ok {
-				rs.set(e, c.cfg.RobotsTTL, c.cfg.RobotsRetry)
+				rs.set(e, c.rules(e), c.cfg.RobotsTTL, c.cfg.RobotsRetry)
 				c.applyCrawlDelay(host, rs)
 			}
 			continue

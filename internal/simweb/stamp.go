@@ -69,10 +69,30 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 // arrival is r's arrival time: the kernel's receive time with Options.KernelArrival where
 // the platform gives one, else the Web's clock.
 func (w *Web) arrival(r *http.Request) time.Time {
-	if c, ok := r.Context().Value(connKey{}).(*stampConn); ok {
-		if t := c.stamp(); !t.IsZero() {
-			return t
-		}
+	if t, ok := Arrival(r); ok {
+		return t
 	}
 	return w.clock()
+}
+
+// KernelArrivals sets srv, which is to serve ln, to record each request's arrival as a Web
+// with Options.KernelArrival does, and returns the listener to serve: a test's own server
+// then judges a client's pacing by Arrival, not by when its handlers run.
+func KernelArrivals(srv *http.Server, ln net.Listener) net.Listener {
+	srv.ConnContext = withConn
+	l := newStampListener(ln)
+	stampsReady()
+	return l
+}
+
+// Arrival returns the kernel's receive time of r's last bytes, for a request served on a
+// listener of KernelArrivals (or of a Web with Options.KernelArrival); false where there is
+// none (another listener, or a platform other than Linux).
+func Arrival(r *http.Request) (time.Time, bool) {
+	if c, ok := r.Context().Value(connKey{}).(*stampConn); ok {
+		if t := c.stamp(); !t.IsZero() {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }

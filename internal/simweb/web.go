@@ -165,12 +165,8 @@ func Start(specs []HostSpec, opts *Options) (*Web, error) {
 	}
 	for i, srv := range w.servers {
 		if o.KernelArrival {
-			lns[i] = newStampListener(lns[i])
-			srv.ConnContext = withConn
+			lns[i] = KernelArrivals(srv, lns[i])
 		}
-	}
-	if o.KernelArrival {
-		stampsReady()
 	}
 	for i, srv := range w.servers {
 		// Serve returns http.ErrServerClosed after Close; any other error means the listener

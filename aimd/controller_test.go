@@ -28,6 +28,7 @@ type driver struct {
 	pending []pendingOutcome // in order of completion (lat is constant)
 
 	delivered []time.Time
+	trail     *trail  // if set, notes the controller after every outcome (golden_test.go)
 	wantHalf  float64 // a rate a test case's steps note for its check
 }
 
@@ -42,6 +43,7 @@ func (d *driver) deliver(t time.Time) {
 		p := d.pending[0]
 		d.pending = d.pending[1:]
 		d.c.Observe(p.done, p.o)
+		d.trail.note(d.c)
 		d.delivered = append(d.delivered, p.done)
 	}
 }

@@ -43,17 +43,6 @@ func (f *failureLog) add(failed, held bool) {
 	}
 }
 
-// restore sets a share and cut rate saved in State, those that are valid.
-func (f *failureLog) restore(base float64, older int, cut float64) {
-	if base >= 0 && base <= 1 && older > 0 {
-		f.base, f.older = base, min(older, memory)
-	}
-	f.cut = optional[float64]{}
-	if r := validRate(cut); r > 0 {
-		f.cut.set(r)
-	}
-}
-
 func (f *failureLog) known() bool { return f.older >= failureBaseMin }
 
 func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }

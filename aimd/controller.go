@@ -50,7 +50,7 @@ func New(cfg Config, now time.Time) *Controller {
 	c := &Controller{cfg: cfg, top: cfg.MaxRate, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
 		epoch: epoch{start: never}, fit: fitter{start: never, from: never}, last: now,
 		samples: ring[sample]{cap: memory}, hist: history{ring[point]{cap: memory}},
-		lat: latencyRef{ref: reference{lat: ring[time.Duration]{cap: refSize}}}}
+		lat: latencyRef{ref: ring[time.Duration]{cap: refSize}}}
 	c.begin()
 	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})
 	return c

@@ -9,12 +9,10 @@ import (
 // cluster that slowing down can relieve from a share the host fails at any rate. Only outcomes
 // sent at no more than failureBaseUnder × cut (the first cut's rate after slow start) teach it.
 type failureLog struct {
-	bits  uint16  // the last 16 Success/Overload/Failure outcomes, newest in bit 0: 1 = Failure
-	held  uint16  // the same: 1 = sent at no more than failureBaseUnder × cut
-	n     int     // outcomes bits holds (up to 16)
-	fresh int     // of them, after the last decrease
-	base  float64 // the Failures' share among held outcomes older than those 16
-	older int     // outcomes base has seen (up to memory)
+	bits, held uint16  // the last 16 non-Neutral outcomes, newest in bit 0: a Failure; sent under the cut
+	n, fresh   int     // outcomes bits holds (up to 16); of them, after the last decrease
+	base       float64 // the Failures' share among held outcomes older than those 16
+	older      int     // outcomes base has seen (up to memory)
 
 	cut  optional[float64] // the rate the first Failure cut after slow start was made at
 	undo failureUndo       // the cuts made before base was known
@@ -34,13 +32,14 @@ func (f *failureLog) add(failed, held bool) {
 		f.older = min(f.older+1, memory)
 		f.base += (float64(f.bits>>15) - f.base) / float64(f.older)
 	}
-	f.bits, f.held = f.bits<<1, f.held<<1
-	if failed {
-		f.bits |= 1
+	f.bits, f.held = f.bits<<1|b2u(failed), f.held<<1|b2u(held)
+}
+
+func b2u(b bool) uint16 {
+	if b {
+		return 1
 	}
-	if held {
-		f.held |= 1
-	}
+	return 0
 }
 
 func (f *failureLog) known() bool { return f.older >= failureBaseMin }

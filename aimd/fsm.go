@@ -91,7 +91,7 @@ func (c *Controller) recap() {
 func (c *Controller) grow(dt time.Duration, s *sample) {
 	windowFull, rateUsed, slow := s.conc >= c.hist.at(s.sent).window, c.rateInUse(s), c.inSlowStart()
 	if rateUsed && c.win.mode == windowFollowsRate {
-		c.growWindow(c.win.followRate(c.rate, c.typicalSlow()))
+		c.growWindow(math.Ceil(2 * c.rate * c.typicalSlow().Seconds())) // twice what the rate keeps in flight
 	}
 	switch {
 	case slow && rateUsed: // R3: ×2 per interval in use
@@ -104,7 +104,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	case windowFull && slow:
 		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
 	case windowFull:
-		c.growWindow(c.win.probe(windowProbe))
+		c.growWindow(c.win.size + 1/(float64(windowProbe*max(c.win.patience, 1))*max(c.win.size, 1)))
 	}
 }
 

@@ -221,7 +221,7 @@ func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 // it may set the rate (not after slow start's refusal, whose burst a fit reads most easily wrong).
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	var slowest time.Duration
-	for i := 0; i < min(c.samples.n, sampleWindow); i++ {
+	for i := 0; i < min(c.samples.n, recent); i++ {
 		if s := c.samples.back(i); s.sig == Success {
 			slowest = max(slowest, time.Duration(s.done-s.sent))
 		}

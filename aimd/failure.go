@@ -42,7 +42,7 @@ func b2u(b bool) uint16 {
 	return 0
 }
 
-func (f *failureLog) known() bool { return f.older >= failureBaseMin }
+func (f *failureLog) known() bool { return f.older >= recent }
 
 func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
 

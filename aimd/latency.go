@@ -107,9 +107,9 @@ func (c *Controller) decreaseWindow(now time.Time, target int) {
 	c.startEpoch(now)
 }
 
-// updateBaseline refreshes the baseline: the p10 of the latest sampleWindow latencies (their
+// updateBaseline refreshes the baseline: the p10 of the newest `recent` latencies (their
 // least while fewer than 10), followed down at once and up only by the p10 of requests sent
-// alone, with time constant baselineForget, so that queueing we cause never becomes the norm.
+// alone, with time constant probeTime, so that queueing we cause never becomes the norm.
 func (c *Controller) updateBaseline(now time.Time, s *sample) {
 	b := &c.lat
 	if b.tick++; b.src == baselineMeasured && s.lat >= b.baseline && b.tick%4 != 0 {
@@ -128,17 +128,17 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 		b.baseline, b.src = low, baselineMeasured
 	} else if alone := c.latencies(never, true); len(alone) >= 10 {
 		if p := quantile(alone, 0.10); p > b.baseline {
-			f := min(now.Sub(b.at).Seconds()/baselineForget.Seconds(), 1)
+			f := min(now.Sub(b.at).Seconds()/probeTime.Seconds(), 1)
 			b.baseline += time.Duration(f * float64(p-b.baseline))
 		}
 	}
 }
 
-// latencies returns, in c.scratch, the latencies of the newest sampleWindow successes sent at
+// latencies returns, in c.scratch, the latencies of the newest `recent` successes sent at
 // or after since (alone: only those whose time in flight overlapped no other request).
 func (c *Controller) latencies(since nanos, alone bool) []time.Duration {
 	ds := c.scratch[:0]
-	for i := 0; i < c.samples.n && len(ds) < sampleWindow; i++ {
+	for i := 0; i < c.samples.n && len(ds) < recent; i++ {
 		if s := c.samples.back(i); s.done < since {
 			break
 		} else if s.sig == Success && s.lat > 0 && s.sent >= since && !(alone && s.crowded) {

@@ -172,7 +172,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.pace.refusedAt(rs)
 	c.rate, c.phase = rate, PhaseRefusalRun
 	kind := targetRefused
-	if endsSlowStart && s.sig == Overload && accepted < ssSustained*rs {
+	if endsSlowStart && s.sig == Overload && accepted < rs/restartFactor {
 		kind = targetSlowStart // slow start had not sustained the rate it was refused at
 	}
 	c.target.set(rs, kind)

@@ -55,7 +55,6 @@ func (c Config) withDefaults() Config {
 // a quantile, a half, a doubling, a 16-outcome log) or a bound on damaged input, not tunables.
 const (
 	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host)
-	minSamples        = 20                     // fewest successes since the last decrease a latency judgement is taken over (R10)
 	beta              = 0.97                   // share of a measured or stated limit the rate is set to (R3, R4, R8, R11)
 	minBeta           = 0.5                    // the deepest cut one decrease makes, as a share of the rate (R4)
 	returnTime        = 5 * time.Second        // the linear return to the plateau, and a search step's spacing (R6)

@@ -46,7 +46,7 @@ type latencyRef struct {
 // latencyCongested takes in success s's latency and, on a latency signal, returns the window
 // to set: the concurrency at send just below the lowest level (2 or more: a request sent alone
 // cannot have queued behind ours) at which most successes sent since the last decrease (at
-// least minSamples) were slower than the yardstick, as were most of the 2 × refMin or more at
+// least `recent`) were slower than the yardstick, as were most of the 2 × refMin or more at
 // that level and above; or accepted rate × baseline if more.
 func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok bool) {
 	if s.lat <= 0 {
@@ -66,7 +66,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 		}
 	}
 	w := c.Window()
-	if w <= 1 || l.ref.n < refMin || c.epoch.ok < minSamples || s.lat <= l.t90 {
+	if w <= 1 || l.ref.n < refMin || c.epoch.ok < recent || s.lat <= l.t90 {
 		return 0, false // a signal needs a new slow success
 	}
 	var slow, all [64]int

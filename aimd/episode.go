@@ -70,12 +70,12 @@ type runVerdict struct {
 }
 
 // runEnd measures a run at its first success s. A run shorter than minSpan with no longer one
-// before it is a bucket's excess and is kept; an episode with fewer than minMeasured successes
+// before it is a bucket's excess and is kept; an episode with fewer than `evidence` successes
 // restarts slow start. It updates the episode's record of run ends, never the rate.
 func (c *Controller) runEnd(s *sample) runVerdict {
 	e := &c.ep
 	sends := c.fit.successSends(e.from, s.sent+1)
-	if len(sends) < minMeasured {
+	if len(sends) < evidence {
 		return runVerdict{kind: runRestarted}
 	}
 	block := max(e.blockLen, s.sent-e.last)

@@ -46,7 +46,7 @@ func (f *failureLog) known() bool { return f.older >= recent }
 
 func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
 
-// signal reports a cluster: failureCluster of the last 8 outcomes failed and, once the share is
+// signal reports a cluster: `evidence` of the last 8 outcomes failed and, once the share is
 // known, need() of the last 16. Only outcomes since the last decrease count, except in a
 // refusal run (R1).
 func (f *failureLog) signal(run bool) bool {
@@ -54,7 +54,7 @@ func (f *failureLog) signal(run bool) bool {
 	if !run {
 		recent &= uint16(1)<<f.fresh - 1
 	}
-	return bits.OnesCount8(uint8(recent)) >= failureCluster && float64(bits.OnesCount16(recent)) >= f.need()
+	return bits.OnesCount8(uint8(recent)) >= evidence && float64(bits.OnesCount16(recent)) >= f.need()
 }
 
 // need is the Failures among 16 the share does not explain (0 while unknown).

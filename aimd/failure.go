@@ -7,7 +7,7 @@ import (
 
 // failureLog is the recent Failures and the host's background share of them (R9): what tells a
 // cluster that slowing down can relieve from a share the host fails at any rate. Only outcomes
-// sent at no more than failureBaseUnder × cut (the first cut's rate after slow start) teach it.
+// sent at no more than minBeta × cut (the first cut's rate after slow start) teach it.
 type failureLog struct {
 	bits, held uint16  // the last 16 non-Neutral outcomes, newest in bit 0: a Failure; sent under the cut
 	n, fresh   int     // outcomes bits holds (up to 16); of them, after the last decrease
@@ -20,7 +20,7 @@ type failureLog struct {
 
 func (f *failureLog) heldAt(rate float64) bool {
 	cut, ok := f.cut.get()
-	return ok && rate <= failureBaseUnder*cut
+	return ok && rate <= minBeta*cut
 }
 
 // add shifts in one outcome; the one leaving the 16 joins the share if it was held.

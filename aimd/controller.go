@@ -171,9 +171,9 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	}
 	ts, run := toNanos(sent), c.inRun()
 	c.fails.add(o.Signal == Failure, c.fails.heldAt(c.hist.at(ts).rate))
-	if c.fails.undo.pending() && c.fails.known() {
-		if u, ok := c.fails.undo.judge(c.fails.need()); ok {
-			c.undoCuts(u)
+	if u := c.fails.undo; u.rate > 0 && c.fails.known() { // judged once, when the share is known
+		if c.fails.undo = (failureUndo{}); float64(u.n) < c.fails.need() {
+			c.undoCuts(u) // the share explains every cut
 		}
 	}
 	switch {

@@ -74,21 +74,12 @@ type failureUndo struct {
 	n       int     // the most Failures among 16 any of them was made on
 }
 
-func (u *failureUndo) pending() bool { return u.rate > 0 }
-
 // note records a Failure cut about to be made on c, on n Failures among the last 16.
 func (u *failureUndo) note(c *Controller, n int) {
 	if u.rate == 0 {
 		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.inSlowStart()
 	}
 	u.n = max(u.n, n)
-}
-
-// judge empties u; ok: the share explains every cut (each on fewer than need), so undoCuts
-// may return to v.
-func (u *failureUndo) judge(need float64) (v failureUndo, ok bool) {
-	v, *u = *u, failureUndo{}
-	return v, float64(v.n) < need
 }
 
 // servedPeak is the highest success rate (over the rateWindow, by send time) the host answered

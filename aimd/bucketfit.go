@@ -271,7 +271,7 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 
 // timingNoise is half the spread (p90 − p10) of recent success latencies, within [1ms, 20ms].
 func (c *Controller) timingNoise() time.Duration {
-	ds := c.latencies(never, false)
+	ds := c.latencies(false)
 	if len(ds) < 2 {
 		return time.Millisecond
 	}

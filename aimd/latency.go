@@ -116,17 +116,14 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 		return
 	}
 	defer func() { b.at = now }()
-	ds := c.latencies(never, false)
-	if len(ds) == 0 {
-		return
-	}
+	ds := c.latencies(false) // s among them
 	q := 0.10
 	if len(ds) < 10 {
 		q = 0
 	}
 	if low := quantile(ds, q); b.src == baselineRestored && len(ds) >= 10 || b.src == baselineUnmeasured || b.src == baselineMeasured && low < b.baseline {
 		b.baseline, b.src = low, baselineMeasured
-	} else if alone := c.latencies(never, true); len(alone) >= 10 {
+	} else if alone := c.latencies(true); len(alone) >= 10 {
 		if p := quantile(alone, 0.10); p > b.baseline {
 			f := min(now.Sub(b.at).Seconds()/probeTime.Seconds(), 1)
 			b.baseline += time.Duration(f * float64(p-b.baseline))
@@ -134,14 +131,12 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 	}
 }
 
-// latencies returns, in c.scratch, the latencies of the newest `recent` successes sent at
-// or after since (alone: only those whose time in flight overlapped no other request).
-func (c *Controller) latencies(since nanos, alone bool) []time.Duration {
+// latencies returns, in c.scratch, the latencies of the newest `recent` successes (alone:
+// only those whose time in flight overlapped no other request).
+func (c *Controller) latencies(alone bool) []time.Duration {
 	ds := c.scratch[:0]
 	for i := 0; i < c.samples.n && len(ds) < recent; i++ {
-		if s := c.samples.back(i); s.done < since {
-			break
-		} else if s.sig == Success && s.lat > 0 && s.sent >= since && !(alone && s.crowded) {
+		if s := c.samples.back(i); s.sig == Success && s.lat > 0 && !(alone && s.crowded) {
 			ds = append(ds, s.lat)
 		}
 	}

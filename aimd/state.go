@@ -41,7 +41,7 @@ func (c *Controller) Stats() Stats {
 
 // p95 is the p95 of the latest successes' latencies, or the restored State.P95 before any.
 func (c *Controller) p95() time.Duration {
-	if ds := c.latencies(never, false); len(ds) > 0 {
+	if ds := c.latencies(false); len(ds) > 0 {
 		return quantile(ds, 0.95)
 	}
 	return c.counts.savedP95

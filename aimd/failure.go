@@ -98,7 +98,7 @@ func (p *servedPeak) note(ts nanos, rate float64) {
 }
 
 // covers reports whether a Failure sent at ts while the host received rs req/s came at no more
-// than under × a peak measured within servedMemory before it: slowing down cannot relieve it.
-func (p *servedPeak) covers(ts nanos, rs, under float64) bool {
-	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= under*p.rate
+// than minBeta × a peak measured within servedMemory before it: slowing down cannot relieve it.
+func (p *servedPeak) covers(ts nanos, rs float64) bool {
+	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= minBeta*p.rate
 }

@@ -12,12 +12,8 @@ import (
 // rules out the true bucket) and allows for timing noise between send and arrival.
 
 // burstGrid lists the bucket sizes fitted: limiters count whole requests.
-var burstGrid = append(func() (g []float64) {
-	for b := 1; b <= 32; b++ {
-		g = append(g, float64(b))
-	}
-	return g
-}(), 40, 48, 64, 80, 100, 128)
+var burstGrid = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+	23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 40, 48, 64, 80, 100, 128}
 
 // bucketEvent is one request as a bucket saw it: its send time t (s) and answer (a Failure's is
 // unknown); early counts the successes sent within the noise before it, late the token-takers

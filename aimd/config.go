@@ -1,7 +1,7 @@
 package aimd
 
 import (
-	"math"
+	"cmp"
 	"time"
 )
 
@@ -25,28 +25,14 @@ const (
 	DefaultMaxWindow     = 8
 )
 
-func orF(v, d float64) float64 {
-	if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
-		return v
-	}
-	return d
-}
-
-func orI(v, d int) int {
-	if v > 0 {
-		return v
-	}
-	return d
-}
-
 // withDefaults returns c with zero (or invalid) fields replaced by defaults and ranges made
 // consistent.
 func (c Config) withDefaults() Config {
-	c.MinRate = orF(c.MinRate, DefaultMinRate)
-	c.MaxRate = max(orF(c.MaxRate, DefaultMaxRate), c.MinRate)
-	c.InitialRate = min(max(orF(c.InitialRate, DefaultInitialRate), c.MinRate), c.MaxRate)
-	c.MaxWindow = orI(c.MaxWindow, DefaultMaxWindow)
-	c.InitialWindow = min(orI(c.InitialWindow, DefaultInitialWindow), c.MaxWindow)
+	c.MinRate = cmp.Or(validRate(c.MinRate), DefaultMinRate)
+	c.MaxRate = max(cmp.Or(validRate(c.MaxRate), DefaultMaxRate), c.MinRate)
+	c.InitialRate = min(max(cmp.Or(validRate(c.InitialRate), DefaultInitialRate), c.MinRate), c.MaxRate)
+	c.MaxWindow = cmp.Or(max(c.MaxWindow, 0), DefaultMaxWindow)
+	c.InitialWindow = min(cmp.Or(max(c.InitialWindow, 0), DefaultInitialWindow), c.MaxWindow)
 	return c
 }
 

@@ -12,15 +12,10 @@ import (
 // rules out the true bucket) and allows for timing noise between send and arrival.
 
 // burstGrid lists the bucket sizes fitted: limiters count whole requests.
-var burstGrid = func() []float64 {
-	var g []float64
-	for b := 1; b <= 32; b++ {
-		g = append(g, float64(b))
-	}
-	return append(g, 40, 48, 64, 80, 100, 128)
-}()
+var burstGrid = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+	23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 40, 48, 64, 80, 100, 128}
 
-// bucketEvent is one request as a bucket saw it: its send time (s) and answer (a Failure's is
+// bucketEvent is one request as a bucket saw it: its send time t (s) and answer (a Failure's is
 // unknown); early counts the successes sent within the noise before it, late the token-takers
 // sent within it after (they may have arrived in either order).
 type bucketEvent struct {
@@ -43,8 +38,7 @@ type bucketFit []rateRange
 func acceptsAll(evs []bucketEvent, l, b, tol float64) bool {
 	level, last := b, evs[0].t
 	for _, e := range evs {
-		level = min(b, level+(e.t-last)*l)
-		last = e.t
+		level, last = min(b, level+(e.t-last)*l), e.t
 		switch e.sig {
 		case Success:
 			if min(b, level+tol*l+float64(e.early)) < 1 {
@@ -66,8 +60,7 @@ func refusesAll(evs []bucketEvent, l, b, tol float64) bool {
 		if e.sig == Overload && min(b, level+max(e.t-last-tol, 0)*l)-float64(e.late) >= 1 {
 			return false
 		}
-		level = min(b, level+(e.t-last)*l)
-		last = e.t
+		level, last = min(b, level+(e.t-last)*l), e.t
 		if e.sig != Overload {
 			level = max(level-1, 0)
 		}
@@ -98,11 +91,10 @@ func fitBuckets(evs []bucketEvent, minL, maxL, tol float64) bucketFit {
 	out := make(bucketFit, len(burstGrid))
 	for i, b := range burstGrid {
 		out[i] = rateRange{math.Inf(1), math.Inf(-1)}
-		if !acceptsAll(evs, maxL, b, tol) || !refusesAll(evs, minL, b, tol) {
-			continue
+		if acceptsAll(evs, maxL, b, tol) && refusesAll(evs, minL, b, tol) {
+			out[i].lo = leastTrue(minL, maxL, func(l float64) bool { return acceptsAll(evs, l, b, tol) })
+			out[i].hi = leastTrue(minL, maxL, func(l float64) bool { return !refusesAll(evs, l, b, tol) })
 		}
-		out[i].lo = leastTrue(minL, maxL, func(l float64) bool { return acceptsAll(evs, l, b, tol) })
-		out[i].hi = leastTrue(minL, maxL, func(l float64) bool { return !refusesAll(evs, l, b, tol) })
 	}
 	return out
 }
@@ -123,30 +115,24 @@ func leastTrue(a, z float64, f func(float64) bool) float64 {
 }
 
 // bounds returns the least and greatest rate any size allows, whether a one-token bucket is
-// among them, and whether any size is.
-func (f bucketFit) bounds() (lo, hi float64, oneToken, ok bool) {
+// among them, whether any size is, and the least size allowed (0: none, or every size from
+// some up, the largest included: no size is bounded).
+func (f bucketFit) bounds() (lo, hi float64, oneToken, ok bool, size float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for i, r := range f {
 		if !r.empty() {
-			lo, hi, ok = min(lo, r.lo), max(hi, r.hi), true
-			oneToken = oneToken || burstGrid[i] == 1
+			lo, hi, oneToken = min(lo, r.lo), max(hi, r.hi), oneToken || burstGrid[i] == 1
+			if !ok {
+				size = burstGrid[i]
+			}
+			ok = true
 		}
 	}
-	return lo, hi, oneToken, ok
-}
-
-// leastSize is the least bucket size the fit allows (0: none).
-func (f bucketFit) leastSize() float64 {
-	for i, r := range f {
-		if !r.empty() {
-			return burstGrid[i]
-		}
+	if len(f) > 0 && !f[len(f)-1].empty() {
+		size = 0
 	}
-	return 0
+	return lo, hi, oneToken, ok, size
 }
-
-// unboundedBurst reports whether the largest size is still allowed: no greatest size found.
-func (f bucketFit) unboundedBurst() bool { return len(f) > 0 && !f[len(f)-1].empty() }
 
 type fitRec struct {
 	sent nanos
@@ -164,7 +150,6 @@ const (
 // fitter logs every finished request; a refusal queues the fit of the epoch it closed, run
 // once that epoch's requests have come back.
 type fitter struct {
-	fit    bucketFit
 	start  nanos             // the fit's requests start here, where the limit last changed
 	from   nanos             // the refusal that opened the epoch awaiting its fit
 	to     nanos             // the refusal that closed it
@@ -203,8 +188,7 @@ func (f *fitter) burst() int {
 }
 
 // successSends returns the send times of the logged successes sent in [from, ts), sorted.
-func (f *fitter) successSends(from, ts nanos) []nanos {
-	var sends []nanos
+func (f *fitter) successSends(from, ts nanos) (sends []nanos) {
 	for _, r := range f.recs {
 		if r.sig == Success && r.sent >= from && r.sent < ts {
 			sends = append(sends, r.sent)
@@ -212,10 +196,6 @@ func (f *fitter) successSends(from, ts nanos) []nanos {
 	}
 	slices.Sort(sends)
 	return sends
-}
-
-func (f *fitter) acceptedSince(from, ts nanos, least time.Duration) (est float64, span time.Duration) {
-	return bestAccepted(f.successSends(from, ts), ts, least)
 }
 
 // since fits the logged requests sent in [start, ts] (recs in send order).
@@ -237,7 +217,7 @@ func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 // it may set the rate (not after slow start's refusal, whose burst a fit reads most easily wrong).
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	var slowest time.Duration
-	for i := 0; i < min(c.samples.n, sampleWindow); i++ {
+	for i := 0; i < min(c.samples.n, recent); i++ {
 		if s := c.samples.back(i); s.sig == Success {
 			slowest = max(slowest, time.Duration(s.done-s.sent))
 		}
@@ -250,54 +230,44 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 
 // runFit fits the requests since the limit last changed up to the pending epoch's closing
 // refusal (from its opening refusal if nothing explains them all). A fit that may set the rate
-// and pins the limit within fitNarrow proposes a rate under its low end.
+// and pins the limit within fitNarrow proposes fitBeta × its low end (a one-token bucket's also
+// spaced 1/lo + twice the noise), unless that is no raise and no size is bounded.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
 	from, ts, apply := f.from, f.to, f.state == fitSet
 	f.from, f.state = ts, fitIdle
 	slices.SortStableFunc(f.recs, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
-	noise := c.timingNoise()
+	noise := c.timingNoise().Seconds()
 	maxL := max(c.cfg.MaxRate, 2*c.rate)
-	f.fit = f.since(f.start, ts, c.cfg.MinRate, maxL, noise.Seconds())
-	if _, _, _, ok := f.fit.bounds(); !ok && f.start < from {
+	fit := f.since(f.start, ts, c.cfg.MinRate, maxL, noise)
+	if _, _, _, ok, _ := fit.bounds(); !ok && f.start < from {
 		f.start = from
-		f.fit = f.since(from, ts, c.cfg.MinRate, maxL, noise.Seconds())
+		fit = f.since(from, ts, c.cfg.MinRate, maxL, noise)
 	}
 	keepFrom := f.start // what an open refusal episode accepted is kept too
 	if _, ended := c.ep.lastEnd.get(); c.ep.run > 0 || ended {
 		keepFrom = min(keepFrom, c.ep.from)
 	}
-	keep := f.recs[:0]
-	for _, r := range f.recs {
-		if r.sent >= keepFrom {
-			keep = append(keep, r)
-		}
-	}
-	f.recs = keep
-	lo, hi, oneToken, ok := f.fit.bounds()
+	f.recs = slices.DeleteFunc(f.recs, func(r fitRec) bool { return r.sent < keepFrom })
+	lo, hi, oneToken, ok, size := fit.bounds()
 	if !apply || !ok || hi > fitNarrow*lo || f.misses >= refutations {
 		return 0, false
 	}
-	// fitBeta × lo; a one-token bucket also spaced 1/lo + twice the noise.
 	r := fitBeta * lo
 	if oneToken {
-		r = min(r, 1/(1/lo+2*noise.Seconds()))
+		r = min(r, 1/(1/lo+2*noise))
 	}
-	r = c.clampRate(r)
-	if r <= c.curve.plateau && f.fit.unboundedBurst() {
+	if r = c.clampRate(r); r <= c.curve.plateau && size == 0 {
 		return 0, false // any bucket from some size up explains the host: never lower on it
 	}
 	f.held.set(r)
-	f.size = 0
-	if !f.fit.unboundedBurst() {
-		f.size = f.fit.leastSize()
-	}
+	f.size = size
 	return r, true
 }
 
 // timingNoise is half the spread (p90 − p10) of recent success latencies, within [1ms, 20ms].
 func (c *Controller) timingNoise() time.Duration {
-	ds := c.latencies(never, false)
+	ds := c.latencies(false)
 	if len(ds) < 2 {
 		return time.Millisecond
 	}

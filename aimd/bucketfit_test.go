@@ -90,7 +90,7 @@ func TestBucketFitPins(t *testing.T) {
 	srv := &bucketServer{l: 10, b: 2, level: 2}
 	evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(2), climb(7, 1.7)}, 1, 2, 0.0005, rng)
 	f := fitBuckets(upTo(evs, 0, closes[0]), 0.1, 1000, 0.001)
-	lo, hi, _, _ := f.bounds()
+	lo, hi, _, _, _ := f.bounds()
 	t.Logf("after one refusal: [%.2f, %.2f]", lo, hi)
 	for i, r := range f[:4] {
 		t.Logf("  size %v: [%.2f, %.2f]", burstGrid[i], r.lo, r.hi)
@@ -99,11 +99,11 @@ func TestBucketFitPins(t *testing.T) {
 		t.Errorf("one refusal pinned the limit to [%.2f, %.2f]: the fit is not sound", lo, hi)
 	}
 	f = fitBuckets(upTo(evs, 0, closes[1]), 0.1, 1000, 0.001)
-	lo, hi, one, _ := f.bounds()
+	lo, hi, one, _, size := f.bounds()
 	t.Logf("after two: [%.2f, %.2f]", lo, hi)
-	if lo < 9.5 || hi > 10.5 || lo > 10 || hi < 10 || one || f.unboundedBurst() {
+	if lo < 9.5 || hi > 10.5 || lo > 10 || hi < 10 || one || size == 0 {
 		t.Errorf("after two refusals the fit allows [%.2f, %.2f] (one token %v, unbounded %v), want about 10, sizes bounded, and no one-token bucket",
-			lo, hi, one, f.unboundedBurst())
+			lo, hi, one, size == 0)
 	}
 }
 
@@ -115,7 +115,7 @@ func TestBucketFitLimitChange(t *testing.T) {
 	srv := &bucketServer{l: 20, b: 2, level: 2}
 	evs, closes := crawlAgainst(srv, []func(float64) float64{slowStart(2), climb(14, 3)}, 1, 3, 0.0005, rng)
 	f := fitBuckets(upTo(evs, 0, closes[2]), 0.1, 1000, 0.001)
-	if lo, hi, _, _ := f.bounds(); lo > 20 || hi < 20 {
+	if lo, hi, _, _, _ := f.bounds(); lo > 20 || hi < 20 {
 		t.Fatalf("before the fall: [%.2f, %.2f], want about 20", lo, hi)
 	}
 	srv = &bucketServer{l: 5, b: 2} // empty when the limit falls, a second after the last refusal
@@ -126,12 +126,12 @@ func TestBucketFitLimitChange(t *testing.T) {
 	}
 	last := len(evs) - len(more) + moreCloses[2]
 	f = fitBuckets(upTo(evs, 0, last), 0.1, 1000, 0.001)
-	if _, _, _, ok := f.bounds(); ok {
+	if _, _, _, ok, _ := f.bounds(); ok {
 		t.Errorf("a bucket of one rate explains a crawl whose limit fell from 20 to 5")
 	}
 	opened := len(evs) - len(more) + moreCloses[0]
 	f = fitBuckets(upTo(evs, opened, last), 0.1, 1000, 0.001)
-	if lo, hi, _, _ := f.bounds(); lo > 5 || hi < 5 || hi > 6.5 {
+	if lo, hi, _, _, _ := f.bounds(); lo > 5 || hi < 5 || hi > 6.5 {
 		t.Errorf("after the fall, from the first refusal at the new limit: [%.2f, %.2f], want 5 within, nothing near 20", lo, hi)
 	}
 }

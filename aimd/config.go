@@ -1,7 +1,7 @@
 package aimd
 
 import (
-	"math"
+	"cmp"
 	"time"
 )
 
@@ -25,94 +25,60 @@ const (
 	DefaultMaxWindow     = 8
 )
 
-func orF(v, d float64) float64 {
-	if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
-		return v
-	}
-	return d
-}
-
-func orI(v, d int) int {
-	if v > 0 {
-		return v
-	}
-	return d
-}
-
 // withDefaults returns c with zero (or invalid) fields replaced by defaults and ranges made
 // consistent.
 func (c Config) withDefaults() Config {
-	c.MinRate = orF(c.MinRate, DefaultMinRate)
-	c.MaxRate = max(orF(c.MaxRate, DefaultMaxRate), c.MinRate)
-	c.InitialRate = min(max(orF(c.InitialRate, DefaultInitialRate), c.MinRate), c.MaxRate)
-	c.MaxWindow = orI(c.MaxWindow, DefaultMaxWindow)
-	c.InitialWindow = min(orI(c.InitialWindow, DefaultInitialWindow), c.MaxWindow)
+	c.MinRate = cmp.Or(validRate(c.MinRate), DefaultMinRate)
+	c.MaxRate = max(cmp.Or(validRate(c.MaxRate), DefaultMaxRate), c.MinRate)
+	c.InitialRate = min(max(cmp.Or(validRate(c.InitialRate), DefaultInitialRate), c.MinRate), c.MaxRate)
+	c.MaxWindow = cmp.Or(max(c.MaxWindow, 0), DefaultMaxWindow)
+	c.InitialWindow = min(cmp.Or(max(c.InitialWindow, 0), DefaultInitialWindow), c.MaxWindow)
 	return c
 }
 
 // The tunables: every constant the controller's behaviour depends on, one line each, by the
 // rule they serve (docs/aimd.md). Literals left in the code are an estimator's shape (a median,
-// a quantile, a half, a doubling, a 16-outcome log), not tunables.
+// a quantile, a half, a doubling, a 16-outcome log) or a bound on damaged input, not tunables.
 const (
-	// Memory (about 10 KB per host).
-	memory     = 128 // samples, rate/window change points and outcomes a background share follows, remembered
-	minSamples = 20  // fewest latency samples a p95 or a latency judgement is taken over
-
-	// Policy (R3, R4, R6, R7, R10).
-	beta           = 0.97             // share of a measured or stated limit the rate is set to (R3, R4, R8, R11)
-	minBeta        = 0.5              // the deepest cut one decrease makes, as a share of the rate (R4)
-	returnTime     = 5 * time.Second  // the linear return to the plateau, and a search step's spacing (R6)
-	probeRequests  = 400              // the probe time stretches to this many sending intervals at the plateau (R7)
-	restartFactor  = 1.25             // a probe this far above the plateau restarts slow start; a search stops this close (R3, R6)
-	latencyFactor  = 1.2              // a success this many times the reference latency is slow (R10)
-	sampleWindow   = 32               // the latest successes the latency signal judges (R10)
-	baselineForget = 30 * time.Second // the time constant the latency baseline rises with (R10)
-
-	// Slow start and the curve (R3, R6, R7).
-	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use (R3)
+	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host)
+	beta              = 0.97                   // share of a measured or stated limit the rate is set to (R3, R4, R8, R11)
+	minBeta           = 0.5                    // the deepest cut one decrease makes, as a share of the rate (R4)
+	returnTime        = 5 * time.Second        // the linear return to the plateau, and a search step's spacing (R6)
+	probeTime         = 30 * time.Second       // the cubic probe's time to probeGain above the plateau; the baseline's rise time constant (R7, R10)
+	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time (R7)
+	probeRequests     = 400                    // the probe time stretches to this many sending intervals at the plateau (R7)
+	maxStretch        = 4                      // the probe time stretches to at most this × probeTime (R7)
+	patienceBand      = 0.05                   // a refusal within this share of the last one's rate doubles the probe time (R7)
+	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause (R7)
+	maxPauseProbe     = time.Hour              // ... up to this (R7)
+	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share (R6)
+	searchSends       = 50                     // fewest successes between two search steps (R6)
+	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, slow start sustained a rate it accepted this close to (R3, R6)
+	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use; 8 of them: the accepted rate's span (R3)
 	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
-	minActiveGap      = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (at most returnTime)
-	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time
-	searchSends       = 50                     // fewest successes between two search steps
-	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share
-	patienceBand      = 0.05                   // a refusal within this share of the last one's rate doubles the probe time
-	maxStretch        = 4                      // the probe time stretches to at most this × probeTime
-	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause
-	maxPauseProbe     = time.Hour              // ... up to this
-
-	// The decrease and refusal runs (R3, R4, R8).
-	minSpan        = 800 * time.Millisecond // a refusal measures the limit only over this much sending
-	burstAllowance = 1.5                    // tokens a bucket held beyond the refill when an epoch began
-	minMeasured    = 3                      // an episode with fewer successes restarts slow start
-	ssSustained    = 0.75                   // slow start's refusal measured nothing under this × its rate accepted
-
-	// The bucket fit (R5).
-	fitNarrow = 1.15 // the fit measures the limit when the rates it allows span at most this factor
-	fitBeta   = 0.99 // share of the fit's least allowed rate the rate holds at
-	maxBurst  = 4    // Burst() at most
-
-	// Failures (R9).
-	failureCluster   = 3    // Failures among the last 8 outcomes that make a cluster
-	failureBaseMax   = 0.25 // the share counts up to this
-	failureBaseUnder = 0.6  // only outcomes sent under this × the cut rate teach the share
-
-	// Latency and the window (R10).
-	latencyMinExcess = 2 * time.Millisecond // a slow success is at least this much slower than the reference (R10)
-	refMin           = 4                    // fewest reference latencies to judge by
-
-	// Stated limits (R11), and the fit (R5).
-	refutations  = 2    // refusals under a rate a model called safe (a stated limit, the fit) that refute it
-	statedChange = 0.01 // a stated rate moving by more than this share is a new statement
+	minActiveGap      = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (R2)
+	minSpan           = 800 * time.Millisecond // a refusal measures the limit only over this much sending (R4, R8)
+	burstAllowance    = 1.5                    // tokens a bucket held beyond the refill when an epoch began (R4, R8)
+	fitNarrow         = 1.15                   // the fit measures the limit when the rates it allows span at most this factor (R5)
+	fitBeta           = 0.99                   // share of the fit's least allowed rate the rate holds at (R5)
+	maxBurst          = 4                      // Burst() at most (R5)
+	statedChange      = 0.01                   // a stated rate moving by more than this share is a new statement: well under 1 − beta (R11)
+	refutations       = 2                      // refusals under a rate a model called safe (a stated limit, the fit) that refute it (R5, R11)
+	evidence          = 3                      // the fewest outcomes that tell something: Failures of the last 8 that make a cluster (R9), successes an episode is measured by (R8)
+	failureBaseMax    = 0.25                   // the background share counts up to this (R9)
+	latencyFactor     = 1.2                    // a success this many times the reference latency is slow (R10)
+	latencyMinExcess  = 2 * time.Millisecond   // ... and at least this much slower (R10)
+	refMin            = 4                      // fewest reference latencies to judge by (R10)
 )
 
-// Derived from the tunables above, not tuned on their own.
+// Arithmetic of the tunables above (multiples and shares of memory and of the times they
+// extend), not tuned on their own.
 const (
-	probeTime         = 6 * returnTime          // the cubic probe's time to +10% above the plateau: six return times (R6, R7)
-	fitLogCap         = 16 * memory             // requests in the fit's log (16 B each); a full log loses its oldest half
+	recent            = memory / 4              // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
+	fitLogCap         = 16 * memory             // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
 	rateWindow        = 8 * slowStartInterval   // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
-	failureBaseMin    = memory / 4              // outcomes that teach the background share before it is known
-	maxWindowPatience = maxStretch * maxStretch // the window probe interval stretches to at most this × windowProbe
 	servedMemory      = 2 * returnTime          // how long the served peak stands (R9)
 	windowProbe       = memory / 2              // after slow start the window grows by one per this × window successes that found it full (R10)
-	refSize           = memory / 2              // reference latencies kept (512 B per host)
+	refSize           = memory / 2              // reference latencies kept (512 B per host) (R10)
+	maxWindowPatience = maxStretch * maxStretch // the window probe interval stretches to at most this × windowProbe (R10)
 )

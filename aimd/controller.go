@@ -5,43 +5,39 @@ import (
 	"time"
 )
 
-// Controller learns one host's allowed request rate and concurrency window from the outcomes of
-// finished requests. It is pure: every time comes in as an argument. It is not safe for
-// concurrent use: the caller (hostlimit) holds one lock per host around every call.
+// Controller learns one host's allowed request rate and concurrency window from the outcomes
+// of finished requests. It is pure (every time is an argument) and not safe for concurrent use:
+// hostlimit holds one lock per host around every call.
 type Controller struct {
 	cfg   Config
 	top   float64 // the rate's cap: MaxRate, under the ceiling and a stated limit
 	rate  float64 // within the clamp of Rate()
 	phase Phase
 
-	ceiling float64 // robots Crawl-delay cap, req/s; 0 = none
-	stated  stated  // the limit the host states, and whether it is trusted
-
-	curve  curve       // how the rate grows after a decrease
-	pace   pace        // how often the probe looks above a known limit
-	target target      // the rate the search climbs toward
-	ep     episode     // the current refusal episode
-	fit    fitter      // the server-side token buckets that explain what the host did
-	epoch  epoch       // since the last decrease
-	win    windowState // the concurrency window and its latency rules
-	lat    latencyRef  // the host's own latency: baseline and reference
-	fails  failureLog  // the recent Failures and the host's background share of them
-	served servedPeak  // the highest success rate the host answered lately
-	counts counters
-
+	ceiling float64     // robots Crawl-delay cap, req/s; +Inf: none
+	stated  stated      // the limit the host states, and whether it is trusted
+	curve   curve       // how the rate grows after a decrease
+	pace    pace        // how often the probe looks above a known limit
+	target  target      // the rate the search climbs toward
+	ep      episode     // the current refusal episode
+	fit     fitter      // the server-side token buckets that explain what the host did
+	epoch   epoch       // since the last decrease
+	win     windowState // the concurrency window and its latency rules
+	lat     latencyRef  // the host's own latency: baseline and reference
+	fails   failureLog  // the recent Failures and the host's background share of them
+	served  servedPeak  // the highest success rate the host answered lately
+	counts  struct {
+		decreases, overLimit, failures, neutral int
+		savedP95                                time.Duration // State.P95, shown until a success is measured
+	}
 	last    time.Time // latest time seen
 	samples ring[sample]
 	hist    history
 	scratch []time.Duration
 }
 
-type counters struct {
-	decreases, overLimit, failures, neutral int
-	savedP95                                time.Duration // State.P95, shown until a success is measured
-}
-
-// epoch is the time since the last decrease: signals about requests sent before it began
-// belong to the epoch that decrease answered (R1).
+// epoch is the time since the last decrease: signals about requests sent before it belong to
+// the epoch that decrease answered (R1).
 type epoch struct {
 	start nanos     // never: no decrease yet
 	at    time.Time // the same instant, for Stats
@@ -51,33 +47,24 @@ type epoch struct {
 // New returns a controller in slow start at cfg.InitialRate and cfg.InitialWindow.
 func New(cfg Config, now time.Time) *Controller {
 	cfg = cfg.withDefaults()
-	c := &Controller{
-		cfg:     cfg,
-		top:     cfg.MaxRate,
-		pace:    pace{probeTime: probeTime},
-		epoch:   epoch{start: never},
-		fit:     fitter{start: never, from: never},
-		last:    now,
-		samples: newRing[sample](memory),
-		hist:    newHistory(memory),
-		lat:     latencyRef{ref: newReference()},
-	}
+	c := &Controller{cfg: cfg, top: cfg.MaxRate, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
+		epoch: epoch{start: never}, fit: fitter{start: never, from: never}, last: now,
+		samples: ring[sample]{cap: memory}, hist: history{ring[point]{cap: memory}},
+		lat: latencyRef{ref: ring[time.Duration]{cap: refSize}}}
 	c.begin()
 	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})
 	return c
 }
 
-// Rate returns the allowed request rate in req/s: within [MinRate, MaxRate] and never above the
-// ceiling (a ceiling below MinRate wins: robots.txt has the last word).
+// Rate returns the allowed request rate in req/s: within [MinRate, MaxRate] and never above
+// the ceiling (a ceiling below MinRate wins: robots.txt has the last word).
 func (c *Controller) Rate() float64 { return c.clampRate(c.rate) }
 
 // Window returns the allowed number of requests in flight, within [1, MaxWindow].
-func (c *Controller) Window() int {
-	return min(max(int(c.win.size), 1), c.cfg.MaxWindow)
-}
+func (c *Controller) Window() int { return min(max(int(c.win.size), 1), c.cfg.MaxWindow) }
 
-// Burst returns how many requests may leave back to back: 1, or, while the rate is one a bucket
-// fit set and no limit is stated, half the least bucket size the fit allows, at most maxBurst
+// Burst returns how many requests may leave back to back: 1, or, while a bucket fit set the
+// rate and no limit is stated, half the least bucket size the fit allows, at most maxBurst
 // (R5). Sends that keep to Rate() on average and bunch no more than Burst() cannot empty it.
 func (c *Controller) Burst() int {
 	if c.stated.trust == statedTrusted {
@@ -89,9 +76,9 @@ func (c *Controller) Burst() int {
 // SetCeiling caps the rate at rate req/s from now on (robots.txt Crawl-delay d gives 1/d);
 // rate <= 0 removes the cap. It applies at once.
 func (c *Controller) SetCeiling(rate float64) {
-	c.ceiling = 0
-	if rate > 0 && !math.IsInf(rate, 0) {
-		c.ceiling = rate
+	c.ceiling = math.Inf(1)
+	if r := validRate(rate); r > 0 {
+		c.ceiling = r
 	}
 	c.recap()
 	c.record(c.last, true)
@@ -104,63 +91,21 @@ func (c *Controller) clampRate(r float64) float64 {
 	return min(max(r, c.cfg.MinRate), c.top)
 }
 
+// capRate is MaxRate, under the robots ceiling and a trusted stated limit.
+func (c *Controller) capRate() float64 { return min(c.cfg.MaxRate, c.ceiling, c.stated.cap()) }
+
 // Observe feeds one finished request at now (out-of-order times are clamped to the latest).
 // The front filter labels it; the estimators update; the state machine moves on the label.
 func (c *Controller) Observe(now time.Time, o Outcome) {
 	if now.Before(c.last) {
 		now = c.last
 	}
-	dt := c.activeTime(now)
+	dt := min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), returnTime)
 	c.last = now
-	c.applyStated(now, o.Signal, o.Stated)
-	if !c.count(o) {
-		return // Neutral
+	if o.Signal == Success && c.stated.state(o.Stated) { // the rate never rises on a refusal
+		c.holdStated(c.stated.cap())
+		c.record(now, true)
 	}
-	v, lab := c.remember(now, o)
-	s := &v
-	if o.Signal == Success {
-		c.served.note(s.sent, c.recentAccepted(s.sent+1))
-	}
-	if o.Signal == Success && s.sent >= c.epoch.start {
-		c.epoch.ok++
-		if c.ep.endsRun() {
-			c.endRun(c.runEnd(s))
-		}
-		c.ep.run = 0
-		c.settle()
-	}
-	if c.fit.due(toNanos(now)) {
-		if r, ok := c.runFit(); ok {
-			c.holdFitted(r)
-			c.record(now, false)
-		}
-	}
-	switch {
-	case lab == labelLimit:
-		if o.Signal == Overload && c.stated.refused() {
-			c.recap() // refuted: learned as if nothing were stated
-		}
-		c.decreaseRate(now, s)
-	case lab != labelServed: // noise, or the host's own failure
-	default:
-		if w, ok := c.latencyCongested(now, s); ok {
-			c.decreaseWindow(now, w)
-		} else {
-			c.grow(dt, s)
-		}
-	}
-	c.settle()
-	c.record(now, false)
-}
-
-// activeTime is the time since the previous outcome that counts toward growth: up to two
-// sending intervals (at least minActiveGap, at most returnTime); longer is idleness.
-func (c *Controller) activeTime(now time.Time) time.Duration {
-	return min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), returnTime)
-}
-
-// count counts o and reports whether it is a signal (not Neutral).
-func (c *Controller) count(o Outcome) bool {
 	switch o.Signal {
 	case Success:
 	case Overload:
@@ -170,10 +115,52 @@ func (c *Controller) count(o Outcome) bool {
 		c.counts.failures++
 	default:
 		c.counts.neutral++
-		return false
+		return
 	}
-	return true
+	s, lab := c.remember(now, o)
+	if o.Signal == Success {
+		c.served.note(s.sent, c.recentAccepted(s.sent+1))
+		if s.sent >= c.epoch.start {
+			c.epoch.ok++
+			if c.ep.endsRun() {
+				c.endRun(c.runEnd(&s))
+			}
+			c.ep.run = 0
+			c.settle()
+		}
+	}
+	if c.fit.due(toNanos(now)) {
+		if r, ok := c.runFit(); ok {
+			c.holdFitted(r)
+			c.record(now, false)
+		}
+	}
+	switch lab {
+	case labelLimit:
+		if o.Signal == Overload && c.stated.refused() {
+			c.recap() // refuted: learned as if nothing were stated
+		}
+		c.decreaseRate(now, &s)
+	case labelServed:
+		if w, ok := c.latencyCongested(now, &s); ok {
+			c.decreaseWindow(now, w)
+		} else {
+			c.grow(dt, &s) // dt: time in use since the previous outcome (R2)
+		}
+	}
+	c.settle()
+	c.record(now, false)
 }
+
+// label is the front filter's verdict on an outcome that is not Neutral.
+type label uint8
+
+const (
+	labelServed      label = iota // a Success
+	labelLimit                    // a refusal, or a Failure cluster, since the last decrease
+	labelHostFailure              // a Failure its background share or the served peak explains (R9)
+	labelNoise                    // a signal about a request sent before the last decrease (R1)
+)
 
 // remember is the front filter: it records o in the failure log (whose share may undo earlier
 // cuts), the samples and the fit's log, and labels it.
@@ -182,20 +169,19 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	if sent.IsZero() || sent.After(now) {
 		sent = now.Add(-max(o.Latency, 0))
 	}
-	run := c.inRun()
-	c.fails.add(o.Signal == Failure, c.fails.heldAt(c.hist.at(toNanos(sent)).rate))
-	if c.fails.undo.pending() && c.fails.known() {
-		if u, ok := c.fails.undo.judge(c.fails.need()); ok {
-			c.undoCuts(u)
+	ts, run := toNanos(sent), c.inRun()
+	c.fails.add(o.Signal == Failure, c.fails.heldAt(c.hist.at(ts).rate))
+	if u := c.fails.undo; u.rate > 0 && c.fails.known() { // judged once, when the share is known
+		if c.fails.undo = (failureUndo{}); float64(u.n) < c.fails.need() {
+			c.undoCuts(u) // the share explains every cut
 		}
 	}
-	ts := toNanos(sent)
 	switch {
 	case o.Signal == Success:
 		lab = labelServed
 	case ts < c.epoch.start:
 		lab = labelNoise
-	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts), minBeta)):
+	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))):
 		lab = labelHostFailure
 	default:
 		lab = labelLimit
@@ -214,15 +200,11 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 // that later outcomes are judged against the rate they were sent at.
 func (c *Controller) record(now time.Time, force bool) {
 	r, w, t := c.Rate(), c.Window(), toNanos(now)
-	if c.hist.n > 0 {
-		p := c.hist.last()
-		if !force && w == p.window && math.Abs(r-p.rate) <= 0.005*p.rate {
-			return
-		}
-		if t <= p.t { // same instant: overwrite
-			p.rate, p.window = r, w
-			return
-		}
+	if p := c.hist.last(); !force && w == p.window && math.Abs(r-p.rate) <= 0.005*p.rate {
+		return
+	} else if t <= p.t { // same instant: overwrite
+		p.rate, p.window = r, w
+		return
 	}
 	c.hist.push(point{t: t, rate: r, window: w})
 }
@@ -251,4 +233,49 @@ func (c *Controller) startEpoch(now time.Time) {
 	c.epoch = epoch{start: toNanos(now), at: now}
 	c.fails.fresh = 0
 	c.counts.decreases++
+}
+
+// statedTrust is what the controller makes of the limit the host states (R11).
+type statedTrust uint8
+
+const (
+	statedNone    statedTrust = iota // nothing stated: the rate is learned
+	statedTrusted                    // the rate is set just under the stated limit and capped there
+	statedRefuted                    // refused refutations times under it: statements are ignored
+)
+
+// stated is the limit the host states (Outcome.Stated); not saved: the host states it again.
+type stated struct {
+	trust    statedTrust
+	rate     float64 // the stated rate, req/s
+	refusals int     // refusals under it (one per epoch)
+}
+
+// cap is beta × the stated rate while trusted, else +Inf.
+func (s *stated) cap() float64 {
+	if s.trust != statedTrusted {
+		return math.Inf(1)
+	}
+	return s.rate * beta
+}
+
+// state takes a stated rate (0: none) and reports whether the rate must be set from it: a
+// first statement, or one that moved by more than statedChange.
+func (s *stated) state(rate float64) bool {
+	if validRate(rate) == 0 || s.trust == statedRefuted || s.trust == statedTrusted && math.Abs(rate-s.rate) <= statedChange*s.rate {
+		return false
+	}
+	s.trust, s.rate = statedTrusted, rate
+	return true
+}
+
+// refused counts a refusal under a trusted limit and reports whether it refuted it.
+func (s *stated) refused() bool {
+	if s.trust != statedTrusted {
+		return false
+	}
+	if s.refusals++; s.refusals >= refutations {
+		s.trust = statedRefuted
+	}
+	return s.trust == statedRefuted
 }

@@ -28,6 +28,7 @@ type driver struct {
 	pending []pendingOutcome // in order of completion (lat is constant)
 
 	delivered []time.Time
+	trail     *trail  // if set, notes the controller after every outcome (golden_test.go)
 	wantHalf  float64 // a rate a test case's steps note for its check
 }
 
@@ -42,6 +43,7 @@ func (d *driver) deliver(t time.Time) {
 		p := d.pending[0]
 		d.pending = d.pending[1:]
 		d.c.Observe(p.done, p.o)
+		d.trail.note(d.c)
 		d.delivered = append(d.delivered, p.done)
 	}
 }
@@ -1250,11 +1252,11 @@ func TestLoadFailuresStillCut(t *testing.T) {
 func TestFailureLog(t *testing.T) {
 	t.Parallel()
 	var f failureLog
-	for i := 0; i < 16+failureBaseMin-1; i++ {
+	for i := 0; i < 16+recent-1; i++ {
 		f.add(i%10 == 0, true)
 	}
 	if f.known() || f.need() != 0 {
-		t.Fatalf("after %d held outcomes: known %v, need %.1f; want unknown, 0", 16+failureBaseMin-1, f.known(), f.need())
+		t.Fatalf("after %d held outcomes: known %v, need %.1f; want unknown, 0", 16+recent-1, f.known(), f.need())
 	}
 	f.add(false, true)
 	if !f.known() || !near(f.base, 0.1, 0.35) {
@@ -1328,8 +1330,8 @@ func TestBackgroundShareSurvivesRestore(t *testing.T) {
 		}
 		tried++
 		s := c.State()
-		if s.FailureSamples < failureBaseMin || s.FailCut <= 0 || s.FailureShare < 0.05 || s.FailureShare > 0.2 {
-			t.Errorf("seed %d: saved share %.3f of %d outcomes, fail cut %.1f; want 0.05–0.2 of ≥ %d, cut > 0", seed, s.FailureShare, s.FailureSamples, s.FailCut, failureBaseMin)
+		if s.FailureSamples < recent || s.FailCut <= 0 || s.FailureShare < 0.05 || s.FailureShare > 0.2 {
+			t.Errorf("seed %d: saved share %.3f of %d outcomes, fail cut %.1f; want 0.05–0.2 of ≥ %d, cut > 0", seed, s.FailureShare, s.FailureSamples, s.FailCut, recent)
 		}
 		start := d.now.Add(time.Hour)
 		r := Restore(Config{MaxRate: 50}, s, start)

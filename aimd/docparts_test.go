@@ -108,3 +108,54 @@ func TestDocPartsNameExistingIdentifiers(t *testing.T) {
 		}
 	}
 }
+
+// TestDocTunablesMatchConfig checks that the tables of "### Tunables" in docs/aimd.md name
+// exactly the constants of config.go's two blocks (the tunables and their arithmetic), with
+// the values config.go gives them: the list a reader sees cannot drift from the code.
+func TestDocTunablesMatchConfig(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/aimd.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n### Tunables\n")
+	if !ok {
+		t.Fatal(`docs/aimd.md has no "### Tunables" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	inDoc := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(\\w+)` \\| ([^|]+) \\|").FindAllStringSubmatch(section, -1) {
+		inDoc[m[1]] = strings.TrimSpace(m[2])
+	}
+	src, err := os.ReadFile("config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(src), "const (")
+	if len(blocks) != 4 {
+		t.Fatalf("config.go has %d const blocks; want 3 (defaults, tunables, their arithmetic)", len(blocks)-1)
+	}
+	unit := strings.NewReplacer(" * time.", " ", "time.Hour", "1 h", "Millisecond", "ms", "Second", "s", "*", "×")
+	inCode := map[string]string{}
+	for _, b := range blocks[2:] {
+		b, _, _ = strings.Cut(b, "\n)\n")
+		for _, m := range regexp.MustCompile(`(?m)^\t(\w+)\s+= (.+?)\s*//`).FindAllStringSubmatch(b, -1) {
+			inCode[m[1]] = unit.Replace(m[2])
+		}
+	}
+	if len(inCode) < 20 {
+		t.Fatalf("read %d constants from config.go; the test reads the wrong blocks", len(inCode))
+	}
+	for name, v := range inCode {
+		if d, ok := inDoc[name]; !ok {
+			t.Errorf("docs/aimd.md, Tunables: %s (config.go) is not listed", name)
+		} else if d != v {
+			t.Errorf("docs/aimd.md, Tunables: %s is %q, config.go says %q", name, d, v)
+		}
+	}
+	for name := range inDoc {
+		if _, ok := inCode[name]; !ok {
+			t.Errorf("docs/aimd.md, Tunables: %s is listed but not in config.go", name)
+		}
+	}
+}

@@ -5,13 +5,12 @@ import (
 	"time"
 )
 
-// episode is a refusal episode (R8): runs of refusals with no success between them, and the runs
-// that follow within the longest run seen (about a window's period). A run's halvings are a
-// backoff and measure nothing; at its end runEnd measures what the host accepted.
+// episode is a refusal episode (R8): a run of refusals with no success between them, and the
+// runs that follow within the longest run seen (about a window's period). A run's halvings are
+// a backoff and measure nothing; at its end runEnd measures what the host accepted.
 type episode struct {
-	run     int  // refusals in the current run; 0: none since the last success
-	resumed bool // the run resumed the episode: it ends at its first success even if one long
-
+	run     int     // refusals in the current run; 0: none since the last success
+	resumed bool    // the run resumed the episode: it ends at its first success even if one long
 	from    nanos   // the epoch the episode's first refusal ended began here
 	rate    float64 // the rate the episode's first refusal set
 	refused float64 // the rate that drew it
@@ -71,22 +70,22 @@ type runVerdict struct {
 }
 
 // runEnd measures a run at its first success s. A run shorter than minSpan with no longer one
-// before it is a bucket's excess and is kept; an episode with fewer than minMeasured successes
+// before it is a bucket's excess and is kept; an episode with fewer than `evidence` successes
 // restarts slow start. It updates the episode's record of run ends, never the rate.
 func (c *Controller) runEnd(s *sample) runVerdict {
 	e := &c.ep
 	sends := c.fit.successSends(e.from, s.sent+1)
-	if len(sends) < minMeasured {
+	if len(sends) < evidence {
 		return runVerdict{kind: runRestarted}
 	}
 	block := max(e.blockLen, s.sent-e.last)
 	if block < nanos(minSpan) {
 		return runVerdict{kind: runKept}
 	}
-	before, _ := slices.BinarySearch(sends, e.start) // the sends before the run
 	// beta × the best accepted over the episode, or before the run over the run's length; for a
 	// resumed run at most what was accepted since the first run ended; at most the rate the
 	// first refusal set and beta × the least rate a resumed run was refused at.
+	before, _ := slices.BinarySearch(sends, e.start) // the sends before the run
 	est, _ := bestAccepted(sends, s.sent+1, minSpan)
 	if full, _ := bestAccepted(sends[:before], e.start, time.Duration(block)); full > est {
 		est = full
@@ -104,8 +103,7 @@ func (c *Controller) runEnd(s *sample) runVerdict {
 		return runVerdict{kind: runKept}
 	}
 	e.lastEnd.set(s.sent)
-	e.blockLen = block
-	if _, ok := e.firstEnd.get(); !ok {
+	if e.blockLen = block; !e.firstEnd.ok {
 		e.firstEnd.set(s.sent)
 	}
 	// Search toward the rate that drew the run, no further than twice r or the best accepted

@@ -7,14 +7,12 @@ import (
 
 // failureLog is the recent Failures and the host's background share of them (R9): what tells a
 // cluster that slowing down can relieve from a share the host fails at any rate. Only outcomes
-// sent at no more than failureBaseUnder × cut (the first cut's rate after slow start) teach it.
+// sent at no more than minBeta × cut (the first cut's rate after slow start) teach it.
 type failureLog struct {
-	bits  uint16  // the last 16 Success/Overload/Failure outcomes, newest in bit 0: 1 = Failure
-	held  uint16  // the same: 1 = sent at no more than failureBaseUnder × cut
-	n     int     // outcomes bits holds (up to 16)
-	fresh int     // of them, after the last decrease
-	base  float64 // the Failures' share among held outcomes older than those 16
-	older int     // outcomes base has seen (up to memory)
+	bits, held uint16  // the last 16 non-Neutral outcomes, newest in bit 0: a Failure; sent under the cut
+	n, fresh   int     // outcomes bits holds (up to 16); of them, after the last decrease
+	base       float64 // the Failures' share among held outcomes older than those 16
+	older      int     // outcomes base has seen (up to memory)
 
 	cut  optional[float64] // the rate the first Failure cut after slow start was made at
 	undo failureUndo       // the cuts made before base was known
@@ -22,7 +20,7 @@ type failureLog struct {
 
 func (f *failureLog) heldAt(rate float64) bool {
 	cut, ok := f.cut.get()
-	return ok && rate <= failureBaseUnder*cut
+	return ok && rate <= minBeta*cut
 }
 
 // add shifts in one outcome; the one leaving the 16 joins the share if it was held.
@@ -34,31 +32,21 @@ func (f *failureLog) add(failed, held bool) {
 		f.older = min(f.older+1, memory)
 		f.base += (float64(f.bits>>15) - f.base) / float64(f.older)
 	}
-	f.bits, f.held = f.bits<<1, f.held<<1
-	if failed {
-		f.bits |= 1
-	}
-	if held {
-		f.held |= 1
-	}
+	f.bits, f.held = f.bits<<1|b2u(failed), f.held<<1|b2u(held)
 }
 
-// restore sets a share and cut rate saved in State, those that are valid.
-func (f *failureLog) restore(base float64, older int, cut float64) {
-	if base >= 0 && base <= 1 && older > 0 {
-		f.base, f.older = base, min(older, memory)
+func b2u(b bool) uint16 {
+	if b {
+		return 1
 	}
-	f.cut = optional[float64]{}
-	if r := validRate(cut); r > 0 {
-		f.cut.set(r)
-	}
+	return 0
 }
 
-func (f *failureLog) known() bool { return f.older >= failureBaseMin }
+func (f *failureLog) known() bool { return f.older >= recent }
 
 func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
 
-// signal reports a cluster: failureCluster of the last 8 outcomes failed and, once the share is
+// signal reports a cluster: `evidence` of the last 8 outcomes failed and, once the share is
 // known, need() of the last 16. Only outcomes since the last decrease count, except in a
 // refusal run (R1).
 func (f *failureLog) signal(run bool) bool {
@@ -66,7 +54,7 @@ func (f *failureLog) signal(run bool) bool {
 	if !run {
 		recent &= uint16(1)<<f.fresh - 1
 	}
-	return bits.OnesCount8(uint8(recent)) >= failureCluster && float64(bits.OnesCount16(recent)) >= f.need()
+	return bits.OnesCount8(uint8(recent)) >= evidence && float64(bits.OnesCount16(recent)) >= f.need()
 }
 
 // need is the Failures among 16 the share does not explain (0 while unknown).
@@ -86,21 +74,12 @@ type failureUndo struct {
 	n       int     // the most Failures among 16 any of them was made on
 }
 
-func (u *failureUndo) pending() bool { return u.rate > 0 }
-
 // note records a Failure cut about to be made on c, on n Failures among the last 16.
 func (u *failureUndo) note(c *Controller, n int) {
 	if u.rate == 0 {
 		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.inSlowStart()
 	}
 	u.n = max(u.n, n)
-}
-
-// judge empties u; ok: the share explains every cut (each on fewer than need), so undoCuts
-// may return to v.
-func (u *failureUndo) judge(need float64) (v failureUndo, ok bool) {
-	v, *u = *u, failureUndo{}
-	return v, float64(v.n) < need
 }
 
 // servedPeak is the highest success rate (over the rateWindow, by send time) the host answered
@@ -119,7 +98,7 @@ func (p *servedPeak) note(ts nanos, rate float64) {
 }
 
 // covers reports whether a Failure sent at ts while the host received rs req/s came at no more
-// than under × a peak measured within servedMemory before it: slowing down cannot relieve it.
-func (p *servedPeak) covers(ts nanos, rs, under float64) bool {
-	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= under*p.rate
+// than minBeta × a peak measured within servedMemory before it: slowing down cannot relieve it.
+func (p *servedPeak) covers(ts nanos, rs float64) bool {
+	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= minBeta*p.rate
 }

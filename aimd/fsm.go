@@ -5,11 +5,10 @@ import (
 	"time"
 )
 
-// The state machine. The transitions in this file are the only code that writes the rate
-// (c.rate, c.top), the window (c.win.size) and the phase (c.phase); estimators hand them bounds.
-// Slow start is entered by begin, startSlowStart, probeRestart and undoCuts and left by a
-// decrease or holdStated. Outside it the phases follow one order, refusal-run → hold → return →
-// search → probe, each left by its exit condition (settle); place starts the order again.
+// The state machine. Its transitions (this file) are the only code that writes the rate
+// (c.rate, c.top), the window (c.win.size) and the phase (c.phase): begin, resume, recap;
+// grow, climb, growWindow; decreaseRate, shrinkWindow, endRun; holdFitted, holdStated,
+// undoCuts; settle and place move along the phase order.
 
 // Phase names where a controller's rate is on its way (Stats.Phase).
 type Phase uint8
@@ -33,38 +32,26 @@ func (p Phase) String() string {
 	return "unknown"
 }
 
-// settle leaves each phase whose exit condition holds, into the next.
+// settle leaves each phase whose exit condition holds, in the order refusal-run → hold →
+// return → search → probe.
 func (c *Controller) settle() {
-	k := &c.curve
-	for {
-		switch c.phase {
-		case PhaseRefusalRun:
-			if c.inRun() {
-				return
-			}
+	for k := &c.curve; ; {
+		switch span, _ := c.returnSpan(); {
+		case c.phase == PhaseRefusalRun && !c.inRun():
 			c.phase = PhaseHold
-		case PhaseHold:
-			if k.hold > 0 {
-				return
-			}
+		case c.phase == PhaseHold && k.hold <= 0:
 			c.phase = PhaseReturn
-		case PhaseReturn:
-			if span, _ := c.returnSpan(); k.from < k.plateau && k.elapsed < span {
-				return
-			}
+		case c.phase == PhaseReturn && !(k.from < k.plateau && k.elapsed < span):
 			c.phase = PhaseSearch
-		case PhaseSearch:
-			if c.target.searching(k.plateau) {
-				return
-			}
+		case c.phase == PhaseSearch && !c.target.searching(k.plateau):
 			c.phase = PhaseProbe
-		default: // slow start, probe
+		default:
 			return
 		}
 	}
 }
 
-// place starts the phase order again from the top after the curve restarted, and settles.
+// place starts the phase order again after the curve restarted (slow start stays), and settles.
 func (c *Controller) place() {
 	if c.phase != PhaseSlowStart {
 		c.phase = PhaseRefusalRun
@@ -77,27 +64,24 @@ func (c *Controller) inSlowStart() bool { return c.phase == PhaseSlowStart }
 // inRun reports whether the host is refused with no success since the last refusal.
 func (c *Controller) inRun() bool { return c.ep.run > 0 && c.epoch.ok == 0 }
 
-// begin sets the starting rate and window (New).
 func (c *Controller) begin() {
-	c.rate = c.clampRate(c.cfg.InitialRate)
-	c.win.size = float64(c.cfg.InitialWindow)
-	c.phase = PhaseSlowStart
+	c.rate, c.win.size, c.phase = c.clampRate(c.cfg.InitialRate), float64(c.cfg.InitialWindow), PhaseSlowStart
 }
 
-// resume sets a saved rate and window (0: keep New's); slow: still in slow start.
+// resume sets a saved rate and window (0: keep New's), in slow start or probing.
 func (c *Controller) resume(rate float64, window int, slow bool) {
 	if rate > 0 {
 		c.rate = c.clampRate(rate)
 	}
 	if window > 0 {
-		c.win.size = float64(min(max(window, 1), c.cfg.MaxWindow))
+		c.win.size = float64(min(window, c.cfg.MaxWindow))
 	}
 	if !slow {
 		c.phase = PhaseProbe
 	}
 }
 
-// recap sets the rate's cap from the ceiling and stated limit and applies it.
+// recap sets the rate's cap from MaxRate, the ceiling and a trusted stated limit, and applies it.
 func (c *Controller) recap() {
 	c.top = c.capRate()
 	c.rate = c.clampRate(c.rate)
@@ -105,26 +89,22 @@ func (c *Controller) recap() {
 
 // grow applies the increase rules after success s, dt of activity after the previous outcome.
 func (c *Controller) grow(dt time.Duration, s *sample) {
-	windowFull := s.conc >= c.hist.at(s.sent).window
-	rateUsed := c.rateInUse(s)
+	windowFull, rateUsed, slow := s.conc >= c.hist.at(s.sent).window, c.rateInUse(s), c.inSlowStart()
 	if rateUsed && c.win.mode == windowFollowsRate {
-		c.growWindow(c.win.followRate(c.rate, c.typicalSlow()))
+		c.growWindow(math.Ceil(2 * c.rate * c.typicalSlow().Seconds())) // twice what the rate keeps in flight
 	}
-	if c.inSlowStart() {
-		if rateUsed { // R3: ×2 per interval in use
-			iv := max(slowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
-			c.rate = c.clampRate(c.rate * math.Pow(2, dt.Seconds()/iv.Seconds()))
-		}
-		if windowFull {
-			c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
-		}
-		return
-	}
-	if rateUsed {
+	switch {
+	case slow && rateUsed: // R3: ×2 per interval in use
+		iv := max(slowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
+		c.rate = c.clampRate(c.rate * math.Pow(2, dt.Seconds()/iv.Seconds()))
+	case rateUsed:
 		c.climb(dt)
 	}
-	if windowFull {
-		c.growWindow(c.win.probe(windowProbe))
+	switch {
+	case windowFull && slow:
+		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
+	case windowFull:
+		c.growWindow(c.win.size + 1/(float64(windowProbe*max(c.win.patience, 1))*max(c.win.size, 1)))
 	}
 }
 
@@ -139,11 +119,10 @@ func (c *Controller) climb(dt time.Duration) {
 	switch {
 	case !stepDue || !c.target.reached(k.plateau):
 	case c.target.kind == targetBound && k.elapsed >= time.Duration(c.ep.blockLen):
-		// Held under a run's bound for longer than the run: it was the backoff's. Double it (R8).
-		r := min(c.ep.refused, 2*c.target.rate)
+		r := min(c.ep.refused, 2*c.target.rate) // held under a run's bound longer than the run (R8)
 		c.target.set(r, c.ep.boundKind(r))
 	case c.target.kind == targetSlowStart:
-		c.target.rate *= 2 // held near slow start's refused rate unrefused: it measured nothing (R3)
+		c.target.rate *= 2 // held near slow start's refused rate unrefused (R3)
 	}
 	if stepDue && c.target.searching(k.plateau) {
 		k.restart(max(c.rate, k.plateau), math.Sqrt(k.plateau*plateauFactor*c.target.rate))
@@ -155,11 +134,10 @@ func (c *Controller) climb(dt time.Duration) {
 	}
 	c.settle()
 	if c.target.kind != noTarget && c.rate > c.target.rate {
-		c.target.clear() // beyond the target unrefused: the limit has risen
+		c.target = target{} // beyond the target unrefused: the limit has risen
 	}
 	if c.rate >= restartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
-		c.phase = PhaseSlowStart
-		c.win.mode = windowFollowsRate
+		c.phase, c.win.mode = PhaseSlowStart, windowFollowsRate
 	}
 }
 
@@ -194,12 +172,12 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.pace.refusedAt(rs)
 	c.rate, c.phase = rate, PhaseRefusalRun
 	kind := targetRefused
-	if endsSlowStart && s.sig == Overload && accepted < ssSustained*rs {
+	if endsSlowStart && s.sig == Overload && accepted < rs/restartFactor {
 		kind = targetSlowStart // slow start had not sustained the rate it was refused at
 	}
 	c.target.set(rs, kind)
 	if c.curve.searched || measured { // rs is only how far the climb overshot
-		c.target.clear()
+		c.target = target{}
 	}
 	c.curve.restart(rate, max(plateau, rate))
 	c.curve.searched = false
@@ -212,7 +190,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // before it): ending slow start, beta × accepted, returning to plateauFactor × lo (R3); ending
 // an epoch of minSpan or more, beta × its measured limit (R4); else minBeta × rs.
 func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowStart bool) (rate, plateau float64, measured bool) {
-	est, span := c.fit.acceptedSince(c.epoch.start, s.sent, minSpan)
+	est, span := bestAccepted(c.fit.successSends(c.epoch.start, s.sent), s.sent, minSpan)
 	switch {
 	case endsSlowStart:
 		return beta * max(accepted, minBeta*minBeta*rs), plateauFactor * lo, false
@@ -229,8 +207,7 @@ func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowSta
 // shrinkWindow is the decrease on a latency signal (R10): the window becomes target and stops
 // following the rate; the rate stays, and slow start ends with the curve restarted at it.
 func (c *Controller) shrinkWindow(target int) {
-	c.win.size, c.win.lastSet = float64(target), target
-	c.win.mode = windowLatencyBound
+	c.win.size, c.win.lastSet, c.win.mode = float64(target), target, windowLatencyBound
 	if c.inSlowStart() {
 		c.phase = PhaseProbe
 		steps := c.curve.steps
@@ -246,25 +223,21 @@ func (c *Controller) endRun(v runVerdict) {
 	switch v.kind {
 	case runRestarted:
 		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
-		c.phase = PhaseSlowStart
-		c.target.clear()
+		c.phase, c.target = PhaseSlowStart, target{}
 	case runReturned:
-		c.rate = v.rate
+		c.rate, c.target = v.rate, v.target
 		c.curve.restart(v.rate, v.rate)
 		c.curve.searched = false
-		c.target = v.target
 		c.place()
 	}
 }
 
 // holdFitted holds the rate at a fitted limit's r (R5), one probe time first if that raised it.
 func (c *Controller) holdFitted(r float64) {
-	raised := r > c.curve.plateau
-	c.rate = r
-	c.curve.from, c.curve.plateau = r, r
-	c.target.clear()
+	k, raised := &c.curve, r > c.curve.plateau
+	c.rate, k.from, k.plateau, c.target = r, r, r, target{}
 	if raised {
-		c.curve.elapsed, c.curve.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
+		k.elapsed, k.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
 	}
 	c.place()
 }
@@ -272,20 +245,16 @@ func (c *Controller) holdFitted(r float64) {
 // holdStated sets and caps the rate at r, just under a stated limit (R11).
 func (c *Controller) holdStated(r float64) {
 	c.top = c.capRate()
-	r = c.clampRate(r)
-	c.rate = r
-	c.phase = PhaseProbe
-	c.curve.restart(r, r)
-	c.target.clear()
+	c.rate, c.phase, c.target = c.clampRate(r), PhaseProbe, target{}
+	c.curve.restart(c.rate, c.rate)
 	c.place()
 }
 
 // undoCuts returns the rate and plateau to what they were before Failure cuts the background
 // share explains (R9), and slow start if the first of them ended it.
 func (c *Controller) undoCuts(u failureUndo) {
-	c.rate = max(c.rate, c.clampRate(u.rate))
+	c.rate, c.target = max(c.rate, c.clampRate(u.rate)), target{}
 	c.curve.restart(c.rate, max(c.curve.plateau, u.plateau))
-	c.target.clear()
 	if u.slow {
 		c.phase = PhaseSlowStart
 	}
@@ -303,22 +272,16 @@ type curve struct {
 	searched bool          // a search step was taken since the last decrease
 }
 
+// restart starts the curve from `from` toward plateau (searched is kept).
 func (k *curve) restart(from, plateau float64) {
-	k.from, k.plateau = from, plateau
-	k.elapsed, k.hold, k.steps = 0, 0, 0
+	*k = curve{from: from, plateau: plateau, searched: k.searched}
 }
 
 // advance runs the curve's clock by dt of time in use, the hold first.
 func (k *curve) advance(dt time.Duration) {
-	if k.hold > 0 {
-		if dt <= k.hold {
-			k.hold -= dt
-			return
-		}
-		dt -= k.hold
-		k.hold = 0
-	}
-	k.elapsed += dt
+	h := min(dt, k.hold)
+	k.hold -= h
+	k.elapsed += dt - h
 }
 
 // at is the curve's rate: K in the hold, linear from `from` to K within span, then
@@ -382,7 +345,7 @@ const (
 	targetSlowStart            // the rate slow start was refused at without having sustained it
 )
 
-// target is the rate above the plateau the search climbs toward (R6).
+// target is the rate above the plateau the search climbs toward (R6); the zero target is none.
 type target struct {
 	rate float64
 	kind targetKind
@@ -390,20 +353,15 @@ type target struct {
 
 // set makes rate the target; a rate of 0 clears it.
 func (t *target) set(rate float64, k targetKind) {
-	if !(rate > 0) {
-		k = noTarget
-		rate = 0
+	*t = target{}
+	if rate > 0 {
+		*t = target{rate: rate, kind: k}
 	}
-	*t = target{rate: rate, kind: k}
 }
-
-func (t *target) clear() { *t = target{} }
 
 // reached reports whether the plateau is within restartFactor of plateauFactor × the target.
 func (t target) reached(plateau float64) bool {
 	return t.kind != noTarget && plateau*restartFactor >= plateauFactor*t.rate
 }
 
-func (t target) searching(plateau float64) bool {
-	return t.kind != noTarget && !t.reached(plateau)
-}
+func (t target) searching(plateau float64) bool { return t.kind != noTarget && !t.reached(plateau) }

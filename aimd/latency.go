@@ -23,18 +23,6 @@ type windowState struct {
 	lastSet  int // the window a latency signal last set
 }
 
-// followRate is twice the requests rate keeps in flight at latency typical.
-func (w *windowState) followRate(rate float64, typical time.Duration) float64 {
-	return math.Ceil(2 * rate * typical.Seconds())
-}
-
-// probe is the window after a success that found it full: one more per probe × patience ×
-// window such successes.
-func (w *windowState) probe(probe int) float64 {
-	step := float64(probe * max(w.patience, 1))
-	return w.size + 1/(step*max(w.size, 1))
-}
-
 type baselineSource uint8
 
 const (
@@ -43,28 +31,42 @@ const (
 	baselineMeasured
 )
 
-// latencyRef is the host's own latency: the baseline (a low quantile) and the reference.
+// latencyRef is the host's own latency: the baseline (a low quantile) and the reference, the
+// latest refSize successes sent with nothing else of ours in flight.
 type latencyRef struct {
 	baseline time.Duration
 	src      baselineSource
 	at       time.Time // when the baseline was last looked at
 	tick     int       // successes seen: the baseline is looked at every fourth
-	ref      reference
+	ref      ring[time.Duration]
+	sort     []time.Duration // scratch
+	hi, t90  time.Duration   // the reference p90; the yardstick: latencyFactor × hi, latencyMinExcess more
 }
 
 // latencyCongested takes in success s's latency and, on a latency signal, returns the window
 // to set: the concurrency at send just below the lowest level (2 or more: a request sent alone
 // cannot have queued behind ours) at which most successes sent since the last decrease (at
-// least minSamples) were slower than the p90 yardstick, as were most of the 2 × refMin or more
-// at that level and above; or accepted rate × baseline if more.
+// least `recent`) were slower than the yardstick, as were most of the 2 × refMin or more at
+// that level and above; or accepted rate × baseline if more.
 func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok bool) {
 	if s.lat <= 0 {
 		return 0, false
 	}
 	c.updateBaseline(now, s)
-	c.lat.ref.add(s)
+	l := &c.lat
+	if s.conc == 1 {
+		l.ref.push(s.lat)
+		if l.ref.n >= refMin {
+			ds := l.sort[:0]
+			for i := 0; i < l.ref.n; i++ {
+				ds = append(ds, *l.ref.get(i))
+			}
+			l.hi, l.sort = quantile(ds, 0.9), ds[:0]
+			l.t90 = max(time.Duration(latencyFactor*float64(l.hi)), l.hi+latencyMinExcess)
+		}
+	}
 	w := c.Window()
-	if w <= 1 || c.lat.ref.lat.n < refMin || c.epoch.ok < minSamples || s.lat <= c.lat.ref.t90 {
+	if w <= 1 || l.ref.n < refMin || c.epoch.ok < recent || s.lat <= l.t90 {
 		return 0, false // a signal needs a new slow success
 	}
 	var slow, all [64]int
@@ -75,7 +77,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 		}
 		if j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
 			all[j.conc]++
-			if j.lat > c.lat.ref.t90 {
+			if j.lat > l.t90 {
 				slow[j.conc]++
 			}
 		}
@@ -86,15 +88,15 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 	}
 	for level := 2; level <= min(w, len(all)-1); level++ {
 		if all[level] > 0 && 2*slow[level] > all[level] && upAll[level] >= 2*refMin && 2*upSlow[level] > upAll[level] {
-			good := max(level-1, int(math.Round(c.acceptedRate(now)*c.lat.baseline.Seconds())))
+			good := max(level-1, int(math.Round(c.acceptedRate(now)*l.baseline.Seconds())))
 			return min(good, w-1), true
 		}
 	}
 	return 0, false
 }
 
-// decreaseWindow sets the window to target on a latency signal; patience grows while signals
-// recur at one window.
+// decreaseWindow sets the window to target on a latency signal; patience doubles while
+// signals recur at one window (up to maxWindowPatience).
 func (c *Controller) decreaseWindow(now time.Time, target int) {
 	if target == c.win.lastSet { // the probe above it failed again: probe less often
 		c.win.patience = min(2*max(c.win.patience, 1), maxWindowPatience)
@@ -105,48 +107,36 @@ func (c *Controller) decreaseWindow(now time.Time, target int) {
 	c.startEpoch(now)
 }
 
-// updateBaseline refreshes the baseline: the p10 of the latest sampleWindow latencies (their
+// updateBaseline refreshes the baseline: the p10 of the newest `recent` latencies (their
 // least while fewer than 10), followed down at once and up only by the p10 of requests sent
-// alone, with time constant baselineForget, so that queueing we cause never becomes the norm.
+// alone, with time constant probeTime, so that queueing we cause never becomes the norm.
 func (c *Controller) updateBaseline(now time.Time, s *sample) {
 	b := &c.lat
-	b.tick++
-	if b.src == baselineMeasured && s.lat >= b.baseline && b.tick%4 != 0 {
+	if b.tick++; b.src == baselineMeasured && s.lat >= b.baseline && b.tick%4 != 0 {
 		return
 	}
 	defer func() { b.at = now }()
-	ds := c.latencies(never, false)
-	if len(ds) == 0 {
-		return
-	}
+	ds := c.latencies(false) // s among them
 	q := 0.10
 	if len(ds) < 10 {
 		q = 0
 	}
-	low := quantile(ds, q)
-	switch {
-	case b.src == baselineRestored && len(ds) >= 10, b.src == baselineUnmeasured, b.src == baselineMeasured && low < b.baseline:
+	if low := quantile(ds, q); b.src == baselineRestored && len(ds) >= 10 || b.src == baselineUnmeasured || b.src == baselineMeasured && low < b.baseline {
 		b.baseline, b.src = low, baselineMeasured
-		return
-	}
-	if alone := c.latencies(never, true); len(alone) >= 10 {
+	} else if alone := c.latencies(true); len(alone) >= 10 {
 		if p := quantile(alone, 0.10); p > b.baseline {
-			f := min(now.Sub(b.at).Seconds()/baselineForget.Seconds(), 1)
+			f := min(now.Sub(b.at).Seconds()/probeTime.Seconds(), 1)
 			b.baseline += time.Duration(f * float64(p-b.baseline))
 		}
 	}
 }
 
-// latencies returns, in c.scratch, the latencies of the newest sampleWindow successes sent at
-// or after since (alone: only those whose time in flight overlapped no other request).
-func (c *Controller) latencies(since nanos, alone bool) []time.Duration {
+// latencies returns, in c.scratch, the latencies of the newest `recent` successes (alone:
+// only those whose time in flight overlapped no other request).
+func (c *Controller) latencies(alone bool) []time.Duration {
 	ds := c.scratch[:0]
-	for i := 0; i < c.samples.n && len(ds) < sampleWindow; i++ {
-		s := c.samples.back(i)
-		if s.done < since {
-			break
-		}
-		if s.sig == Success && s.lat > 0 && s.sent >= since && !(alone && s.crowded) {
+	for i := 0; i < c.samples.n && len(ds) < recent; i++ {
+		if s := c.samples.back(i); s.sig == Success && s.lat > 0 && !(alone && s.crowded) {
 			ds = append(ds, s.lat)
 		}
 	}
@@ -160,21 +150,19 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 	t := toNanos(now)
 	from, far := t-nanos(rateWindow), t-nanos(8*rateWindow)
 	gaps := c.scratch[:0]
-	ok, n, prev := 0, 0, t
+	ok, prev := 0, t
 	for i := 0; i < c.samples.n; i++ {
 		s := c.samples.back(i)
-		if s.done <= far || (s.done <= from && n >= 8) {
+		if s.done <= far || (s.done <= from && len(gaps) >= 8) {
 			break
 		}
-		gaps = append(gaps, time.Duration(prev-s.done))
-		prev = s.done
-		n++
+		gaps, prev = append(gaps, time.Duration(prev-s.done)), s.done
 		if s.sig == Success {
 			ok++
 		}
 	}
 	c.scratch = gaps[:0]
-	if n < 2 {
+	if len(gaps) < 2 {
 		return float64(ok) / rateWindow.Seconds()
 	}
 	med := quantile(gaps[1:], 0.5)
@@ -189,43 +177,10 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 	return float64(ok) / active.Seconds()
 }
 
-// reference is the host's latency without our load: the latest refSize successes sent with
-// nothing else of ours in flight, and the yardsticks derived from them.
-type reference struct {
-	lat  ring[time.Duration]
-	sort []time.Duration // scratch
-	hi   time.Duration   // the reference p90
-	t90  time.Duration   // the yardstick: latencyFactor × hi, and latencyMinExcess more
-}
-
-func newReference() reference { return reference{lat: newRing[time.Duration](refSize)} }
-
-func (r *reference) add(s *sample) {
-	if s.lat <= 0 || s.conc != 1 {
-		return
-	}
-	r.lat.push(s.lat)
-	r.update()
-}
-
-// update recomputes the yardstick from the reference latencies.
-func (r *reference) update() {
-	if r.lat.n < refMin {
-		return
-	}
-	ds := r.sort[:0]
-	for i := 0; i < r.lat.n; i++ {
-		ds = append(ds, *r.lat.get(i))
-	}
-	r.hi = quantile(ds, 0.9)
-	r.sort = ds[:0]
-	r.t90 = max(time.Duration(latencyFactor*float64(r.hi)), r.hi+latencyMinExcess)
-}
-
 // typicalSlow is the reference p90 once known (at least the baseline), else the baseline.
 func (c *Controller) typicalSlow() time.Duration {
-	if c.lat.ref.lat.n >= refMin {
-		return max(c.lat.ref.hi, c.lat.baseline)
+	if c.lat.ref.n >= refMin {
+		return max(c.lat.hi, c.lat.baseline)
 	}
 	return c.lat.baseline
 }

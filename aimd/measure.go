@@ -16,11 +16,9 @@ func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
 	var buf [24]nanos // ages before t
 	ages := buf[:0]
 	for i := 0; i < c.samples.n && len(ages) < len(buf); i++ {
-		s := c.samples.back(i)
-		if s.done <= from {
+		if s := c.samples.back(i); s.done <= from {
 			break
-		}
-		if s.sent > from && s.sent <= t {
+		} else if s.sent > from && s.sent <= t {
 			ages = append(ages, t-s.sent)
 		}
 	}
@@ -30,23 +28,20 @@ func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
 	slices.Sort(ages)
 	ages = ages[:min(len(ages), 9)]
 	var norm [8]float64
-	n := 0
 	for i := 1; i < len(ages); i++ {
-		norm[n] = time.Duration(ages[i]-ages[i-1]).Seconds() * c.hist.at(t-ages[i-1]).rate
-		n++
+		norm[i-1] = time.Duration(ages[i]-ages[i-1]).Seconds() * c.hist.at(t-ages[i-1]).rate
 	}
-	slices.Sort(norm[:n])
-	return norm[(n-1)/2], true
+	slices.Sort(norm[:len(ages)-1])
+	return norm[(len(ages)-2)/2], true
 }
 
 // sendingRate is the rate the host was receiving at t: the allowed rate if it was in use
 // (sends spaced at most twice its interval), else the measured send rate.
 func (c *Controller) sendingRate(t nanos) float64 {
-	r := c.hist.at(t).rate
 	if sp, ok := c.sendSpacing(t); ok && sp > 2 {
-		return r / sp
+		return c.hist.at(t).rate / sp
 	}
-	return r
+	return c.hist.at(t).rate
 }
 
 // rateInUse reports whether the rate bound when s was sent (R2): not DemandSpare, sends spaced
@@ -67,12 +62,11 @@ func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	if len(sends) < 3 {
 		return 0, false
 	}
-	refused := ts - sends[len(sends)-1]
 	shortest := nanos(math.MaxInt64)
 	for i := 1; i < len(sends); i++ {
 		shortest = min(shortest, sends[i]-sends[i-1])
 	}
-	if shortest <= refused || shortest <= 0 {
+	if shortest <= ts-sends[len(sends)-1] || shortest <= 0 {
 		return 0, false
 	}
 	return float64(time.Second) / float64(shortest), true
@@ -82,11 +76,9 @@ func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 func (c *Controller) lastAcceptedBefore(t nanos) nanos {
 	best := never
 	for i := 0; i < c.samples.n; i++ {
-		s := c.samples.back(i)
-		if s.done <= best {
+		if s := c.samples.back(i); s.done <= best {
 			break
-		}
-		if s.sig == Success && s.sent < t && s.sent > best {
+		} else if s.sig == Success && s.sent < t && s.sent > best {
 			best = s.sent
 		}
 	}
@@ -98,14 +90,11 @@ func (c *Controller) lastAcceptedBefore(t nanos) nanos {
 
 // recentAccepted is the success rate over the rateWindow before ts, by send time.
 func (c *Controller) recentAccepted(ts nanos) float64 {
-	from := ts - nanos(rateWindow)
-	ok := 0
+	from, ok := ts-nanos(rateWindow), 0
 	for i := 0; i < c.samples.n; i++ {
-		s := c.samples.back(i)
-		if s.done < from {
+		if s := c.samples.back(i); s.done < from {
 			break
-		}
-		if s.sent >= from && s.sent < ts && s.sig == Success {
+		} else if s.sent >= from && s.sent < ts && s.sig == Success {
 			ok++
 		}
 	}
@@ -129,42 +118,27 @@ type sample struct {
 	demand     Demand
 }
 
-// ring is a fixed-capacity FIFO, oldest overwritten, whose buffer grows with use. Samples are
-// pushed in done order, so scans from the newest stop once done falls before their instant.
+// ring is a FIFO of at most cap elements, the oldest overwritten, whose buffer grows with use.
+// Samples are pushed in done order: scans from the newest stop once done is before their instant.
 type ring[T any] struct {
-	buf  []T
-	head int // index of the oldest element
-	n    int
-	cap  int
+	buf       []T
+	head, cap int // head: the oldest element's index
+	n         int
 }
 
 func newRing[T any](capacity int) ring[T] { return ring[T]{cap: capacity} }
 
 func (r *ring[T]) push(v T) {
-	if r.n == len(r.buf) && len(r.buf) < r.cap {
-		buf := make([]T, min(max(2*len(r.buf), 1), r.cap))
-		for i := 0; i < r.n; i++ {
-			buf[i] = *r.get(i)
-		}
-		r.buf, r.head = buf, 0
-	}
-	if r.n < len(r.buf) {
-		r.buf[(r.head+r.n)%len(r.buf)] = v
+	if r.n < r.cap { // head stays 0 until the ring is full
+		r.buf = append(r.buf, v)
 		r.n++
 		return
 	}
-	r.buf[r.head] = v
-	r.head = (r.head + 1) % len(r.buf)
+	r.buf[r.head], r.head = v, (r.head+1)%r.cap
 }
 
 // get returns the i-th oldest element (0 <= i < r.n).
-func (r *ring[T]) get(i int) *T {
-	j := r.head + i
-	if j >= len(r.buf) {
-		j -= len(r.buf)
-	}
-	return &r.buf[j]
-}
+func (r *ring[T]) get(i int) *T { return &r.buf[(r.head+i)%r.n] }
 
 // back returns the i-th newest element (0 <= i < r.n).
 func (r *ring[T]) back(i int) *T { return r.get(r.n - 1 - i) }
@@ -176,19 +150,16 @@ type point struct {
 	window int
 }
 
-// history is the rate and window changes, oldest first.
+// history is the rate and window changes, oldest first; it is never empty.
 type history struct{ ring[point] }
-
-func newHistory(capacity int) history { return history{newRing[point](capacity)} }
 
 func (h *history) last() *point { return h.get(h.n - 1) }
 
-// at returns the point in effect at t (the oldest known if t predates them all); h.n > 0.
+// at returns the point in effect at t (the oldest known if t predates them all).
 func (h *history) at(t nanos) point {
 	lo, hi := 0, h.n
 	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if h.get(m).t <= t {
+		if m := int(uint(lo+hi) >> 1); h.get(m).t <= t {
 			lo = m + 1
 		} else {
 			hi = m
@@ -203,8 +174,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 		return 0
 	}
 	slices.Sort(ds)
-	k := int(math.Ceil(q*float64(len(ds))-1e-9)) - 1
-	return ds[min(max(k, 0), len(ds)-1)]
+	return ds[min(max(int(math.Ceil(q*float64(len(ds))-1e-9))-1, 0), len(ds)-1)]
 }
 
 // optional is a value that may be unset (the zero optional).

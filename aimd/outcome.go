@@ -45,13 +45,3 @@ type Outcome struct {
 	// Stated is the rate the answer's rate-limit headers state, req/s; 0: none (R11).
 	Stated float64
 }
-
-// label is the front filter's verdict on an outcome that is not Neutral.
-type label uint8
-
-const (
-	labelServed      label = iota // a Success
-	labelLimit                    // a refusal, or a Failure cluster, since the last decrease
-	labelHostFailure              // a Failure its background share or the served peak explains (R9)
-	labelNoise                    // a signal about a request sent before the last decrease (R1)
-)

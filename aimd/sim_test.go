@@ -64,6 +64,10 @@ type simConfig struct {
 	late       float64 // s: the client's timer wakes up to this much late (uniform), as on a loaded machine
 	seed       int64
 	traceEvery float64 // s between rate samples in the trace (default 0.1)
+	stated     float64 // the rate each success's answer states (Outcome.Stated); 0: none
+	demand     Demand  // Outcome.Demand of every outcome
+	restore    *State  // start from this saved State instead of New
+	trail      *trail  // if set, notes the controller after every outcome (golden_test.go)
 }
 
 type simEvent struct {
@@ -175,6 +179,9 @@ func runSim(sc simConfig) *simResult {
 		sc.traceEvery = 0.1
 	}
 	ctrl := New(sc.cfg, simTime(0))
+	if sc.restore != nil {
+		ctrl = Restore(sc.cfg, *sc.restore, simTime(0))
+	}
 	res := &simResult{ctrl: ctrl}
 	var q eventQueue
 	seq := 0
@@ -335,7 +342,7 @@ func runSim(sc simConfig) *simResult {
 		case evRespond:
 			r := e.r
 			inFlight--
-			o := Outcome{Signal: Success, Sent: simTime(r.sent), Latency: time.Duration((t - r.sent) * float64(time.Second)), InFlight: r.inFlight}
+			o := Outcome{Signal: Success, Sent: simTime(r.sent), Latency: time.Duration((t - r.sent) * float64(time.Second)), InFlight: r.inFlight, Demand: sc.demand}
 			if r.rejected {
 				o.Signal = Overload
 				res.over++
@@ -346,11 +353,13 @@ func runSim(sc simConfig) *simResult {
 					o.Pause = time.Duration(r.retryIn * float64(time.Second))
 				}
 			} else {
+				o.Stated = sc.stated
 				res.ok++
 				res.okAt = append(res.okAt, t)
 				res.okLat = append(res.okLat, t-r.sent)
 			}
 			ctrl.Observe(simTime(t), o)
+			sc.trail.note(ctrl)
 			if nr := ctrl.Rate(); nr != cRate {
 				advanceClient(t)
 				cRate = nr

@@ -29,31 +29,22 @@ type Stats struct {
 
 // Stats returns a snapshot. It does not change the controller's decisions.
 func (c *Controller) Stats() Stats {
-	ds := c.latencies(never, false)
-	return Stats{
-		Rate:         c.Rate(),
-		Window:       c.Window(),
-		P95:          c.p95(ds),
-		Baseline:     c.lat.baseline,
-		Phase:        c.phase,
-		Plateau:      c.curve.plateau,
-		Decreases:    c.counts.decreases,
-		OverLimit:    c.counts.overLimit,
-		Failures:     c.counts.failures,
-		Neutral:      c.counts.neutral,
-		LastDecrease: c.epoch.at,
-		AcceptedRate: c.acceptedRate(c.last),
-		Stated:       c.trustedStated(),
+	st := Stats{Rate: c.Rate(), Window: c.Window(), P95: c.p95(), Baseline: c.lat.baseline, Phase: c.phase,
+		Plateau: c.curve.plateau, Decreases: c.counts.decreases, OverLimit: c.counts.overLimit,
+		Failures: c.counts.failures, Neutral: c.counts.neutral, LastDecrease: c.epoch.at,
+		AcceptedRate: c.acceptedRate(c.last)}
+	if c.stated.trust == statedTrusted {
+		st.Stated = c.stated.rate
 	}
+	return st
 }
 
-// p95 is the p95 of ds, the latest successes' latencies, or the restored State.P95 when there
-// are none yet.
-func (c *Controller) p95(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return c.counts.savedP95
+// p95 is the p95 of the latest successes' latencies, or the restored State.P95 before any.
+func (c *Controller) p95() time.Duration {
+	if ds := c.latencies(false); len(ds) > 0 {
+		return quantile(ds, 0.95)
 	}
-	return quantile(ds, 0.95)
+	return c.counts.savedP95
 }
 
 // State is what a controller has learned about a host, to persist between runs. All fields are
@@ -79,23 +70,10 @@ type State struct {
 
 // State returns the learned state.
 func (c *Controller) State() State {
-	return State{
-		Version:   StateVersion,
-		Rate:      c.rate,
-		Window:    c.Window(),
-		Plateau:   c.curve.plateau,
-		Baseline:  c.lat.baseline,
-		SlowStart: c.inSlowStart(),
-		Decreases: c.counts.decreases,
-		OverLimit: c.counts.overLimit,
-		Failures:  c.counts.failures,
-		P95:       c.p95(c.latencies(never, false)),
-
-		RefusalPause:   c.pace.pause,
-		FailureShare:   c.fails.base,
-		FailureSamples: c.fails.older,
-		FailCut:        c.fails.cut.v,
-	}
+	return State{Version: StateVersion, Rate: c.rate, Window: c.Window(), Plateau: c.curve.plateau,
+		Baseline: c.lat.baseline, SlowStart: c.inSlowStart(), Decreases: c.counts.decreases,
+		OverLimit: c.counts.overLimit, Failures: c.counts.failures, P95: c.p95(), RefusalPause: c.pace.pause,
+		FailureShare: c.fails.base, FailureSamples: c.fails.older, FailCut: c.fails.cut.v}
 }
 
 // Restore returns a controller that resumes from s at now: at its rate and window (clamped to
@@ -115,21 +93,25 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	c.counts.decreases, c.counts.overLimit, c.counts.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
 	c.pace.pause = max(s.RefusalPause, 0)
 	c.counts.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
-	c.fails.restore(s.FailureShare, s.FailureSamples, s.FailCut)
-	if learned {
-		c.curve.plateau, c.curve.from = c.rate, c.rate
+	if s.FailureShare >= 0 && s.FailureShare <= 1 && s.FailureSamples > 0 {
+		c.fails.base, c.fails.older = s.FailureShare, min(s.FailureSamples, memory)
+	}
+	if r := validRate(s.FailCut); r > 0 {
+		c.fails.cut.set(r)
+	}
+	if k := &c.curve; learned {
+		k.plateau, k.from = c.rate, c.rate
 		if p := validRate(s.Plateau); p > 0 {
-			c.curve.plateau = p
+			k.plateau = p
 		}
-		if c.rate > c.curve.plateau {
-			// Resume the probe at the time on the curve that gives the rate.
-			x := math.Cbrt((c.rate/c.curve.plateau - 1) / probeGain)
-			c.curve.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
+		if c.rate > k.plateau { // resume the probe at the time on the curve that gives the rate
+			x := math.Cbrt((c.rate/k.plateau - 1) / probeGain)
+			k.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
 		}
 	}
 	c.place()
-	c.hist = newHistory(memory)
-	c.record(now, true)
+	c.hist = history{ring[point]{cap: memory}}
+	c.hist.push(point{t: toNanos(now), rate: c.Rate(), window: c.Window()})
 	return c
 }
 

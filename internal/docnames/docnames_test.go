@@ -53,6 +53,7 @@ var allowed = map[string]string{
 	"waitForDebuggerOnStart": "parameter of Target.setAutoAttach", "Purpose": "HTTP header",
 	"EventSource": "Web API", "RTCPeerConnection": "Web API", "WebSocket": "Web API",
 	"navigator.serviceWorker": "Web API", "outerHTML": "DOM property",
+	"setTimeout": "Web API", "setInterval": "Web API",
 }
 
 // goName matches a code span that reads as a Go name: `Name`, `pkg.Name`, `Type.Field`,

@@ -258,16 +258,7 @@ func TestBrowserStartsBesideFirstFetch(t *testing.T) {
 		once.Do(func() { close(served) })
 	}))
 	defer srv.Close()
-	cfg := Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.Seeds = []string{srv.URL + "/"}
-	cfg.InitialRate = 20
-	cfg.Render = Render{Mode: RenderAlways, Timeout: DefaultRenderTimeout}
-	c, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openRenderingSeed(t, srv.URL+"/")
 	b := &scriptedBrowser{tries: map[string]int{}, errs: map[string][]error{}}
 	c.renders.start = func(render.Options) (pageRenderer, error) {
 		select {
@@ -289,6 +280,23 @@ func TestBrowserStartsBesideFirstFetch(t *testing.T) {
 	}
 }
 
+// openRenderingSeed opens a crawl of one seed that renders every page; the test's cleanup
+// closes it.
+func openRenderingSeed(t *testing.T, seed string) *Crawler {
+	t.Helper()
+	cfg := Defaults()
+	cfg.Dir = t.TempDir()
+	cfg.Seeds = []string{seed}
+	cfg.InitialRate = 20
+	cfg.Render = Render{Mode: RenderAlways, Timeout: DefaultRenderTimeout}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestBrowserStartFails: a browser that fails to start stops the run with its error at the
 // first render, and the page fetched for it stays queued for the next run.
 func TestBrowserStartFails(t *testing.T) {
@@ -297,16 +305,7 @@ func TestBrowserStartFails(t *testing.T) {
 		fmt.Fprint(w, `<title>App</title><div id="app">Loading…</div><script src="/app.js"></script>`)
 	}))
 	defer srv.Close()
-	cfg := Defaults()
-	cfg.Dir = t.TempDir()
-	cfg.Seeds = []string{srv.URL + "/"}
-	cfg.InitialRate = 20
-	cfg.Render = Render{Mode: RenderAlways, Timeout: DefaultRenderTimeout}
-	c, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openRenderingSeed(t, srv.URL+"/")
 	c.renders.start = func(render.Options) (pageRenderer, error) { return nil, render.ErrNoBrowser }
 	if _, err := c.Run(context.Background()); !errors.Is(err, render.ErrNoBrowser) {
 		t.Fatalf("Run: %v, want ErrNoBrowser", err)

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -181,10 +182,14 @@ func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) (
 	for _, g := range order {
 		gw := groups[g]
 		keys = append(keys, s.k.queue(p, g.host))
-		args = append(args, g.host, g.state, g.reason, len(gw))
-		for _, w := range gw {
-			args = append(args, seenMember(Fingerprint(w.entry.URL)))
+		hs := make([]byte, 0, 4*len(gw))
+		ms := make([]any, len(gw))
+		for i, w := range gw {
+			fp := Fingerprint(w.entry.URL)
+			hs = binary.LittleEndian.AppendUint32(hs, uint32(seenHash(fp)))
+			ms[i] = seenMember(fp)
 		}
+		args = append(append(args, g.host, g.state, g.reason, len(gw), string(hs)), ms...)
 		if g.state == seenQueued {
 			for _, w := range gw {
 				args = append(args, itemOf(w.entry, 0).encode())

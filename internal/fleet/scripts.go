@@ -51,7 +51,8 @@ return 1
 //
 // Every bucket a script may touch is declared in KEYS: the caller, from what it last knew of
 // the header (seenView, n_w), passes the "seen block": in KEYS the bucket keys, in ARGV n_w,
-// the splits k it allows, the number of buckets nb and their numbers. The buckets are those
+// the splits k it allows, the number of buckets nb and their numbers, packed in one argument (4 bytes each,
+// little-endian: read by struct.unpack, not parsed from text). The buckets are those
 // of each fingerprint under every bucket count from n_w to n_w + k, the pairs split on the way
 // there, and bucket n_w - 1.
 //
@@ -73,6 +74,17 @@ local seenMaxN = ` + strconv.Itoa(seenMaxN) + `
 local seenMaxSplits = ` + strconv.Itoa(seenMaxSplits) + `
 local seenIntset = ` + strconv.Itoa(seenIntset) + `
 local seenRepaired = false
+local seenFmt = '<' .. string.rep('I4', 200)
+local function seenU32(s) -- the little-endian 32-bit integers packed in s (the caller's), in order
+  local out, n, pos, i = {}, math.floor(#s / 4), 1, 0
+  while i < n do
+    local c = math.min(n - i, 200)
+    local v = {struct.unpack(c == 200 and seenFmt or '<' .. string.rep('I4', c), s, pos)}
+    for j = 1, c do out[i + j] = v[j] end
+    pos, i = v[c + 1], i + c
+  end
+  return out
+end
 local function seenTop()
   seenM = 1
   while seenM * 2 <= seenN do seenM = seenM * 2 end
@@ -85,7 +97,8 @@ end
 local function seenOpen(meta, kb, ab)
   seenMeta, seenKeys, seenDirty = meta, {}, false
   local nw, k, nb = tonumber(ARGV[ab]), tonumber(ARGV[ab+1]), tonumber(ARGV[ab+2])
-  for i = 0, nb - 1 do seenKeys[ARGV[ab+3+i] + 0] = KEYS[kb+i] end -- the caller's integers
+  local bs = seenU32(ARGV[ab+3])
+  for i = 1, nb do seenKeys[bs[i]] = KEYS[kb+i-1] end
   seenTo = nw + k
   local v = redis.call('HMGET', meta, 'n', 'urls')
   seenN, seenURLs = 1, 0
@@ -149,9 +162,11 @@ local function seenSplit()
   seenDirty = true
   seenTop()
 end
-local function seenAdd(m) -- records member m; true when it was not seen before
+local function seenHashOf(m) -- h of member m, one of the caller's
   local q = m / 1e10
-  local h = q - q % 1 -- floor(q): h, the digits before the last ten (exact: h·10^10 is a double)
+  return q - q % 1 -- floor(q): h, the digits before the last ten (exact: h·10^10 is a double)
+end
+local function seenAdd(m, h) -- records member m, whose hash is h; true when it was not seen before
   local b = h % (2 * seenM)
   if b >= seenN then b = h % seenM end
   if seenSadd(seenKeys[b], m) == 0 then return false end
@@ -215,7 +230,7 @@ end
 // counters, with the seen-set open (seenOpen): it adds n groups of entries (appendWrites),
 // whose keys start at KEYS[k] (per group its host's queue) and whose arguments start at
 // ARGV[a]; per group: host, state ('1' to queue, '4' excluded), exclusion reason, count c,
-// then c members (seenMember), then, for state '1', the c items in the same order. It counts
+// the c members' seenHash packed (4 bytes each, little-endian), then c members (seenMember), then, for state '1', the c items in the same order. It counts
 // in inc what it queued ('queued') and excluded ('excluded', 'excluded:REASON'); the caller
 // closes the seen-set. A group's new items are pushed with one RPUSH, so a script does per
 // host, not per URL, what touches a host's keys. With a budget (> 0), a host's URLs ever
@@ -232,8 +247,9 @@ local function add_entries(hosts, used, budget, k, a, n, inc)
     local room -- with a budget: how many more of host's URLs may be queued
     if queue and budget > 0 then room = budget - (tonumber(redis.call('HGET', used, host) or '0') or 0) end
     local items, ni = {}, 0
-    for i = a + 4, a + 3 + c do
-      if seenAdd(ARGV[i]) then
+    local hs = seenU32(ARGV[a+4])
+    for i = a + 5, a + 4 + c do
+      if seenAdd(ARGV[i], hs[i - a - 4]) then
         if queue and (not room or room > 0) then
           ni = ni + 1
           items[ni] = ARGV[i + c]
@@ -251,7 +267,7 @@ local function add_entries(hosts, used, budget, k, a, n, inc)
       if budget > 0 then cincr(used, host, #items) end
       added = added + #items
     end
-    a = a + 4 + c * (queue and 2 or 1)
+    a = a + 5 + c * (queue and 2 or 1)
   end
   inc('queued', added)
   inc('excluded', excluded)
@@ -262,14 +278,14 @@ end
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
 // KEYS hosts, counts, used, seen-set header, the nb bucket keys of the seen block, then per
 // group of entries its host's queue; ARGV the host budget (0: none), the seen block (n_w, k,
-// nb, the nb bucket numbers), then the groups' arguments of add_entries. Returns {queued,
+// nb, the nb bucket numbers packed as seenU32 reads them), then the groups' arguments of add_entries. Returns {queued,
 // excluded, n, urls} (the header after), or seenOpen's error reply having written nothing.
 var addScript = redis.NewScript(seenSet + counters + addEntries + `
 local nb = tonumber(ARGV[4])
 local stale = seenOpen(KEYS[4], 5, 2)
 if stale then return stale end
 local inc, flush = counter(KEYS[2])
-local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5 + nb, 5 + nb, #KEYS - 4 - nb, inc)
+local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5 + nb, 6, #KEYS - 4 - nb, inc)
 if seenRepaired then inc('repaired', 1) end
 seenClose()
 flush()
@@ -321,7 +337,7 @@ return out
 // (empty for none), number of results, host budget (0: none), then per result: in-flight
 // member, seen member (seenMember), kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
 // retry item, retry not-before-ms, host, reason (failed, excluded), then the seen block (n_w,
-// k, nb, the nb bucket numbers), then the groups' arguments of add_entries. Returns per result
+// k, nb, the nb bucket numbers packed), then the groups' arguments of add_entries. Returns per result
 // 1, or 0 when its URL was not in flight (its state is then left alone), then the header's n
 // and urls after; or, having written nothing, seenOpen's error reply. The entries are the links
 // (and exclusions) of the batch's fetched pages that belong to this partition, added at once;
@@ -355,7 +371,7 @@ for i = 0, nres - 1 do
       redis.call('SADD', KEYS[5], ARGV[a+5])
       add('delayed', 1)
     else
-      seenAdd(ARGV[a+1])
+      seenAdd(ARGV[a+1], seenHashOf(ARGV[a+1]))
       add('queued', -1)
       add(names[k], 1)
       if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+6], 1) end
@@ -363,7 +379,7 @@ for i = 0, nres - 1 do
   end
 end
 local kg = 8 + nres + nb
-add_entries(KEYS[5], KEYS[6], tonumber(ARGV[4]), kg, sb + 3 + nb, #KEYS - kg + 1, add)
+add_entries(KEYS[5], KEYS[6], tonumber(ARGV[4]), kg, sb + 4, #KEYS - kg + 1, add)
 if ARGV[2] ~= '' then
   redis.call('RPUSH', KEYS[4], ARGV[2])
   add('outbox', 1)

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -162,12 +163,12 @@ func seenTop(n int) int { return 1 << (bits.Len(uint(n)) - 1) }
 func (s *Store) appendSeenBlock(keys []string, args []any, p int, v seenView, hs []uint64) ([]string, []any) {
 	k := seenSplits(v, len(hs))
 	bs := seenBlockBuckets(v, k, hs)
-	args = append(args, v.n, k, len(bs))
+	packed := make([]byte, 0, 4*len(bs))
 	for _, b := range bs {
 		keys = append(keys, s.k.bucket(p, b))
-		args = append(args, b)
+		packed = binary.LittleEndian.AppendUint32(packed, uint32(b))
 	}
-	return keys, args
+	return keys, append(args, v.n, k, len(bs), string(packed))
 }
 
 // repairSeen recounts partition p's seen-set header from its buckets, for a script that found

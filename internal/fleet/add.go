@@ -112,6 +112,7 @@ func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, repl
 					}
 					continue
 				}
+				s.seenFitted(c.part)
 				if len(r) >= 4 {
 					if v, ok := seenViewFrom(r[2], r[3]); ok {
 						s.setSeenView(c.part, v)
@@ -143,6 +144,7 @@ func (s *Store) seenAgain(ctx context.Context, p int, err error) (again bool, _ 
 	switch what, v := seenAnswerOf(err); what {
 	case seenStale:
 		s.setSeenView(p, v)
+		s.seenWiden(p)
 		return true, nil
 	case seenDamaged:
 		if err := s.repairSeen(ctx, p); err != nil {

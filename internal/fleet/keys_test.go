@@ -48,9 +48,9 @@ func TestSeenBlockBuckets(t *testing.T) {
 		for i := range hs {
 			hs[i] = seenHash(rng.Uint64())
 		}
-		k := seenSplits(v, len(hs))
-		if k < seenSlack {
-			t.Errorf("%v: %d splits allowed, want at least %d", v, k, seenSlack)
+		k := seenSplits(v, len(hs), seenSlackMin)
+		if k < seenSlackMin {
+			t.Errorf("%v: %d splits allowed, want at least %d", v, k, seenSlackMin)
 		}
 		got := map[int]bool{}
 		for _, b := range seenBlockBuckets(v, k, hs) {

@@ -192,11 +192,12 @@ const seenLoad = 128
 // seenIntset is Redis' default set-max-intset-entries: a set of more members is a hash table.
 const seenIntset = 512
 
-// seenSlack is the splits beyond its own that a script's seen block allows (writes of other
-// workers to the partition between what the caller knew and the script's run); seenMaxSplits
-// bounds the splits one script may do.
+// seenSlackMin and seenSlackMax bound the splits beyond its own that a script's seen block
+// allows (writes of other workers to the partition between what the caller knew and the
+// script's run; Store.seenSlackOf); seenMaxSplits bounds the splits one script may do.
 const (
-	seenSlack     = 32
+	seenSlackMin  = 2
+	seenSlackMax  = 32
 	seenMaxSplits = 1024
 )
 

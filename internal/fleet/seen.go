@@ -115,10 +115,45 @@ func seenAnswerOf(err error) (seenAnswer, seenView) {
 }
 
 // seenSplits is the splits a script's seen block allows under view v for e members that may
-// be new: enough for all of them, and seenSlack more, at most seenMaxSplits.
-func seenSplits(v seenView, e int) int {
+// be new: enough for all of them, and slack more, at most seenMaxSplits.
+func seenSplits(v seenView, e, slack int) int {
 	need := (v.urls+e+seenLoad-1)/seenLoad - v.n
-	return min(max(need, 0)+seenSlack, seenMaxSplits, seenMaxN-v.n)
+	return min(max(need, 0)+slack, seenMaxSplits, seenMaxN-v.n)
+}
+
+// seenSlackOf is the splits beyond its own that the next script of partition p allows: every
+// one costs the script two more bucket keys, and is needed only if other workers split the
+// partition between what s knew and the script's run. It is seenSlackMin, doubled (up to
+// seenSlackMax) each time a script of p found the header beyond what it allowed (seenWiden),
+// and one less each time one did not (seenFitted), down to seenSlackMin.
+func (s *Store) seenSlackOf(p int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k, ok := s.slack[p]; ok {
+		return k
+	}
+	return seenSlackMin
+}
+
+func (s *Store) seenWiden(p int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slack == nil {
+		s.slack = map[int]int{}
+	}
+	s.slack[p] = min(2*max(s.slack[p], seenSlackMin), seenSlackMax)
+}
+
+func (s *Store) seenFitted(p int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k, ok := s.slack[p]; ok {
+		if k-1 <= seenSlackMin {
+			delete(s.slack, p)
+		} else {
+			s.slack[p] = k - 1
+		}
+	}
 }
 
 // seenBlockBuckets is the buckets a seen block declares under view v allowing k splits, for
@@ -161,7 +196,7 @@ func seenTop(n int) int { return 1 << (bits.Len(uint(n)) - 1) }
 // appendSeenBlock appends to keys and args the seen block (scripts.go, seenSet) of a script of
 // partition p that may record the members whose seenHash are hs, under view v.
 func (s *Store) appendSeenBlock(keys []string, args []any, p int, v seenView, hs []uint64) ([]string, []any) {
-	k := seenSplits(v, len(hs))
+	k := seenSplits(v, len(hs), s.seenSlackOf(p))
 	bs := seenBlockBuckets(v, k, hs)
 	packed := make([]byte, 0, 4*len(bs))
 	for _, b := range bs {

@@ -74,6 +74,7 @@ type Store struct {
 	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
 	runIDs   map[string]string       // run_id per master address, as last read (guarded by mu)
 	seen     map[int]seenView        // each partition's seen-set header, as last read (guarded by mu)
+	slack    map[int]int             // each partition's seen slack, if not seenSlackMin (guarded by mu)
 
 	asideFn atomic.Pointer[func(asideNote)] // told of each value set aside (watchSetAside)
 }

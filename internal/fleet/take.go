@@ -174,6 +174,7 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 			}
 			continue
 		}
+		s.seenFitted(p)
 		if len(r) >= len(ds)+2 {
 			if v, ok := seenViewFrom(r[len(ds)], r[len(ds)+1]); ok {
 				s.setSeenView(p, v)

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -74,12 +75,12 @@ local seenMaxN = ` + strconv.Itoa(seenMaxN) + `
 local seenMaxSplits = ` + strconv.Itoa(seenMaxSplits) + `
 local seenIntset = ` + strconv.Itoa(seenIntset) + `
 local seenRepaired = false
-local seenFmt = '<' .. string.rep('I4', 200)
+local seenFmt = '<` + strings.Repeat("I4", 200) + `' -- a constant of the script: made once, when it is loaded
 local function seenU32(s) -- the little-endian 32-bit integers packed in s (the caller's), in order
   local out, n, pos, i = {}, math.floor(#s / 4), 1, 0
   while i < n do
     local c = math.min(n - i, 200)
-    local v = {struct.unpack(c == 200 and seenFmt or '<' .. string.rep('I4', c), s, pos)}
+    local v = {struct.unpack(c == 200 and seenFmt or string.sub(seenFmt, 1, 1 + 2 * c), s, pos)}
     for j = 1, c do out[i + j] = v[j] end
     pos, i = v[c + 1], i + c
   end

@@ -52,10 +52,10 @@ return 1
 //
 // Every bucket a script may touch is declared in KEYS: the caller, from what it last knew of
 // the header (seenView, n_w), passes the "seen block": in KEYS the bucket keys, in ARGV n_w,
-// the splits k it allows, the number of buckets nb and their numbers, packed in one argument (4 bytes each,
-// little-endian: read by struct.unpack, not parsed from text). The buckets are those
-// of each fingerprint under every bucket count from n_w to n_w + k, the pairs split on the way
-// there, and bucket n_w - 1.
+// the splits k it allows, the number of buckets nb and their numbers, packed in one argument
+// (4 bytes each, little-endian: read by struct.unpack, not parsed from text). The buckets are
+// those of each fingerprint under every bucket count from n_w to n_w + k, the pairs split on
+// the way there, and bucket n_w - 1.
 //
 //	seenOpen(meta, kb, ab) reads the header (bucket keys from KEYS[kb], the block's
 //	arguments from ARGV[ab]) and returns an error reply before anything is written: STALE n
@@ -75,7 +75,7 @@ local seenMaxN = ` + strconv.Itoa(seenMaxN) + `
 local seenMaxSplits = ` + strconv.Itoa(seenMaxSplits) + `
 local seenIntset = ` + strconv.Itoa(seenIntset) + `
 local seenRepaired = false
-local seenFmt = '<` + strings.Repeat("I4", 200) + `' -- a constant of the script: made once, when it is loaded
+local seenFmt = '<` + strings.Repeat("I4", 200) + `' -- a constant: made when the script loads
 local function seenU32(s) -- the little-endian 32-bit integers packed in s (the caller's), in order
   local out, n, pos, i = {}, math.floor(#s / 4), 1, 0
   while i < n do
@@ -232,8 +232,9 @@ end
 // counters, with the seen-set open (seenOpen): it adds n groups of entries (appendWrites),
 // whose keys start at KEYS[k] (per group its host's queue) and whose arguments start at
 // ARGV[a]; per group: host, state ('1' to queue, '4' excluded), exclusion reason, count c,
-// the c members' seenHash packed (4 bytes each, little-endian), then c members (seenMember), then, for state '1', the c items in the same order. It counts
-// in inc what it queued ('queued') and excluded ('excluded', 'excluded:REASON'); the caller
+// the c members' seenHash packed (4 bytes each, little-endian), then c members (seenMember),
+// then, for state '1', the c items in the same order. It counts in inc what it queued
+// ('queued') and excluded ('excluded', 'excluded:REASON'); the caller
 // closes the seen-set. A group's new items are pushed with one RPUSH, so a script does per
 // host, not per URL, what touches a host's keys. With a budget (> 0), a host's URLs ever
 // queued are counted in used (read and written once per group), and an unseen URL of a host at
@@ -280,8 +281,9 @@ end
 // add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
 // KEYS hosts, counts, used, seen-set header, the nb bucket keys of the seen block, then per
 // group of entries its host's queue; ARGV the host budget (0: none), the seen block (n_w, k,
-// nb, the nb bucket numbers packed as seenU32 reads them), then the groups' arguments of add_entries. Returns {queued,
-// excluded, n, urls} (the header after), or seenOpen's error reply having written nothing.
+// nb, the nb bucket numbers packed as seenU32 reads them), then the groups' arguments of
+// add_entries. Returns {queued, excluded, n, urls} (the header after), or seenOpen's error
+// reply having written nothing.
 var addScript = redis.NewScript(seenSet + counters + addEntries + `
 local nb = tonumber(ARGV[4])
 local stale = seenOpen(KEYS[4], 5, 2)
@@ -339,8 +341,8 @@ return out
 // (empty for none), number of results, host budget (0: none), then per result: in-flight
 // member, seen member (seenMember), kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
 // retry item, retry not-before-ms, host, reason (failed, excluded), then the seen block (n_w,
-// k, nb, the nb bucket numbers packed), then the groups' arguments of add_entries. Returns per result
-// 1, or 0 when its URL was not in flight (its state is then left alone), then the header's n
+// k, nb, the nb bucket numbers packed), then the groups' arguments of add_entries. Returns per
+// result 1, or 0 when its URL was not in flight (its state is then left alone), then the header's n
 // and urls after; or, having written nothing, seenOpen's error reply. The entries are the links
 // (and exclusions) of the batch's fetched pages that belong to this partition, added at once;
 // the payload holds the others, for Forward. A completed URL's member is recorded (one missing

@@ -35,6 +35,20 @@ func (f *freedGates) add(gate string) {
 	}
 }
 
+// poke wakes the dispatcher without a gate: links were queued outside its jobs' commits (a
+// rendered page's early links).
+func (f *freedGates) poke() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.signal == nil {
+		return
+	}
+	select {
+	case f.signal <- struct{}{}:
+	default:
+	}
+}
+
 // take returns the gates noted since the last take.
 func (f *freedGates) take() []string {
 	f.mu.Lock()

@@ -149,7 +149,7 @@ func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, 
 		return err
 	}
 	doc := &render.Response{Status: p.Status, Header: p.Header.Clone(), Body: p.Body}
-	a := &answerer{c: c, from: renderingPage{url: l.URL, depth: l.Depth}}
+	a := &answerer{c: c, from: renderingPage{url: l.URL, depth: l.Depth}, lease: l, base: base, early: map[string]bool{}}
 	var out *render.Result
 	tries := 0
 	for tries < renderTries {
@@ -177,13 +177,6 @@ func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, 
 	}
 	p.Rendered = out.DOM
 	p.Render = &storage.RenderInfo{Cut: renderCut(out.Cut), Requests: out.Requests, Bytes: out.Bytes, Took: out.Took}
-	c.renderedLinks(res, l, base, out.DOM)
-	return nil
-}
-
-// renderedLinks adds the links of the rendered DOM to res, those the raw HTML gave (and
-// recorded) apart, through the same scope, robots and program checks.
-func (c *Crawler) renderedLinks(res *frontier.Result, l frontier.Lease, base *url.URL, dom []byte) {
 	seen := map[string]bool{}
 	for _, e := range res.Links {
 		seen[e.URL] = true
@@ -191,8 +184,26 @@ func (c *Crawler) renderedLinks(res *frontier.Result, l frontier.Lease, base *ur
 	for _, x := range res.Excluded {
 		seen[x.URL] = true
 	}
+	room := fetch.MaxLinks
+	for u := range a.early { // already recorded: counted, not taken again
+		if !seen[u] {
+			seen[u] = true
+			room--
+		}
+	}
+	c.renderedLinks(res, l, base, out.DOM, seen, room)
+	return nil
+}
+
+// renderedLinks adds to res the links of the rendered DOM that seen does not hold (seen then
+// holds them), at most room of them, through the same scope, robots and program checks as
+// the raw HTML's.
+func (c *Crawler) renderedLinks(res *frontier.Result, l frontier.Lease, base *url.URL, dom []byte, seen map[string]bool, room int) {
 	links := fetch.ExtractLinks(base, http.Header{}, "text/html", dom, c.agent)
 	for _, lk := range links.Links {
+		if room <= 0 {
+			return
+		}
 		if lk.URL.User != nil {
 			lk.URL.User = nil
 			lk.Str = lk.URL.String()
@@ -201,6 +212,7 @@ func (c *Crawler) renderedLinks(res *frontier.Result, l frontier.Lease, base *ur
 			continue
 		}
 		seen[lk.Str] = true
+		room--
 		e := frontier.Entry{URL: lk.Str, Host: urlnorm.HostKey(lk.URL), Depth: l.Depth + 1, Parent: l.URL}
 		if c.cfg.Hooks.Link != nil && !lk.NoFollow && !c.cfg.Hooks.Link(base, lk.URL, e.Depth) {
 			res.Excluded = append(res.Excluded, frontier.Exclusion{Entry: e, Reason: frontier.ReasonFilter, Detail: "dropped by the program (Hooks.Link)"})
@@ -223,14 +235,70 @@ func renderCut(c render.Cut) storage.RenderCut {
 	return storage.RenderComplete
 }
 
-// answerer answers the sub-requests of one page's render through the crawl (subresource).
-// It is called from several goroutines at once.
+// answerer answers the sub-requests of one page's render through the crawl (subresource),
+// and records the links of its DOM read early (Early). It is called from several goroutines
+// at once.
 type answerer struct {
-	c    *Crawler
-	from renderingPage
+	c     *Crawler
+	from  renderingPage
+	lease frontier.Lease
+	base  *url.URL
 
 	mu    sync.Mutex
-	fault error // the first store failure met: the crawl must stop
+	fault error           // the first store failure met: the crawl must stop
+	early map[string]bool // URLs recorded (queued or excluded) from an early DOM: at most fetch.MaxLinks
+}
+
+// Early implements render.EarlyReader: the links of the page's DOM read while the page still
+// loads are recorded now (frontier Add and Exclude, resultChunk a transaction), through the
+// same checks as the links recorded when the page ends, and the dispatcher is woken for
+// them. The page's lease is still held: a crawl stopped before its Complete fetches the page
+// again, its early links already seen. Links already recorded, and those past fetch.MaxLinks
+// for the page, are not taken again.
+func (a *answerer) Early(dom []byte) {
+	a.mu.Lock()
+	seen := make(map[string]bool, len(a.early))
+	for u := range a.early {
+		seen[u] = true
+	}
+	room := fetch.MaxLinks - len(a.early)
+	a.mu.Unlock()
+	var res frontier.Result
+	a.c.renderedLinks(&res, a.lease, a.base, dom, seen, room)
+	if len(res.Links)+len(res.Excluded) == 0 {
+		return
+	}
+	err := a.record(res)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		if a.fault == nil {
+			a.fault = fmt.Errorf("recording the links of %s read early: %w", a.lease.URL, err)
+		}
+		return
+	}
+	for _, e := range res.Links {
+		a.early[e.URL] = true
+	}
+	for _, x := range res.Excluded {
+		a.early[x.URL] = true
+	}
+	a.c.renders.freed.poke()
+}
+
+// record adds res's links and exclusions to the frontier, resultChunk a transaction.
+func (a *answerer) record(res frontier.Result) error {
+	for i := 0; i < len(res.Links); i += resultChunk {
+		if _, err := a.c.fr.Add(res.Links[i:min(i+resultChunk, len(res.Links))]); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < len(res.Excluded); i += resultChunk {
+		if err := a.c.fr.Exclude(res.Excluded[i:min(i+resultChunk, len(res.Excluded))]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Answer implements render.Answerer.

@@ -101,6 +101,9 @@ func unwanted(resourceType string, h map[string]string) bool {
 // paused decides what to do with one paused request.
 func (p *page) paused(ctx context.Context, session string, r *pausedRequest) error {
 	p.inflight++
+	if passiveTypes[r.ResourceType] {
+		p.passive[session+"\x00"+r.RequestID] = true
+	}
 	mainFrame := r.FrameID == p.target && r.ResourceType == "Document"
 	if session != p.session || (r.FrameID != p.target) {
 		p.foreign = true
@@ -226,7 +229,7 @@ var dropped = map[string]bool{"Content-Encoding": true, "Content-Length": true, 
 
 func (p *page) fulfill(ctx context.Context, session, id string, r *Response, navigation bool, entry string) {
 	done := "" // the entry to look for, once the browser took the answer
-	defer func() { p.finishWith(done) }()
+	defer func() { p.finishWith(session+"\x00"+id, done) }()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if r.Status < 100 || r.Status > 999 {
@@ -269,7 +272,7 @@ func (p *page) fulfill(ctx context.Context, session, id string, r *Response, nav
 }
 
 func (p *page) fail(ctx context.Context, session, id, reason string) {
-	defer p.finish()
+	defer p.finishWith(session+"\x00"+id, "")
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	p.c.call(cctx, session, "Fetch.failRequest", map[string]any{"requestId": id, "errorReason": reason}, nil)

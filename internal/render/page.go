@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -44,19 +45,62 @@ type page struct {
 	cut       Cut
 	res       Result
 
+	early    func(dom []byte) // EarlyReader.Early of the Answerer; nil: no early reads
+	parsed   bool             // the main frame fired DOMContentLoaded
+	passive  map[string]bool  // requests in flight (session, id) that no DOM content depends on: images, fonts, media
+	content  int              // requests ended that the DOM's content may depend on, and DOMContentLoaded
+	readAt   int              // content at the last early read
+	reads    int              // early reads started
+	reading  bool             // an early read is under way
+	earlyEnd chan struct{}    // an early read ended
+	bg       sync.WaitGroup   // early reads; run waits for them after cancelling their context
+
 	done chan finished // a request was fulfilled or failed
 	answ chan answered // the Answerer answered
 	stop chan struct{} // closed when run returns: goroutines stop reporting
 }
 
-// finished is one request handled; entry is its resource timing entry when it was answered
-// and render looks for one (entryOf).
-type finished struct{ entry string }
+// finished is one request handled; key is its (session, id), "" for a child or a dialog;
+// entry is its resource timing entry when it was answered and render looks for one (entryOf).
+type finished struct{ key, entry string }
 
 // newPage makes a render of url in t, or in a new tab if t is nil.
 func newPage(o Options, in *instance, t *tab, url string, doc *Response, a Answerer, prelude string) *page {
-	return &page{o: o, in: in, c: in.conn, tab: t, url: url, doc: doc, a: a, sink: newSink(), prelude: prelude,
-		origins: map[string]bool{}, expect: map[string]string{}, done: make(chan finished), answ: make(chan answered), stop: make(chan struct{})}
+	p := &page{o: o, in: in, c: in.conn, tab: t, url: url, doc: doc, a: a, sink: newSink(), prelude: prelude,
+		origins: map[string]bool{}, expect: map[string]string{}, done: make(chan finished), answ: make(chan answered), stop: make(chan struct{}),
+		passive: map[string]bool{}, earlyEnd: make(chan struct{})}
+	if r, ok := a.(EarlyReader); ok {
+		p.early = r.Early
+	}
+	return p
+}
+
+// Early reads (EarlyReader): a page whose DOM content has all come while an image, a font or a
+// medium holds its load event gives its DOM to the caller then, not only when it ends.
+const (
+	earlyHold     = settleQuiet // the least time only passive requests are in flight before a read
+	maxEarlyReads = 3
+)
+
+// passiveTypes are the resource types whose answers change no DOM content a script reads.
+var passiveTypes = map[string]bool{"Image": true, "Font": true, "Media": true, "TextTrack": true}
+
+// earlyReady reports whether an early read may start now.
+func (p *page) earlyReady() bool {
+	return p.early != nil && !p.reading && p.reads < maxEarlyReads && p.cut == CutNone && p.committed && p.parsed &&
+		len(p.passive) > 0 && p.inflight == len(p.passive) && p.content != p.readAt
+}
+
+// readEarly reads the DOM and gives it to p.early, then reports to the event loop.
+func (p *page) readEarly(ctx context.Context) {
+	defer p.bg.Done()
+	if html, _, err := p.readDOM(ctx); err == nil && html != "" {
+		p.early([]byte(html))
+	}
+	select {
+	case p.earlyEnd <- struct{}{}:
+	case <-ctx.Done():
+	}
 }
 
 var (
@@ -72,7 +116,8 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 	p.origins[origin(p.url)] = true
 	defer close(p.stop)
 	rctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the Answerer's calls still running
+	defer p.bg.Wait() // after cancel: no early read outlives run
+	defer cancel()    // ends the Answerer's calls still running
 	if err := p.open(rctx); err != nil {
 		return nil, p.classify(ctx, err)
 	}
@@ -104,6 +149,19 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 	settle := time.NewTimer(time.Hour)
 	settle.Stop()
 	defer settle.Stop()
+	early := time.NewTimer(time.Hour)
+	early.Stop()
+	defer early.Stop()
+	earlyArmed := false
+	armEarly := func() {
+		switch ready := p.earlyReady(); {
+		case ready && !earlyArmed:
+			early.Reset(earlyHold)
+		case !ready && earlyArmed:
+			early.Stop()
+		}
+		earlyArmed = p.earlyReady()
+	}
 	armQuiet := func() {
 		switch idle := p.loaded && p.inflight == 0; {
 		case idle && !armed:
@@ -144,6 +202,21 @@ loop:
 			if f.entry != "" {
 				p.entries = append(p.entries, f.entry)
 			}
+			if p.passive[f.key] {
+				delete(p.passive, f.key)
+			} else if f.key != "" {
+				p.content++
+			}
+		case <-early.C:
+			earlyArmed = false
+			if p.earlyReady() {
+				p.reading, p.readAt = true, p.content
+				p.reads++
+				p.bg.Add(1)
+				go p.readEarly(rctx)
+			}
+		case <-p.earlyEnd:
+			p.reading = false
 		case <-settle.C:
 			if armed && p.canSettle() {
 				go p.probe(rctx, gen, append([]string(nil), p.entries...), p.scripted, verdicts)
@@ -175,6 +248,7 @@ loop:
 			return nil, ctx.Err()
 		}
 		armQuiet()
+		armEarly()
 	}
 	switch {
 	case err == errRendererCrash:
@@ -270,6 +344,11 @@ func (p *page) event(ctx context.Context, m message) error {
 			return fmt.Errorf("Fetch.requestPaused: %w", err)
 		}
 		return p.paused(ctx, m.SessionID, &r)
+	case "Page.domContentEventFired":
+		if m.SessionID == p.session && p.navigated && !p.parsed {
+			p.parsed = true
+			p.content++
+		}
 	case "Page.loadEventFired":
 		if m.SessionID == p.session && p.navigated {
 			p.loaded = true
@@ -336,14 +415,14 @@ func (p *page) child(ctx context.Context, session, typ string) {
 	p.c.call(cctx, session, "Runtime.runIfWaitingForDebugger", nil, nil)
 }
 
-// finish reports a request (or child) handled to the event loop.
-func (p *page) finish() { p.finishWith("") }
+// finish reports a child or a dialog handled to the event loop.
+func (p *page) finish() { p.finishWith("", "") }
 
-// finishWith reports a request answered, whose resource timing entry is entry, to the event
-// loop.
-func (p *page) finishWith(entry string) {
+// finishWith reports the request key (session, id) handled, answered with resource timing
+// entry entry ("" for none), to the event loop.
+func (p *page) finishWith(key, entry string) {
 	select {
-	case p.done <- finished{entry: entry}:
+	case p.done <- finished{key: key, entry: entry}:
 	case <-p.stop:
 	}
 }
@@ -351,6 +430,35 @@ func (p *page) finishWith(entry string) {
 // capture reads the serialised DOM into p.res, within MaxDOM. It returns ErrTimeout when the
 // page cannot produce one within grace, and ErrCrash when the browser does not answer either.
 func (p *page) capture(ctx context.Context) error {
+	html, cut, err := p.readDOM(ctx)
+	var script *errPageScript
+	if errors.As(err, &script) {
+		return err
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if c := p.classify(ctx, err); errors.Is(c, ErrCrash) {
+			return c
+		}
+		return fmt.Errorf("%w: %s: %v", ErrTimeout, p.url, err)
+	}
+	if cut && p.res.Cut == CutNone {
+		p.res.Cut = CutDOM
+	}
+	p.res.DOM = []byte(html)
+	return nil
+}
+
+// errPageScript is the page's exception while its DOM was read.
+type errPageScript struct{ text string }
+
+func (e *errPageScript) Error() string { return e.text }
+
+// readDOM returns the serialised DOM, within MaxDOM (cut reports it was cut), or the error of
+// the DevTools call (within grace), or an *errPageScript.
+func (p *page) readDOM(ctx context.Context) (html string, cut bool, err error) {
 	limit := p.o.MaxDOM
 	expr := fmt.Sprintf(`(() => {
   const e = document.documentElement;
@@ -372,21 +480,14 @@ func (p *page) capture(ctx context.Context) error {
 			Text string `json:"text"`
 		} `json:"exceptionDetails"`
 	}
-	err := p.c.call(cctx, p.session, "Runtime.evaluate", map[string]any{
-		"expression": expr, "returnByValue": true}, &r)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if c := p.classify(ctx, err); errors.Is(c, ErrCrash) {
-			return c
-		}
-		return fmt.Errorf("%w: %s: %v", ErrTimeout, p.url, err)
+	if err := p.c.call(cctx, p.session, "Runtime.evaluate", map[string]any{
+		"expression": expr, "returnByValue": true}, &r); err != nil {
+		return "", false, err
 	}
 	if r.ExceptionDetails != nil {
-		return fmt.Errorf("reading the DOM of %s: %s", p.url, r.ExceptionDetails.Text)
+		return "", false, &errPageScript{fmt.Sprintf("reading the DOM of %s: %s", p.url, r.ExceptionDetails.Text)}
 	}
-	html := r.Result.Value.HTML
+	html = r.Result.Value.HTML
 	if int64(len(html)) > limit {
 		html = html[:limit]
 		for i := 0; i < utf8.UTFMax && len(html) > 0; i++ { // no rune cut in two at the end
@@ -397,9 +498,5 @@ func (p *page) capture(ctx context.Context) error {
 		}
 		r.Result.Value.Cut = true
 	}
-	if r.Result.Value.Cut && p.res.Cut == CutNone {
-		p.res.Cut = CutDOM
-	}
-	p.res.DOM = []byte(html)
-	return nil
+	return html, r.Result.Value.Cut, nil
 }

@@ -76,6 +76,17 @@ type Answerer interface {
 	Answer(ctx context.Context, r *Request) (*Response, error)
 }
 
+// EarlyReader is an Answerer that also reads a page's DOM before the page ends. Early is called
+// with the serialised DOM (at most Options.MaxDOM bytes, possibly cut) once the document is
+// parsed and nothing the DOM's content depends on is in flight (only images, fonts and media
+// pending) for earlyHold, again only after more of that content came, at most maxEarlyReads
+// times a page, one call at a time, and never after Render returns. It is a preview: the
+// page's DOM is still the one Result holds.
+type EarlyReader interface {
+	Answerer
+	Early(dom []byte)
+}
+
 // AnswererFunc adapts a function to Answerer.
 type AnswererFunc func(ctx context.Context, r *Request) (*Response, error)
 

@@ -30,6 +30,7 @@
 // browser (internal/render); every request of the page is answered by the crawl
 // (subresource.go): robots.txt, the address guard, the host's gate (a FIFO queue and one
 // waiter per gate: subgate.go, whose ends wake the dispatcher: gatefreed.go; in a shared
-// crawl, then the fleet's pace of that gate: fleetSlot), the client and the store.
+// crawl, then the fleet's pace of that gate: fleetSlot), the client and the store. Its DOM's
+// links are recorded as soon as it has them, before the page's commit (answerer.Early).
 // docs/render-crawl.md has the design.
 package crawler

@@ -185,12 +185,14 @@ func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, 
 		seen[x.URL] = true
 	}
 	room := fetch.MaxLinks
+	a.mu.Lock()
 	for u := range a.early { // already recorded: counted, not taken again
 		if !seen[u] {
 			seen[u] = true
 			room--
 		}
 	}
+	a.mu.Unlock()
 	c.renderedLinks(res, l, base, out.DOM, seen, room)
 	return nil
 }

@@ -70,8 +70,10 @@ addEventListener("pagehide", () => {
 	if !strings.Contains(string(res.DOM), want) {
 		t.Errorf("the second page saw %s, want %s", res.DOM, want)
 	}
-	if late != 0 || left.Load() != 1 {
-		t.Errorf("the request the first page made as it left was asked %d times and refused %d, want 0 and 1", late, left.Load())
+	// Chromium does not always send a keepalive fetch made in pagehide when the tab goes to
+	// about:blank (about 1 run in 30): when it does, reset refuses it and nobody answers it.
+	if late != 0 || left.Load() > 1 {
+		t.Errorf("the request the first page made as it left was asked %d times and refused %d, want 0 and at most 1", late, left.Load())
 	}
 	if asked != 2 {
 		t.Errorf("the script was asked %d times, want once per page", asked)

@@ -64,11 +64,9 @@ const (
 	maxBurst          = 4                      // Burst() at most (R5)
 	statedChange      = 0.01                   // a stated rate moving by more than this share is a new statement: well under 1 − beta (R11)
 	refutations       = 2                      // refusals under a rate a model called safe (a stated limit, the fit) that refute it (R5, R11)
-	evidence          = 3                      // the fewest outcomes that tell something: Failures of the last 8 that make a cluster (R9), successes an episode is measured by (R8)
+	evidence          = 3                      // the fewest outcomes that tell something: Failures of the last 8 that make a cluster (R9), successes an episode is measured by (R8), reference latencies to judge by (R10)
 	failureBaseMax    = 0.25                   // the background share counts up to this (R9)
 	latencyFactor     = 1.2                    // a success this many times the reference latency is slow (R10)
-	latencyMinExcess  = 2 * time.Millisecond   // ... and at least this much slower (R10)
-	refMin            = 4                      // fewest reference latencies to judge by (R10)
 )
 
 // Arithmetic of the tunables above (multiples and shares of memory and of the times they

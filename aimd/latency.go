@@ -40,13 +40,13 @@ type latencyRef struct {
 	tick     int       // successes seen: the baseline is looked at every fourth
 	ref      ring[time.Duration]
 	sort     []time.Duration // scratch
-	hi, t90  time.Duration   // the reference p90; the yardstick: latencyFactor × hi, latencyMinExcess more
+	hi, t90  time.Duration   // the reference p90; the yardstick: latencyFactor × hi
 }
 
 // latencyCongested takes in success s's latency and, on a latency signal, returns the window
 // to set: the concurrency at send just below the lowest level (2 or more: a request sent alone
 // cannot have queued behind ours) at which most successes sent since the last decrease (at
-// least `recent`) were slower than the yardstick, as were most of the 2 × refMin or more at
+// least `recent`) were slower than the yardstick, as were most of the 2 × evidence or more at
 // that level and above; or accepted rate × baseline if more.
 func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok bool) {
 	if s.lat <= 0 {
@@ -56,17 +56,17 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 	l := &c.lat
 	if s.conc == 1 {
 		l.ref.push(s.lat)
-		if l.ref.n >= refMin {
+		if l.ref.n >= evidence {
 			ds := l.sort[:0]
 			for i := 0; i < l.ref.n; i++ {
 				ds = append(ds, *l.ref.get(i))
 			}
 			l.hi, l.sort = quantile(ds, 0.9), ds[:0]
-			l.t90 = max(time.Duration(latencyFactor*float64(l.hi)), l.hi+latencyMinExcess)
+			l.t90 = time.Duration(latencyFactor * float64(l.hi))
 		}
 	}
 	w := c.Window()
-	if w <= 1 || l.ref.n < refMin || c.epoch.ok < recent || s.lat <= l.t90 {
+	if w <= 1 || l.ref.n < evidence || c.epoch.ok < recent || s.lat <= l.t90 {
 		return 0, false // a signal needs a new slow success
 	}
 	var slow, all [64]int
@@ -87,7 +87,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 		upAll[level], upSlow[level] = upAll[level+1]+all[level], upSlow[level+1]+slow[level]
 	}
 	for level := 2; level <= min(w, len(all)-1); level++ {
-		if all[level] > 0 && 2*slow[level] > all[level] && upAll[level] >= 2*refMin && 2*upSlow[level] > upAll[level] {
+		if all[level] > 0 && 2*slow[level] > all[level] && upAll[level] >= 2*evidence && 2*upSlow[level] > upAll[level] {
 			good := max(level-1, int(math.Round(c.acceptedRate(now)*l.baseline.Seconds())))
 			return min(good, w-1), true
 		}
@@ -179,7 +179,7 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 
 // typicalSlow is the reference p90 once known (at least the baseline), else the baseline.
 func (c *Controller) typicalSlow() time.Duration {
-	if c.lat.ref.n >= refMin {
+	if c.lat.ref.n >= evidence {
 		return max(c.lat.hi, c.lat.baseline)
 	}
 	return c.lat.baseline

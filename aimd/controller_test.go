@@ -1370,7 +1370,7 @@ func TestRingGrowsToItsCapacity(t *testing.T) {
 	t.Parallel()
 	// A ring's buffer grows with use; what it holds is always the latest cap elements in order.
 	for _, capacity := range []int{1, 5, 8, 20} {
-		r := newRing[int](capacity)
+		r := ring[int]{cap: capacity}
 		for v := 0; v < 3*capacity+3; v++ {
 			r.push(v)
 			if want := min(v+1, capacity); r.n != want || len(r.buf) > capacity {

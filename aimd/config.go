@@ -75,6 +75,7 @@ const (
 	recent            = memory / 4              // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
 	fitLogCap         = 16 * memory             // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
 	rateWindow        = 8 * slowStartInterval   // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
+	servedMemory      = 2 * returnTime          // how long the served peak stands (R9)
 	windowProbe       = memory / 2              // after slow start the window grows by one per this × window successes that found it full (R10)
 	refSize           = memory / 2              // reference latencies kept (512 B per host) (R10)
 	maxWindowPatience = maxStretch * maxStretch // the window probe interval stretches to at most this × windowProbe (R10)

@@ -24,6 +24,7 @@ type Controller struct {
 	win      windowState // the concurrency window and its latency rules
 	lat      latencyRef  // the host's own latency: baseline and reference
 	fails    failureLog  // the recent Failures and the host's background share of them
+	served   servedPeak  // the highest success rate the host answered lately
 	counts   struct{ decreases, overLimit, failures, neutral int }
 	savedP95 time.Duration // State.P95, shown until a success is measured
 	last     time.Time     // latest time seen
@@ -112,13 +113,16 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 		return
 	}
 	s, lab := c.remember(now, o)
-	if o.Signal == Success && s.sent >= c.epoch.start {
-		c.epoch.ok++
-		if c.ep.endsRun() {
-			c.endRun(c.runEnd(&s))
+	if o.Signal == Success {
+		c.served.note(s.sent, c.recentAccepted(s.sent+1))
+		if s.sent >= c.epoch.start {
+			c.epoch.ok++
+			if c.ep.endsRun() {
+				c.endRun(c.runEnd(&s))
+			}
+			c.ep.run = 0
+			c.settle()
 		}
-		c.ep.run = 0
-		c.settle()
 	}
 	if c.fit.due(toNanos(now)) {
 		if r, ok := c.runFit(); ok {
@@ -149,7 +153,7 @@ type label uint8
 const (
 	labelServed      label = iota // a Success
 	labelLimit                    // a refusal, or a Failure cluster, since the last decrease
-	labelHostFailure              // a Failure outside a cluster, or one its background share explains (R9)
+	labelHostFailure              // a Failure its background share or the served peak explains (R9)
 	labelNoise                    // a signal about a request sent before the last decrease (R1)
 )
 
@@ -172,7 +176,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		lab = labelServed
 	case ts < c.epoch.start:
 		lab = labelNoise
-	case o.Signal == Failure && !c.fails.signal(run):
+	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))):
 		lab = labelHostFailure
 	default:
 		lab = labelLimit

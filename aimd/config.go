@@ -47,7 +47,7 @@ const (
 	probeTime         = 30 * time.Second       // the cubic probe's time to probeGain above the plateau; the baseline's rise time constant (R7, R10)
 	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time (R7)
 	probeRequests     = 400                    // the probe time stretches to this many sending intervals at the plateau (R7)
-	maxStretch        = 4                      // the probe time stretches to at most this × probeTime (R7)
+	maxStretch        = 4                      // the probe time stretches to at most this × probeTime, the window probe interval to this × windowProbe (R7, R10)
 	patienceBand      = 0.05                   // a refusal within this share of the last one's rate doubles the probe time (R7)
 	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause (R7)
 	maxPauseProbe     = time.Hour              // ... up to this (R7)
@@ -72,11 +72,10 @@ const (
 // Arithmetic of the tunables above (multiples and shares of memory and of the times they
 // extend), not tuned on their own.
 const (
-	recent            = memory / 4              // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
-	fitLogCap         = 16 * memory             // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
-	rateWindow        = 8 * slowStartInterval   // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
-	servedMemory      = 2 * returnTime          // how long the served peak stands (R9)
-	windowProbe       = memory / 2              // after slow start the window grows by one per this × window successes that found it full (R10)
-	refSize           = memory / 2              // reference latencies kept (512 B per host) (R10)
-	maxWindowPatience = maxStretch * maxStretch // the window probe interval stretches to at most this × windowProbe (R10)
+	recent       = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
+	fitLogCap    = 16 * memory           // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
+	rateWindow   = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
+	servedMemory = 2 * returnTime        // how long the served peak stands (R9)
+	windowProbe  = memory / 2            // after slow start the window grows by one per this × window successes that found it full (R10)
+	refSize      = memory / 2            // reference latencies kept (512 B per host) (R10)
 )

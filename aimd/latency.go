@@ -95,10 +95,10 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 }
 
 // decreaseWindow sets the window to target on a latency signal; patience doubles while signals
-// recur at one window (up to maxWindowPatience).
+// recur at one window (up to maxStretch).
 func (c *Controller) decreaseWindow(now time.Time, target int) {
 	if target == c.win.lastSet { // the probe above it failed again: probe less often
-		c.win.patience = min(2*max(c.win.patience, 1), maxWindowPatience)
+		c.win.patience = min(2*max(c.win.patience, 1), maxStretch)
 	} else {
 		c.win.patience = 1
 	}

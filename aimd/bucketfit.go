@@ -224,7 +224,7 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 
 // runFit fits the requests since the limit last changed (since the pending epoch's opening
 // refusal if nothing explains them all) and, if it may set the rate and pins the limit within
-// fitNarrow, proposes fitBeta × its low end, unless that is no raise and no size is bounded.
+// restartFactor, proposes fitBeta × its low end, unless that is no raise and no size is bounded.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
 	from, ts, apply := f.from, f.to, f.state == fitSet
@@ -243,7 +243,7 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	}
 	f.recs = slices.DeleteFunc(f.recs, func(r fitRec) bool { return r.sent < keepFrom })
 	lo, hi, oneToken, ok, size := fit.bounds()
-	if !apply || !ok || hi > fitNarrow*lo || f.misses >= refutations {
+	if !apply || !ok || hi > restartFactor*lo || f.misses >= refutations {
 		return 0, false
 	}
 	r := fitBeta * lo

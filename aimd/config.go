@@ -43,7 +43,7 @@ const (
 	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host)
 	beta              = 0.97                   // share of a measured or stated limit the rate is set to (R3, R4, R8, R11)
 	minBeta           = 0.5                    // the deepest cut one decrease makes, as a share of the rate (R4)
-	returnTime        = 5 * time.Second        // the linear return to the plateau, and a search step's spacing (R6)
+	returnTime        = 5 * time.Second        // the linear return to the plateau, a search step's spacing, how long the served peak stands (R6, R9)
 	probeTime         = 30 * time.Second       // the cubic probe's time to probeGain above the plateau; the baseline's rise time constant (R7, R10)
 	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time (R7)
 	probeRequests     = 400                    // the probe time stretches to this many sending intervals at the plateau (R7)
@@ -71,10 +71,9 @@ const (
 // Arithmetic of the tunables above (multiples and shares of memory and of the times they
 // extend), not tuned on their own.
 const (
-	recent       = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
-	fitLogCap    = 16 * memory           // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
-	rateWindow   = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
-	servedMemory = 2 * returnTime        // how long the served peak stands (R9)
-	windowProbe  = memory / 2            // after slow start the window grows by one per this × window successes that found it full (R10)
-	refSize      = memory / 2            // reference latencies kept (512 B per host) (R10)
+	recent      = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
+	fitLogCap   = 16 * memory           // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
+	rateWindow  = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
+	windowProbe = memory / 2            // after slow start the window grows by one per this × window successes that found it full (R10)
+	refSize     = memory / 2            // reference latencies kept (512 B per host) (R10)
 )

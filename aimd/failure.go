@@ -80,22 +80,22 @@ func (u *failureUndo) note(c *Controller, n int) {
 }
 
 // servedPeak is the highest success rate (over the rateWindow, by send time) the host answered
-// within the last servedMemory: a rate it has just shown it takes (R9).
+// within the last returnTime: a rate it has just shown it takes (R9).
 type servedPeak struct {
 	rate float64
 	at   nanos // the send time of the success it was measured at
 }
 
 // note takes the success rate measured at a success sent at ts: the peak if at least as high,
-// or if the peak is older than servedMemory.
+// or if the peak is older than returnTime.
 func (p *servedPeak) note(ts nanos, rate float64) {
-	if rate >= p.rate || ts-p.at > nanos(servedMemory) {
+	if rate >= p.rate || ts-p.at > nanos(returnTime) {
 		p.rate, p.at = rate, ts
 	}
 }
 
 // covers reports whether a Failure sent at ts while the host received rs req/s came at no more
-// than minBeta × a peak measured within servedMemory before it: slowing down cannot relieve it.
+// than minBeta × a peak measured within returnTime before it: slowing down cannot relieve it.
 func (p *servedPeak) covers(ts nanos, rs float64) bool {
-	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= minBeta*p.rate
+	return p.rate > 0 && ts-p.at <= nanos(returnTime) && rs <= minBeta*p.rate
 }

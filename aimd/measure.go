@@ -3,6 +3,7 @@ package aimd
 import (
 	"math"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -150,15 +151,8 @@ func (h *history) last() *point { return h.get(h.n - 1) }
 
 // at returns the point in effect at t (the oldest known if t predates them all).
 func (h *history) at(t nanos) point {
-	lo, hi := 0, h.n
-	for lo < hi {
-		if m := int(uint(lo+hi) >> 1); h.get(m).t <= t {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return *h.get(max(lo-1, 0))
+	after := sort.Search(h.n, func(i int) bool { return h.get(i).t > t })
+	return *h.get(max(after-1, 0))
 }
 
 // quantile returns the nearest-rank q-quantile of ds (0 if empty), sorting ds in place.

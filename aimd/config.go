@@ -53,7 +53,7 @@ const (
 	maxPauseProbe     = time.Hour              // ... up to this (R7)
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share (R6)
 	searchSends       = 50                     // fewest successes between two search steps (R6)
-	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, a fit this narrow pins the limit, slow start sustained a rate it accepted this close to (R3, R6)
+	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, a fit this narrow pins the limit, slow start sustained a rate it accepted this close to (R3, R5, R6)
 	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use; 8 of them: the accepted rate's span (R3)
 	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
 	minActiveGap      = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (R2)

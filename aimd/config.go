@@ -41,14 +41,13 @@ func (c Config) withDefaults() Config {
 // a quantile, a half, a doubling, a 16-outcome log) or a bound on damaged input, not tunables.
 const (
 	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host)
-	beta              = 0.97                   // share of a measured or stated limit the rate is set to (R3, R4, R8, R11)
+	beta              = 0.97                   // share of a measured or stated limit the rate is set to; refusals within 1 − beta of one rate find one limit (R3, R4, R7, R8, R11)
 	minBeta           = 0.5                    // the deepest cut one decrease makes, as a share of the rate (R4)
 	returnTime        = 5 * time.Second        // the linear return to the plateau, a search step's spacing, how long the served peak stands (R6, R9)
 	probeTime         = 30 * time.Second       // the cubic probe's time to probeGain above the plateau; the baseline's rise time constant (R7, R10)
 	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time (R7)
 	probeRequests     = 400                    // the probe time stretches to this many sending intervals at the plateau (R7)
 	maxStretch        = 4                      // the probe time stretches to at most this × probeTime, the window probe interval to this × windowProbe (R7, R10)
-	patienceBand      = 0.05                   // a refusal within this share of the last one's rate doubles the probe time (R7)
 	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause (R7)
 	maxPauseProbe     = time.Hour              // ... up to this (R7)
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share (R6)

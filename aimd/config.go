@@ -47,11 +47,11 @@ const (
 	probeTime         = 30 * time.Second       // the cubic probe's time to probeGain above the plateau; the baseline's rise time constant (R7, R10)
 	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time (R7)
 	probeRequests     = 400                    // the probe time stretches to this many sending intervals at the plateau (R7)
-	maxStretch        = 4                      // the probe time stretches to at most this × probeTime, the window probe interval to this × windowProbe (R7, R10)
+	maxStretch        = 4                      // the probe time stretches to at most this × probeTime, the window probe interval to this × searchSends (R7, R10)
 	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause (R7)
 	maxPauseProbe     = time.Hour              // ... up to this (R7)
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share (R6)
-	searchSends       = 50                     // fewest successes between two search steps (R6)
+	searchSends       = 50                     // fewest successes between two upward steps: two search steps (R6); after slow start, × window, of successes that found the window full, two window probes (R10)
 	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, a fit this narrow pins the limit, slow start sustained a rate it accepted this close to (R3, R5, R6)
 	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use; 8 of them: the accepted rate's span (R3)
 	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
@@ -70,9 +70,8 @@ const (
 // Arithmetic of the tunables above (multiples and shares of memory and of the times they
 // extend), not tuned on their own.
 const (
-	recent      = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
-	fitLogCap   = 16 * memory           // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
-	rateWindow  = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
-	windowProbe = memory / 2            // after slow start the window grows by one per this × window successes that found it full (R10)
-	refSize     = memory / 2            // reference latencies kept (512 B per host) (R10)
+	recent     = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
+	fitLogCap  = 16 * memory           // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
+	rateWindow = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10)
+	refSize    = memory / 2            // reference latencies kept (512 B per host) (R10)
 )

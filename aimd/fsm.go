@@ -104,7 +104,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	case windowFull && slow:
 		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
 	case windowFull:
-		c.growWindow(c.win.size + 1/(float64(windowProbe*max(c.win.patience, 1))*max(c.win.size, 1)))
+		c.growWindow(c.win.size + 1/(float64(searchSends*max(c.win.patience, 1))*max(c.win.size, 1)))
 	}
 }
 

@@ -18,7 +18,7 @@ const (
 type windowState struct {
 	size     float64 // fractional, so that additive growth can accumulate
 	mode     windowMode
-	patience int // multiplies windowProbe, doubled while latency signals recur at one window
+	patience int // multiplies searchSends, doubled while latency signals recur at one window
 	lastSet  int // the window a latency signal last set
 }
 

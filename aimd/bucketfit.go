@@ -7,17 +7,15 @@ import (
 	"time"
 )
 
-// The bucket fit (R5): for each bucket size on burstGrid, the range of rates of a server-side
-// token bucket that reproduces every answer since the limit last changed. It is sound (it never
-// rules out the true bucket) and allows for timing noise between send and arrival.
+// The bucket fit (R5): for each size on burstGrid, the rates of a token bucket that reproduce
+// every answer since the limit last changed. It is sound (it never rules out the true bucket)
+// and allows for timing noise between send and arrival.
 
-// burstGrid lists the bucket sizes fitted: limiters count whole requests.
 var burstGrid = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
 	23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 40, 48, 64, 80, 100, 128}
 
-// bucketEvent is one request as a bucket saw it: its send time t (s) and answer (a Failure's is
-// unknown); early counts the successes sent within the noise before it, late the token-takers
-// sent within it after (they may have arrived in either order).
+// bucketEvent is one request: its send time t (s) and answer (a Failure's is unknown); early and
+// late count the successes before it and the token-takers after it within the noise.
 type bucketEvent struct {
 	t           float64
 	sig         Signal
@@ -32,9 +30,8 @@ func (r rateRange) empty() bool { return r.lo > r.hi }
 // bucketFit is one rateRange per burstGrid size (nil: nothing fitted).
 type bucketFit []rateRange
 
-// acceptsAll reports whether a bucket of rate l and size b, as full as it can be (full at
-// first, never charged for a failure, under one token at each refusal, tol s of extra refill),
-// accepts every accepted event.
+// acceptsAll reports whether a bucket of rate l and size b, as full as it can be (full at first,
+// never charged for a failure, under one token at each refusal), accepts every accepted event.
 func acceptsAll(evs []bucketEvent, l, b, tol float64) bool {
 	level, last := b, evs[0].t
 	for _, e := range evs {
@@ -53,7 +50,7 @@ func acceptsAll(evs []bucketEvent, l, b, tol float64) bool {
 }
 
 // refusesAll reports whether a bucket of rate l and size b, empty at first, refuses every
-// refused event (each debited tol s of refill and the tokens sent within tol after it).
+// refused event.
 func refusesAll(evs []bucketEvent, l, b, tol float64) bool {
 	level, last := 0.0, evs[0].t
 	for _, e := range evs {
@@ -115,8 +112,7 @@ func leastTrue(a, z float64, f func(float64) bool) float64 {
 }
 
 // bounds returns the least and greatest rate any size allows, whether a one-token bucket is
-// among them, whether any size is, and the least size allowed (0: none, or every size from
-// some up, the largest included: no size is bounded).
+// allowed, whether any size is, and the least size allowed (0: none, or no size is bounded).
 func (f bucketFit) bounds() (lo, hi float64, oneToken, ok bool, size float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for i, r := range f {
@@ -147,8 +143,8 @@ const (
 	fitSet                     // pending: it may set the rate
 )
 
-// fitter logs every finished request; a refusal queues the fit of the epoch it closed, run
-// once that epoch's requests have come back.
+// fitter logs every finished request; a refusal queues the fit of the epoch it closed, run once
+// that epoch's requests have come back.
 type fitter struct {
 	start  nanos             // the fit's requests start here, where the limit last changed
 	from   nanos             // the refusal that opened the epoch awaiting its fit
@@ -178,8 +174,7 @@ func (f *fitter) refusedAt(rs float64) {
 	f.held, f.size = optional[float64]{}, 0
 }
 
-// burst is half the least size the holding fit allows (the other half spare for bunched
-// arrivals), at most maxBurst; 1 when none holds or no size was bounded.
+// burst is half the least size the holding fit allows, at most maxBurst; else 1.
 func (f *fitter) burst() int {
 	if _, ok := f.held.get(); !ok || f.size < 4 {
 		return 1
@@ -212,9 +207,8 @@ func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 	return fitBuckets(evs, minL, maxL, tol)
 }
 
-// queueFit schedules the fit of the epoch the refusal sent at ts closed, for twice the slowest
-// recent success from now, in place of any still pending (it covers the same requests). apply:
-// it may set the rate (not after slow start's refusal, whose burst a fit reads most easily wrong).
+// queueFit schedules the fit of the epoch the refusal sent at ts closed, twice the slowest
+// recent success from now, in place of any pending one. apply: it may set the rate.
 func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	var slowest time.Duration
 	for i := 0; i < min(c.samples.n, recent); i++ {
@@ -228,10 +222,9 @@ func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
 	}
 }
 
-// runFit fits the requests since the limit last changed up to the pending epoch's closing
-// refusal (from its opening refusal if nothing explains them all). A fit that may set the rate
-// and pins the limit within fitNarrow proposes fitBeta × its low end (a one-token bucket's also
-// spaced 1/lo + twice the noise), unless that is no raise and no size is bounded.
+// runFit fits the requests since the limit last changed (since the pending epoch's opening
+// refusal if nothing explains them all) and, if it may set the rate and pins the limit within
+// restartFactor, proposes fitBeta × its low end, unless that is no raise and no size is bounded.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
 	from, ts, apply := f.from, f.to, f.state == fitSet
@@ -250,7 +243,7 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	}
 	f.recs = slices.DeleteFunc(f.recs, func(r fitRec) bool { return r.sent < keepFrom })
 	lo, hi, oneToken, ok, size := fit.bounds()
-	if !apply || !ok || hi > fitNarrow*lo || f.misses >= refutations {
+	if !apply || !ok || hi > restartFactor*lo || f.misses >= refutations {
 		return 0, false
 	}
 	r := fitBeta * lo

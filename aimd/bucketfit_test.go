@@ -95,7 +95,7 @@ func TestBucketFitPins(t *testing.T) {
 	for i, r := range f[:4] {
 		t.Logf("  size %v: [%.2f, %.2f]", burstGrid[i], r.lo, r.hi)
 	}
-	if hi <= fitNarrow*lo {
+	if hi <= restartFactor*lo {
 		t.Errorf("one refusal pinned the limit to [%.2f, %.2f]: the fit is not sound", lo, hi)
 	}
 	f = fitBuckets(upTo(evs, 0, closes[1]), 0.1, 1000, 0.001)

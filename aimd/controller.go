@@ -5,43 +5,39 @@ import (
 	"time"
 )
 
-// Controller learns one host's allowed request rate and concurrency window from the outcomes
-// of finished requests. It is pure (every time is an argument) and not safe for concurrent use:
-// hostlimit holds one lock per host around every call.
+// Controller learns one host's allowed request rate and concurrency window from the outcomes of
+// finished requests. It is pure (every time is an argument) and not safe for concurrent use.
 type Controller struct {
 	cfg   Config
 	top   float64 // the rate's cap: MaxRate, under the ceiling and a stated limit
 	rate  float64 // within the clamp of Rate()
 	phase Phase
 
-	ceiling float64     // robots Crawl-delay cap, req/s; +Inf: none
-	stated  stated      // the limit the host states, and whether it is trusted
-	curve   curve       // how the rate grows after a decrease
-	pace    pace        // how often the probe looks above a known limit
-	target  target      // the rate the search climbs toward
-	ep      episode     // the current refusal episode
-	fit     fitter      // the server-side token buckets that explain what the host did
-	epoch   epoch       // since the last decrease
-	win     windowState // the concurrency window and its latency rules
-	lat     latencyRef  // the host's own latency: baseline and reference
-	fails   failureLog  // the recent Failures and the host's background share of them
-	served  servedPeak  // the highest success rate the host answered lately
-	counts  struct {
-		decreases, overLimit, failures, neutral int
-		savedP95                                time.Duration // State.P95, shown until a success is measured
-	}
-	last    time.Time // latest time seen
-	samples ring[sample]
-	hist    history
-	scratch []time.Duration
+	ceiling  float64     // robots Crawl-delay cap, req/s; +Inf: none
+	stated   stated      // the limit the host states, and whether it is trusted
+	curve    curve       // how the rate grows after a decrease
+	pace     pace        // how often the probe looks above a known limit
+	target   target      // the rate the search climbs toward
+	ep       episode     // the current refusal episode
+	fit      fitter      // the server-side token buckets that explain what the host did
+	epoch    epoch       // since the last decrease
+	win      windowState // the concurrency window and its latency rules
+	lat      latencyRef  // the host's own latency: baseline and reference
+	fails    failureLog  // the recent Failures and the host's background share of them
+	served   servedPeak  // the highest success rate the host answered lately
+	counts   struct{ decreases, overLimit, failures, neutral int }
+	savedP95 time.Duration // State.P95, shown until a success is measured
+	last     time.Time     // latest time seen
+	samples  ring[sample]
+	hist     history
+	scratch  []time.Duration
 }
 
 // epoch is the time since the last decrease: signals about requests sent before it belong to
 // the epoch that decrease answered (R1).
 type epoch struct {
-	start nanos     // never: no decrease yet
-	at    time.Time // the same instant, for Stats
-	ok    int       // successes sent at or after start
+	start nanos // never: no decrease yet
+	ok    int   // successes sent at or after start
 }
 
 // New returns a controller in slow start at cfg.InitialRate and cfg.InitialWindow.
@@ -63,9 +59,8 @@ func (c *Controller) Rate() float64 { return c.clampRate(c.rate) }
 // Window returns the allowed number of requests in flight, within [1, MaxWindow].
 func (c *Controller) Window() int { return min(max(int(c.win.size), 1), c.cfg.MaxWindow) }
 
-// Burst returns how many requests may leave back to back: 1, or, while a bucket fit set the
-// rate and no limit is stated, half the least bucket size the fit allows, at most maxBurst
-// (R5). Sends that keep to Rate() on average and bunch no more than Burst() cannot empty it.
+// Burst returns how many requests may leave back to back: 1, or, while a bucket fit holds the
+// rate and no limit is stated, what the fitted bucket allows (R5).
 func (c *Controller) Burst() int {
 	if c.stated.trust == statedTrusted {
 		return 1
@@ -73,8 +68,8 @@ func (c *Controller) Burst() int {
 	return c.fit.burst()
 }
 
-// SetCeiling caps the rate at rate req/s from now on (robots.txt Crawl-delay d gives 1/d);
-// rate <= 0 removes the cap. It applies at once.
+// SetCeiling caps the rate at rate req/s from now on (robots.txt Crawl-delay d gives 1/d); rate
+// <= 0 removes the cap.
 func (c *Controller) SetCeiling(rate float64) {
 	c.ceiling = math.Inf(1)
 	if r := validRate(rate); r > 0 {
@@ -196,8 +191,8 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	return s, lab
 }
 
-// record appends a history point when the rate or window changed noticeably (or force), so
-// that later outcomes are judged against the rate they were sent at.
+// record appends a history point when the rate or window changed noticeably (or force): later
+// outcomes are judged against the rate they were sent at.
 func (c *Controller) record(now time.Time, force bool) {
 	r, w, t := c.Rate(), c.Window(), toNanos(now)
 	if p := c.hist.last(); !force && w == p.window && math.Abs(r-p.rate) <= 0.005*p.rate {
@@ -230,7 +225,7 @@ func (c *Controller) link(s *sample) int {
 
 // startEpoch marks a decrease at now.
 func (c *Controller) startEpoch(now time.Time) {
-	c.epoch = epoch{start: toNanos(now), at: now}
+	c.epoch = epoch{start: toNanos(now)}
 	c.fails.fresh = 0
 	c.counts.decreases++
 }

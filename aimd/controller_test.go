@@ -1138,7 +1138,7 @@ func TestFailuresUnderTheServedRateStop(t *testing.T) {
 	// A crawl's last URLs are pages that fail, answered in a row just after the host served
 	// 10 req/s. The first cuts answer them; once the rate is under half of what the host has
 	// just served, slowing down cannot relieve them and they move nothing. A peak older than
-	// servedMemory protects nothing: an outage's failures halve the rate on toward the floor.
+	// returnTime protects nothing: an outage's failures halve the rate on toward the floor.
 	c, d := settled(Config{})
 	for i := 0; i < 12; i++ {
 		d.refuse(Failure)
@@ -1148,12 +1148,12 @@ func TestFailuresUnderTheServedRateStop(t *testing.T) {
 		t.Fatalf("12 failures after the host served 10 req/s: rate %.2f after %d decreases; want within [%.2f, %.2f] after at most 3",
 			st.Rate, st.Decreases, minBeta*minBeta*10, minBeta*10)
 	}
-	d.now = d.now.Add(servedMemory)
+	d.now = d.now.Add(returnTime)
 	for i := 0; i < 4; i++ {
 		d.refuse(Failure)
 	}
 	if after := c.Stats(); after.Decreases == st.Decreases || after.Rate >= st.Rate {
-		t.Errorf("failures %v after the host last served moved nothing (rate %.2f); want cuts", servedMemory, after.Rate)
+		t.Errorf("failures %v after the host last served moved nothing (rate %.2f); want cuts", returnTime, after.Rate)
 	}
 }
 
@@ -1394,7 +1394,7 @@ func TestRingGrowsToItsCapacity(t *testing.T) {
 	t.Parallel()
 	// A ring's buffer grows with use; what it holds is always the latest cap elements in order.
 	for _, capacity := range []int{1, 5, 8, 20} {
-		r := newRing[int](capacity)
+		r := ring[int]{cap: capacity}
 		for v := 0; v < 3*capacity+3; v++ {
 			r.push(v)
 			if want := min(v+1, capacity); r.n != want || len(r.buf) > capacity {

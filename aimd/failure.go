@@ -5,9 +5,8 @@ import (
 	"math/bits"
 )
 
-// failureLog is the recent Failures and the host's background share of them (R9): what tells a
-// cluster that slowing down can relieve from a share the host fails at any rate. Only outcomes
-// sent at no more than minBeta × cut (the first cut's rate after slow start) teach it.
+// failureLog is the recent Failures and the host's background share of them (R9), learned only
+// from outcomes sent at no more than minBeta × the first Failure cut's rate after slow start.
 type failureLog struct {
 	bits, held uint16  // the last 16 non-Neutral outcomes, newest in bit 0: a Failure; sent under the cut
 	n, fresh   int     // outcomes bits holds (up to 16); of them, after the last decrease
@@ -32,23 +31,21 @@ func (f *failureLog) add(failed, held bool) {
 		f.older = min(f.older+1, memory)
 		f.base += (float64(f.bits>>15) - f.base) / float64(f.older)
 	}
-	f.bits, f.held = f.bits<<1|b2u(failed), f.held<<1|b2u(held)
-}
-
-func b2u(b bool) uint16 {
-	if b {
-		return 1
+	f.bits, f.held = f.bits<<1, f.held<<1
+	if failed {
+		f.bits |= 1
 	}
-	return 0
+	if held {
+		f.held |= 1
+	}
 }
 
 func (f *failureLog) known() bool { return f.older >= recent }
 
 func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
 
-// signal reports a cluster: `evidence` of the last 8 outcomes failed and, once the share is
-// known, need() of the last 16. Only outcomes since the last decrease count, except in a
-// refusal run (R1).
+// signal reports a cluster: `evidence` of the last 8 outcomes failed and need() of the last 16,
+// counting only outcomes since the last decrease outside a refusal run (R1).
 func (f *failureLog) signal(run bool) bool {
 	recent := f.bits
 	if !run {
@@ -83,22 +80,22 @@ func (u *failureUndo) note(c *Controller, n int) {
 }
 
 // servedPeak is the highest success rate (over the rateWindow, by send time) the host answered
-// within the last servedMemory: a rate it has just shown it takes (R9).
+// within the last returnTime: a rate it has just shown it takes (R9).
 type servedPeak struct {
 	rate float64
 	at   nanos // the send time of the success it was measured at
 }
 
 // note takes the success rate measured at a success sent at ts: the peak if at least as high,
-// or if the peak is older than servedMemory.
+// or if the peak is older than returnTime.
 func (p *servedPeak) note(ts nanos, rate float64) {
-	if rate >= p.rate || ts-p.at > nanos(servedMemory) {
+	if rate >= p.rate || ts-p.at > nanos(returnTime) {
 		p.rate, p.at = rate, ts
 	}
 }
 
 // covers reports whether a Failure sent at ts while the host received rs req/s came at no more
-// than minBeta × a peak measured within servedMemory before it: slowing down cannot relieve it.
+// than minBeta × a peak measured within returnTime before it: slowing down cannot relieve it.
 func (p *servedPeak) covers(ts nanos, rs float64) bool {
-	return p.rate > 0 && ts-p.at <= nanos(servedMemory) && rs <= minBeta*p.rate
+	return p.rate > 0 && ts-p.at <= nanos(returnTime) && rs <= minBeta*p.rate
 }

@@ -104,7 +104,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	case windowFull && slow:
 		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
 	case windowFull:
-		c.growWindow(c.win.size + 1/(float64(windowProbe*max(c.win.patience, 1))*max(c.win.size, 1)))
+		c.growWindow(c.win.size + 1/(float64(searchSends*max(c.win.patience, 1))*max(c.win.size, 1)))
 	}
 }
 
@@ -317,10 +317,10 @@ func (c *Controller) returnSpan() (span time.Duration, sends int) {
 	return returnTime, searchSends
 }
 
-// refusedAt notes a refusal drawn at rs: one within patienceBand of the last doubles the probe
+// refusedAt notes a refusal drawn at rs: one within 1 − beta of the last doubles the probe
 // time (up to maxStretch × probeTime); any other resets it.
 func (p *pace) refusedAt(rs float64) {
-	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < patienceBand {
+	if last, ok := p.lastRefusal.get(); ok && math.Abs(rs/last-1) < 1-beta {
 		p.probeTime = min(2*p.probeTime, maxStretch*probeTime)
 	} else {
 		p.probeTime = probeTime

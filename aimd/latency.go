@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// The window and the latency signal (R10). The window follows the rate until latency that our
-// own concurrency explains binds it: successes sent with more of ours in flight mostly slower
-// than the host's own p90 without our load (the reference), by latencyFactor.
+// The window and the latency signal (R10): the window follows the rate until successes sent
+// with more of ours in flight are mostly slower than the host's own p90 without our load.
 
 type windowMode uint8
 
@@ -19,7 +18,7 @@ const (
 type windowState struct {
 	size     float64 // fractional, so that additive growth can accumulate
 	mode     windowMode
-	patience int // multiplies windowProbe, doubled while latency signals recur at one window
+	patience int // multiplies searchSends, doubled while latency signals recur at one window
 	lastSet  int // the window a latency signal last set
 }
 
@@ -39,15 +38,14 @@ type latencyRef struct {
 	at       time.Time // when the baseline was last looked at
 	tick     int       // successes seen: the baseline is looked at every fourth
 	ref      ring[time.Duration]
-	sort     []time.Duration // scratch
-	hi, t90  time.Duration   // the reference p90; the yardstick: latencyFactor × hi, latencyMinExcess more
+	hi, t90  time.Duration // the reference p90; the yardstick: latencyFactor × hi
 }
 
-// latencyCongested takes in success s's latency and, on a latency signal, returns the window
-// to set: the concurrency at send just below the lowest level (2 or more: a request sent alone
-// cannot have queued behind ours) at which most successes sent since the last decrease (at
-// least `recent`) were slower than the yardstick, as were most of the 2 × refMin or more at
-// that level and above; or accepted rate × baseline if more.
+// latencyCongested takes in success s's latency and, on a latency signal, returns the window to
+// set: just below the lowest concurrency at send (2 or more: a request sent alone cannot have
+// queued behind ours) at which most successes since the last decrease (at least `recent`) were
+// slower than the yardstick, as were most of the 2 × evidence or more at that level and above;
+// or accepted rate × baseline if more.
 func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok bool) {
 	if s.lat <= 0 {
 		return 0, false
@@ -56,17 +54,17 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 	l := &c.lat
 	if s.conc == 1 {
 		l.ref.push(s.lat)
-		if l.ref.n >= refMin {
-			ds := l.sort[:0]
+		if l.ref.n >= evidence {
+			ds := c.scratch[:0]
 			for i := 0; i < l.ref.n; i++ {
 				ds = append(ds, *l.ref.get(i))
 			}
-			l.hi, l.sort = quantile(ds, 0.9), ds[:0]
-			l.t90 = max(time.Duration(latencyFactor*float64(l.hi)), l.hi+latencyMinExcess)
+			l.hi, c.scratch = quantile(ds, 0.9), ds[:0]
+			l.t90 = time.Duration(latencyFactor * float64(l.hi))
 		}
 	}
 	w := c.Window()
-	if w <= 1 || l.ref.n < refMin || c.epoch.ok < recent || s.lat <= l.t90 {
+	if w <= 1 || l.ref.n < evidence || c.epoch.ok < recent || s.lat <= l.t90 {
 		return 0, false // a signal needs a new slow success
 	}
 	var slow, all [64]int
@@ -82,24 +80,25 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 			}
 		}
 	}
-	var upAll, upSlow [65]int // the counts at each level and above
-	for level := len(all) - 1; level >= 1; level-- {
-		upAll[level], upSlow[level] = upAll[level+1]+all[level], upSlow[level+1]+slow[level]
-	}
-	for level := 2; level <= min(w, len(all)-1); level++ {
-		if all[level] > 0 && 2*slow[level] > all[level] && upAll[level] >= 2*refMin && 2*upSlow[level] > upAll[level] {
-			good := max(level-1, int(math.Round(c.acceptedRate(now)*l.baseline.Seconds())))
-			return min(good, w-1), true
+	lowest, upAll, upSlow := 0, 0, 0 // the counts at this level and above
+	for level := len(all) - 1; level >= 2; level-- {
+		upAll, upSlow = upAll+all[level], upSlow+slow[level]
+		if level <= w && all[level] > 0 && 2*slow[level] > all[level] && upAll >= 2*evidence && 2*upSlow > upAll {
+			lowest = level
 		}
 	}
-	return 0, false
+	if lowest == 0 {
+		return 0, false
+	}
+	good := max(lowest-1, int(math.Round(c.acceptedRate(now)*l.baseline.Seconds())))
+	return min(good, w-1), true
 }
 
-// decreaseWindow sets the window to target on a latency signal; patience doubles while
-// signals recur at one window (up to maxWindowPatience).
+// decreaseWindow sets the window to target on a latency signal; patience doubles while signals
+// recur at one window (up to maxStretch).
 func (c *Controller) decreaseWindow(now time.Time, target int) {
 	if target == c.win.lastSet { // the probe above it failed again: probe less often
-		c.win.patience = min(2*max(c.win.patience, 1), maxWindowPatience)
+		c.win.patience = min(2*max(c.win.patience, 1), maxStretch)
 	} else {
 		c.win.patience = 1
 	}
@@ -107,9 +106,9 @@ func (c *Controller) decreaseWindow(now time.Time, target int) {
 	c.startEpoch(now)
 }
 
-// updateBaseline refreshes the baseline: the p10 of the newest `recent` latencies (their
-// least while fewer than 10), followed down at once and up only by the p10 of requests sent
-// alone, with time constant probeTime, so that queueing we cause never becomes the norm.
+// updateBaseline refreshes the baseline: the p10 of the newest `recent` latencies (their least
+// while fewer than 10), followed down at once and up only by the p10 of requests sent alone,
+// with time constant probeTime, so that queueing we cause never becomes the norm.
 func (c *Controller) updateBaseline(now time.Time, s *sample) {
 	b := &c.lat
 	if b.tick++; b.src == baselineMeasured && s.lat >= b.baseline && b.tick%4 != 0 {
@@ -179,7 +178,7 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 
 // typicalSlow is the reference p90 once known (at least the baseline), else the baseline.
 func (c *Controller) typicalSlow() time.Duration {
-	if c.lat.ref.n >= refMin {
+	if c.lat.ref.n >= evidence {
 		return max(c.lat.hi, c.lat.baseline)
 	}
 	return c.lat.baseline

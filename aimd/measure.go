@@ -3,14 +3,12 @@ package aimd
 import (
 	"math"
 	"slices"
+	"sort"
 	"time"
 )
 
-// The measurements the rules read off the remembered requests, and the records they keep.
-
 // sendSpacing is the median of up to 8 gaps between the sends just before t (within 2 s or four
-// sending intervals), each in units of the interval the rate then allowed (1: as fast as
-// allowed); ok is false with fewer than 2 sends. A median ignores one long gap (a pause).
+// sending intervals), in units of the interval the rate then allowed (1: as fast as allowed).
 func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
 	from := t - nanos(max(2*time.Second, time.Duration(4/c.hist.at(t).rate*float64(time.Second))))
 	var buf [24]nanos // ages before t
@@ -54,9 +52,8 @@ func (c *Controller) rateInUse(s *sample) bool {
 	return ok && sp <= 2
 }
 
-// singleTokenLimit: if every gap between remembered successes (by send) is longer than the gap
-// from the last of them to the refusal sent at ts, one token explains the host and its limit is
-// 1/(the shortest gap) (R4).
+// singleTokenLimit: if every gap between logged successes is longer than the last one's to the
+// refusal sent at ts, one token explains the host and its limit is 1/(the shortest gap) (R4).
 func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	sends := c.fit.successSends(never, ts)
 	if len(sends) < 3 {
@@ -118,15 +115,12 @@ type sample struct {
 	demand     Demand
 }
 
-// ring is a FIFO of at most cap elements, the oldest overwritten, whose buffer grows with use.
-// Samples are pushed in done order: scans from the newest stop once done is before their instant.
+// ring is a FIFO of at most cap elements, the oldest overwritten. Samples are pushed in done
+// order: scans from the newest stop once done is before their instant.
 type ring[T any] struct {
-	buf       []T
-	head, cap int // head: the oldest element's index
-	n         int
+	buf          []T
+	head, cap, n int // head: the oldest element's index
 }
-
-func newRing[T any](capacity int) ring[T] { return ring[T]{cap: capacity} }
 
 func (r *ring[T]) push(v T) {
 	if r.n < r.cap { // head stays 0 until the ring is full
@@ -157,15 +151,8 @@ func (h *history) last() *point { return h.get(h.n - 1) }
 
 // at returns the point in effect at t (the oldest known if t predates them all).
 func (h *history) at(t nanos) point {
-	lo, hi := 0, h.n
-	for lo < hi {
-		if m := int(uint(lo+hi) >> 1); h.get(m).t <= t {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return *h.get(max(lo-1, 0))
+	after := sort.Search(h.n, func(i int) bool { return h.get(i).t > t })
+	return *h.get(max(after-1, 0))
 }
 
 // quantile returns the nearest-rank q-quantile of ds (0 if empty), sorting ds in place.

@@ -31,8 +31,10 @@ type Stats struct {
 func (c *Controller) Stats() Stats {
 	st := Stats{Rate: c.Rate(), Window: c.Window(), P95: c.p95(), Baseline: c.lat.baseline, Phase: c.phase,
 		Plateau: c.curve.plateau, Decreases: c.counts.decreases, OverLimit: c.counts.overLimit,
-		Failures: c.counts.failures, Neutral: c.counts.neutral, LastDecrease: c.epoch.at,
-		AcceptedRate: c.acceptedRate(c.last)}
+		Failures: c.counts.failures, Neutral: c.counts.neutral, AcceptedRate: c.acceptedRate(c.last)}
+	if c.epoch.start != never {
+		st.LastDecrease = time.Unix(0, int64(c.epoch.start))
+	}
 	if c.stated.trust == statedTrusted {
 		st.Stated = c.stated.rate
 	}
@@ -44,7 +46,7 @@ func (c *Controller) p95() time.Duration {
 	if ds := c.latencies(false); len(ds) > 0 {
 		return quantile(ds, 0.95)
 	}
-	return c.counts.savedP95
+	return c.savedP95
 }
 
 // State is what a controller has learned about a host, to persist between runs. All fields are
@@ -92,7 +94,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 	}
 	c.counts.decreases, c.counts.overLimit, c.counts.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
 	c.pace.pause = max(s.RefusalPause, 0)
-	c.counts.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
+	c.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
 	if s.FailureShare >= 0 && s.FailureShare <= 1 && s.FailureSamples > 0 {
 		c.fails.base, c.fails.older = s.FailureShare, min(s.FailureSamples, memory)
 	}

@@ -17,18 +17,26 @@ func (c *Crawler) addAhead(r frontier.Result) (frontier.Result, error) {
 	if r.Kind != frontier.Fetched {
 		return r, nil
 	}
-	for len(r.Links)+len(r.Excluded) > resultChunk {
-		if n := min(len(r.Links), resultChunk); n > 0 {
+	err := c.record(&r, resultChunk)
+	return r, err
+}
+
+// record records r's links, then its exclusions, through Add and Exclude, resultChunk at a
+// time, until at most keep of them are left in r.
+func (c *Crawler) record(r *frontier.Result, keep int) error {
+	for len(r.Links)+len(r.Excluded) > keep {
+		if n := min(len(r.Links), resultChunk, len(r.Links)+len(r.Excluded)-keep); n > 0 {
 			if _, err := c.fr.Add(r.Links[:n]); err != nil {
-				return r, err
+				return err
 			}
 			r.Links = r.Links[n:]
 			continue
 		}
-		if err := c.fr.Exclude(r.Excluded[:resultChunk]); err != nil {
-			return r, err
+		n := min(len(r.Excluded), resultChunk, len(r.Excluded)-keep)
+		if err := c.fr.Exclude(r.Excluded[:n]); err != nil {
+			return err
 		}
-		r.Excluded = r.Excluded[resultChunk:]
+		r.Excluded = r.Excluded[n:]
 	}
-	return r, nil
+	return nil
 }

@@ -270,7 +270,8 @@ func (a *answerer) Early(dom []byte) {
 	if len(res.Links)+len(res.Excluded) == 0 {
 		return
 	}
-	err := a.record(res)
+	rec := res // record consumes its copy's slices; res keeps them
+	err := a.c.record(&rec, 0)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
@@ -286,21 +287,6 @@ func (a *answerer) Early(dom []byte) {
 		a.early[x.URL] = true
 	}
 	a.c.renders.freed.poke()
-}
-
-// record adds res's links and exclusions to the frontier, resultChunk a transaction.
-func (a *answerer) record(res frontier.Result) error {
-	for i := 0; i < len(res.Links); i += resultChunk {
-		if _, err := a.c.fr.Add(res.Links[i:min(i+resultChunk, len(res.Links))]); err != nil {
-			return err
-		}
-	}
-	for i := 0; i < len(res.Excluded); i += resultChunk {
-		if err := a.c.fr.Exclude(res.Excluded[i:min(i+resultChunk, len(res.Excluded))]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Answer implements render.Answerer.

@@ -22,17 +22,17 @@ func (c *Crawler) addAhead(r frontier.Result) (frontier.Result, error) {
 }
 
 // record records r's links, then its exclusions, through Add and Exclude, resultChunk at a
-// time, until at most keep of them are left in r.
+// time, while more than keep of them are left in r.
 func (c *Crawler) record(r *frontier.Result, keep int) error {
 	for len(r.Links)+len(r.Excluded) > keep {
-		if n := min(len(r.Links), resultChunk, len(r.Links)+len(r.Excluded)-keep); n > 0 {
+		if n := min(len(r.Links), resultChunk); n > 0 {
 			if _, err := c.fr.Add(r.Links[:n]); err != nil {
 				return err
 			}
 			r.Links = r.Links[n:]
 			continue
 		}
-		n := min(len(r.Excluded), resultChunk, len(r.Excluded)-keep)
+		n := min(len(r.Excluded), resultChunk)
 		if err := c.fr.Exclude(r.Excluded[:n]); err != nil {
 			return err
 		}

@@ -154,13 +154,14 @@ func (p *page) run(ctx context.Context) (*Result, error) {
 	defer early.Stop()
 	earlyArmed := false
 	armEarly := func() {
-		switch ready := p.earlyReady(); {
+		ready := p.earlyReady()
+		switch {
 		case ready && !earlyArmed:
 			early.Reset(earlyHold)
 		case !ready && earlyArmed:
 			early.Stop()
 		}
-		earlyArmed = p.earlyReady()
+		earlyArmed = ready
 	}
 	armQuiet := func() {
 		switch idle := p.loaded && p.inflight == 0; {

@@ -39,6 +39,20 @@ func (f *fleetRun) startBare() *worker {
 	return w
 }
 
+// waitOutput waits until w has printed want.
+func (f *fleetRun) waitOutput(w *worker, want string) {
+	f.t.Helper()
+	for !strings.Contains(w.out.String(), want) {
+		select {
+		case <-f.ctx.Done():
+			f.t.Fatalf("%s never said %q:\n%s", w.name, want, w.out)
+		case <-w.exited:
+			f.t.Fatalf("%s exited before it said %q:\n%s", w.name, want, w.out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // cappedWeb is hosts hosts of 30 pages each, linked in a ring.
 func cappedWeb(hosts int) []simweb.HostSpec {
 	specs := make([]simweb.HostSpec, hosts)
@@ -128,12 +142,15 @@ func TestFleetClusterWorkerWithoutSeeds(t *testing.T) {
 	t.Parallel()
 	const hostCap = 15
 	c := redistest.StartCluster(t, 3, 0)
-	// At 3 requests/s a host takes 5 s: time for the third worker to take its share. With 24
-	// hosts, the chance that its share of partitions holds none of them is (2/3)^24, 6e-5.
-	f := newClusterFleet(t, c, cappedWeb(24), steadyLease, "--max-host-pages", strconv.Itoa(hostCap), "--max-rate", "3", "--initial-rate", "3")
-	first := f.start("")
+	// The bare worker starts first and is waiting for the crawl when the others start it, so
+	// that it joins as they do, not after the crawl (a loaded machine can delay a process's
+	// start by seconds). At 2 requests/s a host takes 7.5 s: time for it to take its share.
+	// With 24 hosts, the chance that its share of partitions holds none of them is (2/3)^24,
+	// 6e-5.
+	f := newClusterFleet(t, c, cappedWeb(24), steadyLease, "--max-host-pages", strconv.Itoa(hostCap), "--max-rate", "2", "--initial-rate", "2")
 	bare := f.startBare()
-	ws := []*worker{first, bare, f.start("")}
+	f.waitOutput(bare, "waiting for a worker given seeds")
+	ws := []*worker{bare, f.start(""), f.start("")}
 	f.finish(ws...)
 	if n := f.checkCapped(hostCap, bare); n == 0 {
 		t.Errorf("%s fetched no page: it never held a host, the test shows nothing:\n%s", bare.name, bare.out)

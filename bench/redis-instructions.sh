@@ -31,7 +31,7 @@ cat >"$work/path/redis-server" <<EOF
 exec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=$work/callgrind.out.%p "$real" "\$@" 2>>$work/valgrind.log
 EOF
 chmod +x "$work/path/redis-server"
-(cd "$here/internal/fleet" && PATH=$work/path:$PATH exec "$bin" -test.run '^$' -test.bench RedisNewURL -test.benchtime 1x) >"$work/bench.log" 2>&1 &
+(cd "$here/internal/fleet" && PATH=$work/path:$PATH exec "$bin" -test.run '^$' -test.bench "^${REDIS_BENCH:-BenchmarkRedisNewURL}$" -test.benchtime 1x) >"$work/bench.log" 2>&1 &
 test=$!
 srv=""
 for _ in $(seq 1 1000); do

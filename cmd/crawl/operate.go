@@ -60,17 +60,17 @@ func addCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	added, err := crawler.AddSeedsTo(fr, seeds, fetch.NewResolver(fetch.ResolverConfig{}))
+	_, err = crawler.AddSeedsTo(fr, seeds, fetch.NewResolver(fetch.ResolverConfig{}))
 	switch {
 	case errors.Is(err, crawler.ErrUsage):
 		fmt.Fprintf(stderr, "crawl add: %v\n", strings.TrimSuffix(err.Error(), " (usage error)"))
 		return exitUsage
 	case err != nil:
-		fmt.Fprintf(stderr, "crawl add: %d of %d seeds added, then: %v\n", added, len(seeds), err)
+		fmt.Fprintf(stderr, "crawl add: %d seeds: %v\n", len(seeds), err)
 		return exitRuntime
 	}
-	fmt.Fprintf(stdout, "%d of %d %s added to the shared crawl %q (the others were seen before)\n",
-		added, len(seeds), plural(len(seeds), "seed", "seeds"), *crawlName)
+	fmt.Fprintf(stdout, "%d %s sent to the shared crawl %q (the owners of their hosts queue those not seen before)\n",
+		len(seeds), plural(len(seeds), "seed", "seeds"), *crawlName)
 	return exitOK
 }
 

@@ -34,8 +34,8 @@ func TestFleetAddURLsStatus(t *testing.T) {
 	w := f.start("")
 	f.waitServed(3)
 	code, out, errOut := crawlCmd(t, "", "add", "--redis", redisURL, "--crawl", "t", late, first)
-	if code != exitOK || !strings.Contains(out, "1 of 2 seeds added") {
-		t.Fatalf("crawl add: exit %d, %q %q; want 0 and one of two seeds added", code, out, errOut)
+	if code != exitOK || !strings.Contains(out, "2 seeds sent") {
+		t.Fatalf("crawl add: exit %d, %q %q; want 0 and two seeds sent", code, out, errOut)
 	}
 	lateHost := strings.TrimPrefix(late, "http://")
 	lateHost = strings.TrimSuffix(lateHost, "/")

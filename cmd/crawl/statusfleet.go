@@ -24,6 +24,7 @@ type fleetStatus struct {
 	Partitions     int                `json:"partitions"`
 	PartitionsFree int                `json:"partitions_free"` // held by no worker
 	Outbox         int                `json:"outbox"`          // completed pages whose links are not yet forwarded
+	Inbox          int                `json:"inbox"`           // payloads of URLs sent to partitions, not yet recorded by their owners
 	HostsQueued    int                `json:"hosts_queued"`    // hosts with URLs queued or delayed
 	Workers        []fleet.WorkerView `json:"workers"`
 	WorkersAlive   int                `json:"workers_alive"`
@@ -83,7 +84,7 @@ func fleetStatusOf(v fleet.View) fleetStatus {
 			Hosts: []crawler.HostStatus{},
 		},
 		Crawl: v.Crawl, Partitions: v.Partitions, PartitionsFree: v.PartitionsFree,
-		Outbox: v.Outbox, HostsQueued: v.HostsQueued, Workers: v.Workers,
+		Outbox: v.Outbox, Inbox: v.Inbox, HostsQueued: v.HostsQueued, Workers: v.Workers,
 		SetAside: v.SetAside, Repaired: v.Repaired, DamagedCount: v.DamagedCount, DamagedSamples: v.Damaged,
 	}
 	if st.Workers == nil {
@@ -106,8 +107,9 @@ func printFleetStatus(w io.Writer, st fleetStatus, target fleet.Target) {
 	}
 	fmt.Fprintf(w, "crawl %q in the Redis at %s: %s\n", st.Crawl, target, state)
 	fmt.Fprintf(w, "fetched %d  failed %d  excluded %d  queued %d  in flight %d\n", st.Fetched, st.Failed, st.Excluded, st.Queued, st.InFlight)
-	fmt.Fprintf(w, "%d %s with URLs queued; %d %s waiting to be forwarded; %d partitions, %d held by no worker\n",
-		st.HostsQueued, plural(st.HostsQueued, "host", "hosts"), st.Outbox, plural(st.Outbox, "page's links", "pages' links"), st.Partitions, st.PartitionsFree)
+	fmt.Fprintf(w, "%d %s with URLs queued; %d %s waiting to be forwarded, %d %s for their partitions' owners; %d partitions, %d held by no worker\n",
+		st.HostsQueued, plural(st.HostsQueued, "host", "hosts"), st.Outbox, plural(st.Outbox, "page's links", "pages' links"),
+		st.Inbox, plural(st.Inbox, "batch of URLs", "batches of URLs"), st.Partitions, st.PartitionsFree)
 	printReasons(w, "failed", st.FailedBy)
 	printReasons(w, "excluded", st.ExcludedBy)
 	if st.SetAside > 0 || st.Repaired > 0 {

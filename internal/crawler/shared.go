@@ -137,7 +137,8 @@ type SeedTarget interface {
 // AddSeedsTo adds seeds to a running shared crawl from outside its workers (crawl add): it
 // widens the crawl's scope under the --scope mode the crawl was started with and the
 // non-public address blocks the seeds are on (resolved with res), then queues the seeds not
-// seen before, and returns how many it queued. A seed with user:password@ is refused (the
+// seen before, and returns how many it queued at once (a partition's owner queues those sent to
+// its inbox). A seed with user:password@ is refused (the
 // credentials would be kept by no worker), and a crawl no worker has given seeds yet (it has
 // no scope mode) too. The crawl's --include/--exclude are not applied to the seeds: a seed is
 // queued whatever they say; its links are checked by the workers' filters. Workers already

@@ -2,7 +2,7 @@ package fleet
 
 import (
 	"context"
-	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,9 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Add queues the entries not seen before (any worker may add to any partition) and reports how
-// many it queued. Each partition's share is one script; the seen-set makes a repeated Add
-// harmless.
+// Add queues the entries not seen before and reports how many it queued. Entries of a
+// partition this Store owns are checked against its seen-set and recorded at once; the others
+// go to their partition's inbox, where its owner does the same (Drain), and are not counted.
+// A repeated Add is harmless.
 func (s *Store) Add(ctx context.Context, entries []frontier.Entry) (int, error) {
 	hosts := make([]string, len(entries))
 	for i, e := range entries {
@@ -34,7 +35,8 @@ func (s *Store) Add(ctx context.Context, entries []frontier.Entry) (int, error) 
 	return s.addAll(ctx, byPart)
 }
 
-// Exclude records the exclusions whose URLs were not seen before, so they are never queued.
+// Exclude records the exclusions whose URLs were not seen before, so they are never queued (at
+// once in the partitions this Store owns, through the inbox in the others, as Add).
 func (s *Store) Exclude(ctx context.Context, ex []frontier.Exclusion) error {
 	hosts := make([]string, len(ex))
 	for i, x := range ex {
@@ -65,95 +67,202 @@ const (
 	seenExcluded = "4" // record it as excluded
 )
 
+// addAll records ws in each partition of byPart this Store owns (record) and delivers the
+// others to their partitions' inboxes; it reports how many it queued.
 func (s *Store) addAll(ctx context.Context, byPart map[int][]seenWrite) (int, error) {
-	return s.addDurable(ctx, byPart, false)
-}
-
-// addDurable is addAll, one script per partition pipelined per node; with replicated, it then
-// waits until each node's replicas have the writes (WAIT), so that a master that fails over
-// right after cannot lose them: Forward trims an outbox only after that. The partitions'
-// seen-set headers are read first (other workers write to them between two adds of this
-// one); a partition whose script found its header other than read (seenAnswer), having
-// written nothing, is run again.
-func (s *Store) addDurable(ctx context.Context, byPart map[int][]seenWrite, replicated bool) (int, error) {
 	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
 		return 0, err
 	}
-	if err := s.readSeenViews(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
-		return 0, fmt.Errorf("fleet: add: %w", err)
-	}
-	pending := maps.Clone(byPart)
 	added := 0
-	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt == seenAttempts {
-			return added, fmt.Errorf("fleet: add: %w", errSeenRace)
+	others := map[int][]seenWrite{}
+	for p, ws := range byPart {
+		o, ok := s.ownsSeen(p)
+		if !ok {
+			others[p] = ws
+			continue
 		}
-		groups := map[*redis.Client][]*scriptCall{}
-		for p, ws := range pending {
-			c := &scriptCall{script: addScript, part: p, keys: []string{s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seen(p)}}
-			c.args = append(make([]any, 0, 4+2*len(ws)), max(s.opts.HostBudget, 0))
-			c.keys, c.args = s.appendSeenBlock(c.keys, c.args, p, s.seenViewOf(p), writeHashes(ws))
-			c.keys, c.args = s.appendWrites(c.keys, c.args, p, ws)
-			node, err := s.nodeOf(ctx, c.keys[0])
-			if err != nil {
-				return added, fmt.Errorf("fleet: add to partition %d: %w", p, err)
-			}
-			groups[node] = append(groups[node], c)
+		n, err := s.record(ctx, o, ws, 0, nil)
+		if errors.Is(err, ErrFenced) {
+			others[p] = ws // no longer this Store's: its new owner checks them
+			continue
 		}
-		for node, calls := range groups {
-			if err := s.runOnNode(ctx, node, calls, replicated); err != nil {
-				return added, fmt.Errorf("fleet: add: %w", err)
-			}
-			for _, c := range calls {
-				r, err := c.cmd.Int64Slice()
-				if err != nil {
-					if again, err := s.seenAgain(ctx, c.part, err); !again {
-						return added, fmt.Errorf("fleet: add to partition %d: %w", c.part, err)
-					}
-					continue
-				}
-				s.seenFitted(c.part)
-				if len(r) >= 4 {
-					if v, ok := seenViewFrom(r[2], r[3]); ok {
-						s.setSeenView(c.part, v)
-					}
-				}
-				if len(r) > 0 {
-					added += int(r[0])
-				}
-				delete(pending, c.part)
-			}
+		if err != nil {
+			return added, fmt.Errorf("fleet: add: %w", err)
 		}
+		added += n
+	}
+	if err := s.deliver(ctx, others, false); err != nil {
+		return added, fmt.Errorf("fleet: add: %w", err)
 	}
 	return added, nil
 }
 
-// writeHashes is the seenHash of each write's URL.
-func writeHashes(ws []seenWrite) []uint64 {
-	hs := make([]uint64, len(ws))
-	for i, w := range ws {
-		hs[i] = seenHash(Fingerprint(w.entry.URL))
+// inboxChunk bounds the entries of one inbox payload.
+const inboxChunk = 512
+
+// deliver appends ws to the inbox of each partition of byPart, as payloads of at most
+// inboxChunk entries, one script per partition pipelined per node; with replicated, it then
+// waits until each node's replicas have the writes (WAIT), so that a master that fails over
+// right after cannot lose them: Forward trims an outbox only after that.
+func (s *Store) deliver(ctx context.Context, byPart map[int][]seenWrite, replicated bool) error {
+	groups := map[*redis.Client][]*scriptCall{}
+	for p, ws := range byPart {
+		c := &scriptCall{script: deliverScript, part: p, keys: []string{s.k.inbox(p), s.k.counts(p)}}
+		for i := 0; i < len(ws); i += inboxChunk {
+			var pl outboxPayload
+			for _, w := range ws[i:min(i+inboxChunk, len(ws))] {
+				if w.state == seenExcluded {
+					pl.Excluded = append(pl.Excluded, frontier.Exclusion{Entry: w.entry, Reason: w.reason})
+				} else {
+					pl.Links = append(pl.Links, w.entry)
+				}
+			}
+			b, err := json.Marshal(pl)
+			if err != nil {
+				return fmt.Errorf("encode links: %w", err)
+			}
+			c.args = append(c.args, string(b))
+		}
+		if len(c.args) == 0 {
+			continue
+		}
+		node, err := s.nodeOf(ctx, c.keys[0])
+		if err != nil {
+			return fmt.Errorf("deliver to partition %d: %w", p, err)
+		}
+		groups[node] = append(groups[node], c)
 	}
-	return hs
+	for node, calls := range groups {
+		if err := s.runOnNode(ctx, node, calls, replicated); err != nil {
+			return err
+		}
+		for _, c := range calls {
+			if err := c.cmd.Err(); err != nil {
+				return fmt.Errorf("deliver to partition %d: %w", c.part, err)
+			}
+		}
+	}
+	return nil
 }
 
-// seenAgain handles the error err of a script with a seen block for partition p: a stale view
-// is replaced by the header the script found, a damaged header is recounted (repairSeen), and
-// again says the script may be run again; any other error is returned as it is.
-func (s *Store) seenAgain(ctx context.Context, p int, err error) (again bool, _ error) {
-	switch what, v := seenAnswerOf(err); what {
-	case seenStale:
-		s.setSeenView(p, v)
-		s.seenWiden(p)
-		return true, nil
-	case seenDamaged:
-		if err := s.repairSeen(ctx, p); err != nil {
-			return false, err
-		}
-		s.setSeenView(p, seenView{n: 1}) // the next run says what the repair wrote
-		return true, nil
+// record checks ws, entries of o's partition, against the partition's seen-set and records
+// those not seen before (queued, or excluded) with their fingerprints in one fenced script,
+// which also drops the inbox's first trim payloads, keeping bad (unreadable ones among them) in
+// the partition's bad list. It reports how many it queued.
+func (s *Store) record(ctx context.Context, o Ownership, ws []seenWrite, trim int, bad []any) (int, error) {
+	p := o.Partition
+	ss, err := s.seenOf(ctx, o)
+	if err != nil {
+		return 0, err
 	}
-	return false, err
+	fps := make([]uint64, len(ws))
+	for i, w := range ws {
+		fps[i] = Fingerprint(w.entry.URL)
+	}
+	packed, keep := ss.fresh(fps)
+	if len(packed) == 0 && trim == 0 {
+		s.seenDone(p, ss, nil)
+		return 0, nil
+	}
+	fresh := make([]seenWrite, 0, len(packed)/8)
+	for i, w := range ws {
+		if keep[i] {
+			fresh = append(fresh, w)
+		}
+	}
+	keys := []string{s.k.owner(p), s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seenLog(p), s.k.inbox(p), s.k.bad(p)}
+	args := append([]any{o.token, max(s.opts.HostBudget, 0), string(packed), trim, len(bad)}, bad...)
+	keys, args = s.appendWrites(keys, args, p, fresh)
+	r, err := recordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	err = scriptErr(err)
+	if err == nil {
+		ss.record(packed)
+	}
+	s.seenDone(p, ss, err)
+	if err != nil {
+		return 0, fmt.Errorf("fleet: record in partition %d: %w", p, err)
+	}
+	if len(r) == 0 {
+		return 0, nil
+	}
+	return int(r[0]), nil
+}
+
+// drainBatch bounds the inbox payloads one Drain records.
+const drainBatch = 32
+
+// Drain records up to drainBatch payloads of o's partition's inbox (the URLs other workers
+// sent it): those not in the partition's seen-set are queued (or excluded), and the payloads
+// dropped, in one fenced script; a crash before it leaves them for the next owner. A payload
+// that cannot be read, or names a host of another partition, is set aside in the partition's
+// bad list. It reports how many URLs it queued.
+func (s *Store) Drain(ctx context.Context, o Ownership) (int, error) {
+	p := o.Partition
+	raw, err := s.rdb.LRange(ctx, s.k.inbox(p), 0, drainBatch-1).Result()
+	if err != nil || len(raw) == 0 {
+		return 0, err
+	}
+	pls := make([]outboxPayload, len(raw))
+	bad := make([]bool, len(raw))
+	var why []error
+	var hosts []string
+	for i, r := range raw {
+		pl, err := readPayload(r)
+		if err != nil {
+			bad[i] = true
+			why = append(why, err)
+			continue
+		}
+		pls[i] = pl
+		for _, x := range pl.Excluded {
+			hosts = append(hosts, x.Host)
+		}
+		for _, e := range pl.Links {
+			hosts = append(hosts, e.Host)
+		}
+	}
+	parts, err := s.partitionsOf(ctx, hosts, placeWait)
+	if errors.Is(err, errPlacing) {
+		return 0, nil // names still being looked up: the payloads wait for the next call
+	}
+	if err != nil {
+		return 0, err
+	}
+	var ws []seenWrite
+	var aside []any
+	for i, pl := range pls {
+		if !bad[i] {
+			for _, x := range pl.Excluded {
+				bad[i] = bad[i] || parts[x.Host] != p
+			}
+			for _, e := range pl.Links {
+				bad[i] = bad[i] || parts[e.Host] != p
+			}
+			if bad[i] {
+				why = append(why, fmt.Errorf("%w: inbox payload (%d bytes %q) names a host of another partition", errBadItem, len(raw[i]), clip(raw[i])))
+			}
+		}
+		if bad[i] {
+			aside = append(aside, raw[i])
+			continue
+		}
+		for _, x := range pl.Excluded {
+			ws = append(ws, seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
+		}
+		for _, e := range pl.Links {
+			ws = append(ws, seenWrite{entry: e, state: seenQueued})
+		}
+	}
+	n, err := s.record(ctx, o, ws, len(raw), aside)
+	if err != nil {
+		return 0, err
+	}
+	if fn := s.asideFn.Load(); fn != nil {
+		for _, err := range why {
+			(*fn)(asideNote{From: s.k.inbox(p), List: s.k.bad(p), Err: err})
+		}
+	}
+	return n, nil
 }
 
 // ownLink reports whether a link to host, found on a page of partition p, is p's to queue in
@@ -164,8 +273,8 @@ func (s *Store) ownLink(p int, host string) bool {
 	return ok && q == p
 }
 
-// appendWrites appends the keys and arguments of add_entries (scripts.go) for ws, entries of
-// partition p: one group per host, state and reason, in the order of their first entries,
+// appendWrites appends the keys and arguments of add_entries (scripts.go) for ws, new entries
+// of partition p: one group per host, state and reason, in the order of their first entries,
 // each with its entries in their order.
 func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) ([]string, []any) {
 	type groupKey struct{ host, state, reason string }
@@ -184,14 +293,7 @@ func (s *Store) appendWrites(keys []string, args []any, p int, ws []seenWrite) (
 	for _, g := range order {
 		gw := groups[g]
 		keys = append(keys, s.k.queue(p, g.host))
-		hs := make([]byte, 0, 4*len(gw))
-		ms := make([]any, len(gw))
-		for i, w := range gw {
-			fp := Fingerprint(w.entry.URL)
-			hs = binary.LittleEndian.AppendUint32(hs, uint32(seenHash(fp)))
-			ms[i] = seenMember(fp)
-		}
-		args = append(append(args, g.host, g.state, g.reason, len(gw), string(hs)), ms...)
+		args = append(args, g.host, g.state, g.reason, len(gw))
 		if g.state == seenQueued {
 			for _, w := range gw {
 				args = append(args, itemOf(w.entry, 0).encode())

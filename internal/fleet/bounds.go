@@ -160,19 +160,19 @@ end
 // later (damage, or hostile) is due now. hostlimit delays no host for longer.
 const maxRetryDelay = 24 * time.Hour
 
-// recountScript: KEYS owner, counts, inflight, outbox, then per host of the partition its
-// queue and its delayed set; ARGV token. Sets queued, delayed, inflight and outbox to what
+// recountScript: KEYS owner, counts, inflight, outbox, inbox, then per host of the partition
+// its queue and its delayed set; ARGV token. Sets queued, delayed, inflight, outbox and inbox to what
 // the keys hold, deletes the other counters that are not counts (countOK and not negative:
 // fetched, failed:REASON… cannot be counted again), and counts the fields it changed in
 // "repaired". Returns {field, old value}… of each field changed.
 var recountScript = redis.NewScript(fence + safeCount + `
 local queued, delayed = 0, 0
-for i = 5, #KEYS, 2 do
+for i = 6, #KEYS, 2 do
   queued = queued + redis.call('LLEN', KEYS[i])
   delayed = delayed + redis.call('ZCARD', KEYS[i+1])
 end
 local inflight = redis.call('ZCARD', KEYS[3])
-local want = {queued = queued + delayed + inflight, delayed = delayed, inflight = inflight, outbox = redis.call('LLEN', KEYS[4])}
+local want = {queued = queued + delayed + inflight, delayed = delayed, inflight = inflight, outbox = redis.call('LLEN', KEYS[4]), inbox = redis.call('LLEN', KEYS[5])}
 local all = redis.call('HGETALL', KEYS[2])
 local fixed = {}
 for i = 1, #all, 2 do
@@ -182,7 +182,7 @@ for i = 1, #all, 2 do
     fixed[#fixed+1] = f; fixed[#fixed+1] = v
   end
 end
-for _, f in ipairs({'queued', 'delayed', 'inflight', 'outbox'}) do
+for _, f in ipairs({'queued', 'delayed', 'inflight', 'outbox', 'inbox'}) do
   local v = redis.call('HGET', KEYS[2], f)
   if tonumber(v or '0') ~= want[f] or (v and not countOK(v)) then
     redis.call('HSET', KEYS[2], f, want[f])
@@ -194,7 +194,7 @@ return fixed
 `)
 
 // recount sets o's partition's counters of what is queued, delayed, in flight and in its
-// outbox to what its keys hold (those of the hosts its hosts set lists), and deletes the
+// outbox and inbox to what its keys hold (those of the hosts its hosts set lists), and deletes the
 // other counters that are damaged. It returns each counter it changed, with its old value
 // quoted (none when they were right).
 func (s *Store) recount(ctx context.Context, o Ownership) ([]string, error) {
@@ -203,7 +203,7 @@ func (s *Store) recount(ctx context.Context, o Ownership) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: recount partition %d: %w", p, err)
 	}
-	ks := []string{s.k.owner(p), s.k.counts(p), s.k.inflight(p), s.k.outbox(p)}
+	ks := []string{s.k.owner(p), s.k.counts(p), s.k.inflight(p), s.k.outbox(p), s.k.inbox(p)}
 	for _, h := range hosts {
 		ks = append(ks, s.k.queue(p, h), s.k.delayed(p, h))
 	}

@@ -113,13 +113,15 @@ func TestForwardWaitsForReplicas(t *testing.T) {
 	if n, _ := rdb.LLen(ctx, s.k.outbox(o.Partition)).Result(); n != 1 {
 		t.Fatalf("outbox holds %d payloads after the refused Forward, want 1", n)
 	}
-	// (the refused Forward's writes reached the master: the links are queued already)
+	// (the refused Forward's writes reached the master: the links wait in the inbox already,
+	// and the owner's seen-set records them once)
 	if _, err := s.Forward(ctx, o); err != nil {
 		t.Fatalf("Forward with the replica back: %v", err)
 	}
 	if n, _ := rdb.LLen(ctx, s.k.outbox(o.Partition)).Result(); n != 0 {
 		t.Errorf("outbox holds %d payloads after Forward, want 0", n)
 	}
+	mustAcquire(t, s, q)
 	if c, err := s.Counts(ctx); err != nil || c.Queued != 2 || c.Fetched != 1 {
 		t.Errorf("counts %+v, %v; want the 2 links queued and 1 fetched", c, err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // Idle reports whether the whole crawl has nothing left to do: no URL queued, delayed or in
-// flight, and no links waiting in an outbox, in any partition.
+// flight, and no links waiting in an outbox or an inbox, in any partition.
 func (s *Store) Idle(ctx context.Context) (bool, error) {
 	ps, err := s.PartitionCounts(ctx)
 	return ps.Idle(), err
@@ -30,6 +30,7 @@ func (s *Store) Counts(ctx context.Context) (frontier.Counts, error) {
 type PartCounts struct {
 	frontier.Counts
 	Outbox   int // payloads waiting for Forward
+	Inbox    int // payloads of URLs sent to the partition, waiting for its owner (Drain)
 	Bad      int // unreadable values set aside in the partition's bad list
 	Repaired int // damaged values the scripts or the owner's recount repaired
 	// Damaged names the counters that are not integers in [0, maxCount] (read as 0): the
@@ -40,11 +41,11 @@ type PartCounts struct {
 // Partitions are the counters of every partition, indexed by partition, read at one instant.
 type Partitions []PartCounts
 
-// Idle reports whether nothing is queued, delayed, in flight or in an outbox in any partition
-// (and no partition's counters are damaged).
+// Idle reports whether nothing is queued, delayed, in flight or in an outbox or inbox in any
+// partition (and no partition's counters are damaged).
 func (ps Partitions) Idle() bool {
 	for _, p := range ps {
-		if p.Queued != 0 || p.Outbox != 0 || len(p.Damaged) > 0 {
+		if p.Queued != 0 || p.Outbox != 0 || p.Inbox != 0 || len(p.Damaged) > 0 {
 			return false
 		}
 	}
@@ -165,7 +166,7 @@ func (s *Store) readPartitionCounts(ctx context.Context) (Partitions, error) {
 		c := &ps[active[i]]
 		fields := map[string]*int{"queued": &c.Queued, "delayed": &c.Delayed, "inflight": &c.InFlight,
 			"fetched": &c.Fetched, "failed": &c.Failed, "excluded": &c.Excluded, "outbox": &c.Outbox,
-			"bad": &c.Bad, "repaired": &c.Repaired}
+			"inbox": &c.Inbox, "bad": &c.Bad, "repaired": &c.Repaired}
 		key := s.k.counts(active[i])
 		for name, v := range cmd.Val() {
 			n, ok := countOf(key, name, v)

@@ -13,10 +13,11 @@
 //
 // Inside a partition: a FIFO queue and a delayed set (retries, scored by not-before) per host,
 // a set of the hosts with work, an in-flight set scored by each URL's lease deadline, the
-// seen-set (each URL's fingerprint and state as an 8-byte record, in buckets of one hash that
-// the scripts split by linear hashing as the partition grows; a script reads and writes them
-// with one command each),
-// counters, an outbox of links found by its pages, and the hosts' learned politeness state.
+// seen-set (a log of each recorded URL's 8-byte fingerprint, which only the owner appends to:
+// it holds the set in memory and checks URLs there, so Redis does no work per URL to record
+// one), an inbox of URLs other workers sent the partition (the owner checks and records them,
+// Drain), counters, an outbox of links found by its pages, and the hosts' learned politeness
+// state.
 // Every key of partition p carries the hash tag {p}, so every script touches one Redis Cluster
 // slot.
 //
@@ -24,9 +25,9 @@
 // in-flight set until the one script of Complete marks it done (or delays it for a retry),
 // queues its links of the same partition and puts the others in the outbox; a new owner returns
 // every URL still in flight to its queue with one more attempt (Reclaim). Links reach other
-// partitions through Forward, which adds them (idempotent thanks to the seen-set) before
-// trimming the outbox, so a crash at any
-// instant loses nothing. Page bodies never go to Redis: Frontier.Complete stores a page in the
+// partitions through Forward, which appends them to their partitions' inboxes (idempotent
+// thanks to the owners' seen-sets) before trimming the outbox, so a crash at any instant loses
+// nothing. Page bodies never go to Redis: Frontier.Complete stores a page in the
 // worker's own store (Join) before the script runs. Times that workers compare (in-flight
 // deadlines, retry times) are Redis' TIME, never a worker's clock. A Redis node that restarts
 // (or a replica promoted) may lose its last acknowledged writes: Frontier.Run reads every

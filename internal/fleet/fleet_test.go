@@ -84,9 +84,13 @@ func worker(ctx context.Context, s *Store, g graph, dieAfter int, tl *tally) err
 	}
 }
 
-// crawlPartition forwards o's outbox and leases and completes one URL of each of its hosts.
+// crawlPartition forwards o's outbox, records its inbox and leases and completes one URL of
+// each of its hosts.
 func crawlPartition(ctx context.Context, s *Store, o Ownership, g graph, dieAfter int, done *int, tl *tally) error {
 	if _, err := s.Forward(ctx, o); err != nil && !errors.Is(err, ErrFenced) {
+		return err
+	}
+	if _, err := s.Drain(ctx, o); err != nil && !errors.Is(err, ErrFenced) {
 		return err
 	}
 	hosts, err := s.Hosts(ctx, o)

@@ -123,8 +123,10 @@ func newFrontier(k *Keeper, opts FrontierOptions) *Frontier {
 	}
 }
 
-// Add queues the entries not seen before, in whichever partitions they belong to. While Redis
-// is unreachable it retries for up to FrontierOptions.Patience.
+// Add queues the entries not seen before, in whichever partitions they belong to, and reports
+// how many it queued at once (Store.Add: those of partitions the worker holds; the others go
+// to their owners' inboxes). While Redis is unreachable it retries for up to
+// FrontierOptions.Patience.
 func (f *Frontier) Add(entries []frontier.Entry) (int, error) {
 	var n int
 	err := f.retry(func(ctx context.Context) error {

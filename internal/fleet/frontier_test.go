@@ -422,6 +422,7 @@ func TestFrontierFirstCountsRetried(t *testing.T) {
 	parallel(t)
 	rdb := newRedis(t)
 	s := newStore(t, rdb, "a", &Options{Partitions: 4})
+	mustAcquire(t, s, PartitionOf("a.example", 4))
 	if _, err := s.Add(context.Background(), entries("a.example", 3)); err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,14 @@ package fleet
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,7 +174,41 @@ func mustAcquire(t *testing.T, s *Store, p int) Ownership {
 	if err != nil || !ok {
 		t.Fatalf("%s: acquire %d: ok=%v err=%v", s.worker, p, ok, err)
 	}
+	drainAll(t, s, o)
 	return o
+}
+
+// ownRest acquires for s every partition but those of held (drainAll: what waits in their
+// inboxes is recorded).
+func ownRest(t *testing.T, s *Store, held ...Ownership) {
+	t.Helper()
+	for p := range s.Partitions() {
+		if !slices.ContainsFunc(held, func(o Ownership) bool { return o.Partition == p }) {
+			mustAcquire(t, s, p)
+		}
+	}
+}
+
+// drainAll records everything waiting in o's partition's inbox (Store.Drain), as the owner's
+// Frontier.Run does round after round; it reports how many URLs were queued.
+func drainAll(t *testing.T, s *Store, o Ownership) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for {
+		left, err := s.rdb.LLen(ctx, s.k.inbox(o.Partition)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			return n
+		}
+		got, err := s.Drain(ctx, o)
+		if err != nil {
+			t.Fatalf("%s: drain partition %d: %v", s.worker, o.Partition, err)
+		}
+		n += got
+	}
 }
 
 // queueAndOwn adds n URLs of host and acquires the host's partition for s.
@@ -210,9 +246,7 @@ func checkInvariants(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
 	type tally struct {
-		queued, delayed, inflight, outbox, seen int
-		seenN, seenURLs                         int              // the seen-set header
-		buckets                                 map[int][]string // its buckets' members
+		queued, delayed, inflight, outbox, inbox, seen int
 	}
 	parts := map[int]*tally{}
 	part := func(p int) *tally {
@@ -258,58 +292,35 @@ func checkInvariants(t *testing.T, s *Store) {
 		case "inflight":
 			n, _ := s.rdb.ZCard(ctx, key).Result()
 			c.inflight += int(n)
-		case "seen":
-			h, _ := s.rdb.HGetAll(ctx, key).Result()
-			n, _ := strconv.Atoi(h["n"])
-			c.seenN, c.seenURLs = max(n, 1), -1
-			if urls, err := strconv.Atoi(h["urls"]); err == nil {
-				c.seenURLs = urls
+		case "in":
+			n, _ := s.rdb.LLen(ctx, key).Result()
+			c.inbox += int(n)
+		case "sl":
+			els, err := s.rdb.LRange(ctx, key, 0, -1).Result()
+			if err != nil {
+				t.Errorf("partition %d: seen log: %v", p, err)
 			}
-			if len(h) != 2 {
-				t.Errorf("partition %d: seen-set header %v, want n and urls", p, h)
-			}
-		case "s":
-			b, err := strconv.Atoi(rest)
-			ms, err2 := s.rdb.SMembers(ctx, key).Result()
-			if err != nil || err2 != nil {
-				t.Errorf("partition %d: seen-set bucket %q: %v %v", p, key, err, err2)
-				continue
-			}
-			if enc, _ := s.rdb.ObjectEncoding(ctx, key).Result(); enc != "intset" {
-				t.Errorf("partition %d: seen-set bucket %d (%d members) is a %s, not an intset", p, b, len(ms), enc)
-			}
-			if c.buckets == nil {
-				c.buckets = map[int][]string{}
-			}
-			c.buckets[b] = ms
-		}
-	}
-	for p, c := range parts {
-		for b, ms := range c.buckets {
-			if b >= c.seenN {
-				t.Errorf("partition %d: seen-set bucket %d beyond its %d buckets", p, b, c.seenN)
-			}
-			for _, m := range ms {
-				v, err := strconv.ParseUint(m, 10, 64)
-				if err != nil || m != strconv.FormatUint(v, 10) || v%10_000_000_000 >= 1<<33 {
-					t.Errorf("partition %d: seen-set member %q is not a member", p, m)
-					continue
+			fps := map[uint64]bool{}
+			for _, e := range els {
+				if len(e)%8 != 0 {
+					t.Errorf("partition %d: seen log element of %d bytes, not whole 8-byte records", p, len(e))
 				}
-				if want := seenBucket(v/10_000_000_000, c.seenN); want != b {
-					t.Errorf("partition %d: member %s in bucket %d, linear hashing over %d buckets says %d", p, m, b, c.seenN, want)
+				for i := 0; i+8 <= len(e); i += 8 {
+					fp := binary.LittleEndian.Uint64([]byte(e[i : i+8]))
+					if fps[fp] {
+						t.Errorf("partition %d: fingerprint %#x recorded twice in the seen log", p, fp)
+					}
+					fps[fp] = true
 				}
-				c.seen++
 			}
-		}
-		if c.seenURLs != c.seen && (c.seen > 0 || c.seenURLs > 0) {
-			t.Errorf("partition %d: seen-set holds %d URLs, its count says %d", p, c.seen, c.seenURLs)
+			c.seen = len(fps)
 		}
 	}
 	for p, c := range parts {
 		h, _ := s.rdb.HGetAll(ctx, s.k.counts(p)).Result()
 		n := func(name string) int { v, _ := strconv.Atoi(h[name]); return v }
-		got := fmt.Sprintf("queued=%d delayed=%d inflight=%d outbox=%d", n("queued"), n("delayed"), n("inflight"), n("outbox"))
-		want := fmt.Sprintf("queued=%d delayed=%d inflight=%d outbox=%d", c.queued+c.delayed+c.inflight, c.delayed, c.inflight, c.outbox)
+		got := fmt.Sprintf("queued=%d delayed=%d inflight=%d outbox=%d inbox=%d", n("queued"), n("delayed"), n("inflight"), n("outbox"), n("inbox"))
+		want := fmt.Sprintf("queued=%d delayed=%d inflight=%d outbox=%d inbox=%d", c.queued+c.delayed+c.inflight, c.delayed, c.inflight, c.outbox, c.inbox)
 		if got != want {
 			t.Errorf("partition %d: counters %s, keys hold %s", p, got, want)
 		}

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -180,36 +179,44 @@ func TestForwardSetsAsideUnreadablePayloads(t *testing.T) {
 	}
 }
 
-// A seen-set whose bucket count or URL count is damaged is repaired from what the hash holds:
-// no value makes a script loop in Redis (n=inf and urls=1e18 kept Redis busy for good, every
-// client answered BUSY), URLs seen before stay seen, and a new URL is added.
-func TestSeenSetHeaderDamageRepaired(t *testing.T) {
+// A seen log with an element that is not whole 8-byte records, or that is not a list, is read
+// or repaired when its owner loads it: the records it holds stay seen, and the worker goes on
+// recording new URLs.
+func TestSeenLogDamageRepaired(t *testing.T) {
 	parallel(t)
-	for _, tc := range []struct{ n, urls string }{
-		{"inf", ""}, {"1e400", ""}, {"", "1e18"}, {"", "-1000000000"}, {"-1000000000", ""},
-		{"nan", "nan"}, {"abc", "-3"}, {"1.5", "2.5"}, {"4000000000", ""}, {"9", ""},
+	for _, tc := range []struct {
+		name     string
+		damage   func(ctx context.Context, rdb redis.UniversalClient, key string)
+		oldSeen  bool // the URLs recorded before stay seen
+		repaired int
+	}{
+		{"torn", func(ctx context.Context, rdb redis.UniversalClient, key string) { rdb.RPush(ctx, key, "\x01\x02\x03") }, true, 0},
+		{"string", func(ctx context.Context, rdb redis.UniversalClient, key string) {
+			rdb.Del(ctx, key)
+			rdb.Set(ctx, key, "x", 0)
+		}, false, 1},
 	} {
-		t.Run(fmt.Sprintf("n=%s,urls=%s", tc.n, tc.urls), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			rdb := newRedis(t)
 			ctx := hostileCtx(t)
 			s := openRaw(t, rdb, "w", &Options{Partitions: 1})
-			old := entries("h", 300) // several buckets
-			if _, err := s.Add(ctx, old); err != nil {
-				t.Fatal(err)
+			mustAcquire(t, s, 0)
+			old := entries("h", 300)
+			if n, err := s.Add(ctx, old); err != nil || n != 300 {
+				t.Fatalf("Add: %d, %v", n, err)
 			}
-			if tc.n != "" {
-				rdb.HSet(ctx, s.k.seen(0), "n", tc.n)
-			}
-			if tc.urls != "" {
-				rdb.HSet(ctx, s.k.seen(0), "urls", tc.urls)
-			}
+			tc.damage(ctx, rdb, s.k.seenLog(0))
+			s.forgetSeen() // as after a restart: the next use loads the log
 			added, err := s.Add(ctx, append(old, frontier.Entry{URL: "http://h/new", Host: "h"}))
-			if err != nil || added != 1 {
-				t.Fatalf("Add of the URLs seen and a new one: %d added, %v; want the new one only", added, err)
+			want := 1
+			if !tc.oldSeen {
+				want = 301
 			}
-			h, _ := rdb.HMGet(ctx, s.k.seen(0), "n", "urls").Result()
-			if h[1] != "301" {
-				t.Errorf("seen-set header n=%v urls=%v; want 301 URLs", h[0], h[1])
+			if err != nil || added != want {
+				t.Fatalf("Add of the URLs seen and a new one: %d added, %v; want %d", added, err, want)
+			}
+			if r, _ := rdb.HGet(ctx, s.k.counts(0), "repaired").Int(); r != tc.repaired {
+				t.Errorf("repaired counts %d, want %d", r, tc.repaired)
 			}
 		})
 	}

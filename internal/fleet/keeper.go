@@ -101,6 +101,7 @@ func (k *Keeper) Tick(ctx context.Context, now time.Time) (Change, error) {
 		o := k.owned[p]
 		if b.lease == leaseStarted || o.StateAt(now) == Lapsed {
 			delete(k.owned, p)
+			s.dropSeen(p, o.token)
 			ch.Lost = append(ch.Lost, p)
 			continue
 		}

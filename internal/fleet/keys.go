@@ -53,38 +53,14 @@ func (k keys) delayed(p int, host string) string { return k.part(p, "d:"+host) }
 func (k keys) state(p int, host string) string   { return k.part(p, "h:"+host) }
 func (k keys) robots(p int, host string) string  { return k.part(p, "r:"+host) }
 
-// seen is partition p's seen-set header: a hash of its bucket count n and fingerprint count
-// urls. The fingerprints are in the buckets, bucket(p, b) for b from 0 to n-1.
-func (k keys) seen(p int) string { return k.part(p, "seen") }
+// seenLog is partition p's seen-set: a list whose elements are the 8-byte little-endian
+// fingerprints, packed, of the URLs each of its owner's scripts recorded in p (one element a
+// script). The owner checks URLs against its copy in memory (seenSet).
+func (k keys) seenLog(p int) string { return k.part(p, "sl") }
 
-// bucket is bucket b of partition p's seen-set: a set of seen members (seenMember), which
-// Redis keeps as a sorted array of 8-byte integers (an intset) up to its set-max-intset-entries.
-func (k keys) bucket(p, b int) string { return k.part(p, "s:"+strconv.Itoa(b)) }
-
-// seenMember is fingerprint fp as the seen-set stores it: the decimal integer h·10^10 + l, h
-// being the top 29 bits of fp (seenHash) and l the 33 bits below them, so that a script reads
-// h exactly as the digits before the last ten. Exact to 62 bits: two URLs of one partition are
-// taken for one with probability about n/2^62 per new URL with n seen in the partition.
-func seenMember(fp uint64) string {
-	return strconv.FormatUint(seenHash(fp)*10_000_000_000+(fp>>2)&(1<<33-1), 10)
-}
-
-// seenHash is the part of fingerprint fp that picks its bucket: its top 29 bits.
-func seenHash(fp uint64) uint64 { return fp >> 35 }
-
-// seenBucket is the bucket of hash h in a seen-set of n buckets, by linear hashing: h mod
-// 2^(L+1), or h mod 2^L when that is n or more (2^L ≤ n < 2^(L+1)).
-func seenBucket(h uint64, n int) int {
-	m := uint64(1)
-	for m*2 <= uint64(n) {
-		m *= 2
-	}
-	b := h % (2 * m)
-	if b >= uint64(n) {
-		b = h % m
-	}
-	return int(b)
-}
+// inbox is partition p's inbox: payloads of URLs for p sent by workers that do not own it, which
+// its owner checks against its seen-set and records (Store.Drain).
+func (k keys) inbox(p int) string { return k.part(p, "in") }
 
 // validName reports whether a crawl name may be used in keys: 1 to 64 of [A-Za-z0-9._-].
 func validName(name string) error {

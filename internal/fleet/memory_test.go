@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,14 +45,14 @@ func memoryField(t testing.TB, rdb redis.UniversalClient, field string) int64 {
 }
 
 // The seen-set costs about as much as its fingerprints, at any size: measured with INFO memory
-// (datasetMemory) on a real server, 60,000 URLs in one partition (its buckets split about 940
-// times).
+// (datasetMemory) on a real server, 60,000 URLs in one partition.
 func TestSeenSetMemoryPerURL(t *testing.T) {
 	parallel(t)
 	const n = 60_000
 	rdb := newRedis(t)
 	ctx := context.Background()
 	s := newStore(t, rdb, "w", &Options{Partitions: 1})
+	mustAcquire(t, s, 0)
 	urls := make([]string, n)
 	for i := range urls {
 		urls[i] = fmt.Sprintf("http://host%d.example/section/%d/page-%d.html", i%97, i/97, i)
@@ -84,10 +83,9 @@ func TestSeenSetMemoryPerURL(t *testing.T) {
 	plain := float64(datasetMemory(t, rdb)-before) / n
 	rdb.Del(ctx, "plain-set")
 
-	buckets := seenBuckets(t, s, 0)
-	t.Logf("seen-set: %.1f bytes per URL in %d buckets (%.1f URLs each); a plain SET of the URLs: %.1f", seen, buckets, float64(n)/float64(buckets), plain)
-	if seen > 16 || seen*5 > plain {
-		t.Fatalf("seen-set %.1f bytes per URL: want at most 16 and a fifth of a plain SET (%.1f)", seen, plain)
+	t.Logf("seen-set: %.1f bytes per URL; a plain SET of the URLs: %.1f", seen, plain)
+	if seen > 10 || seen*5 > plain {
+		t.Fatalf("seen-set %.1f bytes per URL: want at most 10 and a fifth of a plain SET (%.1f)", seen, plain)
 	}
 	// Every URL is found again: adding them all once more adds none.
 	for start := 0; start < n; start += 5000 {
@@ -101,16 +99,6 @@ func TestSeenSetMemoryPerURL(t *testing.T) {
 	}
 }
 
-// seenBuckets returns how many buckets partition p's seen-set has.
-func seenBuckets(t *testing.T, s *Store, p int) int {
-	t.Helper()
-	n, err := s.rdb.HGet(context.Background(), s.k.seen(p), "n").Int()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // A queued URL costs its seen-set entry, its item in its host's queue and its share of the
 // host's keys. Measured as BenchmarkRedisMemory does, at a tenth of its size (100,000 URLs of
 // about 60 bytes over 1,000 hosts in 128 partitions: as many URLs per host and per partition).
@@ -120,6 +108,9 @@ func TestQueuedMemoryPerURL(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
 	s := newStore(t, rdb, "w", &Options{Partitions: 128})
+	for p := range 128 {
+		mustAcquire(t, s, p)
+	}
 	var before int64
 	for start := 0; start < n; start += 10_000 {
 		if start == 10_000 { // after the first batch: scripts loaded, buffers grown
@@ -137,32 +128,5 @@ func TestQueuedMemoryPerURL(t *testing.T) {
 	t.Logf("%.1f bytes per queued URL", queued)
 	if queued > 60 {
 		t.Fatalf("%.1f bytes per queued URL, want at most 60", queued)
-	}
-}
-
-// A bucket far over its load (records crafted to share one bucket, or a crawl stored with a
-// larger load) splits in one script however big it is, into more records than a Lua unpack
-// takes at once; every fingerprint stays where lookups find it (checked by newStore's
-// invariants).
-func TestSeenBucketSplitsWhenHuge(t *testing.T) {
-	parallel(t)
-	const n = 20_000
-	rdb := newRedis(t)
-	ctx := context.Background()
-	s := newStore(t, rdb, "w", &Options{Partitions: 1})
-	rng := rand.New(rand.NewPCG(3, 4))
-	members := make([]any, n)
-	for i := range members {
-		members[i] = seenMember(rng.Uint64())
-	}
-	rdb.SAdd(ctx, s.k.bucket(0, 0), members...)
-	rdb.HSet(ctx, s.k.seen(0), "n", 1, "urls", n)
-	rdb.HSet(ctx, s.k.counts(0), "excluded", n)
-	ex := []frontier.Exclusion{{Entry: frontier.Entry{URL: "https://one.example/x", Host: "one.example"}, Reason: frontier.ReasonScope}}
-	if err := s.Exclude(ctx, ex); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := seenBuckets(t, s, 0), (n+1)/seenLoad+1; got != want {
-		t.Errorf("%d buckets, want %d", got, want)
 	}
 }

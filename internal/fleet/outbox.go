@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/crawl-project/crawl/frontier"
 )
@@ -20,9 +22,9 @@ type outboxPayload struct {
 const forwardBatch = 64
 
 // Forward delivers up to forwardBatch payloads of o's partition's outbox (the links of
-// completed pages) to their partitions, then drops them from the outbox. A crash between the
-// two delivers them again, which the seen-set makes harmless. It reports how many URLs were
-// newly queued.
+// completed pages) to their partitions' inboxes, then drops them from the outbox. A crash
+// between the two delivers them again, which the owners' seen-sets make harmless. It reports
+// how many URLs it delivered.
 func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	p := o.Partition
 	raw, err := s.rdb.LRange(ctx, s.k.outbox(p), 0, forwardBatch-1).Result()
@@ -56,7 +58,9 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 		return 0, err
 	}
 	byPart := make(map[int][]seenWrite)
+	n := 0
 	for _, pl := range pls {
+		n += len(pl.Links) + len(pl.Excluded)
 		for _, x := range pl.Excluded {
 			q := parts[x.Host]
 			byPart[q] = append(byPart[q], seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
@@ -66,21 +70,23 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 			byPart[q] = append(byPart[q], seenWrite{entry: e, state: seenQueued})
 		}
 	}
-	added, err := s.addDurable(ctx, byPart, true)
-	if err != nil {
-		return added, err
+	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
+		return 0, err
+	}
+	if err := s.deliver(ctx, byPart, true); err != nil {
+		return 0, fmt.Errorf("fleet: forward: %w", err)
 	}
 	err = trimScript.Run(ctx, s.rdb, []string{s.k.owner(p), s.k.outbox(p), s.k.counts(p), s.k.bad(p)},
 		append([]any{o.token, len(raw)}, bad...)...).Err()
 	if err = scriptErr(err); err != nil {
-		return added, fmt.Errorf("fleet: trim outbox of partition %d: %w", p, err)
+		return 0, fmt.Errorf("fleet: trim outbox of partition %d: %w", p, err)
 	}
 	if fn := s.asideFn.Load(); fn != nil {
 		for _, err := range why {
 			(*fn)(asideNote{From: s.k.outbox(p), List: s.k.bad(p), Err: err})
 		}
 	}
-	return added, nil
+	return n, nil
 }
 
 // readPayload decodes an outbox payload; one that is not JSON, or names a link without a URL

@@ -51,6 +51,7 @@ func (s *Store) acquireFrom(ctx context.Context, sent time.Time, p int, from str
 		return o, false, nil
 	}
 	tok, _ := r[1].(string)
+	s.holdSeen(p, tok)
 	return Ownership{Partition: p, Epoch: epoch, token: tok, sent: sent, ttl: s.opts.LeaseTTL}, true, nil
 }
 
@@ -64,6 +65,7 @@ func tokenWorker(tok string) string {
 // release in the crawl's released counter, which tells workers below their fair share to look
 // for free partitions.
 func (s *Store) Release(ctx context.Context, o Ownership) error {
+	s.dropSeen(o.Partition, o.token)
 	err := releaseScript.Run(ctx, s.rdb, []string{s.k.owner(o.Partition)}, o.token).Err()
 	if err = scriptErr(err); err != nil {
 		return fmt.Errorf("fleet: release partition %d: %w", o.Partition, err)

@@ -83,6 +83,7 @@ func TestPlaceByAddress(t *testing.T) {
 	for _, h := range []string{"a.test:8080", "b.test:8080", "c.test:8080", "x.test:8080", server} {
 		es = append(es, entries(h, 2)...)
 	}
+	ownRest(t, a) // the owner of every partition records its adds at once
 	if added, err := a.Add(ctx, es); err != nil || added != len(es) {
 		t.Fatalf("Add: %d, %v; want %d", added, err, len(es))
 	}
@@ -113,6 +114,7 @@ func TestPlaceByAddress(t *testing.T) {
 	if _, err := b.Add(ctx, more); err != nil {
 		t.Fatal(err)
 	}
+	drainAll(t, a, o) // b sent them to the owner's inbox
 	if got := hostsOf(t, b, PartitionOf(server, n)); !slices.Equal(got, []string{server, "a.test:8080", "d.test:8080"}) {
 		t.Errorf("the server's partition holds %v after b's adds", got)
 	}
@@ -136,6 +138,7 @@ func TestPlaceByAddress(t *testing.T) {
 	if _, err := op.Add(ctx, entries("a.test:8080", 6)); err != nil {
 		t.Fatal(err)
 	}
+	drainAll(t, a, o)
 	// server 2, a.test 2 + 2 (b's new ones) + 2 (the operator's), b.test 2, d.test 1
 	if c, _ := a.PartitionCounts(ctx); c[PartitionOf(server, n)].Queued != 11 {
 		t.Errorf("the server's partition has %d URLs queued or in flight after the operator's add, want 11", c[PartitionOf(server, n)].Queued)
@@ -197,6 +200,7 @@ func TestForwardWaitsForPlacement(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	mustAcquire(t, s, PartitionOf("10.0.0.7", n)) // its owner records it
 	if got := hostsOf(t, s, PartitionOf("10.0.0.7", n)); !slices.Equal(got, []string{"slow.test"}) {
 		t.Errorf("slow.test's address's partition holds %v", got)
 	}
@@ -294,6 +298,7 @@ func TestCompletePlacesOwnLinksByAddress(t *testing.T) {
 	if added, err := s.Forward(ctx, o); added != 1 || err != nil {
 		t.Fatalf("Forward: %d, %v; want 1, nil", added, err)
 	}
+	mustAcquire(t, s, PartitionOf(other, n)) // its owner records it
 	if got := hostsOf(t, s, PartitionOf(other, n)); !slices.Contains(got, name) {
 		t.Errorf("%s not queued in its server's partition %d: %v", name, PartitionOf(other, n), got)
 	}

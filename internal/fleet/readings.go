@@ -40,7 +40,7 @@ const (
 const heldEvery = time.Second
 
 // heldFields are the counters readHeld reads of each partition in use.
-var heldFields = [3]string{"queued", "inflight", "outbox"}
+var heldFields = [4]string{"queued", "inflight", "outbox", "inbox"}
 
 // readHeld reads, in one pipeline, Redis' clock (setting the offset of Redis' clock from the
 // local one, at the round trip's midpoint) and the counters and hosts with work of the
@@ -95,7 +95,7 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 	offset := clock.Val().Sub(sent.Add(got.Sub(sent) / 2))
 	for i, p := range ps {
 		members[p] = hosts[i].Val()
-		var n [3]int
+		var n [len(heldFields)]int
 		var c PartCounts
 		key := f.s.k.counts(p)
 		for j, v := range cmds[i].Val() {
@@ -106,7 +106,7 @@ func (f *Frontier) readHeld(ctx context.Context, now time.Time) (map[int][]strin
 				}
 			}
 		}
-		c.Queued, c.InFlight, c.Outbox = n[0], n[1], n[2]
+		c.Queued, c.InFlight, c.Outbox, c.Inbox = n[0], n[1], n[2], n[3]
 		read[p] = c
 	}
 	f.mu.Lock()

@@ -10,7 +10,7 @@ import (
 // recentLinks is a worker's bounded memory of URLs it knows the crawl has recorded or is
 // recording: links it added, URLs it leased, and the links of results being committed (filter
 // claims them; a commit refused gives them back with forget). A link found in it is not sent
-// again: Redis' seen-set would only refuse it. A link left out of a page because a result being
+// again: its partition's seen-set would only refuse it. A link left out of a page because a result being
 // committed carries it is not lost if that commit is refused: that result's URL stays in
 // flight, so whoever gets it fetches the page again and sends its links. It is direct-mapped
 // (one fingerprint per slot, a newer one evicts an older one), so it forgets, but never answers

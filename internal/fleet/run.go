@@ -115,6 +115,9 @@ func (f *Frontier) linkOK() {
 	if f.rounds.link == linkDown {
 		f.rounds.link = linkUp
 		f.recent.reset() // a restarted Redis may have lost what the worker saw it record
+		if f.s != nil {
+			f.s.forgetSeen()
+		}
 		f.opts.Log.Warn("Redis reachable again")
 	}
 }
@@ -159,6 +162,9 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 			return err
 		}
 	}
+	if err := f.drainInboxes(rctx); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	every := fullEvery
 	if len(f.inflight.leases) == 0 {
@@ -178,6 +184,38 @@ func (f *Frontier) round(ctx context.Context, now time.Time, tick bool) error {
 		return err
 	}
 	return f.scanHosts(rctx, members)
+}
+
+// drainInboxes records what other workers sent to the partitions in use whose inbox the last
+// read found not empty (Store.Drain), one batch each.
+func (f *Frontier) drainInboxes(ctx context.Context) error {
+	f.mu.Lock()
+	var drain []Ownership
+	for p, h := range f.parts.inUse {
+		if f.view.held[p].Inbox > 0 {
+			drain = append(drain, h.o)
+		}
+	}
+	f.mu.Unlock()
+	for _, o := range drain {
+		n, err := f.s.Drain(ctx, o)
+		if errors.Is(err, ErrFenced) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		if c, ok := f.view.held[o.Partition]; ok {
+			c.Inbox = max(c.Inbox-drainBatch, 0) // read again at the next round's reading
+			f.view.held[o.Partition] = c
+		}
+		if n > 0 {
+			f.view.age.mark()
+		}
+		f.mu.Unlock()
+	}
+	return nil
 }
 
 // forwardEvery is how long a partition's outbox may wait for more payloads before Run
@@ -220,6 +258,7 @@ func (f *Frontier) watchServers(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	lost := f.recent.takeAll()
+	f.s.forgetSeen() // the seen-sets too: each is read again from what the node kept
 	f.mu.Lock()
 	f.stats.Restarts++
 	f.rounds.remark = true

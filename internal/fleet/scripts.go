@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -45,163 +44,6 @@ redis.call('DEL', KEYS[1])
 return 1
 `)
 
-// seenSet is the seen-set of one partition: a header hash (n buckets, urls members) and n
-// bucket sets of seenMember integers, grown by linear hashing so that a bucket holds seenLoad
-// members on average (docs/fleet.md "Seen-set"). A URL is looked up and recorded by one SADD,
-// in C: no bucket is copied into Lua.
-//
-// Every bucket a script may touch is declared in KEYS: the caller, from what it last knew of
-// the header (seenView, n_w), passes the "seen block": in KEYS the bucket keys, in ARGV n_w,
-// the splits k it allows, the number of buckets nb and their numbers, packed in one argument
-// (4 bytes each, little-endian: read by struct.unpack, not parsed from text). The buckets are
-// those of each fingerprint under every bucket count from n_w to n_w + k, the pairs split on
-// the way there, and bucket n_w - 1.
-//
-//	seenOpen(meta, kb, ab) reads the header (bucket keys from KEYS[kb], the block's
-//	arguments from ARGV[ab]) and returns an error reply before anything is written: STALE n
-//	urls when n is not in [n_w, n_w + k], or when urls needs more splits than k and k is not
-//	the most allowed (the caller asks again with the buckets of that header),
-//	SEENDAMAGED when the header is not two integers in range or bucket n-1 is missing (the
-//	caller recounts the buckets, Store.repairSeen). seenAdd(m) records member m and says
-//	whether it was new, splitting while the load is over seenLoad and n below n_w + k (a
-//	split left is done by a later script). seenClose() writes the header.
-//
-// A bucket key that is not a set is deleted (it held nothing of the seen-set) and counted in
-// seenRepaired (the scripts count it in the partition's "repaired" counter).
-var seenSet = `
-local seenMeta, seenN, seenM, seenURLs, seenKeys, seenTo, seenDirty
-local seenLoad = ` + strconv.Itoa(seenLoad) + `
-local seenMaxN = ` + strconv.Itoa(seenMaxN) + `
-local seenMaxSplits = ` + strconv.Itoa(seenMaxSplits) + `
-local seenIntset = ` + strconv.Itoa(seenIntset) + `
-local seenRepaired = false
-local seenFmt = '<` + strings.Repeat("I4", 200) + `' -- a constant: made when the script loads
-local function seenU32(s) -- the little-endian 32-bit integers packed in s (the caller's), in order
-  local out, n, pos, i = {}, math.floor(#s / 4), 1, 0
-  while i < n do
-    local c = math.min(n - i, 200)
-    local v = {struct.unpack(c == 200 and seenFmt or string.sub(seenFmt, 1, 1 + 2 * c), s, pos)}
-    for j = 1, c do out[i + j] = v[j] end
-    pos, i = v[c + 1], i + c
-  end
-  return out
-end
-local function seenTop()
-  seenM = 1
-  while seenM * 2 <= seenN do seenM = seenM * 2 end
-end
-local function seenInt(v, lo, hi) -- v if it is an integer in [lo, hi], else nil
-  local n = tonumber(v)
-  if n and n == math.floor(n) and n >= lo and n <= hi then return n end
-  return nil
-end
-local function seenOpen(meta, kb, ab)
-  seenMeta, seenKeys, seenDirty = meta, {}, false
-  local nw, k, nb = tonumber(ARGV[ab]), tonumber(ARGV[ab+1]), tonumber(ARGV[ab+2])
-  local bs = seenU32(ARGV[ab+3])
-  for i = 1, nb do seenKeys[bs[i]] = KEYS[kb+i-1] end
-  seenTo = nw + k
-  local v = redis.call('HMGET', meta, 'n', 'urls')
-  seenN, seenURLs = 1, 0
-  if v[1] or v[2] then
-    seenN = seenInt(v[1] or '', 1, seenMaxN)
-    seenURLs = seenInt(v[2] or '', 0, seenLoad * seenMaxN)
-    if not seenN or not seenURLs then return redis.error_reply('SEENDAMAGED') end
-  end
-  local short = seenURLs > seenLoad * seenTo and k < seenMaxSplits and seenTo < seenMaxN
-  if seenN < nw or seenN > seenTo or short then return redis.error_reply('STALE ' .. seenN .. ' ' .. seenURLs) end
-  if seenN > 1 and redis.call('EXISTS', seenKeys[seenN - 1]) == 0 then return redis.error_reply('SEENDAMAGED') end
-  seenTop()
-  return nil
-end
--- Members are read as numbers by arithmetic, which parses a string once (tonumber parses it
--- twice, and a member's 19 digits cost strtod about 1,000 instructions each time) and raises
--- an error on one that is not a number: seenAdd is given only the caller's members, and
--- seenSplit partitions a bucket's inside pcall.
--- seenParts(ms, move, keep) puts in move the members of ms whose bit L of h is set (seenM =
--- 2^L), the others in keep: floor(m / (10^10·2^L)) is floor(h / 2^L) (10^10·2^L is a double
--- and the division by 2^L exact), so bit L is set when that quotient mod 2 is 1 or more.
-local function seenParts(ms, move, keep)
-  local d, nm, nk = 1e10 * seenM, 0, 0
-  for i = 1, #ms do
-    local x = ms[i]
-    if (x / d) % 2 >= 1 then nm = nm + 1; move[nm] = x else nk = nk + 1; keep[nk] = x end
-  end
-end
-local function seenSadd(k, ...) -- SADD; a key that is not a set is deleted first
-  local r = redis.pcall('SADD', k, ...)
-  if r == 1 or r == 0 then return r end -- the usual reply, without a call to type()
-  if type(r) == 'table' then
-    redis.call('DEL', k)
-    seenRepaired = true
-    r = redis.call('SADD', k, ...)
-  end
-  return r
-end
-local function seenSplit()
-  local src, dst = seenKeys[seenN - seenM], seenKeys[seenN]
-  local ms = redis.pcall('SMEMBERS', src)
-  if ms.err then redis.call('DEL', src); seenRepaired = true; ms = {} end
-  local move, keep = {}, {}
-  if not pcall(seenParts, ms, move, keep) then -- a member that is not a number (damage): as h 0
-    move, keep = {}, {}
-    for _, x in ipairs(ms) do
-      if math.floor(math.floor((tonumber(x) or 0) / 1e10) / seenM) % 2 == 1 then move[#move+1] = x else keep[#keep+1] = x end
-    end
-  end
-  local big = #ms > seenIntset -- not an intset: written again, as one if it is small enough now
-  if big then redis.call('DEL', src) end
-  for i = 1, math.max(#move, big and #keep or 0), 1000 do
-    if big and i <= #keep then redis.call('SADD', src, unpack(keep, i, math.min(i + 999, #keep))) end
-    if i <= #move then
-      local last = math.min(i + 999, #move)
-      if not big then redis.call('SREM', src, unpack(move, i, last)) end
-      seenSadd(dst, unpack(move, i, last))
-    end
-  end
-  seenN = seenN + 1
-  seenDirty = true
-  seenTop()
-end
-local function seenHashOf(m) -- h of member m, one of the caller's
-  local q = m / 1e10
-  return q - q % 1 -- floor(q): h, the digits before the last ten (exact: h·10^10 is a double)
-end
-local function seenAdd(m, h) -- records member m, whose hash is h; true when it was not seen before
-  local b = h % (2 * seenM)
-  if b >= seenN then b = h % seenM end
-  if seenSadd(seenKeys[b], m) == 0 then return false end
-  seenURLs = seenURLs + 1
-  seenDirty = true
-  while seenURLs > seenLoad * seenN and seenN < seenTo do seenSplit() end
-  return true
-end
-local function seenClose()
-  if seenDirty then redis.call('HSET', seenMeta, 'n', seenN, 'urls', seenURLs) end
-end
-`
-
-// seenMaxN bounds a seen-set's buckets: a bucket is picked by seenHash's 29 bits.
-const seenMaxN = 1 << 29
-
-// seenLoad is the seen-set's members per bucket: a partition splits a bucket whenever it holds
-// more (docs/fleet.md "Seen-set"). Buckets average seenLoad members (1 KiB) and the fullest
-// (those the split pointer has not reached) twice that, well below Redis' set-max-intset-entries
-// (512), past which a bucket would take about 40 bytes a member instead of 8.
-const seenLoad = 128
-
-// seenIntset is Redis' default set-max-intset-entries: a set of more members is a hash table.
-const seenIntset = 512
-
-// seenSlackMin and seenSlackMax bound the splits beyond its own that a script's seen block
-// allows (writes of other workers to the partition between what the caller knew and the
-// script's run; Store.seenSlackOf); seenMaxSplits bounds the splits one script may do.
-const (
-	seenSlackMin  = 2
-	seenSlackMax  = 32
-	seenMaxSplits = 1024
-)
-
 // counters defines counter(key) -> inc(field, delta) and flush(): the changes of a batch to the
 // counters hash key, written at flush with one HINCRBY when one field changed, else with one
 // HMGET and one HSET; a damaged counter (not countOK) is left as it is.
@@ -228,49 +70,42 @@ local function counter(key)
 end
 `
 
-// addEntries defines add_entries(hosts, used, budget, k, a, n, inc), after seenSet and
-// counters, with the seen-set open (seenOpen): it adds n groups of entries (appendWrites),
-// whose keys start at KEYS[k] (per group its host's queue) and whose arguments start at
-// ARGV[a]; per group: host, state ('1' to queue, '4' excluded), exclusion reason, count c,
-// the c members' seenHash packed (4 bytes each, little-endian), then c members (seenMember),
-// then, for state '1', the c items in the same order. It counts in inc what it queued
-// ('queued') and excluded ('excluded', 'excluded:REASON'); the caller
-// closes the seen-set. A group's new items are pushed with one RPUSH, so a script does per
-// host, not per URL, what touches a host's keys. With a budget (> 0), a host's URLs ever
-// queued are counted in used (read and written once per group), and an unseen URL of a host at
-// its budget is excluded ('limit') instead of queued. A host's first queued URL puts it in the
-// hosts set (a host with URLs queued is always there: lease removes it only once it has none).
+// addEntries defines add_entries(hosts, used, budget, k, a, n, inc), after counters: it records
+// n groups of new entries (appendWrites; the owner found their URLs not in the partition's
+// seen-set), whose keys start at KEYS[k] (per group its host's queue) and whose arguments start
+// at ARGV[a]; per group: host, state ('1' to queue, '4' excluded), exclusion reason, count c,
+// then, for state '1', the c items. It counts in inc what it queued ('queued') and excluded
+// ('excluded', 'excluded:REASON'). A group's items are pushed with one RPUSH, so a script does
+// per host, not per URL, what touches a host's keys. With a budget (> 0), a host's URLs ever
+// queued are counted in used (read and written once per group), and the items of a host beyond
+// its budget are excluded ('limit') instead of queued. A host with URLs queued is put in the
+// hosts set (lease removes it only once it has none).
 // Returns how many it queued and excluded.
 const addEntries = `
 local function add_entries(hosts, used, budget, k, a, n, inc)
   local added, excluded = 0, 0
   for g = 0, n - 1 do
     local host, st, reason, c = ARGV[a], ARGV[a+1], ARGV[a+2], tonumber(ARGV[a+3])
-    local queue = st == '1'
-    local room -- with a budget: how many more of host's URLs may be queued
-    if queue and budget > 0 then room = budget - (tonumber(redis.call('HGET', used, host) or '0') or 0) end
-    local items, ni = {}, 0
-    local hs = seenU32(ARGV[a+4])
-    for i = a + 5, a + 4 + c do
-      if seenAdd(ARGV[i], hs[i - a - 4]) then
-        if queue and (not room or room > 0) then
-          ni = ni + 1
-          items[ni] = ARGV[i + c]
-          if room then room = room - 1 end
-        else
-          excluded = excluded + 1
-          inc('excluded:' .. (queue and 'limit' or reason), 1)
-        end
+    if st == '1' then
+      local take = c
+      if budget > 0 then take = math.max(0, math.min(c, budget - (tonumber(redis.call('HGET', used, host) or '0') or 0))) end
+      if take > 0 then
+        local last = a + 3 + take
+        for i = a + 4, last, 1000 do redis.call('RPUSH', KEYS[k+g], unpack(ARGV, i, math.min(i + 999, last))) end
+        redis.call('SADD', hosts, host)
+        if budget > 0 then cincr(used, host, take) end
+        added = added + take
       end
+      if take < c then
+        excluded = excluded + c - take
+        inc('excluded:limit', c - take)
+      end
+      a = a + 4 + c
+    else
+      excluded = excluded + c
+      inc('excluded:' .. reason, c)
+      a = a + 4
     end
-    if #items > 0 then
-      local len
-      for i = 1, #items, 1000 do len = redis.call('RPUSH', KEYS[k+g], unpack(items, i, math.min(i + 999, #items))) end
-      if len == #items then redis.call('SADD', hosts, host) end
-      if budget > 0 then cincr(used, host, #items) end
-      added = added + #items
-    end
-    a = a + 5 + c * (queue and 2 or 1)
   end
   inc('queued', added)
   inc('excluded', excluded)
@@ -278,22 +113,46 @@ local function add_entries(hosts, used, budget, k, a, n, inc)
 end
 `
 
-// add (any worker, not fenced: it only inserts, and the seen-set makes it idempotent):
-// KEYS hosts, counts, used, seen-set header, the nb bucket keys of the seen block, then per
-// group of entries its host's queue; ARGV the host budget (0: none), the seen block (n_w, k,
-// nb, the nb bucket numbers packed as seenU32 reads them), then the groups' arguments of
-// add_entries. Returns {queued, excluded, n, urls} (the header after), or seenOpen's error
-// reply having written nothing.
-var addScript = redis.NewScript(seenSet + counters + addEntries + `
-local nb = tonumber(ARGV[4])
-local stale = seenOpen(KEYS[4], 5, 2)
-if stale then return stale end
-local inc, flush = counter(KEYS[2])
-local added, excluded = add_entries(KEYS[1], KEYS[3], tonumber(ARGV[1]), 5 + nb, 6, #KEYS - 4 - nb, inc)
-if seenRepaired then inc('repaired', 1) end
-seenClose()
+// record (owner): KEYS owner, hosts, counts, used, seen log, inbox, bad, then per group of
+// entries its host's queue; ARGV token, host budget (0: none), the new fingerprints packed (8
+// bytes each: one more element of the seen log), t, the number of the inbox's payloads to drop, then the
+// unreadable payloads among them, then the groups' arguments of add_entries. Records the
+// entries, drops the inbox's first t payloads (the unreadable ones kept in the bad list, as
+// setAside does), all at once. Returns {queued, excluded}.
+var recordScript = redis.NewScript(fence + counters + addEntries + `
+local t, nbad = tonumber(ARGV[4]), tonumber(ARGV[5])
+local inc, flush = counter(KEYS[3])
+local added, excluded = add_entries(KEYS[2], KEYS[4], tonumber(ARGV[2]), 8, 6 + nbad, #KEYS - 7, inc)
+if ARGV[3] ~= '' then redis.call('RPUSH', KEYS[5], ARGV[3]) end
+if t > 0 then
+  redis.call('LTRIM', KEYS[6], t, -1)
+  inc('inbox', -t)
+end
+for i = 6, 5 + nbad do redis.call('RPUSH', KEYS[7], KEYS[6] .. '\n' .. string.sub(ARGV[i], 1, ` + strconv.Itoa(maxBadBytes) + `)) end
+if nbad > 0 then
+  redis.call('LTRIM', KEYS[7], -` + strconv.Itoa(maxBadKept) + `, -1)
+  inc('bad', nbad)
+end
 flush()
-return {added, excluded, seenN, seenURLs}
+return {added, excluded}
+`)
+
+// deliver (any worker, not fenced: the owner checks what it delivers): KEYS inbox, counts; ARGV
+// payloads. Appends the payloads to the partition's inbox and counts them.
+var deliverScript = redis.NewScript(safeCount + `
+redis.call('RPUSH', KEYS[1], unpack(ARGV))
+cincr(KEYS[2], 'inbox', #ARGV)
+return #ARGV
+`)
+
+// repairLog (owner): KEYS owner, seen log, counts; ARGV token. Deletes a seen log that is not a
+// list (damage: it held nothing the scripts wrote) and counts one repair.
+var repairLogScript = redis.NewScript(fence + safeCount + `
+local t = redis.call('TYPE', KEYS[2]).ok
+if t == 'none' or t == 'list' then return 0 end
+redis.call('DEL', KEYS[2])
+cincr(KEYS[3], 'repaired', 1)
+return 1
 `)
 
 // lease: KEYS owner, queue, delayed, inflight, hosts, counts; ARGV token, host, url-ttl-ms, n,
@@ -335,28 +194,22 @@ for _, it in ipairs(items) do out[#out+1] = it end
 return out
 `)
 
-// complete: KEYS owner, inflight, counts, outbox, hosts, used, seen-set header, then per result
-// its host's delayed set, then the nb bucket keys of the seen block, then per group of entries
-// of this partition its host's queue (the keys of add_entries); ARGV token, outbox payload
-// (empty for none), number of results, host budget (0: none), then per result: in-flight
-// member, seen member (seenMember), kind ('f' fetched, 'F' failed, 'x' excluded, 'r' retry),
-// retry item, retry not-before-ms, host, reason (failed, excluded), then the seen block (n_w,
-// k, nb, the nb bucket numbers packed), then the groups' arguments of add_entries. Returns per
-// result 1, or 0 when its URL was not in flight (its state is then left alone), then the header's n
-// and urls after; or, having written nothing, seenOpen's error reply. The entries are the links
+// complete: KEYS owner, inflight, counts, outbox, hosts, used, seen log, then per result its
+// host's delayed set, then per group of entries of this partition its host's queue (the keys of
+// add_entries); ARGV token, outbox payload (empty for none), number of results, host budget (0:
+// none), the new fingerprints packed (8 bytes each, one more element of the seen log: the links the owner found not in its
+// seen-set, and any completed URL missing there), then per result: in-flight member, kind ('f'
+// fetched, 'F' failed, 'x' excluded, 'r' retry), retry item, retry not-before-ms, host, reason
+// (failed, excluded), then the groups' arguments of add_entries. Returns per result 1, or 0
+// when its URL was not in flight (its state is then left alone). The entries are the new links
 // (and exclusions) of the batch's fetched pages that belong to this partition, added at once;
-// the payload holds the others, for Forward. A completed URL's member is recorded (one missing
-// is added). Counters change once per batch.
-var completeScript = redis.NewScript(fence + seenSet + counters + addEntries + `
+// the payload holds the others, for Forward. Counters change once per batch.
+var completeScript = redis.NewScript(fence + counters + addEntries + `
 local nres = tonumber(ARGV[3])
-local sb = 5 + 7*nres -- the seen block's arguments
-local nb = tonumber(ARGV[sb+2])
-local stale = seenOpen(KEYS[7], 8 + nres, sb)
-if stale then return stale end
 local add, flush = counter(KEYS[3])
 local names = {f='fetched', F='failed', x='excluded'}
 local members, res, gone = {}, {}, {}
-for i = 0, nres - 1 do members[i+1] = ARGV[5 + 7*i] end
+for i = 0, nres - 1 do members[i+1] = ARGV[6 + 6*i] end
 for i = 1, #members, 1000 do
   local part = {unpack(members, i, math.min(i + 999, #members))}
   local sc = redis.call('ZMSCORE', KEYS[2], unpack(part))
@@ -368,43 +221,28 @@ for i = 1, #gone, 1000 do redis.call('ZREM', KEYS[2], unpack(gone, i, math.min(i
 add('inflight', -#gone)
 for i = 0, nres - 1 do
   if res[i+1] == 1 then
-    local a = 5 + 7*i
-    local k = ARGV[a+2]
+    local a = 6 + 6*i
+    local k = ARGV[a+1]
     if k == 'r' then
-      redis.call('ZADD', KEYS[8+i], ARGV[a+4], ARGV[a+3])
-      redis.call('SADD', KEYS[5], ARGV[a+5])
+      redis.call('ZADD', KEYS[8+i], ARGV[a+3], ARGV[a+2])
+      redis.call('SADD', KEYS[5], ARGV[a+4])
       add('delayed', 1)
     else
-      seenAdd(ARGV[a+1], seenHashOf(ARGV[a+1]))
       add('queued', -1)
       add(names[k], 1)
-      if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+6], 1) end
+      if k ~= 'f' then add(names[k] .. ':' .. ARGV[a+5], 1) end
     end
   end
 end
-local kg = 8 + nres + nb
-add_entries(KEYS[5], KEYS[6], tonumber(ARGV[4]), kg, sb + 4, #KEYS - kg + 1, add)
+local kg = 8 + nres
+add_entries(KEYS[5], KEYS[6], tonumber(ARGV[4]), kg, 6 + 6*nres, #KEYS - kg + 1, add)
+if ARGV[5] ~= '' then redis.call('RPUSH', KEYS[7], ARGV[5]) end
 if ARGV[2] ~= '' then
   redis.call('RPUSH', KEYS[4], ARGV[2])
   add('outbox', 1)
 end
-if seenRepaired then add('repaired', 1) end
-seenClose()
 flush()
-res[#res+1] = seenN
-res[#res+1] = seenURLs
 return res
-`)
-
-// repairSeen: KEYS seen-set header, counts; ARGV the header's n and urls as read (” for
-// none), then the recounted n and urls. Writes them, and counts one repair, only if the header
-// still holds what was read. Returns 1 if it wrote.
-var repairSeenScript = redis.NewScript(safeCount + `
-local v = redis.call('HMGET', KEYS[1], 'n', 'urls')
-if (v[1] or '') ~= ARGV[1] or (v[2] or '') ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'n', ARGV[3], 'urls', ARGV[4])
-cincr(KEYS[2], 'repaired', 1)
-return 1
 `)
 
 // reclaim: KEYS owner, inflight, hosts, counts, then one queue per item; ARGV token, then per

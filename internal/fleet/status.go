@@ -24,6 +24,7 @@ type View struct {
 	PartitionsFree int       // partitions with no owner
 	Counts         frontier.Counts
 	Outbox         int // links of completed pages not yet forwarded to their partitions
+	Inbox          int // payloads of URLs sent to partitions, not yet recorded by their owners
 	HostsQueued    int // hosts with URLs queued or delayed
 	Workers        []WorkerView
 	// SetAside counts the unreadable values workers moved to their partitions' bad lists,
@@ -129,6 +130,7 @@ func ReadView(ctx context.Context, rdb redis.UniversalClient, crawl string) (Vie
 	v.Counts = ps.Sum()
 	for _, p := range ps {
 		v.Outbox += p.Outbox
+		v.Inbox += p.Inbox
 		v.SetAside += p.Bad
 		v.Repaired += p.Repaired
 		v.DamagedCount += len(p.Damaged)

@@ -38,6 +38,11 @@ func TestReadViewCountsAndWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, k := range []*Keeper{ka, kb} { // the URLs a sent to b's partitions wait in their inboxes
+		for _, o := range k.Owned(time.Now()) {
+			drainAll(t, k.s, o)
+		}
+	}
 	// Complete two URLs of each host: fetched with a link, failed; one stays in flight.
 	for _, h := range hosts {
 		k, s := ka, a

@@ -73,8 +73,7 @@ type Store struct {
 	active   map[int]bool            // partitions this Store saw in the crawl's active set (guarded by mu)
 	replicas map[string]replicaCount // replicas online per master address (guarded by mu)
 	runIDs   map[string]string       // run_id per master address, as last read (guarded by mu)
-	seen     map[int]seenView        // each partition's seen-set header, as last read (guarded by mu)
-	slack    map[int]int             // each partition's seen slack, if not seenSlackMin (guarded by mu)
+	owned    map[int]*seenSet        // seen-sets of the partitions this Store owns, by partition (guarded by mu)
 
 	asideFn atomic.Pointer[func(asideNote)] // told of each value set aside (watchSetAside)
 }
@@ -128,7 +127,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, crawl, worker string, 
 // configLayout names how this version stores a crawl: the seen-set as bucket sets of integers,
 // queue items in the binary item encoding. A crawl stored otherwise (among them "seen=hash",
 // one hash of byte-string buckets) is refused (parseConfig).
-const configLayout = "seen=sets items=bin1 active-set"
+const configLayout = "seen=log items=bin1 active-set"
 
 // configOf is the configuration a crawl of partitions partitions records at its creation.
 func configOf(partitions int) string {
@@ -153,7 +152,7 @@ func parseConfig(crawl, cfg string) (partitions int, err error) {
 	partitions = int(n)
 	if rest = strings.TrimSuffix(rest, ByAddress.configSuffix()); rest != configLayout {
 		return 0, fmt.Errorf("%w: crawl %q was stored by another version of crawl (%q; this one stores %q: "+
-			"a seen-set of integer bucket sets and binary queue items): finish it with the version that started it, or start a new crawl (--crawl NAME)",
+			"a seen-set its owners keep, logged as 8-byte fingerprints, and binary queue items): finish it with the version that started it, or start a new crawl (--crawl NAME)",
 			ErrConfigMismatch, crawl, cfg, configOf(partitions))
 	}
 	return partitions, nil

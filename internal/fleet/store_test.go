@@ -114,15 +114,20 @@ func TestAddIsExactlyOnceAcrossWorkers(t *testing.T) {
 	for h := range 6 {
 		all = append(all, entries(fmt.Sprintf("h%d.example", h), 50)...)
 	}
+	// Neither owns a partition: their adds wait in the inboxes, in order, for the owner.
 	n, err := a.Add(ctx, all)
-	if err != nil || n != len(all) {
-		t.Fatalf("first add: %d, %v; want %d", n, err, len(all))
+	if err != nil || n != 0 {
+		t.Fatalf("first add: %d, %v; want 0 counted (sent to the inboxes)", n, err)
 	}
 	if n, err := b.Add(ctx, all[:100]); err != nil || n != 0 {
 		t.Fatalf("second add by another worker: %d, %v; want 0", n, err)
 	}
 	if err := b.Exclude(ctx, []frontier.Exclusion{{Entry: all[0], Reason: frontier.ReasonRobots}, {Entry: frontier.Entry{URL: "http://h0.example/private", Host: "h0.example"}, Reason: frontier.ReasonRobots}}); err != nil {
 		t.Fatal(err)
+	}
+	var os []Ownership
+	for p := range 4 {
+		os = append(os, mustAcquire(t, a, p))
 	}
 	c, err := a.Counts(ctx)
 	if err != nil {
@@ -131,10 +136,12 @@ func TestAddIsExactlyOnceAcrossWorkers(t *testing.T) {
 	if c.Queued != len(all) || c.Excluded != 1 {
 		t.Fatalf("counts %+v, want %d queued and 1 excluded (a queued URL stays queued)", c, len(all))
 	}
+	if n, err := a.Add(ctx, all); err != nil || n != 0 {
+		t.Fatalf("the owner's add of URLs seen: %d, %v; want 0", n, err)
+	}
 	// Every URL comes out of its own host's queue, once, in the order added.
 	got := map[string]int{}
-	for p := range 4 {
-		o := mustAcquire(t, a, p)
+	for _, o := range os {
 		hosts, err := a.Hosts(ctx, o)
 		if err != nil {
 			t.Fatal(err)
@@ -186,7 +193,7 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 		t.Fatalf("deadline %v, Redis now %v, URL lease %v", ls[0].Deadline, now, s.opts.URLLeaseTTL)
 	}
 	// Links to hosts of this partition are queued by Complete itself; those of other partitions
-	// wait in this partition's outbox until Forward.
+	// wait in this partition's outbox until Forward delivers them to their inboxes.
 	var links []frontier.Entry
 	here := 0
 	for h := range 20 {
@@ -223,12 +230,13 @@ func TestCompleteStatesAndLinks(t *testing.T) {
 		t.Fatalf("before Forward: %+v; want the %d links of the page's partition queued", c, here)
 	}
 	n, err := s.Forward(ctx, o)
-	if err != nil || n != 40-here {
-		t.Fatalf("Forward: %d, %v; want %d new URLs", n, err, 40-here)
+	if err != nil || n != 40-here+1-exclHere {
+		t.Fatalf("Forward: %d, %v; want the %d URLs of other partitions delivered", n, err, 40-here+1-exclHere)
 	}
 	if n, err := s.Forward(ctx, o); err != nil || n != 0 {
 		t.Fatalf("second Forward: %d, %v; want nothing left", n, err)
 	}
+	ownRest(t, s, o) // their owner records them
 	c, _ = s.Counts(ctx)
 	if c.Queued != 40 || c.Excluded != 2 {
 		t.Fatalf("after Forward: %+v, want 40 queued, 2 excluded", c)
@@ -270,6 +278,7 @@ func TestCompleteBatch(t *testing.T) {
 	if n, err := s.Forward(ctx, o); err != nil || n != 5 {
 		t.Errorf("Forward: %d, %v; want the 5 links", n, err)
 	}
+	ownRest(t, s, o)
 	c, _ := s.Counts(ctx)
 	if c.Fetched != 2 || c.Delayed != 1 || c.Queued != 3+5 {
 		t.Errorf("counts %+v; want 2 fetched, 1 delayed, 8 queued (2 of a, the retry, 5 links)", c)
@@ -455,6 +464,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			s.Complete(ctx, o, l, frontier.Result{Kind: frontier.Fetched})
 		}
 	}
+	ownRest(t, s, o) // the links' owner records them
 	c, err := s.Counts(ctx)
 	if err != nil || c.Fetched != 5 || c.Queued != 3 {
 		t.Fatalf("counts %+v (%v); want 5 fetched, 3 queued", c, err)
@@ -470,12 +480,17 @@ func TestHostBudget(t *testing.T) {
 	opts := &Options{Partitions: 4, HostBudget: 3}
 	a := newStore(t, rdb, "a", opts)
 	b := newStore(t, rdb, "b", opts)
+	ownRest(t, a)
 	big := entries("big.example", 5)
 	if n, err := a.Add(ctx, big[:2]); err != nil || n != 2 {
 		t.Fatalf("first add: %d, %v; want 2", n, err)
 	}
-	if n, err := b.Add(ctx, append(big[:2:2], big[2:]...)); err != nil || n != 1 {
-		t.Fatalf("second add, by another worker, of the 2 seen and 3 new: %d, %v; want 1 (the budget's last)", n, err)
+	if n, err := b.Add(ctx, append(big[:2:2], big[2:]...)); err != nil || n != 0 {
+		t.Fatalf("second add, by another worker: %d, %v; want 0 counted (sent to the inbox)", n, err)
+	}
+	ob, _ := a.ownsSeen(PartitionOf("big.example", 4))
+	if n := drainAll(t, a, ob); n != 1 {
+		t.Fatalf("the owner's drain of the 2 seen and 3 new: %d queued, want 1 (the budget's last)", n)
 	}
 	if n, err := a.Add(ctx, entries("small.example", 2)); err != nil || n != 2 {
 		t.Fatalf("another host: %d, %v; want 2", n, err)

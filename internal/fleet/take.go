@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -103,12 +102,12 @@ func (s *Store) Complete(ctx context.Context, o Ownership, l Lease, r frontier.R
 func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFlight []bool, err error) {
 	p := o.Partition
 	ks := make([]string, 0, 7+len(ds))
-	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p), s.k.used(p), s.k.seen(p))
-	args := make([]any, 0, 4+7*len(ds))
-	args = append(args, o.token, "", len(ds), max(s.opts.HostBudget, 0))
+	ks = append(ks, s.k.owner(p), s.k.inflight(p), s.k.counts(p), s.k.outbox(p), s.k.hosts(p), s.k.used(p), s.k.seenLog(p))
+	args := make([]any, 0, 5+6*len(ds))
+	args = append(args, o.token, "", len(ds), max(s.opts.HostBudget, 0), "")
 	var pl outboxPayload
 	var here []seenWrite // links and exclusions of partition p
-	var hs []uint64      // the seenHash of every URL the script may record
+	var done []uint64    // fingerprints of the URLs completed, which the seen-set should hold
 	for _, d := range ds {
 		l, r := d.Lease, d.Result
 		if l.Partition != p {
@@ -146,14 +145,12 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		default:
 			return nil, fmt.Errorf("fleet: complete %s: unknown result kind %v", l.URL, r.Kind)
 		}
-		fp := Fingerprint(l.URL)
 		if kind != "r" {
-			hs = append(hs, seenHash(fp))
+			done = append(done, Fingerprint(l.URL))
 		}
 		ks = append(ks, s.k.delayed(p, l.Host))
-		args = append(args, l.member, seenMember(fp), kind, retryItem, notBefore, l.Host, r.Reason)
+		args = append(args, l.member, kind, retryItem, notBefore, l.Host, r.Reason)
 	}
-	hs = append(hs, writeHashes(here)...)
 	if len(pl.Links) > 0 || len(pl.Excluded) > 0 {
 		b, err := json.Marshal(pl)
 		if err != nil {
@@ -161,31 +158,38 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 		}
 		args[1] = string(b)
 	}
-	for attempt := 0; ; attempt++ {
-		if attempt == seenAttempts {
-			return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, errSeenRace)
-		}
-		keys, argv := s.appendSeenBlock(slices.Clip(ks), slices.Clip(args), p, s.seenViewOf(p), hs)
-		keys, argv = s.appendWrites(keys, argv, p, here)
-		r, err := completeScript.Run(ctx, s.rdb, keys, argv...).Int64Slice()
-		if err = scriptErr(err); err != nil {
-			if again, err := s.seenAgain(ctx, p, err); !again {
-				return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
-			}
-			continue
-		}
-		s.seenFitted(p)
-		if len(r) >= len(ds)+2 {
-			if v, ok := seenViewFrom(r[len(ds)], r[len(ds)+1]); ok {
-				s.setSeenView(p, v)
-			}
-		}
-		inFlight = make([]bool, len(ds))
-		for i := range inFlight {
-			inFlight[i] = i < len(r) && r[i] == 1
-		}
-		return inFlight, nil
+	ss, err := s.seenOf(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
 	}
+	fps := make([]uint64, 0, len(done)+len(here))
+	fps = append(fps, done...) // (a completed URL is in the seen-set unless it was queued by hand)
+	for _, w := range here {
+		fps = append(fps, Fingerprint(w.entry.URL))
+	}
+	packed, keep := ss.fresh(fps)
+	fresh := make([]seenWrite, 0, len(here))
+	for i, w := range here {
+		if keep[len(done)+i] {
+			fresh = append(fresh, w)
+		}
+	}
+	args[4] = string(packed)
+	ks, args = s.appendWrites(ks, args, p, fresh)
+	r, err := completeScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
+	err = scriptErr(err)
+	if err == nil {
+		ss.record(packed)
+	}
+	s.seenDone(p, ss, err)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
+	}
+	inFlight = make([]bool, len(ds))
+	for i := range inFlight {
+		inFlight[i] = i < len(r) && r[i] == 1
+	}
+	return inFlight, nil
 }
 
 // PutBack puts l back at the head of its host's queue unchanged (no attempt counted), for a

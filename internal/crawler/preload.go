@@ -16,8 +16,9 @@ import (
 // before the page has a tab, through subresourceReq like any ask of the page. The robots.txt
 // of a new host and the gate's interval after it then pass while the browser starts and opens
 // the tab, and the files the page's scripts wait for are in their gates' queues before its
-// images; the browser's own asks share these fetches or find them stored. A store failure is a's, as for the browser's asks. The
-// returned stop cancels what is still under way and waits for it; later calls do nothing.
+// images; the browser's own asks share these fetches or find them stored. A store failure is
+// a's, as for the browser's asks. The returned stop cancels what is still under way and waits
+// for it; later calls do nothing.
 func (c *Crawler) preload(ctx context.Context, a *answerer, base *url.URL, body []byte) (stop func()) {
 	refs := fetch.ExtractBlocking(base, body)
 	if len(refs) == 0 {

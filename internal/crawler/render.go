@@ -144,12 +144,14 @@ func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, 
 	if f, err := url.Parse(p.FinalURL); err == nil && p.FinalURL != "" {
 		base = f
 	}
+	a := &answerer{c: c, from: renderingPage{url: l.URL, depth: l.Depth}, lease: l, base: base, early: map[string]bool{}}
+	stop := c.preload(ctx, a, base, p.Body)
+	defer stop()
 	browser, err := c.renders.launch.browser(ctx)
 	if err != nil {
 		return err
 	}
 	doc := &render.Response{Status: p.Status, Header: p.Header.Clone(), Body: p.Body}
-	a := &answerer{c: c, from: renderingPage{url: l.URL, depth: l.Depth}, lease: l, base: base, early: map[string]bool{}}
 	var out *render.Result
 	tries := 0
 	for tries < renderTries {
@@ -160,6 +162,7 @@ func (c *Crawler) renderInto(ctx context.Context, l frontier.Lease, u *url.URL, 
 		}
 		c.log.Info("render failed; trying the page once more", "url", l.URL, "err", err)
 	}
+	stop() // its store failures are a's too
 	if ferr := a.storeErr(); ferr != nil {
 		return ferr
 	}
@@ -291,15 +294,7 @@ func (a *answerer) Early(dom []byte) {
 
 // Answer implements render.Answerer.
 func (a *answerer) Answer(ctx context.Context, r *render.Request) (*render.Response, error) {
-	p, err := a.c.subresourceReq(ctx, a.from, subRequest{method: r.Method, url: r.URL, body: r.Body, bodyType: r.Header.Get("Content-Type"), header: pageHeader(r.Header)})
-	var sf *storeFault
-	if errors.As(err, &sf) {
-		a.mu.Lock()
-		if a.fault == nil {
-			a.fault = sf
-		}
-		a.mu.Unlock()
-	}
+	p, err := a.ask(ctx, subRequest{method: r.Method, url: r.URL, body: r.Body, bodyType: r.Header.Get("Content-Type"), header: pageHeader(r.Header)})
 	if err != nil {
 		return nil, err
 	}

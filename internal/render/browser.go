@@ -29,12 +29,13 @@ type Browser struct {
 	closing func()               // tests: called after each page, before its tab is readied or disposed of
 	left    func(url string)     // tests: called with each request a page made as it left, failed by reset
 
-	mu     sync.Mutex
-	inst   *instance      // nil before the first start and after a failed restart
-	free   []*tab         // tabs waiting for a page; at most Options.Tabs
-	resets sync.WaitGroup // tabs being readied after a page whose result was returned
-	starts int
-	closed bool
+	mu      sync.Mutex
+	inst    *instance      // nil before the first start and after a failed restart
+	free    []*tab         // tabs waiting for a page; at most Options.Tabs
+	warming chan struct{}  // closed once the spare tab being opened (spare) waits in free or failed; nil: none
+	resets  sync.WaitGroup // tabs being readied after a page whose result was returned
+	starts  int
+	closed  bool
 }
 
 // instance is one started browser process and its DevTools connection.
@@ -97,11 +98,11 @@ func Start(ctx context.Context, o Options) (*Browser, error) {
 	return b, nil
 }
 
-// warm opens one tab in in and leaves it waiting for the first render, which would otherwise
+// warm opens one tab in in and leaves it waiting for the next render, which would otherwise
 // open it itself: opening a browser context and its first renderer is the costliest step of
-// a browser's first page, and a caller that starts the browser beside other work (the crawl
-// fetching its seeds' robots.txt) gets it done meanwhile. A tab that fails to open is
-// disposed of; the first render opens one as usual.
+// a page in a new tab, and a caller that starts the browser beside other work (the crawl
+// fetching its seeds' robots.txt) gets it done meanwhile; Start warms one, spare the next
+// ones. A tab that fails to open is disposed of; the render opens one as usual.
 func (b *Browser) warm(ctx context.Context, in *instance) {
 	p := newPage(b.o, in, nil, "", nil, nil, b.prelude)
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -344,6 +345,12 @@ func (b *Browser) Render(ctx context.Context, pageURL string, doc *Response, a A
 		return nil, err
 	}
 	t := b.takeTab(in)
+	if t == nil {
+		if t, err = b.awaitSpare(ctx, in); err != nil {
+			return nil, err
+		}
+	}
+	b.spare(in)
 	if t != nil && t.prelude != b.prelude { // opened before a test changed the prelude
 		t.dispose(in.conn)
 		t = nil
@@ -395,6 +402,48 @@ func (b *Browser) closePage(p *page) {
 	if p.tab != nil {
 		b.putTab(p.tab)
 	}
+}
+
+// spare opens one tab of in in the background when the render that just took its tab left
+// none waiting and another render could start (fewer than Options.Tabs hold a place), so that
+// the next page finds a tab open, as the first finds Start's (warm). One spare is opened at a
+// time, and a render that finds no tab waiting waits for it (awaitSpare) rather than open its
+// own: a tab is opened only when no tab waits or is being opened, for a render that holds a
+// place or could, so no more tabs are open at once than Options.Tabs.
+func (b *Browser) spare(in *instance) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.inst != in || b.warming != nil || len(b.free) > 0 || len(b.tabs) >= cap(b.tabs) {
+		return
+	}
+	w := make(chan struct{})
+	b.warming = w
+	b.resets.Add(1) // Close waits for it
+	go func() {
+		defer b.resets.Done()
+		b.warm(context.Background(), in)
+		b.mu.Lock()
+		b.warming = nil
+		b.mu.Unlock()
+		close(w)
+	}()
+}
+
+// awaitSpare waits for the spare tab being opened, if one is, and takes a tab of in waiting
+// then; nil when none is (the render opens its own), or ctx's error.
+func (b *Browser) awaitSpare(ctx context.Context, in *instance) (*tab, error) {
+	b.mu.Lock()
+	w := b.warming
+	b.mu.Unlock()
+	if w == nil {
+		return nil, nil
+	}
+	select {
+	case <-w:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return b.takeTab(in), nil
 }
 
 // takeTab returns a tab of in waiting for a page, or nil. Tabs of an earlier browser are

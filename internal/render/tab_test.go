@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -155,4 +156,81 @@ func TestStartWarmsATab(t *testing.T) {
 	if len(sessions) != 1 || sessions[0] != warm[0].session {
 		t.Errorf("the first render ran in sessions %v, want the warm tab's %s", sessions, warm[0].session)
 	}
+}
+
+// TestSpareTab: while a page renders in the tab Start opened, a spare tab is opened and left
+// waiting, and the next page, rendered meanwhile, runs in it instead of opening its own; with
+// one tab, no spare is opened.
+func TestSpareTab(t *testing.T) {
+	b := startBrowser(t, Options{Tabs: 2, Quiet: testQuiet})
+	var mu sync.Mutex
+	var sessions []string
+	b.opened = func(s string) {
+		mu.Lock()
+		sessions = append(sessions, s)
+		mu.Unlock()
+	}
+	release, asked := make(chan struct{}), make(chan struct{}, 1)
+	held := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, errors.New("no")
+	})
+	doc := &Response{Status: 200, Header: map[string][]string{"Content-Type": {"text/html"}}, Body: []byte(`<p>held</p><script src="/a.js"></script>`)}
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.Render(context.Background(), "http://page.test/held", doc, held)
+		first <- err
+	}()
+	<-asked // the first page has its tab
+	spare := waitFreeTab(t, b)
+	none := AnswererFunc(func(ctx context.Context, r *Request) (*Response, error) { return nil, errors.New("no") })
+	if _, err := b.Render(context.Background(), "http://page.test/next", &Response{Status: 200,
+		Header: map[string][]string{"Content-Type": {"text/html"}}, Body: []byte(`<p>next</p>`)}, none); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sessions) != 2 || sessions[1] != spare.session {
+		t.Errorf("pages ran in sessions %v, want the second in the spare tab's %s", sessions, spare.session)
+	}
+
+	one := startBrowser(t, Options{Tabs: 1, Quiet: testQuiet})
+	if _, err := one.Render(context.Background(), "http://page.test/", &Response{Status: 200,
+		Header: map[string][]string{"Content-Type": {"text/html"}}, Body: []byte(`<p>only</p>`)}, none); err != nil {
+		t.Fatal(err)
+	}
+	one.resets.Wait()
+	one.mu.Lock()
+	n := len(one.free)
+	one.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d tabs waiting with Tabs 1 after a page, want its own tab only", n)
+	}
+}
+
+// waitFreeTab waits up to 20 s for a tab of b to wait for a page, and returns it.
+func waitFreeTab(t *testing.T, b *Browser) *tab {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b.mu.Lock()
+		if len(b.free) > 0 {
+			tb := b.free[0]
+			b.mu.Unlock()
+			return tb
+		}
+		b.mu.Unlock()
+	}
+	t.Fatal("no tab waiting for a page while one page renders with Tabs 2")
+	return nil
 }

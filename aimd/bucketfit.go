@@ -168,7 +168,7 @@ func (f *fitter) due(now nanos) bool { return f.state != fitIdle && now >= f.at 
 
 // refusedAt notes a refusal drawn at rs: at or below the held rate it is a miss.
 func (f *fitter) refusedAt(rs float64) {
-	if held, ok := f.held.get(); ok && rs <= 1.01*held {
+	if held, ok := f.held.get(); ok && rs <= (1+sameRate)*held {
 		f.misses++
 	}
 	f.held, f.size = optional[float64]{}, 0

@@ -255,9 +255,9 @@ func (s *stated) cap() float64 {
 }
 
 // state takes a stated rate (0: none) and reports whether the rate must be set from it: a
-// first statement, or one that moved by more than statedChange.
+// first statement, or one that moved by more than sameRate.
 func (s *stated) state(rate float64) bool {
-	if validRate(rate) == 0 || s.trust == statedRefuted || s.trust == statedTrusted && math.Abs(rate-s.rate) <= statedChange*s.rate {
+	if validRate(rate) == 0 || s.trust == statedRefuted || s.trust == statedTrusted && math.Abs(rate-s.rate) <= sameRate*s.rate {
 		return false
 	}
 	s.trust, s.rate = statedTrusted, rate

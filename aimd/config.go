@@ -60,7 +60,7 @@ const (
 	burstAllowance    = 1.5                    // tokens a bucket held beyond the refill when an epoch began (R4, R8)
 	fitBeta           = 0.99                   // share of the fit's least allowed rate the rate holds at (R5)
 	maxBurst          = 4                      // Burst() at most (R5)
-	sameRate          = 0.01                   // rates within this share are one: a stated rate restated (R11), a refusal at the rate a fit held (R5); well under 1 − beta
+	sameRate          = 0.01                   // rates within this share are one: a stated rate restated (R11), a refusal at the rate a fit held (R5), a rate the history need not note (R2); well under 1 − beta
 	refutations       = 2                      // refusals under a rate a model called safe (a stated limit, the fit) that refute it (R5, R11)
 	evidence          = 3                      // the fewest outcomes that tell something: Failures of the last 8 that make a cluster (R9), successes an episode is measured by (R8), reference latencies to judge by (R10)
 	failureBaseMax    = 0.25                   // the background share counts up to this (R9)

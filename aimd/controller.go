@@ -191,11 +191,11 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	return s, lab
 }
 
-// record appends a history point when the rate or window changed noticeably (or force): later
-// outcomes are judged against the rate they were sent at.
+// record appends a history point when the window or the rate changed by more than sameRate (or
+// force): later outcomes are judged against the rate they were sent at.
 func (c *Controller) record(now time.Time, force bool) {
 	r, w, t := c.Rate(), c.Window(), toNanos(now)
-	if p := c.hist.last(); !force && w == p.window && math.Abs(r-p.rate) <= 0.005*p.rate {
+	if p := c.hist.last(); !force && w == p.window && math.Abs(r-p.rate) <= sameRate*p.rate {
 		return
 	} else if t <= p.t { // same instant: overwrite
 		p.rate, p.window = r, w

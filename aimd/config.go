@@ -55,7 +55,6 @@ const (
 	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, a fit this narrow pins the limit, slow start sustained a rate it accepted this close to (R3, R5, R6)
 	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use; 8 of them: the accepted rate's span (R3)
 	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
-	minActiveGap      = 100 * time.Millisecond // a gap between outcomes counts as time in use up to two sending intervals, at least this (R2)
 	minSpan           = 800 * time.Millisecond // a refusal measures the limit only over this much sending (R4, R8)
 	burstAllowance    = 1.5                    // tokens a bucket held beyond the refill when an epoch began (R4, R8)
 	fitBeta           = 0.99                   // share of the fit's least allowed rate the rate holds at (R5)

@@ -46,7 +46,7 @@ func New(cfg Config, now time.Time) *Controller {
 	c := &Controller{cfg: cfg, top: cfg.MaxRate, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
 		epoch: epoch{start: never}, fit: fitter{start: never, from: never}, last: now,
 		samples: ring[sample]{cap: memory}, hist: history{ring[point]{cap: memory}},
-		lat: latencyRef{ref: ring[time.Duration]{cap: refSize}}}
+		lat: latencyRef{ref: ring[time.Duration]{cap: memory}}}
 	c.begin()
 	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})
 	return c
@@ -95,7 +95,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	if now.Before(c.last) {
 		now = c.last
 	}
-	dt := min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), returnTime)
+	dt := min(now.Sub(c.last), time.Duration(2/c.rate*float64(time.Second)), returnTime) // time in use: up to two sending intervals (R2)
 	c.last = now
 	if o.Signal == Success && c.stated.state(o.Stated) { // the rate never rises on a refusal
 		c.holdStated(c.stated.cap())

@@ -72,5 +72,4 @@ const (
 	recent     = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
 	fitLogCap  = 16 * memory           // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
 	rateWindow = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10); twice it, the sending rate's (R2)
-	refSize    = memory / 2            // reference latencies kept (512 B per host) (R10)
 )

@@ -31,7 +31,7 @@ const (
 )
 
 // latencyRef is the host's own latency: the baseline (a low quantile) and the reference, the
-// latest refSize successes sent with nothing else of ours in flight.
+// latest `memory` successes sent with nothing else of ours in flight.
 type latencyRef struct {
 	baseline time.Duration
 	src      baselineSource

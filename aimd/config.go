@@ -52,7 +52,7 @@ const (
 	maxPauseProbe     = time.Hour              // ... up to this (R7)
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share (R6)
 	searchSends       = 50                     // fewest successes between two upward steps: two search steps (R6); after slow start, × window, of successes that found the window full, two window probes (R10)
-	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, a fit this narrow pins the limit, slow start sustained a rate it accepted this close to (R3, R5, R6)
+	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, a fit this narrow pins the limit, slow start sustained a rate it accepted this close to, a success this much slower than the reference latency is slow (R3, R5, R6, R10)
 	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use; 8 of them: the accepted rate's span (R3)
 	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
 	minSpan           = 800 * time.Millisecond // a refusal measures the limit only over this much sending (R4, R8)
@@ -63,7 +63,6 @@ const (
 	refutations       = 2                      // refusals under a rate a model called safe (a stated limit, the fit) that refute it (R5, R11)
 	evidence          = 3                      // the fewest outcomes that tell something: Failures of the last 8 that make a cluster (R9), successes an episode is measured by (R8), reference latencies to judge by (R10)
 	failureBaseMax    = 0.25                   // the background share counts up to this (R9)
-	latencyFactor     = 1.2                    // a success this many times the reference latency is slow (R10)
 )
 
 // Arithmetic of the tunables above (multiples and shares of memory and of the times they

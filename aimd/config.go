@@ -41,15 +41,14 @@ func (c Config) withDefaults() Config {
 // a quantile, a half, a doubling, a 16-outcome log) or a bound on damaged input, not tunables.
 const (
 	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host)
-	beta              = 0.97                   // share of a measured or stated limit the rate is set to; refusals within 1 − beta of one rate find one limit (R3, R4, R7, R8, R11)
+	beta              = 0.97                   // share of a measured or stated limit the rate is set to; refusals within 1 − beta of one rate find one limit; probes cost at most 1 − beta of the time in pauses (R3, R4, R7, R8, R11)
 	minBeta           = 0.5                    // the deepest cut one decrease makes, as a share of the rate (R4)
 	returnTime        = 5 * time.Second        // the linear return to the plateau, a search step's spacing, how long the served peak stands (R6, R9)
 	probeTime         = 30 * time.Second       // the cubic probe's time to probeGain above the plateau; the baseline's rise time constant (R7, R10)
 	probeGain         = 0.1                    // the probe's rise above the plateau after one probe time (R7)
 	probeRequests     = 400                    // the probe time stretches to this many sending intervals at the plateau (R7)
 	maxStretch        = 4                      // the probe time stretches to at most this × probeTime, the window probe interval to this × searchSends (R7, R10)
-	pauseProbeRatio   = 20                     // the probe time is at least this × the last refusal's pause (R7)
-	maxPauseProbe     = time.Hour              // ... up to this (R7)
+	maxPauseProbe     = time.Hour              // the probe time is at least the last refusal's pause ÷ (1 − beta), up to this (R7)
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share (R6)
 	searchSends       = 50                     // fewest successes between two upward steps: two search steps (R6); after slow start, × window, of successes that found the window full, two window probes (R10)
 	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, a fit this narrow pins the limit, slow start sustained a rate it accepted this close to, a success this much slower than the reference latency is slow (R3, R5, R6, R10)

@@ -329,9 +329,10 @@ func (p *pace) refusedAt(rs float64) {
 }
 
 // probeSeconds is the probe time: the pace's, stretched to probeRequests sending intervals at
-// the plateau (at most maxStretch × probeTime), at least pauseProbeRatio × the last pause.
+// the plateau (at most maxStretch × probeTime), at least the last pause ÷ (1 − beta): a
+// refused probe costs its pause, so pauses take at most 1 − beta of the time.
 func (c *Controller) probeSeconds() float64 {
-	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
+	pause := min(c.pace.pause.Seconds()/(1-beta), maxPauseProbe.Seconds())
 	stretch := min(float64(probeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxStretch*probeTime.Seconds())
 	return max(c.pace.probeTime.Seconds(), stretch, pause)
 }

@@ -258,11 +258,12 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	return r, true
 }
 
-// timingNoise is half the spread (p90 − p10) of recent success latencies, within [1ms, 20ms].
+// timingNoise is half the spread (p90 − p10) of recent success latencies, at least 1 ms (a
+// clock's grain): a wide spread loosens the fit until it pins nothing.
 func (c *Controller) timingNoise() time.Duration {
 	ds := c.latencies(false)
 	if len(ds) < 2 {
 		return time.Millisecond
 	}
-	return min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), 20*time.Millisecond)
+	return max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond)
 }

@@ -135,22 +135,13 @@ type fitRec struct {
 	sig  Signal
 }
 
-type fitState uint8
-
-const (
-	fitIdle    fitState = iota // no fit pending
-	fitMeasure                 // pending: it updates the fit but moves nothing
-	fitSet                     // pending: it may set the rate
-)
-
 // fitter logs every finished request; a refusal queues the fit of the epoch it closed, run once
 // that epoch's requests have come back.
 type fitter struct {
 	start  nanos             // the fit's requests start here, where the limit last changed
 	from   nanos             // the refusal that opened the epoch awaiting its fit
 	to     nanos             // the refusal that closed it
-	at     nanos             // when its requests have all come back
-	state  fitState          // what the pending fit may do
+	at     optional[nanos]   // when its requests have all come back; unset: no fit pending
 	recs   []fitRec          // requests since start (and since the open episode began)
 	held   optional[float64] // the rate the last applied fit set, until a refusal
 	size   float64           // while held: the least size that fit allowed (0: unknown)
@@ -164,7 +155,7 @@ func (f *fitter) log(sent nanos, sig Signal) {
 	f.recs = append(f.recs, fitRec{sent: sent, sig: sig})
 }
 
-func (f *fitter) due(now nanos) bool { return f.state != fitIdle && now >= f.at }
+func (f *fitter) due(now nanos) bool { at, ok := f.at.get(); return ok && now >= at }
 
 // refusedAt notes a refusal drawn at rs: at or below the held rate it is a miss.
 func (f *fitter) refusedAt(rs float64) {
@@ -208,27 +199,25 @@ func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 }
 
 // queueFit schedules the fit of the epoch the refusal sent at ts closed, twice the slowest
-// recent success from now, in place of any pending one. apply: it may set the rate.
-func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
+// recent success from now, in place of any pending one.
+func (c *Controller) queueFit(now time.Time, ts nanos) {
 	var slowest time.Duration
 	for i := 0; i < min(c.samples.n, recent); i++ {
 		if s := c.samples.back(i); s.sig == Success {
 			slowest = max(slowest, time.Duration(s.done-s.sent))
 		}
 	}
-	c.fit.to, c.fit.at, c.fit.state = ts, toNanos(now)+nanos(2*slowest), fitMeasure
-	if apply {
-		c.fit.state = fitSet
-	}
+	c.fit.to = ts
+	c.fit.at.set(toNanos(now) + nanos(2*slowest))
 }
 
 // runFit fits the requests since the limit last changed (since the pending epoch's opening
-// refusal if nothing explains them all) and, if it may set the rate and pins the limit within
-// restartFactor, proposes fitBeta × its low end, unless that is no raise and no size is bounded.
+// refusal if nothing explains them all) and, if it pins the limit within restartFactor,
+// proposes fitBeta × its low end, unless that is no raise and no size is bounded.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
-	from, ts, apply := f.from, f.to, f.state == fitSet
-	f.from, f.state = ts, fitIdle
+	from, ts := f.from, f.to
+	f.from, f.at = ts, optional[nanos]{}
 	slices.SortStableFunc(f.recs, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
 	noise := c.timingNoise().Seconds()
 	maxL := max(c.cfg.MaxRate, 2*c.rate)
@@ -243,7 +232,7 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	}
 	f.recs = slices.DeleteFunc(f.recs, func(r fitRec) bool { return r.sent < keepFrom })
 	lo, hi, oneToken, ok, size := fit.bounds()
-	if !apply || !ok || hi > restartFactor*lo || f.misses >= refutations {
+	if !ok || hi > restartFactor*lo || f.misses >= refutations {
 		return 0, false
 	}
 	r := fitBeta * lo

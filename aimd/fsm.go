@@ -183,7 +183,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.curve.searched = false
 	c.ep.refusedAt(s.sent, c.epoch.start, rs, rate, repeat, c.target.kind == noTarget)
 	c.startEpoch(now)
-	c.queueFit(now, s.sent, !endsSlowStart && !repeat)
+	c.queueFit(now, s.sent)
 }
 
 // measureCut is the cut for a refusal of s drawn at rs (lo: the rate of the last success

@@ -210,9 +210,7 @@ func (c *Controller) shrinkWindow(target int) {
 	c.win.size, c.win.lastSet, c.win.mode = float64(target), target, windowLatencyBound
 	if c.inSlowStart() {
 		c.phase = PhaseProbe
-		steps := c.curve.steps
 		c.curve.restart(c.rate, c.rate)
-		c.curve.steps = steps
 	}
 	c.place()
 }

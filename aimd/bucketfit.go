@@ -8,8 +8,8 @@ import (
 )
 
 // The bucket fit (R5): for each size on burstGrid, the rates of a token bucket that reproduce
-// every answer since the limit last changed. It is sound (it never rules out the true bucket)
-// and allows for timing noise between send and arrival.
+// every logged answer. It is sound (it never rules out the true bucket) and allows for timing
+// noise between send and arrival.
 
 var burstGrid = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
 	23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 40, 48, 64, 80, 100, 128}
@@ -138,11 +138,9 @@ type fitRec struct {
 // fitter logs every finished request; a refusal queues the fit of the epoch it closed, run once
 // that epoch's requests have come back.
 type fitter struct {
-	start  nanos             // the fit's requests start here, where the limit last changed
-	from   nanos             // the refusal that opened the epoch awaiting its fit
-	to     nanos             // the refusal that closed it
+	to     nanos             // the refusal that closed the epoch awaiting its fit
 	at     optional[nanos]   // when its requests have all come back; unset: no fit pending
-	recs   []fitRec          // requests since start (and since the open episode began)
+	recs   []fitRec          // the latest requests (up to fitLogCap)
 	held   optional[float64] // the rate the last applied fit set, until a refusal
 	size   float64           // while held: the least size that fit allowed (0: unknown)
 	misses int               // refusals at or below held: refutations retire the fit
@@ -211,27 +209,16 @@ func (c *Controller) queueFit(now time.Time, ts nanos) {
 	c.fit.at.set(toNanos(now) + nanos(2*slowest))
 }
 
-// runFit fits the requests since the limit last changed (since the pending epoch's opening
-// refusal if nothing explains them all) and, if it pins the limit within restartFactor,
-// proposes fitBeta × its low end, unless that is no raise and no size is bounded.
+// runFit fits the logged requests and, if it pins the limit within restartFactor, proposes
+// fitBeta × its low end, unless that is no raise and no size is bounded.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
-	from, ts := f.from, f.to
-	f.from, f.at = ts, optional[nanos]{}
+	ts := f.to
+	f.at = optional[nanos]{}
 	slices.SortStableFunc(f.recs, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
 	noise := c.timingNoise().Seconds()
 	maxL := max(c.cfg.MaxRate, 2*c.rate)
-	fit := f.since(f.start, ts, c.cfg.MinRate, maxL, noise)
-	if _, _, _, ok, _ := fit.bounds(); !ok && f.start < from {
-		f.start = from
-		fit = f.since(from, ts, c.cfg.MinRate, maxL, noise)
-	}
-	keepFrom := f.start // what an open refusal episode accepted is kept too
-	if _, ended := c.ep.lastEnd.get(); c.ep.run > 0 || ended {
-		keepFrom = min(keepFrom, c.ep.from)
-	}
-	f.recs = slices.DeleteFunc(f.recs, func(r fitRec) bool { return r.sent < keepFrom })
-	lo, hi, oneToken, ok, size := fit.bounds()
+	lo, hi, oneToken, ok, size := f.since(never, ts, c.cfg.MinRate, maxL, noise).bounds()
 	if !ok || hi > restartFactor*lo || f.misses >= refutations {
 		return 0, false
 	}

@@ -44,7 +44,7 @@ type epoch struct {
 func New(cfg Config, now time.Time) *Controller {
 	cfg = cfg.withDefaults()
 	c := &Controller{cfg: cfg, top: cfg.MaxRate, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
-		epoch: epoch{start: never}, fit: fitter{start: never, from: never}, last: now,
+		epoch: epoch{start: never}, last: now,
 		samples: ring[sample]{cap: memory}, hist: history{ring[point]{cap: memory}},
 		lat: latencyRef{ref: ring[time.Duration]{cap: memory}}}
 	c.begin()

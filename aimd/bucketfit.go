@@ -235,11 +235,11 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 }
 
 // timingNoise is half the spread (p90 − p10) of recent success latencies, at least 1 ms (a
-// clock's grain): a wide spread loosens the fit until it pins nothing.
+// clock's grain) and at most maxNoise.
 func (c *Controller) timingNoise() time.Duration {
 	ds := c.latencies(false)
 	if len(ds) < 2 {
 		return time.Millisecond
 	}
-	return max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond)
+	return min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), maxNoise)
 }

@@ -57,6 +57,7 @@ const (
 	minSpan           = 800 * time.Millisecond // a refusal measures the limit only over this much sending (R4, R8)
 	burstAllowance    = 1.5                    // tokens a bucket held beyond the refill when an epoch began (R4, R8)
 	fitBeta           = 0.99                   // share of the fit's least allowed rate the rate holds at (R5)
+	maxNoise          = 20 * time.Millisecond  // the fit's timing noise at most: a crawler starved of CPU spreads latencies, and a one-token fit rides 2 × noise per interval under the limit (R5)
 	maxBurst          = 4                      // Burst() at most (R5)
 	sameRate          = 0.01                   // rates within this share are one: a stated rate restated (R11), a refusal at the rate a fit held (R5), a rate the history need not note (R2); well under 1 − beta
 	refutations       = 2                      // refusals under a rate a model called safe (a stated limit, the fit) that refute it (R5, R11)

@@ -8,8 +8,8 @@ import (
 )
 
 // The bucket fit (R5): for each size on burstGrid, the rates of a token bucket that reproduce
-// every answer since the limit last changed. It is sound (it never rules out the true bucket)
-// and allows for timing noise between send and arrival.
+// every logged answer. It is sound (it never rules out the true bucket) and allows for timing
+// noise between send and arrival.
 
 var burstGrid = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
 	23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 40, 48, 64, 80, 100, 128}
@@ -135,23 +135,12 @@ type fitRec struct {
 	sig  Signal
 }
 
-type fitState uint8
-
-const (
-	fitIdle    fitState = iota // no fit pending
-	fitMeasure                 // pending: it updates the fit but moves nothing
-	fitSet                     // pending: it may set the rate
-)
-
 // fitter logs every finished request; a refusal queues the fit of the epoch it closed, run once
 // that epoch's requests have come back.
 type fitter struct {
-	start  nanos             // the fit's requests start here, where the limit last changed
-	from   nanos             // the refusal that opened the epoch awaiting its fit
-	to     nanos             // the refusal that closed it
-	at     nanos             // when its requests have all come back
-	state  fitState          // what the pending fit may do
-	recs   []fitRec          // requests since start (and since the open episode began)
+	to     nanos             // the refusal that closed the epoch awaiting its fit
+	at     optional[nanos]   // when its requests have all come back; unset: no fit pending
+	recs   []fitRec          // the latest requests (up to fitLogCap)
 	held   optional[float64] // the rate the last applied fit set, until a refusal
 	size   float64           // while held: the least size that fit allowed (0: unknown)
 	misses int               // refusals at or below held: refutations retire the fit
@@ -164,11 +153,11 @@ func (f *fitter) log(sent nanos, sig Signal) {
 	f.recs = append(f.recs, fitRec{sent: sent, sig: sig})
 }
 
-func (f *fitter) due(now nanos) bool { return f.state != fitIdle && now >= f.at }
+func (f *fitter) due(now nanos) bool { at, ok := f.at.get(); return ok && now >= at }
 
 // refusedAt notes a refusal drawn at rs: at or below the held rate it is a miss.
 func (f *fitter) refusedAt(rs float64) {
-	if held, ok := f.held.get(); ok && rs <= 1.01*held {
+	if held, ok := f.held.get(); ok && rs <= (1+sameRate)*held {
 		f.misses++
 	}
 	f.held, f.size = optional[float64]{}, 0
@@ -208,42 +197,29 @@ func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
 }
 
 // queueFit schedules the fit of the epoch the refusal sent at ts closed, twice the slowest
-// recent success from now, in place of any pending one. apply: it may set the rate.
-func (c *Controller) queueFit(now time.Time, ts nanos, apply bool) {
+// recent success from now, in place of any pending one.
+func (c *Controller) queueFit(now time.Time, ts nanos) {
 	var slowest time.Duration
 	for i := 0; i < min(c.samples.n, recent); i++ {
 		if s := c.samples.back(i); s.sig == Success {
 			slowest = max(slowest, time.Duration(s.done-s.sent))
 		}
 	}
-	c.fit.to, c.fit.at, c.fit.state = ts, toNanos(now)+nanos(2*slowest), fitMeasure
-	if apply {
-		c.fit.state = fitSet
-	}
+	c.fit.to = ts
+	c.fit.at.set(toNanos(now) + nanos(2*slowest))
 }
 
-// runFit fits the requests since the limit last changed (since the pending epoch's opening
-// refusal if nothing explains them all) and, if it may set the rate and pins the limit within
-// restartFactor, proposes fitBeta × its low end, unless that is no raise and no size is bounded.
+// runFit fits the logged requests and, if it pins the limit within restartFactor, proposes
+// fitBeta × its low end, unless that is no raise and no size is bounded.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
-	from, ts, apply := f.from, f.to, f.state == fitSet
-	f.from, f.state = ts, fitIdle
+	ts := f.to
+	f.at = optional[nanos]{}
 	slices.SortStableFunc(f.recs, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
 	noise := c.timingNoise().Seconds()
 	maxL := max(c.cfg.MaxRate, 2*c.rate)
-	fit := f.since(f.start, ts, c.cfg.MinRate, maxL, noise)
-	if _, _, _, ok, _ := fit.bounds(); !ok && f.start < from {
-		f.start = from
-		fit = f.since(from, ts, c.cfg.MinRate, maxL, noise)
-	}
-	keepFrom := f.start // what an open refusal episode accepted is kept too
-	if _, ended := c.ep.lastEnd.get(); c.ep.run > 0 || ended {
-		keepFrom = min(keepFrom, c.ep.from)
-	}
-	f.recs = slices.DeleteFunc(f.recs, func(r fitRec) bool { return r.sent < keepFrom })
-	lo, hi, oneToken, ok, size := fit.bounds()
-	if !apply || !ok || hi > restartFactor*lo || f.misses >= refutations {
+	lo, hi, oneToken, ok, size := f.since(never, ts, c.cfg.MinRate, maxL, noise).bounds()
+	if !ok || hi > restartFactor*lo || f.misses >= refutations {
 		return 0, false
 	}
 	r := fitBeta * lo
@@ -258,11 +234,12 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	return r, true
 }
 
-// timingNoise is half the spread (p90 − p10) of recent success latencies, within [1ms, 20ms].
+// timingNoise is half the spread (p90 − p10) of recent success latencies, at least 1 ms (a
+// clock's grain) and at most maxNoise.
 func (c *Controller) timingNoise() time.Duration {
 	ds := c.latencies(false)
 	if len(ds) < 2 {
 		return time.Millisecond
 	}
-	return min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), 20*time.Millisecond)
+	return min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), maxNoise)
 }

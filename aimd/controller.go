@@ -44,9 +44,9 @@ type epoch struct {
 func New(cfg Config, now time.Time) *Controller {
 	cfg = cfg.withDefaults()
 	c := &Controller{cfg: cfg, top: cfg.MaxRate, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
-		epoch: epoch{start: never}, fit: fitter{start: never, from: never}, last: now,
+		epoch: epoch{start: never}, last: now,
 		samples: ring[sample]{cap: memory}, hist: history{ring[point]{cap: memory}},
-		lat: latencyRef{ref: ring[time.Duration]{cap: refSize}}}
+		lat: latencyRef{ref: ring[time.Duration]{cap: memory}}}
 	c.begin()
 	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})
 	return c
@@ -95,7 +95,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	if now.Before(c.last) {
 		now = c.last
 	}
-	dt := min(now.Sub(c.last), max(time.Duration(2/c.rate*float64(time.Second)), minActiveGap), returnTime)
+	dt := min(now.Sub(c.last), time.Duration(2/c.rate*float64(time.Second)), returnTime) // time in use: up to two sending intervals (R2)
 	c.last = now
 	if o.Signal == Success && c.stated.state(o.Stated) { // the rate never rises on a refusal
 		c.holdStated(c.stated.cap())
@@ -191,11 +191,11 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	return s, lab
 }
 
-// record appends a history point when the rate or window changed noticeably (or force): later
-// outcomes are judged against the rate they were sent at.
+// record appends a history point when the window or the rate changed by more than sameRate (or
+// force): later outcomes are judged against the rate they were sent at.
 func (c *Controller) record(now time.Time, force bool) {
 	r, w, t := c.Rate(), c.Window(), toNanos(now)
-	if p := c.hist.last(); !force && w == p.window && math.Abs(r-p.rate) <= 0.005*p.rate {
+	if p := c.hist.last(); !force && w == p.window && math.Abs(r-p.rate) <= sameRate*p.rate {
 		return
 	} else if t <= p.t { // same instant: overwrite
 		p.rate, p.window = r, w
@@ -255,9 +255,9 @@ func (s *stated) cap() float64 {
 }
 
 // state takes a stated rate (0: none) and reports whether the rate must be set from it: a
-// first statement, or one that moved by more than statedChange.
+// first statement, or one that moved by more than sameRate.
 func (s *stated) state(rate float64) bool {
-	if validRate(rate) == 0 || s.trust == statedRefuted || s.trust == statedTrusted && math.Abs(rate-s.rate) <= statedChange*s.rate {
+	if validRate(rate) == 0 || s.trust == statedRefuted || s.trust == statedTrusted && math.Abs(rate-s.rate) <= sameRate*s.rate {
 		return false
 	}
 	s.trust, s.rate = statedTrusted, rate

@@ -382,8 +382,8 @@ func TestReturnThenProbe(t *testing.T) {
 		// A refusal that costs no pause (no Retry-After) may be risked sooner.
 		{"no Retry-After: quickShare of returnTime", Config{}, sec(probeRequests / 9.8), 0, 2 * time.Second},
 		// A probe that finds the limit where it was costs the pause: probe less often where
-		// it is long (pauseProbeRatio × the pause, up to maxPauseProbe).
-		{"Retry-After 60s: 20 min", Config{}, 20 * time.Minute, time.Minute, returnTime},
+		// it is long (the pause ÷ (1 − beta), up to maxPauseProbe).
+		{"Retry-After 60s: 33 min", Config{}, sec(60 / (1 - beta)), time.Minute, returnTime},
 		{"Retry-After 10 min: capped", Config{}, maxPauseProbe, 10 * time.Minute, returnTime},
 	}
 	for _, tc := range tests {

@@ -183,7 +183,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.curve.searched = false
 	c.ep.refusedAt(s.sent, c.epoch.start, rs, rate, repeat, c.target.kind == noTarget)
 	c.startEpoch(now)
-	c.queueFit(now, s.sent, !endsSlowStart && !repeat)
+	c.queueFit(now, s.sent)
 }
 
 // measureCut is the cut for a refusal of s drawn at rs (lo: the rate of the last success
@@ -210,9 +210,7 @@ func (c *Controller) shrinkWindow(target int) {
 	c.win.size, c.win.lastSet, c.win.mode = float64(target), target, windowLatencyBound
 	if c.inSlowStart() {
 		c.phase = PhaseProbe
-		steps := c.curve.steps
 		c.curve.restart(c.rate, c.rate)
-		c.curve.steps = steps
 	}
 	c.place()
 }
@@ -329,9 +327,10 @@ func (p *pace) refusedAt(rs float64) {
 }
 
 // probeSeconds is the probe time: the pace's, stretched to probeRequests sending intervals at
-// the plateau (at most maxStretch × probeTime), at least pauseProbeRatio × the last pause.
+// the plateau (at most maxStretch × probeTime), at least the last pause ÷ (1 − beta): a
+// refused probe costs its pause, so pauses take at most 1 − beta of the time.
 func (c *Controller) probeSeconds() float64 {
-	pause := min(pauseProbeRatio*c.pace.pause, maxPauseProbe).Seconds()
+	pause := min(c.pace.pause.Seconds()/(1-beta), maxPauseProbe.Seconds())
 	stretch := min(float64(probeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxStretch*probeTime.Seconds())
 	return max(c.pace.probeTime.Seconds(), stretch, pause)
 }

@@ -31,14 +31,14 @@ const (
 )
 
 // latencyRef is the host's own latency: the baseline (a low quantile) and the reference, the
-// latest refSize successes sent with nothing else of ours in flight.
+// latest `memory` successes sent with nothing else of ours in flight.
 type latencyRef struct {
 	baseline time.Duration
 	src      baselineSource
 	at       time.Time // when the baseline was last looked at
 	tick     int       // successes seen: the baseline is looked at every fourth
 	ref      ring[time.Duration]
-	hi, t90  time.Duration // the reference p90; the yardstick: latencyFactor × hi
+	hi, t90  time.Duration // the reference p90; the yardstick: restartFactor × hi
 }
 
 // latencyCongested takes in success s's latency and, on a latency signal, returns the window to
@@ -60,7 +60,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 				ds = append(ds, *l.ref.get(i))
 			}
 			l.hi, c.scratch = quantile(ds, 0.9), ds[:0]
-			l.t90 = time.Duration(latencyFactor * float64(l.hi))
+			l.t90 = time.Duration(restartFactor * float64(l.hi))
 		}
 	}
 	w := c.Window()

@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// sendSpacing is the median of up to 8 gaps between the sends just before t (within 2 s or four
-// sending intervals), in units of the interval the rate then allowed (1: as fast as allowed).
+// sendSpacing is the median of up to 8 gaps between the sends just before t (within twice the
+// rateWindow or four sending intervals), in units of the interval the rate then allowed (1: as
+// fast as allowed).
 func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
-	from := t - nanos(max(2*time.Second, time.Duration(4/c.hist.at(t).rate*float64(time.Second))))
+	from := t - nanos(max(2*rateWindow, time.Duration(4/c.hist.at(t).rate*float64(time.Second))))
 	var buf [24]nanos // ages before t
 	ages := buf[:0]
 	for i := 0; i < c.samples.n && len(ages) < len(buf); i++ {

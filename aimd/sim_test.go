@@ -766,10 +766,10 @@ func TestSimBan(t *testing.T) {
 // TestSimLongRetryAfter: a token bucket (10 req/s, burst 2) whose refusals ask for a fixed,
 // long pause, as many servers' "Retry-After: 60" does. Every refusal costs the whole pause, so
 // probing above a limit that has not moved must be rare: before the probe time followed the
-// pause (pauseProbeRatio), 3,000 pages drew 5 refusals (slow start's, the climb's, then a
+// pause (÷ (1 − beta)), 3,000 pages drew 5 refusals (slow start's, the climb's, then a
 // probe every 1–2 minutes) and took 1.19x the ideal at 10 s, 1.52x at 30 s and 2.02x at 60 s.
-// Now 3, 2 and 2 (1.14x, 1.27x, 1.48x): the two refusals that find the limit, and probes only
-// every 20 pauses. Bounds are regression guards at today's figures.
+// Now 2, 2 and 2 (1.12x, 1.28x, 1.48x): the two refusals that find the limit, and probes only
+// every 33 pauses. Bounds are regression guards at today's figures.
 func TestSimLongRetryAfter(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -55,10 +55,10 @@ func crawlBucket(t *testing.T, r *Registry, key string, srv *bucketHost, start t
 func TestGateBurstFollowsController(t *testing.T) {
 	r, _ := newTestRegistry(t, Config{AIMD: aimd.Config{MaxWindow: 8}}, nil)
 	srv := &bucketHost{l: 50, b: 5, level: 5, last: t0}
-	now := crawlBucket(t, r, "a.test", srv, t0, 30*time.Second)
+	now := crawlBucket(t, r, "a.test", srv, t0, 40*time.Second) // past the first probe (a 1 s pause ÷ (1 − beta))
 	s := mustHost(t, r, now, "a.test")
 	if s.Burst != 2 || s.OverLimit > 3 {
-		t.Fatalf("after 30 s against 50/s burst 5: Burst %d with %d refusals, want 2 with at most 3 (rate %.2f)", s.Burst, s.OverLimit, s.Rate)
+		t.Fatalf("after 40 s against 50/s burst 5: Burst %d with %d refusals, want 2 with at most 3 (rate %.2f)", s.Burst, s.OverLimit, s.Rate)
 	}
 	now = now.Add(time.Second) // idle: the gate's bucket fills to Burst
 	for i := range s.Burst {

@@ -64,14 +64,7 @@ func ExtractBlocking(base *url.URL, body []byte) []Blocking {
 		if tt == html.EndTagToken || template > 0 || (tag != "link" && tag != "script") {
 			continue
 		}
-		attrs := map[string]string{}
-		for hasAttr {
-			var k, v []byte
-			k, v, hasAttr = z.TagAttr()
-			if _, dup := attrs[string(k)]; !dup { // the first of a name counts, as in a browser
-				attrs[string(k)] = string(v)
-			}
-		}
+		attrs := tagAttrs(z, hasAttr)
 		if ref, kind, ok := blockingRef(tag, attrs); ok {
 			if e.add(ref, false); len(out.Links) > len(kinds) { // a new URL, not one seen or unusable
 				kinds = append(kinds, kind)

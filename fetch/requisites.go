@@ -90,14 +90,7 @@ func (e *extractor) requisites(body []byte) {
 		name, hasAttr := z.TagName()
 		tag := string(name)
 		inStyle = tag == "style" && tt == html.StartTagToken
-		attrs := map[string]string{}
-		for hasAttr {
-			var k, v []byte
-			k, v, hasAttr = z.TagAttr()
-			if _, dup := attrs[string(k)]; !dup { // the first of a name counts, as in a browser
-				attrs[string(k)] = string(v)
-			}
-		}
+		attrs := tagAttrs(z, hasAttr)
 		e.tagRequisites(tag, attrs)
 		if style, ok := attrs["style"]; ok {
 			e.css([]byte(style))
@@ -180,4 +173,18 @@ func skipDescriptors(v string, i int) int {
 		}
 	}
 	return i
+}
+
+// tagAttrs reads the attributes of z's current tag (hasAttr: TagName's second result), the
+// first of each name counting, as in a browser.
+func tagAttrs(z *html.Tokenizer, hasAttr bool) map[string]string {
+	attrs := map[string]string{}
+	for hasAttr {
+		var k, v []byte
+		k, v, hasAttr = z.TagAttr()
+		if _, dup := attrs[string(k)]; !dup {
+			attrs[string(k)] = string(v)
+		}
+	}
+	return attrs
 }

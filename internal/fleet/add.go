@@ -202,25 +202,7 @@ func (s *Store) Drain(ctx context.Context, o Ownership) (int, error) {
 	if err != nil || len(raw) == 0 {
 		return 0, err
 	}
-	pls := make([]outboxPayload, len(raw))
-	bad := make([]bool, len(raw))
-	var why []error
-	var hosts []string
-	for i, r := range raw {
-		pl, err := readPayload(r)
-		if err != nil {
-			bad[i] = true
-			why = append(why, err)
-			continue
-		}
-		pls[i] = pl
-		for _, x := range pl.Excluded {
-			hosts = append(hosts, x.Host)
-		}
-		for _, e := range pl.Links {
-			hosts = append(hosts, e.Host)
-		}
-	}
+	pls, bad, why, hosts := readPayloads(raw)
 	parts, err := s.partitionsOf(ctx, hosts, placeWait)
 	if errors.Is(err, errPlacing) {
 		return 0, nil // names still being looked up: the payloads wait for the next call
@@ -246,12 +228,7 @@ func (s *Store) Drain(ctx context.Context, o Ownership) (int, error) {
 			aside = append(aside, raw[i])
 			continue
 		}
-		for _, x := range pl.Excluded {
-			ws = append(ws, seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
-		}
-		for _, e := range pl.Links {
-			ws = append(ws, seenWrite{entry: e, state: seenQueued})
-		}
+		ws = pl.writes(ws)
 	}
 	n, err := s.record(ctx, o, ws, len(raw), aside)
 	if err != nil {

@@ -31,23 +31,11 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	if err != nil || len(raw) == 0 {
 		return 0, err
 	}
-	pls := make([]outboxPayload, 0, len(raw))
-	var hosts []string
+	pls, unread, why, hosts := readPayloads(raw)
 	var bad []any // payloads that cannot be read: set aside by the trim
-	var why []error
-	for _, r := range raw {
-		pl, err := readPayload(r)
-		if err != nil {
-			bad, why = append(bad, r), append(why, err)
-			continue
-		}
-		pls = append(pls, pl)
-		i := len(pls) - 1
-		for _, x := range pls[i].Excluded {
-			hosts = append(hosts, x.Host)
-		}
-		for _, e := range pls[i].Links {
-			hosts = append(hosts, e.Host)
+	for i, r := range raw {
+		if unread[i] {
+			bad = append(bad, r)
 		}
 	}
 	parts, err := s.partitionsOf(ctx, hosts, placeWait)
@@ -59,15 +47,14 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 	}
 	byPart := make(map[int][]seenWrite)
 	n := 0
-	for _, pl := range pls {
-		n += len(pl.Links) + len(pl.Excluded)
-		for _, x := range pl.Excluded {
-			q := parts[x.Host]
-			byPart[q] = append(byPart[q], seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
+	for i, pl := range pls {
+		if unread[i] {
+			continue
 		}
-		for _, e := range pl.Links {
-			q := parts[e.Host]
-			byPart[q] = append(byPart[q], seenWrite{entry: e, state: seenQueued})
+		for _, w := range pl.writes(nil) {
+			q := parts[w.entry.Host]
+			byPart[q] = append(byPart[q], w)
+			n++
 		}
 	}
 	if err := s.markActive(ctx, slices.Collect(maps.Keys(byPart))); err != nil {
@@ -87,6 +74,38 @@ func (s *Store) Forward(ctx context.Context, o Ownership) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// readPayloads reads raw payloads (readPayload): pls[i] is raw[i]'s unless unread[i] (why
+// holds the errors of those), and hosts are the hosts the read ones name.
+func readPayloads(raw []string) (pls []outboxPayload, unread []bool, why []error, hosts []string) {
+	pls, unread = make([]outboxPayload, len(raw)), make([]bool, len(raw))
+	for i, r := range raw {
+		pl, err := readPayload(r)
+		if err != nil {
+			unread[i], why = true, append(why, err)
+			continue
+		}
+		pls[i] = pl
+		for _, x := range pl.Excluded {
+			hosts = append(hosts, x.Host)
+		}
+		for _, e := range pl.Links {
+			hosts = append(hosts, e.Host)
+		}
+	}
+	return pls, unread, why, hosts
+}
+
+// writes appends to ws the seen-set writes of pl's URLs: its exclusions, then its links.
+func (pl outboxPayload) writes(ws []seenWrite) []seenWrite {
+	for _, x := range pl.Excluded {
+		ws = append(ws, seenWrite{entry: x.Entry, state: seenExcluded, reason: x.Reason})
+	}
+	for _, e := range pl.Links {
+		ws = append(ws, seenWrite{entry: e, state: seenQueued})
+	}
+	return ws
 }
 
 // readPayload decodes an outbox payload; one that is not JSON, or names a link without a URL

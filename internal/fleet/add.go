@@ -155,30 +155,17 @@ func (s *Store) record(ctx context.Context, o Ownership, ws []seenWrite, trim in
 	if err != nil {
 		return 0, err
 	}
-	fps := make([]uint64, len(ws))
-	for i, w := range ws {
-		fps[i] = Fingerprint(w.entry.URL)
-	}
-	packed, keep := ss.fresh(fps)
+	packed, fresh := ss.freshWrites(nil, ws)
 	if len(packed) == 0 && trim == 0 {
-		s.seenDone(p, ss, nil)
+		s.seenDone(p, ss, nil, nil)
 		return 0, nil
-	}
-	fresh := make([]seenWrite, 0, len(packed)/8)
-	for i, w := range ws {
-		if keep[i] {
-			fresh = append(fresh, w)
-		}
 	}
 	keys := []string{s.k.owner(p), s.k.hosts(p), s.k.counts(p), s.k.used(p), s.k.seenLog(p), s.k.inbox(p), s.k.bad(p)}
 	args := append([]any{o.token, max(s.opts.HostBudget, 0), string(packed), trim, len(bad)}, bad...)
 	keys, args = s.appendWrites(keys, args, p, fresh)
 	r, err := recordScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	err = scriptErr(err)
-	if err == nil {
-		ss.record(packed)
-	}
-	s.seenDone(p, ss, err)
+	s.seenDone(p, ss, packed, err)
 	if err != nil {
 		return 0, fmt.Errorf("fleet: record in partition %d: %w", p, err)
 	}

@@ -51,11 +51,16 @@ func (s *Store) seenOf(ctx context.Context, o Ownership) (*seenSet, error) {
 	return ss, nil
 }
 
-// seenDone unlocks ss after a script whose error is err: a fenced one drops the partition's
-// set (the ownership is void); any other error drops its contents, since the script may have
-// run, and the next use reads the log again.
-func (s *Store) seenDone(p int, ss *seenSet, err error) {
+// seenDone unlocks ss after a script that recorded the fingerprints packed (freshWrites') and
+// whose error is err: with none, ss holds them from then on; a fenced one drops the
+// partition's set (the ownership is void); any other error drops its contents, since the
+// script may have run, and the next use reads the log again.
+func (s *Store) seenDone(p int, ss *seenSet, packed []byte, err error) {
 	switch {
+	case err == nil:
+		for i := 0; i+8 <= len(packed); i += 8 {
+			ss.fps[binary.LittleEndian.Uint64(packed[i:])] = struct{}{}
+		}
 	case errors.Is(err, ErrFenced):
 		ss.fps = nil
 		s.mu.Lock()
@@ -63,7 +68,7 @@ func (s *Store) seenDone(p int, ss *seenSet, err error) {
 			delete(s.owned, p)
 		}
 		s.mu.Unlock()
-	case err != nil:
+	default:
 		ss.fps = nil
 	}
 	ss.mu.Unlock()
@@ -152,26 +157,27 @@ func (s *Store) loadSeen(ctx context.Context, o Ownership) (map[uint64]struct{},
 	return fps, nil
 }
 
-// fresh returns the fingerprints among fps that ss does not hold, each once, packed as the log
-// stores them, and keep[i] saying whether fps[i] is one of them (its first occurrence).
-func (ss *seenSet) fresh(fps []uint64) (packed []byte, keep []bool) {
-	keep = make([]bool, len(fps))
+// freshWrites returns the writes among ws whose URLs ss does not hold, each URL once, and the
+// fingerprints a script records with them, packed as the log stores them: those of pre (URLs
+// the same script records first, which are never among the writes returned) and of the writes
+// returned, each that ss does not hold once.
+func (ss *seenSet) freshWrites(pre []uint64, ws []seenWrite) (packed []byte, fresh []seenWrite) {
 	batch := map[uint64]bool{}
-	for i, fp := range fps {
+	take := func(fp uint64) bool {
 		if _, ok := ss.fps[fp]; ok || batch[fp] {
-			continue
+			return false
 		}
 		batch[fp] = true
-		keep[i] = true
 		packed = binary.LittleEndian.AppendUint64(packed, fp)
+		return true
 	}
-	return packed, keep
-}
-
-// record adds the fingerprints packed (fresh's) to ss, after the script that appended them to
-// the log succeeded.
-func (ss *seenSet) record(packed []byte) {
-	for i := 0; i+8 <= len(packed); i += 8 {
-		ss.fps[binary.LittleEndian.Uint64(packed[i:])] = struct{}{}
+	for _, fp := range pre {
+		take(fp)
 	}
+	for _, w := range ws {
+		if take(Fingerprint(w.entry.URL)) {
+			fresh = append(fresh, w)
+		}
+	}
+	return packed, fresh
 }

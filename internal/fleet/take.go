@@ -162,26 +162,13 @@ func (s *Store) CompleteBatch(ctx context.Context, o Ownership, ds []Done) (inFl
 	if err != nil {
 		return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
 	}
-	fps := make([]uint64, 0, len(done)+len(here))
-	fps = append(fps, done...) // (a completed URL is in the seen-set unless it was queued by hand)
-	for _, w := range here {
-		fps = append(fps, Fingerprint(w.entry.URL))
-	}
-	packed, keep := ss.fresh(fps)
-	fresh := make([]seenWrite, 0, len(here))
-	for i, w := range here {
-		if keep[len(done)+i] {
-			fresh = append(fresh, w)
-		}
-	}
+	// (a completed URL is in the seen-set unless it was queued by hand)
+	packed, fresh := ss.freshWrites(done, here)
 	args[4] = string(packed)
 	ks, args = s.appendWrites(ks, args, p, fresh)
 	r, err := completeScript.Run(ctx, s.rdb, ks, args...).Int64Slice()
 	err = scriptErr(err)
-	if err == nil {
-		ss.record(packed)
-	}
-	s.seenDone(p, ss, err)
+	s.seenDone(p, ss, packed, err)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: complete %d results in partition %d: %w", len(ds), p, err)
 	}

@@ -140,15 +140,15 @@ type fitRec struct {
 type fitter struct {
 	to     nanos             // the refusal that closed the epoch awaiting its fit
 	at     optional[nanos]   // when its requests have all come back; unset: no fit pending
-	recs   []fitRec          // the latest requests (up to fitLogCap)
+	recs   []fitRec          // the latest requests: 16 × memory (16 B each), the oldest half dropped when full
 	held   optional[float64] // the rate the last applied fit set, until a refusal
 	size   float64           // while held: the least size that fit allowed (0: unknown)
 	misses int               // refusals at or below held: refutations retire the fit
 }
 
 func (f *fitter) log(sent nanos, sig Signal) {
-	if len(f.recs) >= fitLogCap {
-		f.recs = append(f.recs[:0], f.recs[fitLogCap/2:]...)
+	if len(f.recs) >= 16*memory {
+		f.recs = append(f.recs[:0], f.recs[8*memory:]...)
 	}
 	f.recs = append(f.recs, fitRec{sent: sent, sig: sig})
 }

@@ -40,7 +40,7 @@ func (c Config) withDefaults() Config {
 // rule they serve (docs/aimd.md). Literals left in the code are an estimator's shape (a median,
 // a quantile, a half, a doubling, a 16-outcome log) or a bound on damaged input, not tunables.
 const (
-	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host)
+	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host); 16 × it, requests in the fit's log (R5)
 	beta              = 0.97                   // share of a measured or stated limit the rate is set to; refusals within 1 − beta of one rate find one limit; probes cost at most 1 − beta of the time in pauses (R3, R4, R7, R8, R11)
 	minBeta           = 0.5                    // the deepest cut one decrease makes, as a share of the rate (R4)
 	returnTime        = 5 * time.Second        // the linear return to the plateau, a search step's spacing, how long the served peak stands (R6, R9)
@@ -69,6 +69,5 @@ const (
 // extend), not tuned on their own.
 const (
 	recent     = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
-	fitLogCap  = 16 * memory           // requests in the fit's log (16 B each); a full log loses its oldest half (R5)
 	rateWindow = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10); twice it, the sending rate's (R2)
 )

@@ -1,6 +1,7 @@
 package aimd
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -71,10 +72,7 @@ func (c *Controller) Burst() int {
 // SetCeiling caps the rate at rate req/s from now on (robots.txt Crawl-delay d gives 1/d); rate
 // <= 0 removes the cap.
 func (c *Controller) SetCeiling(rate float64) {
-	c.ceiling = math.Inf(1)
-	if r := validRate(rate); r > 0 {
-		c.ceiling = r
-	}
+	c.ceiling = cmp.Or(validRate(rate), math.Inf(1))
 	c.recap()
 	c.record(c.last, true)
 }

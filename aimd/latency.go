@@ -55,10 +55,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 	if s.conc == 1 {
 		l.ref.push(s.lat)
 		if l.ref.n >= evidence {
-			ds := c.scratch[:0]
-			for i := 0; i < l.ref.n; i++ {
-				ds = append(ds, *l.ref.get(i))
-			}
+			ds := append(c.scratch[:0], l.ref.buf...) // in any order: quantile sorts
 			l.hi, c.scratch = quantile(ds, 0.9), ds[:0]
 			l.t90 = time.Duration(restartFactor * float64(l.hi))
 		}

@@ -1,6 +1,7 @@
 package aimd
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -102,18 +103,14 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		c.fails.cut.set(r)
 	}
 	if k := &c.curve; learned {
-		k.plateau, k.from = c.rate, c.rate
-		if p := validRate(s.Plateau); p > 0 {
-			k.plateau = p
-		}
+		k.plateau, k.from = cmp.Or(validRate(s.Plateau), c.rate), c.rate
 		if c.rate > k.plateau { // resume the probe at the time on the curve that gives the rate
 			x := math.Cbrt((c.rate/k.plateau - 1) / probeGain)
 			k.elapsed = time.Duration(x * c.probeSeconds() * float64(time.Second))
 		}
 	}
 	c.place()
-	c.hist = history{ring[point]{cap: memory}}
-	c.hist.push(point{t: toNanos(now), rate: c.Rate(), window: c.Window()})
+	c.record(now, true) // in place of New's point
 	return c
 }
 

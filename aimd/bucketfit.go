@@ -182,11 +182,11 @@ func (f *fitter) successSends(from, ts nanos) (sends []nanos) {
 	return sends
 }
 
-// since fits the logged requests sent in [start, ts] (recs in send order).
-func (f *fitter) since(start, ts nanos, minL, maxL, tol float64) bucketFit {
+// upTo fits the logged requests sent up to ts (recs in send order).
+func (f *fitter) upTo(ts nanos, minL, maxL, tol float64) bucketFit {
 	var evs []bucketEvent
 	for _, r := range f.recs {
-		if r.sent >= start && r.sent <= ts {
+		if r.sent <= ts {
 			evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
 		}
 	}
@@ -218,7 +218,7 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	slices.SortStableFunc(f.recs, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
 	noise := c.timingNoise().Seconds()
 	maxL := max(c.cfg.MaxRate, 2*c.rate)
-	lo, hi, oneToken, ok, size := f.since(never, ts, c.cfg.MinRate, maxL, noise).bounds()
+	lo, hi, oneToken, ok, size := f.upTo(ts, c.cfg.MinRate, maxL, noise).bounds()
 	if !ok || hi > restartFactor*lo || f.misses >= refutations {
 		return 0, false
 	}

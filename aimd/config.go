@@ -65,8 +65,7 @@ const (
 	failureBaseMax    = 0.25                   // the background share counts up to this (R9)
 )
 
-// Arithmetic of the tunables above (multiples and shares of memory and of the times they
-// extend), not tuned on their own.
+// Arithmetic of the tunables above, not tuned on their own.
 const (
 	recent     = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
 	rateWindow = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10); twice it, the sending rate's (R2)

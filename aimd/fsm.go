@@ -5,10 +5,8 @@ import (
 	"time"
 )
 
-// The state machine. Its transitions (this file) are the only code that writes the rate
-// (c.rate, c.top), the window (c.win.size) and the phase (c.phase): begin, resume, recap;
-// grow, climb, growWindow; decreaseRate, shrinkWindow, endRun; holdFitted, holdStated,
-// undoCuts; settle and place move along the phase order.
+// The state machine: its transitions (this file; doc.go lists them) are the only code that
+// writes the rate (c.rate, c.top), the window (c.win.size) and the phase (c.phase).
 
 // Phase names where a controller's rate is on its way (Stats.Phase).
 type Phase uint8

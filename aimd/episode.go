@@ -87,9 +87,8 @@ func (c *Controller) runEnd(s *sample) runVerdict {
 	// first refusal set and beta × the least rate a resumed run was refused at.
 	before, _ := slices.BinarySearch(sends, e.start) // the sends before the run
 	est, _ := bestAccepted(sends, s.sent+1, minSpan)
-	if full, _ := bestAccepted(sends[:before], e.start, time.Duration(block)); full > est {
-		est = full
-	}
+	full, _ := bestAccepted(sends[:before], e.start, time.Duration(block))
+	est = max(est, full)
 	if first, ok := e.firstEnd.get(); e.resumed && ok {
 		if since, span := bestAccepted(c.fit.successSends(first, s.sent+1), s.sent+1, time.Duration(block)); span > 0 {
 			est = min(est, since)

@@ -34,6 +34,56 @@ const (
 	lateShare     = 0.025
 )
 
+// latencySamples is how many of a host's latest success latencies its base latency is taken
+// from (see latencyLog).
+const latencySamples = 16
+
+// spacing says what a burst-1 bucket spaces the next request from.
+type spacing uint8
+
+const (
+	// spacedFromWrites: one interval after the latest write (the host has refused nothing).
+	spacedFromWrites spacing = iota
+	// spacedFromHandling: also one interval after the server likely handled the latest
+	// answered request, its write plus the excess of its latency over the host's base (the
+	// host has said "slow down" at least once: its limit binds).
+	spacedFromHandling
+)
+
+// latencyLog holds a host's latest success latencies, to the headers. The zero value is empty.
+type latencyLog struct {
+	d [latencySamples]time.Duration
+	n int // samples held, at most latencySamples
+	i int // where the next one goes
+}
+
+func (l *latencyLog) add(d time.Duration) {
+	l.d[l.i] = d
+	l.i = (l.i + 1) % latencySamples
+	l.n = min(l.n+1, latencySamples)
+}
+
+// base is the second least latency held (the least if one is held, 0 if none): a low quantile
+// of the host's latency that one unusually fast answer does not pull down.
+func (l *latencyLog) base() time.Duration {
+	if l.n == 0 {
+		return 0
+	}
+	least, second := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	for _, d := range l.d[:l.n] {
+		switch {
+		case d < least:
+			least, second = d, least
+		case d < second:
+			second = d
+		}
+	}
+	if l.n == 1 {
+		return least
+	}
+	return second
+}
+
 // host is one host's gate. Every field below mu is guarded by mu; the *Locked methods require
 // that mu is held.
 type host struct {
@@ -54,7 +104,13 @@ type host struct {
 	pausedUntil time.Time
 	// wrote is the latest time a request reached the wire (see Ticket.Wrote); a burst-1
 	// bucket admits nothing until one interval after it, less the late credit.
-	wrote      time.Time
+	wrote time.Time
+	// handled is the latest time the server likely handled a request (its write plus the excess
+	// of its latency over latencies.base(), at most one interval); under spacedFromHandling a
+	// burst-1 bucket admits nothing until one interval after it, less the late credit.
+	handled    time.Time
+	spacing    spacing
+	latencies  latencyLog
 	last       time.Time // latest time seen; earlier times are clamped to it
 	lastActive time.Time
 	admitted   uint64
@@ -98,6 +154,9 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 		h.ctrl = aimd.Restore(cfg.AIMD, s.AIMD, now)
 		h.pausedUntil = restoredPause(s, now)
 		h.ceiling = validCeiling(s.Ceiling)
+		if s.AIMD.OverLimit > 0 {
+			h.spacing = spacedFromHandling
+		}
 	}
 	if h.ctrl == nil {
 		h.ctrl = aimd.New(cfg.AIMD, now)
@@ -259,13 +318,49 @@ func (h *host) lateCreditLocked() time.Duration {
 	return credit
 }
 
-// wireFreeLocked is the earliest a burst-1 bucket admits after the latest write: one interval at
-// the current rate, less the late credit. Zero for a larger burst, no rate or no write yet.
+// wireFreeLocked is the earliest a burst-1 bucket admits after the latest write (and, under
+// spacedFromHandling, after the latest handling): one interval at the current rate, less the
+// late credit. Zero for a larger burst, no rate or neither time yet.
 func (h *host) wireFreeLocked() time.Time {
-	if h.burst > 1 || h.limit <= 0 || h.wrote.IsZero() {
+	from := h.wrote
+	if h.spacing == spacedFromHandling {
+		from = later(from, h.handled)
+	}
+	if h.burst > 1 || h.limit <= 0 || from.IsZero() {
 		return time.Time{}
 	}
-	return h.wrote.Add(time.Duration(float64(time.Second)/h.limit) - h.lateCreditLocked())
+	return from.Add(h.intervalLocked() - h.lateCreditLocked())
+}
+
+// intervalLocked is the sending interval at the current rate; the rate must be positive.
+func (h *host) intervalLocked() time.Duration {
+	return time.Duration(float64(time.Second) / h.limit)
+}
+
+// observeLatencyLocked learns from o (Sent filled in): a success's latency joins the host's
+// log; a "slow down" moves the host to spacedFromHandling; under it, a success answered later
+// than the host's base latency moves handled to its write plus that excess, at most one
+// interval at the current rate (so a jittery or hostile host at most halves its rate).
+func (h *host) observeLatencyLocked(o aimd.Outcome) {
+	switch o.Signal {
+	case aimd.Overload:
+		h.spacing = spacedFromHandling
+		return
+	case aimd.Success:
+	default:
+		return
+	}
+	if o.Latency <= 0 {
+		return
+	}
+	h.latencies.add(o.Latency)
+	if h.spacing != spacedFromHandling || h.limit <= 0 {
+		return
+	}
+	excess := min(o.Latency-h.latencies.base(), h.intervalLocked())
+	if excess > 0 {
+		h.handled = later(h.handled, o.Sent.Add(excess))
+	}
 }
 
 func later(a, b time.Time) time.Time {
@@ -368,5 +463,6 @@ func (t *Ticket) Done(now time.Time, o aimd.Outcome) {
 	}
 	h.ctrl.Observe(now, o)
 	h.syncLimitLocked(now)
+	h.observeLatencyLocked(o)
 	h.wakeLocked()
 }

@@ -53,6 +53,16 @@
 // (Ticket.Wrote, from httptrace's WroteRequest), and a burst-1 bucket admits nothing until an
 // interval after that write, less the same late credit.
 //
+// Nor does it see when the server handled a request: a handler that runs late (a busy server,
+// a queue) leaves the next request, sent on time, a shorter gap at the server's limiter. So once
+// a host has said "slow down" (its limit binds), a burst-1 bucket also admits nothing until an
+// interval after the latest success's write plus its excess latency (its latency less the host's
+// base, the second least of its latest 16 success latencies), less the late credit: the next
+// send is no earlier than answer + interval − base. A host whose latency is steady pays nothing;
+// the excess counted is at most one interval, so a jittery or hostile host at most halves its
+// rate. A host that never refused, or whose fitted bucket holds more than one token, is spaced
+// from writes only.
+//
 // # Window: a counter, not a semaphore
 //
 // The window (requests in flight) is a plain counter compared against the controller's Window(),

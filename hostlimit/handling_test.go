@@ -86,6 +86,23 @@ func TestLateHandlingPushesTheNext(t *testing.T) {
 			t.Fatalf("readyAt %v after the write, want %v (13 ms + interval %v − credit)", ready.Sub(wrote), want.Sub(wrote), iv)
 		}
 	})
+	t.Run("late after a restored refusal", func(t *testing.T) {
+		store := newFakeStore()
+		r, _ := newTestRegistry(t, Config{AIMD: testAIMD(10, 1)}, store)
+		h := &handlingHost{t: t, r: r, now: t0}
+		h.send(aimd.Overload, base)
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		r2, _ := newTestRegistry(t, Config{AIMD: testAIMD(10, 1)}, store)
+		h = &handlingHost{t: t, r: r2, now: h.now.Add(time.Minute)}
+		warm(h, false)
+		wrote := h.send(aimd.Success, base+13*time.Millisecond)
+		ready, iv := h.next()
+		if want := wrote.Add(13*time.Millisecond + iv - credit(iv)); ready.Sub(want).Abs() > time.Nanosecond {
+			t.Fatalf("restored host: readyAt %v after the write, want %v (13 ms + interval %v − credit)", ready.Sub(wrote), want.Sub(wrote), iv)
+		}
+	})
 	t.Run("steady after a refusal", func(t *testing.T) {
 		h := newHandlingHost(t)
 		warm(h, true)

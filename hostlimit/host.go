@@ -432,7 +432,9 @@ func (t *Ticket) Wrote(at time.Time) {
 // Done releases the ticket's window slot and feeds the outcome to the host's controller, which
 // may change the host's rate and window. A positive o.Pause (Retry-After, or a spent quota)
 // first pauses the whole host until now + o.Pause (never shortening a longer pause), under the
-// same lock: no request is admitted between the slot's release and the pause. A zero o.Sent is
+// same lock: no request is admitted between the slot's release and the pause. A success's
+// o.Latency beyond the host's base latency may hold back the next request (see
+// observeLatencyLocked); o.Sent should then be when the request was written. A zero o.Sent is
 // taken to be t.Sent(), a zero o.InFlight the number in flight when the ticket was admitted.
 // Only the first call has any effect; later calls are no-ops. Every Ticket must be Done exactly
 // once in the normal flow (use aimd.Neutral for a request that was never sent).

@@ -77,14 +77,29 @@ func TestLateHandlingPushesTheNext(t *testing.T) {
 			h.send(aimd.Success, base)
 		}
 	}
-	t.Run("late after a refusal", func(t *testing.T) {
-		h := newHandlingHost(t)
-		warm(h, true)
+	// pushed sends one success 13 ms late and checks that it pushes the next request.
+	pushed := func(h *handlingHost, what string) {
+		h.t.Helper()
 		wrote := h.send(aimd.Success, base+13*time.Millisecond)
 		ready, iv := h.next()
 		if want := wrote.Add(13*time.Millisecond + iv - credit(iv)); ready.Sub(want).Abs() > time.Nanosecond {
-			t.Fatalf("readyAt %v after the write, want %v (13 ms + interval %v − credit)", ready.Sub(wrote), want.Sub(wrote), iv)
+			h.t.Fatalf("%sreadyAt %v after the write, want %v (13 ms + interval %v − credit)", what, ready.Sub(wrote), want.Sub(wrote), iv)
 		}
+	}
+	// notPushed sends one success at the base latency and checks that the next request waits
+	// at most one interval after it.
+	notPushed := func(h *handlingHost, what string) {
+		h.t.Helper()
+		wrote := h.send(aimd.Success, base)
+		ready, iv := h.next()
+		if ready.After(wrote.Add(iv)) {
+			h.t.Fatalf("readyAt %v after the write %s, want at most the interval %v", ready.Sub(wrote), what, iv)
+		}
+	}
+	t.Run("late after a refusal", func(t *testing.T) {
+		h := newHandlingHost(t)
+		warm(h, true)
+		pushed(h, "")
 	})
 	t.Run("late after a restored refusal", func(t *testing.T) {
 		store := newFakeStore()
@@ -97,30 +112,18 @@ func TestLateHandlingPushesTheNext(t *testing.T) {
 		r2, _ := newTestRegistry(t, Config{AIMD: testAIMD(10, 1)}, store)
 		h = &handlingHost{t: t, r: r2, now: h.now.Add(time.Minute)}
 		warm(h, false)
-		wrote := h.send(aimd.Success, base+13*time.Millisecond)
-		ready, iv := h.next()
-		if want := wrote.Add(13*time.Millisecond + iv - credit(iv)); ready.Sub(want).Abs() > time.Nanosecond {
-			t.Fatalf("restored host: readyAt %v after the write, want %v (13 ms + interval %v − credit)", ready.Sub(wrote), want.Sub(wrote), iv)
-		}
+		pushed(h, "restored host: ")
 	})
 	t.Run("steady after a refusal", func(t *testing.T) {
 		h := newHandlingHost(t)
 		warm(h, true)
-		wrote := h.send(aimd.Success, base)
-		ready, iv := h.next()
-		if ready.After(wrote.Add(iv)) {
-			t.Fatalf("readyAt %v after the write at the base latency, want at most the interval %v", ready.Sub(wrote), iv)
-		}
+		notPushed(h, "at the base latency")
 	})
 	t.Run("one fast answer", func(t *testing.T) {
 		h := newHandlingHost(t)
 		warm(h, true)
 		h.send(aimd.Success, time.Millisecond) // a cached answer: base stays 30 ms
-		wrote := h.send(aimd.Success, base)
-		ready, iv := h.next()
-		if ready.After(wrote.Add(iv)) {
-			t.Fatalf("readyAt %v after the write after one fast answer, want at most the interval %v", ready.Sub(wrote), iv)
-		}
+		notPushed(h, "after one fast answer")
 	})
 	t.Run("never refused", func(t *testing.T) {
 		h := newHandlingHost(t)

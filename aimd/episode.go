@@ -86,11 +86,10 @@ func (c *Controller) runEnd(s *sample) runVerdict {
 	// resumed run at most what was accepted since the first run ended; at most the rate the
 	// first refusal set and beta × the least rate a resumed run was refused at.
 	before, _ := slices.BinarySearch(sends, e.start) // the sends before the run
-	est, _ := bestAccepted(sends, s.sent+1, minSpan)
-	full, _ := bestAccepted(sends[:before], e.start, time.Duration(block))
-	est = max(est, full)
+	full := bestAccepted(sends[:before], e.start, time.Duration(block))
+	est := max(bestAccepted(sends, s.sent+1, minSpan), full)
 	if first, ok := e.firstEnd.get(); e.resumed && ok {
-		if since, span := bestAccepted(c.fit.successSends(first, s.sent+1), s.sent+1, time.Duration(block)); span > 0 {
+		if since := bestAccepted(c.fit.successSends(first, s.sent+1), s.sent+1, time.Duration(block)); since > 0 {
 			est = min(est, since)
 		}
 	}
@@ -107,7 +106,7 @@ func (c *Controller) runEnd(s *sample) runVerdict {
 	}
 	// Search toward the rate that drew the run, no further than twice r or the best accepted
 	// before the run over half its length.
-	held, _ := bestAccepted(sends[:before], e.start, time.Duration(e.blockLen/2))
+	held := bestAccepted(sends[:before], e.start, time.Duration(e.blockLen/2))
 	v := runVerdict{kind: runReturned, rate: r}
 	if h := min(e.refused, max(2*r, held)); h > r && !e.settled {
 		v.target.set(h, e.boundKind(h))
@@ -116,16 +115,14 @@ func (c *Controller) runEnd(s *sample) runVerdict {
 }
 
 // bestAccepted is the largest (successes sent from t0 to ts, less burstAllowance) ÷ (ts − t0)
-// over the sorted sends t0 with ts − t0 at least least, and that span (0, 0: none so long).
-func bestAccepted(sends []nanos, ts nanos, least time.Duration) (est float64, span time.Duration) {
+// over the sorted sends t0 with ts − t0 at least least (0: none so long).
+func bestAccepted(sends []nanos, ts nanos, least time.Duration) (est float64) {
 	for i, t0 := range sends {
 		sp := time.Duration(ts - t0)
 		if sp < least {
 			break
 		}
-		if e := (float64(len(sends)-i) - burstAllowance) / sp.Seconds(); e > est {
-			est, span = e, sp
-		}
+		est = max(est, (float64(len(sends)-i)-burstAllowance)/sp.Seconds())
 	}
-	return est, span
+	return est
 }

@@ -188,11 +188,11 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 // before it): ending slow start, beta × accepted, returning to plateauFactor × lo (R3); ending
 // an epoch of minSpan or more, beta × its measured limit (R4); else minBeta × rs.
 func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowStart bool) (rate, plateau float64, measured bool) {
-	est, span := bestAccepted(c.fit.successSends(c.epoch.start, s.sent), s.sent, minSpan)
+	est := bestAccepted(c.fit.successSends(c.epoch.start, s.sent), s.sent, minSpan)
 	switch {
 	case endsSlowStart:
 		return beta * max(accepted, minBeta*minBeta*rs), plateauFactor * lo, false
-	case est > 0 && span >= minSpan:
+	case est > 0:
 		if l1, ok := c.singleTokenLimit(s.sent); ok {
 			est = max(est, l1)
 		}

@@ -177,8 +177,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	if c.curve.searched || measured { // rs is only how far the climb overshot
 		c.target = target{}
 	}
-	c.curve.restart(rate, max(plateau, rate))
-	c.curve.searched = false
+	c.curve = curve{from: rate, plateau: max(plateau, rate)}
 	c.ep.refusedAt(s.sent, c.epoch.start, rs, rate, repeat, c.target.kind == noTarget)
 	c.startEpoch(now)
 	c.queueFit(now, s.sent)
@@ -221,9 +220,7 @@ func (c *Controller) endRun(v runVerdict) {
 		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
 		c.phase, c.target = PhaseSlowStart, target{}
 	case runReturned:
-		c.rate, c.target = v.rate, v.target
-		c.curve.restart(v.rate, v.rate)
-		c.curve.searched = false
+		c.rate, c.target, c.curve = v.rate, v.target, curve{from: v.rate, plateau: v.rate}
 		c.place()
 	}
 }

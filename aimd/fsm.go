@@ -148,7 +148,6 @@ func (c *Controller) growWindow(size float64) {
 // the limit from above. The rate never rises on a refusal.
 func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	rs := c.sendingRate(s.sent)
-	lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
 	c.fit.refusedAt(rs)
 	endsSlowStart, repeat := c.inSlowStart(), c.inRun()
 	if s.sig == Failure {
@@ -162,13 +161,12 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 		c.fails.undo = failureUndo{} // an Overload: the rate rests on the host's word now
 	}
 	accepted := c.recentAccepted(s.sent)
-	rate, plateau, measured := c.measureCut(s, rs, lo, accepted, endsSlowStart)
-	rate = c.clampRate(min(rate, c.rate))
+	rate, plateau, measured := c.measureCut(s, rs, accepted, endsSlowStart)
+	c.rate, c.phase = c.clampRate(min(rate, c.rate)), PhaseRefusalRun
 	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window { // the window was full (R10)
 		c.win.size = max(math.Floor(c.win.size*beta), 1)
 	}
 	c.pace.refusedAt(rs)
-	c.rate, c.phase = rate, PhaseRefusalRun
 	kind := targetRefused
 	if endsSlowStart && s.sig == Overload && accepted < rs/restartFactor {
 		kind = targetSlowStart // slow start had not sustained the rate it was refused at
@@ -177,19 +175,20 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	if c.curve.searched || measured { // rs is only how far the climb overshot
 		c.target = target{}
 	}
-	c.curve = curve{from: rate, plateau: max(plateau, rate)}
-	c.ep.refusedAt(s.sent, c.epoch.start, rs, rate, repeat, c.target.kind == noTarget)
+	c.curve = curve{from: c.rate, plateau: max(plateau, c.rate)}
+	c.ep.refusedAt(s.sent, c.epoch.start, rs, c.rate, repeat, c.target.kind == noTarget)
 	c.startEpoch(now)
 	c.queueFit(now, s.sent)
 }
 
-// measureCut is the cut for a refusal of s drawn at rs (lo: the rate of the last success
-// before it): ending slow start, beta × accepted, returning to plateauFactor × lo (R3); ending
+// measureCut is the cut for a refusal of s drawn at rs: ending slow start, beta × accepted,
+// returning to plateauFactor × the rate of the last success before it (at most rs) (R3); ending
 // an epoch of minSpan or more, beta × its measured limit (R4); else minBeta × rs.
-func (c *Controller) measureCut(s *sample, rs, lo, accepted float64, endsSlowStart bool) (rate, plateau float64, measured bool) {
+func (c *Controller) measureCut(s *sample, rs, accepted float64, endsSlowStart bool) (rate, plateau float64, measured bool) {
 	est := bestAccepted(c.fit.successSends(c.epoch.start, s.sent), s.sent, minSpan)
 	switch {
 	case endsSlowStart:
+		lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
 		return beta * max(accepted, minBeta*minBeta*rs), plateauFactor * lo, false
 	case est > 0:
 		if l1, ok := c.singleTokenLimit(s.sent); ok {

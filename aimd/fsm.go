@@ -110,8 +110,8 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 // curve's rate if higher, then slow start again far above the plateau (R3).
 func (c *Controller) climb(dt time.Duration) {
 	k := &c.curve
-	k.advance(dt)
-	k.steps++
+	h := min(dt, k.hold) // the curve's clock runs by dt, the hold's time first
+	k.hold, k.elapsed, k.steps = k.hold-h, k.elapsed+dt-h, k.steps+1
 	span, sends := c.returnSpan()
 	stepDue := k.elapsed >= span && k.steps >= sends
 	switch {
@@ -267,13 +267,6 @@ type curve struct {
 // restart starts the curve from `from` toward plateau (searched is kept).
 func (k *curve) restart(from, plateau float64) {
 	*k = curve{from: from, plateau: plateau, searched: k.searched}
-}
-
-// advance runs the curve's clock by dt of time in use, the hold first.
-func (k *curve) advance(dt time.Duration) {
-	h := min(dt, k.hold)
-	k.hold -= h
-	k.elapsed += dt - h
 }
 
 // at is the curve's rate: K in the hold, linear from `from` to K within span, then

@@ -134,7 +134,7 @@ func (c *Controller) climb(dt time.Duration) {
 	if c.target.kind != noTarget && c.rate > c.target.rate {
 		c.target = target{} // beyond the target unrefused: the limit has risen
 	}
-	if c.rate >= restartFactor*k.plateau && c.rate < c.clampRate(math.Inf(1)) {
+	if c.rate >= restartFactor*k.plateau && c.rate < c.top {
 		c.phase, c.win.mode = PhaseSlowStart, windowFollowsRate
 	}
 }
@@ -216,8 +216,7 @@ func (c *Controller) shrinkWindow(target int) {
 func (c *Controller) endRun(v runVerdict) {
 	switch v.kind {
 	case runRestarted:
-		c.rate = c.clampRate(max(c.rate, c.cfg.InitialRate))
-		c.phase, c.target = PhaseSlowStart, target{}
+		c.rate, c.phase, c.target = c.clampRate(max(c.rate, c.cfg.InitialRate)), PhaseSlowStart, target{}
 	case runReturned:
 		c.rate, c.target, c.curve = v.rate, v.target, curve{from: v.rate, plateau: v.rate}
 		c.place()

@@ -100,7 +100,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	}
 	switch {
 	case windowFull && slow:
-		c.win.size = min(c.win.size+1, float64(c.cfg.MaxWindow))
+		c.growWindow(c.win.size + 1)
 	case windowFull:
 		c.growWindow(c.win.size + 1/(float64(searchSends*max(c.win.patience, 1))*max(c.win.size, 1)))
 	}

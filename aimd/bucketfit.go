@@ -238,8 +238,5 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 // clock's grain) and at most maxNoise.
 func (c *Controller) timingNoise() time.Duration {
 	ds := c.latencies(false)
-	if len(ds) < 2 {
-		return time.Millisecond
-	}
 	return min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), maxNoise)
 }

@@ -64,7 +64,7 @@ func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	for i := 1; i < len(sends); i++ {
 		shortest = min(shortest, sends[i]-sends[i-1])
 	}
-	if shortest <= ts-sends[len(sends)-1] || shortest <= 0 {
+	if shortest <= ts-sends[len(sends)-1] { // so shortest > 0: every send is before ts
 		return 0, false
 	}
 	return float64(time.Second) / float64(shortest), true

@@ -38,7 +38,7 @@ type latencyRef struct {
 	at       time.Time // when the baseline was last looked at
 	tick     int       // successes seen: the baseline is looked at every fourth
 	ref      ring[time.Duration]
-	hi, t90  time.Duration // the reference p90; the yardstick: restartFactor × hi
+	hi, t90  time.Duration // the reference p90 (0 until evidence latencies); the yardstick: restartFactor × hi
 }
 
 // latencyCongested takes in success s's latency and, on a latency signal, returns the window to
@@ -113,11 +113,7 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 	}
 	defer func() { b.at = now }()
 	ds := c.latencies(false) // s among them
-	q := 0.10
-	if len(ds) < 10 {
-		q = 0
-	}
-	if low := quantile(ds, q); b.src == baselineRestored && len(ds) >= 10 || b.src == baselineUnmeasured || b.src == baselineMeasured && low < b.baseline {
+	if low := quantile(ds, 0.10); b.src == baselineRestored && len(ds) >= 10 || b.src == baselineUnmeasured || b.src == baselineMeasured && low < b.baseline {
 		b.baseline, b.src = low, baselineMeasured
 	} else if alone := c.latencies(true); len(alone) >= 10 {
 		if p := quantile(alone, 0.10); p > b.baseline {
@@ -174,9 +170,4 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 }
 
 // typicalSlow is the reference p90 once known (at least the baseline), else the baseline.
-func (c *Controller) typicalSlow() time.Duration {
-	if c.lat.ref.n >= evidence {
-		return max(c.lat.hi, c.lat.baseline)
-	}
-	return c.lat.baseline
-}
+func (c *Controller) typicalSlow() time.Duration { return max(c.lat.hi, c.lat.baseline) }

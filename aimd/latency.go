@@ -1,6 +1,7 @@
 package aimd
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -154,19 +155,16 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 		}
 	}
 	c.scratch = gaps[:0]
-	if len(gaps) < 2 {
-		return float64(ok) / rateWindow.Seconds()
+	var active time.Duration // stays 0 with fewer than 2 completions or none apart: rateWindow
+	if len(gaps) >= 2 {
+		med := quantile(gaps[1:], 0.5)
+		clip := max(3*med, 2*c.lat.baseline, time.Duration(2/c.rate*float64(time.Second)), time.Millisecond)
+		active = min(gaps[0], clip) + med
+		for _, g := range gaps[1:] {
+			active += min(g, clip)
+		}
 	}
-	med := quantile(gaps[1:], 0.5)
-	clip := max(3*med, 2*c.lat.baseline, time.Duration(2/c.rate*float64(time.Second)), time.Millisecond)
-	active := min(gaps[0], clip) + med
-	for _, g := range gaps[1:] {
-		active += min(g, clip)
-	}
-	if active <= 0 {
-		return float64(ok) / rateWindow.Seconds()
-	}
-	return float64(ok) / active.Seconds()
+	return float64(ok) / cmp.Or(active, rateWindow).Seconds()
 }
 
 // typicalSlow is the reference p90 once known (at least the baseline), else the baseline.

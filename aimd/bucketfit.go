@@ -68,13 +68,9 @@ func refusesAll(evs []bucketEvent, l, b, tol float64) bool {
 // fitBuckets returns each size's rates within [minL, maxL] that explain evs (in send order)
 // with a timing noise of tol s.
 func fitBuckets(evs []bucketEvent, minL, maxL, tol float64) bucketFit {
-	j := 0
 	for i := range evs {
-		for evs[j].t < evs[i].t-tol {
-			j++
-		}
 		evs[i].early, evs[i].late = 0, 0
-		for k := j; k < i; k++ {
+		for k := i - 1; k >= 0 && evs[k].t >= evs[i].t-tol; k-- {
 			if evs[k].sig == Success {
 				evs[i].early++
 			}
@@ -163,13 +159,9 @@ func (f *fitter) refusedAt(rs float64) {
 	f.held, f.size = optional[float64]{}, 0
 }
 
-// burst is half the least size the holding fit allows, at most maxBurst; else 1.
-func (f *fitter) burst() int {
-	if _, ok := f.held.get(); !ok || f.size < 4 {
-		return 1
-	}
-	return int(min(math.Floor(f.size/2), maxBurst))
-}
+// burst is half the least size the holding fit allows, at most maxBurst, at least 1 (size is 0
+// unless a fit holds).
+func (f *fitter) burst() int { return max(int(min(math.Floor(f.size/2), maxBurst)), 1) }
 
 // successSends returns the send times of the logged successes sent in [from, ts), sorted.
 func (f *fitter) successSends(from, ts nanos) (sends []nanos) {

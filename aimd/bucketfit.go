@@ -27,7 +27,7 @@ type rateRange struct{ lo, hi float64 }
 
 func (r rateRange) empty() bool { return r.lo > r.hi }
 
-// bucketFit is one rateRange per burstGrid size (nil: nothing fitted).
+// bucketFit is one rateRange per burstGrid size.
 type bucketFit []rateRange
 
 // acceptsAll reports whether a bucket of rate l and size b, as full as it can be (full at first,
@@ -113,17 +113,13 @@ func (f bucketFit) bounds() (lo, hi float64, oneToken, ok bool, size float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for i, r := range f {
 		if !r.empty() {
-			lo, hi, oneToken = min(lo, r.lo), max(hi, r.hi), oneToken || burstGrid[i] == 1
-			if !ok {
-				size = burstGrid[i]
-			}
-			ok = true
+			lo, hi, ok, size = min(lo, r.lo), max(hi, r.hi), true, cmp.Or(size, burstGrid[i])
 		}
 	}
-	if len(f) > 0 && !f[len(f)-1].empty() {
+	if !f[len(f)-1].empty() {
 		size = 0
 	}
-	return lo, hi, oneToken, ok, size
+	return lo, hi, !f[0].empty(), ok, size
 }
 
 type fitRec struct {
@@ -174,20 +170,6 @@ func (f *fitter) successSends(from, ts nanos) (sends []nanos) {
 	return sends
 }
 
-// upTo fits the logged requests sent up to ts (recs in send order).
-func (f *fitter) upTo(ts nanos, minL, maxL, tol float64) bucketFit {
-	var evs []bucketEvent
-	for _, r := range f.recs {
-		if r.sent <= ts {
-			evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
-		}
-	}
-	if len(evs) < 2 {
-		return nil
-	}
-	return fitBuckets(evs, minL, maxL, tol)
-}
-
 // queueFit schedules the fit of the epoch the refusal sent at ts closed, twice the slowest
 // recent success from now, in place of any pending one.
 func (c *Controller) queueFit(now time.Time, ts nanos) {
@@ -201,17 +183,25 @@ func (c *Controller) queueFit(now time.Time, ts nanos) {
 	c.fit.at.set(toNanos(now) + nanos(2*slowest))
 }
 
-// runFit fits the logged requests and, if it pins the limit within restartFactor, proposes
-// fitBeta × its low end, unless that is no raise and no size is bounded.
+// runFit fits the logged requests sent up to the refusal that queued it and, if the fit pins
+// the limit within restartFactor, proposes fitBeta × its low end, unless that is no raise and
+// no size is bounded.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
-	ts := f.to
 	f.at = optional[nanos]{}
 	slices.SortStableFunc(f.recs, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
+	var evs []bucketEvent
+	for _, r := range f.recs {
+		if r.sent <= f.to {
+			evs = append(evs, bucketEvent{t: time.Duration(r.sent - f.to).Seconds(), sig: r.sig})
+		}
+	}
+	if len(evs) < 2 || f.misses >= refutations {
+		return 0, false
+	}
 	noise := c.timingNoise().Seconds()
-	maxL := max(c.cfg.MaxRate, 2*c.rate)
-	lo, hi, oneToken, ok, size := f.upTo(ts, c.cfg.MinRate, maxL, noise).bounds()
-	if !ok || hi > restartFactor*lo || f.misses >= refutations {
+	lo, hi, oneToken, ok, size := fitBuckets(evs, c.cfg.MinRate, max(c.cfg.MaxRate, 2*c.rate), noise).bounds()
+	if !ok || hi > restartFactor*lo {
 		return 0, false
 	}
 	r := fitBeta * lo

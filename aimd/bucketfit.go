@@ -199,7 +199,9 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	if len(evs) < 2 || f.misses >= refutations {
 		return 0, false
 	}
-	noise := c.timingNoise().Seconds()
+	// The timing noise: half the spread (p90 − p10) of recent latencies, from 1 ms (a clock's grain).
+	ds := c.latencies(false)
+	noise := min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), maxNoise).Seconds()
 	lo, hi, oneToken, ok, size := fitBuckets(evs, c.cfg.MinRate, max(c.cfg.MaxRate, 2*c.rate), noise).bounds()
 	if !ok || hi > restartFactor*lo {
 		return 0, false
@@ -214,11 +216,4 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	f.held.set(r)
 	f.size = size
 	return r, true
-}
-
-// timingNoise is half the spread (p90 − p10) of recent success latencies, at least 1 ms (a
-// clock's grain) and at most maxNoise.
-func (c *Controller) timingNoise() time.Duration {
-	ds := c.latencies(false)
-	return min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), maxNoise)
 }

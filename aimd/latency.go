@@ -67,11 +67,9 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 	}
 	var slow, all [64]int
 	for i := 0; i < c.samples.n; i++ {
-		j := c.samples.back(i)
-		if j.done < c.epoch.start {
+		if j := c.samples.back(i); j.done < c.epoch.start {
 			break
-		}
-		if j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
+		} else if j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
 			all[j.conc]++
 			if j.lat > l.t90 {
 				slow[j.conc]++
@@ -112,7 +110,6 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 	if b.tick++; b.src == baselineMeasured && s.lat >= b.baseline && b.tick%4 != 0 {
 		return
 	}
-	defer func() { b.at = now }()
 	ds := c.latencies(false) // s among them
 	if low := quantile(ds, 0.10); b.src == baselineRestored && len(ds) >= 10 || b.src == baselineUnmeasured || b.src == baselineMeasured && low < b.baseline {
 		b.baseline, b.src = low, baselineMeasured
@@ -122,6 +119,7 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 			b.baseline += time.Duration(f * float64(p-b.baseline))
 		}
 	}
+	b.at = now
 }
 
 // latencies returns, in c.scratch, the latencies of the newest `recent` successes (alone:

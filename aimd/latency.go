@@ -79,7 +79,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 	lowest, upAll, upSlow := 0, 0, 0 // the counts at this level and above
 	for level := len(all) - 1; level >= 2; level-- {
 		upAll, upSlow = upAll+all[level], upSlow+slow[level]
-		if level <= w && all[level] > 0 && 2*slow[level] > all[level] && upAll >= 2*evidence && 2*upSlow > upAll {
+		if level <= w && 2*slow[level] > all[level] && upAll >= 2*evidence && 2*upSlow > upAll {
 			lowest = level
 		}
 	}

@@ -124,11 +124,10 @@ type ring[T any] struct {
 
 func (r *ring[T]) push(v T) {
 	if r.n < r.cap { // head stays 0 until the ring is full
-		r.buf = append(r.buf, v)
-		r.n++
-		return
+		r.buf, r.n = append(r.buf, v), r.n+1
+	} else {
+		r.buf[r.head], r.head = v, (r.head+1)%r.cap
 	}
-	r.buf[r.head], r.head = v, (r.head+1)%r.cap
 }
 
 // get returns the i-th oldest element (0 <= i < r.n).

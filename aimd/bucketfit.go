@@ -27,7 +27,7 @@ type rateRange struct{ lo, hi float64 }
 
 func (r rateRange) empty() bool { return r.lo > r.hi }
 
-// bucketFit is one rateRange per burstGrid size (nil: nothing fitted).
+// bucketFit is one rateRange per burstGrid size.
 type bucketFit []rateRange
 
 // acceptsAll reports whether a bucket of rate l and size b, as full as it can be (full at first,
@@ -68,13 +68,9 @@ func refusesAll(evs []bucketEvent, l, b, tol float64) bool {
 // fitBuckets returns each size's rates within [minL, maxL] that explain evs (in send order)
 // with a timing noise of tol s.
 func fitBuckets(evs []bucketEvent, minL, maxL, tol float64) bucketFit {
-	j := 0
 	for i := range evs {
-		for evs[j].t < evs[i].t-tol {
-			j++
-		}
 		evs[i].early, evs[i].late = 0, 0
-		for k := j; k < i; k++ {
+		for k := i - 1; k >= 0 && evs[k].t >= evs[i].t-tol; k-- {
 			if evs[k].sig == Success {
 				evs[i].early++
 			}
@@ -117,17 +113,13 @@ func (f bucketFit) bounds() (lo, hi float64, oneToken, ok bool, size float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for i, r := range f {
 		if !r.empty() {
-			lo, hi, oneToken = min(lo, r.lo), max(hi, r.hi), oneToken || burstGrid[i] == 1
-			if !ok {
-				size = burstGrid[i]
-			}
-			ok = true
+			lo, hi, ok, size = min(lo, r.lo), max(hi, r.hi), true, cmp.Or(size, burstGrid[i])
 		}
 	}
-	if len(f) > 0 && !f[len(f)-1].empty() {
+	if !f[len(f)-1].empty() {
 		size = 0
 	}
-	return lo, hi, oneToken, ok, size
+	return lo, hi, !f[0].empty(), ok, size
 }
 
 type fitRec struct {
@@ -163,13 +155,9 @@ func (f *fitter) refusedAt(rs float64) {
 	f.held, f.size = optional[float64]{}, 0
 }
 
-// burst is half the least size the holding fit allows, at most maxBurst; else 1.
-func (f *fitter) burst() int {
-	if _, ok := f.held.get(); !ok || f.size < 4 {
-		return 1
-	}
-	return int(min(math.Floor(f.size/2), maxBurst))
-}
+// burst is half the least size the holding fit allows, at most maxBurst, at least 1 (size is 0
+// unless a fit holds).
+func (f *fitter) burst() int { return max(int(min(math.Floor(f.size/2), maxBurst)), 1) }
 
 // successSends returns the send times of the logged successes sent in [from, ts), sorted.
 func (f *fitter) successSends(from, ts nanos) (sends []nanos) {
@@ -180,20 +168,6 @@ func (f *fitter) successSends(from, ts nanos) (sends []nanos) {
 	}
 	slices.Sort(sends)
 	return sends
-}
-
-// upTo fits the logged requests sent up to ts (recs in send order).
-func (f *fitter) upTo(ts nanos, minL, maxL, tol float64) bucketFit {
-	var evs []bucketEvent
-	for _, r := range f.recs {
-		if r.sent <= ts {
-			evs = append(evs, bucketEvent{t: time.Duration(r.sent - ts).Seconds(), sig: r.sig})
-		}
-	}
-	if len(evs) < 2 {
-		return nil
-	}
-	return fitBuckets(evs, minL, maxL, tol)
 }
 
 // queueFit schedules the fit of the epoch the refusal sent at ts closed, twice the slowest
@@ -209,17 +183,27 @@ func (c *Controller) queueFit(now time.Time, ts nanos) {
 	c.fit.at.set(toNanos(now) + nanos(2*slowest))
 }
 
-// runFit fits the logged requests and, if it pins the limit within restartFactor, proposes
-// fitBeta × its low end, unless that is no raise and no size is bounded.
+// runFit fits the logged requests sent up to the refusal that queued it and, if the fit pins
+// the limit within restartFactor, proposes fitBeta × its low end, unless that is no raise and
+// no size is bounded.
 func (c *Controller) runFit() (rate float64, ok bool) {
 	f := &c.fit
-	ts := f.to
 	f.at = optional[nanos]{}
 	slices.SortStableFunc(f.recs, func(a, b fitRec) int { return cmp.Compare(a.sent, b.sent) })
-	noise := c.timingNoise().Seconds()
-	maxL := max(c.cfg.MaxRate, 2*c.rate)
-	lo, hi, oneToken, ok, size := f.upTo(ts, c.cfg.MinRate, maxL, noise).bounds()
-	if !ok || hi > restartFactor*lo || f.misses >= refutations {
+	var evs []bucketEvent
+	for _, r := range f.recs {
+		if r.sent <= f.to {
+			evs = append(evs, bucketEvent{t: time.Duration(r.sent - f.to).Seconds(), sig: r.sig})
+		}
+	}
+	if len(evs) < 2 || f.misses >= refutations {
+		return 0, false
+	}
+	// The timing noise: half the spread (p90 − p10) of recent latencies, from 1 ms (a clock's grain).
+	ds := c.latencies(false)
+	noise := min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), maxNoise).Seconds()
+	lo, hi, oneToken, ok, size := fitBuckets(evs, c.cfg.MinRate, max(c.cfg.MaxRate, 2*c.rate), noise).bounds()
+	if !ok || hi > restartFactor*lo {
 		return 0, false
 	}
 	r := fitBeta * lo
@@ -232,14 +216,4 @@ func (c *Controller) runFit() (rate float64, ok bool) {
 	f.held.set(r)
 	f.size = size
 	return r, true
-}
-
-// timingNoise is half the spread (p90 − p10) of recent success latencies, at least 1 ms (a
-// clock's grain) and at most maxNoise.
-func (c *Controller) timingNoise() time.Duration {
-	ds := c.latencies(false)
-	if len(ds) < 2 {
-		return time.Millisecond
-	}
-	return min(max((quantile(ds, 0.9)-quantile(ds, 0.1))/2, time.Millisecond), maxNoise)
 }

@@ -1,6 +1,7 @@
 package aimd
 
 import (
+	"cmp"
 	"math"
 	"time"
 )
@@ -38,7 +39,7 @@ type latencyRef struct {
 	at       time.Time // when the baseline was last looked at
 	tick     int       // successes seen: the baseline is looked at every fourth
 	ref      ring[time.Duration]
-	hi, t90  time.Duration // the reference p90; the yardstick: restartFactor × hi
+	hi, t90  time.Duration // the reference p90 (0 until evidence latencies); the yardstick: restartFactor × hi
 }
 
 // latencyCongested takes in success s's latency and, on a latency signal, returns the window to
@@ -66,11 +67,9 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 	}
 	var slow, all [64]int
 	for i := 0; i < c.samples.n; i++ {
-		j := c.samples.back(i)
-		if j.done < c.epoch.start {
+		if j := c.samples.back(i); j.done < c.epoch.start {
 			break
-		}
-		if j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
+		} else if j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
 			all[j.conc]++
 			if j.lat > l.t90 {
 				slow[j.conc]++
@@ -80,7 +79,7 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 	lowest, upAll, upSlow := 0, 0, 0 // the counts at this level and above
 	for level := len(all) - 1; level >= 2; level-- {
 		upAll, upSlow = upAll+all[level], upSlow+slow[level]
-		if level <= w && all[level] > 0 && 2*slow[level] > all[level] && upAll >= 2*evidence && 2*upSlow > upAll {
+		if level <= w && 2*slow[level] > all[level] && upAll >= 2*evidence && 2*upSlow > upAll {
 			lowest = level
 		}
 	}
@@ -111,13 +110,8 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 	if b.tick++; b.src == baselineMeasured && s.lat >= b.baseline && b.tick%4 != 0 {
 		return
 	}
-	defer func() { b.at = now }()
 	ds := c.latencies(false) // s among them
-	q := 0.10
-	if len(ds) < 10 {
-		q = 0
-	}
-	if low := quantile(ds, q); b.src == baselineRestored && len(ds) >= 10 || b.src == baselineUnmeasured || b.src == baselineMeasured && low < b.baseline {
+	if low := quantile(ds, 0.10); b.src == baselineRestored && len(ds) >= 10 || b.src == baselineUnmeasured || b.src == baselineMeasured && low < b.baseline {
 		b.baseline, b.src = low, baselineMeasured
 	} else if alone := c.latencies(true); len(alone) >= 10 {
 		if p := quantile(alone, 0.10); p > b.baseline {
@@ -125,6 +119,7 @@ func (c *Controller) updateBaseline(now time.Time, s *sample) {
 			b.baseline += time.Duration(f * float64(p-b.baseline))
 		}
 	}
+	b.at = now
 }
 
 // latencies returns, in c.scratch, the latencies of the newest `recent` successes (alone:
@@ -158,25 +153,17 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 		}
 	}
 	c.scratch = gaps[:0]
-	if len(gaps) < 2 {
-		return float64(ok) / rateWindow.Seconds()
+	var active time.Duration // stays 0 with fewer than 2 completions or none apart: rateWindow
+	if len(gaps) >= 2 {
+		med := quantile(gaps[1:], 0.5)
+		clip := max(3*med, 2*c.lat.baseline, time.Duration(2/c.rate*float64(time.Second)), time.Millisecond)
+		active = min(gaps[0], clip) + med
+		for _, g := range gaps[1:] {
+			active += min(g, clip)
+		}
 	}
-	med := quantile(gaps[1:], 0.5)
-	clip := max(3*med, 2*c.lat.baseline, time.Duration(2/c.rate*float64(time.Second)), time.Millisecond)
-	active := min(gaps[0], clip) + med
-	for _, g := range gaps[1:] {
-		active += min(g, clip)
-	}
-	if active <= 0 {
-		return float64(ok) / rateWindow.Seconds()
-	}
-	return float64(ok) / active.Seconds()
+	return float64(ok) / cmp.Or(active, rateWindow).Seconds()
 }
 
 // typicalSlow is the reference p90 once known (at least the baseline), else the baseline.
-func (c *Controller) typicalSlow() time.Duration {
-	if c.lat.ref.n >= evidence {
-		return max(c.lat.hi, c.lat.baseline)
-	}
-	return c.lat.baseline
-}
+func (c *Controller) typicalSlow() time.Duration { return max(c.lat.hi, c.lat.baseline) }

@@ -64,7 +64,7 @@ func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	for i := 1; i < len(sends); i++ {
 		shortest = min(shortest, sends[i]-sends[i-1])
 	}
-	if shortest <= ts-sends[len(sends)-1] || shortest <= 0 {
+	if shortest <= ts-sends[len(sends)-1] { // so shortest > 0: every send is before ts
 		return 0, false
 	}
 	return float64(time.Second) / float64(shortest), true
@@ -72,31 +72,30 @@ func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 
 // lastAcceptedBefore is the send time of the newest remembered success sent before t, or t.
 func (c *Controller) lastAcceptedBefore(t nanos) nanos {
-	best := never
-	for i := 0; i < c.samples.n; i++ {
-		if s := c.samples.back(i); s.done <= best {
-			break
-		} else if s.sig == Success && s.sent < t && s.sent > best {
-			best = s.sent
-		}
+	if _, newest := c.accepted(never, t); newest != never {
+		return newest
 	}
-	if best == never {
-		return t
-	}
-	return best
+	return t
 }
 
 // recentAccepted is the success rate over the rateWindow before ts, by send time.
 func (c *Controller) recentAccepted(ts nanos) float64 {
-	from, ok := ts-nanos(rateWindow), 0
+	n, _ := c.accepted(ts-nanos(rateWindow), ts)
+	return float64(n) / rateWindow.Seconds()
+}
+
+// accepted counts the remembered successes sent in [from, to) and returns the newest one's send
+// time (never: none).
+func (c *Controller) accepted(from, to nanos) (n int, newest nanos) {
+	newest = never
 	for i := 0; i < c.samples.n; i++ {
 		if s := c.samples.back(i); s.done < from {
 			break
-		} else if s.sent >= from && s.sent < ts && s.sig == Success {
-			ok++
+		} else if s.sig == Success && s.sent >= from && s.sent < to {
+			n, newest = n+1, max(newest, s.sent)
 		}
 	}
-	return float64(ok) / rateWindow.Seconds()
+	return n, newest
 }
 
 // nanos is an instant in nanoseconds since the Unix epoch: scans compare integers.
@@ -125,11 +124,10 @@ type ring[T any] struct {
 
 func (r *ring[T]) push(v T) {
 	if r.n < r.cap { // head stays 0 until the ring is full
-		r.buf = append(r.buf, v)
-		r.n++
-		return
+		r.buf, r.n = append(r.buf, v), r.n+1
+	} else {
+		r.buf[r.head], r.head = v, (r.head+1)%r.cap
 	}
-	r.buf[r.head], r.head = v, (r.head+1)%r.cap
 }
 
 // get returns the i-th oldest element (0 <= i < r.n).

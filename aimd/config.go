@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// Config is the controller's policy, plain data, one line per field: what an operator or a
-// library user sets. A zero field takes the default written next to it; Config{} is valid.
-// Out-of-range values are clamped.
+// Config is the controller's policy, plain data. A zero field takes the default written next to
+// it (Config{} is valid); out-of-range values are clamped.
 type Config struct {
 	InitialRate   float64 // req/s at start (--initial-rate); 2; clamped into [MinRate, MaxRate]
 	MinRate       float64 // the rate's floor, req/s (--min-rate); 0.1
@@ -25,8 +24,7 @@ const (
 	DefaultMaxWindow     = 8
 )
 
-// withDefaults returns c with zero (or invalid) fields replaced by defaults and ranges made
-// consistent.
+// withDefaults returns c with zero or invalid fields defaulted and its ranges made consistent.
 func (c Config) withDefaults() Config {
 	c.MinRate = cmp.Or(validRate(c.MinRate), DefaultMinRate)
 	c.MaxRate = max(cmp.Or(validRate(c.MaxRate), DefaultMaxRate), c.MinRate)
@@ -36,9 +34,7 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// The tunables: every constant the controller's behaviour depends on, one line each, by the
-// rule they serve (docs/aimd.md). Literals left in the code are an estimator's shape (a median,
-// a quantile, a half, a doubling, a 16-outcome log) or a bound on damaged input, not tunables.
+// The tunables, one line each, with the rules they serve (docs/aimd.md, Tunables).
 const (
 	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host); 16 × it, requests in the fit's log (R5)
 	beta              = 0.97                   // share of a measured or stated limit the rate is set to; refusals within 1 − beta of one rate find one limit; probes cost at most 1 − beta of the time in pauses (R3, R4, R7, R8, R11)

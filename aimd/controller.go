@@ -34,8 +34,7 @@ type Controller struct {
 	scratch  []time.Duration
 }
 
-// epoch is the time since the last decrease: signals about requests sent before it belong to
-// the epoch that decrease answered (R1).
+// epoch is the time since the last decrease; a signal about a request sent before it is noise (R1).
 type epoch struct {
 	start nanos // never: no decrease yet
 	ok    int   // successes sent at or after start
@@ -45,9 +44,8 @@ type epoch struct {
 func New(cfg Config, now time.Time) *Controller {
 	cfg = cfg.withDefaults()
 	c := &Controller{cfg: cfg, top: cfg.MaxRate, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
-		epoch: epoch{start: never}, last: now,
-		samples: ring[sample]{cap: memory}, hist: history{ring[point]{cap: memory}},
-		lat: latencyRef{ref: ring[time.Duration]{cap: memory}}}
+		epoch: epoch{start: never}, last: now, samples: ring[sample]{cap: memory},
+		hist: history{ring[point]{cap: memory}}, lat: latencyRef{ref: ring[time.Duration]{cap: memory}}}
 	c.begin()
 	c.hist.push(point{t: toNanos(now), rate: c.rate, window: c.Window()})
 	return c
@@ -162,7 +160,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	if sent.IsZero() || sent.After(now) {
 		sent = now.Add(-max(o.Latency, 0))
 	}
-	ts, run := toNanos(sent), c.inRun()
+	ts := toNanos(sent)
 	c.fails.add(o.Signal == Failure, c.fails.heldAt(c.hist.at(ts).rate))
 	if u := c.fails.undo; u.rate > 0 && c.fails.known() { // judged once, when the share is known
 		if c.fails.undo = (failureUndo{}); float64(u.n) < c.fails.need() {
@@ -174,7 +172,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		lab = labelServed
 	case ts < c.epoch.start:
 		lab = labelNoise
-	case o.Signal == Failure && (!c.fails.signal(run) || c.served.covers(ts, c.sendingRate(ts))):
+	case o.Signal == Failure && (!c.fails.signal(c.inRun()) || c.served.covers(ts, c.sendingRate(ts))):
 		lab = labelHostFailure
 	default:
 		lab = labelLimit

@@ -1277,12 +1277,12 @@ func TestFailureLog(t *testing.T) {
 		t.Errorf("100 failures not held moved the base from %.3f to %.3f (older %d → %d)", base, f.base, older, f.older)
 	}
 	// A host failing everything is never explained by its base.
-	f = failureLog{base: 0.9, older: memory, n: 16, fresh: 16, bits: 0xFFFF}
+	f = failureLog{base: 0.9, older: memory, fresh: 16, bits: 0xFFFF}
 	if !f.signal(false) {
 		t.Errorf("16 failures of 16 at base 0.9 are no signal; base counts up to %.2f", failureBaseMax)
 	}
 	// Only failures after the last decrease count, unless in a refusal run.
-	f = failureLog{n: 16, fresh: 2, bits: 0b111}
+	f = failureLog{fresh: 2, bits: 0b111}
 	if f.signal(false) || !f.signal(true) {
 		t.Errorf("3 failures, 2 of them after the decrease: signal %v (want false), in a run %v (want true)", f.signal(false), f.signal(true))
 	}

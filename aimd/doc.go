@@ -8,13 +8,10 @@
 // is pure (no goroutines, clock or I/O; every method that decides takes the time) and not safe
 // for concurrent use: hostlimit holds one lock per host around it.
 //
-// Observe(now, Outcome) once per finished request; SetCeiling caps the rate (robots.txt
-// Crawl-delay). Rate() is within [MinRate, MaxRate] and under the ceiling, Window() within
-// [1, MaxWindow], Burst() how many requests may leave back to back (1 unless a bucket fit holds
-// the rate). At most one decrease per congestion epoch; the rate never rises on a refusal and
-// grows only while it binds; a Failure moves it only in a cluster beyond the host's background
-// share; out-of-order times are clamped, invalid Config and State fields replaced by defaults,
-// and no input makes the rate NaN or leave its bounds.
+// At most one decrease per congestion epoch; the rate never rises on a refusal and grows only
+// while it binds; a Failure moves it only in a cluster beyond the host's background share;
+// out-of-order times are clamped, invalid Config and State fields replaced by defaults, and no
+// input makes the rate NaN or leave its bounds.
 //
 // How it decides: Observe passes each outcome through one front filter (Controller.remember)
 // that labels it a success, a signal of the host's limit, the host's own failure or noise. The

@@ -9,7 +9,7 @@ import (
 // from outcomes sent at no more than minBeta × the first Failure cut's rate after slow start.
 type failureLog struct {
 	bits, held uint16  // the last 16 non-Neutral outcomes, newest in bit 0: a Failure; sent under the cut
-	n, fresh   int     // outcomes bits holds (up to 16); of them, after the last decrease
+	fresh      int     // of those 16, outcomes after the last decrease
 	base       float64 // the Failures' share among held outcomes older than those 16
 	older      int     // outcomes base has seen (up to memory)
 
@@ -22,12 +22,10 @@ func (f *failureLog) heldAt(rate float64) bool {
 	return ok && rate <= minBeta*cut
 }
 
-// add shifts in one outcome; the one leaving the 16 joins the share if it was held.
+// add shifts in one outcome; the one leaving the 16 (none before 16) joins the share if held.
 func (f *failureLog) add(failed, held bool) {
 	f.fresh = min(f.fresh+1, 16)
-	if f.n < 16 {
-		f.n++
-	} else if f.held&(1<<15) != 0 {
+	if f.held&(1<<15) != 0 {
 		f.older = min(f.older+1, memory)
 		f.base += (float64(f.bits>>15) - f.base) / float64(f.older)
 	}

@@ -7,8 +7,7 @@ import (
 )
 
 // StateVersion is the version of State that Controller.State writes. Versions 0 to 3 hold the
-// same fields (version 2 also held inner parts, which are not read): a restored controller holds
-// under its plateau and probes. A State of a later version is not understood and is ignored.
+// same fields (version 2 also held inner parts, which are not read); a later version is ignored.
 const StateVersion = 3
 
 // Stats is a snapshot of a controller, for status displays.
@@ -124,8 +123,7 @@ func validRate(r float64) float64 {
 
 // Hint returns a controller started from a rate and window learned elsewhere (another crawl's
 // saved State): a rate above InitialRate is taken as Restore takes a saved one, with the window
-// at least InitialWindow; any other rate gives New's controller. A hint never starts a host
-// slower than knowing nothing would.
+// at least InitialWindow; any other rate gives New's controller.
 func Hint(cfg Config, rate float64, window int, now time.Time) *Controller {
 	c := New(cfg, now)
 	if r := validRate(rate); r > c.cfg.InitialRate {

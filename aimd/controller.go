@@ -10,7 +10,6 @@ import (
 // finished requests. It is pure (every time is an argument) and not safe for concurrent use.
 type Controller struct {
 	cfg   Config
-	top   float64 // the rate's cap: MaxRate, under the ceiling and a stated limit
 	rate  float64 // within the clamp of Rate()
 	phase Phase
 
@@ -43,7 +42,7 @@ type epoch struct {
 // New returns a controller in slow start at cfg.InitialRate and cfg.InitialWindow.
 func New(cfg Config, now time.Time) *Controller {
 	cfg = cfg.withDefaults()
-	c := &Controller{cfg: cfg, top: cfg.MaxRate, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
+	c := &Controller{cfg: cfg, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
 		epoch: epoch{start: never}, last: now, samples: ring[sample]{cap: memory},
 		hist: history{ring[point]{cap: memory}}, lat: latencyRef{ref: ring[time.Duration]{cap: memory}}}
 	c.begin()
@@ -79,7 +78,7 @@ func (c *Controller) clampRate(r float64) float64 {
 	if math.IsNaN(r) {
 		r = c.cfg.MinRate
 	}
-	return min(max(r, c.cfg.MinRate), c.top)
+	return min(max(r, c.cfg.MinRate), c.capRate())
 }
 
 // capRate is MaxRate, under the robots ceiling and a trusted stated limit.

@@ -390,7 +390,7 @@ func TestReturnThenProbe(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c, d := settled(tc.cfg)
-			c.cfg.MaxRate, c.top = 1000, 1000 // let it grow again
+			c.cfg.MaxRate = 1000 // let it grow again
 			d.pause = tc.pause
 			d.refuse(Overload)
 			st := c.Stats()
@@ -452,7 +452,7 @@ func TestSearchAfterOvercut(t *testing.T) {
 	// refused rate, one step per returnTime, until it is within restartFactor of it. The slow cubic
 	// probe alone would take minutes to get there.
 	c, d := settled(Config{})
-	c.cfg.MaxRate, c.top = 1000, 1000
+	c.cfg.MaxRate = 1000
 	for i := 0; i < 3; i++ {
 		d.refuse(Overload)
 		d.now = d.now.Add(sec(1))
@@ -510,7 +510,7 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 	// success), here over all 100 of settled's successes, not to the halved rate; the gap to
 	// the refused rate is then searched.
 	c, d := settled(Config{})
-	c.cfg.MaxRate, c.top = 1000, 1000
+	c.cfg.MaxRate = 1000
 	d.pause = 0
 	first := d.now
 	end := d.now.Add(sec(10))
@@ -547,7 +547,7 @@ func TestResumedRefusalRunIsOneEpisode(t *testing.T) {
 	// the first run's epoch began (settled's 100 successes), not from the first run's last
 	// refusal, which leaves only the one success in between and a few seconds of backoff.
 	c, d := settled(Config{})
-	c.cfg.MaxRate, c.top = 1000, 1000
+	c.cfg.MaxRate = 1000
 	d.pause = 0
 	block := func(dur time.Duration) {
 		for end := d.now.Add(dur); d.now.Before(end); {
@@ -576,7 +576,7 @@ func TestResumedRefusalRunIsOneEpisode(t *testing.T) {
 // without Retry-After, for dur: a refusal run.
 func blockedHost(dur time.Duration) (*Controller, *driver) {
 	c, d := settled(Config{})
-	c.cfg.MaxRate, c.top = 1000, 1000
+	c.cfg.MaxRate = 1000
 	d.pause = 0
 	for end := d.now.Add(dur); d.now.Before(end); {
 		d.refuse(Overload)
@@ -954,8 +954,8 @@ func TestRandomOutcomesStayInBounds(t *testing.T) {
 				c.SetCeiling(0)
 			}
 			r, w := c.Rate(), c.Window()
-			if math.IsNaN(r) || r <= 0 || r > lim.MaxRate || r > c.top || (c.top >= lim.MinRate && r < lim.MinRate) {
-				t.Fatalf("config %d step %d: rate %v out of bounds (cap %v)", ci, i, r, c.top)
+			if math.IsNaN(r) || r <= 0 || r > lim.MaxRate || r > c.capRate() || (c.capRate() >= lim.MinRate && r < lim.MinRate) {
+				t.Fatalf("config %d step %d: rate %v out of bounds (cap %v)", ci, i, r, c.capRate())
 			}
 			if w < 1 || w > lim.MaxWindow {
 				t.Fatalf("config %d step %d: window %d out of bounds", ci, i, w)
@@ -1089,7 +1089,7 @@ func TestLowPlateauStillProbes(t *testing.T) {
 	c := New(Config{InitialRate: 1, MaxRate: 1}, t0)
 	d := &driver{c: c, now: t0, lat: 20 * time.Millisecond, pause: time.Second}
 	d.run(60 * time.Second)
-	c.cfg.MaxRate, c.top = 1000, 1000
+	c.cfg.MaxRate = 1000
 	d.refuse(Overload)
 	k := c.Stats().Plateau
 	if k > 1 || k < 0.5 {

@@ -18,7 +18,7 @@
 // estimators (the bucket fit, the run measure, the failure log's background share, the served
 // peak, the accepted and sending rates, the latency reference) only estimate. The phase is
 // stored (Controller.phase), and the transitions in fsm.go are the only code that writes the
-// rate, its cap, the window and the phase (begin, resume, recap; grow, climb, growWindow;
+// rate, the window and the phase (begin, resume, recap; grow, climb, growWindow;
 // decreaseRate, shrinkWindow, endRun; holdFitted, holdStated, undoCuts; settle, place);
 // TestOnlyTransitionsWriteRateWindowPhase checks it. Every tunable is in config.go, one line
 // each; the rules and the tests that pin them are in docs/aimd.md.

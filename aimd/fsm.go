@@ -6,7 +6,7 @@ import (
 )
 
 // The state machine: its transitions (this file; doc.go lists them) are the only code that
-// writes the rate (c.rate, c.top), the window (c.win.size) and the phase (c.phase).
+// writes the rate (c.rate), the window (c.win.size) and the phase (c.phase).
 
 // Phase names where a controller's rate is on its way (Stats.Phase).
 type Phase uint8
@@ -79,9 +79,8 @@ func (c *Controller) resume(rate float64, window int, slow bool) {
 	}
 }
 
-// recap sets the rate's cap from MaxRate, the ceiling and a trusted stated limit, and applies it.
+// recap applies the rate's cap (MaxRate, the ceiling, a trusted stated limit) to the rate.
 func (c *Controller) recap() {
-	c.top = c.capRate()
 	c.rate = c.clampRate(c.rate)
 }
 
@@ -134,7 +133,7 @@ func (c *Controller) climb(dt time.Duration) {
 	if c.target.kind != noTarget && c.rate > c.target.rate {
 		c.target = target{} // beyond the target unrefused: the limit has risen
 	}
-	if c.rate >= restartFactor*k.plateau && c.rate < c.top {
+	if c.rate >= restartFactor*k.plateau && c.rate < c.capRate() {
 		c.phase, c.win.mode = PhaseSlowStart, windowFollowsRate
 	}
 }
@@ -235,7 +234,6 @@ func (c *Controller) holdFitted(r float64) {
 
 // holdStated sets and caps the rate at r, just under a stated limit (R11).
 func (c *Controller) holdStated(r float64) {
-	c.top = c.capRate()
 	c.rate, c.phase, c.target = c.clampRate(r), PhaseProbe, target{}
 	c.curve.restart(c.rate, c.rate)
 	c.place()

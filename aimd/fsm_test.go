@@ -10,9 +10,8 @@ import (
 )
 
 // TestOnlyTransitionsWriteRateWindowPhase: outside fsm.go no code of the package assigns the
-// controller's rate (c.rate) or its cap (c.top), window (c.win.size, or w.size on a
-// windowState) or phase (c.phase), nor takes their address: the transitions are the state
-// machine's only writers.
+// controller's rate (c.rate), window (c.win.size, or w.size on a windowState) or phase
+// (c.phase), nor takes their address: the transitions are the state machine's only writers.
 func TestOnlyTransitionsWriteRateWindowPhase(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
@@ -20,7 +19,7 @@ func TestOnlyTransitionsWriteRateWindowPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
-	// guarded reports whether e is one of the written fields: X.rate, X.top or X.phase with X a
+	// guarded reports whether e is one of the written fields: X.rate or X.phase with X a
 	// Controller (named c), or X.size with X the window (c.win, or w in a windowState method).
 	guarded := func(e ast.Expr) (string, bool) {
 		sel, ok := e.(*ast.SelectorExpr)
@@ -29,7 +28,7 @@ func TestOnlyTransitionsWriteRateWindowPhase(t *testing.T) {
 		}
 		switch x := sel.X.(type) {
 		case *ast.Ident:
-			if x.Name == "c" && (sel.Sel.Name == "rate" || sel.Sel.Name == "top" || sel.Sel.Name == "phase") {
+			if x.Name == "c" && (sel.Sel.Name == "rate" || sel.Sel.Name == "phase") {
 				return "c." + sel.Sel.Name, true
 			}
 			if x.Name == "w" && sel.Sel.Name == "size" {

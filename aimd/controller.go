@@ -190,7 +190,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 // force): later outcomes are judged against the rate they were sent at.
 func (c *Controller) record(now time.Time, force bool) {
 	r, w, t := c.Rate(), c.Window(), toNanos(now)
-	if p := c.hist.last(); !force && w == p.window && math.Abs(r-p.rate) <= sameRate*p.rate {
+	if p := c.hist.back(0); !force && w == p.window && math.Abs(r-p.rate) <= sameRate*p.rate {
 		return
 	} else if t <= p.t { // same instant: overwrite
 		p.rate, p.window = r, w

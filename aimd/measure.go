@@ -146,8 +146,6 @@ type point struct {
 // history is the rate and window changes, oldest first; it is never empty.
 type history struct{ ring[point] }
 
-func (h *history) last() *point { return h.get(h.n - 1) }
-
 // at returns the point in effect at t (the oldest known if t predates them all).
 func (h *history) at(t nanos) point {
 	after := sort.Search(h.n, func(i int) bool { return h.get(i).t > t })

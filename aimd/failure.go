@@ -72,7 +72,7 @@ type failureUndo struct {
 // note records a Failure cut about to be made on c, on n Failures among the last 16.
 func (u *failureUndo) note(c *Controller, n int) {
 	if u.rate == 0 {
-		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.inSlowStart()
+		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.phase == PhaseSlowStart
 	}
 	u.n = max(u.n, n)
 }

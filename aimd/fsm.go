@@ -57,8 +57,6 @@ func (c *Controller) place() {
 	c.settle()
 }
 
-func (c *Controller) inSlowStart() bool { return c.phase == PhaseSlowStart }
-
 // inRun reports whether the host is refused with no success since the last refusal.
 func (c *Controller) inRun() bool { return c.ep.run > 0 && c.epoch.ok == 0 }
 
@@ -86,7 +84,7 @@ func (c *Controller) recap() {
 
 // grow applies the increase rules after success s, dt of activity after the previous outcome.
 func (c *Controller) grow(dt time.Duration, s *sample) {
-	windowFull, rateUsed, slow := s.conc >= c.hist.at(s.sent).window, c.rateInUse(s), c.inSlowStart()
+	windowFull, rateUsed, slow := s.conc >= c.hist.at(s.sent).window, c.rateInUse(s), c.phase == PhaseSlowStart
 	if rateUsed && c.win.mode == windowFollowsRate {
 		c.growWindow(math.Ceil(2 * c.rate * c.typicalSlow().Seconds())) // twice what the rate keeps in flight
 	}
@@ -148,7 +146,7 @@ func (c *Controller) growWindow(size float64) {
 func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	rs := c.sendingRate(s.sent)
 	c.fit.refusedAt(rs)
-	endsSlowStart, repeat := c.inSlowStart(), c.inRun()
+	endsSlowStart, repeat := c.phase == PhaseSlowStart, c.inRun()
 	if s.sig == Failure {
 		if _, ok := c.fails.cut.get(); !endsSlowStart && !ok {
 			c.fails.cut.set(rs)
@@ -203,7 +201,7 @@ func (c *Controller) measureCut(s *sample, rs, accepted float64, endsSlowStart b
 // following the rate; the rate stays, and slow start ends with the curve restarted at it.
 func (c *Controller) shrinkWindow(target int) {
 	c.win.size, c.win.lastSet, c.win.mode = float64(target), target, windowLatencyBound
-	if c.inSlowStart() {
+	if c.phase == PhaseSlowStart {
 		c.phase = PhaseProbe
 		c.curve.restart(c.rate, c.rate)
 	}

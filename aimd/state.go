@@ -73,7 +73,7 @@ type State struct {
 // State returns the learned state.
 func (c *Controller) State() State {
 	return State{Version: StateVersion, Rate: c.rate, Window: c.Window(), Plateau: c.curve.plateau,
-		Baseline: c.lat.baseline, SlowStart: c.inSlowStart(), Decreases: c.counts.decreases,
+		Baseline: c.lat.baseline, SlowStart: c.phase == PhaseSlowStart, Decreases: c.counts.decreases,
 		OverLimit: c.counts.overLimit, Failures: c.counts.failures, P95: c.p95(), RefusalPause: c.pace.pause,
 		FailureShare: c.fails.base, FailureSamples: c.fails.older, FailCut: c.fails.cut.v}
 }

@@ -86,7 +86,7 @@ func (c *Controller) recap() {
 func (c *Controller) grow(dt time.Duration, s *sample) {
 	windowFull, rateUsed, slow := s.conc >= c.hist.at(s.sent).window, c.rateInUse(s), c.phase == PhaseSlowStart
 	if rateUsed && c.win.mode == windowFollowsRate {
-		c.growWindow(math.Ceil(2 * c.rate * c.typicalSlow().Seconds())) // twice what the rate keeps in flight
+		c.growWindow(math.Ceil(2 * c.rate * max(c.lat.hi, c.lat.baseline).Seconds())) // twice what the rate keeps in flight at p90
 	}
 	switch {
 	case slow && rateUsed: // R3: ×2 per interval in use

@@ -164,6 +164,3 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 	}
 	return float64(ok) / cmp.Or(active, rateWindow).Seconds()
 }
-
-// typicalSlow is the reference p90 once known (at least the baseline), else the baseline.
-func (c *Controller) typicalSlow() time.Duration { return max(c.lat.hi, c.lat.baseline) }

@@ -185,7 +185,11 @@ func (c *Controller) measureCut(s *sample, rs, accepted float64, endsSlowStart b
 	est := bestAccepted(c.fit.successSends(c.epoch.start, s.sent), s.sent, minSpan)
 	switch {
 	case endsSlowStart:
-		lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
+		_, last := c.accepted(never, s.sent)
+		if last == never { // no success remembered before s
+			last = s.sent
+		}
+		lo := min(c.sendingRate(last), rs)
 		return beta * max(accepted, minBeta*minBeta*rs), plateauFactor * lo, false
 	case est > 0:
 		if l1, ok := c.singleTokenLimit(s.sent); ok {

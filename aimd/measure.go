@@ -70,14 +70,6 @@ func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 	return float64(time.Second) / float64(shortest), true
 }
 
-// lastAcceptedBefore is the send time of the newest remembered success sent before t, or t.
-func (c *Controller) lastAcceptedBefore(t nanos) nanos {
-	if _, newest := c.accepted(never, t); newest != never {
-		return newest
-	}
-	return t
-}
-
 // recentAccepted is the success rate over the rateWindow before ts, by send time.
 func (c *Controller) recentAccepted(ts nanos) float64 {
 	n, _ := c.accepted(ts-nanos(rateWindow), ts)

@@ -78,9 +78,7 @@ func (c *Controller) resume(rate float64, window int, slow bool) {
 }
 
 // recap applies the rate's cap (MaxRate, the ceiling, a trusted stated limit) to the rate.
-func (c *Controller) recap() {
-	c.rate = c.clampRate(c.rate)
-}
+func (c *Controller) recap() { c.rate = c.clampRate(c.rate) }
 
 // grow applies the increase rules after success s, dt of activity after the previous outcome.
 func (c *Controller) grow(dt time.Duration, s *sample) {

@@ -40,8 +40,6 @@ func (f *failureLog) add(failed, held bool) {
 
 func (f *failureLog) known() bool { return f.older >= recent }
 
-func (f *failureLog) count() int { return bits.OnesCount16(f.bits) }
-
 // signal reports a cluster: `evidence` of the last 8 outcomes failed and need() of the last 16,
 // counting only outcomes since the last decrease outside a refusal run (R1).
 func (f *failureLog) signal(run bool) bool {
@@ -69,12 +67,12 @@ type failureUndo struct {
 	n       int     // the most Failures among 16 any of them was made on
 }
 
-// note records a Failure cut about to be made on c, on n Failures among the last 16.
-func (u *failureUndo) note(c *Controller, n int) {
+// note records a Failure cut about to be made on c, on its Failures among the last 16.
+func (u *failureUndo) note(c *Controller) {
 	if u.rate == 0 {
 		u.rate, u.plateau, u.slow = c.rate, c.curve.plateau, c.phase == PhaseSlowStart
 	}
-	u.n = max(u.n, n)
+	u.n = max(u.n, bits.OnesCount16(c.fails.bits))
 }
 
 // servedPeak is the highest success rate (over the rateWindow, by send time) the host answered

@@ -150,7 +150,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 			c.fails.cut.set(rs)
 		}
 		if !c.fails.known() {
-			c.fails.undo.note(c, c.fails.count())
+			c.fails.undo.note(c)
 		}
 	} else {
 		c.fails.undo = failureUndo{} // an Overload: the rate rests on the host's word now

@@ -160,7 +160,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		sent = now.Add(-max(o.Latency, 0))
 	}
 	ts := toNanos(sent)
-	c.fails.add(o.Signal == Failure, c.fails.heldAt(c.hist.at(ts).rate))
+	c.fails.add(o.Signal == Failure, c.hist.at(ts).rate)
 	if u := c.fails.undo; u.rate > 0 && c.fails.known() { // judged once, when the share is known
 		if c.fails.undo = (failureUndo{}); float64(u.n) < c.fails.need() {
 			c.undoCuts(u) // the share explains every cut

@@ -1252,13 +1252,14 @@ func TestLoadFailuresStillCut(t *testing.T) {
 func TestFailureLog(t *testing.T) {
 	t.Parallel()
 	var f failureLog
+	f.cut.set(2) // outcomes sent at 1 req/s are held, at 2 req/s not
 	for i := 0; i < 16+recent-1; i++ {
-		f.add(i%10 == 0, true)
+		f.add(i%10 == 0, 1)
 	}
 	if f.known() || f.need() != 0 {
 		t.Fatalf("after %d held outcomes: known %v, need %.1f; want unknown, 0", 16+recent-1, f.known(), f.need())
 	}
-	f.add(false, true)
+	f.add(false, 1)
 	if !f.known() || !near(f.base, 0.1, 0.35) {
 		t.Fatalf("known %v, base %.3f; want known, about 0.1", f.known(), f.base)
 	}
@@ -1267,11 +1268,11 @@ func TestFailureLog(t *testing.T) {
 	}
 	// Outcomes that are not held teach nothing (once the held ones before them have left the 16).
 	for i := 0; i < 16; i++ {
-		f.add(true, false)
+		f.add(true, 2)
 	}
 	base, older := f.base, f.older
 	for i := 0; i < 100; i++ {
-		f.add(true, false)
+		f.add(true, 2)
 	}
 	if f.base != base || f.older != older {
 		t.Errorf("100 failures not held moved the base from %.3f to %.3f (older %d → %d)", base, f.base, older, f.older)

@@ -17,13 +17,11 @@ type failureLog struct {
 	undo failureUndo       // the cuts made before base was known
 }
 
-func (f *failureLog) heldAt(rate float64) bool {
+// add shifts in one outcome sent at rate; the one leaving the 16 (none before 16) joins the share
+// if held.
+func (f *failureLog) add(failed bool, rate float64) {
 	cut, ok := f.cut.get()
-	return ok && rate <= minBeta*cut
-}
-
-// add shifts in one outcome; the one leaving the 16 (none before 16) joins the share if held.
-func (f *failureLog) add(failed, held bool) {
+	held := ok && rate <= minBeta*cut
 	f.fresh = min(f.fresh+1, 16)
 	if f.held&(1<<15) != 0 {
 		f.older = min(f.older+1, memory)

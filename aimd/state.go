@@ -125,9 +125,8 @@ func validRate(r float64) float64 {
 // saved State): a rate above InitialRate is taken as Restore takes a saved one, with the window
 // at least InitialWindow; any other rate gives New's controller.
 func Hint(cfg Config, rate float64, window int, now time.Time) *Controller {
-	c := New(cfg, now)
-	if r := validRate(rate); r > c.cfg.InitialRate {
-		return Restore(c.cfg, State{Rate: r, Window: max(window, c.cfg.InitialWindow)}, now)
+	if cfg = cfg.withDefaults(); validRate(rate) <= cfg.InitialRate {
+		return New(cfg, now)
 	}
-	return c
+	return Restore(cfg, State{Rate: rate, Window: max(window, cfg.InitialWindow)}, now)
 }

@@ -93,8 +93,7 @@ func Restore(cfg Config, s State, now time.Time) *Controller {
 		c.lat.baseline, c.lat.src, c.lat.at = s.Baseline, baselineRestored, now
 	}
 	c.counts.decreases, c.counts.overLimit, c.counts.failures = max(s.Decreases, 0), max(s.OverLimit, 0), max(s.Failures, 0)
-	c.pace.pause = max(s.RefusalPause, 0)
-	c.savedP95 = min(max(s.P95, 0), time.Hour) // shown only; an hour bounds a damaged value
+	c.pace.pause, c.savedP95 = max(s.RefusalPause, 0), min(max(s.P95, 0), time.Hour) // P95 is only shown; an hour bounds damage
 	if s.FailureShare >= 0 && s.FailureShare <= 1 && s.FailureSamples > 0 {
 		c.fails.base, c.fails.older = s.FailureShare, min(s.FailureSamples, memory)
 	}

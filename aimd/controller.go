@@ -112,7 +112,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 		c.served.note(s.sent, c.recentAccepted(s.sent+1))
 		if s.sent >= c.epoch.start {
 			c.epoch.ok++
-			if c.ep.endsRun() {
+			if c.ep.run > 1 || c.ep.run == 1 && c.ep.resumed { // a run to judge: two refusals or more, or a resumed one
 				c.endRun(c.runEnd(&s))
 			}
 			c.ep.run = 0

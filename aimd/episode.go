@@ -24,10 +24,6 @@ type episode struct {
 	blockLen     nanos             // the longest run seen, first refusal to first success
 }
 
-// endsRun reports whether a success now ends a run runEnd must judge: two refusals or more,
-// or a resumed run.
-func (e *episode) endsRun() bool { return e.run > 1 || (e.run == 1 && e.resumed) }
-
 // refusedAt records a refusal sent at ts, drawn at rs, that set newRate: it repeats the run,
 // resumes the episode (sooner after the last run's end than the longest run), or opens one.
 func (e *episode) refusedAt(ts, epochStart nanos, rs, newRate float64, repeat, searchDone bool) {

@@ -41,8 +41,7 @@ type epoch struct {
 
 // New returns a controller in slow start at cfg.InitialRate and cfg.InitialWindow.
 func New(cfg Config, now time.Time) *Controller {
-	cfg = cfg.withDefaults()
-	c := &Controller{cfg: cfg, ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
+	c := &Controller{cfg: cfg.withDefaults(), ceiling: math.Inf(1), pace: pace{probeTime: probeTime},
 		epoch: epoch{start: never}, last: now, samples: ring[sample]{cap: memory},
 		hist: history{ring[point]{cap: memory}}, lat: latencyRef{ref: ring[time.Duration]{cap: memory}}}
 	c.begin()

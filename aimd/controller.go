@@ -89,7 +89,7 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 	if now.Before(c.last) {
 		now = c.last
 	}
-	dt := min(now.Sub(c.last), time.Duration(2/c.rate*float64(time.Second)), returnTime) // time in use: up to two sending intervals (R2)
+	dt := min(now.Sub(c.last), intervals(2, c.rate), returnTime) // time in use: up to two sending intervals (R2)
 	c.last = now
 	if o.Signal == Success && c.stated.state(o.Stated) { // the rate never rises on a refusal
 		c.holdStated(c.stated.cap())

@@ -88,7 +88,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	}
 	switch {
 	case slow && rateUsed: // R3: ×2 per interval in use
-		iv := max(slowStartInterval, 2*c.lat.baseline, time.Duration(1/c.rate*float64(time.Second)))
+		iv := max(slowStartInterval, 2*c.lat.baseline, intervals(1, c.rate))
 		c.rate = c.clampRate(c.rate * math.Pow(2, dt.Seconds()/iv.Seconds()))
 	case rateUsed:
 		c.climb(dt)

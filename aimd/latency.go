@@ -156,7 +156,7 @@ func (c *Controller) acceptedRate(now time.Time) float64 {
 	var active time.Duration // stays 0 with fewer than 2 completions or none apart: rateWindow
 	if len(gaps) >= 2 {
 		med := quantile(gaps[1:], 0.5)
-		clip := max(3*med, 2*c.lat.baseline, time.Duration(2/c.rate*float64(time.Second)), time.Millisecond)
+		clip := max(3*med, 2*c.lat.baseline, intervals(2, c.rate), time.Millisecond)
 		active = min(gaps[0], clip) + med
 		for _, g := range gaps[1:] {
 			active += min(g, clip)

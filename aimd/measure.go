@@ -11,7 +11,7 @@ import (
 // rateWindow or four sending intervals), in units of the interval the rate then allowed (1: as
 // fast as allowed).
 func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
-	from := t - nanos(max(2*rateWindow, time.Duration(4/c.hist.at(t).rate*float64(time.Second))))
+	from := t - nanos(max(2*rateWindow, intervals(4, c.hist.at(t).rate)))
 	var buf [24]nanos // ages before t
 	ages := buf[:0]
 	for i := 0; i < c.samples.n && len(ages) < len(buf); i++ {
@@ -96,6 +96,9 @@ type nanos int64
 const never nanos = math.MinInt64 // before every instant
 
 func toNanos(t time.Time) nanos { return nanos(t.UnixNano()) }
+
+// intervals is k sending intervals at rate req/s.
+func intervals(k, rate float64) time.Duration { return time.Duration(k / rate * float64(time.Second)) }
 
 // sample is one finished request as the controller remembers it.
 type sample struct {

@@ -202,11 +202,8 @@ func (c *Controller) record(now time.Time, force bool) {
 // every one whose time in flight overlapped it as crowded.
 func (c *Controller) link(s *sample) int {
 	n := 0
-	for i := 0; i < c.samples.n; i++ {
+	for i := 0; i < c.samples.n && c.samples.back(i).done > s.sent; i++ {
 		j := c.samples.back(i)
-		if j.done <= s.sent {
-			break
-		}
 		if j.sent <= s.sent {
 			n++
 		}

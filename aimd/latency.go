@@ -66,10 +66,8 @@ func (c *Controller) latencyCongested(now time.Time, s *sample) (window int, ok 
 		return 0, false // a signal needs a new slow success
 	}
 	var slow, all [64]int
-	for i := 0; i < c.samples.n; i++ {
-		if j := c.samples.back(i); j.done < c.epoch.start {
-			break
-		} else if j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
+	for i := 0; i < c.samples.n && c.samples.back(i).done >= c.epoch.start; i++ {
+		if j := c.samples.back(i); j.sig == Success && j.lat > 0 && j.sent >= c.epoch.start && j.conc < len(all) {
 			all[j.conc]++
 			if j.lat > l.t90 {
 				slow[j.conc]++

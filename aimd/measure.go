@@ -14,10 +14,8 @@ func (c *Controller) sendSpacing(t nanos) (spacing float64, ok bool) {
 	from := t - nanos(max(2*rateWindow, intervals(4, c.hist.at(t).rate)))
 	var buf [24]nanos // ages before t
 	ages := buf[:0]
-	for i := 0; i < c.samples.n && len(ages) < len(buf); i++ {
-		if s := c.samples.back(i); s.done <= from {
-			break
-		} else if s.sent > from && s.sent <= t {
+	for i := 0; i < c.samples.n && len(ages) < len(buf) && c.samples.back(i).done > from; i++ {
+		if s := c.samples.back(i); s.sent > from && s.sent <= t {
 			ages = append(ages, t-s.sent)
 		}
 	}
@@ -80,10 +78,8 @@ func (c *Controller) recentAccepted(ts nanos) float64 {
 // time (never: none).
 func (c *Controller) accepted(from, to nanos) (n int, newest nanos) {
 	newest = never
-	for i := 0; i < c.samples.n; i++ {
-		if s := c.samples.back(i); s.done < from {
-			break
-		} else if s.sig == Success && s.sent >= from && s.sent < to {
+	for i := 0; i < c.samples.n && c.samples.back(i).done >= from; i++ {
+		if s := c.samples.back(i); s.sig == Success && s.sent >= from && s.sent < to {
 			n, newest = n+1, max(newest, s.sent)
 		}
 	}

@@ -82,8 +82,7 @@ func (c *Controller) runEnd(s *sample) runVerdict {
 	// resumed run at most what was accepted since the first run ended; at most the rate the
 	// first refusal set and beta × the least rate a resumed run was refused at.
 	before, _ := slices.BinarySearch(sends, e.start) // the sends before the run
-	full := bestAccepted(sends[:before], e.start, time.Duration(block))
-	est := max(bestAccepted(sends, s.sent+1, minSpan), full)
+	est := max(bestAccepted(sends, s.sent+1, minSpan), bestAccepted(sends[:before], e.start, time.Duration(block)))
 	if first, ok := e.firstEnd.get(); e.resumed && ok {
 		if since := bestAccepted(c.fit.successSends(first, s.sent+1), s.sent+1, time.Duration(block)); since > 0 {
 			est = min(est, since)

@@ -6,8 +6,7 @@ import (
 )
 
 // episode is a refusal episode (R8): a run of refusals with no success between them, and the
-// runs that follow within the longest run seen (about a window's period). A run's halvings are
-// a backoff and measure nothing; at its end runEnd measures what the host accepted.
+// runs that follow within the longest run seen (about a window's period); runEnd measures it.
 type episode struct {
 	run     int     // refusals in the current run; 0: none since the last success
 	resumed bool    // the run resumed the episode: it ends at its first success even if one long

@@ -310,9 +310,8 @@ func (p *pace) refusedAt(rs float64) {
 	p.lastRefusal.set(rs)
 }
 
-// probeSeconds is the probe time: the pace's, stretched to probeRequests sending intervals at
-// the plateau (at most maxStretch × probeTime), at least the last pause ÷ (1 − beta): a
-// refused probe costs its pause, so pauses take at most 1 − beta of the time.
+// probeSeconds is the probe time (R7): the pace's, stretched to probeRequests sending intervals
+// at the plateau (at most maxStretch × probeTime), at least the last pause ÷ (1 − beta).
 func (c *Controller) probeSeconds() float64 {
 	pause := min(c.pace.pause.Seconds()/(1-beta), maxPauseProbe.Seconds())
 	stretch := min(float64(probeRequests)/max(c.curve.plateau, c.cfg.MinRate), maxStretch*probeTime.Seconds())

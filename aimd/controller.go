@@ -200,18 +200,17 @@ func (c *Controller) record(now time.Time, force bool) {
 
 // link returns how many remembered requests were in flight when s was sent, and marks s and
 // every one whose time in flight overlapped it as crowded.
-func (c *Controller) link(s *sample) int {
-	n := 0
+func (c *Controller) link(s *sample) (inFlight int) {
 	for i := 0; i < c.samples.n && c.samples.back(i).done > s.sent; i++ {
 		j := c.samples.back(i)
 		if j.sent <= s.sent {
-			n++
+			inFlight++
 		}
 		if j.sent < s.done {
 			j.crowded, s.crowded = true, true
 		}
 	}
-	return n
+	return inFlight
 }
 
 // startEpoch marks a decrease at now.

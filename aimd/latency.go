@@ -138,8 +138,7 @@ func (c *Controller) latencies(alone bool) []time.Duration {
 func (c *Controller) acceptedRate(now time.Time) float64 {
 	t := toNanos(now)
 	from, far := t-nanos(rateWindow), t-nanos(8*rateWindow)
-	gaps := c.scratch[:0]
-	ok, prev := 0, t
+	gaps, ok, prev := c.scratch[:0], 0, t
 	for i := 0; i < c.samples.n; i++ {
 		s := c.samples.back(i)
 		if s.done <= far || (s.done <= from && len(gaps) >= 8) {

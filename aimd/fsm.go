@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The state machine: its transitions (this file; doc.go lists them) are the only code that
+// The state machine: its transitions (this file; docs/aimd.md lists them) are the only code that
 // writes the rate (c.rate), the window (c.win.size) and the phase (c.phase).
 
 // Phase names where a controller's rate is on its way (Stats.Phase).

@@ -36,7 +36,7 @@ func (c Config) withDefaults() Config {
 
 // The tunables, one line each, with the rules they serve (docs/aimd.md, Tunables).
 const (
-	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host); 16 × it, requests in the fit's log (R5)
+	memory            = 128                    // samples, change points and outcomes a background share follows, remembered (about 10 KB per host); 16 × it, requests in the send log (R4, R8)
 	beta              = 0.97                   // share of a measured or stated limit the rate is set to; refusals within 1 − beta of one rate find one limit; probes cost at most 1 − beta of the time in pauses (R3, R4, R7, R8, R11)
 	minBeta           = 0.5                    // the deepest cut one decrease makes, as a share of the rate (R4)
 	returnTime        = 5 * time.Second        // the linear return to the plateau, a search step's spacing, how long the served peak stands (R6, R9)
@@ -47,22 +47,19 @@ const (
 	maxPauseProbe     = time.Hour              // the probe time is at least the last refusal's pause ÷ (1 − beta), up to this (R7)
 	quickShare        = 0.4                    // where refusals cost no pause, the return time and searchSends shrink to this share (R6)
 	searchSends       = 50                     // fewest successes between two upward steps: two search steps (R6); after slow start, × window, of successes that found the window full, two window probes (R10)
-	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, a fit this narrow pins the limit, slow start sustained a rate it accepted this close to, a success this much slower than the reference latency is slow (R3, R5, R6, R10)
+	restartFactor     = 1.25                   // rates within this factor are close: a probe this far above the plateau restarts slow start, a search stops this close, slow start sustained a rate it accepted this close to, a success this much slower than the reference latency is slow (R3, R6, R10)
 	slowStartInterval = 125 * time.Millisecond // slow start doubles the rate per this much time in use; 8 of them: the accepted rate's span (R3)
 	plateauFactor     = 0.98                   // share of slow start's last accepted rate the climb returns to (R3, R6)
 	minSpan           = 800 * time.Millisecond // a refusal measures the limit only over this much sending (R4, R8)
 	burstAllowance    = 1.5                    // tokens a bucket held beyond the refill when an epoch began (R4, R8)
-	fitBeta           = 0.99                   // share of the fit's least allowed rate the rate holds at (R5)
-	maxNoise          = 20 * time.Millisecond  // the fit's timing noise at most: a crawler starved of CPU spreads latencies, and a one-token fit rides 2 × noise per interval under the limit (R5)
-	maxBurst          = 4                      // Burst() at most (R5)
-	sameRate          = 0.01                   // rates within this share are one: a stated rate restated (R11), a refusal at the rate a fit held (R5), a rate the history need not note (R2); well under 1 − beta
-	refutations       = 2                      // refusals under a rate a model called safe (a stated limit, the fit) that refute it (R5, R11)
+	sameRate          = 0.01                   // rates within this share are one: a stated rate restated (R11), a rate the history need not note (R2); well under 1 − beta
+	refutations       = 2                      // refusals under a stated limit that refute it (R11)
 	evidence          = 3                      // the fewest outcomes that tell something: Failures of the last 8 that make a cluster (R9), successes an episode is measured by (R8), reference latencies to judge by (R10)
 	failureBaseMax    = 0.25                   // the background share counts up to this (R9)
 )
 
 // Arithmetic of the tunables above, not tuned on their own.
 const (
-	recent     = memory / 4            // the latest outcomes an estimate reads: successes for latency and noise, the share's first lesson (R9, R10)
+	recent     = memory / 4            // the latest outcomes an estimate reads: successes for latency, the share's first lesson (R9, R10)
 	rateWindow = 8 * slowStartInterval // the span the accepted rate is measured over, stretched to 8 completions (R3, R10); twice it, the sending rate's (R2)
 )

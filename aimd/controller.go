@@ -19,7 +19,7 @@ type Controller struct {
 	pace     pace        // how often the probe looks above a known limit
 	target   target      // the rate the search climbs toward
 	ep       episode     // the current refusal episode
-	fit      fitter      // the server-side token buckets that explain what the host did
+	sends    sendLog     // the latest requests' send times and signals (R4, R8)
 	epoch    epoch       // since the last decrease
 	win      windowState // the concurrency window and its latency rules
 	lat      latencyRef  // the host's own latency: baseline and reference
@@ -56,15 +56,6 @@ func (c *Controller) Rate() float64 { return c.clampRate(c.rate) }
 
 // Window returns the allowed number of requests in flight, within [1, MaxWindow].
 func (c *Controller) Window() int { return min(max(int(c.win.size), 1), c.cfg.MaxWindow) }
-
-// Burst returns how many requests may leave back to back: 1, or, while a bucket fit holds the
-// rate and no limit is stated, what the fitted bucket allows (R5).
-func (c *Controller) Burst() int {
-	if c.stated.trust == statedTrusted {
-		return 1
-	}
-	return c.fit.burst()
-}
 
 // SetCeiling caps the rate at rate req/s from now on (robots.txt Crawl-delay d gives 1/d); rate
 // <= 0 removes the cap.
@@ -119,12 +110,6 @@ func (c *Controller) Observe(now time.Time, o Outcome) {
 			c.settle()
 		}
 	}
-	if c.fit.due(toNanos(now)) {
-		if r, ok := c.runFit(); ok {
-			c.holdFitted(r)
-			c.record(now, false)
-		}
-	}
 	switch lab {
 	case labelLimit:
 		if o.Signal == Overload && c.stated.refused() {
@@ -153,7 +138,7 @@ const (
 )
 
 // remember is the front filter: it records o in the failure log (whose share may undo earlier
-// cuts), the samples and the fit's log, and labels it.
+// cuts), the samples and the send log, and labels it.
 func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 	sent := o.Sent
 	if sent.IsZero() || sent.After(now) {
@@ -182,7 +167,7 @@ func (c *Controller) remember(now time.Time, o Outcome) (s sample, lab label) {
 		s.conc = o.InFlight
 	}
 	c.samples.push(s)
-	c.fit.log(s.sent, s.sig)
+	c.sends.log(s.sent, s.sig)
 	return s, lab
 }
 

@@ -522,7 +522,7 @@ func TestUnblockAfterRefusalRun(t *testing.T) {
 		t.Fatalf("setup: %d refusals in the run, rate %.2f after it; want ≥ 4 halvings below 1/s", run.OverLimit, run.Rate)
 	}
 	// Every success since the start was remembered (ring of 128): 100 in settled's 10 s.
-	sends := c.fit.successSends(never, toNanos(first))
+	sends := c.sends.successSends(never, toNanos(first))
 	sent := d.now
 	d.send(Success)
 	d.drain()

@@ -15,11 +15,11 @@
 //
 // How it decides: Observe passes each outcome through one front filter (Controller.remember)
 // that labels it a success, a signal of the host's limit, the host's own failure or noise. The
-// estimators (the bucket fit, the run measure, the failure log's background share, the served
-// peak, the accepted and sending rates, the latency reference) only estimate. The phase is
-// stored (Controller.phase), and the transitions in fsm.go are the only code that writes the
-// rate, the window and the phase (begin, resume, recap; grow, climb, growWindow;
-// decreaseRate, shrinkWindow, endRun; holdFitted, holdStated, undoCuts; settle, place);
+// estimators (the run measure, the failure log's background share, the served peak, the
+// accepted and sending rates, the latency reference) only estimate. The phase is stored
+// (Controller.phase), and the transitions in fsm.go are the only code that writes the rate, the
+// window and the phase (begin, resume, recap; grow, climb, growWindow; decreaseRate,
+// shrinkWindow, endRun; holdStated, undoCuts; settle, place);
 // TestOnlyTransitionsWriteRateWindowPhase checks it. Every tunable is in config.go, one line
 // each; the rules and the tests that pin them are in docs/aimd.md.
 package aimd

@@ -12,7 +12,7 @@ import (
 )
 
 // TestDocPartsNameExistingIdentifiers checks that every backquoted name in "The parts" of
-// docs/aimd.md exists in this package's source: a file (`bucketfit.go`), an identifier it
+// docs/aimd.md exists in this package's source: a file (`failure.go`), an identifier it
 // declares at top level (a type, function, constant or variable), or `T.m`, a field or method
 // m of type T. The map of the controller then cannot drift from the code.
 func TestDocPartsNameExistingIdentifiers(t *testing.T) {

@@ -74,7 +74,7 @@ type runVerdict struct {
 // restarts slow start. It updates the episode's record of run ends, never the rate.
 func (c *Controller) runEnd(s *sample) runVerdict {
 	e := &c.ep
-	sends := c.fit.successSends(e.from, s.sent+1)
+	sends := c.sends.successSends(e.from, s.sent+1)
 	if len(sends) < evidence {
 		return runVerdict{kind: runRestarted}
 	}
@@ -89,7 +89,7 @@ func (c *Controller) runEnd(s *sample) runVerdict {
 	full := bestAccepted(sends[:before], e.start, time.Duration(block))
 	est := max(bestAccepted(sends, s.sent+1, minSpan), full)
 	if first, ok := e.firstEnd.get(); e.resumed && ok {
-		if since := bestAccepted(c.fit.successSends(first, s.sent+1), s.sent+1, time.Duration(block)); since > 0 {
+		if since := bestAccepted(c.sends.successSends(first, s.sent+1), s.sent+1, time.Duration(block)); since > 0 {
 			est = min(est, since)
 		}
 	}

@@ -15,12 +15,11 @@ const (
 	PhaseSlowStart  Phase = iota // no congestion seen yet: the rate doubles while used
 	PhaseRefusalRun              // refused, no success since: each refusal backs off further
 	PhaseReturn                  // after a decrease: the linear climb back to the plateau
-	PhaseHold                    // at a fitted limit for one probe time before the probe
 	PhaseSearch                  // the plateau rises by binary search toward the last refused rate
 	PhaseProbe                   // above the plateau, probing slowly (a cubic) for a higher limit
 )
 
-var phaseNames = [...]string{"slow-start", "refusal-run", "return", "hold", "search", "probe"}
+var phaseNames = [...]string{"slow-start", "refusal-run", "return", "search", "probe"}
 
 // String returns the phase's name as status displays show it ("slow-start", "probe", …).
 func (p Phase) String() string {
@@ -30,14 +29,12 @@ func (p Phase) String() string {
 	return "unknown"
 }
 
-// settle leaves each phase whose exit condition holds, in the order refusal-run → hold →
-// return → search → probe.
+// settle leaves each phase whose exit condition holds, in the order refusal-run → return →
+// search → probe.
 func (c *Controller) settle() {
 	for k := &c.curve; ; {
 		switch span, _ := c.returnSpan(); {
 		case c.phase == PhaseRefusalRun && !c.inRun():
-			c.phase = PhaseHold
-		case c.phase == PhaseHold && k.hold <= 0:
 			c.phase = PhaseReturn
 		case c.phase == PhaseReturn && !(k.from < k.plateau && k.elapsed < span):
 			c.phase = PhaseSearch
@@ -109,8 +106,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 // curve's rate if higher, then slow start again far above the plateau (R3).
 func (c *Controller) climb(dt time.Duration) {
 	k := &c.curve
-	h := min(dt, k.hold) // the curve's clock runs by dt, the hold's time first
-	k.hold, k.elapsed, k.steps = k.hold-h, k.elapsed+dt-h, k.steps+1
+	k.elapsed, k.steps = k.elapsed+dt, k.steps+1
 	span, sends := c.returnSpan()
 	stepDue := k.elapsed >= span && k.steps >= sends
 	switch {
@@ -147,7 +143,6 @@ func (c *Controller) growWindow(size float64) {
 // the limit from above. The rate never rises on a refusal.
 func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	rs := c.sendingRate(s.sent)
-	c.fit.refusedAt(rs)
 	endsSlowStart, repeat := c.inSlowStart(), c.inRun()
 	if s.sig == Failure {
 		if _, ok := c.fails.cut.get(); !endsSlowStart && !ok {
@@ -177,14 +172,13 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	c.curve = curve{from: c.rate, plateau: max(plateau, c.rate)}
 	c.ep.refusedAt(s.sent, c.epoch.start, rs, c.rate, repeat, c.target.kind == noTarget)
 	c.startEpoch(now)
-	c.queueFit(now, s.sent)
 }
 
 // measureCut is the cut for a refusal of s drawn at rs: ending slow start, beta × accepted,
 // returning to plateauFactor × the rate of the last success before it (at most rs) (R3); ending
 // an epoch of minSpan or more, beta × its measured limit (R4); else minBeta × rs.
 func (c *Controller) measureCut(s *sample, rs, accepted float64, endsSlowStart bool) (rate, plateau float64, measured bool) {
-	est := bestAccepted(c.fit.successSends(c.epoch.start, s.sent), s.sent, minSpan)
+	est := bestAccepted(c.sends.successSends(c.epoch.start, s.sent), s.sent, minSpan)
 	switch {
 	case endsSlowStart:
 		lo := min(c.sendingRate(c.lastAcceptedBefore(s.sent)), rs)
@@ -222,16 +216,6 @@ func (c *Controller) endRun(v runVerdict) {
 	}
 }
 
-// holdFitted holds the rate at a fitted limit's r (R5), one probe time first if that raised it.
-func (c *Controller) holdFitted(r float64) {
-	k, raised := &c.curve, r > c.curve.plateau
-	c.rate, k.from, k.plateau, c.target = r, r, r, target{}
-	if raised {
-		k.elapsed, k.hold = 0, time.Duration(c.probeSeconds()*float64(time.Second))
-	}
-	c.place()
-}
-
 // holdStated sets and caps the rate at r, just under a stated limit (R11).
 func (c *Controller) holdStated(r float64) {
 	c.rate, c.phase, c.target = c.clampRate(r), PhaseProbe, target{}
@@ -251,12 +235,11 @@ func (c *Controller) undoCuts(u failureUndo) {
 }
 
 // curve is how the rate grows after a decrease, on a clock that runs only while the rate is
-// used: a hold at the plateau, the linear return from `from` to it, then the cubic probe.
+// used: the linear return from `from` to the plateau, then the cubic probe.
 type curve struct {
 	plateau  float64       // K: the rate to return to after a decrease (0 in the first slow start)
 	from     float64       // the rate the last decrease (or search step) started the curve at
 	elapsed  time.Duration // time in use on the curve
-	hold     time.Duration // time in use still to spend at K before the curve starts
 	steps    int           // successes since the last decrease or search step
 	searched bool          // a search step was taken since the last decrease
 }
@@ -266,12 +249,8 @@ func (k *curve) restart(from, plateau float64) {
 	*k = curve{from: from, plateau: plateau, searched: k.searched}
 }
 
-// at is the curve's rate: K in the hold, linear from `from` to K within span, then
-// K·(1 + probeGain·(t/probe)³).
+// at is the curve's rate: linear from `from` to K within span, then K·(1 + probeGain·(t/probe)³).
 func (k *curve) at(span time.Duration, probe float64) float64 {
-	if k.hold > 0 {
-		return k.plateau
-	}
 	t := k.elapsed.Seconds()
 	if T := span.Seconds(); k.from < k.plateau && t < T {
 		return k.from + (k.plateau-k.from)*t/T

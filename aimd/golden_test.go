@@ -23,7 +23,7 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata/golden.txt from the controller's behaviour now")
 
 // trail is a digest of a controller's decisions: after every outcome its Rate() (exact bits),
-// Window(), Burst() and phase, every 50 outcomes its Stats(), and at the end its State().
+// Window() and phase, every 50 outcomes its Stats(), and at the end its State().
 type trail struct {
 	h     hash.Hash
 	steps int
@@ -37,11 +37,10 @@ func (tr *trail) note(c *Controller) {
 	if tr == nil {
 		return
 	}
-	var b [8 + 3*4]byte
+	var b [8 + 2*4]byte
 	binary.LittleEndian.PutUint64(b[0:], math.Float64bits(c.Rate()))
 	binary.LittleEndian.PutUint32(b[8:], uint32(c.Window()))
-	binary.LittleEndian.PutUint32(b[12:], uint32(c.Burst()))
-	binary.LittleEndian.PutUint32(b[16:], uint32(c.phase))
+	binary.LittleEndian.PutUint32(b[12:], uint32(c.phase))
 	tr.h.Write(b[:])
 	tr.steps++
 	if tr.steps%50 == 0 {
@@ -58,7 +57,7 @@ func (tr *trail) end(c *Controller) string {
 }
 
 // goldenScenarios are the deterministic streams the golden file pins: the simulations of
-// sim_test.go and burst_test.go (closed loop: the controller's decisions shape the stream),
+// sim_test.go (closed loop: the controller's decisions shape the stream),
 // hosts failing at random or under load (controller_test.go's driver), stated limits, demand
 // labels, restored and hinted starts, and an open-loop stream of random outcomes with every
 // field set, ceilings, restores and out-of-order times.

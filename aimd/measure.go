@@ -56,7 +56,7 @@ func (c *Controller) rateInUse(s *sample) bool {
 // singleTokenLimit: if every gap between logged successes is longer than the last one's to the
 // refusal sent at ts, one token explains the host and its limit is 1/(the shortest gap) (R4).
 func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
-	sends := c.fit.successSends(never, ts)
+	sends := c.sends.successSends(never, ts)
 	if len(sends) < 3 {
 		return 0, false
 	}
@@ -68,6 +68,33 @@ func (c *Controller) singleTokenLimit(ts nanos) (limit float64, ok bool) {
 		return 0, false
 	}
 	return float64(time.Second) / float64(shortest), true
+}
+
+// sendLog holds the send times and signals of the latest finished requests: 16 × memory (16 B
+// each), the oldest half dropped when full.
+type sendLog struct{ recs []sendRec }
+
+type sendRec struct {
+	sent nanos
+	sig  Signal
+}
+
+func (l *sendLog) log(sent nanos, sig Signal) {
+	if len(l.recs) >= 16*memory {
+		l.recs = append(l.recs[:0], l.recs[8*memory:]...)
+	}
+	l.recs = append(l.recs, sendRec{sent: sent, sig: sig})
+}
+
+// successSends returns the send times of the logged successes sent in [from, ts), sorted.
+func (l *sendLog) successSends(from, ts nanos) (sends []nanos) {
+	for _, r := range l.recs {
+		if r.sig == Success && r.sent >= from && r.sent < ts {
+			sends = append(sends, r.sent)
+		}
+	}
+	slices.Sort(sends)
+	return sends
 }
 
 // lastAcceptedBefore is the send time of the newest remembered success sent before t, or t.

@@ -40,8 +40,8 @@ func phaseWalk(limit, burst float64, span time.Duration) []Phase {
 }
 
 // TestPhaseWalk: the stored phase follows a token-bucket host as docs/aimd.md tells it: slow
-// start until the first refusal, a refusal run until the next success, the climb back, a
-// hold at the fitted limit, then the probe.
+// start until the first refusal, a refusal run until the next success, the return to the
+// measured limit, then the probe.
 func TestPhaseWalk(t *testing.T) {
 	t.Parallel()
 	walk := phaseWalk(10, 2, 3*time.Minute)
@@ -49,7 +49,7 @@ func TestPhaseWalk(t *testing.T) {
 	if len(walk) < 2 || walk[0] != PhaseSlowStart || walk[1] != PhaseRefusalRun {
 		t.Fatalf("phases %v: want slow start, then a refusal run", walk)
 	}
-	for _, want := range []Phase{PhaseHold, PhaseProbe} {
+	for _, want := range []Phase{PhaseReturn, PhaseProbe} {
 		if !slices.Contains(walk, want) {
 			t.Errorf("phases %v: no %v", walk, want)
 		}

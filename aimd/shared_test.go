@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// sharedClient is one crawler gate in runShared: a pacer at its controller's Rate() (bucket of
-// Burst()), a window of Window() requests in flight, and pages left to fetch.
+// sharedClient is one crawler gate in runShared: a pacer at its controller's Rate() (a one-token
+// bucket), a window of Window() requests in flight, and pages left to fetch.
 type sharedClient struct {
 	c        *Controller
 	tokens   float64
@@ -79,7 +79,7 @@ func runShared(n, pages int, limit, lat, maxT float64, starts ...float64) shared
 			if i < len(starts) && t < starts[i] {
 				continue
 			}
-			cl.tokens = min(float64(cl.c.Burst()), cl.tokens+dt*cl.c.Rate())
+			cl.tokens = min(1, cl.tokens+dt*cl.c.Rate())
 			for cl.ready > 0 && len(cl.inFlight) < cl.c.Window() && cl.tokens >= 1 {
 				cl.tokens--
 				cl.ready--

@@ -25,10 +25,7 @@
 // The bucket is a golang.org/x/time/rate.Limiter with burst 1, so pacing stays smooth after a
 // pause or an idle spell (no burst of saved-up tokens). Its limit follows the controller: after
 // every outcome the effective rate (controller rate, capped by the Crawl-delay ceiling) is set
-// with SetLimitAt, and its burst is the controller's Burst: more than 1 only while the rate is
-// one aimd's bucket fit set and the fit showed the host's own bucket holds more than that
-// (never under a Crawl-delay). Such sends cannot empty the host's bucket, and a dispatcher that
-// wakes late on a loaded machine then catches up instead of losing its lateness from the rate.
+// with SetLimitAt.
 //
 // The trap: SetLimit does not re-time reservations already handed out, and a pause cannot
 // cancel them, so a Reserve/Wait made at 10 req/s would still fire on schedule after a 429
@@ -38,9 +35,8 @@
 // (TokensAt) and the current rate. Nothing is promised ahead of time, so a rate change or a pause
 // takes effect for the very next request.
 //
-// A burst-1 bucket (every host until a fit, and under a Crawl-delay) loses whatever lateness
-// the caller adds: asked at readyAt + δ, it is empty
-// at that moment, and the next token comes 1/rate later. Go's timers wake up to a millisecond
+// A burst-1 bucket loses whatever lateness the caller adds: asked at readyAt + δ, it is empty at
+// that moment, and the next token comes 1/rate later. Go's timers wake up to a millisecond
 // late on Linux, and a host allowed 49.4 req/s was sent 47.6. So a request admitted late takes
 // its token as of when it could first have been admitted (token whole, pause over, the last
 // Done), by up to 1 ms or 2.5% of the sending interval, whichever is less: the gaps then
@@ -50,18 +46,17 @@
 // The server sees when a request arrives, not when it was admitted. One that leaves late (a
 // busy machine, a dial or a TLS handshake before it) would leave the next one, sent on time, a
 // gap shorter than the interval. The caller tells the ticket when its request was written
-// (Ticket.Wrote, from httptrace's WroteRequest), and a burst-1 bucket admits nothing until an
+// (Ticket.Wrote, from httptrace's WroteRequest), and the bucket admits nothing until an
 // interval after that write, less the same late credit.
 //
 // Nor does it see when the server handled a request: a handler that runs late (a busy server,
 // a queue) leaves the next request, sent on time, a shorter gap at the server's limiter. So once
-// a host has said "slow down" (its limit binds), a burst-1 bucket also admits nothing until an
+// a host has said "slow down" (its limit binds), the bucket also admits nothing until an
 // interval after the latest success's write plus its excess latency (its latency less the host's
 // base, the second least of its latest 16 success latencies), less the late credit: the next
 // send is no earlier than answer + interval − base. A host whose latency is steady pays nothing;
 // the excess counted is at most one interval, so a jittery or hostile host at most halves its
-// rate. A host that never refused, or whose fitted bucket holds more than one token, is spaced
-// from writes only.
+// rate. A host that never refused is spaced from writes only.
 //
 // # Window: a counter, not a semaphore
 //

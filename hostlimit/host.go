@@ -26,9 +26,9 @@ const maxReadyDelay = 24 * time.Hour
 // readyAt + δ is empty at that moment, so each interval grew by δ: a host allowed 49.4 req/s
 // was sent 47.6. With the credit the gaps average 1/rate; one gap can be shorter than 1/rate
 // by the credit. lateShare (2.5%) stays within the margin aimd keeps under a limit measured
-// from one-token gaps (aimd's beta, 3%), and maxLateCredit (1 ms) within the fitted one-token
-// margin (twice the timing noise, at least 2 ms), so a one-token server bucket (nginx
-// limit_req without burst) is not sent a gap it was never seen to accept.
+// from one-token gaps (aimd's beta, 3%), so a one-token server bucket (nginx limit_req
+// without burst) is not sent a gap it was never seen to accept; maxLateCredit (1 ms) is as
+// late as a timer wakes.
 const (
 	maxLateCredit = time.Millisecond
 	lateShare     = 0.025
@@ -92,13 +92,12 @@ type host struct {
 
 	mu   sync.Mutex
 	ctrl *aimd.Controller // not safe for concurrent use: only touched under mu
-	lim  *rate.Limiter    // burst burstLocked(); only AllowN/TokensAt/SetLimitAt/SetBurstAt, never reservations
+	lim  *rate.Limiter    // burst 1; only AllowN/TokensAt/SetLimitAt, never reservations
 	// creditFrom bounds a late admission's credit from below (see creditLocked): the latest
 	// time lim was moved to (it must never be moved back, which would credit tokens twice),
 	// and the latest Done (a request held back by a full window was not late before it).
 	creditFrom  time.Time
 	limit       float64 // rate currently set on lim
-	burst       int     // burst currently set on lim
 	ceiling     float64 // Crawl-delay cap, req/s; 0 = none
 	inFlight    int
 	pausedUntil time.Time
@@ -166,8 +165,7 @@ func newHost(cfg *Config, key string, now time.Time, data []byte, found bool, lo
 	}
 	h.demand = h.unheld()
 	h.limit = h.effectiveRateLocked()
-	h.burst = h.burstLocked()
-	h.lim = rate.NewLimiter(rate.Limit(h.limit), h.burst)
+	h.lim = rate.NewLimiter(rate.Limit(h.limit), 1)
 	h.creditFrom = now
 	return h
 }
@@ -191,27 +189,13 @@ func (h *host) effectiveRateLocked() float64 {
 	return r
 }
 
-// syncLimitLocked makes the token bucket pace at the controller's current rate and burst.
+// syncLimitLocked makes the token bucket pace at the controller's current rate.
 func (h *host) syncLimitLocked(now time.Time) {
 	if r := h.effectiveRateLocked(); r != h.limit {
 		h.lim.SetLimitAt(now, rate.Limit(r))
 		h.limit = r
 		h.creditFrom = later(h.creditFrom, now)
 	}
-	if b := h.burstLocked(); b != h.burst {
-		h.lim.SetBurstAt(now, b)
-		h.burst = b
-		h.creditFrom = later(h.creditFrom, now)
-	}
-}
-
-// burstLocked is the bucket's size: the controller's Burst, or 1 under a Crawl-delay (which
-// asks for that delay between any two requests).
-func (h *host) burstLocked() int {
-	if h.ceiling > 0 {
-		return 1
-	}
-	return max(h.ctrl.Burst(), 1)
 }
 
 func (h *host) windowLocked() int {
@@ -320,13 +304,13 @@ func (h *host) lateCreditLocked() time.Duration {
 
 // wireFreeLocked is the earliest a burst-1 bucket admits after the latest write (and, under
 // spacedFromHandling, after the latest handling): one interval at the current rate, less the
-// late credit. Zero for a larger burst, no rate or neither time yet.
+// late credit. Zero for no rate or neither time yet.
 func (h *host) wireFreeLocked() time.Time {
 	from := h.wrote
 	if h.spacing == spacedFromHandling {
 		from = later(from, h.handled)
 	}
-	if h.burst > 1 || h.limit <= 0 || from.IsZero() {
+	if h.limit <= 0 || from.IsZero() {
 		return time.Time{}
 	}
 	return from.Add(h.intervalLocked() - h.lateCreditLocked())
@@ -413,12 +397,11 @@ func (t *Ticket) Host() string { return t.h.key }
 // Sent returns the time the ticket was admitted.
 func (t *Ticket) Sent() time.Time { return t.sent }
 
-// Wrote tells the gate that the ticket's request reached the wire at at. A burst-1 bucket took
-// the request's token when it was admitted; a request that left later than that (a busy
+// Wrote tells the gate that the ticket's request reached the wire at at. The bucket (burst 1)
+// took the request's token when it was admitted; a request that left later than that (a busy
 // machine, a dial or a handshake first) would otherwise leave the next one, sent on time, a
-// shorter gap than the rate's interval at the server. So while the bucket's burst is 1 the host
-// admits nothing until one interval after the latest write, less the late credit. Calls after
-// Done have no effect.
+// shorter gap than the rate's interval at the server. So the host admits nothing until one
+// interval after the latest write, less the late credit. Calls after Done have no effect.
 func (t *Ticket) Wrote(at time.Time) {
 	h := t.h
 	h.mu.Lock()

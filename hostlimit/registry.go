@@ -174,7 +174,6 @@ type HostStats struct {
 	Host string
 	aimd.Stats
 	Limit       float64   // rate the token bucket paces at now: the controller's rate capped by Ceiling
-	Burst       int       // requests the token bucket lets leave back to back (aimd's Burst; 1 under a Ceiling)
 	Ceiling     float64   // Crawl-delay cap, req/s; 0 = none
 	InFlight    int       // tickets not yet Done
 	PausedUntil time.Time // zero unless paused at the snapshot time
@@ -188,7 +187,6 @@ func (h *host) statsLocked(now time.Time) HostStats {
 		Host:       h.key,
 		Stats:      h.ctrl.Stats(),
 		Limit:      h.limit,
-		Burst:      h.burst,
 		Ceiling:    h.ceiling,
 		InFlight:   h.inFlight,
 		Admitted:   h.admitted,

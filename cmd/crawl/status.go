@@ -31,7 +31,6 @@ The phase column says where a host's rate is on its way (docs/politeness.md, doc
   slow-start   no refusal seen yet: the rate grows fast while the host stays quick
   refusal-run  refused with no success since: each refusal backs off further
   return       after a decrease: climbing back to the rate the host last took (the plateau)
-  hold         a limit was measured: holding just under it before probing again
   search       the plateau is well under the last refused rate: raised toward it step by step
   probe        at the plateau: probing slowly for a higher limit`
 

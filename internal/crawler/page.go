@@ -329,7 +329,7 @@ const longPause = 2 * time.Second
 // responseOutcome is what the host's controller learns from a response: sent is when the
 // request was admitted, but the controller gets the time it was written to the connection
 // when known (a dial, a TLS handshake or a busy scheduler in between would otherwise read as
-// the host's latency, and blur the send times its bucket fit lines up with the host's
+// the host's latency, and blur the send times its measures line up with the host's
 // answers), and the latency from then to the response headers; a is what the response said
 // of its host (honourRetryAfter): the pause it put on the host and the rate it states.
 func responseOutcome(sig aimd.Signal, sent time.Time, resp *fetch.Response, a retry.Answer) aimd.Outcome {

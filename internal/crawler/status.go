@@ -71,7 +71,7 @@ type HostStatus struct {
 	Excluded     int     `json:"excluded"`
 	Rate         float64 `json:"rate"`            // req/s the controller allows now
 	Window       int     `json:"window"`          // concurrency window now
-	Phase        string  `json:"phase,omitempty"` // the controller's phase (aimd.Phase: slow-start, refusal-run, return, hold, search, probe)
+	Phase        string  `json:"phase,omitempty"` // the controller's phase (aimd.Phase: slow-start, refusal-run, return, search, probe)
 	InFlight     int     `json:"in_flight"`
 	P95Ms        float64 `json:"p95_ms"`
 	BaselineMs   float64 `json:"baseline_ms"`

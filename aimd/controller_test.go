@@ -294,7 +294,7 @@ func TestOverloadDecrease(t *testing.T) {
 			d.refuse(Overload)        // measured: 0.97 × 9.5 ≈ 9.21
 			d.now = d.now.Add(sec(1)) // a Retry-After pause
 			d.send(Success)
-			d.deliver(d.now) // the bucket fit of the held level's epoch lands: ≈ 8.2
+			d.deliver(d.now)
 			d.wantHalf = d.c.Rate()
 			d.refuse(Overload) // 0.1s into the epoch: too short to measure
 		}, -1, 3, 3},

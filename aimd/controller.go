@@ -19,7 +19,7 @@ type Controller struct {
 	pace     pace        // how often the probe looks above a known limit
 	target   target      // the rate the search climbs toward
 	ep       episode     // the current refusal episode
-	sends    sendLog     // the latest requests' send times and signals (R4, R8)
+	sends    sendLog     // the latest requests' send times and signals (R4, R7)
 	epoch    epoch       // since the last decrease
 	win      windowState // the concurrency window and its latency rules
 	lat      latencyRef  // the host's own latency: baseline and reference
@@ -133,7 +133,7 @@ type label uint8
 const (
 	labelServed      label = iota // a Success
 	labelLimit                    // a refusal, or a Failure cluster, since the last decrease
-	labelHostFailure              // a Failure its background share or the served peak explains (R9)
+	labelHostFailure              // a Failure its background share or the served peak explains (R8)
 	labelNoise                    // a signal about a request sent before the last decrease (R1)
 )
 
@@ -210,7 +210,7 @@ func (c *Controller) startEpoch(now time.Time) {
 	c.counts.decreases++
 }
 
-// statedTrust is what the controller makes of the limit the host states (R11).
+// statedTrust is what the controller makes of the limit the host states (R10).
 type statedTrust uint8
 
 const (

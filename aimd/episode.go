@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// episode is a refusal episode (R8): a run of refusals with no success between them, and the
+// episode is a refusal episode (R7): a run of refusals with no success between them, and the
 // runs that follow within the longest run seen (about a window's period). A run's halvings are
 // a backoff and measure nothing; at its end runEnd measures what the host accepted.
 type episode struct {
@@ -59,7 +59,7 @@ type runEnding uint8
 const (
 	runKept      runEnding = iota // nothing measured above the rate
 	runRestarted                  // the episode accepted almost nothing: slow start again (R3)
-	runReturned                   // the rate returns to what the host accepted (R8)
+	runReturned                   // the rate returns to what the host accepted (R7)
 )
 
 // runVerdict is what a run's end measured, for endRun to apply.

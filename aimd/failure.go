@@ -5,7 +5,7 @@ import (
 	"math/bits"
 )
 
-// failureLog is the recent Failures and the host's background share of them (R9), learned only
+// failureLog is the recent Failures and the host's background share of them (R8), learned only
 // from outcomes sent at no more than minBeta × the first Failure cut's rate after slow start.
 type failureLog struct {
 	bits, held uint16  // the last 16 non-Neutral outcomes, newest in bit 0: a Failure; sent under the cut
@@ -78,7 +78,7 @@ func (u *failureUndo) note(c *Controller, n int) {
 }
 
 // servedPeak is the highest success rate (over the rateWindow, by send time) the host answered
-// within the last returnTime: a rate it has just shown it takes (R9).
+// within the last returnTime: a rate it has just shown it takes (R8).
 type servedPeak struct {
 	rate float64
 	at   nanos // the send time of the success it was measured at

@@ -102,7 +102,7 @@ func (c *Controller) grow(dt time.Duration, s *sample) {
 	}
 }
 
-// climb moves the rate along the curve after dt in use: search steps when due (R6), then the
+// climb moves the rate along the curve after dt in use: search steps when due (R5), then the
 // curve's rate if higher, then slow start again far above the plateau (R3).
 func (c *Controller) climb(dt time.Duration) {
 	k := &c.curve
@@ -112,7 +112,7 @@ func (c *Controller) climb(dt time.Duration) {
 	switch {
 	case !stepDue || !c.target.reached(k.plateau):
 	case c.target.kind == targetBound && k.elapsed >= time.Duration(c.ep.blockLen):
-		r := min(c.ep.refused, 2*c.target.rate) // held under a run's bound longer than the run (R8)
+		r := min(c.ep.refused, 2*c.target.rate) // held under a run's bound longer than the run (R7)
 		c.target.set(r, c.ep.boundKind(r))
 	case c.target.kind == targetSlowStart:
 		c.target.rate *= 2 // held near slow start's refused rate unrefused (R3)
@@ -157,7 +157,7 @@ func (c *Controller) decreaseRate(now time.Time, s *sample) {
 	accepted := c.recentAccepted(s.sent)
 	rate, plateau, measured := c.measureCut(s, rs, accepted, endsSlowStart)
 	c.rate, c.phase = c.clampRate(min(rate, c.rate)), PhaseRefusalRun
-	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window { // the window was full (R10)
+	if s.sig == Failure && s.conc >= c.hist.at(s.sent).window { // the window was full (R9)
 		c.win.size = max(math.Floor(c.win.size*beta), 1)
 	}
 	c.pace.refusedAt(rs)
@@ -193,7 +193,7 @@ func (c *Controller) measureCut(s *sample, rs, accepted float64, endsSlowStart b
 	return minBeta * rs, minBeta * rs, false
 }
 
-// shrinkWindow is the decrease on a latency signal (R10): the window becomes target and stops
+// shrinkWindow is the decrease on a latency signal (R9): the window becomes target and stops
 // following the rate; the rate stays, and slow start ends with the curve restarted at it.
 func (c *Controller) shrinkWindow(target int) {
 	c.win.size, c.win.lastSet, c.win.mode = float64(target), target, windowLatencyBound
@@ -204,7 +204,7 @@ func (c *Controller) shrinkWindow(target int) {
 	c.place()
 }
 
-// endRun applies what a refusal run's end measured (R8): slow start again from InitialRate
+// endRun applies what a refusal run's end measured (R7): slow start again from InitialRate
 // (R3), or the rate returned to v.rate, searching toward v.target.
 func (c *Controller) endRun(v runVerdict) {
 	switch v.kind {
@@ -216,7 +216,7 @@ func (c *Controller) endRun(v runVerdict) {
 	}
 }
 
-// holdStated sets and caps the rate at r, just under a stated limit (R11).
+// holdStated sets and caps the rate at r, just under a stated limit (R10).
 func (c *Controller) holdStated(r float64) {
 	c.rate, c.phase, c.target = c.clampRate(r), PhaseProbe, target{}
 	c.curve.restart(c.rate, c.rate)
@@ -224,7 +224,7 @@ func (c *Controller) holdStated(r float64) {
 }
 
 // undoCuts returns the rate and plateau to what they were before Failure cuts the background
-// share explains (R9), and slow start if the first of them ended it.
+// share explains (R8), and slow start if the first of them ended it.
 func (c *Controller) undoCuts(u failureUndo) {
 	c.rate, c.target = max(c.rate, c.clampRate(u.rate)), target{}
 	c.curve.restart(c.rate, max(c.curve.plateau, u.plateau))
@@ -261,7 +261,7 @@ func (k *curve) at(span time.Duration, probe float64) float64 {
 	return k.plateau * (1 + probeGain*x*x*x)
 }
 
-// pace is what refusals have taught about probing (R7).
+// pace is what refusals have taught about probing (R6).
 type pace struct {
 	probeTime   time.Duration     // probeTime, doubled while refusals recur at one rate
 	lastRefusal optional[float64] // the rate of the last refusal
@@ -307,7 +307,7 @@ const (
 	targetSlowStart            // the rate slow start was refused at without having sustained it
 )
 
-// target is the rate above the plateau the search climbs toward (R6); the zero target is none.
+// target is the rate above the plateau the search climbs toward (R5); the zero target is none.
 type target struct {
 	rate float64
 	kind targetKind

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The window and the latency signal (R10): the window follows the rate until successes sent
+// The window and the latency signal (R9): the window follows the rate until successes sent
 // with more of ours in flight are mostly slower than the host's own p90 without our load.
 
 type windowMode uint8

@@ -42,6 +42,6 @@ type Outcome struct {
 	// reset); 0: none. A refusal with none is a bare refusal.
 	Pause  time.Duration
 	Demand Demand
-	// Stated is the rate the answer's rate-limit headers state, req/s; 0: none (R11).
+	// Stated is the rate the answer's rate-limit headers state, req/s; 0: none (R10).
 	Stated float64
 }

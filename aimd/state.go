@@ -62,9 +62,9 @@ type State struct {
 	OverLimit    int           `json:"over_limit,omitempty"`
 	Failures     int           `json:"failures,omitempty"`
 	P95          time.Duration `json:"p95,omitempty"`           // Stats().P95 when saved: shown, never used for a decision
-	RefusalPause time.Duration `json:"refusal_pause,omitempty"` // the last refusal's pause: it spaces the probe (R7)
+	RefusalPause time.Duration `json:"refusal_pause,omitempty"` // the last refusal's pause: it spaces the probe (R6)
 	// The background failure share, the outcomes it was learned from, and the rate of the first
-	// Failure cut it is learned under (R9): a resumed crawl does not relearn them.
+	// Failure cut it is learned under (R8): a resumed crawl does not relearn them.
 	FailureShare   float64 `json:"failure_share,omitempty"`
 	FailureSamples int     `json:"failure_samples,omitempty"`
 	FailCut        float64 `json:"fail_cut,omitempty"`

@@ -10,12 +10,12 @@
 #       that again at its new limit. The client starts at once at L and rides exactly at L.
 # this: the same with this controller's start and ride: slow start from InitialRate r0 (2 req/s),
 #       doubling per max(125 ms, one sending interval) (R3); the measuring climb through L after
-#       the first pause (R4: from about 0.71 L, rising 0.18 L per second; the bucket fit needs
-#       that slow a climb, R9), which loses 0.29² / (2 × 0.18) ≈ 0.23 s of L; the ride at
-#       m = 0.99 of the fit's low end, about 0.98 L.
+#       the first pause (R4: from about 0.71 L, rising 0.18 L per second), which loses
+#       0.29² / (2 × 0.18) ≈ 0.23 s of L; the ride at m = beta (0.97) of the refusal's measure
+#       (R4), about 0.97 L.
 
 CLIMB_LOSS = 0.29 ** 2 / (2 * 0.18)  # s of L lost below L in the measuring climb
-M = 0.98
+M = 0.97
 
 
 def slow_start(L, r0=2.0):

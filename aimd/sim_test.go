@@ -427,7 +427,7 @@ func TestSimTokenBucket(t *testing.T) {
 		// bucket ridden further above a lower rate; the gaps tell them apart (singleTokenLimit).
 		{"L=2 burst 1", simConfig{host: simHost{limit: 2, service: 0.02}, pages: 200, jitter: 0.001}, 1.08, 0.92},
 		// No Retry-After: refusals cost no pause, so the return and search are quicker
-		// (quickShare × returnTime): makespan 1.081x, 94.0% after 10 s (1.084x, 94.7% with the full returnTime).
+		// (quickShare × returnTime): makespan 1.057x, 96.2% after 10 s.
 		{"L=20 no Retry-After", simConfig{host: simHost{limit: 20, service: 0.02}, pages: 2000, jitter: 0.001, noPause: true}, 1.10, 0.935},
 		// A burst refills during every Retry-After pause and hides the limit at first. The
 		// second refusal measures it (R4): the rate rides at beta × it and the probe starts at
